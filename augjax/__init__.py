@@ -1,0 +1,85 @@
+"""augjax: image augmentations in JAX for jax.Array batches and NVIDIA DALI pipelines.
+
+>>> import augjax, jax
+>>> out = augjax.ops.flip(images, key=jax.random.key(0), p=0.5)          # doctest: +SKIP
+>>> images = augjax.ops.flip(images, p=0.5)    # inside a DALI @pipeline_def  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from augjax import errors, ops
+from augjax._keys import keys_from_seeds
+from augjax._param import Param
+from augjax._program import trace_count
+from augjax._registry import REGISTRY, OpRecord
+from augjax._spec import API_VERSION, OpSpec, op
+from augjax.errors import (
+    AugjaxError,
+    AugjaxWarning,
+    InputError,
+    KeyRequiredError,
+    OpConflictError,
+    OpNotFoundError,
+    ParamError,
+    PluginLoadError,
+)
+
+__all__ = [
+    "API_VERSION",
+    "AugjaxError",
+    "AugjaxWarning",
+    "InputError",
+    "KeyRequiredError",
+    "OpConflictError",
+    "OpNotFoundError",
+    "OpRecord",
+    "OpSpec",
+    "Param",
+    "ParamError",
+    "PluginLoadError",
+    "errors",
+    "get_op",
+    "keys_from_seeds",
+    "list_ops",
+    "op",
+    "op_records",
+    "ops",
+    "refresh",
+    "trace_count",
+]
+
+
+def list_ops(pattern: str = "*") -> list[str]:
+    """Names of the registered ops matching the fnmatch ``pattern``, in natural order.
+
+    Reads entry-point metadata only: no plugin code is imported.
+    """
+    return REGISTRY.list_ops(pattern)
+
+
+def get_op(name: str) -> OpSpec:
+    """The op named ``name`` (or ``"distribution:name"``), imported on first use."""
+    return REGISTRY.get(name)
+
+
+def op_records(pattern: str = "*", *, include_all: bool = False) -> list[OpRecord]:
+    """The registry's records (name, distribution, version, entry point, status, reason)."""
+    return REGISTRY.records(pattern, include_all=include_all)
+
+
+def refresh() -> None:
+    """Rescans installed distributions, e.g. after ``pip install`` in a running process."""
+    REGISTRY.refresh()
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        import importlib_metadata
+
+        try:
+            return importlib_metadata.version("augjax")
+        except importlib_metadata.PackageNotFoundError:  # running from a source tree
+            return "0+unknown"
+    raise AttributeError(f"module 'augjax' has no attribute {name!r}")

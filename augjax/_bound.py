@@ -1,0 +1,100 @@
+"""BoundOp: an op with its parameters validated and fixed, ready to apply or to chain."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from typing import Any
+
+from augjax._dispatch import apply_steps
+from augjax.errors import ParamError
+
+__all__ = ["BoundOp", "CALL_KEYWORDS"]
+
+#: Keywords of a call that are not op parameters.
+CALL_KEYWORDS = frozenset({"key", "seeds", "seed", "device", "layout"})
+
+
+@dataclasses.dataclass(frozen=True)
+class BoundOp:
+    """An op spec plus validated parameter values (hashable: it keys the compile caches)."""
+
+    spec: Any
+    params: tuple[tuple[str, Any], ...]
+
+    @classmethod
+    def create(cls, spec: Any, params: dict[str, Any]) -> BoundOp:
+        """Validates ``params`` against ``spec`` and fills in the defaults.
+
+        Raises:
+            ParamError: an unknown parameter (with close matches) or an invalid value.
+        """
+        unknown = sorted(set(params) - set(spec.params))
+        if unknown:
+            name = unknown[0]
+            close = difflib.get_close_matches(name, list(spec.params), n=3)
+            hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+            raise ParamError(
+                f"{spec.name}: unknown parameter {name!r}; the op takes "
+                f"{', '.join(spec.params) or 'no parameters'}{hint}",
+                op=spec.name,
+                param=name,
+            )
+        values = {
+            name: p.check(spec.name, name, params.get(name, p.default))
+            for name, p in spec.params.items()
+        }
+        return cls(spec, tuple(values.items()))
+
+    @property
+    def name(self) -> str:
+        """The op's name."""
+        return self.spec.name
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        """The parameter values, as keyword arguments for the kernel."""
+        return dict(self.params)
+
+    def __call__(
+        self,
+        *inputs: Any,
+        key: Any = None,
+        seeds: Any = None,
+        seed: int | None = None,
+        device: str | None = None,
+        layout: str = "HWC",
+    ) -> Any:
+        """Applies the op.
+
+        Args:
+            *inputs: ``images`` (and ``labels`` for mixing ops): ``jax.Array`` / NumPy batches, or
+                DALI ``DataNode`` values inside a ``@pipeline_def``.
+            key: arrays only: a ``jax.random.key`` (split per sample) or one key per sample;
+                required for random ops.
+            seeds: DALI only: a ``DataNode`` of int32 ``(2,)`` seeds per sample to use instead of
+                the ones augjax draws (see :func:`augjax.keys_from_seeds`).
+            seed: DALI only: seed of the DALI RNG op that draws the per-sample seeds (default:
+                derived from the pipeline seed).
+            device: DALI only: ``"cpu"`` or ``"gpu"``; default: the device of ``images``.
+            layout: ``"HWC"`` (default) or ``"CHW"``.
+
+        Returns:
+            ``images``, or ``(images, soft_labels)`` for ops that output labels.
+        """
+        return apply_steps(
+            (self,),
+            inputs,
+            name=self.name,
+            inputs_decl=self.spec.inputs,
+            outputs_decl=self.spec.outputs,
+            key=key,
+            seeds=seeds,
+            seed=seed,
+            device=device,
+            layout=layout,
+        )
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params)
+        return f"{self.name}.bind({args})"

@@ -1,0 +1,136 @@
+"""The program: a sequence of configured ops turned into one traced JAX function.
+
+The same function serves the array path (``jax.jit`` over it, keys given by the caller) and the
+DALI path (one ``jax_function`` whose keys are built from the per-sample seeds DALI draws). Both
+are cached per (ops, layout, inputs), so building a pipeline twice or calling an op again never
+recompiles for shapes already seen.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import einops
+import jax
+import jax.numpy as jnp
+
+from augjax._inputs import check_images, check_labels
+from augjax._keys import keys_from_seeds
+from augjax.errors import InputError, OpDefinitionError
+
+__all__ = ["run_steps", "array_program", "seeded_program", "trace_count"]
+
+_traces = 0
+_traces_lock = threading.Lock()
+
+
+def trace_count() -> int:
+    """How many times augjax has traced (and so compiled) a program in this process."""
+    return _traces
+
+
+def _count_trace() -> None:
+    global _traces
+    with _traces_lock:
+        _traces += 1
+
+
+def _to_hwc(x: jax.Array, layout: str) -> jax.Array:
+    return einops.rearrange(x, "n c h w -> n h w c") if layout == "CHW" else x
+
+
+def _from_hwc(x: jax.Array, layout: str) -> jax.Array:
+    return einops.rearrange(x, "n h w c -> n c h w") if layout == "CHW" else x
+
+
+def _check_output(spec: Any, out: jax.Array, src: jax.Array, params: dict[str, Any]) -> None:
+    n, h, w, c = src.shape
+    if spec.output_size is not None:
+        h, w = spec.output_size(h, w, **params)
+    expected_dtype = jnp.dtype(spec.output_dtype or src.dtype)
+    if tuple(out.shape) != (n, h, w, c) or out.dtype != expected_dtype:
+        raise OpDefinitionError(
+            f"op {spec.name!r}: the kernel returned {out.dtype} {tuple(out.shape)}, but its "
+            f"declaration promises {expected_dtype} {(n, h, w, c)} (batch in HWC)"
+        )
+
+
+def run_steps(
+    steps: Sequence[Any],
+    images: jax.Array,
+    labels: jax.Array | None,
+    keys: jax.Array | None,
+    layout: str,
+) -> tuple[jax.Array, jax.Array | None]:
+    """Applies configured ops in order; traced inside ``jax.jit``.
+
+    Args:
+        steps: BoundOp values (op spec + validated params).
+        images: the batch, ``(N, H, W, C)`` or ``(N, C, H, W)`` by ``layout``.
+        labels: class ids ``(N,)``/``(N, 1)`` or soft labels ``(N, K)``, or None.
+        keys: one typed key per sample, or None when no op is random.
+        layout: ``"HWC"`` or ``"CHW"``.
+    """
+    _count_trace()
+    x = images
+    n = images.shape[0]
+    for pos, step in enumerate(steps):
+        spec, params = step.spec, step.kwargs
+        check_images(x, spec, layout)
+        hwc = _to_hwc(x, layout)
+        if spec.level == "sample":
+            kernel = functools.partial(spec.kernel, **params)
+            if spec.random:
+                ks = jax.vmap(jax.random.fold_in, in_axes=(0, None))(keys, pos)
+                out = jax.vmap(kernel)(ks, hwc)
+            else:
+                out = jax.vmap(kernel)(hwc)
+        else:
+            args = []
+            if spec.random:
+                args.append(jax.random.fold_in(keys[0], pos) if n else jax.random.key(0))
+            args.append(hwc)
+            if "labels" in spec.inputs:
+                if labels is None:
+                    raise InputError(
+                        f"{spec.name}: argument 'labels' is required (the op mixes labels); "
+                        f"call it as {spec.name}(images, labels, ...)",
+                        op=spec.name,
+                        argument="labels",
+                    )
+                args.append(check_labels(labels, n, spec.name))
+            result = spec.kernel(*args, **params)
+            if "labels" in spec.outputs:
+                out, labels = result
+            else:
+                out = result
+        _check_output(spec, out, hwc, params)
+        x = _from_hwc(out, layout)
+    return x, labels
+
+
+@functools.lru_cache(maxsize=512)
+def array_program(steps: tuple[Any, ...], layout: str):
+    """The jitted program for arrays: ``f(images, labels, keys) -> (images, labels)``."""
+
+    def program(images, labels, keys):
+        return run_steps(steps, images, labels, keys, layout)
+
+    return jax.jit(program)
+
+
+@functools.lru_cache(maxsize=512)
+def seeded_program(steps: tuple[Any, ...], layout: str, with_labels: bool, with_seeds: bool):
+    """The jitted program for DALI: ``f(images[, labels][, seeds])`` returning a tuple."""
+
+    def program(*arrays):
+        images, rest = arrays[0], list(arrays[1:])
+        labels = rest.pop(0) if with_labels else None
+        keys = keys_from_seeds(rest.pop(0)) if with_seeds else None
+        out, labels = run_steps(steps, images, labels, keys, layout)
+        return (out, labels) if with_labels else (out,)
+
+    return jax.jit(program)

@@ -1,0 +1,8 @@
+"""The DALI bridge: augjax programs as ``nvidia.dali.plugin.jax.fn.jax_function`` operators.
+
+This is the only package that imports NVIDIA DALI, and only when a DataNode reaches an op.
+"""
+
+from augjax.dali._bridge import apply_dali, dali_function
+
+__all__ = ["apply_dali", "dali_function"]

@@ -1,0 +1,105 @@
+"""One ``jax_function`` per op or chain: the data, one per-sample seed input, and labels only
+for mixing ops cross into JAX (DESIGN.md, "The DALI bridge is the cost to beat")."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+from augjax._keys import SEED_HIGH
+from augjax._program import seeded_program
+from augjax.errors import BackendUnavailableError, InputError
+
+__all__ = ["apply_dali", "dali_function"]
+
+
+def _dali():
+    try:
+        from nvidia.dali import fn, types
+        from nvidia.dali.plugin.jax import fn as jax_fn
+    except ImportError as err:  # pragma: no cover - exercised only without DALI
+        raise BackendUnavailableError(
+            "augjax: DALI pipelines need NVIDIA DALI with its JAX plugin: "
+            "pip install 'augjax[dali]' (CPU or CUDA 12) or 'augjax[cuda12]'"
+        ) from err
+    return fn, types, jax_fn
+
+
+@functools.lru_cache(maxsize=512)
+def dali_function(
+    steps: tuple[Any, ...],
+    layout: str,
+    with_labels: bool,
+    with_seeds: bool,
+    device: str,
+):
+    """The DALI operator (a ``jax_function``) for ``steps``, cached so that building a pipeline
+    again reuses the compiled program."""
+    _, _, jax_fn = _dali()
+    program = seeded_program(steps, layout, with_labels, with_seeds)
+    outputs = ("images", "labels") if with_labels else ("images",)
+    last = steps[-1].spec
+    out_layout = layout if not getattr(last, "output_layout", None) else last.output_layout
+    layouts = (out_layout, "") if with_labels else (out_layout,)
+    return jax_fn.jax_function(
+        program, num_outputs=len(outputs), output_layouts=layouts, device=device
+    )
+
+
+def _node_device(node: Any) -> str:
+    dev = getattr(node, "device", "cpu")
+    return "gpu" if dev in ("gpu", "mixed") else "cpu"
+
+
+def apply_dali(
+    steps: Sequence[Any],
+    inputs: Sequence[Any],
+    *,
+    name: str,
+    outputs_decl: tuple[str, ...],
+    seeds: Any,
+    seed: int | None,
+    device: str | None,
+    layout: str,
+) -> Any:
+    """Adds the operator for ``steps`` to the pipeline being defined and returns its outputs."""
+    fn, types, _ = _dali()
+    images = inputs[0]
+    labels = inputs[1] if len(inputs) > 1 else None
+    source = _node_device(images)
+    device = device or source
+    if device not in ("cpu", "gpu"):
+        raise InputError(
+            f"{name}: argument 'device' expects 'cpu' or 'gpu', got {device!r}",
+            op=name,
+            argument="device",
+        )
+    if device == "cpu" and source == "gpu":
+        raise InputError(
+            f"{name}: argument 'device' is 'cpu' but the images are on the GPU; DALI cannot move "
+            f"GPU data back to the CPU inside a pipeline (drop device= or decode on the CPU)",
+            op=name,
+            argument="device",
+        )
+
+    def place(node: Any) -> Any:
+        return node.gpu() if device == "gpu" and _node_device(node) == "cpu" else node
+
+    args = [place(images)]
+    if labels is not None:
+        args.append(place(labels))
+    random = any(step.spec.random for step in steps)
+    if seeds is not None:
+        args.append(place(seeds))
+    elif random:
+        kwargs = {} if seed is None else {"seed": int(seed)}
+        args.append(
+            fn.random.uniform(
+                range=[0, SEED_HIGH], shape=[2], dtype=types.INT32, device=device, **kwargs
+            )
+        )
+    op = dali_function(tuple(steps), layout, labels is not None, bool(random or seeds is not None), device)
+    out = op(*args)
+    out = out if isinstance(out, (list, tuple)) else (out,)
+    return tuple(out) if "labels" in outputs_decl else out[0]

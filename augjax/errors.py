@@ -1,0 +1,138 @@
+"""The exceptions and warnings augjax raises.
+
+Every error a user can trigger is an :class:`AugjaxError`; each subclass also derives from the
+builtin exception a Python user would expect (``LookupError`` for an unknown op, ``TypeError``
+for a wrong input type, ``ValueError`` for a bad value), so ``except ValueError`` keeps working.
+Messages name the op, the argument, what was expected and what came.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AugjaxError",
+    "AugjaxWarning",
+    "BackendUnavailableError",
+    "InputError",
+    "InputTypeError",
+    "KeyRequiredError",
+    "OpConflictError",
+    "OpDefinitionError",
+    "OpIncompatibleError",
+    "OpDisabledError",
+    "OpNotFoundError",
+    "ParamError",
+    "PluginLoadError",
+]
+
+
+class AugjaxError(Exception):
+    """Base class of every error augjax raises."""
+
+    __module__ = "augjax"
+
+
+class AugjaxWarning(UserWarning):
+    """Base class of every warning augjax emits."""
+
+    __module__ = "augjax"
+
+
+class OpNotFoundError(AugjaxError, LookupError, AttributeError):
+    """No op of that name is registered (also an ``AttributeError``, so ``hasattr(augjax.ops, x)`` works)."""
+
+    __module__ = "augjax"
+
+    def __init__(self, message: str, *, name: str, suggestions: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.name = name
+        self.suggestions = suggestions
+
+
+class OpConflictError(AugjaxError, LookupError):
+    """Several distributions register the same op name and none was chosen."""
+
+    __module__ = "augjax"
+
+    def __init__(self, message: str, *, name: str, candidates: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.name = name
+        self.candidates = candidates
+
+
+class OpDefinitionError(AugjaxError, TypeError):
+    """An op declaration is malformed (bad name, params that do not match the kernel, ...)."""
+
+    __module__ = "augjax"
+
+
+class ParamError(AugjaxError, ValueError):
+    """An op parameter is out of range or of the wrong kind."""
+
+    __module__ = "augjax"
+
+    def __init__(self, message: str, *, op: str | None = None, param: str | None = None) -> None:
+        super().__init__(message)
+        self.op = op
+        self.param = param
+
+
+class InputError(AugjaxError, ValueError):
+    """The data given to an op has the wrong rank, dtype, layout, shape or type."""
+
+    __module__ = "augjax"
+
+    def __init__(self, message: str, *, op: str | None = None, argument: str | None = None) -> None:
+        super().__init__(message)
+        self.op = op
+        self.argument = argument
+
+
+class InputTypeError(InputError, TypeError):
+    """The data given to an op is not a ``jax.Array``, a NumPy array or a DALI ``DataNode``."""
+
+    __module__ = "augjax"
+
+
+class KeyRequiredError(AugjaxError, TypeError):
+    """A random op was called on arrays without an explicit ``key``."""
+
+    __module__ = "augjax"
+
+
+class PluginLoadError(AugjaxError, ImportError):
+    """An op's entry point could not be loaded (import error, not an op, ...)."""
+
+    __module__ = "augjax"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        op: str,
+        distribution: str | None = None,
+        version: str | None = None,
+        entry_point: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.op = op
+        self.distribution = distribution
+        self.version = version
+        self.entry_point = entry_point
+
+
+class OpIncompatibleError(PluginLoadError):
+    """An op was written for an authoring-API major version this augjax does not support."""
+
+    __module__ = "augjax"
+
+
+class OpDisabledError(PluginLoadError):
+    """An op's distribution is disabled by the environment (autoload off, deny or allow list)."""
+
+    __module__ = "augjax"
+
+
+class BackendUnavailableError(AugjaxError, ImportError):
+    """An optional backend (NVIDIA DALI) is not installed."""
+
+    __module__ = "augjax"
