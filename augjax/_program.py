@@ -21,7 +21,7 @@ from augjax._inputs import check_images, check_labels
 from augjax._keys import keys_from_seeds
 from augjax.errors import InputError, OpDefinitionError
 
-__all__ = ["run_steps", "array_program", "seeded_program", "trace_count"]
+__all__ = ["run_steps", "array_program", "seeded_program", "trace_count", "final_layout"]
 
 _traces = 0
 _traces_lock = threading.Lock()
@@ -108,8 +108,16 @@ def run_steps(
             else:
                 out = result
         _check_output(spec, out, hwc, params)
+        layout = spec.layout_after(layout, params)
         x = _from_hwc(out, layout)
     return x, labels
+
+
+def final_layout(steps: Sequence[Any], layout: str) -> str:
+    """The layout of a program's output for an input of ``layout``."""
+    for step in steps:
+        layout = step.spec.layout_after(layout, step.kwargs)
+    return layout
 
 
 @functools.lru_cache(maxsize=512)

@@ -61,6 +61,7 @@ class OpSpec:
     random: bool = True
     output_size: Callable[..., tuple[int, int]] | None = None
     output_dtype: str | None = None
+    output_layout: Callable[..., str | None] | None = None
     reference: str = ""
     api_version: str = API_VERSION
     doc: str = ""
@@ -69,6 +70,12 @@ class OpSpec:
     def summary(self) -> str:
         """The first line of the op's documentation."""
         return self.doc.strip().splitlines()[0] if self.doc.strip() else ""
+
+    def layout_after(self, layout: str, params: Mapping[str, Any]) -> str:
+        """The layout of this op's output for an input of ``layout`` and these parameters."""
+        if self.output_layout is None:
+            return layout
+        return self.output_layout(**params) or layout
 
     @property
     def defaults(self) -> dict[str, Any]:
@@ -105,6 +112,7 @@ def op(
     random: bool = True,
     output_size: Callable[..., tuple[int, int]] | None = None,
     output_dtype: str | None = None,
+    output_layout: Callable[..., str | None] | None = None,
     reference: str = "",
     api_version: str = API_VERSION,
 ) -> Callable[[Callable[..., Any]], OpSpec]:
@@ -124,6 +132,8 @@ def op(
             change the spatial size; ``None`` means the size is kept.
         output_dtype: the dtype the op returns (e.g. ``"float32"`` for normalize); ``None``
             means the input's dtype.
+        output_layout: ``f(**params) -> "HWC" | "CHW" | None`` for ops whose output layout
+            depends on a parameter (normalize's CHW output); ``None`` keeps the input layout.
         reference: the reference semantics (e.g. "torchvision RandomHorizontalFlip").
         api_version: the authoring-API version the op is written for.
 
@@ -149,6 +159,7 @@ def op(
             random=random,
             output_size=output_size,
             output_dtype=output_dtype,
+            output_layout=output_layout,
             reference=reference,
             api_version=api_version,
             doc=inspect.getdoc(kernel) or "",

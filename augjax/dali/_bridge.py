@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from augjax._keys import SEED_HIGH
-from augjax._program import seeded_program
+from augjax._program import final_layout, seeded_program
 from augjax.errors import BackendUnavailableError, InputError
 
 __all__ = ["apply_dali", "dali_function"]
@@ -39,8 +39,7 @@ def dali_function(
     _, _, jax_fn = _dali()
     program = seeded_program(steps, layout, with_labels, with_seeds)
     outputs = ("images", "labels") if with_labels else ("images",)
-    last = steps[-1].spec
-    out_layout = layout if not getattr(last, "output_layout", None) else last.output_layout
+    out_layout = final_layout(steps, layout)
     layouts = (out_layout, "") if with_labels else (out_layout,)
     return jax_fn.jax_function(
         program, num_outputs=len(outputs), output_layouts=layouts, device=device

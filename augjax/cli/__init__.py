@@ -1,0 +1,1 @@
+"""The ``augjax`` command line."""

@@ -1,0 +1,59 @@
+"""Test helpers: sample batches, seeds, and running ops through a real DALI pipeline."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+
+def images(n: int = 4, h: int = 16, w: int = 20, c: int = 3, dtype=np.uint8, seed: int = 0):
+    """A batch of random images, uint8 levels or float32 in [0, 1]."""
+    rng = np.random.default_rng(seed)
+    if np.dtype(dtype) == np.uint8:
+        return rng.integers(0, 256, (n, h, w, c), dtype=np.uint8)
+    return rng.random((n, h, w, c), dtype=np.float32)
+
+
+def seeds(n: int, seed: int = 0) -> np.ndarray:
+    """Per-sample int32 seeds of shape (n, 2), as augjax draws them in DALI."""
+    return np.random.default_rng(seed).integers(0, 2**30, (n, 2), dtype=np.int32)
+
+
+def run_dali(
+    build: Callable[..., object],
+    *arrays: np.ndarray,
+    layouts: Sequence[str | None] | None = None,
+    device: str = "cpu",
+    iterations: int = 1,
+    seed: int = 7,
+) -> list[list[np.ndarray]]:
+    """Runs ``build(*nodes)`` in a DALI pipeline fed with ``arrays`` (each a whole batch, the
+    same every iteration); returns, per iteration, the outputs as NumPy arrays.
+
+    ``device="gpu"`` needs a GPU: the inputs are moved to the GPU first.
+    """
+    from nvidia.dali import fn, pipeline_def
+
+    batch = len(arrays[0])
+    layouts = layouts or ["HWC"] + [None] * (len(arrays) - 1)
+
+    @pipeline_def(batch_size=batch, num_threads=2, device_id=0 if device == "gpu" else None,
+                  seed=seed, prefetch_queue_depth=1)
+    def pipe():
+        nodes = []
+        for a, layout in zip(arrays, layouts):
+            kw = {"layout": layout} if layout else {}
+            node = fn.external_source(source=lambda a=a: a, batch=True, **kw)
+            nodes.append(node.gpu() if device == "gpu" else node)
+        out = build(*nodes)
+        return tuple(out) if isinstance(out, (list, tuple)) else out
+
+    p = pipe()
+    p.build()
+    results = []
+    for _ in range(iterations):
+        outs = p.run()
+        results.append([np.array(o.as_cpu().as_tensor() if device == "gpu" else o.as_tensor())
+                        for o in outs])
+    return results
