@@ -20,6 +20,11 @@ def seeds(n: int, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, 2**30, (n, 2), dtype=np.int32)
 
 
+def _constant(array: np.ndarray) -> Callable[[], np.ndarray]:
+    # A zero-argument callable: DALI passes batch info to sources that accept an argument.
+    return lambda: array
+
+
 def run_dali(
     build: Callable[..., object],
     *arrays: np.ndarray,
@@ -44,7 +49,7 @@ def run_dali(
         nodes = []
         for a, layout in zip(arrays, layouts):
             kw = {"layout": layout} if layout else {}
-            node = fn.external_source(source=lambda a=a: a, batch=True, **kw)
+            node = fn.external_source(source=_constant(a), batch=True, **kw)
             nodes.append(node.gpu() if device == "gpu" else node)
         out = build(*nodes)
         return tuple(out) if isinstance(out, (list, tuple)) else out
