@@ -25,7 +25,7 @@ from types import MappingProxyType
 from typing import Any
 
 from augjax._param import Param
-from augjax.errors import OpDefinitionError
+from augjax.errors import OpDefinitionError, ParamError
 
 __all__ = ["API_VERSION", "OpSpec", "op"]
 
@@ -192,7 +192,10 @@ def _check_declaration(name, kernel, params, level, inputs, outputs, dtypes, lay
         if pname in _RESERVED:
             raise bad(f"the parameter name {pname!r} is reserved for the call ({sorted(_RESERVED)})")
         if not p.required:
-            p.check(name, pname, p.default)  # the default itself must be valid
+            try:
+                p.check(name, pname, p.default)  # the default itself must be valid
+            except ParamError as err:
+                raise bad(f"invalid default: {err}") from None
 
 
 def _check_signature(name, kernel, params, level, inputs, random) -> None:

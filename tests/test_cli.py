@@ -1,0 +1,55 @@
+"""The augjax command line: list and info."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from augjax.cli.main import main
+
+
+def test_list_plain_pattern_and_json(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    names = [line.split()[0] for line in out.splitlines()]
+    assert {"flip", "color_jitter", "mixup"} <= set(names)
+    assert "augjax==" in out
+    assert main(["list", "color*"]) == 0
+    names = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert names and all(n.startswith("color") for n in names)
+    assert main(["list", "mix*", "--json"]) == 0
+    records = json.loads(capsys.readouterr().out)
+    mixup = next(r for r in records if r["name"] == "mixup")
+    assert mixup["distribution"] == "augjax"
+    assert mixup["entry_point"] == "augjax.catalog.mix:mixup"
+    assert mixup["status"] in ("available", "loaded")
+
+
+def test_info_shows_params_ranges_defaults_level_source(capsys):
+    assert main(["info", "color_jitter"]) == 0
+    out = capsys.readouterr().out
+    for fragment in ("color_jitter:", "level:        sample", "uint8, float32", "HWC, CHW",
+                     "augjax==", "brightness:", "hue:", "[-0.5, 0.5]", "default 0.0",
+                     "neutral 0.0", "torchvision.transforms.v2.ColorJitter"):
+        assert fragment in out, fragment
+    assert main(["info", "mixup", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["level"] == "batch" and info["outputs"] == ["images", "labels"]
+    assert info["params"]["num_classes"]["required"] is True
+
+
+def test_unknown_op_exit_code_and_message(capsys):
+    assert main(["info", "colr_jitter"]) == 2
+    err = capsys.readouterr().err
+    assert "did you mean 'color_jitter'" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("args", [["list"], ["info", "flip"]])
+def test_console_script_runs(args):
+    exe = [sys.executable, "-m", "augjax.cli.main", *args]
+    res = subprocess.run(exe, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert "flip" in res.stdout

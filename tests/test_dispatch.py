@@ -1,0 +1,197 @@
+"""Dispatch: the same ops on arrays and in DALI pipelines give the same results; errors are clear."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from helpers import images, run_dali, seeds
+
+import augjax
+from augjax.errors import (
+    InputError,
+    InputTypeError,
+    KeyRequiredError,
+    OpNotFoundError,
+    ParamError,
+)
+
+JITTER = dict(brightness=0.4, contrast=0.4, saturation=0.4, hue=0.1)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+@pytest.mark.parametrize("layout", ["HWC", "CHW"])
+def test_dali_path_equals_array_path(dtype, layout):
+    x = images(6, 12, 14, dtype=dtype, seed=1)
+    if layout == "CHW":
+        x = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+    labels = np.arange(6, dtype=np.int32).reshape(6, 1)
+    s = seeds(6, seed=2)
+
+    def build(imgs, lab, sd):
+        a = augjax.ops.flip(imgs, p=0.5, vertical=True, seeds=sd, layout=layout)
+        b = augjax.ops.color_jitter(imgs, **JITTER, seeds=sd, layout=layout)
+        c, soft = augjax.ops.mixup(imgs, lab, alpha=0.4, num_classes=6, mode="elem",
+                                   label_smoothing=0.1, seeds=sd, layout=layout)
+        return a, b, c, soft
+
+    (a, b, c, soft), = run_dali(build, x, labels, s, layouts=[layout, None, None])
+    keys = augjax.keys_from_seeds(s)
+    np.testing.assert_array_equal(
+        a, augjax.ops.flip(x, key=keys, p=0.5, vertical=True, layout=layout))
+    np.testing.assert_array_equal(b, augjax.ops.color_jitter(x, key=keys, **JITTER, layout=layout))
+    c2, soft2 = augjax.ops.mixup(x, labels, key=keys, alpha=0.4, num_classes=6, mode="elem",
+                                 label_smoothing=0.1, layout=layout)
+    np.testing.assert_array_equal(c, c2)
+    np.testing.assert_array_equal(soft, soft2)
+    assert a.dtype == x.dtype and b.dtype == x.dtype and c.dtype == x.dtype
+    assert soft.dtype == np.float32 and soft.shape == (6, 6)
+
+
+def test_dali_output_layouts_are_set():
+    from nvidia.dali import fn, pipeline_def
+
+    x = images(2, 8, 8)
+    xc = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+
+    @pipeline_def(batch_size=2, num_threads=1, device_id=None, seed=1)
+    def pipe():
+        a = fn.external_source(source=lambda: x, batch=True, layout="HWC")
+        b = fn.external_source(source=lambda: xc, batch=True, layout="CHW")
+        lab = fn.external_source(source=lambda: np.zeros((2, 1), np.int32), batch=True)
+        m, soft = augjax.ops.mixup(a, lab, num_classes=3)
+        return augjax.ops.flip(a), augjax.ops.flip(b, layout="CHW"), m, soft
+
+    p = pipe()
+    p.build()
+    outs = p.run()
+    assert [o.layout() for o in outs] == ["HWC", "CHW", "HWC", ""]
+
+
+def test_numpy_inputs_are_accepted_and_not_mutated():
+    x = images(3)
+    before = x.copy()
+    out = augjax.ops.flip(x, key=jax.random.key(0), p=1.0)
+    np.testing.assert_array_equal(np.asarray(out), before[:, :, ::-1])
+    np.testing.assert_array_equal(x, before)
+
+
+def test_key_forms_are_equivalent():
+    x = images(4)
+    k = jax.random.key(3)
+    per_sample = jax.random.split(k, 4)
+    a = augjax.ops.color_jitter(x, key=k, **JITTER)
+    b = augjax.ops.color_jitter(x, key=per_sample, **JITTER)
+    c = augjax.ops.color_jitter(x, key=jax.random.key_data(per_sample), **JITTER)
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(a, c)
+
+
+def test_empty_batch_and_batch_of_one():
+    for n in (0, 1):
+        x = images(n, 5, 6)
+        out = augjax.ops.color_jitter(x, key=jax.random.key(0), **JITTER)
+        assert out.shape == x.shape and out.dtype == x.dtype
+        img, soft = augjax.ops.mixup(x, np.zeros(n, np.int32), key=jax.random.key(0),
+                                     num_classes=3)
+        assert img.shape == x.shape and soft.shape == (n, 3)
+
+
+# -- errors ------------------------------------------------------------------------------------
+def _key():
+    return jax.random.key(0)
+
+
+@pytest.mark.parametrize(
+    "call, exc, fragments",
+    [
+        (lambda: augjax.ops.flip(images()[0], key=_key()), InputError,
+         ["flip", "'images'", "rank 4", "rank 3"]),
+        (lambda: augjax.ops.flip(images().astype(np.int16), key=_key()), InputError,
+         ["flip", "'images'", "uint8 or float32", "int16"]),
+        (lambda: augjax.ops.color_jitter(images(2, 8, 8, 4), key=_key(), hue=0.1), InputError,
+         ["color_jitter", "'images'", "3 channels", "4 channels"]),
+        (lambda: augjax.ops.color_jitter(
+            np.ascontiguousarray(images(2, 8, 8).transpose(0, 3, 1, 2)), key=_key(), hue=0.1),
+         InputError, ["color_jitter", "layout='CHW'"]),
+        (lambda: augjax.ops.flip(images(), key=_key(), layout="NHWC"), InputError,
+         ["flip", "'layout'", "'HWC' or 'CHW'", "NHWC"]),
+        (lambda: augjax.ops.flip(images()), KeyRequiredError, ["flip", "key=jax.random.key"]),
+        (lambda: augjax.ops.flip(images(), key=jax.random.split(_key(), 3)), InputError,
+         ["flip", "'key'", "4 keys", "(3,)"]),
+        (lambda: augjax.ops.flip(images(), key=_key(), p=1.5), ParamError,
+         ["flip", "'p'", "[0, 1]", "1.5"]),
+        (lambda: augjax.ops.color_jitter(images(), key=_key(), hue=0.7), ParamError,
+         ["color_jitter", "'hue'", "0.7"]),
+        (lambda: augjax.ops.mixup(images(), np.zeros(4, np.int32), key=_key()), ParamError,
+         ["mixup", "'num_classes'", "required"]),
+        (lambda: augjax.ops.mixup(images(), np.zeros(3, np.int32), key=_key(), num_classes=2),
+         InputError, ["mixup", "'labels'", "(3,)"]),
+        (lambda: augjax.ops.mixup(images(), key=_key(), num_classes=2), InputError,
+         ["mixup", "2 positional input(s)", "got 1"]),
+        (lambda: augjax.ops.flip([[1, 2]], key=_key()), InputTypeError,
+         ["flip", "'images'", "jax.Array", "list"]),
+        (lambda: augjax.ops.flip(images(), key=_key(), seed=3), InputError,
+         ["flip", "'seed'", "DALI"]),
+        (lambda: augjax.ops.no_such_op, OpNotFoundError, ["no_such_op"]),
+        (lambda: augjax.get_op("colr_jitter"), OpNotFoundError, ["did you mean 'color_jitter'"]),
+    ],
+)
+def test_errors_name_op_argument_expected_and_got(call, exc, fragments):
+    with pytest.raises(exc) as info:
+        call()
+    for fragment in fragments:
+        assert fragment in str(info.value), (fragment, str(info.value))
+
+
+def test_unknown_op_is_an_attribute_error_for_hasattr():
+    assert not hasattr(augjax.ops, "no_such_op")
+    assert hasattr(augjax.ops, "flip")
+    assert {"flip", "color_jitter", "mixup"} <= set(dir(augjax.ops))
+
+
+def test_dali_errors_surface_with_the_op_name():
+    x16 = images(2).astype(np.int16)
+    with pytest.raises(RuntimeError, match="flip: argument 'images' expects dtype"):
+        run_dali(lambda n: augjax.ops.flip(n), x16)
+
+
+def test_dali_non_uniform_batch_is_a_clear_error():
+    from nvidia.dali import fn, pipeline_def
+
+    rng = np.random.default_rng(0)
+    samples = [rng.integers(0, 256, (8 + i, 10, 3), dtype=np.uint8) for i in range(3)]
+
+    @pipeline_def(batch_size=3, num_threads=1, device_id=None, seed=1)
+    def pipe():
+        x = fn.external_source(source=lambda: samples, batch=True, layout="HWC")
+        return augjax.ops.flip(x)
+
+    p = pipe()
+    p.build()
+    with pytest.raises(RuntimeError) as info:
+        p.run()
+    msg = str(info.value)
+    assert "augjax.ops.flip(x)" in msg  # DALI names the op call that got the batch
+    assert "uniform shape" in msg
+
+
+def test_dali_rejects_key_and_mixed_inputs():
+    from nvidia.dali import fn, pipeline_def
+
+    @pipeline_def(batch_size=2, num_threads=1, device_id=None)
+    def with_key():
+        x = fn.external_source(source=lambda: images(2), batch=True, layout="HWC")
+        return augjax.ops.flip(x, key=jax.random.key(0))
+
+    with pytest.raises(InputError, match="'key' is for arrays"):
+        with_key()
+
+    @pipeline_def(batch_size=2, num_threads=1, device_id=None)
+    def mixed():
+        x = fn.external_source(source=lambda: images(2), batch=True, layout="HWC")
+        return augjax.ops.mixup(x, jnp.zeros(2, jnp.int32), num_classes=2)
+
+    with pytest.raises(InputError, match="mix DALI DataNodes and arrays"):
+        mixed()

@@ -1,0 +1,129 @@
+"""The authoring API: @op declarations, Param validation, frozen specs."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax.numpy as jnp
+import pytest
+
+import augjax
+from augjax import Param, op
+from augjax.errors import OpDefinitionError, ParamError
+
+
+def _kernel(key, image, *, amount):
+    return image
+
+
+def test_op_returns_frozen_spec_and_registers_nothing():
+    before = augjax.list_ops()
+    spec = op("my_test_op", params={"amount": Param(0.5, low=0.0, high=1.0, neutral=0.0)})(_kernel)
+    assert isinstance(spec, augjax.OpSpec)
+    assert spec.name == "my_test_op" and spec.level == "sample" and spec.random
+    assert spec.api_version == augjax.API_VERSION
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        spec.name = "other"
+    with pytest.raises(TypeError):
+        spec.params["amount"] = Param(1.0)
+    assert augjax.list_ops() == before
+    assert "my_test_op" not in augjax.list_ops()
+
+
+@pytest.mark.parametrize(
+    "kwargs, kernel, match",
+    [
+        ({"params": {"amount": Param(0.5)}}, lambda key, image: image, "kernel must be"),
+        ({"params": {}}, _kernel, "kernel must be"),
+        ({"params": {"amount": Param(0.5)}, "level": "pixel"}, _kernel, "level must be"),
+        ({"params": {"amount": 0.5}}, _kernel, "must be an augjax.Param"),
+        ({"params": {"amount": Param(2.0, high=1.0)}}, _kernel, "parameter 'amount'"),
+        ({"params": {"amount": Param(0.5)}, "dtypes": ("int16",)}, _kernel, "dtypes"),
+        ({"params": {"amount": Param(0.5)}, "inputs": ("images", "labels")}, _kernel, "labels"),
+    ],
+)
+def test_bad_declarations_raise_op_definition_error(kwargs, kernel, match):
+    with pytest.raises(OpDefinitionError, match=match):
+        op("bad_op", **kwargs)(kernel)
+
+
+def test_bad_name_and_reserved_param():
+    with pytest.raises(OpDefinitionError, match="name must match"):
+        op("Bad-Name", params={"amount": Param(0.5)})(_kernel)
+
+    def k(key, image, *, seed):
+        return image
+
+    with pytest.raises(OpDefinitionError, match="reserved"):
+        op("reserved_op", params={"seed": Param(1)})(k)
+
+
+def test_batch_level_signature_with_labels():
+    def kernel(key, images, labels, *, alpha):
+        return images, labels
+
+    spec = op("mix_like", params={"alpha": Param(1.0, low=0.0)}, level="batch",
+              inputs=("images", "labels"))(kernel)
+    assert spec.outputs == ("images", "labels")
+
+
+@pytest.mark.parametrize(
+    "param, value, expected",
+    [
+        (Param(0.5, low=0.0, high=1.0), 1, 1.0),
+        (Param((0.1, 0.2), low=0.0), [0.1, 0.3], (0.1, 0.3)),
+        (Param(3, low=1), 4, 4),
+        (Param("a", choices=("a", "b")), "b", "b"),
+        (Param(224, kind="size", low=1), 32, (32, 32)),
+        (Param((0.5,), kind="floats"), [0.1, 0.2, 0.3], (0.1, 0.2, 0.3)),
+    ],
+)
+def test_param_check_normalises(param, value, expected):
+    assert param.check("op", "x", value) == expected
+
+
+@pytest.mark.parametrize(
+    "param, value, fragment",
+    [
+        (Param(0.5, low=0.0, high=1.0), 1.5, "above 1"),
+        (Param(0.5, low=0.0, high=1.0), float("nan"), "not finite"),
+        (Param(0.5, low=0.0, high=1.0), "0.5", "not a number"),
+        (Param(0.5), True, "not a number"),
+        (Param(3, low=1), 2.5, "not an integer"),
+        (Param("a", choices=("a", "b")), "c", "one of 'a', 'b'"),
+        (Param((0.1, 0.2)), (0.3, 0.2), "low > high"),
+        (Param(True), 1, "not a bool"),
+        (Param(None, kind="int", required=True), None, "is required"),
+    ],
+)
+def test_param_check_errors_name_op_param_expected_and_got(param, value, fragment):
+    with pytest.raises(ParamError, match=fragment) as info:
+        param.check("my_op", "x", value)
+    msg = str(info.value)
+    assert "my_op" in msg and "'x'" in msg
+    assert info.value.op == "my_op" and info.value.param == "x"
+
+
+def test_unknown_param_suggests_close_match():
+    with pytest.raises(ParamError, match="did you mean 'brightness'"):
+        augjax.ops.color_jitter.bind(brightnes=0.4)
+
+
+def test_bind_is_hashable_and_equal_for_equal_params():
+    a = augjax.ops.flip.bind(p=0.5)
+    b = augjax.ops.flip.bind(p=0.5, horizontal=True)
+    assert a == b and hash(a) == hash(b)
+    assert a != augjax.ops.flip.bind(p=0.4)
+    assert repr(a) == "flip.bind(p=0.5, horizontal=True, vertical=False)"
+
+
+def test_user_op_runs_on_arrays():
+    def kernel(key, image, *, amount):
+        return (image.astype(jnp.float32) * amount).astype(image.dtype)
+
+    spec = op("scale_test", params={"amount": Param(0.5, low=0.0, high=1.0)})(kernel)
+    x = jnp.full((2, 3, 4, 3), 100, jnp.uint8)
+    import jax
+
+    out = spec(x, key=jax.random.key(0), amount=0.5)
+    assert out.dtype == jnp.uint8 and int(out.max()) == 50
