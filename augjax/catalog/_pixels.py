@@ -10,7 +10,18 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-__all__ = ["bound", "is_int", "requantize", "to_dtype", "gray", "blend"]
+__all__ = [
+    "bound",
+    "is_int",
+    "requantize",
+    "to_dtype",
+    "gray",
+    "blend",
+    "draw",
+    "levels_to_scale",
+    "to_unit",
+    "from_unit",
+]
 
 #: ITU-R 601-2 luma weights, as torchvision and PIL use them.
 LUMA = (0.2989, 0.587, 0.114)
@@ -50,3 +61,36 @@ def gray(x: jax.Array) -> jax.Array:
 def blend(a: jax.Array, b: jax.Array, ratio: jax.Array, dtype) -> jax.Array:
     """torchvision ``_blend``: ``ratio * a + (1 - ratio) * b``, clamped and requantized."""
     return requantize(a * ratio + b * (1.0 - ratio), dtype)
+
+
+def draw(key: jax.Array, value) -> jax.Array:
+    """A float_or_pair parameter's value for one sample, as a float32 scalar.
+
+    A pair ``(lo, hi)`` (a Python tuple, validated by :class:`augjax.Param`) is drawn uniformly in
+    ``[lo, hi]`` from ``key``; anything else (a number, or a traced JAX scalar that a policy passes)
+    is the value itself. Trace-safe: no Python branch on the value.
+    """
+    if isinstance(value, tuple):
+        lo, hi = value
+        return jax.random.uniform(key, (), jnp.float32, minval=lo, maxval=hi)
+    return jnp.asarray(value, jnp.float32)
+
+
+def levels_to_scale(value, dtype) -> jax.Array:
+    """A value given in uint8 levels (a solarize threshold, an addition) in the image's scale:
+    unchanged for uint8, divided by 255 for float images."""
+    return value if is_int(dtype) else value * (1.0 / 255.0)
+
+
+def to_unit(x: jax.Array, dtype) -> jax.Array:
+    """float32 values in ``dtype``'s scale to [0, 1] (torchvision ``to_dtype(scale=True)``:
+    uint8 levels are multiplied by 1/255)."""
+    return x * (1.0 / 255.0) if is_int(dtype) else x
+
+
+def from_unit(x: jax.Array, dtype) -> jax.Array:
+    """float32 values in [0, 1] back to ``dtype`` the torchvision way: uint8 is
+    ``trunc(x * (256 - 1e-3))`` (``to_dtype(scale=True)``), float images are returned as float32."""
+    if not is_int(dtype):
+        return x.astype(dtype)
+    return jnp.clip(jnp.floor(x * (255.0 + 1.0 - 1e-3)), 0.0, 255.0).astype(dtype)

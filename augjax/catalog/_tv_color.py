@@ -21,12 +21,15 @@ def adjust_brightness(x: jax.Array, factor: jax.Array, dtype) -> jax.Array:
 
 
 def _gray_for_blend(x: jax.Array, dtype) -> jax.Array:
+    if x.shape[-1] == 1:  # torchvision: a one-channel image is its own grayscale
+        return x[..., 0]
     g = gray(x)
     return jnp.floor(g) if is_int(dtype) else g
 
 
 def adjust_contrast(x: jax.Array, factor: jax.Array, dtype) -> jax.Array:
-    """Blend with the mean of the (floored, for uint8) grayscale image."""
+    """Blend with the mean of the (floored, for uint8) grayscale image; one-channel images blend
+    with their own mean."""
     mean = jnp.mean(_gray_for_blend(x, dtype))
     return blend(x, mean, factor, dtype)
 
