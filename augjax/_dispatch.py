@@ -31,8 +31,10 @@ def apply_steps(
     seed: int | None,
     device: str | None,
     layout: str,
+    start: int = 0,
 ) -> Any:
-    """Applies configured ops to ``inputs`` on the backend their type selects."""
+    """Applies configured ops to ``inputs`` on the backend their type selects; ``start`` is the
+    chain position of the first op (see :func:`augjax._program.run_steps`)."""
     if len(inputs) != len(inputs_decl):
         raise InputError(
             f"{name}: expects {len(inputs_decl)} positional input(s) ({', '.join(inputs_decl)}), "
@@ -65,7 +67,7 @@ def apply_steps(
 
         return apply_dali(
             steps, inputs, name=name, outputs_decl=outputs_decl, seeds=seeds, seed=seed,
-            device=device, layout=layout,
+            device=device, layout=layout, start=start,
         )
     for arg, value in (("seeds", seeds), ("seed", seed), ("device", device)):
         if value is not None:
@@ -80,5 +82,5 @@ def apply_steps(
         raise InputError(f"{name}: argument 'images' must be a batch, got a scalar", op=name)
     random = any(step.spec.random for step in steps)
     keys = sample_keys(key, images.shape[0], name) if random else None
-    out, labels = array_program(tuple(steps), layout)(images, labels, keys)
+    out, labels = array_program(tuple(steps), layout, start)(images, labels, keys)
     return (out, labels) if "labels" in outputs_decl else out

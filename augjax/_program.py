@@ -64,6 +64,7 @@ def run_steps(
     labels: jax.Array | None,
     keys: jax.Array | None,
     layout: str,
+    start: int = 0,
 ) -> tuple[jax.Array, jax.Array | None]:
     """Applies configured ops in order; traced inside ``jax.jit``.
 
@@ -73,11 +74,13 @@ def run_steps(
         labels: class ids ``(N,)``/``(N, 1)`` or soft labels ``(N, K)``, or None.
         keys: one typed key per sample, or None when no op is random.
         layout: ``"HWC"`` or ``"CHW"``.
+        start: the chain position of the first step (its keys are ``fold_in(key, start)``);
+            a slice of a chain keeps its ops' positions, so it reproduces their draws.
     """
     _count_trace()
     x = images
     n = images.shape[0]
-    for pos, step in enumerate(steps):
+    for pos, step in enumerate(steps, start):
         spec, params = step.spec, step.kwargs
         check_images(x, spec, layout)
         hwc = _to_hwc(x, layout)
@@ -121,24 +124,26 @@ def final_layout(steps: Sequence[Any], layout: str) -> str:
 
 
 @functools.lru_cache(maxsize=512)
-def array_program(steps: tuple[Any, ...], layout: str):
+def array_program(steps: tuple[Any, ...], layout: str, start: int = 0):
     """The jitted program for arrays: ``f(images, labels, keys) -> (images, labels)``."""
 
     def program(images, labels, keys):
-        return run_steps(steps, images, labels, keys, layout)
+        return run_steps(steps, images, labels, keys, layout, start)
 
     return jax.jit(program)
 
 
 @functools.lru_cache(maxsize=512)
-def seeded_program(steps: tuple[Any, ...], layout: str, with_labels: bool, with_seeds: bool):
+def seeded_program(
+    steps: tuple[Any, ...], layout: str, with_labels: bool, with_seeds: bool, start: int = 0
+):
     """The jitted program for DALI: ``f(images[, labels][, seeds])`` returning a tuple."""
 
     def program(*arrays):
         images, rest = arrays[0], list(arrays[1:])
         labels = rest.pop(0) if with_labels else None
         keys = keys_from_seeds(rest.pop(0)) if with_seeds else None
-        out, labels = run_steps(steps, images, labels, keys, layout)
+        out, labels = run_steps(steps, images, labels, keys, layout, start)
         return (out, labels) if with_labels else (out,)
 
     return jax.jit(program)

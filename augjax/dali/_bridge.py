@@ -33,11 +33,12 @@ def dali_function(
     with_labels: bool,
     with_seeds: bool,
     device: str,
+    start: int = 0,
 ):
     """The DALI operator (a ``jax_function``) for ``steps``, cached so that building a pipeline
     again reuses the compiled program."""
     _, _, jax_fn = _dali()
-    program = seeded_program(steps, layout, with_labels, with_seeds)
+    program = seeded_program(steps, layout, with_labels, with_seeds, start)
     outputs = ("images", "labels") if with_labels else ("images",)
     out_layout = final_layout(steps, layout)
     layouts = (out_layout, "") if with_labels else (out_layout,)
@@ -61,6 +62,7 @@ def apply_dali(
     seed: int | None,
     device: str | None,
     layout: str,
+    start: int = 0,
 ) -> Any:
     """Adds the operator for ``steps`` to the pipeline being defined and returns its outputs."""
     fn, types, _ = _dali()
@@ -98,7 +100,9 @@ def apply_dali(
                 range=[0, SEED_HIGH], shape=[2], dtype=types.INT32, device=device, **kwargs
             )
         )
-    op = dali_function(tuple(steps), layout, labels is not None, bool(random or seeds is not None), device)
+    op = dali_function(
+        tuple(steps), layout, labels is not None, bool(random or seeds is not None), device, start
+    )
     out = op(*args)
     out = out if isinstance(out, (list, tuple)) else (out,)
     return tuple(out) if "labels" in outputs_decl else out[0]
