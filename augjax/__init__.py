@@ -76,7 +76,7 @@ def refresh() -> None:
 
 def __getattr__(name: str) -> Any:
     if name == "__version__":
-        import importlib_metadata
+        from augjax._registry import importlib_metadata
 
         try:
             return importlib_metadata.version("augjax")

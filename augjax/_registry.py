@@ -29,7 +29,10 @@ import re
 import threading
 from typing import Any
 
-import importlib_metadata
+try:  # the backport behaves the same on every Python; the stdlib one is the fallback
+    import importlib_metadata
+except ImportError:  # pragma: no cover - importlib-metadata is a declared dependency
+    import importlib.metadata as importlib_metadata  # type: ignore[no-redef]
 
 from augjax._registry_load import load_entry_point
 from augjax.errors import (
