@@ -1,4 +1,12 @@
-"""Mixing ops: batch-level, images and labels in, images and soft labels out (timm semantics)."""
+"""Mixing ops: batch-level, images and labels in, images and soft labels out (timm semantics).
+
+Images are HWC, uint8 (0..255) or float32 in [0, 1]; labels are integer class ids ``(N,)`` /
+``(N, 1)`` or float soft labels ``(N, num_classes)``; the labels returned are float32
+``(N, num_classes)``. Sample ``i`` is mixed with its partner ``N-1-i`` (the batch reversed), as
+timm's ``Mixup`` does. Every op here is one kernel, ``mix_batch``: per-sample mixing weights
+``lam`` and boxes are drawn from the key, and mixup or cutmix is selected per sample with
+``jnp.where`` (no Python branch on data), so one compiled program serves every draw.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +16,13 @@ import jax.numpy as jnp
 from augjax._param import Param
 from augjax._spec import op
 from augjax.catalog._pixels import to_dtype
+from augjax.catalog.erase import box_mask, randint
+from augjax.errors import InputError
 
-__all__ = ["mixup", "soft_targets"]
+__all__ = ["mixup", "cutmix", "mixup_cutmix", "soft_targets", "mix_plan", "mix_batch",
+           "rand_bbox", "rand_bbox_minmax"]
+
+MODES = ("batch", "pair", "elem")
 
 
 def soft_targets(labels: jax.Array, num_classes: int, smoothing: float) -> jax.Array:
@@ -23,8 +36,6 @@ def soft_targets(labels: jax.Array, num_classes: int, smoothing: float) -> jax.A
 
 
 def _check_classes(labels: jax.Array, num_classes: int, op: str) -> None:
-    from augjax.errors import InputError
-
     if jnp.issubdtype(labels.dtype, jnp.floating) and labels.shape[1] != num_classes:
         raise InputError(
             f"{op}: argument 'labels' holds soft labels of {labels.shape[1]} classes, but "
@@ -34,48 +45,250 @@ def _check_classes(labels: jax.Array, num_classes: int, op: str) -> None:
         )
 
 
+# -- boxes (timm rand_bbox / rand_bbox_minmax, vectorised) --------------------------------------
+def rand_bbox(key: jax.Array, height: int, width: int, lam: jax.Array) -> tuple[jax.Array, ...]:
+    """timm ``rand_bbox`` (margin 0) for each ``lam``: a ``floor(H sqrt(1 - lam))`` by
+    ``floor(W sqrt(1 - lam))`` box centred uniformly over the pixels, clipped at the border.
+    Returns ``(yl, yh, xl, xh)``, each shaped like ``lam``."""
+    ratio = jnp.sqrt(1.0 - lam)
+    cut_h = jnp.floor(height * ratio).astype(jnp.int32)
+    cut_w = jnp.floor(width * ratio).astype(jnp.int32)
+    k_y, k_x = jax.random.split(key)
+    cy = jax.random.randint(k_y, lam.shape, 0, height)
+    cx = jax.random.randint(k_x, lam.shape, 0, width)
+    yl = jnp.clip(cy - cut_h // 2, 0, height)
+    yh = jnp.clip(cy + (cut_h + 1) // 2, 0, height)
+    xl = jnp.clip(cx - cut_w // 2, 0, width)
+    xh = jnp.clip(cx + (cut_w + 1) // 2, 0, width)
+    return yl, yh, xl, xh
+
+
+def minmax_sides(size: int, minmax: tuple[float, float]) -> tuple[int, int]:
+    """timm's side range for ``rand_bbox_minmax``: ``[int(size * min), int(size * max))``."""
+    return int(size * minmax[0]), int(size * minmax[1])
+
+
+def rand_bbox_minmax(key: jax.Array, height: int, width: int, minmax: tuple[float, float],
+                     shape: tuple[int, ...]) -> tuple[jax.Array, ...]:
+    """timm ``rand_bbox_minmax``: sides uniform in ``[int(H min), int(H max))`` (and for W), the
+    box placed uniformly where it fits. timm raises when ``int(H min) == int(H max)``; here the
+    side is then ``int(H min)``. Returns ``(yl, yu, xl, xu)``, each of ``shape``."""
+    k_h, k_w, k_y, k_x = jax.random.split(key, 4)
+    (h_lo, h_hi), (w_lo, w_hi) = minmax_sides(height, minmax), minmax_sides(width, minmax)
+    cut_h = h_lo + randint(k_h, shape, max(h_hi - h_lo, 1))
+    cut_w = w_lo + randint(k_w, shape, max(w_hi - w_lo, 1))
+    yl = randint(k_y, shape, height - cut_h + 1)
+    xl = randint(k_x, shape, width - cut_w + 1)
+    return yl, yl + cut_h, xl, xl + cut_w
+
+
+# -- the plan: per-sample lam, use_cutmix and box -----------------------------------------------
+def _expand(values: jax.Array, n: int, mode: str, middle) -> jax.Array:
+    """Per-sample values ``(N,)`` from the drawn ones: a scalar (batch), ``N // 2`` pair values
+    mirrored to ``(i, N-1-i)`` with ``middle`` for an odd batch's middle sample (pair), or as is."""
+    if mode == "batch":
+        return jnp.broadcast_to(values, (n,))
+    if mode == "pair":
+        mid = jnp.full((n % 2,), middle, values.dtype)
+        return jnp.concatenate([values, mid, values[::-1]])
+    return values
+
+
+def mix_plan(key: jax.Array, n: int, height: int, width: int, *, mixup_alpha: float,
+             cutmix_alpha: float, cutmix_minmax: tuple[float, float] | None, prob: float,
+             switch_prob: float, mode: str, correct_lam: bool) -> dict[str, jax.Array]:
+    """Draws what a mixing kernel applies, one entry per sample (``(N,)`` each).
+
+    Returns ``lam`` (the image and label weight of sample ``i``; for cutmix corrected to the
+    pasted area when ``correct_lam`` or ``cutmix_minmax``), ``lam_drawn`` (the Beta draw, or 1
+    where the sample is not mixed), ``mixed`` (the coin fell below ``prob``), ``use_cutmix`` and
+    the box ``yl, yh, xl, xh`` (meaningful where ``use_cutmix``). Draws follow timm
+    ``_params_per_batch`` / ``_params_per_elem``: one set per batch, per pair (``N // 2``) or per
+    sample.
+    """
+    if cutmix_minmax is not None:
+        cutmix_alpha = 1.0  # timm forces it: lam then comes from the box
+    shape = {"batch": (), "pair": (n // 2,), "elem": (n,)}[mode]
+    k_p, k_switch, k_mix, k_cut, k_box = jax.random.split(key, 5)
+    mixed = jax.random.uniform(k_p, shape) < prob
+    if mixup_alpha > 0 and cutmix_alpha > 0:
+        use_cutmix = jax.random.uniform(k_switch, shape) < switch_prob
+        lam = jnp.where(use_cutmix, jax.random.beta(k_cut, cutmix_alpha, cutmix_alpha, shape),
+                        jax.random.beta(k_mix, mixup_alpha, mixup_alpha, shape))
+    elif mixup_alpha > 0:
+        use_cutmix = jnp.zeros(shape, bool)
+        lam = jax.random.beta(k_mix, mixup_alpha, mixup_alpha, shape)
+    elif cutmix_alpha > 0:
+        use_cutmix = jnp.ones(shape, bool)
+        lam = jax.random.beta(k_cut, cutmix_alpha, cutmix_alpha, shape)
+    else:
+        use_cutmix = jnp.zeros(shape, bool)
+        lam = jnp.ones(shape)
+    lam = jnp.where(mixed, lam.astype(jnp.float32), 1.0)
+    use_cutmix = use_cutmix & mixed
+    if cutmix_minmax is not None:
+        yl, yh, xl, xh = rand_bbox_minmax(k_box, height, width, cutmix_minmax, shape)
+    else:
+        yl, yh, xl, xh = rand_bbox(k_box, height, width, lam)
+    cut_lam = lam
+    if correct_lam or cutmix_minmax is not None:
+        cut_lam = 1.0 - ((yh - yl) * (xh - xl)) / float(height * width)
+    final = jnp.where(use_cutmix, cut_lam, lam).astype(jnp.float32)
+    plan = dict(lam=final, lam_drawn=lam, mixed=mixed, use_cutmix=use_cutmix, yl=yl, yh=yh,
+                xl=xl, xh=xh)
+    middle = {"lam": 1.0, "lam_drawn": 1.0}
+    return {k: _expand(v, n, mode, middle.get(k, 0)) for k, v in plan.items()}
+
+
+def mix_batch(images: jax.Array, soft: jax.Array, plan: dict[str, jax.Array]) -> tuple[
+        jax.Array, jax.Array]:
+    """Applies a plan: sample ``i`` becomes ``lam x_i + (1 - lam) x_{N-1-i}`` (mixup) or ``x_i``
+    with the box pasted from ``x_{N-1-i}`` (cutmix); soft labels mix with ``lam``. uint8 images
+    are rounded to nearest, as timm's FastCollateMixup (``np.rint``)."""
+    n, height, width, _ = images.shape
+    x = images.astype(jnp.float32)
+    partner = x[::-1]
+    lam = plan["lam"][:, None, None, None]
+    blended = x * lam + partner * (1.0 - lam)
+    blended = jnp.where((plan["mixed"] & ~plan["use_cutmix"])[:, None, None, None], blended, x)
+    box = box_mask(height, width, plan["yl"], plan["xl"], plan["yh"] - plan["yl"],
+                   plan["xh"] - plan["xl"]) & plan["use_cutmix"][:, None, None]
+    out = jnp.where(box[..., None], partner, blended)
+    lam_y = plan["lam"][:, None]
+    return to_dtype(out, images.dtype, rounding="round"), soft * lam_y + soft[::-1] * (1.0 - lam_y)
+
+
+def _mix(op_name, key, images, labels, *, num_classes, label_smoothing, **draw):
+    _check_classes(labels, num_classes, op_name)
+    n, height, width, _ = images.shape
+    plan = mix_plan(key, n, height, width, **draw)
+    return mix_batch(images, soft_targets(labels, num_classes, label_smoothing), plan)
+
+
+# -- the ops ------------------------------------------------------------------------------------
+def _common(smoothing: float) -> dict[str, Param]:
+    return {
+        "num_classes": Param(None, kind="int", low=1, required=True,
+                             doc="number of classes of the soft labels"),
+        "label_smoothing": Param(smoothing, low=0.0, high=1.0, neutral=0.0,
+                                 doc="timm label smoothing of the one-hot targets"),
+    }
+
+
+_MODE_DOC = "one draw per batch, per pair (i, N-1-i) or per sample"
+_MINMAX = Param(None, kind="pair", low=0.0, high=1.0, optional=True,
+                doc="box side range as image fractions (timm cutmix_minmax); None = from lam")
+
+
 @op(
     "mixup",
     params={
         "alpha": Param(1.0, low=0.0, high=None, neutral=0.0,
                        doc="lambda ~ Beta(alpha, alpha); 0 disables mixing"),
-        "num_classes": Param(None, kind="int", low=1, required=True,
-                             doc="number of classes of the soft labels"),
-        "label_smoothing": Param(0.0, low=0.0, high=1.0, neutral=0.0,
-                                 doc="timm label smoothing of the one-hot targets"),
+        **_common(0.0),
         "p": Param(1.0, low=0.0, high=1.0, neutral=0.0,
-                   doc="probability of mixing (per batch or per sample, by mode)"),
-        "mode": Param("batch", choices=("batch", "elem"),
-                      doc="one lambda per batch, or one per sample"),
+                   doc="probability of mixing (per batch, pair or sample, by mode)"),
+        "mode": Param("batch", choices=MODES, doc=_MODE_DOC),
     },
     level="batch",
     inputs=("images", "labels"),
-    reference="timm.data.Mixup (mixup_alpha, prob, mode batch/elem, label_smoothing)",
+    reference="timm.data.Mixup (mixup_alpha, prob, mode, label_smoothing; cutmix_alpha=0)",
 )
 def mixup(key, images, labels, *, alpha, num_classes, label_smoothing, p, mode):
     """Blends each image with its partner in the reversed batch; labels become soft.
 
-    timm Mixup semantics: ``lam ~ Beta(alpha, alpha)`` once per batch (``mode="batch"``) or per
-    sample (``"elem"``), applied with probability ``p`` (else ``lam = 1``); sample ``i`` is mixed
-    with sample ``N-1-i``: ``x = lam * x + (1 - lam) * x[::-1]``, and the soft target is
-    ``lam * y + (1 - lam) * y[::-1]`` with label smoothing on the one-hot rows. uint8 images are
-    rounded to nearest (timm's FastCollateMixup ``np.rint``). Deviation: timm requires an even
-    batch; here an odd batch's middle sample is mixed with itself.
+    timm Mixup with ``cutmix_alpha=0``: ``lam ~ Beta(alpha, alpha)`` once per batch
+    (``mode="batch"``), per pair ``(i, N-1-i)`` (``"pair"``) or per sample (``"elem"``), applied
+    with probability ``p`` (else ``lam = 1``); sample ``i`` becomes
+    ``lam * x_i + (1 - lam) * x_{N-1-i}``, and its soft target
+    ``lam * y_i + (1 - lam) * y_{N-1-i}`` with label smoothing on the one-hot rows. uint8 images
+    are rounded to nearest (timm's FastCollateMixup ``np.rint``). Deviations: timm requires an
+    even batch; here an odd batch's middle sample is its own partner (unchanged). timm's
+    ``label_smoothing`` default is 0.1; this op's is 0 (see ``mixup_cutmix`` for timm's
+    defaults).
     """
-    _check_classes(labels, num_classes, "mixup")
-    n = images.shape[0]
-    k_lam, k_p = jax.random.split(key)
-    shape = () if mode == "batch" else (n,)
-    if alpha > 0:
-        lam = jax.random.beta(k_lam, alpha, alpha, shape)
-        lam = jnp.where(jax.random.uniform(k_p, shape) < p, lam, 1.0)
-    else:
-        lam = jnp.ones(shape)
-    lam = lam.astype(jnp.float32)
-    lam_img = lam if mode == "batch" else lam[:, None, None, None]
-    x = images.astype(jnp.float32)
-    mixed = x * lam_img + x[::-1] * (1.0 - lam_img)
-    y = soft_targets(labels, num_classes, label_smoothing)
-    lam_y = lam if mode == "batch" else lam[:, None]
-    soft = y * lam_y + y[::-1] * (1.0 - lam_y)
-    return to_dtype(mixed, images.dtype, rounding="round"), soft
+    return _mix("mixup", key, images, labels, num_classes=num_classes,
+                label_smoothing=label_smoothing, mixup_alpha=alpha, cutmix_alpha=0.0,
+                cutmix_minmax=None, prob=p, switch_prob=0.0, mode=mode, correct_lam=True)
+
+
+@op(
+    "cutmix",
+    params={
+        "alpha": Param(1.0, low=0.0, high=None, neutral=0.0,
+                       doc="lambda ~ Beta(alpha, alpha); 0 disables (unless minmax is set)"),
+        "minmax": _MINMAX,
+        "correct_lam": Param(True, doc="lambda = 1 - pasted area / image area after clipping"),
+        **_common(0.0),
+        "p": Param(1.0, low=0.0, high=1.0, neutral=0.0,
+                   doc="probability of mixing (per batch, pair or sample, by mode)"),
+        "mode": Param("batch", choices=MODES, doc=_MODE_DOC),
+    },
+    level="batch",
+    inputs=("images", "labels"),
+    reference="timm.data.Mixup (cutmix_alpha, cutmix_minmax, correct_lam; mixup_alpha=0)",
+)
+def cutmix(key, images, labels, *, alpha, minmax, correct_lam, num_classes, label_smoothing, p,
+           mode):
+    """Pastes a box of each image's partner (the reversed batch) into it; labels become soft.
+
+    timm Mixup with ``mixup_alpha=0``: with probability ``p`` (per batch, pair or sample, by
+    ``mode``), ``lam ~ Beta(alpha, alpha)`` and the box is timm's ``rand_bbox``: sides
+    ``floor(H sqrt(1 - lam))`` by ``floor(W sqrt(1 - lam))``, centre uniform over the pixels,
+    clipped at the border; with ``minmax`` it is ``rand_bbox_minmax`` (sides uniform in
+    ``[int(H min), int(H max))``, placed inside the image; alpha is then irrelevant). Sample
+    ``i`` takes the box from sample ``N-1-i`` (in ``"pair"`` mode both members of a pair
+    exchange the same box); its soft target is ``lam * y_i + (1 - lam) * y_{N-1-i}``, where
+    ``lam`` is ``1 - box area / image area`` when ``correct_lam`` or ``minmax`` (else the Beta
+    draw). In ``"batch"`` mode one box serves the whole batch; in ``"pair"``/``"elem"`` each
+    pair/sample has its own. ``alpha=0`` without ``minmax`` disables mixing (the labels still
+    become soft). Deviations: odd batches as in ``mixup``; ``label_smoothing`` defaults to 0
+    (timm 0.1); when ``int(H min) == int(H max)`` timm raises and this op uses that side.
+    """
+    return _mix("cutmix", key, images, labels, num_classes=num_classes,
+                label_smoothing=label_smoothing, mixup_alpha=0.0, cutmix_alpha=alpha,
+                cutmix_minmax=minmax, prob=p, switch_prob=1.0, mode=mode,
+                correct_lam=correct_lam)
+
+
+@op(
+    "mixup_cutmix",
+    params={
+        "mixup_alpha": Param(1.0, low=0.0, high=None, neutral=0.0,
+                             doc="mixup lambda ~ Beta(a, a); mixup is active if > 0"),
+        "cutmix_alpha": Param(0.0, low=0.0, high=None, neutral=0.0,
+                              doc="cutmix lambda ~ Beta(a, a); cutmix is active if > 0"),
+        "cutmix_minmax": _MINMAX,
+        "prob": Param(1.0, low=0.0, high=1.0, neutral=0.0,
+                      doc="probability of mixing (per batch, pair or sample, by mode)"),
+        "switch_prob": Param(0.5, low=0.0, high=1.0,
+                             doc="probability of cutmix instead of mixup when both are active"),
+        "mode": Param("batch", choices=MODES, doc=_MODE_DOC),
+        "correct_lam": Param(True, doc="cutmix lambda = 1 - pasted area / image area"),
+        **_common(0.1),
+    },
+    level="batch",
+    inputs=("images", "labels"),
+    reference="timm.data.Mixup",
+)
+def mixup_cutmix(key, images, labels, *, mixup_alpha, cutmix_alpha, cutmix_minmax, prob,
+                 switch_prob, mode, correct_lam, label_smoothing, num_classes):
+    """Mixup or cutmix with timm ``Mixup``'s parameters and draws; returns soft labels.
+
+    Per batch, pair ``(i, N-1-i)`` or sample (``mode``): with probability ``prob`` the
+    sample is mixed; when both mixup and cutmix are active (``mixup_alpha > 0`` and
+    ``cutmix_alpha > 0`` or ``cutmix_minmax``), cutmix is chosen with probability
+    ``switch_prob`` and ``lam`` is drawn from that method's Beta. Mixup and cutmix then act as
+    the ``mixup`` and ``cutmix`` ops describe (``cutmix_minmax`` forces ``cutmix_alpha = 1``
+    and ``lam`` from the box, as timm). Targets are timm's ``mixup_target``: smoothed one-hot
+    rows (on ``1 - s + s/K``, off ``s/K``) mixed with the partner's rows by ``lam``.
+    Defaults are timm's, except ``num_classes``, which is required (timm defaults to 1000).
+    Deviations: odd batches as in ``mixup``; with mixup and cutmix both disabled timm asserts,
+    this op does not mix (as timm with ``mixup_enabled = False``: the labels still become soft);
+    timm's ``multi_label`` targets are not offered (float soft labels ``(N, K)`` are mixed as
+    given, without smoothing).
+    """
+    return _mix("mixup_cutmix", key, images, labels, num_classes=num_classes,
+                label_smoothing=label_smoothing, mixup_alpha=mixup_alpha,
+                cutmix_alpha=cutmix_alpha, cutmix_minmax=cutmix_minmax, prob=prob,
+                switch_prob=switch_prob, mode=mode, correct_lam=correct_lam)

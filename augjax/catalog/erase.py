@@ -1,0 +1,259 @@
+"""Erasing ops: rectangles of an image replaced by a fill (timm RandomErasing, DeVries cutout).
+
+Images are HWC, uint8 (0..255) or float32 in [0, 1]. Fill values are given as fractions of the
+range, in [0, 1], whatever the dtype: they are multiplied by 255 and rounded for uint8 images, so
+one configuration serves both dtypes. Both ops are sample level and branch-free: each sample's
+boxes are drawn from its key and applied as masks (``jnp.where``), so one compiled program serves
+every sample of a batch.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+
+from augjax._param import Param
+from augjax._spec import op
+from augjax.catalog._pixels import bound, is_int
+from augjax.errors import ParamError
+
+__all__ = ["random_erasing", "cutout", "erase_plan", "cutout_plan", "box_mask", "IMAGENET_MEAN",
+           "IMAGENET_STD"]
+
+#: timm's ``IMAGENET_DEFAULT_MEAN`` / ``IMAGENET_DEFAULT_STD`` (fractions of the range).
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+#: timm's RandomErasing tries this many boxes before giving up on one.
+ATTEMPTS = 10
+
+
+def _positive(v: float) -> float:
+    if v <= 0:
+        raise ValueError("must be > 0")
+    return v
+
+
+def _positives(v: tuple[float, ...]) -> tuple[float, ...]:
+    if any(x <= 0 for x in v):
+        raise ValueError("every value must be > 0")
+    return v
+
+
+def _fail(op_name: str, param: str, msg: str) -> ParamError:
+    return ParamError(f"{op_name}: parameter '{param}' {msg}", op=op_name, param=param)
+
+
+def per_channel(values: tuple[float, ...], channels: int, op_name: str, param: str) -> jax.Array:
+    """A per-channel vector ``(C,)`` from one value or one value per channel.
+
+    Raises:
+        ParamError: the number of values is neither 1 nor ``channels``.
+    """
+    if len(values) not in (1, channels):
+        raise _fail(op_name, param, f"expects 1 value or one per channel ({channels}), got "
+                                    f"{len(values)} values {values!r} for images of {channels} "
+                                    f"channels")
+    return jnp.broadcast_to(jnp.asarray(values, jnp.float32), (channels,))
+
+
+def box_mask(height: int, width: int, top: jax.Array, left: jax.Array, h: jax.Array,
+             w: jax.Array) -> jax.Array:
+    """Boolean ``(..., H, W)`` mask of the boxes ``[top, top + h) x [left, left + w)``
+    (each argument ``(...)``; boxes may reach past the border, the mask is clipped)."""
+    rows = jnp.arange(height)
+    cols = jnp.arange(width)
+    in_r = (rows >= top[..., None]) & (rows < (top + h)[..., None])
+    in_c = (cols >= left[..., None]) & (cols < (left + w)[..., None])
+    return in_r[..., :, None] & in_c[..., None, :]
+
+
+def randint(key: jax.Array, shape: tuple[int, ...], high: jax.Array) -> jax.Array:
+    """Integers uniform in ``[0, high)`` for a traced ``high >= 1`` (``floor(u * high)``)."""
+    u = jax.random.uniform(key, shape)
+    return jnp.minimum(jnp.floor(u * high), high - 1).astype(jnp.int32)
+
+
+# -- random_erasing ----------------------------------------------------------------------------
+def _aspect_logs(min_aspect: float, max_aspect: float | None) -> tuple[float, float]:
+    return (math.log(min_aspect), math.log(max_aspect or 1.0 / min_aspect))
+
+
+def erase_plan(key: jax.Array, height: int, width: int, *, p: float, min_area: float,
+               max_area: float, min_aspect: float, max_aspect: float | None, min_count: int,
+               max_count: int | None) -> dict[str, jax.Array]:
+    """Draws one sample's random_erasing boxes (what the kernel draws from the same key).
+
+    Returns a dict of the raw draws (``u_apply``, ``count``, ``area`` and ``log_aspect`` of shape
+    ``(max_count, 10)``, ``u_top``, ``u_left``) and the boxes they make, each ``(max_count,)``:
+    ``top``, ``left``, ``h``, ``w`` and ``active`` (the sample is erased, the box index is below
+    ``count`` and one of the 10 attempts fit).
+    """
+    max_count = max_count or min_count
+    k_apply, k_count, k_area, k_aspect, k_top, k_left = jax.random.split(key, 6)
+    u_apply = jax.random.uniform(k_apply)
+    if min_count == max_count:
+        count = jnp.int32(min_count)
+    else:
+        count = jax.random.randint(k_count, (), min_count, max_count + 1)
+    shape = (max_count, ATTEMPTS)
+    area = jax.random.uniform(k_area, shape, minval=min_area, maxval=max_area)
+    lo, hi = _aspect_logs(min_aspect, max_aspect)
+    log_aspect = jax.random.uniform(k_aspect, shape, minval=lo, maxval=hi)
+    target = area * (height * width) / count
+    aspect = jnp.exp(log_aspect)
+    hs = jnp.round(jnp.sqrt(target * aspect)).astype(jnp.int32)  # Python round: half to even
+    ws = jnp.round(jnp.sqrt(target / aspect)).astype(jnp.int32)
+    fits = (ws < width) & (hs < height)
+    first = jnp.argmax(fits, axis=1)  # timm keeps the first attempt that fits
+    h = jnp.take_along_axis(hs, first[:, None], 1)[:, 0]
+    w = jnp.take_along_axis(ws, first[:, None], 1)[:, 0]
+    u_top = jax.random.uniform(k_top, (max_count,))
+    u_left = jax.random.uniform(k_left, (max_count,))
+    top = jnp.minimum(jnp.floor(u_top * (height - h + 1)), height - h).astype(jnp.int32)
+    left = jnp.minimum(jnp.floor(u_left * (width - w + 1)), width - w).astype(jnp.int32)
+    active = (u_apply < p) & (jnp.arange(max_count) < count) & jnp.any(fits, axis=1)
+    return dict(u_apply=u_apply, count=count, area=area, log_aspect=log_aspect, u_top=u_top,
+                u_left=u_left, top=jnp.maximum(top, 0), left=jnp.maximum(left, 0), h=h, w=w,
+                active=active)
+
+
+def _check_erasing(min_area, max_area, min_count, max_count) -> None:
+    if min_area > max_area:
+        raise _fail("random_erasing", "min_area",
+                    f"must be <= max_area ({max_area:g}), got {min_area:g}")
+    if max_count is not None and max_count < min_count:
+        raise _fail("random_erasing", "max_count",
+                    f"must be >= min_count ({min_count}) or None, got {max_count}")
+
+
+@op(
+    "random_erasing",
+    params={
+        "p": Param(0.5, low=0.0, high=1.0, neutral=0.0,
+                   doc="probability that a sample is erased (timm 'probability')"),
+        "min_area": Param(0.02, low=0.0, high=1.0, doc="smallest erased fraction of the image"),
+        "max_area": Param(1 / 3, low=0.0, high=1.0, doc="largest erased fraction of the image"),
+        "min_aspect": Param(0.3, validate=_positive, doc="smallest box aspect (height / width)"),
+        "max_aspect": Param(None, kind="float", optional=True, validate=_positive,
+                            doc="largest aspect; None means 1 / min_aspect"),
+        "mode": Param("const", choices=("const", "rand", "pixel"),
+                      doc="fill: constant, one random colour per box, random per pixel"),
+        "min_count": Param(1, low=1, doc="fewest boxes per erased sample"),
+        "max_count": Param(None, kind="int", low=1, optional=True,
+                           doc="most boxes (uniform count in [min_count, max_count]); None = min"),
+        "fill": Param(None, kind="floats", low=0.0, high=1.0, optional=True,
+                      doc="const colour in [0, 1] (one or per channel); None = mean"),
+        "mean": Param(IMAGENET_MEAN, kind="floats", low=0.0, high=1.0,
+                      doc="normalisation mean the fills are defined against"),
+        "std": Param(IMAGENET_STD, kind="floats", validate=_positives,
+                     doc="normalisation std the random fills are defined against"),
+    },
+    reference="timm.data.random_erasing.RandomErasing",
+)
+def random_erasing(key, image, *, p, min_area, max_area, min_aspect, max_aspect, mode, min_count,
+                   max_count, fill, mean, std):
+    """Erases random rectangles of each sample with probability ``p`` (timm RandomErasing).
+
+    Boxes follow timm's ``_erase``: the sample is erased with probability ``p``; it gets
+    ``count`` boxes, uniform in ``[min_count, max_count]``; for each box, up to 10 attempts draw
+    a target area ``U(min_area, max_area) * H * W / count`` and an aspect ``exp(U(log
+    min_aspect, log max_aspect))`` (``max_aspect=None`` means ``1 / min_aspect``), giving
+    ``h = round(sqrt(area * aspect))`` and ``w = round(sqrt(area / aspect))``; the first attempt
+    with ``h < H`` and ``w < W`` is placed with its top-left corner uniform over the positions
+    where it fits; a box with no fitting attempt is skipped. Later boxes are drawn over earlier
+    ones.
+
+    Fills. timm runs on images already normalised with ``(x - mean) / std``, where 'const' writes
+    0 and 'rand'/'pixel' write standard normal noise. Here images are uint8 or in [0, 1], and
+    the fills are defined so that after that same normalisation the erased pixels hold what
+    timm writes: 'const' writes ``fill`` (default ``mean``, i.e. 0 once normalised); 'rand'
+    writes one colour ``mean + std * z`` per box, 'pixel' one per pixel, ``z ~ N(0, 1)`` per
+    channel. ``mean`` and ``std`` default to timm's ImageNet constants; pass those of your
+    normalisation. Deviations: the noise is clipped to the image range [0, 1] (a standard normal
+    value below ``-mean / std`` or above ``(1 - mean) / std`` is clipped; about 2-3% of values
+    with the ImageNet constants), and uint8 images round it to whole levels. timm's
+    ``num_splits`` (leave the first part of a batch clean) is a batch concept and is not
+    offered: apply the op to a slice instead. Sizes are computed in float32 (timm float64): a
+    box side can differ when ``sqrt(...)`` lies within ~1e-6 of a half integer.
+    """
+    _check_erasing(min_area, max_area, min_count, max_count)
+    height, width, channels = image.shape
+    k_plan, k_color = jax.random.split(key)
+    plan = erase_plan(k_plan, height, width, p=p, min_area=min_area, max_area=max_area,
+                      min_aspect=min_aspect, max_aspect=max_aspect, min_count=min_count,
+                      max_count=max_count)
+    mu = per_channel(mean, channels, "random_erasing", "mean")
+    sigma = per_channel(std, channels, "random_erasing", "std")
+    n_boxes = plan["top"].shape[0]
+    if mode == "const":
+        values = per_channel(fill, channels, "random_erasing", "fill") if fill else mu
+        values = jnp.broadcast_to(values, (n_boxes, 1, 1, channels))
+    elif mode == "rand":
+        z = jax.random.normal(k_color, (n_boxes, 1, 1, channels))
+        values = mu + sigma * z
+    else:
+        z = jax.random.normal(k_color, (1, height, width, channels))
+        values = jnp.broadcast_to(mu + sigma * z, (n_boxes, height, width, channels))
+    values = jnp.clip(values, 0.0, 1.0) * bound(image.dtype)
+    if is_int(image.dtype):
+        values = jnp.round(values)
+    values = values.astype(image.dtype)
+    masks = box_mask(height, width, plan["top"], plan["left"], plan["h"], plan["w"])
+    masks = masks & plan["active"][:, None, None]
+    out = image
+    for b in range(n_boxes):  # in order: a later box is drawn over an earlier one
+        out = jnp.where(masks[b][..., None], values[b], out)
+    return out
+
+
+# -- cutout ------------------------------------------------------------------------------------
+def cutout_plan(key: jax.Array, height: int, width: int, *, size: tuple[int, int], count: int,
+                p: float) -> dict[str, jax.Array]:
+    """Draws one sample's cutout holes: ``cy``, ``cx`` (centres, ``(count,)``), ``top``,
+    ``left`` (unclipped corners), ``u_apply`` and ``active`` (the sample is cut)."""
+    k_apply, k_y, k_x = jax.random.split(key, 3)
+    u_apply = jax.random.uniform(k_apply)
+    cy = jax.random.randint(k_y, (count,), 0, height)
+    cx = jax.random.randint(k_x, (count,), 0, width)
+    return dict(cy=cy, cx=cx, top=cy - size[0] // 2, left=cx - size[1] // 2, u_apply=u_apply,
+                active=u_apply < p)
+
+
+@op(
+    "cutout",
+    params={
+        "size": Param(16, kind="size", low=0, neutral=0,
+                      doc="hole side in pixels (int, or (height, width))"),
+        "count": Param(1, low=1, doc="number of holes per sample"),
+        "p": Param(1.0, low=0.0, high=1.0, neutral=0.0, doc="probability that a sample is cut"),
+        "fill": Param(0.0, kind="floats", low=0.0, high=1.0,
+                      doc="hole colour in [0, 1] (one or per channel)"),
+    },
+    reference="DeVries & Taylor 2017 Cutout (uoguelph-mlrg/Cutout), albumentations CoarseDropout",
+)
+def cutout(key, image, *, size, count, p, fill):
+    """Cuts ``count`` holes of ``size`` pixels out of each sample, with probability ``p``.
+
+    DeVries & Taylor Cutout: each hole's centre is uniform over the pixels
+    (``randint(0, H)``, ``randint(0, W)``), the hole is clipped at the image border, holes may
+    overlap, and they are filled with ``fill`` (a fraction of the range, one value or one per
+    channel; 0 is black). Deviations: the hole spans rows ``[cy - size // 2, cy - size // 2 +
+    size)``, exactly ``size`` rows before clipping (timm's ``rand_bbox`` convention); the
+    reference's ``[cy - size // 2, cy + size // 2)`` is one row shorter for odd sizes and
+    identical for even ones. DeVries applies the mask to normalised tensors, where 0 is the mean
+    colour: pass ``fill=mean`` for that. ``p`` (default 1, as DeVries) is the per-sample
+    probability, as albumentations' ``p``; albumentations CoarseDropout draws holes inside the
+    image (no clipping) with random sizes, which this op does not do.
+    """
+    height, width, channels = image.shape
+    plan = cutout_plan(key, height, width, size=size, count=count, p=p)
+    value = per_channel(fill, channels, "cutout", "fill") * bound(image.dtype)
+    if is_int(image.dtype):
+        value = jnp.round(value)
+    hs = jnp.full((count,), size[0])
+    ws = jnp.full((count,), size[1])
+    mask = jnp.any(box_mask(height, width, plan["top"], plan["left"], hs, ws), axis=0)
+    return jnp.where((mask & plan["active"])[..., None], value.astype(image.dtype), image)
