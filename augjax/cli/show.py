@@ -1,0 +1,75 @@
+"""``augjax show NAME``: one op across its magnitude range on one image, as a PNG strip."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
+def _steps(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 32:
+        raise argparse.ArgumentTypeError(f"expected an integer from 1 to 32, got {text!r}")
+    return value
+
+
+def _size(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 16 <= value <= 1024:
+        raise argparse.ArgumentTypeError(f"expected a size from 16 to 1024 pixels, got {text!r}")
+    return value
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "show",
+        help="one op across its magnitude range on one image, as a PNG strip",
+        description="Applies op NAME to one image (a bundled photograph, or --image) for several "
+                    "values of one parameter: by default evenly spaced values across the "
+                    "parameter's declared magnitude range (neutral to the largest), else the "
+                    "values given with --magnitudes. Runs on arrays (no DALI); the same key for "
+                    "every value.",
+    )
+    p.add_argument("name", help="op name, or distribution:name")
+    p.add_argument("--param", default=None,
+                   help="the parameter to vary (default: the first with a magnitude range, "
+                        "else the first numeric one)")
+    p.add_argument("--magnitudes", type=_number, nargs="+", default=None, metavar="V",
+                   help="the values of the parameter to show")
+    p.add_argument("--steps", type=_steps, default=5, metavar="N",
+                   help="values across the magnitude range when --magnitudes is not given "
+                        "(default: 5)")
+    p.add_argument("--image", type=Path, default=None, metavar="FILE",
+                   help="the image (default: a bundled photograph)")
+    p.add_argument("--out", type=Path, default=None, metavar="FILE",
+                   help="the PNG to write (default: ./augjax-show-NAME.png)")
+    p.add_argument("--size", type=_size, default=128, metavar="PX",
+                   help="the image is resized to PX on its long side (default: 128)")
+    p.add_argument("--seed", type=int, default=0, metavar="S", help="the key: jax.random.key(S)")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from augjax._demo.params import fmt
+    from augjax._demo.sweep import run_show
+
+    path, sweep, (w, h) = run_show(args.name, param=args.param, magnitudes=args.magnitudes,
+                                   steps=args.steps, image=args.image, out=args.out,
+                                   size=args.size, seed=args.seed)
+    what = (f"{sweep.param} = {', '.join(fmt(v) for v in sweep.values)}" if sweep.param
+            else sweep.how)
+    print(f"augjax show: {args.name}, {what}; wrote {path} ({w}x{h})")
+    return 0
