@@ -1,41 +1,57 @@
 """The registry: ops discovered from ``augjax.ops`` entry points, loaded on first use.
 
 Listing reads entry-point metadata only and never imports plugin code; an op's module is
-imported the first time the op is asked for, once, under a lock (DALI calls from worker threads).
-Each op has a record with its status:
+imported the first time the op is asked for, once, even when several threads ask at the same
+time (DALI calls from its worker threads). Each op has a record (:class:`OpRecord`) with its
+status and the reason:
 
 - ``available``: found, not imported yet;
 - ``loaded``: imported and checked;
-- ``failed``: importing it raised, or it is not an op, or its name does not match;
+- ``failed``: importing it raised, it is not an op, or its entry point is malformed;
 - ``incompatible``: written for another authoring-API major version;
-- ``disabled``: its distribution is switched off by the environment;
-- ``conflict``: several distributions register the name; pick one with ``"dist:name"``.
+- ``disabled``: its distribution is switched off by the environment (never imported);
+- ``conflict``: several distributions register the name, or a plugin reuses a built-in name;
+  select one with its qualified name ``"distribution:name"``.
 
-Environment switches (read at each scan, like pytest's):
-``AUGJAX_DISABLE_PLUGIN_AUTOLOAD=1`` loads only augjax's own ops (and ``AUGJAX_PLUGINS``);
-``AUGJAX_PLUGINS=dist1,dist2`` loads only these plugin distributions;
-``AUGJAX_DISABLE_PLUGINS=glob,...`` never loads matching distributions;
-``AUGJAX_PREFER=name=dist,...`` resolves a name registered by several distributions;
-``AUGJAX_STRICT_PLUGINS=1`` turns plugin failures and conflicts into errors.
+Environment switches, read at each scan (the first query and every :meth:`Registry.refresh`),
+modelled on pytest's:
+
+- ``AUGJAX_DISABLE_PLUGIN_AUTOLOAD=1``: only augjax's own ops (and ``AUGJAX_PLUGINS``);
+- ``AUGJAX_PLUGINS=dist1,dist2``: allow list of plugin distributions (fnmatch patterns);
+- ``AUGJAX_DISABLE_PLUGINS=dist*,...``: deny list (never imported);
+- ``AUGJAX_PREFER=name=dist,...``: resolves a name registered by several plugin distributions;
+- ``AUGJAX_STRICT_PLUGINS=1``: plugin problems are errors. The first query imports every enabled
+  plugin op and raises :class:`~augjax.PluginLoadError` listing all failures, conflicts and
+  unknown switch values (for CI; in this mode listing does import plugins).
+
+augjax's own ops are never disabled and never shadowed.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import fnmatch
-import os
-import re
+import importlib
 import threading
+import warnings
+from collections.abc import Iterable
 from typing import Any
 
-try:  # the backport behaves the same on every Python; the stdlib one is the fallback
-    import importlib_metadata
-except ImportError:  # pragma: no cover - importlib-metadata is a declared dependency
-    import importlib.metadata as importlib_metadata  # type: ignore[no-redef]
-
-from augjax._registry_load import load_entry_point
+from augjax._registry_load import (  # importlib_metadata: the backport or the stdlib module
+    CORE_DISTRIBUTION,
+    GROUP,
+    STATUSES,
+    OpRecord,
+    Switches,
+    apply_policy,
+    importlib_metadata,
+    load_entry_point,
+    natural_key,
+    norm_dist,
+    scan_entry_points,
+)
 from augjax.errors import (
+    AugjaxWarning,
     OpConflictError,
     OpDisabledError,
     OpIncompatibleError,
@@ -43,269 +59,256 @@ from augjax.errors import (
     PluginLoadError,
 )
 
-__all__ = ["OpRecord", "Registry", "GROUP", "CORE_DISTRIBUTION", "natural_key"]
+__all__ = ["CORE_DISTRIBUTION", "GROUP", "OpRecord", "REGISTRY", "Registry", "STATUSES",
+           "natural_key"]
 
-GROUP = "augjax.ops"
-CORE_DISTRIBUTION = "augjax"
-STATUSES = ("available", "loaded", "failed", "incompatible", "disabled", "conflict")
-
-
-def natural_key(text: str) -> list[Any]:
-    """Sort key that orders ``op2`` before ``op10``."""
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", text)]
+_USABLE = ("available", "loaded")
 
 
-def _norm(dist: str) -> str:
-    return re.sub(r"[-_.]+", "-", dist).lower()
+class _Snapshot:
+    """One scan's result. Never mutated after publication except for the records' load state,
+    so readers always see a whole registry (refresh swaps in a new snapshot)."""
 
-
-@dataclasses.dataclass
-class OpRecord:
-    """What the registry knows of one op: where it comes from and whether it works."""
-
-    name: str
-    distribution: str
-    version: str
-    entry_point: str
-    status: str = "available"
-    reason: str = ""
-    spec: Any = None
-    error: BaseException | None = None
-    _ep: Any = dataclasses.field(default=None, repr=False, compare=False)
-
-    @property
-    def qualified_name(self) -> str:
-        """``"distribution:name"``: selects this op even when the name is in conflict."""
-        return f"{_norm(self.distribution)}:{self.name}"
-
-    @property
-    def is_core(self) -> bool:
-        return _norm(self.distribution) == CORE_DISTRIBUTION
-
-    def as_dict(self) -> dict[str, Any]:
-        """A JSON-ready summary (no plugin import)."""
-        return {
-            "name": self.name,
-            "qualified_name": self.qualified_name,
-            "distribution": self.distribution,
-            "version": self.version,
-            "entry_point": self.entry_point,
-            "status": self.status,
-            "reason": self.reason,
-        }
+    def __init__(self, records: list[OpRecord], notes: list[str], switches: Switches) -> None:
+        self.records = tuple(records)
+        self.notes = tuple(notes)
+        self.switches = switches
+        self.by_name: dict[str, tuple[OpRecord, ...]] = {}
+        for r in self.records:
+            self.by_name[r.name] = (*self.by_name.get(r.name, ()), r)
+        self.by_qualified = {r.qualified_name: r for r in self.records}
+        self.strict_lock = threading.RLock()
+        self.strict_thread: int | None = None
+        self.strict_done = False
+        self.strict_problems: tuple[str, ...] = ()
+        self.strict_cause: BaseException | None = None
 
 
 class Registry:
-    """Discovers and loads ops. One global instance backs ``augjax.list_ops`` and ``augjax.ops``;
-    separate instances are cheap (for tests)."""
+    """Discovers and loads ops. ``augjax.REGISTRY`` backs ``augjax.list_ops``, ``augjax.get_op``
+    and ``augjax.ops``; separate instances are cheap (tests build one per case).
 
-    def __init__(self) -> None:
-        self._lock = threading.RLock()
-        self._records: list[OpRecord] | None = None
-        self._by_name: dict[str, list[OpRecord]] = {}
+    Args:
+        path: directories to scan instead of ``sys.path`` (ops must still be importable).
+    """
+
+    def __init__(self, path: Iterable[str] | None = None) -> None:
+        self._path = None if path is None else list(path)
+        self._lock = threading.Lock()
+        self._snap: _Snapshot | None = None
 
     # -- scanning -----------------------------------------------------------------------------
-    def _scan(self) -> list[OpRecord]:
-        seen: dict[tuple[str, str, str], OpRecord] = {}
-        for ep in importlib_metadata.entry_points(group=GROUP):
-            dist = getattr(ep, "dist", None)
-            dist_name = dist.metadata["Name"] if dist is not None else "<unknown>"
-            version = dist.version if dist is not None else "?"
-            ident = (_norm(dist_name), ep.name, ep.value)
-            if ident in seen:  # the same distribution found twice: one op
-                continue
-            seen[ident] = OpRecord(ep.name, dist_name, version, ep.value, _ep=ep)
-        records = sorted(seen.values(), key=lambda r: (natural_key(r.name), r.distribution))
-        self._apply_policy(records)
-        return records
+    def _build(self, previous: _Snapshot | None) -> _Snapshot:
+        records, notes = scan_entry_points(self._path)
+        switches = Switches.from_env()
+        notes += apply_policy(records, switches)
+        if previous is not None:  # keep ops already imported when their entry point is unchanged
+            old = {_identity(r): r for r in previous.records if r.state == "loaded"}
+            for r in records:
+                prev = old.get(_identity(r))
+                if prev is not None and r.state == "available":
+                    r.spec, r.state = prev.spec, "loaded"
+        if notes and not switches.strict:
+            for note in notes:
+                warnings.warn(f"augjax: {note}", AugjaxWarning, stacklevel=4)
+        return _Snapshot(records, notes, switches)
 
-    def _apply_policy(self, records: list[OpRecord]) -> None:
-        env = os.environ
-        autoload = env.get("AUGJAX_DISABLE_PLUGIN_AUTOLOAD", "") in ("", "0")
-        allow = {_norm(d) for d in env.get("AUGJAX_PLUGINS", "").split(",") if d.strip()}
-        deny = [_norm(d) for d in env.get("AUGJAX_DISABLE_PLUGINS", "").split(",") if d.strip()]
-        for r in records:
-            dist = _norm(r.distribution)
-            if r.is_core:
-                continue
-            if any(fnmatch.fnmatchcase(dist, pat) for pat in deny):
-                r.status, r.reason = "disabled", "distribution in AUGJAX_DISABLE_PLUGINS"
-            elif allow and dist not in allow:
-                r.status, r.reason = "disabled", "distribution not in AUGJAX_PLUGINS"
-            elif not autoload and dist not in allow:
-                r.status, r.reason = "disabled", "AUGJAX_DISABLE_PLUGIN_AUTOLOAD is set"
-        prefer = dict(
-            item.split("=", 1) for item in env.get("AUGJAX_PREFER", "").split(",") if "=" in item
-        )
-        by_name: dict[str, list[OpRecord]] = {}
-        for r in records:
-            by_name.setdefault(r.name, []).append(r)
-        for name, group in by_name.items():
-            live = [r for r in group if r.status != "disabled"]
-            if len(live) < 2:
-                continue
-            core = [r for r in live if r.is_core]
-            chosen = core or [r for r in live if _norm(r.distribution) == _norm(prefer.get(name, ""))]
-            for r in live:
-                if chosen and r is chosen[0]:
-                    continue
-                others = ", ".join(o.qualified_name for o in live if o is not r)
-                r.status = "conflict"
-                r.reason = (
-                    f"shadows the built-in op (use {r.qualified_name!r})" if core
-                    else f"also registered by {others}; pick one with its qualified name or "
-                    f"AUGJAX_PREFER={name}=<distribution>"
-                )
-        self._by_name = by_name
-
-    def _ensure(self) -> list[OpRecord]:
-        records = self._records
-        if records is None:
+    def _ensure(self) -> _Snapshot:
+        snap = self._snap
+        if snap is None:
             with self._lock:
-                if self._records is None:
-                    self._records = self._scan()
-                    if os.environ.get("AUGJAX_STRICT_PLUGINS", "") not in ("", "0"):
-                        self._strict_check()
-                records = self._records
-        return records
+                snap = self._snap
+                if snap is None:
+                    snap = self._snap = self._build(None)
+        if snap.switches.strict:
+            self._strict(snap)
+        return snap
 
-    def _strict_check(self) -> None:
-        bad = [r for r in self._records or () if r.status == "conflict"]
-        if bad:
-            r = bad[0]
-            raise OpConflictError(
-                f"AUGJAX_STRICT_PLUGINS: op {r.name!r} from {r.distribution}=={r.version}: "
-                f"{r.reason}",
-                name=r.name,
-                candidates=tuple(o.qualified_name for o in self._by_name[r.name]),
-            )
-        for r in self._records or ():
-            if r.status == "available":
-                self._load(r)
+    def _strict(self, snap: _Snapshot) -> None:
+        if not snap.strict_done:
+            with snap.strict_lock:
+                if snap.strict_thread == threading.get_ident():
+                    return  # a plugin being imported by the strict pass queries the registry
+                if not snap.strict_done:
+                    snap.strict_thread = threading.get_ident()
+                    try:
+                        self._strict_pass(snap)
+                    finally:
+                        snap.strict_thread = None
+                        snap.strict_done = True
+        if snap.strict_problems:
+            lines = "\n".join(f"  - {p}" for p in snap.strict_problems)
+            raise PluginLoadError(
+                f"AUGJAX_STRICT_PLUGINS is set and {len(snap.strict_problems)} plugin "
+                f"problem(s) were found:\n{lines}",
+                op="",
+            ) from snap.strict_cause
+
+    def _strict_pass(self, snap: _Snapshot) -> None:
+        problems, cause = list(snap.notes), None
+        for r in snap.records:
+            if r.is_core or r.policy == "disabled":
+                continue
+            if r.policy == "conflict":
+                problems.append(f"op {r.name!r} from {r.source}: conflict: {r.policy_reason}")
+                continue
+            self._load(r)
+            if r.state != "loaded":
+                problems.append(f"op {r.name!r} from {r.source}: {r.state}: {r.state_reason}")
+                cause = cause or r.error
+        snap.strict_problems, snap.strict_cause = tuple(problems), cause
 
     def refresh(self) -> None:
-        """Rescans the entry points (after a pip install/uninstall in this process). Ops already
-        obtained keep working; records of unchanged entry points keep their loaded op."""
-        importlib_metadata.distributions.cache_clear() if hasattr(
-            importlib_metadata.distributions, "cache_clear") else None
-        import importlib
-
+        """Rescans the installed distributions (after ``pip install`` or uninstall in this
+        process) and swaps the new registry in atomically. Ops already obtained keep working;
+        records whose entry point is unchanged keep their loaded op; failed ones are retried."""
         importlib.invalidate_caches()
+        finder = getattr(importlib_metadata, "MetadataPathFinder", None)
+        if finder is not None:
+            finder.invalidate_caches()
         with self._lock:
-            old = {(r.distribution, r.version, r.name, r.entry_point): r for r in self._records or ()}
-            records = self._scan()
-            for r in records:
-                prev = old.get((r.distribution, r.version, r.name, r.entry_point))
-                if prev is not None and prev.status == "loaded" and r.status == "available":
-                    r.status, r.spec = "loaded", prev.spec
-            self._records = records
+            self._snap = self._build(self._snap)
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What the last scan noticed: unknown switch values, distributions without metadata."""
+        return self._ensure().notes
 
     # -- queries ------------------------------------------------------------------------------
-    def records(self, pattern: str = "*", *, include_all: bool = False) -> list[OpRecord]:
-        """Records whose name (or qualified name) matches ``pattern``; hidden statuses (disabled,
-        conflict, failed, incompatible) only with ``include_all``."""
+    def records(self, pattern: str = "*", *, include_all: bool = False,
+                distribution: str | None = None) -> list[OpRecord]:
+        """Records whose name or qualified name matches the fnmatch ``pattern``. Only usable ops
+        (available, loaded) unless ``include_all``; ``distribution`` filters by distribution."""
+        want = None if distribution is None else norm_dist(distribution)
         out = []
-        for r in self._ensure():
+        for r in self._ensure().records:
+            if want is not None and norm_dist(r.distribution) != want:
+                continue
             if not (fnmatch.fnmatchcase(r.name, pattern)
                     or fnmatch.fnmatchcase(r.qualified_name, pattern)):
                 continue
-            if include_all or r.status in ("available", "loaded"):
+            if include_all or r.status in _USABLE:
                 out.append(r)
         return out
 
-    def list_ops(self, pattern: str = "*") -> list[str]:
+    def list_ops(self, pattern: str = "*", *, distribution: str | None = None) -> list[str]:
         """Names of the usable ops matching the fnmatch ``pattern``, in natural order. A name in
         conflict is listed by its qualified names. Imports no plugin code."""
+        want = None if distribution is None else norm_dist(distribution)
         names = set()
-        for r in self._ensure():
-            if r.status in ("available", "loaded") and fnmatch.fnmatchcase(r.name, pattern):
+        for r in self._ensure().records:
+            if r.state not in _USABLE or r.policy == "disabled":
+                continue
+            if want is not None and norm_dist(r.distribution) != want:
+                continue
+            if r.policy is None and fnmatch.fnmatchcase(r.name, pattern):
                 names.add(r.name)
-            elif r.status == "conflict" and fnmatch.fnmatchcase(r.name, pattern):
+            elif r.policy == "conflict" and (fnmatch.fnmatchcase(r.name, pattern)
+                                             or fnmatch.fnmatchcase(r.qualified_name, pattern)):
                 names.add(r.qualified_name)
         return sorted(names, key=natural_key)
 
     def record(self, name: str) -> OpRecord:
-        """The record that ``name`` (plain or ``"dist:name"``) selects.
+        """The record that ``name`` (plain or ``"distribution:name"``) selects.
 
         Raises:
             OpNotFoundError: unknown name (with close matches).
             OpConflictError: the plain name is registered by several distributions.
         """
-        records = self._ensure()
+        snap = self._ensure()
         if ":" in name:
             dist, _, plain = name.partition(":")
-            hits = [r for r in records
-                    if r.name == plain and _norm(r.distribution) == _norm(dist)]
-            if hits:
-                return hits[0]
-        group = [r for r in self._by_name.get(name, [])]
+            hit = snap.by_qualified.get(f"{norm_dist(dist.strip())}:{plain.strip()}")
+            if hit is not None:
+                return hit
+            owners = [r.qualified_name for r in snap.by_name.get(plain.strip(), ())]
+            raise OpNotFoundError(
+                f"augjax: distribution {dist!r} registers no op {plain!r}"
+                + (f"; it is registered as {', '.join(map(repr, owners))}" if owners else ""),
+                name=name,
+                suggestions=tuple(owners),
+            )
+        group = snap.by_name.get(name, ())
         if not group:
-            names = sorted({r.name for r in records})
-            close = tuple(difflib.get_close_matches(name, names, n=3, cutoff=0.6))
+            known = sorted({r.name for r in snap.records})
+            close = tuple(difflib.get_close_matches(name, known, n=3, cutoff=0.6))
             hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
             raise OpNotFoundError(
                 f"augjax: no op named {name!r} is registered{hint} "
-                f"(see augjax.list_ops() or `augjax list`)",
+                f"(see augjax.list_ops() or `augjax list --all`)",
                 name=name,
                 suggestions=close,
             )
-        usable = [r for r in group if r.status not in ("conflict", "disabled")]
+        usable = sorted((r for r in group if r.policy is None),
+                        key=lambda r: r.state not in _USABLE)
         if usable:
             return usable[0]
-        conflict = [r for r in group if r.status == "conflict"]
-        if len(conflict) > 1:
+        conflict = [r for r in group if r.policy == "conflict"]
+        if conflict:
             candidates = tuple(r.qualified_name for r in conflict)
             raise OpConflictError(
                 f"augjax: op {name!r} is registered by several distributions "
-                f"({', '.join(f'{r.distribution}=={r.version}' for r in conflict)}); pick one: "
-                f"{', '.join(map(repr, candidates))}, or set AUGJAX_PREFER={name}=<distribution>",
+                f"({', '.join(f'{r.distribution}=={r.version}' for r in conflict)}) and none is "
+                f"chosen; select one: {', '.join(map(repr, candidates))}, or set "
+                f"AUGJAX_PREFER={name}=<distribution>",
                 name=name,
                 candidates=candidates,
             )
         return group[0]
 
     def get(self, name: str) -> Any:
-        """The op spec for ``name``, importing its module on first use.
+        """The op spec for ``name`` (plain or ``"distribution:name"``), importing it on first use.
 
         Raises:
-            OpNotFoundError, OpConflictError, OpDisabledError, OpIncompatibleError,
-            PluginLoadError (chained to the cause).
+            OpNotFoundError, OpConflictError: see :meth:`record`.
+            OpDisabledError: the op's distribution is switched off.
+            OpIncompatibleError: the op is written for another authoring-API major version.
+            PluginLoadError: importing the op failed (chained to the cause).
         """
         r = self.record(name)
-        if r.status == "loaded":
-            return r.spec
-        if r.status == "available":
-            self._load(r)
-        if r.status == "loaded":
-            return r.spec
-        where = f"from {r.distribution}=={r.version} (entry point {r.name} = {r.entry_point})"
-        cls = {"disabled": OpDisabledError, "incompatible": OpIncompatibleError}.get(
-            r.status, PluginLoadError)
-        if r.status == "conflict":
-            where += f": {r.reason}"
-            cls = PluginLoadError
-        err = cls(
-            f"augjax: op {r.name!r} {where} is {r.status}: {r.reason}",
-            op=r.name,
-            distribution=r.distribution,
-            version=r.version,
-            entry_point=r.entry_point,
-        )
-        raise err from r.error
-
-    def _load(self, r: OpRecord) -> None:
-        with self._lock:
-            if r.status != "available":
-                return
-            status, reason, spec, error = load_entry_point(r)
-            r.status, r.reason, r.spec, r.error = status, reason, spec, error
-        if status != "loaded" and os.environ.get("AUGJAX_STRICT_PLUGINS", "") not in ("", "0"):
-            raise PluginLoadError(
-                f"AUGJAX_STRICT_PLUGINS: op {r.name!r} from {r.distribution}=={r.version} "
-                f"(entry point {r.entry_point}) is {status}: {reason}",
+        if r.policy == "disabled":
+            raise OpDisabledError(
+                f"augjax: op {r.name!r} from {r.source} is disabled: {r.policy_reason}",
                 op=r.name, distribution=r.distribution, version=r.version,
                 entry_point=r.entry_point,
-            ) from error
+            )
+        if r.state == "available":
+            self._load(r)
+        if r.state == "loaded":
+            return r.spec
+        cls = OpIncompatibleError if r.state == "incompatible" else PluginLoadError
+        raise cls(
+            f"augjax: op {r.name!r} from {r.source} {r.state}: {r.state_reason}",
+            op=r.name, distribution=r.distribution, version=r.version,
+            entry_point=r.entry_point,
+        ) from r.error
+
+    def _load(self, r: OpRecord) -> None:
+        """Imports ``r`` once: other threads wait for the first; a plugin that asks for its own
+        op while it is being imported gets a clear error instead of a deadlock."""
+        if r.state != "available":
+            return
+        with r._lock:
+            if r.state != "available":
+                return
+            if r._loading == threading.get_ident():
+                raise PluginLoadError(
+                    f"augjax: op {r.name!r} from {r.source} was requested while its own module "
+                    f"is being imported (circular import)",
+                    op=r.name, distribution=r.distribution, version=r.version,
+                    entry_point=r.entry_point,
+                )
+            r._loading = threading.get_ident()
+            try:
+                state, reason, spec, error = load_entry_point(r)
+            finally:
+                r._loading = None
+            r.spec, r.error, r.state_reason = spec, error, reason
+            r.state = state  # last: a reader that sees "loaded" sees the spec
+
+
+def _identity(r: OpRecord) -> tuple[str, ...]:
+    return (norm_dist(r.distribution), r.version, r.name, r.entry_point, r.location)
 
 
 #: The registry behind ``augjax.list_ops``, ``augjax.get_op`` and ``augjax.ops``.
