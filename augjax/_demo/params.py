@@ -25,18 +25,15 @@ __all__ = ["DEMO_PARAMS", "Row", "Step", "demo_params", "label_text", "parse_row
 DEMO_PARAMS: dict[str, dict[str, Any]] = {
     # geometry
     "flip": {"p": 0.5, "horizontal": True, "vertical": True},
-    "rot90": {"p": 1.0},
-    "rotate": {"degrees": 30.0},
-    "affine": {"degrees": 15.0, "translate": (0.1, 0.1), "scale": (0.8, 1.2), "shear": 10.0},
-    "shear_x": {"magnitude": 0.3},
-    "shear_y": {"magnitude": 0.3},
-    "translate_x": {"magnitude": 0.3},
-    "translate_y": {"magnitude": 0.3},
+    "rotate": {"degrees": 30.0, "interpolation": "bilinear"},
+    "affine": {"degrees": 15.0, "translate": (0.1, 0.1), "scale": (0.8, 1.2), "shear": 10.0,
+               "interpolation": "bilinear"},
+    "shear_x": {"interpolation": "bilinear"},
+    "shear_y": {"interpolation": "bilinear"},
     "perspective": {"distortion_scale": 0.5, "p": 1.0},
-    # crop
+    # crop (a required size is 3/4 of the image)
     "random_resized_crop": {"scale": (0.25, 1.0)},
-    "random_crop": {"padding": 12},
-    "center_crop": {},
+    "random_crop": {"padding": 8.0},
     # colour
     "color_jitter": {"brightness": 0.4, "contrast": 0.4, "saturation": 0.6, "hue": 0.1},
     "brightness": {"factor": (0.5, 1.5)},
@@ -45,8 +42,8 @@ DEMO_PARAMS: dict[str, dict[str, Any]] = {
     "hue": {"factor": (-0.3, 0.3)},
     "random_grayscale": {"p": 0.5},
     # tone
-    "solarize": {"threshold": 128},
-    "solarize_add": {"add": 64},
+    "solarize": {"threshold": 128.0},
+    "solarize_add": {"addition": 96.0},
     "posterize": {"bits": 3},
     "sharpness": {"factor": 4.0},
     "gamma": {"gamma": (0.5, 2.0)},
@@ -57,6 +54,10 @@ DEMO_PARAMS: dict[str, dict[str, Any]] = {
     "mixup": {"alpha": 1.0},
     "cutmix": {"alpha": 1.0},
     "mixup_cutmix": {"mixup_alpha": 0.8, "cutmix_alpha": 1.0},
+    # augjax-contrib, where the defaults are too faint at demo sizes
+    "pixel_dropout": {"prob": 0.05},
+    "median_blur": {"kernel_size": 5},
+    "box_blur": {"kernel_size": 5},
 }
 
 _NUMERIC = ("float", "int", "float_or_pair", "pair", "floats", "size")

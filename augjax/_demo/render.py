@@ -112,7 +112,13 @@ class GridRow:
 
 def render_grid(rows: Sequence[GridRow], *, cell: int, groups: int, header: str):
     """The demo grid as a Pillow image: a label column, then the cells of each row, with a gap
-    after every ``groups`` cells (one group per input image)."""
+    after every ``groups`` cells (one group per input image).
+
+    Returns:
+        ``(image, layout)``; ``layout`` holds the left edge of each cell column (``"columns"``)
+        and the top of each row (``"rows"``). An image is pasted at its own scale, centred in its
+        ``cell`` x ``cell`` box, and shrunk only if it does not fit.
+    """
     Image, ImageDraw, _ = require_pillow()
     title_font, body_font, head_font = _font(13), _font(11), _font(13)
     n_cells = max((len(r.cells) for r in rows), default=0)
@@ -132,8 +138,16 @@ def render_grid(rows: Sequence[GridRow], *, cell: int, groups: int, header: str)
     canvas = Image.new("RGB", (width, height), BACKGROUND)
     draw = ImageDraw.Draw(canvas)
     draw.text((PAD, PAD), header, fill=TEXT, font=head_font)
+    columns, tops = [], []
+    x = LABEL_WIDTH
+    for i in range(n_cells):
+        if i and groups and i % groups == 0:
+            x += GROUP_GAP
+        columns.append(x)
+        x += cell + PAD
     y = head_h
     for r, title, body, h in laid:
+        tops.append(y)
         ty = y
         for ln in title:
             draw.text((PAD, ty), ln, fill=ERROR if r.failed else TEXT, font=title_font)
@@ -141,23 +155,24 @@ def render_grid(rows: Sequence[GridRow], *, cell: int, groups: int, header: str)
         for ln in body:
             draw.text((PAD, ty), ln, fill=ERROR if r.failed else NOTE, font=body_font)
             ty += line_h
-        x = LABEL_WIDTH
-        for i in range(n_cells):
-            if i and groups and i % groups == 0:
-                x += GROUP_GAP
+        for i, x in enumerate(columns):
             img = r.cells[i] if i < len(r.cells) else None
             if img is None:
                 draw.rectangle([x, y, x + cell - 1, y + cell - 1], fill=EMPTY)
             else:
                 im = _fit(Image, img, cell)
                 canvas.paste(im, (x + (cell - im.width) // 2, y + (cell - im.height) // 2))
-            x += cell + PAD
         y += h + PAD
-    return canvas
+    return canvas, {"cell": cell, "columns": columns, "rows": tops}
 
 
 def render_strip(cells: Sequence[np.ndarray], labels: Sequence[str], *, cell: int, header: str):
-    """One row of images, each with its label below, under a header line."""
+    """One row of images, each with its label below, under a header line.
+
+    Returns:
+        ``(image, boxes)``: the strip and, per image, its ``(x, y)`` top-left corner (images are
+        centred in ``cell`` x ``cell`` boxes, shrunk only if they do not fit).
+    """
     Image, ImageDraw, _ = require_pillow()
     font = _font(11)
     head_font = _font(13)
@@ -173,13 +188,16 @@ def render_strip(cells: Sequence[np.ndarray], labels: Sequence[str], *, cell: in
     for i, ln in enumerate(head):
         draw.text((PAD, PAD + i * line_h), ln, fill=TEXT, font=head_font)
     x = PAD
+    boxes = []
     for img, lines in zip(cells, wrapped):
         im = _fit(Image, img, cell)
-        canvas.paste(im, (x + (cell - im.width) // 2, head_h + (cell - im.height) // 2))
+        box = (x + (cell - im.width) // 2, head_h + (cell - im.height) // 2)
+        canvas.paste(im, box)
+        boxes.append(box)
         for j, ln in enumerate(lines):
             draw.text((x, head_h + cell + PAD + j * line_h), ln, fill=TEXT, font=font)
         x += cell + PAD
-    return canvas
+    return canvas, boxes
 
 
 def save_png(image, path) -> None:

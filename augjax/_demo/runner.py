@@ -187,7 +187,7 @@ def run_demo(opts: DemoOptions, log=None) -> DemoResult:
             records.append(record)
     header = (f"augjax demo: {opts.batch} images x {opts.draws} draws, seed {opts.seed}, "
               f"DALI {opts.device}, {opts.size}x{opts.size}")
-    canvas = render_grid(grid, cell=opts.size, groups=opts.draws, header=header)
+    canvas, layout = render_grid(grid, cell=opts.size, groups=opts.draws, header=header)
     png, js = out / PNG_NAME, out / JSON_NAME
     save_png(canvas, png)
     ok = [r["name"] for r in records if r["status"] == "ok"]
@@ -206,7 +206,9 @@ def run_demo(opts: DemoOptions, log=None) -> DemoResult:
                    "num_classes": source.num_classes},
         "grid": {"file": PNG_NAME, "width": canvas.width, "height": canvas.height,
                  "rows": ["originals"] + [r["name"] for r in records],
-                 "columns": opts.batch * opts.draws},
+                 "columns": [{"image": i, "draw": d} for i in range(opts.batch)
+                             for d in range(opts.draws)],
+                 "cell": layout["cell"], "column_x": layout["columns"], "row_y": layout["rows"]},
         "ops": records,
         "ok": ok,
         "failed": failed,

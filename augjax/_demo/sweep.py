@@ -15,7 +15,7 @@ from augjax._demo.params import _NUMERIC, _of_kind, demo_params, fmt
 from augjax._demo.render import display_batch, render_strip, save_png
 from augjax._demo.sources import bundled_dir, load_rgb
 
-__all__ = ["Sweep", "plan_sweep", "run_show"]
+__all__ = ["ShowResult", "Sweep", "plan_sweep", "run_show"]
 
 
 @dataclasses.dataclass
@@ -25,6 +25,24 @@ class Sweep:
     param: str | None
     values: list[Any]
     how: str
+
+    @property
+    def labels(self) -> list[str]:
+        """The values as shown: a fixed range ``(v, v)`` as ``v``."""
+        return [fmt(v[0]) if isinstance(v, tuple) and len(set(v)) == 1 else fmt(v)
+                for v in self.values]
+
+
+@dataclasses.dataclass
+class ShowResult:
+    """What ``augjax show`` wrote: the PNG, the sweep, the strip's size, and per image (the
+    original first) its top-left corner in the strip and its pixels."""
+
+    path: Path
+    sweep: Sweep
+    size: tuple[int, int]
+    boxes: list[tuple[int, int]]
+    cells: list[np.ndarray]
 
 
 def _linspace(lo: float, hi: float, steps: int, kind: str) -> list[float]:
@@ -41,7 +59,9 @@ def plan_sweep(spec: Any, *, param: str | None, magnitudes: Sequence[float] | No
     The parameter is ``param``, else the first one that declares a magnitude range, else the
     first numeric one (probabilities ``p`` last). Its values are ``magnitudes`` when given, else
     ``steps`` evenly spaced values across the declared magnitude range (from the value at
-    magnitude 0, its neutral value, to the largest).
+    magnitude 0, its neutral value, to the largest), else from its neutral value to its upper
+    bound when both are declared. Values from a range are exact settings (a range parameter
+    gets ``(v, v)``); ``magnitudes`` are passed as given.
 
     Raises:
         DemoInputError: unknown or non-numeric ``param``; no magnitude range and no
@@ -76,14 +96,29 @@ def plan_sweep(spec: Any, *, param: str | None, magnitudes: Sequence[float] | No
     p = spec.params[chosen]
     if magnitudes:
         return Sweep(chosen, [_of_kind(p, float(v)) for v in magnitudes], "values given")
+    if p.magnitude is None and _is_number(p.neutral) and p.high is not None:
+        values = [_fixed(p, v) for v in _linspace(float(p.neutral), float(p.high), steps, p.kind)]
+        return Sweep(chosen, values, f"neutral {fmt(p.neutral)} to the largest {fmt(p.high)}")
     if p.magnitude is None:
         raise DemoInputError(
             f"{spec.name}: parameter {chosen!r} declares no magnitude range; pass the values "
             f"to show with --magnitudes V [V ...] ({p.describe_range()})"
         )
     lo, hi = p.magnitude
-    values = [_of_kind(p, v) for v in _linspace(float(lo), float(hi), steps, p.kind)]
+    values = [_fixed(p, v) for v in _linspace(float(lo), float(hi), steps, p.kind)]
     return Sweep(chosen, values, f"magnitude range {fmt(lo)}..{fmt(hi)}")
+
+
+def _fixed(p: Any, value: float) -> Any:
+    """``value`` as an exact setting: a range parameter gets the range ``(value, value)``, whose
+    uniform draw is ``value`` itself (a single number may mean ``[-v, v]`` to an op)."""
+    if p.kind in ("float_or_pair", "pair"):
+        return (float(value), float(value))
+    return _of_kind(p, value)
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
 def _prepare(spec: Any, image: np.ndarray) -> tuple[np.ndarray, str, list[str]]:
@@ -104,16 +139,21 @@ def _prepare(spec: Any, image: np.ndarray) -> tuple[np.ndarray, str, list[str]]:
 
 def run_show(name: str, *, param: str | None = None, magnitudes: Sequence[float] | None = None,
              steps: int = 5, image: str | Path | None = None, out: str | Path | None = None,
-             size: int = 128, seed: int = 0) -> tuple[Path, Sweep, tuple[int, int]]:
-    """Writes the strip PNG of op ``name``; returns its path, the sweep and the image size."""
+             size: int = 128, seed: int = 0) -> ShowResult:
+    """Writes the strip PNG of op ``name`` (the original, then the op for each value of the
+    swept parameter, all with the key ``jax.random.key(seed)``).
+
+    Raises:
+        DemoInputError, AugjaxError: unknown op, parameter or image; invalid values.
+    """
     import jax
 
     import augjax
 
     Image = __import__("PIL.Image", fromlist=["Image"])
     spec = augjax.get_op(name)
-    sweep = plan_sweep(spec, param=param, magnitudes=magnitudes, steps=steps)
     pil = load_rgb(image if image is not None else bundled_dir() / "01-astronaut.jpg")
+    sweep = plan_sweep(spec, param=param, magnitudes=magnitudes, steps=steps)
     scale = size / max(pil.size)
     pil = pil.resize((max(1, round(pil.width * scale)), max(1, round(pil.height * scale))),
                      Image.Resampling.LANCZOS)
@@ -134,6 +174,7 @@ def run_show(name: str, *, param: str | None = None, magnitudes: Sequence[float]
         params["p"] = 1.0
     key = jax.random.key(seed)
     cells, texts = [base], ["original"]
+    shown_as = sweep.labels
     for value in sweep.values or [None]:
         call = dict(params)
         if sweep.param is not None:
@@ -144,16 +185,16 @@ def run_show(name: str, *, param: str | None = None, magnitudes: Sequence[float]
         out_x = result[0] if isinstance(result, tuple) else result
         shown, how = display_batch(np.asarray(out_x), spec.layout_after(layout, bound.kwargs))
         cells.append(shown[0])
-        texts.append(f"{sweep.param}={fmt(value)}" if sweep.param else spec.name)
+        texts.append(f"{sweep.param}={shown_as[len(texts) - 1]}" if sweep.param else spec.name)
         notes += [how] if how and how not in notes else []
     fixed = {k: v for k, v in params.items() if k != sweep.param}
     header = (f"{spec.name}: {sweep.param + ' ' + sweep.how if sweep.param else sweep.how}"
               + (f"; {', '.join(f'{k}={fmt(v)}' for k, v in fixed.items())}" if fixed else "")
               + f"; key {seed}" + (f"; {'; '.join(notes)}" if notes else ""))
-    strip = render_strip(cells, texts, cell=max(size, 96), header=header)
+    strip, boxes = render_strip(cells, texts, cell=max(size, 96), header=header)
     path = Path(out) if out is not None else Path(f"augjax-show-{spec.name}.png")
     try:
         save_png(strip, path)
     except OSError as err:
         raise DemoInputError(f"argument --out: cannot write {str(path)!r}: {err}") from None
-    return path, sweep, (strip.width, strip.height)
+    return ShowResult(path, sweep, (strip.width, strip.height), boxes, cells)

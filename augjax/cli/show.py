@@ -63,13 +63,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from augjax._demo.params import fmt
     from augjax._demo.sweep import run_show
 
-    path, sweep, (w, h) = run_show(args.name, param=args.param, magnitudes=args.magnitudes,
-                                   steps=args.steps, image=args.image, out=args.out,
-                                   size=args.size, seed=args.seed)
-    what = (f"{sweep.param} = {', '.join(fmt(v) for v in sweep.values)}" if sweep.param
+    result = run_show(args.name, param=args.param, magnitudes=args.magnitudes, steps=args.steps,
+                      image=args.image, out=args.out, size=args.size, seed=args.seed)
+    sweep = result.sweep
+    what = (f"{sweep.param} = {', '.join(sweep.labels)}" if sweep.param
             else sweep.how)
-    print(f"augjax show: {args.name}, {what}; wrote {path} ({w}x{h})")
+    w, h = result.size
+    print(f"augjax show: {args.name}, {what}; wrote {result.path} ({w}x{h})")
     return 0
