@@ -1,0 +1,243 @@
+"""Inverse-mapping warps (affine, perspective) and crop-resizes of one HWC image, torchvision-exact.
+
+Coordinates follow torchvision's tensor kernels, which sample with ``grid_sample(...,
+align_corners=False, padding_mode="zeros")``: pixel ``j`` has its centre at ``j`` and the image
+spans ``[-0.5, W - 0.5]``. The source coordinate of each output pixel is computed the way
+torchvision computes it in float32 (a normalised grid, then ``(g + 1) * W / 2 - 0.5``), so nearest
+sampling picks the same pixel except where a coordinate lies within float32 rounding of a
+half-pixel tie.
+
+Fill (torchvision ``_apply_grid_transform``): ``fill=None`` is plain zero padding (torchvision's
+functional default); otherwise a ones "mask" channel is warped with the image; with
+nearest sampling a pixel whose mask is below 0.5 takes the fill value, with bilinear sampling the
+result is ``mask * (warped - fill) + fill``, so border pixels blend towards the fill by the fraction
+of their footprint outside the image. Integer images are rounded half to even at the end.
+
+Everything here is trace-safe in the transform's parameters (angles, shears, shifts, crop boxes
+may be traced scalars) and works on one image; augjax vmaps it over the batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+
+from augjax.catalog._pixels import is_int
+from augjax.errors import InputError
+
+__all__ = [
+    "INTERPOLATIONS",
+    "check_fill",
+    "inverse_affine_matrix",
+    "warp_affine",
+    "perspective_coefficients",
+    "warp_perspective",
+    "resize_weights",
+    "resize_crop",
+]
+
+#: The interpolation modes the warps support (torchvision's tensor kernels support these two).
+INTERPOLATIONS = ("nearest", "bilinear")
+
+_F32 = jnp.float32
+
+
+def check_fill(fill, image: jax.Array, op: str) -> jax.Array | None:
+    """The fill value as a float32 ``(C,)`` vector for ``image`` (``None`` stays ``None``); raises
+    InputError if it does not fit (wrong length, or above 1.0 for float images, i.e. given in uint8
+    levels by mistake)."""
+    if fill is None:
+        return None
+    values = fill if isinstance(fill, Sequence) else (fill,)
+    c = image.shape[-1]
+    if len(values) not in (1, c):
+        raise InputError(
+            f"{op}: parameter 'fill' expects one value or one per channel ({c}), "
+            f"got {len(values)} values {tuple(values)!r}",
+            op=op,
+            argument="fill",
+        )
+    concrete = [float(v) for v in values if isinstance(v, (int, float))]
+    if not is_int(image.dtype) and any(v > 1.0 for v in concrete):
+        raise InputError(
+            f"{op}: parameter 'fill' is given in the image's value scale, 0..1 for float32 images; "
+            f"got {tuple(values)!r} (uint8 levels? divide by 255)",
+            op=op,
+            argument="fill",
+        )
+    vec = jnp.asarray(values, _F32).reshape(-1)
+    return jnp.broadcast_to(vec, (c,))
+
+
+def inverse_affine_matrix(center, angle, translate, scale, shear) -> jax.Array:
+    """torchvision ``_get_inverse_affine_matrix`` in float32, trace-safe: the output-to-input map
+    ``(6,)`` in coordinates centred on the image centre.
+
+    Args:
+        center: ``(cx, cy)`` relative to the image centre (torchvision's ``center_f``).
+        angle: rotation in degrees (torchvision affine convention: positive is clockwise on screen).
+        translate: ``(tx, ty)`` in pixels.
+        scale: the zoom factor.
+        shear: ``(sx, sy)`` in degrees.
+    """
+    rot = jnp.deg2rad(jnp.asarray(angle, _F32))
+    sx = jnp.deg2rad(jnp.asarray(shear[0], _F32))
+    sy = jnp.deg2rad(jnp.asarray(shear[1], _F32))
+    cx, cy = (jnp.asarray(v, _F32) for v in center)
+    tx, ty = (jnp.asarray(v, _F32) for v in translate)
+    scale = jnp.asarray(scale, _F32)
+    cos_sy, tan_sx = jnp.cos(sy), jnp.tan(sx)
+    a = jnp.cos(rot - sy) / cos_sy
+    b = -(a * tan_sx + jnp.sin(rot))
+    c = jnp.sin(rot - sy) / cos_sy
+    d = jnp.cos(rot) - c * tan_sx
+    m0, m1, m3, m4 = d / scale, -b / scale, -c / scale, a / scale
+    m2 = cx - m0 * (cx + tx) - m1 * (cy + ty)
+    m5 = cy - m3 * (cx + tx) - m4 * (cy + ty)
+    return jnp.stack([m0, m1, m2, m3, m4, m5])
+
+
+def _unnormalize(g: jax.Array, size: int) -> jax.Array:
+    # grid_sample, align_corners=False (ATen GridSamplerKernel: (g + 1) * size / 2 - 0.5).
+    return (g + 1.0) * (size / 2.0) - 0.5
+
+
+def warp_affine(image: jax.Array, matrix: jax.Array, interpolation: str, fill: jax.Array) -> jax.Array:
+    """torchvision ``affine_image``: samples ``image`` (H, W, C) through the inverse ``matrix``
+    (from :func:`inverse_affine_matrix`); same output size."""
+    h, w = image.shape[:2]
+    m = jnp.asarray(matrix, _F32)
+    # _affine_grid: base grid centred on the image, theta rows divided by (W/2, H/2).
+    xs = jnp.arange(w, dtype=_F32) - (w - 1) / 2.0
+    ys = jnp.arange(h, dtype=_F32)[:, None] - (h - 1) / 2.0
+    gx = xs * (m[0] / (0.5 * w)) + ys * (m[1] / (0.5 * w)) + m[2] / (0.5 * w)
+    gy = xs * (m[3] / (0.5 * h)) + ys * (m[4] / (0.5 * h)) + m[5] / (0.5 * h)
+    return sample(image, _unnormalize(gx, w), _unnormalize(gy, h), interpolation, fill)
+
+
+def perspective_coefficients(startpoints: jax.Array, endpoints: jax.Array) -> jax.Array:
+    """torchvision ``_get_perspective_coeffs``: the 8 coefficients of the map from ``endpoints``
+    to ``startpoints`` (each ``(4, 2)`` as (x, y)), float32 and trace-safe.
+
+    torchvision solves the 8x8 system in float64; here it is solved in float32 on coordinates
+    scaled to about 1 (then unscaled), which keeps the error near float32 resolution.
+    """
+    src = jnp.asarray(endpoints, _F32)
+    dst = jnp.asarray(startpoints, _F32)
+    s = jnp.maximum(jnp.max(jnp.abs(jnp.concatenate([src, dst]))), 1.0)
+    p1, p2 = src / s, dst / s
+    zero, one = jnp.zeros(4, _F32), jnp.ones(4, _F32)
+    rows_x = jnp.stack([p1[:, 0], p1[:, 1], one, zero, zero, zero,
+                        -p2[:, 0] * p1[:, 0], -p2[:, 0] * p1[:, 1]], axis=1)
+    rows_y = jnp.stack([zero, zero, zero, p1[:, 0], p1[:, 1], one,
+                        -p2[:, 1] * p1[:, 0], -p2[:, 1] * p1[:, 1]], axis=1)
+    a = jnp.stack([rows_x, rows_y], axis=1).reshape(8, 8)
+    b = p2.reshape(8)
+    c = jnp.linalg.solve(a, b)
+    unscale = jnp.stack([1.0, 1.0, s, 1.0, 1.0, s, 1.0 / s, 1.0 / s])
+    return c * unscale
+
+
+def warp_perspective(image: jax.Array, coeffs: jax.Array, interpolation: str,
+                     fill: jax.Array) -> jax.Array:
+    """torchvision ``perspective_image``: output pixel centre ``(x + 0.5, y + 0.5)`` maps to
+    ``((c0 x + c1 y + c2) / (c6 x + c7 y + 1), (c3 x + c4 y + c5) / (...))`` in the input."""
+    h, w = image.shape[:2]
+    c = jnp.asarray(coeffs, _F32)
+    xs = jnp.arange(w, dtype=_F32) + 0.5
+    ys = jnp.arange(h, dtype=_F32)[:, None] + 0.5
+    # _perspective_grid: numerators divided by (W/2, H/2), then / denominator - 1.
+    g1x = xs * (c[0] / (0.5 * w)) + ys * (c[1] / (0.5 * w)) + c[2] / (0.5 * w)
+    g1y = xs * (c[3] / (0.5 * h)) + ys * (c[4] / (0.5 * h)) + c[5] / (0.5 * h)
+    g2 = xs * c[6] + ys * c[7] + 1.0
+    gx, gy = g1x / g2 - 1.0, g1y / g2 - 1.0
+    return sample(image, _unnormalize(gx, w), _unnormalize(gy, h), interpolation, fill)
+
+
+def sample(image: jax.Array, x: jax.Array, y: jax.Array, interpolation: str,
+           fill: jax.Array) -> jax.Array:
+    """Samples ``image`` (H, W, C) at source coordinates ``x``, ``y`` (Ho, Wo), with torchvision's
+    fill rule (``fill`` a ``(C,)`` vector, or ``None`` for zero padding); returns (Ho, Wo, C) in the
+    image's dtype."""
+    h, w, ch = image.shape
+    flat = image.reshape(h * w, ch).astype(_F32)
+
+    def tap(ix, iy):
+        inside = (ix >= 0) & (ix <= w - 1) & (iy >= 0) & (iy <= h - 1)
+        idx = jnp.clip(iy, 0, h - 1).astype(jnp.int32) * w + jnp.clip(ix, 0, w - 1).astype(jnp.int32)
+        inside_f = inside.astype(_F32)
+        return flat[idx] * inside_f[..., None], inside_f
+
+    if interpolation == "nearest":
+        value, mask = tap(jnp.round(x), jnp.round(y))  # nearbyint: half to even, as ATen
+        out = value if fill is None else jnp.where(mask[..., None] < 0.5, fill, value)
+    else:
+        x0, y0 = jnp.floor(x), jnp.floor(y)
+        e_w = x - x0  # weight of the east column
+        e_s = y - y0  # weight of the south row
+        nw, ne = (1.0 - e_s) * (1.0 - e_w), (1.0 - e_s) * e_w
+        sw, se = e_s * (1.0 - e_w), e_s * e_w
+        v_nw, m_nw = tap(x0, y0)
+        v_ne, m_ne = tap(x0 + 1, y0)
+        v_sw, m_sw = tap(x0, y0 + 1)
+        v_se, m_se = tap(x0 + 1, y0 + 1)
+        value = (v_nw * nw[..., None] + v_ne * ne[..., None]
+                 + v_sw * sw[..., None] + v_se * se[..., None])
+        mask = m_nw * nw + m_ne * ne + m_sw * sw + m_se * se
+        out = value if fill is None else (value - fill) * mask[..., None] + fill
+    return _cast(out, image.dtype)
+
+
+def _cast(x: jax.Array, dtype) -> jax.Array:
+    if is_int(dtype):
+        return jnp.clip(jnp.round(x), 0.0, 255.0).astype(dtype)
+    return x.astype(dtype)
+
+
+def resize_weights(out_size: int, in_size: int, start, length, interpolation: str,
+                   antialias: bool) -> jax.Array:
+    """The ``(out_size, in_size)`` matrix that resizes the window ``[start, start + length)`` of
+    an axis of ``in_size`` pixels to ``out_size`` pixels, as ATen's ``interpolate`` does
+    (align_corners=False); ``start`` and ``length`` may be traced.
+
+    ``"bilinear"``: triangle filter at the output centres ``scale * (i + 0.5)``, widened by
+    ``scale`` when downscaling with ``antialias`` (ATen ``_upsample_bilinear2d_aa``, PIL), taps
+    outside the window dropped and the rest renormalised (the same as clamping at the edges).
+    ``"nearest"``: ATen's legacy nearest, source ``min(floor(i * scale), length - 1)``.
+    """
+    length = jnp.asarray(length, _F32)
+    scale = length / out_size
+    i = jnp.arange(out_size, dtype=_F32)[:, None]
+    j = jnp.arange(in_size, dtype=_F32)[None, :] - jnp.asarray(start, _F32)
+    inside = (j >= 0) & (j < length)
+    if interpolation == "nearest":
+        src = jnp.minimum(jnp.floor(i * scale), length - 1.0)
+        return ((j == src) & inside).astype(_F32)
+    invscale = jnp.where(scale >= 1.0, 1.0 / scale, 1.0) if antialias else 1.0
+    center = scale * (i + 0.5)
+    wt = jnp.maximum(0.0, 1.0 - jnp.abs((j - center + 0.5) * invscale))
+    wt = jnp.where(inside, wt, 0.0)
+    return wt / jnp.maximum(wt.sum(axis=1, keepdims=True), 1e-30)
+
+
+def resize_crop(image: jax.Array, box, size: tuple[int, int], interpolation: str,
+                antialias: bool) -> jax.Array:
+    """torchvision ``resized_crop``: crops ``box = (top, left, height, width)`` (traced ints) of
+    ``image`` (H, W, C) and resizes it to ``size`` (static). Width pass first, then height; uint8
+    images are rounded between the passes as ATen's native uint8 kernel does."""
+    h, w, _ = image.shape
+    top, left, ch, cw = box
+    wy = resize_weights(size[0], h, top, ch, interpolation, antialias)
+    wx = resize_weights(size[1], w, left, cw, interpolation, antialias)
+    hi = jax.lax.Precision.HIGHEST
+    x = image.astype(_F32)
+    x = jnp.einsum("ow,hwc->hoc", wx, x, precision=hi)
+    if is_int(image.dtype):
+        x = jnp.floor(x + 0.5)  # ATen uint8 passes round half up
+    x = jnp.einsum("ph,hoc->poc", wy, x, precision=hi)
+    if is_int(image.dtype):
+        return jnp.clip(jnp.floor(x + 0.5), 0.0, 255.0).astype(image.dtype)
+    return x.astype(image.dtype)
+

@@ -1,0 +1,245 @@
+"""Crop ops on HWC images (uint8 0..255 or float32 0..1), torchvision semantics.
+
+Every op returns one fixed size for the whole batch (declared through ``output_size``), so a
+random crop box differs per sample but the output shape does not: ``random_resized_crop``
+resizes its box to ``size`` inside the traced program, with weight matrices built from the
+(traced) box.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+
+from augjax._param import Param
+from augjax._spec import op
+from augjax.catalog._pixels import is_int
+from augjax.catalog._warp import INTERPOLATIONS, check_fill, resize_crop
+from augjax.errors import InputError
+
+__all__ = ["random_resized_crop", "random_crop", "center_crop", "rrc_box"]
+
+#: How many boxes torchvision's RandomResizedCrop tries before its centre-crop fallback.
+ATTEMPTS = 10
+
+
+def _size_param(doc: str) -> Param:
+    return Param(None, kind="size", low=1, required=True, doc=doc)
+
+
+def _output_size(h: int, w: int, *, size, **_) -> tuple[int, int]:
+    return tuple(size)
+
+
+# ---------------------------------------------------------------------------------------------
+# random_resized_crop
+
+
+def rrc_box(u_area, u_ratio, u_top, u_left, h: int, w: int, scale, ratio):
+    """torchvision ``RandomResizedCrop.make_params``, branch-free, from given uniform draws.
+
+    ``u_area`` and ``u_ratio`` hold one draw in [0, 1) per attempt; attempt ``t`` proposes the
+    area ``H*W * U(scale)`` and the aspect ratio ``exp(U(log ratio))``, rounded to a box
+    ``(round(sqrt(A*r)), round(sqrt(A/r)))``; the first attempt that fits is placed at
+    ``top = floor(u_top * (H - h + 1))``, ``left = floor(u_left * (W - w + 1))``. When none fits,
+    the box is torchvision's central fallback (the whole image, or the largest centred box whose
+    aspect ratio is clamped into ``ratio``). Returns int32 ``(top, left, height, width)``.
+    """
+    area = jnp.float32(h * w)
+    target = area * (scale[0] + (scale[1] - scale[0]) * u_area)
+    log_lo, log_hi = math.log(ratio[0]), math.log(ratio[1])
+    aspect = jnp.exp(log_lo + (log_hi - log_lo) * u_ratio)
+    cw = jnp.round(jnp.sqrt(target * aspect))
+    ch = jnp.round(jnp.sqrt(target / aspect))
+    fits = (cw > 0) & (cw <= w) & (ch > 0) & (ch <= h)
+    first = jnp.argmax(fits)
+    # Fallback (static: it depends only on the image size and the ratio range).
+    in_ratio = w / h
+    if in_ratio < min(ratio):
+        fw, fh = w, int(round(w / min(ratio)))
+    elif in_ratio > max(ratio):
+        fh, fw = h, int(round(h * max(ratio)))
+    else:
+        fw, fh = w, h
+    found = fits.any()
+    bh = jnp.where(found, ch[first], fh)
+    bw = jnp.where(found, cw[first], fw)
+    top = jnp.where(found, jnp.floor(u_top * (h - bh + 1)), (h - fh) // 2)
+    left = jnp.where(found, jnp.floor(u_left * (w - bw + 1)), (w - fw) // 2)
+    return tuple(v.astype(jnp.int32) for v in (top, left, bh, bw))
+
+
+def rrc_draws(key: jax.Array):
+    """The uniform draws of one sample's box: ``(u_area (10,), u_ratio (10,), u_top, u_left)``."""
+    k_a, k_r, k_t, k_l = jax.random.split(key, 4)
+    u = jax.random.uniform
+    return u(k_a, (ATTEMPTS,)), u(k_r, (ATTEMPTS,)), u(k_t, ()), u(k_l, ())
+
+
+def _increasing_positive(value):
+    if value[0] <= 0:
+        raise ValueError("the aspect ratios must be positive")
+    return value
+
+
+@op(
+    "random_resized_crop",
+    params={
+        "size": _size_param("output (height, width), or one int for a square"),
+        "scale": Param((0.08, 1.0), kind="pair", low=0.0,
+                       doc="range of the box area, as a fraction of the image area"),
+        "ratio": Param((3.0 / 4.0, 4.0 / 3.0), kind="pair", low=0.0,
+                       validate=_increasing_positive,
+                       doc="range of the box aspect ratio (width / height), drawn log-uniformly"),
+        "interpolation": Param("bilinear", choices=INTERPOLATIONS,
+                               doc="'bilinear' or 'nearest' resize of the box"),
+        "antialias": Param(True, doc="widen the bilinear filter when shrinking (torchvision "
+                                     "default)"),
+    },
+    output_size=_output_size,
+    reference="torchvision.transforms.v2.RandomResizedCrop",
+)
+def random_resized_crop(key, image, *, size, scale, ratio, interpolation, antialias):
+    """Crops a random box of random area and aspect ratio and resizes it to ``size``.
+
+    torchvision RandomResizedCrop: up to 10 attempts of ``area ~ U(scale) * H * W`` and
+    ``log(aspect) ~ U(log ratio)``, the first box that fits is placed uniformly, else a central
+    fallback box (see :func:`rrc_box`). All 10 attempts are evaluated at once and the first
+    fitting one is selected, so each sample has its own box without a Python loop. The box is
+    resized as ``F.resized_crop`` does: bilinear with ``antialias`` (a triangle filter widened
+    by the shrink factor, ATen's ``_upsample_bilinear2d_aa``) or ATen's legacy nearest.
+
+    Tolerance against torchvision on the same box: nearest is exact; bilinear is within 1e-5
+    on float32, and within 1 level on uint8 (ATen's uint8 kernel uses 16-bit fixed-point
+    weights; augjax uses float32 weights and rounds between the width and the height pass as
+    ATen does). Box sizes are computed in float32 (torchvision: float64), so
+    ``round(sqrt(...))`` can differ by one pixel where it lies within float32 rounding of .5.
+    """
+    h, w = image.shape[:2]
+    box = rrc_box(*rrc_draws(key), h, w, scale, ratio)
+    return resize_crop(image, box, size, interpolation, antialias)
+
+
+# ---------------------------------------------------------------------------------------------
+# random_crop
+
+
+def _padding(value):
+    if any(v < 0 or not float(v).is_integer() for v in value):
+        raise ValueError("padding must be non-negative integers")
+    value = tuple(int(v) for v in value)
+    if len(value) == 1:
+        return value * 4
+    if len(value) == 2:
+        return (value[0], value[1], value[0], value[1])
+    if len(value) == 4:
+        return value
+    raise ValueError("expected 1, 2 or 4 integers (left, top, right, bottom)")
+
+
+def pad(image: jax.Array, left: int, top: int, right: int, bottom: int, mode: str, fill,
+        op_name: str) -> jax.Array:
+    """torchvision ``F.pad`` on one HWC image (static padding)."""
+    if not any((left, top, right, bottom)):
+        return image
+    widths = ((top, bottom), (left, right), (0, 0))
+    if mode != "constant":
+        numpy_mode = {"edge": "edge", "reflect": "reflect", "symmetric": "symmetric"}[mode]
+        return jnp.pad(image, widths, mode=numpy_mode)
+    h, w, c = image.shape
+    value = check_fill(0.0 if fill is None else fill, image, op_name)
+    if is_int(image.dtype):
+        value = jnp.clip(value, 0.0, 255.0)  # torchvision casts the fill: truncation
+    canvas = jnp.broadcast_to(value.astype(image.dtype), (h + top + bottom, w + left + right, c))
+    return jax.lax.dynamic_update_slice(canvas, image, (top, left, 0))
+
+
+@op(
+    "random_crop",
+    params={
+        "size": _size_param("crop (height, width), or one int for a square"),
+        "padding": Param(None, kind="floats", low=0.0, optional=True, validate=_padding,
+                         doc="pad first: p, (left/right, top/bottom) or (left, top, right, "
+                             "bottom) pixels"),
+        "pad_if_needed": Param(False, doc="pad both sides of an axis shorter than the crop"),
+        "fill": Param(0.0, kind="floats", low=0.0,
+                      doc="constant padding value in the image's scale, one or one per channel"),
+        "pad_mode": Param("constant", choices=("constant", "edge", "reflect", "symmetric"),
+                          doc="padding mode (torchvision padding_mode)"),
+    },
+    output_size=_output_size,
+    reference="torchvision.transforms.v2.RandomCrop",
+)
+def random_crop(key, image, *, size, padding, pad_if_needed, fill, pad_mode):
+    """Pads (optionally) and crops a random ``size`` window, e.g. CIFAR's
+    ``RandomCrop(32, padding=4)``.
+
+    torchvision RandomCrop: ``padding`` is added first (``pad_mode`` constant with ``fill``,
+    edge, reflect or symmetric); with ``pad_if_needed`` an axis shorter than the crop gets the
+    shortfall on both sides; the window's top-left corner is uniform over all positions.
+    Deviation: reflect/symmetric padding wider than the image follows NumPy (it keeps
+    reflecting), where torch raises.
+
+    Raises:
+        InputError: the (padded) image is smaller than ``size``.
+    """
+    h, w, c = image.shape
+    left, top, right, bottom = padding or (0, 0, 0, 0)
+    ch, cw = size
+    if pad_if_needed:
+        if h + top + bottom < ch:
+            diff = ch - (h + top + bottom)
+            top, bottom = top + diff, bottom + diff
+        if w + left + right < cw:
+            diff = cw - (w + left + right)
+            left, right = left + diff, right + diff
+    ph, pw = h + top + bottom, w + left + right
+    if ph < ch or pw < cw:
+        raise InputError(
+            f"random_crop: the crop size {(ch, cw)} is larger than the "
+            f"{'padded ' if padding else ''}image {(ph, pw)}; pass pad_if_needed=True, more "
+            f"padding, or a smaller size",
+            op="random_crop",
+            argument="images",
+        )
+    if pad_mode != "constant" and len(fill) > 1:
+        raise InputError(
+            f"random_crop: a per-channel fill needs pad_mode='constant', got {pad_mode!r}",
+            op="random_crop",
+            argument="fill",
+        )
+    x = pad(image, left, top, right, bottom, pad_mode, fill, "random_crop")
+    k_t, k_l = jax.random.split(key)
+    t = jax.random.randint(k_t, (), 0, ph - ch + 1)
+    l_ = jax.random.randint(k_l, (), 0, pw - cw + 1)
+    return jax.lax.dynamic_slice(x, (t, l_, 0), (ch, cw, c))
+
+
+# ---------------------------------------------------------------------------------------------
+# center_crop
+
+
+@op(
+    "center_crop",
+    params={"size": _size_param("crop (height, width), or one int for a square")},
+    random=False,
+    output_size=_output_size,
+    reference="torchvision.transforms.v2.CenterCrop",
+)
+def center_crop(image, *, size):
+    """Crops the central ``size`` window (torchvision CenterCrop): the offset is
+    ``round((H - h) / 2)`` (Python rounding, half to even); an axis shorter than the crop is
+    first zero-padded by ``(h - H) // 2`` before and the rest after, as torchvision does.
+    """
+    h, w, _ = image.shape
+    ch, cw = size
+    if ch > h or cw > w:
+        pad_t, pad_l = max(ch - h, 0) // 2, max(cw - w, 0) // 2
+        pad_b, pad_r = (max(ch - h, 0) + 1) // 2, (max(cw - w, 0) + 1) // 2
+        image = pad(image, pad_l, pad_t, pad_r, pad_b, "constant", 0.0, "center_crop")
+        h, w = image.shape[:2]
+    top = int(round((h - ch) / 2.0))
+    left = int(round((w - cw) / 2.0))
+    return image[top:top + ch, left:left + cw]
