@@ -19,7 +19,7 @@ from augjax._demo import DemoInputError
 from augjax._registry import REGISTRY
 from augjax.errors import AugjaxError
 
-__all__ = ["DEMO_PARAMS", "Row", "Step", "demo_params", "label_text", "parse_rows", "jsonable"]
+__all__ = ["DEMO_PARAMS", "Row", "Step", "demo_params", "fmt", "jsonable", "parse_rows"]
 
 #: Demo parameters per op name. Values the op does not accept fall back to its defaults (noted).
 DEMO_PARAMS: dict[str, dict[str, Any]] = {
@@ -58,6 +58,7 @@ DEMO_PARAMS: dict[str, dict[str, Any]] = {
     "pixel_dropout": {"prob": 0.05},
     "median_blur": {"kernel_size": 5},
     "box_blur": {"kernel_size": 5},
+    "grid_mask": {"tile": (24.0, 40.0)},
 }
 
 _NUMERIC = ("float", "int", "float_or_pair", "pair", "floats", "size")
@@ -205,21 +206,6 @@ def fmt(value: Any) -> str:
     if isinstance(value, (tuple, list)):
         return "(" + ",".join(fmt(v) for v in value) + ")"
     return str(value)
-
-
-def label_text(step: Step) -> str:
-    """``name(k=v, ...)`` with the parameters that differ from the op's defaults."""
-    values = step.bound.kwargs if step.bound is not None else step.given
-    defaults = step.spec.defaults if step.spec is not None else {}
-    shown = [f"{k}={fmt(v)}" for k, v in values.items() if not _same(v, defaults.get(k))]
-    return f"{step.name}(" + ", ".join(shown) + ")"
-
-
-def _same(a: Any, b: Any) -> bool:
-    try:
-        return bool(a == b)
-    except Exception:  # noqa: BLE001 - arrays or odd values compare as different
-        return False
 
 
 def jsonable(value: Any) -> Any:

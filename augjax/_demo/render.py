@@ -120,10 +120,11 @@ def render_grid(rows: Sequence[GridRow], *, cell: int, groups: int, header: str)
         ``cell`` x ``cell`` box, and shrunk only if it does not fit.
     """
     Image, ImageDraw, _ = require_pillow()
-    title_font, body_font, head_font = _font(13), _font(11), _font(13)
+    # Pillow's default FreeType font draws a space 2 px wide below size 12: keep text >= 12.
+    title_font, body_font, head_font = _font(14), _font(12), _font(14)
     n_cells = max((len(r.cells) for r in rows), default=0)
     scratch = ImageDraw.Draw(Image.new("RGB", (1, 1)))
-    line_h = 14
+    line_h = 15
     text_w = LABEL_WIDTH - 2 * PAD
     laid = []
     for r in rows:
@@ -174,9 +175,9 @@ def render_strip(cells: Sequence[np.ndarray], labels: Sequence[str], *, cell: in
         centred in ``cell`` x ``cell`` boxes, shrunk only if they do not fit).
     """
     Image, ImageDraw, _ = require_pillow()
-    font = _font(11)
-    head_font = _font(13)
-    line_h = 14
+    font = _font(12)
+    head_font = _font(14)
+    line_h = 15
     scratch = ImageDraw.Draw(Image.new("RGB", (1, 1)))
     wrapped = [_wrap(scratch, text, font, cell) for text in labels]
     label_h = max((len(w) for w in wrapped), default=1) * line_h

@@ -94,10 +94,20 @@ def _progress(rows: list[Row], enabled: bool | None):
 
 
 def _params_text(step: Any) -> str:
+    """The parameters that differ from the op's (normalised) defaults, ``k=v, ...``."""
     values = step.bound.kwargs if step.bound is not None else step.given
-    defaults = step.spec.defaults if step.spec is not None else {}
-    shown = [f"{k}={fmt(v)}" for k, v in values.items() if v != defaults.get(k)]
+    shown = [f"{k}={fmt(v)}" for k, v in values.items() if not _is_default(step.spec, k, v)]
     return ", ".join(shown) if shown else "(defaults)"
+
+
+def _is_default(spec: Any, name: str, value: Any) -> bool:
+    p = spec.params[name]
+    if p.required:
+        return False
+    try:
+        return bool(p.check(spec.name, name, p.default) == value)
+    except Exception:  # noqa: BLE001 - a default that does not normalise is shown
+        return False
 
 
 def _run_row(row: Row, cfg: PipelineConfig, num_classes: int) -> Any:

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from augjax._demo import DemoInputError
+from augjax._demo import DemoInputError, require_pillow
 from augjax._demo.params import _NUMERIC, _of_kind, demo_params, fmt
 from augjax._demo.render import display_batch, render_strip, save_png
 from augjax._demo.sources import bundled_dir, load_rgb
@@ -150,7 +150,7 @@ def run_show(name: str, *, param: str | None = None, magnitudes: Sequence[float]
 
     import augjax
 
-    Image = __import__("PIL.Image", fromlist=["Image"])
+    Image, _, _ = require_pillow()
     spec = augjax.get_op(name)
     pil = load_rgb(image if image is not None else bundled_dir() / "01-astronaut.jpg")
     sweep = plan_sweep(spec, param=param, magnitudes=magnitudes, steps=steps)
