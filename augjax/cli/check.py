@@ -1,0 +1,92 @@
+"""``augjax check DIST_OR_OP``: runs the conformance kit (``augjax.testing``) on one op, on every
+op of a distribution, or on the ops matching a pattern, and prints a report per op.
+
+Exit codes: 0 every check passed (or failed as expected), 1 a check failed, 2 nothing matches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import fnmatch
+import json
+import sys
+import time
+
+from augjax._registry import REGISTRY
+from augjax._registry_load import norm_dist
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("check", help="run the conformance kit on an op or a distribution's ops")
+    p.add_argument("target", metavar="DIST_OR_OP",
+                   help="an op name, 'distribution:name', a distribution name (every op it "
+                        "registers) or an fnmatch pattern on op names")
+    p.add_argument("--check", "-k", action="append", default=None, metavar="PATTERN",
+                   help="run only the checks matching this fnmatch pattern (repeatable), e.g. "
+                        "'*dali*' or 'declaration'")
+    p.add_argument("--expect-fail", action="append", default=[], metavar="CHECK[=REASON]",
+                   help="a check expected to fail (reported as XFAIL; repeatable)")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.set_defaults(run=run)
+
+
+def _targets(target: str) -> tuple[list[str], str]:
+    """The names to check and a description, or ([], error message)."""
+    records = REGISTRY.records("*", include_all=True)
+    if ":" in target:
+        return [target], f"op {target}"
+    by_name = [r for r in records if r.name == target]
+    if by_name:
+        return [target], f"op {target}"
+    dist = [r for r in records if norm_dist(r.distribution) == norm_dist(target)]
+    if dist:
+        names = [r.qualified_name if r.status == "conflict" else r.name for r in dist]
+        return names, f"{len(names)} op(s) of {dist[0].distribution}=={dist[0].version}"
+    if any(ch in target for ch in "*?["):
+        hits = [r for r in records if fnmatch.fnmatchcase(r.name, target)]
+        names = [r.qualified_name if r.status == "conflict" else r.name for r in hits]
+        if names:
+            return names, f"{len(names)} op(s) matching {target!r}"
+    known = sorted({r.name for r in records} | {r.distribution for r in records})
+    close = difflib.get_close_matches(target, known, n=3)
+    hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+    return [], f"no op or distribution named {target!r}{hint} (see `augjax list --all`)"
+
+
+def run(args: argparse.Namespace) -> int:
+    from augjax.testing import CheckReport, CheckResult, check_op  # imports JAX: only here
+
+    names, what = _targets(args.target)
+    if not names:
+        print(f"augjax check: error: {what}", file=sys.stderr)
+        return 2
+    expected = {}
+    for item in args.expect_fail:
+        check, _, reason = item.partition("=")
+        check = check.strip()
+        expected[check if check.startswith("check_") else f"check_{check}"] = (
+            reason.strip() or "expected to fail (--expect-fail)")
+    if not args.json:
+        print(f"augjax check: {what}", flush=True)
+    results, start = [], time.perf_counter()
+    for name in names:
+        record = REGISTRY.record(name)
+        if record.status == "disabled":
+            report = [CheckResult(name, "check_loads", "skipped", record.reason)]
+        else:
+            report = check_op(name, on_fail=None, checks=args.check,
+                              expected_failed_checks=expected)
+        results.extend(report)
+        if not args.json:
+            print(f"\n{name}  ({record.distribution}=={record.version})")
+            print(CheckReport(report).format(), flush=True)
+    counts = {s: sum(r.status == s for r in results)
+              for s in ("passed", "failed", "xfail", "xpass", "skipped")}
+    if args.json:
+        print(json.dumps([r.as_dict() for r in results], indent=2))
+    else:
+        summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+        print(f"\n{summary or 'no checks ran'} in {time.perf_counter() - start:.1f}s "
+              f"({len(names)} op(s))")
+    return 1 if counts["failed"] else 0

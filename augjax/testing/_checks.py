@@ -1,0 +1,449 @@
+"""The conformance checks. Each takes a bound op (the spec plus the parameter values to test)
+and raises ``AssertionError`` naming what is wrong, or :class:`CheckSkipped` with the reason.
+
+Tolerances: results computed in two ways that should agree (jit vs eager, vmap vs one sample at
+a time) may differ by float rounding only: at most 1 uint8 level or 1e-5 in float32. DALI vs
+array paths and same-key runs run one compiled program and must be bitwise equal. Neutral
+parameters must return the input exactly for uint8 and within 1e-6 for float32.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from augjax._bound import BoundOp
+from augjax._keys import keys_from_seeds
+from augjax._program import trace_count
+from augjax._spec import API_VERSION
+from augjax.errors import InputError, InputTypeError, KeyRequiredError, ParamError
+from augjax.testing._dali import dali_available, run_dali
+from augjax.testing._examples import (
+    SHAPE,
+    channels_for,
+    make_images,
+    make_labels,
+    neutral_params,
+)
+
+__all__ = ["CHECKS", "CheckSkipped", "applicable_checks"]
+
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+_DTYPES = ("uint8", "float32")
+_LAYOUTS = ("HWC", "CHW")
+
+
+class CheckSkipped(Exception):
+    """A check that cannot run here (e.g. DALI is not installed); the message says why."""
+
+
+# -- helpers -------------------------------------------------------------------------------------
+def _main_dtype(op: BoundOp) -> str:
+    return "uint8" if "uint8" in op.spec.dtypes else op.spec.dtypes[0]
+
+
+def _main_layout(op: BoundOp) -> str:
+    return "HWC" if "HWC" in op.spec.layouts else op.spec.layouts[0]
+
+
+def _keys(seed: int, n: int = SHAPE[0]) -> jax.Array:
+    return jax.random.split(jax.random.key(seed), n)
+
+
+def _run(op: BoundOp, images: Any, labels: Any, keys: Any, layout: str) -> list[np.ndarray]:
+    inputs = (images,) if labels is None else (images, labels)
+    out = op(*inputs, key=keys, layout=layout)
+    return [np.asarray(o) for o in (out if isinstance(out, tuple) else (out,))]
+
+
+def _max_diff(a: np.ndarray, b: np.ndarray) -> float:
+    if a.shape != b.shape:
+        return math.inf
+    if a.size == 0:
+        return 0.0
+    d = np.abs(a.astype(np.float64) - b.astype(np.float64))
+    return float(np.nanmax(np.where(np.isnan(a) & np.isnan(b), 0.0, d)))
+
+
+def _tolerance(dtype: Any) -> float:
+    return 1.0 if np.dtype(dtype) == np.uint8 else 1e-5
+
+
+def _assert_close(what: str, got: np.ndarray, want: np.ndarray, tol: float) -> None:
+    assert got.shape == want.shape and got.dtype == want.dtype, (
+        f"{what}: {got.dtype} {got.shape} vs {want.dtype} {want.shape}")
+    diff = _max_diff(got, want)
+    if diff > tol:
+        bad = np.argwhere(np.abs(got.astype(np.float64) - want.astype(np.float64)) > tol)
+        raise AssertionError(f"{what}: max |diff| {diff:g} > {tol:g} at {len(bad)} of {got.size} "
+                             f"values, first at index {tuple(int(i) for i in bad[0])}")
+
+
+def _to_layout(x: np.ndarray, src: str, dst: str) -> np.ndarray:
+    if src == dst:
+        return x
+    return x.transpose(0, 3, 1, 2) if dst == "CHW" else x.transpose(0, 2, 3, 1)
+
+
+# -- API checks (no compilation) -----------------------------------------------------------------
+def check_declaration(op: BoundOp) -> None:
+    """The declaration is well formed: name, level, inputs/outputs, dtypes, layouts, channels,
+    docstring, API version, and every parameter's default, range, neutral value and magnitude."""
+    spec, problems = op.spec, []
+    if not _NAME.match(spec.name):
+        problems.append(f"name {spec.name!r} does not match {_NAME.pattern}")
+    if spec.level not in ("sample", "batch"):
+        problems.append(f"level {spec.level!r} is not 'sample' or 'batch'")
+    for what, value in (("inputs", spec.inputs), ("outputs", spec.outputs)):
+        if tuple(value) not in (("images",), ("images", "labels")):
+            problems.append(f"{what} {value!r} is not ('images',) or ('images', 'labels')")
+    if "labels" in spec.inputs and spec.level != "batch":
+        problems.append("an op that takes labels must be level='batch'")
+    if not spec.dtypes or set(spec.dtypes) - set(_DTYPES):
+        problems.append(f"dtypes {spec.dtypes!r} is not a non-empty subset of {_DTYPES}")
+    if not spec.layouts or set(spec.layouts) - set(_LAYOUTS):
+        problems.append(f"layouts {spec.layouts!r} is not a non-empty subset of {_LAYOUTS}")
+    if spec.channels is not None and (not spec.channels or any(
+            not isinstance(c, int) or c < 1 for c in spec.channels)):
+        problems.append(f"channels {spec.channels!r} must be positive ints or None")
+    if not spec.doc.strip():
+        problems.append("the kernel has no docstring (state the reference semantics and every "
+                        "deviation from it)")
+    if str(spec.api_version).split(".")[0] != API_VERSION.split(".")[0]:
+        problems.append(f"api_version {spec.api_version!r} is not major {API_VERSION}")
+    if spec.output_dtype is not None and spec.output_dtype not in _DTYPES:
+        problems.append(f"output_dtype {spec.output_dtype!r} is not one of {_DTYPES}")
+    for name, p in spec.params.items():
+        problems += _param_problems(spec.name, name, p)
+    if spec.output_size is not None:
+        try:
+            size = spec.output_size(SHAPE[1], SHAPE[2], **op.kwargs)
+            if (len(size) != 2 or not all(isinstance(s, (int, np.integer)) and s > 0
+                                          for s in size)):
+                problems.append(f"output_size({SHAPE[1]}, {SHAPE[2]}) returned {size!r}, not "
+                                f"two positive ints")
+        except Exception as err:  # noqa: BLE001 - reported
+            problems.append(f"output_size({SHAPE[1]}, {SHAPE[2]}, **params) raised "
+                            f"{type(err).__name__}: {err}")
+    for layout in spec.layouts:
+        try:
+            after = spec.layout_after(layout, op.kwargs)
+            if after not in _LAYOUTS:
+                problems.append(f"output_layout gives {after!r} for {layout} input")
+        except Exception as err:  # noqa: BLE001 - reported
+            problems.append(f"output_layout(**params) raised {type(err).__name__}: {err}")
+    missing = [k for k, p in spec.params.items() if p.required and k not in op.kwargs]
+    if missing:
+        problems.append(f"the kit found no valid value for required parameter(s) {missing}; "
+                        f"check a bound op instead: check_op(op.bind(...))")
+    assert not problems, f"op {spec.name!r}: " + "; ".join(problems)
+
+
+def _param_problems(op: str, name: str, p: Any) -> list[str]:
+    out = []
+    where = f"parameter {name!r}"
+    if p.low is not None and p.high is not None and p.low > p.high:
+        out.append(f"{where}: low {p.low} > high {p.high}")
+    if p.kind == "str" and not p.choices:
+        out.append(f"{where}: a str parameter needs choices")
+    if not p.required:
+        try:
+            p.check(op, name, p.default)
+        except ParamError as err:
+            out.append(f"{where}: the default {p.default!r} is invalid ({err})")
+    elif p.default is not None:
+        out.append(f"{where}: a required parameter's default must be None")
+    if p.neutral is not None:
+        try:
+            p.check(op, name, p.neutral)
+        except ParamError as err:
+            out.append(f"{where}: the neutral value {p.neutral!r} is outside the range ({err})")
+    if p.magnitude is not None:
+        if len(p.magnitude) != 2:
+            out.append(f"{where}: magnitude must be (value at 0, value at the largest)")
+        else:
+            for m in p.magnitude:
+                try:
+                    p.check(op, name, m)
+                except ParamError as err:
+                    out.append(f"{where}: magnitude end {m!r} is outside the range ({err})")
+    return out
+
+
+def check_param_validation(op: BoundOp) -> None:
+    """Out-of-range, NaN, wrongly typed, unknown and missing required parameters raise
+    ``ParamError`` when the op is configured (before any tracing)."""
+    spec, problems = op.spec, []
+    base = dict(op.kwargs)
+
+    def expect_error(label: str, **changes: Any) -> None:
+        params = {**base, **changes}
+        params = {k: v for k, v in params.items() if v is not _OMIT}
+        try:
+            spec.bind(**params)
+        except ParamError:
+            return
+        except Exception as err:  # noqa: BLE001 - reported
+            problems.append(f"{label} raised {type(err).__name__} instead of ParamError: {err}")
+            return
+        problems.append(f"{label} was accepted")
+
+    expect_error("an unknown parameter '__kit_unknown__'", __kit_unknown__=1)
+    for name, p in spec.params.items():
+        if p.kind in ("float", "int", "float_or_pair", "floats", "size", "pair"):
+            expect_error(f"{name}='not a number'", **{name: "not a number"})
+        if p.kind in ("float", "float_or_pair") and p.low is not None:
+            expect_error(f"{name}={p.low - 1} (below low={p.low})", **{name: p.low - 1})
+        if p.kind in ("float", "float_or_pair") and p.high is not None:
+            expect_error(f"{name}={p.high + 1} (above high={p.high})", **{name: p.high + 1})
+        if p.kind == "int" and p.low is not None:
+            expect_error(f"{name}={int(p.low) - 1} (below low={p.low})", **{name: int(p.low) - 1})
+        if p.kind == "float":
+            expect_error(f"{name}=nan", **{name: float("nan")})
+        if p.kind == "bool":
+            expect_error(f"{name}='yes' (not a bool)", **{name: "yes"})
+        if p.kind == "str":
+            expect_error(f"{name}='__not_a_choice__'", **{name: "__not_a_choice__"})
+        if p.required:
+            expect_error(f"omitting required parameter {name!r}", **{name: _OMIT})
+    assert not problems, f"op {spec.name!r}: " + "; ".join(problems)
+
+
+_OMIT = object()
+
+
+def check_input_errors(op: BoundOp) -> None:
+    """Wrong inputs raise augjax's typed errors: ``InputTypeError`` for a type that is not an
+    array, ``InputError`` for a wrong rank, dtype, channel count or label shape,
+    ``KeyRequiredError`` for a random op called without a key."""
+    spec, problems = op.spec, []
+    x = make_images(spec, _main_dtype(op), layout=_main_layout(op))
+    labels = make_labels(op, len(x))
+    key, layout = jax.random.key(0), _main_layout(op)
+
+    def expect(label: str, error: type[BaseException], *inputs: Any, **kwargs: Any) -> None:
+        kwargs = {"key": key, "layout": layout, **kwargs}
+        try:
+            op(*inputs, **kwargs)
+        except error:
+            return
+        except Exception as err:  # noqa: BLE001 - reported
+            problems.append(f"{label}: raised {type(err).__name__} instead of "
+                            f"{error.__name__}: {err}")
+            return
+        problems.append(f"{label}: no error (expected {error.__name__})")
+
+    def with_labels(images: Any, lab: Any = labels) -> tuple[Any, ...]:
+        return (images,) if labels is None else (images, lab)
+
+    expect("images as a Python list", InputTypeError, *with_labels(x.tolist()))
+    expect("images as a str", InputTypeError, *with_labels("images"))
+    expect("one image without a batch axis", InputError, *with_labels(x[0]))
+    expect("int16 images", InputError, *with_labels(x.astype(np.int16)))
+    if spec.channels is not None:
+        bad = next(c for c in (2, 5, 1, 3, 4) if c not in spec.channels)
+        shape = (len(x), SHAPE[1], SHAPE[2], bad) if layout == "HWC" else (
+            len(x), bad, SHAPE[1], SHAPE[2])
+        expect(f"{bad}-channel images", InputError,
+               *with_labels(np.zeros(shape, x.dtype)))
+    if spec.random:
+        expect("no key", KeyRequiredError, *with_labels(x), key=None)
+    if labels is not None:
+        expect("labels missing", InputError, x)
+        expect("labels as a Python list", InputTypeError, x, labels.tolist())
+        expect("labels of the wrong length", InputError, x, labels[:1])
+    assert not problems, f"op {spec.name!r}: " + "; ".join(problems)
+
+
+# -- behaviour checks ------------------------------------------------------------------------------
+def check_output_contract(op: BoundOp) -> None:
+    """Every declared dtype gives the declared output dtype, shape and layout (the size from
+    ``output_size``) and finite values; channels-first input gives the channels-last result
+    transposed (checked for the first dtype)."""
+    spec = op.spec
+    n, h, w = SHAPE
+    c = channels_for(spec)
+    oh, ow = spec.output_size(h, w, **op.kwargs) if spec.output_size is not None else (h, w)
+    keys = _keys(1)
+    for dtype in spec.dtypes:
+        layout = _main_layout(op)
+        x = make_images(spec, dtype, layout=layout)
+        out = _run(op, x, make_labels(op, n), keys, layout)
+        after = spec.layout_after(layout, op.kwargs)
+        want_shape = (n, oh, ow, c) if after == "HWC" else (n, c, oh, ow)
+        want_dtype = np.dtype(spec.output_dtype or dtype)
+        assert out[0].shape == want_shape and out[0].dtype == want_dtype, (
+            f"{dtype} {layout} input {x.shape}: got {out[0].dtype} {out[0].shape}, the "
+            f"declaration promises {want_dtype} {want_shape} ({after})")
+        if want_dtype.kind == "f":
+            assert np.isfinite(out[0]).all(), f"{dtype} input gave non-finite values"
+        if "labels" in spec.outputs:
+            assert len(out) == 2 and out[1].shape[0] == n, (
+                f"expected (images, labels) with {n} labels, got {[o.shape for o in out]}")
+            assert np.isfinite(out[1]).all(), "non-finite labels"
+        if "CHW" in spec.layouts and layout == "HWC" and dtype == _main_dtype(op):
+            xc = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+            out_c = _run(op, xc, make_labels(op, n), keys, "CHW")
+            after_c = spec.layout_after("CHW", op.kwargs)
+            _assert_close(f"{dtype}: CHW input vs HWC input",
+                          _to_layout(out_c[0], after_c, after), out[0], 0.0)
+
+
+def check_jit_matches_eager(op: BoundOp) -> None:
+    """The jitted, batched program equals the kernel run eagerly (not traced) on each sample
+    (sample-level ops) or on the batch (batch-level ops), with the same keys."""
+    spec, kw = op.spec, op.kwargs
+    layout, dtype = _main_layout(op), _main_dtype(op)
+    x = make_images(spec, dtype, layout=layout)
+    labels = make_labels(op, len(x))
+    keys = _keys(2)
+    got = _run(op, x, labels, keys, layout)
+    hwc = jnp.asarray(_to_layout(x, layout, "HWC"))
+    op_keys = jax.vmap(jax.random.fold_in, in_axes=(0, None))(keys, 0)
+    if spec.level == "sample":
+        outs = [spec.kernel(op_keys[i], hwc[i], **kw) if spec.random else spec.kernel(hwc[i], **kw)
+                for i in range(len(x))]
+        want = [np.stack([np.asarray(o) for o in outs])]
+    else:
+        args = ([op_keys[0]] if spec.random else []) + [hwc]
+        if labels is not None:
+            args.append(jnp.asarray(labels))
+        result = spec.kernel(*args, **kw)
+        want = [np.asarray(r) for r in (result if isinstance(result, tuple) else (result,))]
+    want[0] = _to_layout(want[0], "HWC", spec.layout_after(layout, kw))
+    for i, (g, e) in enumerate(zip(got, want)):
+        _assert_close(f"{'images' if i == 0 else 'labels'}: jit vs eager", g, e,
+                      _tolerance(g.dtype))
+
+
+def check_vmap_matches_loop(op: BoundOp) -> None:
+    """For sample-level ops, the batched program equals the op applied to each sample alone
+    (a batch of one) with that sample's key."""
+    layout = _main_layout(op)
+    x = make_images(op.spec, _main_dtype(op), layout=layout)
+    keys = _keys(3)
+    batched = _run(op, x, None, keys, layout)[0]
+    for i in range(len(x)):
+        alone = _run(op, x[i:i + 1], None, keys[i:i + 1], layout)[0]
+        _assert_close(f"sample {i}: batch vs alone", batched[i:i + 1], alone,
+                      _tolerance(alone.dtype))
+
+
+def check_neutral_is_identity(op: BoundOp) -> None:
+    """With every parameter that declares a neutral value set to it, the op returns its input
+    (exactly for uint8, within 1e-6 for float32; checked for the first declared dtype)."""
+    values = neutral_params(op)
+    assert values is not None, "the op declares no identity (the check does not apply)"
+    neutral = op.spec.bind(**values)
+    layout = _main_layout(op)
+    dtype = _main_dtype(op)
+    x = make_images(op.spec, dtype, layout=layout)
+    out = _run(neutral, x, make_labels(op, len(x)), _keys(4), layout)[0]
+    _assert_close(f"{dtype} with neutral {values}", out, x, 0.0 if dtype == "uint8" else 1e-6)
+
+
+def check_same_key_reproduces(op: BoundOp) -> None:
+    """Two calls with equal keys give bitwise-equal outputs."""
+    layout = _main_layout(op)
+    x = make_images(op.spec, _main_dtype(op), layout=layout)
+    labels = make_labels(op, len(x))
+    a = _run(op, x, labels, _keys(5), layout)
+    b = _run(op, x, labels, _keys(5), layout)
+    for i, (u, v) in enumerate(zip(a, b)):
+        _assert_close(f"output {i}, same key twice", u, v, 0.0)
+
+
+def check_different_keys_differ(op: BoundOp) -> None:
+    """Different keys give different outputs (the op uses its key): at least one of 31 other
+    keys changes the result."""
+    layout = _main_layout(op)
+    x = make_images(op.spec, _main_dtype(op), layout=layout)
+    labels = make_labels(op, len(x))
+    first = _run(op, x, labels, _keys(100), layout)
+    for seed in range(101, 132):
+        other = _run(op, x, labels, _keys(seed), layout)
+        if any(u.shape != v.shape or not np.array_equal(u, v) for u, v in zip(first, other)):
+            return
+    raise AssertionError(f"32 different keys all gave the same output with params "
+                         f"{op.kwargs}: the op ignores its key (if these params make it "
+                         f"deterministic, check a bound op with other values)")
+
+
+def check_no_input_mutation(op: BoundOp) -> None:
+    """NumPy inputs are unchanged after the call."""
+    layout = _main_layout(op)
+    x = make_images(op.spec, _main_dtype(op), layout=layout)
+    labels = make_labels(op, len(x))
+    x0, l0 = x.copy(), None if labels is None else labels.copy()
+    _run(op, x, labels, _keys(6), layout)
+    assert np.array_equal(x, x0), "the op modified its NumPy images"
+    assert labels is None or np.array_equal(labels, l0), "the op modified its NumPy labels"
+
+
+def check_no_recompilation(op: BoundOp) -> None:
+    """Calls with new data and keys of the same shapes, and an equal op bound again, reuse the
+    compiled program (``augjax.trace_count()`` does not move)."""
+    layout = _main_layout(op)
+    x = make_images(op.spec, _main_dtype(op), layout=layout)
+    labels = make_labels(op, len(x))
+    _run(op, x, labels, _keys(7), layout)
+    before = trace_count()
+    _run(op, make_images(op.spec, _main_dtype(op), layout=layout, seed=9), labels, _keys(8),
+         layout)
+    try:
+        again = op.spec.bind(**op.kwargs)
+    except ParamError as err:
+        raise AssertionError(f"the normalised parameters {op.kwargs} are refused when bound "
+                             f"again ({err}): Param.check must accept its own output") from err
+    _run(again, x, labels, jax.random.key(9), layout)
+    traced = trace_count() - before
+    assert traced == 0, (f"{traced} new trace(s) for calls with the same shapes (are the "
+                         f"parameters hashable and normalised? {op.kwargs})")
+
+
+def check_dali_matches_array(op: BoundOp) -> None:
+    """In a DALI CPU pipeline, with given per-sample seeds, the op gives bitwise the output of
+    the array path with ``key=augjax.keys_from_seeds(seeds)`` (for the first declared dtype:
+    the bridge treats dtypes alike, and each compile costs)."""
+    reason = dali_available()
+    if reason is not None:
+        raise CheckSkipped(reason)
+    layout = _main_layout(op)
+    seeds = np.random.default_rng(11).integers(0, 2**30, (SHAPE[0], 2), dtype=np.int32)
+    dtype = _main_dtype(op)
+    x = make_images(op.spec, dtype, layout=layout, seed=12)
+    labels = make_labels(op, len(x))
+    dali = run_dali(op, x, labels, seeds, layout)
+    array = _run(op, x, labels, keys_from_seeds(seeds), layout)
+    assert len(dali) == len(array), f"DALI gave {len(dali)} outputs, arrays {len(array)}"
+    for i, (d, a) in enumerate(zip(dali, array)):
+        _assert_close(f"{dtype} output {i}: DALI vs array", d, a, 0.0)
+
+
+#: Every check, in the order the kit runs them, with the condition (on the bound op) under
+#: which it applies.
+CHECKS: tuple[tuple[Callable[[BoundOp], None], Callable[[BoundOp], bool]], ...] = (
+    (check_declaration, lambda op: True),
+    (check_param_validation, lambda op: True),
+    (check_input_errors, lambda op: True),
+    (check_output_contract, lambda op: True),
+    (check_jit_matches_eager, lambda op: True),
+    (check_vmap_matches_loop, lambda op: op.spec.level == "sample"),
+    (check_neutral_is_identity, lambda op: neutral_params(op) is not None),
+    (check_same_key_reproduces, lambda op: op.spec.random),
+    (check_different_keys_differ, lambda op: op.spec.random),
+    (check_no_input_mutation, lambda op: True),
+    (check_no_recompilation, lambda op: True),
+    (check_dali_matches_array, lambda op: True),
+)
+
+
+def applicable_checks(op: BoundOp) -> list[Callable[[BoundOp], None]]:
+    """The checks that apply to ``op``: by level, randomness and declared neutral values."""
+    return [check for check, applies in CHECKS if applies(op)]
