@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from augjax import errors, ops
-from augjax._keys import keys_from_seeds
+from augjax._keys import index_seeds, keys_from_seeds
 from augjax._param import Param
 from augjax._program import trace_count
 from augjax._registry import REGISTRY, OpRecord
@@ -41,6 +41,7 @@ __all__ = [
     "PluginLoadError",
     "errors",
     "get_op",
+    "index_seeds",
     "keys_from_seeds",
     "list_ops",
     "op",
@@ -75,6 +76,10 @@ def refresh() -> None:
 
 
 def __getattr__(name: str) -> Any:
+    if name == "ShardedSource":  # lives with the DALI bridge; NumPy only, no DALI import
+        from augjax.dali._sources import ShardedSource
+
+        return ShardedSource
     if name == "__version__":
         from augjax._registry import importlib_metadata
 

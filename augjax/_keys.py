@@ -19,7 +19,7 @@ import numpy as np
 
 from augjax.errors import InputError, KeyRequiredError
 
-__all__ = ["keys_from_seeds", "sample_keys", "op_keys", "SEED_HIGH"]
+__all__ = ["keys_from_seeds", "index_seeds", "sample_keys", "op_keys", "SEED_HIGH"]
 
 #: Seeds are drawn from [0, SEED_HIGH] as INT32 (larger bounds give negative or zero draws in
 #: DALI 2.4, DALI.md section 3.2).
@@ -40,6 +40,42 @@ def keys_from_seeds(seeds: jax.Array) -> jax.Array:
         )
     seeds = seeds.astype(jnp.uint32)
     return jax.vmap(lambda s: jax.random.fold_in(jax.random.key(s[0]), s[1]))(seeds)
+
+
+def _mix64(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser: a bijective 64-bit mix (uint64 in, uint64 out)."""
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def index_seeds(indices, epoch: int = 0, seed: int = 0) -> np.ndarray:
+    """Counter-based seeds: int32 ``(N, 2)`` for samples identified by their global index.
+
+    ``seeds[i] = (h(seed, epoch), indices[i])`` with ``h`` a 64-bit mix reduced to 30 bits, so a
+    sample's keys (:func:`keys_from_seeds`) depend only on the seed, the epoch and the sample's
+    index in the dataset: not on the batch size, the shard it lands on, the number of devices or
+    the prefetch depth. Feed them to ops with ``seeds=`` (DALI) or
+    ``key=keys_from_seeds(...)`` (arrays).
+
+    Raises:
+        InputError: an index outside ``[0, 2**31)``, or a negative epoch or seed.
+    """
+    idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+    if idx.size and (idx.min() < 0 or idx.max() >= 2**31) or epoch < 0 or seed < 0:
+        raise InputError(
+            f"index_seeds: expects indices in [0, 2**31) and a non-negative epoch and seed, got "
+            f"indices in [{idx.min() if idx.size else '-'}, {idx.max() if idx.size else '-'}], "
+            f"epoch={epoch}, seed={seed}",
+            argument="indices",
+        )
+    with np.errstate(over="ignore"):
+        word = _mix64(np.array([(int(seed) << 32) | (int(epoch) & 0xFFFFFFFF)], np.uint64))
+    head = int(word[0] >> np.uint64(34))  # 30 bits
+    out = np.empty((idx.size, 2), np.int32)
+    out[:, 0] = head
+    out[:, 1] = idx
+    return out
 
 
 def _is_typed(key: jax.Array) -> bool:

@@ -4,5 +4,6 @@ This is the only package that imports NVIDIA DALI, and only when a DataNode reac
 """
 
 from augjax.dali._bridge import apply_dali, dali_function
+from augjax.dali._sources import ShardedSource
 
-__all__ = ["apply_dali", "dali_function"]
+__all__ = ["ShardedSource", "apply_dali", "dali_function"]
