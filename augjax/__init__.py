@@ -52,12 +52,14 @@ __all__ = [
 ]
 
 
-def list_ops(pattern: str = "*") -> list[str]:
-    """Names of the registered ops matching the fnmatch ``pattern``, in natural order.
+def list_ops(pattern: str = "*", *, distribution: str | None = None) -> list[str]:
+    """Names of the registered ops matching the fnmatch ``pattern`` (and registered by
+    ``distribution``, if given), in natural order; a name several distributions register is
+    listed by its qualified names ``"distribution:name"``.
 
     Reads entry-point metadata only: no plugin code is imported.
     """
-    return REGISTRY.list_ops(pattern)
+    return REGISTRY.list_ops(pattern, distribution=distribution)
 
 
 def get_op(name: str) -> OpSpec:
@@ -65,9 +67,11 @@ def get_op(name: str) -> OpSpec:
     return REGISTRY.get(name)
 
 
-def op_records(pattern: str = "*", *, include_all: bool = False) -> list[OpRecord]:
-    """The registry's records (name, distribution, version, entry point, status, reason)."""
-    return REGISTRY.records(pattern, include_all=include_all)
+def op_records(pattern: str = "*", *, include_all: bool = False,
+               distribution: str | None = None) -> list[OpRecord]:
+    """The registry's records (name, distribution, version, entry point, status, reason);
+    failed, incompatible, disabled and conflicting ops only with ``include_all``."""
+    return REGISTRY.records(pattern, include_all=include_all, distribution=distribution)
 
 
 def refresh() -> None:
