@@ -10,11 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from augjax import errors, ops
+from augjax._config import from_dict, from_json, to_dict, to_json
 from augjax._keys import index_seeds, keys_from_seeds
 from augjax._param import Param
 from augjax._program import trace_count
 from augjax._registry import REGISTRY, OpRecord
 from augjax._spec import API_VERSION, OpSpec, op
+from augjax.chain import Chain, Sequential, compose, random_apply, random_choice, some_of
 from augjax.errors import (
     AugjaxError,
     AugjaxWarning,
@@ -25,9 +27,25 @@ from augjax.errors import (
     ParamError,
     PluginLoadError,
 )
+from augjax.policies import augmix, auto_augment, from_timm, rand_augment, trivial_augment_wide
 
 __all__ = [
     "API_VERSION",
+    "Chain",
+    "Sequential",
+    "augmix",
+    "auto_augment",
+    "compose",
+    "from_dict",
+    "from_json",
+    "from_timm",
+    "rand_augment",
+    "random_apply",
+    "random_choice",
+    "some_of",
+    "to_dict",
+    "to_json",
+    "trivial_augment_wide",
     "AugjaxError",
     "AugjaxWarning",
     "InputError",

@@ -1,0 +1,34 @@
+"""Chains and composites: ``compose``, ``random_apply``, ``random_choice``, ``some_of``.
+
+Each runs as one program (one jitted function on arrays, one ``jax_function`` in DALI) and
+decides per sample, branch-free. See :mod:`augjax.chain._containers` for the key scheme.
+"""
+
+from augjax.chain._composite import Composite
+from augjax.chain._containers import (
+    Chain,
+    RandomApply,
+    RandomChoice,
+    Sequential,
+    SomeOf,
+    compose,
+    random_apply,
+    random_choice,
+    some_of,
+)
+from augjax.chain._element import DECISION_TAG, decision_key
+
+__all__ = [
+    "Chain",
+    "Composite",
+    "DECISION_TAG",
+    "RandomApply",
+    "RandomChoice",
+    "Sequential",
+    "SomeOf",
+    "compose",
+    "decision_key",
+    "random_apply",
+    "random_choice",
+    "some_of",
+]

@@ -1,0 +1,42 @@
+"""Automatic-augmentation policies, each ONE composite step that picks ops per sample inside
+one compiled program (``lax.switch`` under ``vmap``, never DALI conditionals):
+
+- :func:`rand_augment` (torchvision, timm and DALI styles), :func:`trivial_augment_wide`,
+  :func:`auto_augment` (torchvision's imagenet/cifar10/svhn, timm's v0/v0r/original/originalr/3a),
+  :func:`augmix` (torchvision and timm styles), and :func:`from_timm` for timm config strings.
+- :mod:`augjax.policies.tables` holds every op space and sub-policy table;
+  :mod:`augjax.policies._magnitude` the level -> value model (timm's 0..10 scale versus the
+  torchvision/DALI bins is explicit there).
+
+``policy.explain(images, key=...)`` returns each sample's decisions (op indices into
+``policy.op_names``, levels, signs, applied flags, parameter values): the same draws as
+``policy(images, key=...)``.
+"""
+
+from augjax.policies._augmix import AugMix, augmix
+from augjax.policies._autoaugment import POLICIES, AutoAugment, auto_augment
+from augjax.policies._base import Policy
+from augjax.policies._magnitude import MagnitudeMap, PolicyOp
+from augjax.policies._randaugment import (
+    RandAugment,
+    TrivialAugmentWide,
+    rand_augment,
+    trivial_augment_wide,
+)
+from augjax.policies.timm import from_timm
+
+__all__ = [
+    "POLICIES",
+    "AugMix",
+    "AutoAugment",
+    "MagnitudeMap",
+    "Policy",
+    "PolicyOp",
+    "RandAugment",
+    "TrivialAugmentWide",
+    "augmix",
+    "auto_augment",
+    "from_timm",
+    "rand_augment",
+    "trivial_augment_wide",
+]

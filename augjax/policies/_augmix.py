@@ -1,0 +1,204 @@
+"""AugMix: ``width`` chains of 1..3 random ops each, mixed with the original image, per sample.
+
+Styles:
+
+- ``"torchvision"`` (``AugMix(severity, mixture_width, chain_depth, alpha, all_ops)``): ops
+  of torchvision's AugMix space (``all_ops=False`` drops the enhance ops), each op's bin drawn
+  uniformly from ``[0, severity)`` of 10 bins; ``m ~ Dirichlet(alpha, alpha)``,
+  ``w ~ Dirichlet(alpha * width) * m[1]``; ``out = m[0] * x + sum(w_i * chain_i(x))``,
+  truncated to uint8. Fill 0, bilinear sampling.
+- ``"timm"`` (``augmix-m{severity}-w{width}-d{depth}-a{alpha}-b{blended}-mstd{mstd}``): timm's
+  13 ops, level ``U(0, severity)`` on the 0..10 scale (``mstd=inf``, timm's default; a finite
+  ``mstd`` gives ``N(severity, mstd)``); ``w ~ Dirichlet(alpha * width)``,
+  ``m ~ Beta(alpha, alpha)``; ``mixed = uint8(clip(sum(w_i * chain_i(x))))`` and
+  ``out = uint8(x + m * (mixed - x))`` (PIL ``Image.blend``). ``blended=True`` is timm's
+  sequential-blend variant. Fill 128, bilinear sampling.
+
+The chain depth is ``depth`` or, for ``depth <= 0``, uniform in {1, 2, 3} per chain and sample.
+Every chain and depth step is computed for every sample (branch-free), so the cost grows with
+``width * 3 * ops``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from augjax.catalog._pixels import bound as max_level
+from augjax.catalog._pixels import is_int
+from augjax.chain._element import decision_key
+from augjax.errors import ParamError
+from augjax.policies import tables as T
+from augjax.policies._base import DEFAULT, Policy, check_choice, check_float, check_int
+from augjax.policies._engine import Levels, apply_layers, draw_level
+
+__all__ = ["AugMix", "augmix"]
+
+_MAX_DEPTH = 3
+
+
+@dataclasses.dataclass(frozen=True)
+class AugMix(Policy):
+    """AugMix, per sample (build with :func:`augmix`; fields as there)."""
+
+    severity: int = 3
+    width: int = 3
+    depth: int = -1
+    alpha: float = 1.0
+    all_ops: bool = True
+    style: str = "torchvision"
+    mstd: float | None = None
+    blended: bool = False
+    fill: Any = DEFAULT
+    interpolation: str | None = None
+    translate_const: float = 250.0
+    translate_pct: float = 0.45
+    kind = "augmix"
+
+    def __post_init__(self) -> None:
+        own = self.kind
+        check_choice(own, "style", self.style, ("torchvision", "timm"))
+        timm = self.style == "timm"
+        self._set("severity", check_int(own, "severity", self.severity, 0 if timm else 1, 10))
+        self._set("width", check_int(own, "width", self.width, 1))
+        self._set("depth", check_int(own, "depth", self.depth, None, _MAX_DEPTH))
+        if self.depth == 0:
+            self._set("depth", -1)
+        self._set("alpha", check_float(own, "alpha", self.alpha, 1e-6))
+        check_choice(own, "all_ops", self.all_ops, (True, False))
+        check_choice(own, "blended", self.blended, (False, True) if timm else (False,))
+        if timm:
+            if not self.all_ops:
+                raise ParamError(f"{own}: all_ops=False is torchvision's; timm's AugMix has one "
+                                 f"op list", op=own, param="all_ops")
+            mstd = math.inf if self.mstd is None else self.mstd
+            self._set("mstd", check_float(own, "mstd", mstd, 0.0, allow_inf=True))
+        elif self.mstd is not None:
+            raise ParamError(f"{own}: parameter 'mstd' is timm's (style='timm'); torchvision "
+                             f"draws the bin uniformly below 'severity'", op=own, param="mstd")
+        if self.interpolation in (None, DEFAULT) and not timm:
+            self._set("interpolation", "bilinear")  # torchvision AugMix's default
+        self._set("translate_const", check_float(own, "translate_const", self.translate_const, 0))
+        self._set("translate_pct", check_float(own, "translate_pct", self.translate_pct, 0, 1))
+        self._geometry(self.style)
+
+    @functools.cached_property
+    def entries(self):
+        if self.style == "timm":
+            return T.space(T.timm_ops(self.translate_const, self.translate_pct), T.TIMM_AUGMIX)
+        return T.TV_AUGMIX if self.all_ops else T.TV_AUGMIX_PARTIAL
+
+    @functools.cached_property
+    def levels(self) -> Levels:
+        """torchvision: 10 bins (``t = bin / 9``); timm: 0..10."""
+        if self.style == "torchvision":
+            return Levels(9.0, 9.0, True)
+        return Levels(10.0, 10.0, self.mstd == 0)
+
+    @property
+    def max_depth(self) -> int:
+        """Depth steps computed per chain."""
+        return self.depth if self.depth > 0 else _MAX_DEPTH
+
+    def plan(self, key, height, width):
+        ks = jax.random.split(decision_key(key), 7)
+        shape = (self.width, self.max_depth)
+        count = len(self.entries)
+        if self.style == "torchvision":
+            level = jax.random.randint(ks[0], shape, 0, self.severity).astype(jnp.float32)
+            m = jax.random.dirichlet(ks[1], jnp.full((2,), self.alpha))
+            weights = jax.random.dirichlet(ks[2], jnp.full((self.width,), self.alpha)) * m[1]
+            original = m[0]
+        else:
+            lkeys = jax.random.split(ks[0], self.width * self.max_depth)
+            level = jax.vmap(lambda k: draw_level(k, self.severity, self.mstd, 10.0))(lkeys)
+            level = level.reshape(shape)
+            weights = jax.random.dirichlet(ks[2], jnp.full((self.width,), self.alpha))
+            original = jax.random.beta(ks[1], self.alpha, self.alpha)
+        if self.depth > 0:
+            depth = jnp.full((self.width,), self.depth, jnp.int32)
+        else:
+            depth = jax.random.randint(ks[3], (self.width,), 1, _MAX_DEPTH + 1)
+        return {
+            "op": jax.random.randint(ks[4], shape, 0, count).astype(jnp.int32),
+            "level": level,
+            "negative": jax.random.bernoulli(ks[5], 0.5, shape),
+            "applied": jnp.arange(self.max_depth)[None, :] < depth[:, None],
+            "depth": depth.astype(jnp.int32),
+            "weights": weights.astype(jnp.float32),
+            "m": jnp.asarray(original, jnp.float32),
+        }
+
+    def apply(self, plan, key, image):
+        dtype = image.dtype
+        x = image.astype(jnp.float32)
+        top = max_level(dtype)
+        w, m = plan["weights"], plan["m"]
+        fields = {k: plan[k] for k in ("op", "level", "negative", "applied")}
+        blended = self.style == "timm" and self.blended
+        if blended:  # timm _apply_blended: the running image is blended with each chain in turn
+            ws, alphas, cump = w * m, [], jnp.float32(1.0)
+            for i in range(self.width - 1, -1, -1):
+                alphas.append(ws[i] / cump)
+                cump = cump * (1.0 - alphas[-1])
+            mix = jnp.stack(alphas[::-1])
+        else:
+            mix = w
+
+        def chain(acc, xs):
+            layers, weight, i = xs
+            out = apply_layers(self.entries, self.bound, self.levels, layers, key, image,
+                               fill=self.fill, interpolation=self.interpolation,
+                               owner=self.kind, offset=i * _MAX_DEPTH).astype(jnp.float32)
+            if blended:
+                return _quantize(acc + weight * (out - acc), dtype), None
+            return acc + weight * out, None
+
+        start = x if blended else jnp.zeros_like(x)
+        index = jnp.arange(self.width, dtype=jnp.uint32)
+        acc, _ = jax.lax.scan(chain, start, (fields, mix, index))
+        if self.style == "torchvision":
+            out = jnp.clip(m * x + acc, 0.0, top)
+        elif blended:
+            out = acc
+        else:
+            mixed = _quantize(jnp.clip(acc, 0.0, top), dtype)
+            out = x + m * (mixed - x)
+        return _quantize(out, dtype).astype(dtype)
+
+
+def _quantize(x: jax.Array, dtype: Any) -> jax.Array:
+    """uint8: truncate to whole levels (torch ``.to(uint8)``, numpy ``astype``, PIL blend)."""
+    return jnp.floor(x) if is_int(dtype) else x
+
+
+def augmix(severity: int = 3, width: int = 3, depth: int = -1, alpha: float = 1.0,
+           all_ops: bool = True, *, style: str = "torchvision", mstd: float | None = None,
+           blended: bool = False, fill: Any = DEFAULT, interpolation: str | None = None,
+           translate_const: float = 250, translate_pct: float = 0.45) -> AugMix:
+    """AugMix with per-sample chains and mixing weights, in one compiled program.
+
+    Args:
+        severity: magnitude: torchvision draws bins in ``[0, severity)`` of 10 (1..10); timm
+            levels ``U(0, severity)`` on 0..10.
+        width: number of chains (``mixture_width``).
+        depth: ops per chain; ``-1``: uniform in {1, 2, 3} per chain and sample.
+        alpha: Dirichlet / Beta concentration.
+        all_ops: torchvision: include brightness, color, contrast and sharpness.
+        style: ``"torchvision"`` or ``"timm"`` (see the module docstring).
+        mstd: timm: magnitude noise (default ``inf``: uniform in ``[0, severity]``).
+        blended: timm's ``b1`` sequential-blend mode.
+        fill: fill of uncovered pixels in uint8 levels; default 0 (torchvision), 128 (timm).
+        interpolation: ``"nearest"`` or ``"bilinear"`` (default for both styles).
+        translate_const: timm's absolute translation hparam (unused by its AugMix ops).
+        translate_pct: timm's relative translation hparam.
+    """
+    return AugMix(severity=severity, width=width, depth=depth, alpha=alpha, all_ops=all_ops,
+                  style=style, mstd=mstd, blended=blended, fill=fill,
+                  interpolation=interpolation, translate_const=translate_const,
+                  translate_pct=translate_pct)

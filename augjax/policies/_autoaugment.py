@@ -1,0 +1,150 @@
+"""AutoAugment: one sub-policy per sample, each of its ops applied with its probability.
+
+Policies: torchvision's ``"imagenet"``, ``"cifar10"``, ``"svhn"`` (``AutoAugmentPolicy``; bins
+of a 10-bin scale, ``t = bin / 9``; fill 0, nearest) and timm's ``"v0"``, ``"v0r"``,
+``"original"``, ``"originalr"``, ``"3a"`` (levels 0..10, ``t = level / 10``; optional magnitude
+noise ``mstd``; fill 128, bilinear). Per sample: the sub-policy is drawn uniformly; each of its
+ops runs when ``U < p`` (torchvision: ``rand <= p``), with a random sign for signed maps.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from augjax.chain._element import decision_key
+from augjax.errors import ParamError
+from augjax.policies import tables as T
+from augjax.policies._base import DEFAULT, Policy, check_choice, check_float
+from augjax.policies._engine import Levels, apply_layers, draw_level, layer_values
+
+__all__ = ["AutoAugment", "auto_augment", "POLICIES"]
+
+#: Every policy name, torchvision's then timm's.
+POLICIES = tuple(T.TV_POLICIES) + tuple(T.TIMM_POLICIES)
+
+
+@dataclasses.dataclass(frozen=True)
+class AutoAugment(Policy):
+    """AutoAugment, per sample (build with :func:`auto_augment`; fields as there)."""
+
+    policy: str = "imagenet"
+    mstd: float = 0.0
+    mmax: float | None = None
+    fill: Any = DEFAULT
+    interpolation: str | None = None
+    translate_const: float = 250.0
+    translate_pct: float = 0.45
+    kind = "auto_augment"
+
+    def __post_init__(self) -> None:
+        own = self.kind
+        check_choice(own, "policy", self.policy, POLICIES)
+        self._set("mstd", check_float(own, "mstd", self.mstd, 0.0, allow_inf=True))
+        if self.mmax is not None:
+            self._set("mmax", check_float(own, "mmax", self.mmax, 0.0))
+        if self.style == "torchvision" and (self.mstd != 0 or self.mmax is not None):
+            raise ParamError(f"{own}: parameters 'mstd' and 'mmax' are for timm's policies (v0, "
+                             f"original, ...); torchvision's {self.policy!r} uses fixed bins",
+                             op=own, param="mstd")
+        self._set("translate_const", check_float(own, "translate_const", self.translate_const, 0))
+        self._set("translate_pct", check_float(own, "translate_pct", self.translate_pct, 0, 1))
+        self._geometry(self.style)
+
+    @property
+    def style(self) -> str:
+        """``"torchvision"`` or ``"timm"``, from the policy name."""
+        return "torchvision" if self.policy in T.TV_POLICIES else "timm"
+
+    @functools.cached_property
+    def _table(self):
+        if self.style == "torchvision":
+            subs, space = T.TV_POLICIES[self.policy], T.space(T.TV_AUTO_AUGMENT)
+        else:
+            subs = T.TIMM_POLICIES[self.policy]
+            space = T.space(T.timm_ops(self.translate_const, self.translate_pct))
+        names = sorted({n for sub in subs for n, _, _ in sub}, key=[e.name for e in space].index)
+        width = max(len(sub) for sub in subs)
+        ops = np.zeros((len(subs), width), np.int32)
+        levels = np.zeros((len(subs), width), np.float32)
+        probs = np.zeros((len(subs), width), np.float32)
+        for i, sub in enumerate(subs):
+            for j, (name, p, level) in enumerate(sub):
+                ops[i, j], probs[i, j] = names.index(name), p
+                levels[i, j] = 0 if level is None else level
+        return T.space(space, names), ops, levels, probs
+
+    @property
+    def entries(self):
+        return self._table[0]
+
+    @property
+    def subpolicies(self) -> tuple[tuple[tuple[str, float, int | None], ...], ...]:
+        """The sub-policies, as the reference lists them."""
+        table = T.TV_POLICIES if self.style == "torchvision" else T.TIMM_POLICIES
+        return table[self.policy]
+
+    @functools.cached_property
+    def levels(self) -> Levels:
+        """The level model: 10 bins (torchvision) or timm's 0..10 scale."""
+        if self.style == "torchvision":
+            return Levels(9.0, 9.0, True)
+        limit = 10.0 if self.mmax is None else self.mmax
+        return Levels(10.0, limit, self.mstd == 0 and float(limit).is_integer())
+
+    def plan(self, key, height, width):
+        _, ops, levels, probs = self._table
+        k_sub, k_sign, k_apply, k_level = jax.random.split(decision_key(key), 4)
+        sub = jax.random.randint(k_sub, (), 0, ops.shape[0])
+        width_ = ops.shape[1]
+        base = jnp.asarray(levels)[sub]
+        keys = jax.random.split(k_level, width_)
+        level = jax.vmap(lambda k, m: draw_level(k, m, self.mstd, self.levels.limit))(
+            keys, base)
+        return {
+            "subpolicy": sub.astype(jnp.int32),
+            "op": jnp.asarray(ops)[sub],
+            "level": level,
+            "negative": jax.random.bernoulli(k_sign, 0.5, (width_,)),
+            "applied": jax.random.uniform(k_apply, (width_,)) < jnp.asarray(probs)[sub],
+        }
+
+    def _layer(self, plan, j):
+        return {k: plan[k][j] for k in ("op", "level", "negative", "applied")}
+
+    def apply(self, plan, key, image):
+        return apply_layers(self.entries, self.bound, self.levels, plan, key, image,
+                            fill=self.fill, interpolation=self.interpolation, owner=self.kind)
+
+    def describe(self, key, height, width):
+        plan = self.plan(key, height, width)
+        values = [layer_values(self.entries, self.levels, self._layer(plan, j), height, width,
+                               jax.random.fold_in(key, j))
+                  for j in range(self._table[1].shape[1])]
+        return {**plan, "value": jnp.stack(values)}
+
+
+def auto_augment(policy: str = "imagenet", *, mstd: float = 0.0, mmax: float | None = None,
+                 fill: Any = DEFAULT, interpolation: str | None = None,
+                 translate_const: float = 250, translate_pct: float = 0.45) -> AutoAugment:
+    """AutoAugment with a per-sample sub-policy, in one compiled program.
+
+    Args:
+        policy: torchvision's ``"imagenet"``, ``"cifar10"``, ``"svhn"``, or timm's ``"v0"``,
+            ``"v0r"``, ``"original"``, ``"originalr"``, ``"3a"`` (``"3a"`` needs the
+            ``gaussian_blur`` op of augjax-contrib).
+        mstd: timm policies: magnitude noise ``N(level, mstd)`` (``inf``: ``U(0, level)``).
+        mmax: timm policies: upper clip of the level (default 10).
+        fill: fill of uncovered pixels in uint8 levels; default 0 (torchvision), 128 (timm).
+        interpolation: ``"nearest"`` (torchvision default) or ``"bilinear"`` (timm default).
+        translate_const: timm's absolute translation hparam (px).
+        translate_pct: timm's relative translation hparam.
+    """
+    return AutoAugment(policy=policy, mstd=mstd, mmax=mmax, fill=fill,
+                       interpolation=interpolation, translate_const=translate_const,
+                       translate_pct=translate_pct)

@@ -1,0 +1,136 @@
+"""Policy: the base of the automatic-augmentation composites (validation helpers, styles).
+
+A policy is a frozen dataclass of its *configuration* (what ``to_dict`` writes); the op space,
+the bound augjax ops and the level model are derived from it on first use. ``__post_init__``
+validates every field and replaces style defaults by their values, so constructing a policy
+from its own ``to_dict`` gives an equal policy.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import numbers
+from typing import Any
+
+from augjax.chain._composite import Composite
+from augjax.errors import ParamError
+
+__all__ = ["Policy", "STYLES", "DEFAULT", "check_int", "check_float", "check_choice",
+           "check_fill", "check_names"]
+
+#: The reference implementations a policy can follow.
+STYLES = ("torchvision", "timm", "dali")
+
+#: Marker for "the style's default" (fill, interpolation, ...).
+DEFAULT = "default"
+
+#: Each style's fill (uint8 levels; None = zero padding) and interpolation.
+STYLE_GEOMETRY = {
+    "torchvision": (None, "nearest"),
+    "timm": ((128.0, 128.0, 128.0), "bilinear"),
+    "dali": ((128.0, 128.0, 128.0), "bilinear"),
+}
+
+
+def _fail(owner: str, name: str, expected: str, value: Any) -> ParamError:
+    return ParamError(f"{owner}: parameter '{name}' expects {expected}, got {value!r}",
+                      op=owner, param=name)
+
+
+def check_int(owner: str, name: str, value: Any, low: int | None = None,
+              high: int | None = None) -> int:
+    """An integer in ``[low, high]`` (whole floats, as JSON may give them, are accepted)."""
+    whole = isinstance(value, numbers.Real) and not isinstance(value, bool) and \
+        math.isfinite(value) and float(value).is_integer()
+    if not whole or (low is not None and value < low) or (high is not None and value > high):
+        rng = f" in [{low if low is not None else '-inf'}, {high if high is not None else 'inf'}]"
+        raise _fail(owner, name, "an integer" + rng, value)
+    return int(value)
+
+
+def check_float(owner: str, name: str, value: Any, low: float | None = None,
+                high: float | None = None, allow_inf: bool = False) -> float:
+    """A real number in ``[low, high]``."""
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and \
+        (math.isfinite(value) or (allow_inf and value == math.inf))
+    if not ok or (low is not None and value < low) or (high is not None and value > high):
+        rng = f" in [{low if low is not None else '-inf'}, {high if high is not None else 'inf'}]"
+        raise _fail(owner, name, "a number" + rng, value)
+    return float(value)
+
+
+def check_choice(owner: str, name: str, value: Any, choices: tuple[Any, ...]) -> Any:
+    """One of ``choices``."""
+    if value not in choices:
+        raise _fail(owner, name, "one of " + ", ".join(map(repr, choices)), value)
+    return value
+
+
+def check_fill(owner: str, value: Any) -> tuple[float, ...] | None:
+    """A fill in uint8 levels: None (zero padding), a number or one number per channel."""
+    if value is None:
+        return None
+    values = (value,) if isinstance(value, numbers.Real) and not isinstance(value, bool) \
+        else value
+    try:
+        out = tuple(check_float(owner, "fill", v, 0.0, 255.0) for v in values)
+    except (TypeError, ParamError):
+        raise _fail(owner, "fill", "None, a level in [0, 255] or one level per channel",
+                    value) from None
+    if not out:
+        raise _fail(owner, "fill", "None, a level in [0, 255] or one level per channel", value)
+    return out
+
+
+def check_names(owner: str, name: str, value: Any, valid: tuple[str, ...]) -> tuple[str, ...]:
+    """A sequence of op names, each one of ``valid``."""
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        raise _fail(owner, name, "a list of op names", value)
+    bad = [v for v in value if v not in valid]
+    if bad:
+        raise ParamError(
+            f"{owner}: parameter '{name}' has unknown op name(s) {', '.join(map(repr, bad))}; "
+            f"this op space has {', '.join(valid)}",
+            op=owner,
+            param=name,
+        )
+    return tuple(value)
+
+
+class Policy(Composite):
+    """Base of the policy composites; subclasses are frozen dataclasses of their config."""
+
+    @property
+    def name(self) -> str:
+        return self.kind
+
+    def _set(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+
+    def _geometry(self, style: str) -> None:
+        """Resolves ``fill`` / ``interpolation`` defaults for ``style`` and validates them."""
+        fill, interp = STYLE_GEOMETRY[style]
+        if self.fill == DEFAULT:
+            self._set("fill", fill)
+        self._set("fill", check_fill(self.kind, self.fill))
+        if self.interpolation in (None, DEFAULT):
+            self._set("interpolation", interp)
+        check_choice(self.kind, "interpolation", self.interpolation, ("nearest", "bilinear"))
+
+    @functools.cached_property
+    def bound(self):
+        """The augjax op of each entry of the op space (None for identity)."""
+        from augjax.policies._engine import bind_space
+
+        return bind_space(self.entries, self.fill, self.interpolation, self.kind)
+
+    @property
+    def op_names(self) -> tuple[str, ...]:
+        """The reference names of the op space, in the order of the plan's ``op`` indices."""
+        return tuple(e.name for e in self.entries)
+
+    @property
+    def entries(self):
+        """The op space (``PolicyOp`` entries)."""
+        raise NotImplementedError

@@ -1,0 +1,303 @@
+"""RandAugment and TrivialAugmentWide: ``n`` layers, each one op of the space per sample.
+
+Styles (the reference each follows, tables in :mod:`augjax.policies.tables`):
+
+- ``"torchvision"``: ``RandAugment(num_ops=n, magnitude=m, num_magnitude_bins)``: 14 ops
+  (Identity included), uniform choice with replacement, every layer applied, ``m`` a bin
+  index (``t = m / (bins - 1)``), fill 0, nearest sampling.
+- ``"dali"``: DALI ``rand_augment(n, m, num_magnitude_bins, monotonic_mag, excluded)``: the
+  same draws on DALI's suite (translations of up to 100 px, fill 128, bilinear sampling;
+  ``increasing=False`` is ``monotonic_mag=False``).
+- ``"timm"``: timm ``rand-m{m}-n{n}-p{p}-mstd{mstd}-mmax{mmax}-inc{0,1}``: 15 ops, ``m`` on
+  timm's 0..10 scale (``t = m / 10``; ``m=9`` is 90% of the largest magnitude, about bin 27
+  of 31), each layer applied with probability ``p`` (0.5), magnitude noise ``N(m, mstd)``
+  (``mstd=inf``: ``U(0, m)``) clipped to ``[0, mmax]`` (10), weighted choice without
+  replacement when ``weights`` are given, fill 128, bilinear sampling.
+
+Magnitude noise (``mstd``) also works with the bin scale (in bins, clipped to
+``[0, bins - 1]``), an augjax extension.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from augjax.chain._element import decision_key
+from augjax.errors import ParamError
+from augjax.policies import tables as T
+from augjax.policies._base import (
+    DEFAULT,
+    STYLES,
+    Policy,
+    check_choice,
+    check_float,
+    check_int,
+    check_names,
+)
+from augjax.policies._engine import (
+    Levels,
+    apply_layer,
+    apply_layers,
+    draw_level,
+    layer_values,
+)
+
+__all__ = ["RandAugment", "TrivialAugmentWide", "rand_augment", "trivial_augment_wide"]
+
+
+def _space_for(style: str, increasing: bool, translate_const: float, translate_pct: float):
+    if style == "torchvision":
+        return T.TV_RAND_AUGMENT, None
+    if style == "dali":
+        return (T.DALI_RAND_AUGMENT if increasing else T.DALI_RAND_AUGMENT_NON_MONOTONIC), None
+    ops = T.timm_ops(translate_const, translate_pct)
+    return tuple(ops.values()), T.TIMM_RAND_INCREASING if increasing else T.TIMM_RAND
+
+
+@dataclasses.dataclass(frozen=True)
+class RandAugment(Policy):
+    """RandAugment, per sample (build with :func:`rand_augment`; fields as there)."""
+
+    n: int = 2
+    m: float = 9
+    num_magnitude_bins: int = 31
+    mstd: float = 0.0
+    mmax: float | None = None
+    p: float | None = None
+    increasing: bool | None = None
+    ops: tuple[str, ...] | None = None
+    exclude: tuple[str, ...] = ()
+    weights: tuple[float, ...] | None = None
+    style: str = "torchvision"
+    fill: Any = DEFAULT
+    interpolation: str | None = None
+    translate_const: float = 250.0
+    translate_pct: float = 0.45
+    kind = "rand_augment"
+
+    def __post_init__(self) -> None:
+        own = self.kind
+        check_choice(own, "style", self.style, STYLES)
+        timm = self.style == "timm"
+        self._set("n", check_int(own, "n", self.n, 0))
+        self._set("num_magnitude_bins", check_int(own, "num_magnitude_bins",
+                                                  self.num_magnitude_bins, 2))
+        self._set("mstd", check_float(own, "mstd", self.mstd, 0.0, allow_inf=True))
+        top = 10.0 if timm else float(self.num_magnitude_bins - 1)
+        if self.mmax is not None:
+            self._set("mmax", check_float(own, "mmax", self.mmax, 0.0))
+        self._set("m", check_float(own, "m", self.m, 0.0, None if timm else top))
+        if not timm and self.mstd == 0 and not float(self.m).is_integer():
+            raise ParamError(f"{own}: parameter 'm' is a bin index of the {self.style} scale; "
+                             f"expects an integer in [0, {int(top)}], got {self.m!r}",
+                             op=own, param="m")
+        self._set("p", check_float(own, "p", 0.5 if timm and self.p is None else
+                                   1.0 if self.p is None else self.p, 0.0, 1.0))
+        inc = (not timm) if self.increasing is None else self.increasing
+        if not isinstance(inc, bool) or (self.style == "torchvision" and not inc):
+            raise ParamError(f"{own}: parameter 'increasing' expects True or False (torchvision's "
+                             f"RandAugment has only the increasing space; use style='dali' or "
+                             f"'timm'), got {self.increasing!r}", op=own, param="increasing")
+        self._set("increasing", inc)
+        self._set("translate_const", check_float(own, "translate_const", self.translate_const, 0))
+        self._set("translate_pct", check_float(own, "translate_pct", self.translate_pct, 0, 1))
+        self._geometry(self.style)
+        space, default = _space_for(self.style, inc, self.translate_const, self.translate_pct)
+        valid = tuple(e.name for e in space)
+        if self.ops is not None:
+            self._set("ops", check_names(own, "ops", self.ops, valid))
+        elif timm:
+            self._set("ops", tuple(default))
+        self._set("exclude", check_names(own, "exclude", self.exclude, valid))
+        if not self.entries:
+            raise ParamError(f"{own}: no op left after 'exclude'", op=own, param="exclude")
+        if self.weights is not None:
+            ws = tuple(check_float(own, "weights", w, 0.0) for w in self.weights)
+            if len(ws) != len(self.entries) or sum(ws) <= 0:
+                raise ParamError(f"{own}: parameter 'weights' expects {len(self.entries)} "
+                                 f"numbers >= 0 (one per op) with a positive sum, got "
+                                 f"{self.weights!r}", op=own, param="weights")
+            if self.n > sum(w > 0 for w in ws):
+                raise ParamError(f"{own}: weighted choice is without replacement (timm): n="
+                                 f"{self.n} exceeds the ops with positive weight", op=own,
+                                 param="n")
+            self._set("weights", ws)
+
+    @functools.cached_property
+    def entries(self):
+        space, _ = _space_for(self.style, self.increasing, self.translate_const,
+                              self.translate_pct)
+        names = self.ops if self.ops is not None else tuple(e.name for e in space)
+        return T.space(space, tuple(n for n in names if n not in self.exclude))
+
+    @functools.cached_property
+    def levels(self) -> Levels:
+        """The level model of this configuration."""
+        if self.style == "timm":
+            top = 10.0 if self.mmax is None else self.mmax
+            denominator = 10.0
+        else:
+            denominator = float(self.num_magnitude_bins - 1)
+            top = denominator if self.mmax is None else min(self.mmax, denominator)
+        discrete = self.mstd == 0 and float(min(self.m, top)).is_integer()
+        return Levels(denominator, top, discrete)
+
+    def _draw_levels(self, key: jax.Array) -> jax.Array:
+        keys = jax.random.split(key, self.n)
+        return jax.vmap(lambda k: draw_level(k, self.m, self.mstd, self.levels.limit))(keys)
+
+    def plan(self, key, height, width):
+        k_op, k_sign, k_apply, k_level = jax.random.split(decision_key(key), 4)
+        count = len(self.entries)
+        if self.weights is None:
+            ops = jax.random.randint(k_op, (self.n,), 0, count)
+        else:  # without replacement: Gumbel top-n = numpy's sequential weighted draws
+            w = jnp.asarray(self.weights, jnp.float32)
+            scores = jnp.where(w > 0, jnp.log(w), -jnp.inf) + jax.random.gumbel(k_op, (count,))
+            ops = jax.lax.top_k(scores, self.n)[1]
+        return {
+            "op": ops.astype(jnp.int32),
+            "level": self._draw_levels(k_level),
+            "negative": jax.random.bernoulli(k_sign, 0.5, (self.n,)),
+            "applied": jax.random.uniform(k_apply, (self.n,)) < self.p if self.p < 1.0
+            else jnp.ones((self.n,), bool),
+        }
+
+    def _layer(self, plan, i):
+        return {k: v[i] for k, v in plan.items()}
+
+    def apply(self, plan, key, image):
+        return apply_layers(self.entries, self.bound, self.levels, plan, key, image,
+                            fill=self.fill, interpolation=self.interpolation, owner=self.kind)
+
+    def describe(self, key, height, width):
+        plan = self.plan(key, height, width)
+        values = [layer_values(self.entries, self.levels, self._layer(plan, i), height, width,
+                               jax.random.fold_in(key, i)) for i in range(self.n)]
+        return {**plan, "value": jnp.stack(values) if values else jnp.zeros((0,), jnp.float32)}
+
+
+def rand_augment(n: int = 2, m: float = 9, num_magnitude_bins: int = 31, *, mstd: float = 0.0,
+                 mmax: float | None = None, p: float | None = None,
+                 increasing: bool | None = None, ops=None, exclude=(), weights=None,
+                 style: str = "torchvision", fill: Any = DEFAULT,
+                 interpolation: str | None = None, translate_const: float = 250,
+                 translate_pct: float = 0.45) -> RandAugment:
+    """RandAugment with per-sample op choice, in one compiled program.
+
+    Args:
+        n: ops applied per sample (layers).
+        m: magnitude: a bin index in ``[0, num_magnitude_bins - 1]`` (torchvision, dali) or a
+            level on timm's 0..10 scale (``style="timm"``).
+        num_magnitude_bins: bins of the torchvision / dali scale (ignored by timm).
+        mstd: magnitude noise per op application: ``N(m, mstd)``, ``inf`` = ``U(0, m)``.
+        mmax: upper clip of the noisy level (timm default 10; bins: ``bins - 1``).
+        p: probability of applying each layer (default 1.0; timm 0.5).
+        increasing: op space whose strength increases with ``m`` (timm ``inc1``, DALI
+            ``monotonic_mag``); default True except for timm (False, as timm).
+        ops: names of the ops to draw from (the style's names, e.g. ``"ShearX"`` or, for dali,
+            ``"shear_x"``); default the style's whole space. A dict name -> weight also sets
+            ``weights``.
+        exclude: names to leave out (DALI's ``excluded``).
+        weights: relative weights of ``ops`` (timm ``tweights``): choice without replacement.
+        style: ``"torchvision"``, ``"timm"`` or ``"dali"`` (see the module docstring).
+        fill: value of pixels from outside the image, in uint8 levels (float images use
+            fill/255), one or one per channel; None = zeros; default per style.
+        interpolation: ``"nearest"`` or ``"bilinear"``; default per style.
+        translate_const: timm's ``translate_const`` hparam (px, absolute translations).
+        translate_pct: timm's ``translate_pct`` hparam (relative translations).
+    """
+    if isinstance(ops, dict):
+        ops, weights = tuple(ops), tuple(ops.values())
+    return RandAugment(
+        n=n, m=m, num_magnitude_bins=num_magnitude_bins, mstd=mstd, mmax=mmax, p=p,
+        increasing=increasing, ops=None if ops is None else tuple(ops), exclude=tuple(exclude),
+        weights=None if weights is None else tuple(weights), style=style, fill=fill,
+        interpolation=interpolation, translate_const=translate_const,
+        translate_pct=translate_pct)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrivialAugmentWide(Policy):
+    """TrivialAugmentWide (build with :func:`trivial_augment_wide`): one op per sample, its
+    bin drawn uniformly from ``[0, num_magnitude_bins)``."""
+
+    num_magnitude_bins: int = 31
+    ops: tuple[str, ...] | None = None
+    exclude: tuple[str, ...] = ()
+    style: str = "torchvision"
+    fill: Any = DEFAULT
+    interpolation: str | None = None
+    kind = "trivial_augment_wide"
+
+    def __post_init__(self) -> None:
+        own = self.kind
+        check_choice(own, "style", self.style, ("torchvision", "dali"))
+        self._set("num_magnitude_bins", check_int(own, "num_magnitude_bins",
+                                                  self.num_magnitude_bins, 2))
+        self._geometry(self.style)
+        valid = tuple(e.name for e in self._space())
+        if self.ops is not None:
+            self._set("ops", check_names(own, "ops", self.ops, valid))
+        self._set("exclude", check_names(own, "exclude", self.exclude, valid))
+        if not self.entries:
+            raise ParamError(f"{own}: no op left after 'exclude'", op=own, param="exclude")
+
+    def _space(self):
+        return T.TV_TRIVIAL_AUGMENT_WIDE if self.style == "torchvision" else \
+            T.DALI_TRIVIAL_AUGMENT_WIDE
+
+    @functools.cached_property
+    def entries(self):
+        names = self.ops if self.ops is not None else tuple(e.name for e in self._space())
+        return T.space(self._space(), tuple(n for n in names if n not in self.exclude))
+
+    @functools.cached_property
+    def levels(self) -> Levels:
+        top = self.num_magnitude_bins - 1
+        return Levels(top, top, True)
+
+    def plan(self, key, height, width):
+        k_op, k_sign, k_level = jax.random.split(decision_key(key), 3)
+        return {
+            "op": jax.random.randint(k_op, (1,), 0, len(self.entries)).astype(jnp.int32),
+            "level": jax.random.randint(k_level, (1,), 0, self.num_magnitude_bins)
+            .astype(jnp.float32),
+            "negative": jax.random.bernoulli(k_sign, 0.5, (1,)),
+            "applied": jnp.ones((1,), bool),
+        }
+
+    def apply(self, plan, key, image):
+        layer = {k: v[0] for k, v in plan.items()}
+        return apply_layer(self.entries, self.bound, self.levels, layer, key, image,
+                           fill=self.fill, interpolation=self.interpolation, owner=self.kind)
+
+    def describe(self, key, height, width):
+        plan = self.plan(key, height, width)
+        layer = {k: v[0] for k, v in plan.items()}
+        value = layer_values(self.entries, self.levels, layer, height, width, key)
+        return {**plan, "value": value[None]}
+
+
+def trivial_augment_wide(num_magnitude_bins: int = 31, *, ops=None, exclude=(),
+                         style: str = "torchvision", fill: Any = DEFAULT,
+                         interpolation: str | None = None) -> TrivialAugmentWide:
+    """TrivialAugmentWide (torchvision, or DALI's suite with ``style="dali"``): one op per
+    sample, uniformly, with a uniform magnitude bin, in one compiled program.
+
+    Args:
+        num_magnitude_bins: the number of magnitude bins.
+        ops: names of the ops to draw from; default all 14.
+        exclude: names to leave out.
+        style: ``"torchvision"`` (fill 0, nearest) or ``"dali"`` (fill 128, bilinear).
+        fill: fill of uncovered pixels, uint8 levels; default per style.
+        interpolation: ``"nearest"`` or ``"bilinear"``; default per style.
+    """
+    return TrivialAugmentWide(num_magnitude_bins=num_magnitude_bins,
+                              ops=None if ops is None else tuple(ops), exclude=tuple(exclude),
+                              style=style, fill=fill, interpolation=interpolation)
