@@ -41,19 +41,22 @@ def adjust_saturation(x: jax.Array, factor: jax.Array, dtype) -> jax.Array:
 
 def _rgb_to_hsv(rgb: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
     r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
-    maxc = jnp.maximum(jnp.maximum(r, g), b)
+    # torchvision picks the hue formula with ``maxc == r`` / ``maxc == g``. Compilers may
+    # recompute r, g, b in several fused kernels (e.g. after a saturation blend) with different
+    # rounding, and an exact equality between two such copies can fail, switching a pixel to the
+    # wrong sector. Comparisons between the channels pick the same branch (ties go to r, then g)
+    # and stay continuous where the copies differ by an ulp.
+    r_max = (r >= g) & (r >= b)
+    g_max = ~r_max & (g >= b)
+    maxc = jnp.where(r_max, r, jnp.where(g_max, g, b))
     minc = jnp.minimum(jnp.minimum(r, g), b)
     eqc = maxc == minc
     crange = maxc - minc
     s = crange / jnp.where(eqc, 1.0, maxc)
     div = jnp.where(eqc, 1.0, crange)
     rc, gc, bc = (maxc - r) / div, (maxc - g) / div, (maxc - b) / div
-    neq_r = maxc != r
-    eq_g = maxc == g
-    hr = jnp.where(neq_r, 0.0, bc - gc)
-    hg = jnp.where(eq_g & neq_r, 2.0 + rc - bc, 0.0)
-    hb = jnp.where(neq_r & ~eq_g, 4.0 + gc - rc, 0.0)
-    h = jnp.fmod((hr + hg + hb) / 6.0 + 1.0, 1.0)
+    h6 = jnp.where(r_max, bc - gc, jnp.where(g_max, 2.0 + rc - bc, 4.0 + gc - rc))
+    h = jnp.fmod(h6 / 6.0 + 1.0, 1.0)
     return h, s, maxc
 
 
@@ -66,9 +69,15 @@ def _hsv_to_rgb(h: jax.Array, s: jax.Array, v: jax.Array) -> jax.Array:
     t = jnp.clip((s * f + (1.0 - s)) * v, 0.0, 1.0)
     p = jnp.clip((1.0 - s) * v, 0.0, 1.0)
     # torchvision's select table: rows R, G, B; columns i = 0..5; entries index (v, p, q, t).
-    r = jnp.select([i == 0, i == 1, i == 2, i == 3, i == 4], [v, q, p, p, t], v)
-    g = jnp.select([i == 0, i == 1, i == 2, i == 3, i == 4], [t, v, v, q, p], p)
-    b = jnp.select([i == 0, i == 1, i == 2, i == 3, i == 4], [p, p, t, v, v], q)
+    # Nested wheres rather than jnp.select (which builds its index with a reduction): they fuse
+    # into the surrounding elementwise pass.
+    def pick(c0, c1, c2, c3, c4, c5):
+        return jnp.where(i == 0, c0, jnp.where(i == 1, c1, jnp.where(
+            i == 2, c2, jnp.where(i == 3, c3, jnp.where(i == 4, c4, c5)))))
+
+    r = pick(v, q, p, p, t, v)
+    g = pick(t, v, v, q, p, p)
+    b = pick(p, p, t, v, v, q)
     return jnp.stack([r, g, b], axis=-1)
 
 

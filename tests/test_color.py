@@ -1,0 +1,279 @@
+"""Colour ops (augjax.catalog.color) against torchvision.transforms.v2.functional and PIL.
+
+Tolerances: uint8 max |diff| <= 1 level (torchvision computes the same float32 formula; the last
+level can flip where float32 rounding lands on a whole level); float32 <= 2e-6 (1e-6 measured for
+hue's HSV round trip, 2.4e-7 for the blends). A whole ColorJitter chain may drift by 2 levels on
+uint8: a one-level flip in an early step is scaled by the later factors (up to 1.5 here).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import torch
+from helpers import images, run_dali, seeds
+from PIL import Image, ImageEnhance
+from torchvision.transforms.v2 import functional as F
+
+import augjax
+from augjax.catalog import color
+from augjax.errors import InputError, ParamError
+
+DTYPES = (np.uint8, np.float32)
+TOL = {np.uint8: 1.0, np.float32: 2e-6}
+KEY = jax.random.key(0)
+
+
+def tv(fn, x: np.ndarray, **kw) -> np.ndarray:
+    """Applies a torchvision kernel to an HWC batch (as one NCHW tensor)."""
+    t = torch.from_numpy(np.ascontiguousarray(x)).permute(0, 3, 1, 2)
+    return fn(t, **kw).permute(0, 2, 3, 1).numpy()
+
+
+def maxdiff(a, b) -> float:
+    return float(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64)).max())
+
+
+FACTOR_OPS = {
+    "brightness": (F.adjust_brightness, "brightness_factor"),
+    "contrast": (F.adjust_contrast, "contrast_factor"),
+    "saturation": (F.adjust_saturation, "saturation_factor"),
+    "hue": (F.adjust_hue, "hue_factor"),
+}
+FACTORS = {
+    "brightness": (0.0, 0.35, 1.0, 1.9, 2.7),
+    "contrast": (0.0, 0.35, 1.0, 1.9, 2.7),
+    "saturation": (0.0, 0.35, 1.0, 1.9, 2.7),
+    "hue": (-0.5, -0.21, 0.0, 0.13, 0.5),
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", list(FACTOR_OPS))
+def test_single_adjustments_match_torchvision(name, dtype):
+    x = images(6, 17, 23, dtype=dtype, seed=1)
+    fn, arg = FACTOR_OPS[name]
+    for f in FACTORS[name]:
+        out = augjax.get_op(name)(x, key=KEY, factor=f)
+        assert out.dtype == x.dtype and out.shape == x.shape
+        assert maxdiff(out, tv(fn, x, **{arg: f})) <= TOL[dtype], (name, f)
+
+
+def test_contrast_one_channel_matches_torchvision():
+    x = images(4, 16, 20, c=1, seed=2)
+    for f in (0.2, 1.6):
+        out = augjax.ops.contrast(x, key=KEY, factor=f)
+        assert maxdiff(out, tv(F.adjust_contrast, x, contrast_factor=f)) <= 1
+
+
+@pytest.mark.parametrize("name, pil", [("brightness", ImageEnhance.Brightness),
+                                       ("contrast", ImageEnhance.Contrast),
+                                       ("saturation", ImageEnhance.Color)])
+def test_enhance_ops_match_pil_within_the_gray_rounding(name, pil):
+    # PIL rounds its grayscale (and contrast's mean) to whole levels, torchvision truncates or
+    # keeps the float: the results differ by at most max(1, |1 - factor|) levels.
+    x = images(4, 16, 20, seed=3)
+    for f in (0.3, 1.0, 1.8):
+        out = augjax.get_op(name)(x, key=KEY, factor=f)
+        ref = np.stack([np.asarray(pil(Image.fromarray(s)).enhance(f)) for s in x])
+        assert maxdiff(out, ref) <= max(1.0, abs(1.0 - f)), (name, f)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_grayscale_matches_torchvision_and_pil(dtype):
+    x = images(4, 16, 20, dtype=dtype, seed=4)
+    out = np.asarray(augjax.ops.grayscale(x))
+    assert out.shape == x.shape and out.dtype == x.dtype
+    assert maxdiff(out, tv(F.rgb_to_grayscale, x, num_output_channels=3)) <= TOL[dtype]
+    assert (out[..., 0] == out[..., 1]).all() and (out[..., 0] == out[..., 2]).all()
+    if dtype == np.uint8:  # PIL rounds the luma, torchvision truncates it
+        pil = np.stack([np.asarray(Image.fromarray(s).convert("L")) for s in x])
+        assert maxdiff(out[..., 0], pil) <= 1
+
+
+def test_random_grayscale_per_sample():
+    x = images(64, 8, 8, seed=5)
+    gray = np.asarray(augjax.ops.grayscale(x))
+    np.testing.assert_array_equal(augjax.ops.random_grayscale(x, key=KEY, p=0.0), x)
+    np.testing.assert_array_equal(augjax.ops.random_grayscale(x, key=KEY, p=1.0), gray)
+    out = np.asarray(augjax.ops.random_grayscale(x, key=KEY, p=0.5))
+    is_gray = (out == gray).all(axis=(1, 2, 3))
+    assert (is_gray | (out == x).all(axis=(1, 2, 3))).all()
+    assert 16 <= is_gray.sum() <= 48
+
+
+@pytest.mark.parametrize("c", [3, 5])
+def test_channel_permute_is_a_per_sample_permutation(c):
+    x = images(32, 6, 7, c=c, seed=6)
+    out = np.asarray(augjax.ops.channel_permute(x, key=KEY))
+    seen = set()
+    for src, dst in zip(x, out):
+        perm = next((p for p in itertools.permutations(range(c))
+                     if (src[..., list(p)] == dst).all()), None)
+        assert perm is not None
+        # torchvision's kernel with that permutation gives the same image
+        ref = tv(F.permute_channels, src[None], permutation=list(perm))[0]
+        np.testing.assert_array_equal(dst, ref)
+        seen.add(perm)
+    assert len(seen) >= 3
+
+
+def test_pair_draws_one_factor_per_sample_in_range():
+    # brightness on float images without clipping: out / x is the sample's factor.
+    x = images(16, 8, 8, dtype=np.float32, seed=7) * 0.5 + 0.01
+    out = np.asarray(augjax.ops.brightness(x, key=KEY, factor=(0.5, 1.5)))
+    ratio = out / x
+    per_sample = ratio.reshape(16, -1)
+    assert np.ptp(per_sample, axis=1).max() < 1e-5
+    f = per_sample[:, 0]
+    assert ((f >= 0.5) & (f <= 1.5)).all() and len(np.unique(f.round(5))) == 16
+
+
+# --- ColorJitter fidelity -------------------------------------------------------------------
+
+ADJUST = [(F.adjust_brightness, "brightness_factor"), (F.adjust_contrast, "contrast_factor"),
+          (F.adjust_saturation, "saturation_factor"), (F.adjust_hue, "hue_factor")]
+
+
+def _tv_jitter(x, factors, order, active=(0, 1, 2, 3)):
+    t = torch.from_numpy(np.ascontiguousarray(x)).permute(2, 0, 1)
+    for i in order:
+        if i in active:
+            fn, arg = ADJUST[i]
+            t = fn(t, **{arg: float(factors[i])})
+    return t.permute(1, 2, 0).numpy()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_jitter_forced_orders_match_torchvision(dtype):
+    x = images(1, 16, 20, dtype=dtype, seed=8)[0]
+    factors = [1.35, 0.7, 1.5, -0.12]
+    orders = np.array(list(itertools.permutations(range(4))), np.int32)
+    apply = jax.jit(jax.vmap(lambda o: color.jitter_apply(jnp.asarray(x), factors, o)))
+    outs = np.asarray(apply(jnp.asarray(orders)))
+    tol = 2.0 if dtype == np.uint8 else TOL[dtype]
+    for order, out in zip(orders, outs):
+        assert maxdiff(out, _tv_jitter(x, factors, order)) <= tol, order
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_color_jitter_op_matches_torchvision_with_its_draws(dtype):
+    x = images(6, 16, 20, dtype=dtype, seed=9)
+    params = dict(brightness=0.4, contrast=(0.5, 1.5), saturation=0.4, hue=0.1)
+    keys = jax.random.split(jax.random.key(3), 6)
+    out = np.asarray(augjax.ops.color_jitter(x, key=keys, **params))
+    bound = augjax.ops.color_jitter.bind(**params).kwargs
+    ranges = [bound[k] for k in ("brightness", "contrast", "saturation", "hue")]
+    tol = 2.0 if dtype == np.uint8 else TOL[dtype]
+    orders = set()
+    for i in range(6):
+        # a single op runs at chain position 0: its key is fold_in(sample key, 0)
+        factors, order = color.jitter_draw(jax.random.fold_in(keys[i], 0), ranges)
+        order = tuple(int(o) for o in order)
+        orders.add(order)
+        for r, f in zip(ranges, factors):
+            assert r[0] <= float(f) <= r[1]
+        assert maxdiff(out[i], _tv_jitter(x[i], factors, order)) <= tol
+    assert len(orders) > 1
+
+
+def test_color_jitter_skips_neutral_adjustments():
+    x = images(4, 16, 20, seed=10)
+    keys = jax.random.split(jax.random.key(4), 4)
+    out = np.asarray(augjax.ops.color_jitter(x, key=keys, saturation=(0.2, 0.2)))
+    np.testing.assert_array_equal(out, tv(F.adjust_saturation, x, saturation_factor=0.2))
+    np.testing.assert_array_equal(augjax.ops.color_jitter(x, key=keys), x)
+
+
+# --- policy convention, trace safety ----------------------------------------------------------
+
+
+def test_policy_magnitudes_match_torchvision_randaugment():
+    from torchvision.transforms.v2 import RandAugment
+
+    for name, tv_name in [("brightness", "Brightness"), ("contrast", "Contrast"),
+                          ("saturation", "Color")]:
+        p = augjax.get_op(name).params["factor"]
+        bins, signed = RandAugment._AUGMENTATION_SPACE[tv_name]
+        mags = bins(31, 32, 32)
+        assert p.magnitude == pytest.approx((1.0 + float(mags[0]), 1.0 + float(mags[-1])))
+        assert p.signed == signed and p.neutral == 1.0 and p.kind == "float_or_pair"
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", ["brightness", "contrast", "saturation", "hue"])
+def test_kernel_takes_a_traced_factor(name, dtype):
+    x = images(1, 12, 14, dtype=dtype, seed=11)
+    spec = augjax.get_op(name)
+    value = 0.3 if name == "hue" else 1.45
+    traced = jax.jit(lambda f: spec.kernel(KEY, jnp.asarray(x[0]), factor=f))(jnp.float32(value))
+    direct = spec(x, key=KEY, factor=value)[0]
+    assert maxdiff(traced, direct) <= TOL[dtype]
+    if name != "hue":  # the neutral value is the identity
+        neutral = jax.jit(lambda f: spec.kernel(KEY, jnp.asarray(x[0]), factor=f))(1.0)
+        np.testing.assert_array_equal(neutral, x[0])
+
+
+# --- paths, layouts, randomness, errors ------------------------------------------------------
+
+# color_jitter's DALI, layout and key behaviour is covered by test_dispatch.py.
+RANDOM_OPS = {
+    "brightness": {}, "contrast": {}, "saturation": {}, "hue": {},
+    "random_grayscale": {"p": 0.5}, "channel_permute": {},
+}
+
+
+@pytest.mark.parametrize("layout", ["HWC", "CHW"])
+def test_dali_pipeline_equals_array_path(layout):
+    x = images(4, 12, 10, seed=12)
+    x = x.transpose(0, 3, 1, 2).copy() if layout == "CHW" else x
+    s = seeds(4, seed=3)
+
+    def build(imgs, sd):
+        outs = [augjax.get_op(n)(imgs, seeds=sd, layout=layout, **kw)
+                for n, kw in RANDOM_OPS.items()]
+        return outs + [augjax.ops.grayscale(imgs, layout=layout)]
+
+    (outs,) = run_dali(build, x, s, layouts=[layout, None])
+    keys = augjax.keys_from_seeds(s)
+    for got, (name, kw) in zip(outs, RANDOM_OPS.items()):
+        np.testing.assert_array_equal(got, augjax.get_op(name)(x, key=keys, layout=layout, **kw),
+                                      err_msg=name)
+    np.testing.assert_array_equal(outs[-1], augjax.ops.grayscale(x, layout=layout))
+
+
+@pytest.mark.parametrize("name", list(RANDOM_OPS))
+def test_chw_equals_hwc_and_keys_drive_the_draws(name):
+    x = images(4, 10, 12, dtype=np.float32, seed=13)
+    spec, kw = augjax.get_op(name), RANDOM_OPS[name]
+    a = np.asarray(spec(x, key=KEY, **kw))
+    np.testing.assert_array_equal(a, spec(x, key=KEY, **kw))
+    chw = spec(x.transpose(0, 3, 1, 2), key=KEY, layout="CHW", **kw)
+    np.testing.assert_array_equal(np.asarray(chw).transpose(0, 2, 3, 1), a)
+    b = np.asarray(spec(x, key=jax.random.key(1), **kw))
+    assert not np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("name, kw", [
+    ("brightness", {"factor": -0.1}), ("contrast", {"factor": (1.5, 0.5)}),
+    ("saturation", {"factor": "1"}), ("hue", {"factor": 0.7}), ("hue", {"factor": (-0.6, 0.1)}),
+    ("random_grayscale", {"p": 1.5}), ("color_jitter", {"hue": 0.6}),
+    ("color_jitter", {"brightness": -1}),
+])
+def test_bad_params_raise_param_error(name, kw):
+    param = next(iter(kw))
+    with pytest.raises(ParamError, match=f"{name}: parameter '{param}'"):
+        augjax.get_op(name).bind(**kw)
+
+
+@pytest.mark.parametrize("name", ["saturation", "hue", "grayscale", "random_grayscale",
+                                  "color_jitter"])
+def test_one_channel_images_are_refused(name):
+    spec = augjax.get_op(name)
+    x = images(2, 8, 8, c=1)
+    with pytest.raises(InputError, match=f"{name}: argument 'images' expects 3 channels"):
+        spec(x, key=KEY) if spec.random else spec(x)
