@@ -362,3 +362,18 @@ def test_demo_on_the_gpu(tmp_path):
     for o, c, i in zip(orig, flips, inv):
         assert any(np.array_equal(c, f) for f in _flips(o))
         assert np.array_equal(i, 255 - o)
+
+
+def _jax_has_gpu() -> bool:
+    import jax
+
+    try:
+        return any(d.platform == "gpu" for d in jax.devices())
+    except RuntimeError:
+        return False
+
+
+@pytest.mark.skipif(_jax_has_gpu(), reason="checks the message given where there is no GPU")
+def test_gpu_without_a_gpu_is_a_clear_error(tmp_path, capsys):
+    err = _bad(tmp_path, capsys, "--device", "gpu", "--ops", "flip")
+    assert "'gpu' needs JAX with CUDA and a GPU" in err

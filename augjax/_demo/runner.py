@@ -38,7 +38,7 @@ class DemoOptions:
     seed: int = 0
     images: Path | None = None
     draws: int = 2
-    size: int = 96
+    size: int = 80
     progress: bool | None = None  # None: a progress bar only on a terminal
 
 
@@ -83,6 +83,16 @@ def _versions() -> dict[str, str]:
     return out
 
 
+def _log(message: str) -> None:
+    """Writes ``message`` to stderr without breaking the progress bar."""
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover
+        print(message, file=sys.stderr)
+    else:
+        tqdm.write(message, file=sys.stderr)
+
+
 def _progress(rows: list[Row], enabled: bool | None):
     try:
         from tqdm import tqdm
@@ -124,10 +134,12 @@ def run_demo(opts: DemoOptions, log=None) -> DemoResult:
     Raises:
         DemoInputError: bad images, an unknown op pattern, an unusable output folder.
     """
-    log = log or (lambda msg: print(msg, file=sys.stderr))
+    log = log or _log
     start = time.perf_counter()
     rows = parse_rows(opts.ops)
     source = collect(opts.images, opts.batch)
+    if opts.device == "gpu":
+        _check_gpu()
     out = Path(opts.out)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -151,7 +163,9 @@ def run_demo(opts: DemoOptions, log=None) -> DemoResult:
                                       f"to {opts.size}x{opts.size}"],
                         [base[i] for i in range(opts.batch) for _ in range(opts.draws)])]
         records = []
-        for row in _progress(rows, opts.progress):
+        bar = _progress(rows, opts.progress)
+        for row in bar:
+            bar.set_postfix_str(row.name)
             t0 = time.perf_counter()
             record: dict[str, Any] = {"name": row.name}
             try:
@@ -168,6 +182,9 @@ def run_demo(opts: DemoOptions, log=None) -> DemoResult:
                 how = shown[0][1]
                 lines = [(f"{s.name}: " if len(row.steps) > 1 else "") + _params_text(s)
                          for s in row.steps]
+                plugins = sorted({d["name"] for d in map(_dist, (s.name for s in row.steps))
+                                  if d and d["name"] != "augjax"})
+                lines += [f"from {', '.join(plugins)}"] if plugins else []
                 lab = result.labels[0]
                 if lab.ndim == 2 and lab.dtype.kind == "f" and lab.shape[1] > 1:
                     lines.append(f"labels -> soft, {lab.shape[1]} classes")
@@ -229,6 +246,32 @@ def run_demo(opts: DemoOptions, log=None) -> DemoResult:
     js.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return DemoResult(png=png, json=js, png_size=(canvas.width, canvas.height), ok=ok,
                       failed=failed, seconds=seconds, summary=summary)
+
+
+def _check_gpu() -> None:
+    """Raises DemoInputError unless both JAX and DALI see a CUDA GPU."""
+    import jax
+
+    try:
+        gpus = [d for d in jax.devices() if d.platform == "gpu"]
+    except RuntimeError:
+        gpus = []
+    if not gpus:
+        raise DemoInputError(
+            "argument --device: 'gpu' needs JAX with CUDA and a GPU, and JAX sees none "
+            "(pip install 'augjax[cuda12]', or use --device cpu)"
+        )
+    try:
+        from nvidia.dali.backend import GetCUDADeviceCount
+
+        count = GetCUDADeviceCount()
+    except (ImportError, RuntimeError):
+        count = 0
+    if not count:
+        raise DemoInputError(
+            "argument --device: 'gpu' needs DALI for CUDA and a GPU, and DALI sees none "
+            "(pip install 'augjax[cuda12]', or use --device cpu)"
+        )
 
 
 def _dist(name: str) -> dict[str, str] | None:

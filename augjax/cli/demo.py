@@ -54,8 +54,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--images", type=Path, default=None, metavar="DIR",
                    help="a folder of your images (searched recursively; default: the bundled "
                         "photographs)")
-    p.add_argument("--size", type=_size, default=96, metavar="PX",
-                   help="images are resized and center-cropped to PX x PX (default: 96)")
+    p.add_argument("--size", type=_size, default=80, metavar="PX",
+                   help="images are resized and center-cropped to PX x PX (default: 80)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(run=run)
 
