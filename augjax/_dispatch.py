@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from augjax._inputs import as_array
+import numpy as np
+
+from augjax._inputs import as_array, check_label_range
 from augjax._keys import sample_keys
 from augjax._program import array_program
 from augjax.errors import InputError
@@ -78,6 +80,8 @@ def apply_steps(
             )
     images = as_array(inputs[0], name, "images")
     labels = as_array(inputs[1], name, "labels") if len(inputs) > 1 else None
+    if labels is not None:  # class ids vs num_classes; NumPy labels are read without a copy
+        check_label_range(inputs[1] if isinstance(inputs[1], np.ndarray) else labels, steps)
     if images.ndim < 1:
         raise InputError(f"{name}: argument 'images' must be a batch, got a scalar", op=name)
     random = any(step.spec.random for step in steps)

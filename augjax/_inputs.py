@@ -1,7 +1,9 @@
 """Checks of the data given to an op: type, rank, dtype, layout, channels, labels.
 
 They run on static shapes, so they cost nothing per batch: on arrays before the jitted call, and
-in DALI while the function is traced (the first batch of each shape).
+in DALI while the function is traced (the first batch of each shape). The one value check,
+class ids against ``num_classes`` (:func:`check_label_range`), reads the labels: on arrays before
+the jitted call, in DALI inside the program (see ``augjax.dali._bridge``).
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ import numpy as np
 
 from augjax.errors import InputError, InputTypeError
 
-__all__ = ["as_array", "check_images", "check_labels", "LAYOUT_AXES"]
+__all__ = ["as_array", "check_images", "check_labels", "check_label_range", "label_classes",
+           "LAYOUT_AXES"]
 
 #: Position of (height, width, channels) in a batch of each layout.
 LAYOUT_AXES = {"HWC": (1, 2, 3), "CHW": (2, 3, 1)}
@@ -94,3 +97,44 @@ def check_labels(labels: Any, batch: int, op: str) -> jax.Array:
         op=op,
         argument="labels",
     )
+
+
+def label_classes(steps: Any) -> tuple[str, int] | None:
+    """``(op name, num_classes)`` of the first step that takes labels, when it declares an int
+    ``num_classes``; ``None`` otherwise (later steps see that op's soft labels)."""
+    for step in steps:
+        if "labels" in step.spec.inputs:
+            k = step.kwargs.get("num_classes")
+            if isinstance(k, int) and not isinstance(k, bool):
+                return step.spec.name, k
+            return None
+    return None
+
+
+def label_range_message(op: str, num_classes: int, low: Any, high: Any) -> str:
+    """The message for class ids outside ``[0, num_classes)``."""
+    return (
+        f"{op}: argument 'labels' expects class ids in [0, {num_classes}) (num_classes="
+        f"{num_classes}), got ids from {low} to {high}"
+    )
+
+
+def check_label_range(labels: Any, steps: Any) -> None:
+    """Raises InputError when concrete integer ``labels`` hold a class id outside
+    ``[0, num_classes)`` of the first step that mixes labels (one_hot would silently give an
+    all-zero row). Soft labels and traced labels (inside the user's ``jax.jit``) are not read.
+    """
+    found = label_classes(steps)
+    if found is None or isinstance(labels, jax.core.Tracer):
+        return
+    dtype = labels.dtype
+    if not np.issubdtype(dtype, np.integer) or labels.size == 0:
+        return
+    if isinstance(labels, np.ndarray):
+        low, high = labels.min(), labels.max()
+    else:
+        low, high = np.asarray(jnp.stack([labels.min(), labels.max()]))
+    op, k = found
+    if low < 0 or high >= k:
+        raise InputError(label_range_message(op, k, int(low), int(high)), op=op,
+                         argument="labels")
