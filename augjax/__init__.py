@@ -7,16 +7,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from augjax import errors, ops
-from augjax._config import from_dict, from_json, to_dict, to_json
-from augjax._keys import index_seeds, keys_from_seeds
 from augjax._param import Param
-from augjax._program import trace_count
 from augjax._registry import REGISTRY, OpRecord
 from augjax._spec import API_VERSION, OpSpec, op
-from augjax.chain import Chain, Sequential, compose, random_apply, random_choice, some_of
 from augjax.errors import (
     AugjaxError,
     AugjaxWarning,
@@ -27,7 +24,32 @@ from augjax.errors import (
     ParamError,
     PluginLoadError,
 )
-from augjax.policies import augmix, auto_augment, from_timm, rand_augment, trivial_augment_wide
+
+if TYPE_CHECKING:
+    from augjax._config import from_dict, from_json, to_dict, to_json
+    from augjax._keys import index_seeds, keys_from_seeds
+    from augjax._program import trace_count
+    from augjax.chain import Chain, Sequential, compose, random_apply, random_choice, some_of
+    from augjax.policies import (
+        augmix,
+        auto_augment,
+        from_timm,
+        rand_augment,
+        trivial_augment_wide,
+    )
+
+# Names from modules that import JAX, loaded on first use: `import augjax` and `augjax list`
+# (which must stay fast and import no plugin) then cost no JAX import.
+_LAZY = {
+    **dict.fromkeys(("from_dict", "from_json", "to_dict", "to_json"), "augjax._config"),
+    **dict.fromkeys(("index_seeds", "keys_from_seeds"), "augjax._keys"),
+    "trace_count": "augjax._program",
+    **dict.fromkeys(("Chain", "Sequential", "compose", "random_apply", "random_choice",
+                     "some_of"), "augjax.chain"),
+    **dict.fromkeys(("augmix", "auto_augment", "from_timm", "rand_augment",
+                     "trivial_augment_wide"), "augjax.policies"),
+}
+_SUBMODULES = ("chain", "policies", "dali", "testing", "catalog")
 
 __all__ = [
     "API_VERSION",
@@ -98,6 +120,12 @@ def refresh() -> None:
 
 
 def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    if name in _SUBMODULES:
+        return importlib.import_module(f"augjax.{name}")
     if name == "ShardedSource":  # lives with the DALI bridge; NumPy only, no DALI import
         from augjax.dali._sources import ShardedSource
 
@@ -110,3 +138,7 @@ def __getattr__(name: str) -> Any:
         except importlib_metadata.PackageNotFoundError:  # running from a source tree
             return "0+unknown"
     raise AttributeError(f"module 'augjax' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

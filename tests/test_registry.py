@@ -4,6 +4,7 @@ environment switch parsing, and the guarantee that listing imports no plugin mod
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 
 import pytest
@@ -126,3 +127,14 @@ def test_switches_from_env():
                          prefer={"flip": "my-pack"}, strict=False)
     assert Switches.from_env({}) == Switches()
     assert norm_dist("Augjax__Contrib.x") == "augjax-contrib-x"
+
+
+def test_cli_list_imports_neither_plugins_nor_jax(site):
+    names = many_packs(site, n_dists=3, per_dist=4)
+    code = ("import sys; from augjax.cli.main import main; rc = main(['list', '--all']); "
+            "bad = [m for m in sys.modules if m.startswith(('many_mod', 'jax', 'augjax.catalog.'))];"
+            " assert not bad, bad; sys.exit(rc)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert all(name in proc.stdout for name in names)
