@@ -2,8 +2,10 @@
 
 Tolerances: uint8 max |diff| <= 1 level (torchvision computes the same float32 formula; the last
 level can flip where float32 rounding lands on a whole level); float32 <= 2e-6 (1e-6 measured for
-hue's HSV round trip, 2.4e-7 for the blends). A whole ColorJitter chain may drift by 2 levels on
-uint8: a one-level flip in an early step is scaled by the later factors (up to 1.5 here).
+hue's HSV round trip, 2.4e-7 for the blends). A whole ColorJitter chain on uint8 is checked at
+<= 3 levels with fewer than 1 value in 1000 off by more than 0: a one-level flip in an early
+step is scaled by the later factors (saturation 1.5 then brightness 1.35 turn it into 3); over
+24 orders x 6 images of 64x64 we measured 99.996 % of values exact, 5 values off by 3.
 """
 
 from __future__ import annotations
@@ -36,6 +38,15 @@ def tv(fn, x: np.ndarray, **kw) -> np.ndarray:
 
 def maxdiff(a, b) -> float:
     return float(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64)).max())
+
+
+def assert_chain_close(outs, refs, dtype) -> None:
+    """The ColorJitter chain tolerance over all the images given (see the module docstring)."""
+    diff = np.abs(np.asarray(outs, np.float64) - np.asarray(refs, np.float64))
+    if dtype == np.uint8:
+        assert diff.max() <= 3 and (diff > 0).mean() < 1e-3, (diff.max(), (diff > 0).mean())
+    else:
+        assert diff.max() <= TOL[dtype]
 
 
 FACTOR_OPS = {
@@ -155,9 +166,7 @@ def test_jitter_forced_orders_match_torchvision(dtype):
     orders = np.array(list(itertools.permutations(range(4))), np.int32)
     apply = jax.jit(jax.vmap(lambda o: color.jitter_apply(jnp.asarray(x), factors, o)))
     outs = np.asarray(apply(jnp.asarray(orders)))
-    tol = 2.0 if dtype == np.uint8 else TOL[dtype]
-    for order, out in zip(orders, outs):
-        assert maxdiff(out, _tv_jitter(x, factors, order)) <= tol, order
+    assert_chain_close(outs, [_tv_jitter(x, factors, order) for order in orders], dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -168,8 +177,7 @@ def test_color_jitter_op_matches_torchvision_with_its_draws(dtype):
     out = np.asarray(augjax.ops.color_jitter(x, key=keys, **params))
     bound = augjax.ops.color_jitter.bind(**params).kwargs
     ranges = [bound[k] for k in ("brightness", "contrast", "saturation", "hue")]
-    tol = 2.0 if dtype == np.uint8 else TOL[dtype]
-    orders = set()
+    orders, refs = set(), []
     for i in range(6):
         # a single op runs at chain position 0: its key is fold_in(sample key, 0)
         factors, order = color.jitter_draw(jax.random.fold_in(keys[i], 0), ranges)
@@ -177,7 +185,8 @@ def test_color_jitter_op_matches_torchvision_with_its_draws(dtype):
         orders.add(order)
         for r, f in zip(ranges, factors):
             assert r[0] <= float(f) <= r[1]
-        assert maxdiff(out[i], _tv_jitter(x[i], factors, order)) <= tol
+        refs.append(_tv_jitter(x[i], factors, order))
+    assert_chain_close(out, refs, dtype)
     assert len(orders) > 1
 
 

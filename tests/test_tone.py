@@ -2,8 +2,8 @@
 
 Tolerances: uint8 max |diff| <= 1 level against torchvision (autocontrast divides in float32, so
 a level can flip where the exact result is whole); the PIL comparisons of invert, solarize,
-posterize, equalize, sharpness and timm's solarize_add are exact. float32 <= 2e-6 against
-torchvision's float kernels.
+posterize, equalize and timm's solarize_add are exact, sharpness and autocontrast <= 1 level.
+float32 <= 2e-6 against torchvision's float kernels.
 """
 
 from __future__ import annotations
@@ -77,7 +77,9 @@ PIL_CASES = [
 def test_uint8_matches_pil_and_timm(data):
     x = DATA[data]
     for name, kw, fn in PIL_CASES:
-        tol = 1.0 if name == "autocontrast" else 0.0  # PIL's table vs torchvision's division
+        # autocontrast: PIL's table vs torchvision's float32 division; sharpness: PIL blends
+        # with its own rounding (both <= 1 level, measured; exact on these batches for sharpness)
+        tol = 1.0 if name in ("autocontrast", "sharpness") else 0.0
         assert maxdiff(run(name, x, **kw), pil(fn, x)) <= tol, (name, kw)
 
 
