@@ -377,3 +377,30 @@ def _jax_has_gpu() -> bool:
 def test_gpu_without_a_gpu_is_a_clear_error(tmp_path, capsys):
     err = _bad(tmp_path, capsys, "--device", "gpu", "--ops", "flip")
     assert "'gpu' needs JAX with CUDA and a GPU" in err
+
+
+@augjax.op("invert", params={}, dtypes=("float32",), layouts=("CHW",), channels=(1,), random=False)
+def _gray_float_chw_invert(image):
+    """1 - x on one-channel float images (kernels see HWC; the op accepts CHW input only)."""
+    return 1.0 - image
+
+
+def test_inputs_are_adapted_to_what_an_op_accepts(tmp_path, monkeypatch):
+    real_get = demo_runner.REGISTRY.get
+    monkeypatch.setattr(demo_runner.REGISTRY, "get",
+                        lambda name: _gray_float_chw_invert if name == "invert" else real_get(name))
+    out = tmp_path / "out"
+    assert _demo(out, ops="invert") == 0
+    summary = json.loads((out / "demo.json").read_text())
+    rec = summary["ops"][0]
+    assert rec["status"] == "ok", rec.get("error")
+    assert rec["adapted"] == ["invert: input converted RGB -> gray",
+                              "invert: input converted uint8 -> float32 in [0, 1]",
+                              "invert: input transposed to CHW"]
+    assert rec["output"] == {"dtype": "float32", "layout": "CHW", "shape": [BATCH, 1, SIZE, SIZE],
+                             "labels_shape": [BATCH, 1], "display": "float [0,1] shown x255"}
+    grid = np.asarray(Image.open(out / "demo.png").convert("RGB"))
+    for o, c in zip(_row(grid, summary, 0), _row(grid, summary, 1)):
+        gray = o @ np.array([0.299, 0.587, 0.114])  # ITU-R BT.601, DALI's RGB -> GRAY
+        assert (c[..., 0] == c[..., 1]).all() and (c[..., 0] == c[..., 2]).all()
+        assert np.abs(c[..., 0] - (255 - gray)).max() <= 2
