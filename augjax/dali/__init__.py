@@ -3,7 +3,7 @@
 This is the only package that imports NVIDIA DALI, and only when a DataNode reaches an op.
 """
 
-from augjax.dali._bridge import apply_dali, dali_function
+from augjax.dali._bridge import apply_dali, dali_function, use_sharding
 from augjax.dali._sources import ShardedSource
 
-__all__ = ["ShardedSource", "apply_dali", "dali_function"]
+__all__ = ["ShardedSource", "apply_dali", "dali_function", "use_sharding"]

@@ -3,9 +3,11 @@ for mixing ops cross into JAX (DESIGN.md, "The DALI bridge is the cost to beat")
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from augjax._inputs import label_classes, label_range_message
@@ -13,7 +15,25 @@ from augjax._keys import SEED_HIGH
 from augjax._program import final_layout, seeded_program
 from augjax.errors import BackendUnavailableError, InputError
 
-__all__ = ["apply_dali", "dali_function"]
+__all__ = ["apply_dali", "dali_function", "use_sharding"]
+
+_SHARDING: contextvars.ContextVar[Any] = contextvars.ContextVar("augjax_sharding", default=None)
+
+
+@contextlib.contextmanager
+def use_sharding(sharding: Any) -> Iterator[None]:
+    """Within this block, augjax operators built in a pipeline definition pass ``sharding`` to
+    ``jax_function``: the program then sees each batch as a slice of a global, sharding-aware
+    ``jax.Array`` (one local device per process, as DALI requires; see DALI.md section 6).
+
+    >>> with augjax.dali.use_sharding(NamedSharding(mesh, PartitionSpec("batch"))):  # doctest: +SKIP
+    ...     images = augjax.ops.flip(images)
+    """
+    token = _SHARDING.set(sharding)
+    try:
+        yield
+    finally:
+        _SHARDING.reset(token)
 
 
 def _dali():
@@ -36,6 +56,7 @@ def dali_function(
     with_seeds: bool,
     device: str,
     start: int = 0,
+    sharding: Any = None,
 ):
     """The DALI operator (a ``jax_function``) for ``steps``, cached so that building a pipeline
     again reuses the compiled program."""
@@ -48,7 +69,8 @@ def dali_function(
     out_layout = final_layout(steps, layout)
     layouts = (out_layout, "") if with_labels else (out_layout,)
     return jax_fn.jax_function(
-        program, num_outputs=len(outputs), output_layouts=layouts, device=device
+        program, num_outputs=len(outputs), output_layouts=layouts, device=device,
+        sharding=sharding,
     )
 
 
@@ -137,7 +159,8 @@ def apply_dali(
             )
         )
     op = dali_function(
-        tuple(steps), layout, labels is not None, bool(random or seeds is not None), device, start
+        tuple(steps), layout, labels is not None, bool(random or seeds is not None), device, start,
+        _SHARDING.get(),
     )
     out = op(*args)
     out = out if isinstance(out, (list, tuple)) else (out,)

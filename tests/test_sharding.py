@@ -1,0 +1,136 @@
+"""Data-parallel pieces that run on CPU: counter-based seeds, the sharded source, shards as
+separate pipelines, and ``jax_function(sharding=...)`` with one local device."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import SimpleNamespace
+
+import jax
+import numpy as np
+import pytest
+from helpers import images
+
+import augjax
+from augjax.errors import InputError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _example():
+    spec = importlib.util.spec_from_file_location("multi_gpu", ROOT / "examples" / "multi_gpu.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_index_seeds_depend_only_on_seed_epoch_and_index():
+    a = augjax.index_seeds(np.arange(8), epoch=2, seed=5)
+    b = np.concatenate([augjax.index_seeds([i], epoch=2, seed=5) for i in range(8)])
+    np.testing.assert_array_equal(a, b)
+    assert a.dtype == np.int32 and (a >= 0).all() and (a[:, 0] < 2**30).all()
+    assert not np.array_equal(a, augjax.index_seeds(np.arange(8), epoch=3, seed=5))
+    assert not np.array_equal(a, augjax.index_seeds(np.arange(8), epoch=2, seed=6))
+    np.testing.assert_array_equal(a[:, 1], np.arange(8))
+    with pytest.raises(InputError, match="index_seeds"):
+        augjax.index_seeds([-1])
+
+
+@pytest.mark.parametrize("num_devices", [1, 2, 4])
+def test_per_sample_output_independent_of_device_count(num_devices):
+    """The same 8 global samples split over 1, 2 or 4 'devices' (separate calls) give the
+    same per-sample output, because keys come from global indices."""
+    x = images(8, 10, 12, seed=4)
+    idx = np.array([5, 1, 7, 3, 0, 2, 6, 4])
+    chain = augjax.compose(augjax.ops.flip.bind(p=0.5),
+                           augjax.ops.color_jitter.bind(brightness=0.4, hue=0.1))
+    whole = np.asarray(chain(x, key=augjax.keys_from_seeds(augjax.index_seeds(idx, epoch=1))))
+    parts = []
+    for part_x, part_i in zip(np.split(x, num_devices), np.split(idx, num_devices)):
+        keys = augjax.keys_from_seeds(augjax.index_seeds(part_i, epoch=1))
+        parts.append(np.asarray(chain(part_x, key=keys)))
+    np.testing.assert_array_equal(np.concatenate(parts), whole)
+
+
+def _info(iteration, idx, epoch=0):
+    return SimpleNamespace(iteration=iteration, idx_in_batch=idx, epoch_idx=epoch)
+
+
+@pytest.mark.parametrize("shards", [2, 4])
+def test_sharded_source_global_batches_do_not_depend_on_shard_count(tmp_path, shards):
+    files = []
+    for i in range(16):
+        f = tmp_path / f"{i}.bin"
+        f.write_bytes(bytes([i]))
+        files.append(str(f))
+    labels = list(range(16))
+    one = augjax.ShardedSource(files, labels, batch_size=8, seed=3)
+    many = [augjax.ShardedSource(files, labels, batch_size=8 // shards, shard_id=s,
+                                 num_shards=shards, seed=3) for s in range(shards)]
+    for it in range(2):
+        whole = [one(_info(it, i)) for i in range(8)]
+        split = [src(_info(it, i)) for src in many for i in range(8 // shards)]
+        for a, b in zip(whole, split):
+            for u, v in zip(a, b):
+                np.testing.assert_array_equal(u, v)
+        # The payload is the file named by the index, the label is its label.
+        for enc, lab, seeds, index in whole:
+            assert enc[0] == index[0] == lab[0]
+            np.testing.assert_array_equal(seeds, augjax.index_seeds(index, epoch=0, seed=3)[0])
+    with pytest.raises(StopIteration):
+        one(_info(2, 0))
+    assert not np.array_equal(one.order(0), one.order(1))  # reshuffled each epoch
+
+
+def test_sharded_source_errors():
+    with pytest.raises(InputError, match="one label per file"):
+        augjax.ShardedSource(["a"], [0, 1], batch_size=1)
+    with pytest.raises(InputError, match="shard_id"):
+        augjax.ShardedSource(["a", "b"], [0, 1], batch_size=1, shard_id=2, num_shards=2)
+    with pytest.raises(InputError, match="cannot fill one global batch"):
+        augjax.ShardedSource(["a"], [0], batch_size=1, num_shards=2)
+
+
+def test_example_cpu_shards_match_one_pipeline_bitwise():
+    ex = _example()
+    files, labels = ex.dataset(None, repeat=2)
+    runs = {}
+    for shards in (1, 2):
+        got = {}
+        for batch in ex.cpu_batches(files, labels, 8, shards, 24, seed=0, iters=2):
+            for i, img in zip(batch["index"].reshape(-1), batch["images"]):
+                got[int(i)] = img
+        runs[shards] = got
+    assert sorted(runs[1]) == sorted(runs[2]) and len(runs[1]) == 16
+    for i in runs[1]:
+        np.testing.assert_array_equal(runs[1][i], runs[2][i])
+        assert runs[1][i].dtype == np.float32 and runs[1][i].shape == (24, 24, 3)
+
+
+def test_jax_function_sharding_with_one_local_device():
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+    from nvidia.dali import fn, pipeline_def
+
+    import augjax.dali
+
+    x = images(4, 8, 10, seed=2)
+    s = augjax.index_seeds(np.arange(4))
+    mesh = Mesh(np.array(jax.devices("cpu")[:1]), ("batch",))
+    sharding = NamedSharding(mesh, PartitionSpec("batch"))
+
+    @pipeline_def(batch_size=4, num_threads=1, device_id=None, seed=1)
+    def pipe():
+        imgs = fn.external_source(source=lambda: x, batch=True, layout="HWC")
+        sd = fn.external_source(source=lambda: s, batch=True)
+        with augjax.dali.use_sharding(sharding):
+            sharded = augjax.ops.color_jitter(imgs, brightness=0.4, hue=0.1, seeds=sd)
+        plain = augjax.ops.color_jitter(imgs, brightness=0.4, hue=0.1, seeds=sd)
+        return sharded, plain
+
+    p = pipe()
+    p.build()
+    a, b = (np.array(o.as_tensor()) for o in p.run())
+    np.testing.assert_array_equal(a, b)
+    expected = augjax.ops.color_jitter(x, key=augjax.keys_from_seeds(s), brightness=0.4, hue=0.1)
+    np.testing.assert_array_equal(a, expected)
