@@ -1,5 +1,6 @@
 """The demo's DALI pipelines: ``fn.readers.file`` -> ``fn.decoders.image`` (``"cpu"``, or
-``"mixed"`` on the GPU) -> ``fn.resize`` + ``fn.crop`` to a fixed square -> the row's augjax ops.
+``"mixed"`` on the GPU) -> ``fn.resize`` + ``fn.crop`` to a fixed square -> the row's augjax ops
+(one op, or a chain fused by ``augjax.compose`` into one operator).
 
 One pipeline per row, so that an op that fails cannot take the others down; each pipeline runs
 ``draws`` iterations over the same batch, and its RNG (seeded by the demo seed) gives every
@@ -89,6 +90,26 @@ def _adapt(fn, types, x: Any, spec: Any, state: dict[str, Any], adapted: list[st
     return x
 
 
+class _Single:
+    """One bound op with the call interface of a chain (``inputs``, ``__call__``)."""
+
+    def __init__(self, step: Any) -> None:
+        self.step, self.inputs = step, step.spec.inputs
+
+    def __call__(self, *inputs: Any, layout: str) -> Any:
+        return self.step(*inputs, layout=layout)
+
+
+def _fused(steps: list[Any]) -> Any:
+    """The row's ops as one DALI operator: the op itself, or ``augjax.compose`` of a chain
+    (one fused ``jax_function``, as users run chains)."""
+    if len(steps) == 1:
+        return _Single(steps[0])
+    from augjax.chain import compose
+
+    return compose(*steps)
+
+
 def run_pipeline(cfg: PipelineConfig, steps: list[Any] | None) -> RowOutput:
     """Builds and runs the pipeline of one row (``steps``: BoundOps, or None for the originals).
 
@@ -109,16 +130,16 @@ def run_pipeline(cfg: PipelineConfig, steps: list[Any] | None) -> RowOutput:
         images = fn.resize(images, size=[cfg.size, cfg.size], mode="not_smaller", antialias=True)
         images = fn.crop(images, crop=(cfg.size, cfg.size))
         x, y = images, labels
-        for step in steps or ():
-            spec = step.spec
-            x = _adapt(fn, types, x, spec, state, adapted)
-            if "labels" in spec.inputs:
-                x, y = step(x, y, layout=state["layout"])
+        if steps:
+            x = _adapt(fn, types, x, steps[0].spec, state, adapted)
+            op = _fused(steps)
+            if "labels" in op.inputs:
+                x, y = op(x, y, layout=state["layout"])
             else:
-                out = step(x, layout=state["layout"])
+                out = op(x, layout=state["layout"])
                 x = out[0] if isinstance(out, tuple) else out
-            state["dtype"] = spec.output_dtype or state["dtype"]
-            state["layout"] = spec.layout_after(state["layout"], step.kwargs)
+            for step in steps:
+                state["layout"] = step.spec.layout_after(state["layout"], step.kwargs)
         return x, y
 
     t0 = time.perf_counter()

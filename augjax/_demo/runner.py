@@ -167,7 +167,7 @@ def run_demo(opts: DemoOptions, log=None) -> DemoResult:
         for row in bar:
             bar.set_postfix_str(row.name)
             t0 = time.perf_counter()
-            record: dict[str, Any] = {"name": row.name}
+            record: dict[str, Any] = {"name": row.name, "chain": len(row.steps) > 1}
             try:
                 result = _run_row(row, cfg, source.num_classes)
             except Exception as err:  # noqa: BLE001 - every failure is reported, none hides others
