@@ -20,7 +20,7 @@ from augjax.catalog.erase import box_mask, randint
 from augjax.errors import InputError
 
 __all__ = ["mixup", "cutmix", "mixup_cutmix", "soft_targets", "mix_plan", "mix_batch",
-           "rand_bbox", "rand_bbox_minmax"]
+           "rand_bbox", "rand_bbox_minmax", "symmetric_betas"]
 
 MODES = ("batch", "pair", "elem")
 
@@ -32,7 +32,8 @@ def soft_targets(labels: jax.Array, num_classes: int, smoothing: float) -> jax.A
         return labels.astype(jnp.float32)
     off = smoothing / num_classes
     on = 1.0 - smoothing + off
-    return jax.nn.one_hot(labels, num_classes, dtype=jnp.float32) * (on - off) + off
+    hot = jax.nn.one_hot(labels, num_classes, dtype=jnp.bool_)
+    return jnp.where(hot, jnp.float32(on), jnp.float32(off))
 
 
 def _check_classes(labels: jax.Array, num_classes: int, op: str) -> None:
@@ -46,21 +47,20 @@ def _check_classes(labels: jax.Array, num_classes: int, op: str) -> None:
 
 
 # -- boxes (timm rand_bbox / rand_bbox_minmax, vectorised) --------------------------------------
-def rand_bbox(key: jax.Array, height: int, width: int, lam: jax.Array) -> tuple[jax.Array, ...]:
+def rand_bbox(key: jax.Array, height: int, width: int, lam: jax.Array) -> dict[str, jax.Array]:
     """timm ``rand_bbox`` (margin 0) for each ``lam``: a ``floor(H sqrt(1 - lam))`` by
     ``floor(W sqrt(1 - lam))`` box centred uniformly over the pixels, clipped at the border.
-    Returns ``(yl, yh, xl, xh)``, each shaped like ``lam``."""
+    Returns ``yl, yh, xl, xh`` and the centres ``cy, cx``, each shaped like ``lam``."""
     ratio = jnp.sqrt(1.0 - lam)
     cut_h = jnp.floor(height * ratio).astype(jnp.int32)
     cut_w = jnp.floor(width * ratio).astype(jnp.int32)
     k_y, k_x = jax.random.split(key)
     cy = jax.random.randint(k_y, lam.shape, 0, height)
     cx = jax.random.randint(k_x, lam.shape, 0, width)
-    yl = jnp.clip(cy - cut_h // 2, 0, height)
-    yh = jnp.clip(cy + (cut_h + 1) // 2, 0, height)
-    xl = jnp.clip(cx - cut_w // 2, 0, width)
-    xh = jnp.clip(cx + (cut_w + 1) // 2, 0, width)
-    return yl, yh, xl, xh
+    return dict(yl=jnp.clip(cy - cut_h // 2, 0, height),
+                yh=jnp.clip(cy + (cut_h + 1) // 2, 0, height),
+                xl=jnp.clip(cx - cut_w // 2, 0, width),
+                xh=jnp.clip(cx + (cut_w + 1) // 2, 0, width), cy=cy, cx=cx)
 
 
 def minmax_sides(size: int, minmax: tuple[float, float]) -> tuple[int, int]:
@@ -69,17 +69,31 @@ def minmax_sides(size: int, minmax: tuple[float, float]) -> tuple[int, int]:
 
 
 def rand_bbox_minmax(key: jax.Array, height: int, width: int, minmax: tuple[float, float],
-                     shape: tuple[int, ...]) -> tuple[jax.Array, ...]:
+                     shape: tuple[int, ...]) -> dict[str, jax.Array]:
     """timm ``rand_bbox_minmax``: sides uniform in ``[int(H min), int(H max))`` (and for W), the
     box placed uniformly where it fits. timm raises when ``int(H min) == int(H max)``; here the
-    side is then ``int(H min)``. Returns ``(yl, yu, xl, xu)``, each of ``shape``."""
+    side is then ``int(H min)``. Returns ``yl, yh, xl, xh`` (each of ``shape``)."""
     k_h, k_w, k_y, k_x = jax.random.split(key, 4)
     (h_lo, h_hi), (w_lo, w_hi) = minmax_sides(height, minmax), minmax_sides(width, minmax)
     cut_h = h_lo + randint(k_h, shape, max(h_hi - h_lo, 1))
     cut_w = w_lo + randint(k_w, shape, max(w_hi - w_lo, 1))
     yl = randint(k_y, shape, height - cut_h + 1)
     xl = randint(k_x, shape, width - cut_w + 1)
-    return yl, yl + cut_h, xl, xl + cut_w
+    return dict(yl=yl, yh=yl + cut_h, xl=xl, xh=xl + cut_w)
+
+
+def symmetric_betas(key: jax.Array, alphas: list[float], shape: tuple[int, ...]) -> jax.Array:
+    """``Beta(a, a)`` draws of ``shape`` for each ``a`` in ``alphas``, ``(len(alphas), *shape)``.
+
+    ``jax.random.beta``'s method (``G_1 / (G_1 + G_2)`` from log-gamma draws, scaled by their
+    maximum) with all the gamma draws in one ``loggamma`` call: the same distribution, and a
+    third of the compile time of one ``jax.random.beta`` per alpha.
+    """
+    a = jnp.asarray(alphas, jnp.float32).reshape((len(alphas), 1) + (1,) * len(shape))
+    log_g = jax.random.loggamma(key, jnp.broadcast_to(a, (len(alphas), 2) + shape))
+    top = jnp.maximum(log_g[:, 0], log_g[:, 1])
+    g_a, g_b = jnp.exp(log_g[:, 0] - top), jnp.exp(log_g[:, 1] - top)
+    return g_a / (g_a + g_b)
 
 
 # -- the plan: per-sample lam, use_cutmix and box -----------------------------------------------
@@ -102,42 +116,51 @@ def mix_plan(key: jax.Array, n: int, height: int, width: int, *, mixup_alpha: fl
     Returns ``lam`` (the image and label weight of sample ``i``; for cutmix corrected to the
     pasted area when ``correct_lam`` or ``cutmix_minmax``), ``lam_drawn`` (the Beta draw, or 1
     where the sample is not mixed), ``mixed`` (the coin fell below ``prob``), ``use_cutmix`` and
-    the box ``yl, yh, xl, xh`` (meaningful where ``use_cutmix``). Draws follow timm
-    ``_params_per_batch`` / ``_params_per_elem``: one set per batch, per pair (``N // 2``) or per
-    sample.
+    the box ``yl, yh, xl, xh`` (meaningful where ``use_cutmix``), plus ``draws``: the raw draws,
+    one per batch (shape ``()``), per pair (``N // 2``) or per sample, as timm
+    ``_params_per_batch`` / ``_params_per_elem`` makes them (uniforms ``u_p``, ``u_switch``,
+    Beta draws ``beta_mix``, ``beta_cut`` (None when that method is off, and ``beta_cut`` also
+    with ``cutmix_minmax``, where the box gives ``lam``) and the box's draws).
     """
     if cutmix_minmax is not None:
         cutmix_alpha = 1.0  # timm forces it: lam then comes from the box
     shape = {"batch": (), "pair": (n // 2,), "elem": (n,)}[mode]
-    k_p, k_switch, k_mix, k_cut, k_box = jax.random.split(key, 5)
-    mixed = jax.random.uniform(k_p, shape) < prob
+    k_p, k_switch, k_beta, k_box = jax.random.split(key, 4)
+    u_p = jax.random.uniform(k_p, shape)
+    u_switch = jax.random.uniform(k_switch, shape)
+    # With cutmix_minmax, lam comes from the box: its Beta draw would be unused (not drawn).
+    alphas = [a for a in (mixup_alpha, 0.0 if cutmix_minmax else cutmix_alpha) if a > 0]
+    draws = symmetric_betas(k_beta, alphas, shape) if alphas else None
+    beta_mix = draws[0] if mixup_alpha > 0 else None
+    beta_cut = draws[-1] if cutmix_alpha > 0 and not cutmix_minmax else None
+    cut_draw = beta_cut if beta_cut is not None else jnp.full(shape, 0.5)  # 0.5: placeholder
+    mixed = u_p < prob
     if mixup_alpha > 0 and cutmix_alpha > 0:
-        use_cutmix = jax.random.uniform(k_switch, shape) < switch_prob
-        lam = jnp.where(use_cutmix, jax.random.beta(k_cut, cutmix_alpha, cutmix_alpha, shape),
-                        jax.random.beta(k_mix, mixup_alpha, mixup_alpha, shape))
-    elif mixup_alpha > 0:
-        use_cutmix = jnp.zeros(shape, bool)
-        lam = jax.random.beta(k_mix, mixup_alpha, mixup_alpha, shape)
-    elif cutmix_alpha > 0:
-        use_cutmix = jnp.ones(shape, bool)
-        lam = jax.random.beta(k_cut, cutmix_alpha, cutmix_alpha, shape)
-    else:
+        use_cutmix = u_switch < switch_prob
+        lam = jnp.where(use_cutmix, cut_draw, beta_mix)
+    elif mixup_alpha > 0 or cutmix_alpha > 0:
+        use_cutmix = jnp.full(shape, cutmix_alpha > 0)
+        lam = beta_mix if mixup_alpha > 0 else cut_draw
+    else:  # nothing enabled: no mixing (timm's mixup_enabled = False)
         use_cutmix = jnp.zeros(shape, bool)
         lam = jnp.ones(shape)
     lam = jnp.where(mixed, lam.astype(jnp.float32), 1.0)
     use_cutmix = use_cutmix & mixed
     if cutmix_minmax is not None:
-        yl, yh, xl, xh = rand_bbox_minmax(k_box, height, width, cutmix_minmax, shape)
+        box = rand_bbox_minmax(k_box, height, width, cutmix_minmax, shape)
     else:
-        yl, yh, xl, xh = rand_bbox(k_box, height, width, lam)
+        box = rand_bbox(k_box, height, width, lam)
     cut_lam = lam
     if correct_lam or cutmix_minmax is not None:
-        cut_lam = 1.0 - ((yh - yl) * (xh - xl)) / float(height * width)
+        area = (box["yh"] - box["yl"]) * (box["xh"] - box["xl"])
+        cut_lam = 1.0 - area / float(height * width)
     final = jnp.where(use_cutmix, cut_lam, lam).astype(jnp.float32)
-    plan = dict(lam=final, lam_drawn=lam, mixed=mixed, use_cutmix=use_cutmix, yl=yl, yh=yh,
-                xl=xl, xh=xh)
+    plan = dict(lam=final, lam_drawn=lam, mixed=mixed, use_cutmix=use_cutmix,
+                **{k: box[k] for k in ("yl", "yh", "xl", "xh")})
     middle = {"lam": 1.0, "lam_drawn": 1.0}
-    return {k: _expand(v, n, mode, middle.get(k, 0)) for k, v in plan.items()}
+    plan = {k: _expand(v, n, mode, middle.get(k, 0)) for k, v in plan.items()}
+    plan["draws"] = dict(u_p=u_p, u_switch=u_switch, beta_mix=beta_mix, beta_cut=beta_cut, **box)
+    return plan
 
 
 def mix_batch(images: jax.Array, soft: jax.Array, plan: dict[str, jax.Array]) -> tuple[
