@@ -34,7 +34,14 @@ from augjax.catalog._pixels import is_int
 from augjax.chain._element import decision_key
 from augjax.errors import ParamError
 from augjax.policies import tables as T
-from augjax.policies._base import DEFAULT, Policy, check_choice, check_float, check_int
+from augjax.policies._base import (
+    DEFAULT,
+    Policy,
+    check_choice,
+    check_float,
+    check_int,
+    check_names,
+)
 from augjax.policies._engine import Levels, apply_layers, draw_level
 
 __all__ = ["AugMix", "augmix"]
@@ -54,6 +61,7 @@ class AugMix(Policy):
     style: str = "torchvision"
     mstd: float | None = None
     blended: bool = False
+    ops: tuple[str, ...] | None = None
     fill: Any = DEFAULT
     interpolation: str | None = None
     translate_const: float = 250.0
@@ -86,12 +94,20 @@ class AugMix(Policy):
         self._set("translate_const", check_float(own, "translate_const", self.translate_const, 0))
         self._set("translate_pct", check_float(own, "translate_pct", self.translate_pct, 0, 1))
         self._geometry(self.style)
+        if self.ops is not None:
+            valid = tuple(e.name for e in self._space())
+            self._set("ops", check_names(own, "ops", self.ops, valid))
+            if not self.ops:
+                raise ParamError(f"{own}: parameter 'ops' is empty", op=own, param="ops")
 
-    @functools.cached_property
-    def entries(self):
+    def _space(self):
         if self.style == "timm":
             return T.space(T.timm_ops(self.translate_const, self.translate_pct), T.TIMM_AUGMIX)
         return T.TV_AUGMIX if self.all_ops else T.TV_AUGMIX_PARTIAL
+
+    @functools.cached_property
+    def entries(self):
+        return T.space(self._space(), self.ops)
 
     @functools.cached_property
     def levels(self) -> Levels:
@@ -179,8 +195,9 @@ def _quantize(x: jax.Array, dtype: Any) -> jax.Array:
 
 def augmix(severity: int = 3, width: int = 3, depth: int = -1, alpha: float = 1.0,
            all_ops: bool = True, *, style: str = "torchvision", mstd: float | None = None,
-           blended: bool = False, fill: Any = DEFAULT, interpolation: str | None = None,
-           translate_const: float = 250, translate_pct: float = 0.45) -> AugMix:
+           blended: bool = False, ops=None, fill: Any = DEFAULT,
+           interpolation: str | None = None, translate_const: float = 250,
+           translate_pct: float = 0.45) -> AugMix:
     """AugMix with per-sample chains and mixing weights, in one compiled program.
 
     Args:
@@ -193,12 +210,15 @@ def augmix(severity: int = 3, width: int = 3, depth: int = -1, alpha: float = 1.
         style: ``"torchvision"`` or ``"timm"`` (see the module docstring).
         mstd: timm: magnitude noise (default ``inf``: uniform in ``[0, severity]``).
         blended: timm's ``b1`` sequential-blend mode.
+        ops: names of the ops to draw from (a subset of the style's space, e.g.
+            ``("AutoContrast", "Equalize")``); default all.
         fill: fill of uncovered pixels in uint8 levels; default 0 (torchvision), 128 (timm).
         interpolation: ``"nearest"`` or ``"bilinear"`` (default for both styles).
         translate_const: timm's absolute translation hparam (unused by its AugMix ops).
         translate_pct: timm's relative translation hparam.
     """
     return AugMix(severity=severity, width=width, depth=depth, alpha=alpha, all_ops=all_ops,
-                  style=style, mstd=mstd, blended=blended, fill=fill,
+                  style=style, mstd=mstd, blended=blended,
+                  ops=None if ops is None else tuple(ops), fill=fill,
                   interpolation=interpolation, translate_const=translate_const,
                   translate_pct=translate_pct)

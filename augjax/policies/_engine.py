@@ -55,7 +55,7 @@ def _bind(entry: PolicyOp, fill: Any, interpolation: str, owner: str) -> BoundOp
         ) from err
     params = dict(entry.fixed)
     if entry.param is not None:
-        params[entry.param] = entry.magnitude.value(1.0, False, 224, 224)
+        params[entry.param] = entry.magnitude.value(1.0, 1.0, False, 224, 224)
     if entry.geometric:
         params["fill"] = fill
         params["interpolation"] = interpolation

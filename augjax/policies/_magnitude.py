@@ -16,7 +16,9 @@ the value, in the order the reference implementations compute it::
 
 Integer levels (every policy without magnitude noise) use tables computed here in float64, as
 timm does in Python; ``f32=True`` maps round ``u`` to float32 after the lerp, as torchvision's
-``torch.linspace`` tables are float32. Continuous levels (``mstd`` noise) use the same formula
+``torch.linspace`` tables are float32 (torch's own values may differ by one float32 ulp,
+depending on its CPU vector path: a solarize threshold such as ``255 * 0.8`` can then sit on
+either side of level 204, the only visible effect). Continuous levels (``mstd`` noise) use the same formula
 in float32 inside the program.
 """
 
@@ -64,11 +66,15 @@ class MagnitudeMap:
     def _side(self, height: int, width: int) -> float:
         return {None: 1.0, "width": float(width), "height": float(height)}[self.per]
 
-    def value(self, t: float, negative: bool, height: int, width: int) -> float:
-        """The value at fraction ``t`` (float64, as the references compute it in Python)."""
+    def value(self, level: float, denominator: float, negative: bool, height: int,
+              width: int) -> float:
+        """The value at ``level`` (``t = level / denominator``), in float64 as the references
+        compute it in Python; ``f32`` maps round the lerp to float32 as ``torch.linspace``
+        tables are (torch's own float32 values depend on its CPU vector path and may be one
+        ulp away: tests allow that)."""
         side = self._side(height, width)
         lo, hi = self.start * side, self.end * side
-        u = lo + (hi - lo) * t
+        u = lo + (hi - lo) * (level / denominator)
         if self.f32:
             u = float(np.float32(u))
         u = _clip(u, self.clip, max, min)
@@ -84,7 +90,7 @@ class MagnitudeMap:
         """Values at the integer levels ``0..levels``: shape ``(2, levels + 1)`` float32, row 0
         positive, row 1 negated (equal rows for unsigned maps)."""
         return np.array(
-            [[self.value(i / denominator, neg, height, width) for i in range(levels + 1)]
+            [[self.value(i, denominator, neg, height, width) for i in range(levels + 1)]
              for neg in (False, True)],
             np.float32,
         )

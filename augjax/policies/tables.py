@@ -47,7 +47,8 @@ def _space(*ops: PolicyOp) -> tuple[PolicyOp, ...]:
 
 
 def _tv_space(*, shear: float, translate, rotate: float, enhance: float, posterize: tuple,
-              identity: bool = True, invert: bool = False, enhance_ops: bool = True):
+              identity: bool = True, invert: bool = False, enhance_ops: bool = True,
+              enhance_last: bool = False):
     """A torchvision op space. ``translate`` is ("rel", fraction of the side) or ("px", max)."""
     kind, amount = translate
     per = {"rel": "width", "px": None}[kind]
@@ -63,11 +64,12 @@ def _tv_space(*, shear: float, translate, rotate: float, enhance: float, posteri
         _geo("TranslateY", "translate_y", "translate", ty, relative=False),
         _geo("Rotate", "rotate", "degrees", linear(0.0, rotate, signed=True, f32=True)),
     ]
-    if enhance_ops:
-        ops += [_op("Brightness", "brightness", "factor", enh),
-                _op("Color", "saturation", "factor", enh),
-                _op("Contrast", "contrast", "factor", enh),
-                _op("Sharpness", "sharpness", "factor", enh)]
+    enhance = [_op("Brightness", "brightness", "factor", enh),
+               _op("Color", "saturation", "factor", enh),
+               _op("Contrast", "contrast", "factor", enh),
+               _op("Sharpness", "sharpness", "factor", enh)] if enhance_ops else []
+    if not enhance_last:
+        ops += enhance
     ops += [
         _op("Posterize", "posterize", "bits",
             linear(posterize[0], posterize[1], quantize="round", f32=True)),
@@ -77,7 +79,7 @@ def _tv_space(*, shear: float, translate, rotate: float, enhance: float, posteri
     ]
     if invert:
         ops.append(_op("Invert", "invert"))
-    return tuple(ops)
+    return tuple(ops + (enhance if enhance_last else []))
 
 
 #: torchvision RandAugment (31 bins by default).
@@ -91,7 +93,7 @@ TV_AUTO_AUGMENT = _tv_space(shear=0.3, translate=("rel", TRANSLATE_REL), rotate=
                             enhance=0.9, posterize=(8, 4), identity=False, invert=True)
 #: torchvision AugMix, all_ops=True (10 bins; translations up to a third of the side).
 TV_AUGMIX = _tv_space(shear=0.3, translate=("rel", 1.0 / 3.0), rotate=30.0, enhance=0.9,
-                      posterize=(4, 0), identity=False)
+                      posterize=(4, 0), identity=False, enhance_last=True)
 #: torchvision AugMix, all_ops=False: without the enhance ops.
 TV_AUGMIX_PARTIAL = _tv_space(shear=0.3, translate=("rel", 1.0 / 3.0), rotate=30.0,
                               enhance=0.9, posterize=(4, 0), identity=False, enhance_ops=False)

@@ -1,0 +1,399 @@
+"""Policies: op spaces and magnitude maps against torchvision / timm / DALI's own tables,
+from_timm against timm's parser, per-sample choice distributions (statistical tests with fixed
+seeds), outputs against the ops applied alone, reproducibility, DALI == arrays, no recompiles."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import jax
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+import augjax
+from augjax.errors import ParamError
+from augjax.policies import tables as T
+from helpers import images, run_dali, seeds
+
+tv_aa = pytest.importorskip("torchvision.transforms.v2._auto_augment")
+timm_aa = pytest.importorskip("timm.data.auto_augment")
+
+#: The reference name -> augjax op each space must use (independent of tables.py).
+TV_OPS = {"Identity": None, "ShearX": "shear_x", "ShearY": "shear_y",
+          "TranslateX": "translate_x", "TranslateY": "translate_y", "Rotate": "rotate",
+          "Brightness": "brightness", "Color": "saturation", "Contrast": "contrast",
+          "Sharpness": "sharpness", "Posterize": "posterize", "Solarize": "solarize",
+          "AutoContrast": "autocontrast", "Equalize": "equalize", "Invert": "invert"}
+SIZES = [(32, 32), (224, 224), (331, 331), (37, 53), (500, 375)]
+
+
+def _tv_param(name: str, magnitude: float) -> float:
+    """The parameter torchvision's ``_apply_image_or_video_transform`` passes for a uint8 image,
+    in augjax's units (shear factor, whole pixels, degrees, enhance factor, bits, levels)."""
+    if name.startswith("Translate") or name == "Posterize":
+        return float(int(magnitude))
+    if name in ("Brightness", "Color", "Contrast", "Sharpness"):
+        return 1.0 + magnitude
+    if name == "Solarize":
+        return 255.0 * magnitude
+    return magnitude
+
+
+@pytest.mark.parametrize("ours, theirs, bins", [
+    (T.TV_RAND_AUGMENT, tv_aa.RandAugment._AUGMENTATION_SPACE, (10, 31)),
+    (T.TV_TRIVIAL_AUGMENT_WIDE, tv_aa.TrivialAugmentWide._AUGMENTATION_SPACE, (10, 31)),
+    (T.TV_AUTO_AUGMENT, tv_aa.AutoAugment._AUGMENTATION_SPACE, (10,)),
+    (T.TV_AUGMIX, tv_aa.AugMix._AUGMENTATION_SPACE, (10,)),
+    (T.TV_AUGMIX_PARTIAL, tv_aa.AugMix._PARTIAL_AUGMENTATION_SPACE, (10,)),
+])
+def test_torchvision_spaces_and_magnitudes(ours, theirs, bins):
+    assert [e.name for e in ours] == list(theirs)
+    assert {e.name: e.op for e in ours} == {n: TV_OPS[n] for n in theirs}
+    checked, whole_number_ties = 0, set()
+    for e in ours:
+        fn, signed = theirs[e.name]
+        assert (e.magnitude is not None and e.magnitude.signed) == signed, e.name
+        for num_bins in bins:
+            for h, w in SIZES:
+                mags = fn(num_bins, h, w)
+                assert (mags is None) == (e.magnitude is None), e.name
+                if mags is None:
+                    continue
+                table = e.magnitude.table(num_bins - 1, num_bins - 1, h, w)
+                for i in range(num_bins):
+                    for neg in (False, True) if signed else (False,):
+                        ref = _tv_param(e.name, -float(mags[i]) if neg else float(mags[i]))
+                        got = table[int(neg), i]
+                        if e.magnitude.quantize is not None:  # whole pixels / bits: exact,
+                            # except where the exact value is a whole number and torch's
+                            # float32 linspace lands just below it (TA bin 15: 16 px -> 15 px)
+                            if got != ref:
+                                raw = dataclasses.replace(e.magnitude, quantize=None, f32=False)
+                                exact = raw.value(i, num_bins - 1, neg, h, w)
+                                assert abs(got - ref) == 1 and exact == round(exact), \
+                                    (e.name, num_bins, h, w, i, neg, got, ref)
+                                whole_number_ties.add((e.name, num_bins, i))
+                        else:  # torch.linspace's float32 rounding (its step is rounded
+                            # once, then multiplied): within 2 ulp of the table's largest value
+                            atol = 2 * np.spacing(np.float32(np.abs(table).max()))
+                            assert abs(got - ref) <= atol, (e.name, num_bins, h, w, i, got, ref)
+                        checked += 1
+    assert checked > 0
+    assert len(whole_number_ties) <= 4, whole_number_ties
+
+
+@pytest.mark.parametrize("policy", ["imagenet", "cifar10", "svhn"])
+def test_torchvision_autoaugment_policies(policy):
+    ref = tv_aa.AutoAugment(getattr(tv_aa.AutoAugmentPolicy, policy.upper()))._policies
+    assert T.TV_POLICIES[policy] == tuple(tuple(sub) for sub in ref)
+
+
+def test_declared_op_ranges_match_torchvision_randaugment():
+    """Each op's own magnitude declaration (Param.magnitude/signed) is RandAugment's range."""
+    for e in T.TV_RAND_AUGMENT:
+        if e.magnitude is None:
+            continue
+        param = augjax.get_op(e.op).params[e.param]
+        m = e.magnitude
+        if m.per is not None:  # translate: declared as a fraction of the side
+            declared = (m.start, m.end)
+        else:
+            declared = (m.plus + m.times * m.start, m.plus + m.times * m.end)
+        assert param.magnitude == pytest.approx(declared), e.name
+        assert param.signed == m.signed, e.name
+
+
+TIMM_OPS = {"AutoContrast": "autocontrast", "Equalize": "equalize", "Invert": "invert",
+            "Rotate": "rotate", "Posterize": "posterize", "PosterizeIncreasing": "posterize",
+            "PosterizeOriginal": "posterize", "Solarize": "solarize",
+            "SolarizeIncreasing": "solarize", "SolarizeAdd": "solarize_add",
+            "Color": "saturation", "ColorIncreasing": "saturation", "Contrast": "contrast",
+            "ContrastIncreasing": "contrast", "Brightness": "brightness",
+            "BrightnessIncreasing": "brightness", "Sharpness": "sharpness",
+            "SharpnessIncreasing": "sharpness", "ShearX": "shear_x", "ShearY": "shear_y",
+            "TranslateX": "translate_x", "TranslateY": "translate_y",
+            "TranslateXRel": "translate_x", "TranslateYRel": "translate_y",
+            "Desaturate": "saturation", "GaussianBlur": "gaussian_blur",
+            "GaussianBlurRand": "gaussian_blur"}
+
+
+@pytest.mark.parametrize("hparams", [timm_aa._HPARAMS_DEFAULT,
+                                     {"translate_const": 100, "translate_pct": 0.3}])
+def test_timm_level_to_arg(monkeypatch, hparams):
+    ours = T.timm_ops(hparams["translate_const"], hparams.get("translate_pct", 0.45))
+    assert set(ours) == set(timm_aa.NAME_TO_OP) == set(TIMM_OPS)
+    assert {n: e.op for n, e in ours.items()} == TIMM_OPS
+    levels = [*range(11), 0.3, 2.5, 4.75, 9.99, 12.0, 20.0]  # > 10: timm's mmax case
+    for name, fn in timm_aa.LEVEL_TO_ARG.items():
+        e = ours[name]
+        assert (fn is None) == (e.magnitude is None), name
+        if fn is None:
+            continue
+        for neg in (False, True):
+            monkeypatch.setattr(timm_aa, "_randomly_negate", (lambda v: -v) if neg else
+                                (lambda v: v))
+            for level in levels:
+                ref = fn(level, hparams)[0]
+                if name == "GaussianBlurRand":  # timm draws U(0.1, 2 * arg) inside the op
+                    ref = 2.0 * ref
+                if name == "Desaturate":  # timm's op enhances Color by 1 - arg, clamped
+                    ref = min(1.0, max(0.0, 1.0 - ref))
+                got = e.magnitude.value(level, 10.0, neg, 224, 224)
+                assert got == ref, (name, level, neg, got, ref)
+                if float(level).is_integer() and level <= 10:
+                    table = e.magnitude.table(10, 10.0, 224, 224)
+                    assert table[int(neg), int(level)] == np.float32(ref), (name, level)
+
+
+def test_timm_sets_and_policies():
+    assert T.TIMM_RAND == tuple(timm_aa._RAND_TRANSFORMS)
+    assert T.TIMM_RAND_INCREASING == tuple(timm_aa._RAND_INCREASING_TRANSFORMS)
+    assert T.TIMM_RAND_3A == tuple(timm_aa._RAND_3A)
+    assert T.TIMM_RAND_WEIGHTED_0 == timm_aa._RAND_WEIGHTED_0
+    assert T.TIMM_RAND_WEIGHTED_3A == timm_aa._RAND_WEIGHTED_3A
+    assert T.TIMM_AUGMIX == tuple(timm_aa._AUGMIX_TRANSFORMS)
+    for name, policy in T.TIMM_POLICIES.items():
+        ref = timm_aa.auto_augment_policy(name)
+        assert policy == tuple(tuple((op.name, op.prob, op.magnitude) for op in sub)
+                               for sub in ref), name
+
+
+@pytest.mark.parametrize("ours, suite", [
+    (T.DALI_RAND_AUGMENT, "rand_augment.get_rand_augment_suite"),
+    (T.DALI_RAND_AUGMENT_NON_MONOTONIC, "rand_augment.get_rand_augment_non_monotonic_suite"),
+    (T.DALI_TRIVIAL_AUGMENT_WIDE, "trivial_augment.get_trivial_augment_wide_suite"),
+])
+def test_dali_suites(ours, suite):
+    import importlib
+
+    module, fn = suite.split(".")
+    augs = getattr(importlib.import_module(f"nvidia.dali.auto_aug.{module}"), fn)()
+    assert [a.name for a in augs] == [e.name for e in ours]
+    dali_ops = {"color": "saturation", "auto_contrast": "autocontrast", "identity": None}
+    for a, e in zip(augs, ours):
+        assert e.op == dali_ops.get(a.name, a.name)
+        assert (a.mag_range is None) == (e.magnitude is None)
+        if a.mag_range is None:
+            continue
+        assert a.randomly_negate == e.magnitude.signed
+        for bins in (10, 31):
+            mags = np.linspace(a.mag_range[0], a.mag_range[1], bins)
+            table = e.magnitude.table(bins - 1, bins - 1, 224, 224)
+            for i, mag in enumerate(mags):
+                for neg in (False, True) if a.randomly_negate else (False,):
+                    param = a.mag_to_param(-mag if neg else mag)
+                    got = table[int(neg), i]
+                    if a.name == "posterize":  # DALI passes the bit mask of the kept bits
+                        param = int(param)
+                        got = 255 ^ (2 ** (8 - int(got)) - 1)
+                    elif a.name == "sharpness":  # DALI's 3x3 kernel: corner = (1 - factor) / 13
+                        param = 1.0 - 13.0 * float(np.asarray(param)[0, 0])
+                    elif a.name.startswith(("translate", "shear")):
+                        param = np.asarray(param)[0] + np.asarray(param)[1]
+                    assert np.float32(got) == pytest.approx(np.float32(param), abs=1e-5), \
+                        (a.name, bins, i, neg, got, param)
+
+
+# ---------------------------------------------------------------------------------------------
+# from_timm against timm's own parser
+
+@pytest.mark.parametrize("config", ["rand-m9-mstd0.5-inc1", "rand-m7-n3-p0.8-mmax12",
+                                    "rand-m9-mstd101-tweights", "rand-n1-t3aw", "rand-m6-t3a"])
+def test_from_timm_rand_matches_timm(config):
+    ref = timm_aa.rand_augment_transform(config, {})  # {} -> timm's default hparams are used
+    ref = timm_aa.rand_augment_transform(config, dict(timm_aa._HPARAMS_DEFAULT))
+    ours = augjax.from_timm(config)
+    assert ours.style == "timm" and ours.n == ref.num_layers
+    assert ours.op_names == tuple(op.name for op in ref.ops)
+    op = ref.ops[0]
+    assert (ours.m, ours.p, ours.mstd) == (op.magnitude, op.prob, op.magnitude_std)
+    assert ours.mmax == op.magnitude_max
+    if ref.choice_weights is None:
+        assert ours.weights is None
+    else:
+        np.testing.assert_allclose(np.asarray(ours.weights) / sum(ours.weights),
+                                   ref.choice_weights)
+
+
+@pytest.mark.parametrize("config", ["augmix-m5-w4-d2", "augmix-m3-a0.5-b1-mstd0.7", "augmix"])
+def test_from_timm_augmix_matches_timm(config):
+    ref = timm_aa.augment_and_mix_transform(config, dict(timm_aa._HPARAMS_DEFAULT))
+    ours = augjax.from_timm(config)
+    assert (ours.severity, ours.width, ours.depth, ours.alpha, ours.blended) == \
+        (ref.ops[0].magnitude, ref.width, ref.depth, ref.alpha, ref.blended)
+    assert ours.mstd == ref.ops[0].magnitude_std
+    assert ours.op_names == tuple(op.name for op in ref.ops)
+
+
+@pytest.mark.parametrize("config", ["original-mstd0.5", "v0", "v0r", "originalr", "3a"])
+def test_from_timm_auto_augment_matches_timm(config):
+    ref = timm_aa.auto_augment_transform(config, dict(timm_aa._HPARAMS_DEFAULT))
+    ours = augjax.from_timm(config)
+    assert ours.subpolicies == tuple(tuple((op.name, op.prob, op.magnitude) for op in sub)
+                                     for sub in ref.policy)
+    assert ours.mstd == ref.policy[0][0].magnitude_std
+    assert ours.fill == (128.0, 128.0, 128.0) and ours.interpolation == "bilinear"
+
+
+def test_from_timm_hparams_and_errors():
+    p = augjax.from_timm("rand-m9", img_size=224, mean=(0.485, 0.456, 0.406))
+    assert p.translate_const == int(224 * 0.45) and p.fill == (124.0, 116.0, 104.0)
+    assert augjax.from_timm("augmix", img_size=224).translate_pct == 0.3
+    assert augjax.from_timm("rand-m9-mstd0.5", {"magnitude_std": 2.0}).mstd == 2.0
+    for bad, match in [("rand-m9-q3", "unknown section"), ("randaug-m9", "unknown family"),
+                       ("rand-tfoo", "unknown op set"), ("rand-mx", "not a key and a number"),
+                       ("augmix-w0", "'width'"), ("", "config string")]:
+        with pytest.raises(ParamError, match=match):
+            augjax.from_timm(bad)
+    with pytest.raises(ParamError, match="unknown hparams"):
+        augjax.from_timm("v0", {"translate": 3})
+
+
+def test_policy_construction_errors():
+    cases = [
+        (lambda: augjax.rand_augment(m=31), "'m'"),
+        (lambda: augjax.rand_augment(m=4.5), "bin index"),
+        (lambda: augjax.rand_augment(style="pil"), "'style'"),
+        (lambda: augjax.rand_augment(ops=["ShearX", "Shear"]), "unknown op name"),
+        (lambda: augjax.rand_augment(exclude=[e.name for e in T.TV_RAND_AUGMENT]), "no op left"),
+        (lambda: augjax.rand_augment(increasing=False), "increasing"),
+        (lambda: augjax.rand_augment(style="timm", n=4, ops={"Rotate": 1, "ShearX": 1}),
+         "without replacement"),
+        (lambda: augjax.rand_augment(fill=300), "'fill'"),
+        (lambda: augjax.auto_augment("imagenet2"), "'policy'"),
+        (lambda: augjax.auto_augment("imagenet", mstd=0.5), "timm"),
+        (lambda: augjax.augmix(severity=0), "'severity'"),
+        (lambda: augjax.augmix(mstd=1.0), "timm"),
+        (lambda: augjax.trivial_augment_wide(interpolation="bicubic"), "'interpolation'"),
+    ]
+    for build, match in cases:
+        with pytest.raises(ParamError, match=match):
+            build()
+
+
+# ---------------------------------------------------------------------------------------------
+# Distributions of the per-sample decisions (explain() returns the program's own draws)
+
+N = 20000
+SHAPE = (N, 32, 32, 3)
+
+
+def _chi2_uniform(values, k):
+    return stats.chisquare(np.bincount(np.asarray(values).ravel(), minlength=k)).pvalue
+
+
+def test_rand_augment_torchvision_choices():
+    policy = augjax.rand_augment()  # n=2, m=9, 31 bins
+    plan = {k: np.asarray(v) for k, v in policy.explain(SHAPE, key=jax.random.key(0)).items()}
+    ops_ = plan["op"]
+    assert ops_.shape == (N, 2) and len(policy.op_names) == 14
+    assert _chi2_uniform(ops_[:, 0], 14) > 1e-3 and _chi2_uniform(ops_[:, 1], 14) > 1e-3
+    table = np.zeros((14, 14))
+    np.add.at(table, (ops_[:, 0], ops_[:, 1]), 1)
+    assert stats.chi2_contingency(table).pvalue > 1e-3  # the two layers are independent
+    assert stats.binomtest(int(plan["negative"].sum()), 2 * N, 0.5).pvalue > 1e-3
+    assert plan["applied"].all() and (plan["level"] == 9).all()
+    for j, e in enumerate(policy.entries):  # every value is the entry's map at bin 9
+        rows = ops_ == j
+        if e.magnitude is None:
+            assert np.isnan(plan["value"][rows]).all()
+            continue
+        expect = np.where(plan["negative"][rows], e.magnitude.value(9, 30, True, 32, 32),
+                          e.magnitude.value(9, 30, False, 32, 32)).astype(np.float32)
+        np.testing.assert_array_equal(plan["value"][rows], expect)
+
+
+def test_rand_augment_timm_noise_probability_and_values():
+    policy = augjax.from_timm("rand-m9-mstd0.5-inc1")
+    plan = {k: np.asarray(v) for k, v in policy.explain(SHAPE, key=jax.random.key(1)).items()}
+    assert stats.binomtest(int(plan["applied"].sum()), 2 * N, 0.5).pvalue > 1e-3
+    level = plan["level"].ravel()
+    assert level.min() >= 0 and level.max() == 10.0
+    # N(9, 0.5) clipped to [0, 10]: an atom of 1 - Phi(2) at 10, a normal below.
+    assert stats.binomtest(int((level == 10).sum()), 2 * N, stats.norm.sf(2.0)).pvalue > 1e-3
+    below = level[level < 10]
+    cdf = lambda v: stats.norm.cdf(v, 9, 0.5) / stats.norm.cdf(10, 9, 0.5)  # noqa: E731
+    assert stats.kstest(below, cdf).pvalue > 1e-3
+    rot = policy.op_names.index("Rotate")
+    rows = plan["op"] == rot
+    np.testing.assert_allclose(np.abs(plan["value"][rows]), 3.0 * plan["level"][rows], rtol=1e-6)
+    uniform = augjax.from_timm("rand-m7-mstd101")
+    lv = np.asarray(uniform.explain(SHAPE, key=jax.random.key(2))["level"]).ravel()
+    assert uniform.mstd == math.inf and stats.kstest(lv, stats.uniform(0, 7).cdf).pvalue > 1e-3
+
+
+def test_rand_augment_weighted_choice_without_replacement():
+    policy = augjax.from_timm("rand-n3-tweights")
+    ops_ = np.asarray(policy.explain(SHAPE, key=jax.random.key(3))["op"])
+    assert all(len(set(row)) == 3 for row in ops_[:2000].tolist())
+    w = np.asarray(policy.weights) / sum(policy.weights)
+    first = np.bincount(ops_[:, 0], minlength=len(w))
+    assert stats.chisquare(first, N * w).pvalue > 1e-3
+    # Second pick of sequential draws: sum_i w_i * w_j / (1 - w_i), i != j.
+    second = np.array([sum(w[i] * w[j] / (1 - w[i]) for i in range(len(w)) if i != j)
+                       for j in range(len(w))])
+    counts = np.bincount(ops_[:, 1], minlength=len(w))
+    keep = N * second >= 5
+    assert stats.chisquare(counts[keep], counts[keep].sum() * second[keep] /
+                           second[keep].sum()).pvalue > 1e-3
+
+
+def test_trivial_augment_choices():
+    policy = augjax.trivial_augment_wide()
+    plan = {k: np.asarray(v) for k, v in policy.explain(SHAPE, key=jax.random.key(4)).items()}
+    assert _chi2_uniform(plan["op"], 14) > 1e-3
+    assert _chi2_uniform(plan["level"].astype(int), 31) > 1e-3
+    shear = policy.op_names.index("ShearX")
+    rows = plan["op"][:, 0] == shear
+    expect = [e for e in policy.entries if e.name == "ShearX"][0].magnitude.table(30, 30, 32, 32)
+    got = plan["value"][rows, 0]
+    ref = expect[plan["negative"][rows, 0].astype(int), plan["level"][rows, 0].astype(int)]
+    np.testing.assert_array_equal(got, ref)
+
+
+def test_auto_augment_choices():
+    policy = augjax.auto_augment("imagenet")
+    plan = {k: np.asarray(v) for k, v in policy.explain(SHAPE, key=jax.random.key(5)).items()}
+    sub = plan["subpolicy"]
+    assert _chi2_uniform(sub, 25) > 1e-3
+    z = []
+    for s, entries in enumerate(policy.subpolicies):
+        rows = sub == s
+        for slot, (name, prob, level) in enumerate(entries):
+            assert {policy.op_names[i] for i in plan["op"][rows, slot]} == {name}
+            assert (plan["level"][rows, slot] == (level or 0)).all()
+            hits, n = plan["applied"][rows, slot].sum(), rows.sum()
+            if 0 < prob < 1:
+                z.append((hits - n * prob) / math.sqrt(n * prob * (1 - prob)))
+            else:
+                assert hits == (n if prob == 1 else 0)
+    assert max(abs(v) for v in z) < 4.5
+    noisy = augjax.from_timm("original-mstd0.5")
+    plan = {k: np.asarray(v) for k, v in noisy.explain(SHAPE, key=jax.random.key(6)).items()}
+    base = np.array([[lv for _, _, lv in s] for s in noisy.subpolicies])[plan["subpolicy"]]
+    inner = (base >= 2) & (base <= 8)  # clipping at 0 / 10 is negligible there
+    resid = (plan["level"] - base)[inner]
+    assert stats.kstest(resid, stats.norm(0, 0.5).cdf).pvalue > 1e-3
+
+
+@pytest.mark.parametrize("style", ["torchvision", "timm"])
+def test_augmix_choices(style):
+    policy = augjax.augmix(severity=3, width=3, alpha=0.5, style=style)
+    plan = {k: np.asarray(v) for k, v in policy.explain(SHAPE, key=jax.random.key(7)).items()}
+    depth = plan["depth"]
+    assert stats.chisquare(np.bincount(depth.ravel(), minlength=4)[1:]).pvalue > 1e-3
+    np.testing.assert_array_equal(plan["applied"], np.arange(3) < depth[..., None])
+    assert _chi2_uniform(plan["op"], len(policy.op_names)) > 1e-3
+    m, w = plan["m"], plan["weights"]
+    assert stats.kstest(m, stats.beta(0.5, 0.5).cdf).pvalue > 1e-3
+    if style == "torchvision":  # m ~ Dirichlet(a, a)[0]; chain weights sum to 1 - m
+        np.testing.assert_allclose(w.sum(1), 1 - m, atol=1e-5)
+        assert _chi2_uniform(plan["level"].astype(int), 3) > 1e-3
+        assert set(np.unique(plan["level"])) == {0.0, 1.0, 2.0}
+    else:  # weights ~ Dirichlet(a * 3), level ~ U(0, severity)
+        np.testing.assert_allclose(w.sum(1), 1, atol=1e-5)
+        assert stats.kstest(w[:, 0], stats.beta(0.5, 1.0).cdf).pvalue > 1e-3
+        assert stats.kstest(plan["level"].ravel(), stats.uniform(0, 3).cdf).pvalue > 1e-3
