@@ -2,7 +2,8 @@
 
 Tolerances: normalize within 1e-6 of the float64 formula and of torchvision (measured 7e-7:
 augjax folds 1/255 and 1/std into one multiply-add); to_float bit for bit torchvision
-(``x * (1/255)``, within two float32 ulps of x / 255); to_uint8 exact to round-to-nearest, and within one level of torchvision's truncation.
+(``x * (1/255)``, within two float32 ulps of x / 255); to_uint8 exact to round-to-nearest, and
+within one level of torchvision's truncation.
 """
 
 from __future__ import annotations

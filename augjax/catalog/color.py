@@ -15,6 +15,7 @@ import jax.numpy as jnp
 
 from augjax._param import Param
 from augjax._spec import op
+from augjax.catalog._jitter import jitter
 from augjax.catalog._pixels import draw, gray, to_dtype
 from augjax.catalog._tv_color import (
     adjust_brightness,
@@ -51,7 +52,9 @@ def factor_range(value, *, center: float = 1.0, low: float = 0.0, high: float = 
         if clip:
             lo = max(lo, 0.0)
     if not low <= lo <= hi <= high:
-        raise ValueError(f"the range ({lo:g}, {hi:g}) must be increasing within [{low:g}, {high:g}]")
+        raise ValueError(
+            f"the range ({lo:g}, {hi:g}) must be increasing within [{low:g}, {high:g}]"
+        )
     return (float(lo), float(hi))
 
 
@@ -212,13 +215,12 @@ def jitter_apply(image: jax.Array, factors, order: jax.Array,
     fine); returns the input dtype."""
     dtype = image.dtype
     x = image.astype(jnp.float32)
-    for slot in range(4):
-        # Every active adjustment is computed and the one this sample has at this slot is
-        # selected: branch-free, so each sample can have its own order under vmap.
-        out = x
-        for i in active:
-            out = jnp.where(order[slot] == i, _JITTER[i](x, factors[i], dtype), out)
-        x = out
+    # One generic stage serves brightness/contrast/saturation and hue runs once, in each
+    # sample's own order (see augjax.catalog._jitter): bitwise the same as applying the
+    # adjustments one by one, at a quarter of the cost of selecting among all four per slot.
+    mask = tuple(i in active for i in range(4))
+    x = jitter(x, jnp.asarray(order), jnp.stack([jnp.asarray(f, jnp.float32) for f in factors]),
+               mask, dtype)
     return to_dtype(x, dtype)
 
 

@@ -18,7 +18,15 @@ import jax.numpy as jnp
 
 from augjax._param import Param
 from augjax._spec import op
-from augjax.catalog._pixels import bound, draw, from_unit, is_int, levels_to_scale, to_dtype, to_unit
+from augjax.catalog._pixels import (
+    bound,
+    draw,
+    from_unit,
+    is_int,
+    levels_to_scale,
+    to_dtype,
+    to_unit,
+)
 
 __all__ = [
     "autocontrast",
