@@ -4,8 +4,10 @@ Coordinates follow torchvision's tensor kernels, which sample with ``grid_sample
 align_corners=False, padding_mode="zeros")``: pixel ``j`` has its centre at ``j`` and the image
 spans ``[-0.5, W - 0.5]``. The source coordinate of each output pixel is computed the way
 torchvision computes it in float32 (a normalised grid, then ``(g + 1) * W / 2 - 0.5``), so nearest
-sampling picks the same pixel except where a coordinate lies within float32 rounding of a
-half-pixel tie.
+sampling picks the same pixel except at exact half-pixel ties (shear 0.2 on the row where
+``0.2 * (y + 0.5) = 0.5``): there the pick depends on float32 rounding order, which XLA (it fuses
+multiply-adds) and ATen do differently, so such pixels may differ from torchvision, and between
+CPU and GPU.
 
 Fill (torchvision ``_apply_grid_transform``): ``fill=None`` is plain zero padding (torchvision's
 functional default); otherwise a ones "mask" channel is warped with the image; with
@@ -30,18 +32,29 @@ from augjax.errors import InputError
 __all__ = [
     "INTERPOLATIONS",
     "check_fill",
+    "exact_div",
     "inverse_affine_matrix",
     "warp_affine",
     "perspective_coefficients",
     "warp_perspective",
     "resize_weights",
     "resize_crop",
+    "uniform_int",
 ]
 
 #: The interpolation modes the warps support (torchvision's tensor kernels support these two).
 INTERPOLATIONS = ("nearest", "bilinear")
 
 _F32 = jnp.float32
+
+
+def uniform_int(u: jax.Array, low, high) -> jax.Array:
+    """Integers uniform in ``[low, high)`` (elementwise, like ``randint``) from uniform draws
+    ``u`` in [0, 1): ``low + floor(u * (high - low))``, int32. One vectorised uniform draw per
+    kernel compiles far faster on XLA CPU than one ``jax.random.randint`` per value."""
+    low = jnp.asarray(low, _F32)
+    high = jnp.asarray(high, _F32)
+    return jnp.minimum(low + jnp.floor(u * (high - low)), high - 1.0).astype(jnp.int32)
 
 
 def check_fill(fill, image: jax.Array, op: str) -> jax.Array | None:
@@ -99,6 +112,18 @@ def inverse_affine_matrix(center, angle, translate, scale, shear) -> jax.Array:
     return jnp.stack([m0, m1, m2, m3, m4, m5])
 
 
+def exact_div(a: jax.Array, b: float) -> jax.Array:
+    """``a / b``, correctly rounded (IEEE), for a float32 array ``a`` and a static number ``b``.
+
+    XLA rewrites a division by a constant or by a broadcast scalar into a multiplication by the
+    reciprocal, which is off by one ulp for some values (0.2 / 10); torchvision divides exactly,
+    and one ulp moves legacy-nearest resize indices (``floor(i * scale)`` at whole numbers) and
+    nearest sampling at half-pixel ties. The divisor is therefore made an elementwise runtime value: ``0 * a`` cannot be folded under IEEE
+    rules (it is NaN for infinite ``a``), so XLA keeps a true elementwise division.
+    """
+    return a / (b + 0.0 * a)
+
+
 def _unnormalize(g: jax.Array, size: int) -> jax.Array:
     # grid_sample, align_corners=False (ATen GridSamplerKernel: (g + 1) * size / 2 - 0.5).
     return (g + 1.0) * (size / 2.0) - 0.5
@@ -112,32 +137,48 @@ def warp_affine(image: jax.Array, matrix: jax.Array, interpolation: str, fill: j
     # _affine_grid: base grid centred on the image, theta rows divided by (W/2, H/2).
     xs = jnp.arange(w, dtype=_F32) - (w - 1) / 2.0
     ys = jnp.arange(h, dtype=_F32)[:, None] - (h - 1) / 2.0
-    gx = xs * (m[0] / (0.5 * w)) + ys * (m[1] / (0.5 * w)) + m[2] / (0.5 * w)
-    gy = xs * (m[3] / (0.5 * h)) + ys * (m[4] / (0.5 * h)) + m[5] / (0.5 * h)
+    rx, ry = exact_div(m[:3], 0.5 * w), exact_div(m[3:], 0.5 * h)
+    gx = xs * rx[0] + ys * rx[1] + rx[2]
+    gy = xs * ry[0] + ys * ry[1] + ry[2]
     return sample(image, _unnormalize(gx, w), _unnormalize(gy, h), interpolation, fill)
+
+
+def _square_to_quad(p: jax.Array) -> jax.Array:
+    """Heckbert's projective map of the unit square's corners (0,0), (1,0), (1,1), (0,1) onto the
+    quadrilateral ``p`` (4, 2), as a 3x3 matrix; exact for parallelograms too (g = h = 0)."""
+    (x0, y0), (x1, y1), (x2, y2), (x3, y3) = p
+    dx1, dx2, dx3 = x1 - x2, x3 - x2, x0 - x1 + x2 - x3
+    dy1, dy2, dy3 = y1 - y2, y3 - y2, y0 - y1 + y2 - y3
+    den = dx1 * dy2 - dx2 * dy1
+    g = (dx3 * dy2 - dx2 * dy3) / den
+    h = (dx1 * dy3 - dx3 * dy1) / den
+    return jnp.stack([
+        jnp.stack([x1 - x0 + g * x1, x3 - x0 + h * x3, x0]),
+        jnp.stack([y1 - y0 + g * y1, y3 - y0 + h * y3, y0]),
+        jnp.stack([g, h, jnp.ones_like(g)]),
+    ])
+
+
+def _adjugate(m: jax.Array) -> jax.Array:
+    """The adjugate of a 3x3 matrix (its inverse times the determinant)."""
+    c = [[m[(i + 1) % 3, (j + 1) % 3] * m[(i + 2) % 3, (j + 2) % 3]
+          - m[(i + 1) % 3, (j + 2) % 3] * m[(i + 2) % 3, (j + 1) % 3] for j in range(3)]
+         for i in range(3)]
+    return jnp.stack([jnp.stack(row) for row in c]).T
 
 
 def perspective_coefficients(startpoints: jax.Array, endpoints: jax.Array) -> jax.Array:
     """torchvision ``_get_perspective_coeffs``: the 8 coefficients of the map from ``endpoints``
     to ``startpoints`` (each ``(4, 2)`` as (x, y)), float32 and trace-safe.
 
-    torchvision solves the 8x8 system in float64; here it is solved in float32 on coordinates
-    scaled to about 1 (then unscaled), which keeps the error near float32 resolution.
+    torchvision solves the 8x8 linear system in float64; here the same homography is built in
+    closed form (unit square to each quadrilateral, one inverted through its adjugate) in
+    float32, which is cheap to compile and within about 1e-5 pixel of it on the source grid.
     """
-    src = jnp.asarray(endpoints, _F32)
-    dst = jnp.asarray(startpoints, _F32)
-    s = jnp.maximum(jnp.max(jnp.abs(jnp.concatenate([src, dst]))), 1.0)
-    p1, p2 = src / s, dst / s
-    zero, one = jnp.zeros(4, _F32), jnp.ones(4, _F32)
-    rows_x = jnp.stack([p1[:, 0], p1[:, 1], one, zero, zero, zero,
-                        -p2[:, 0] * p1[:, 0], -p2[:, 0] * p1[:, 1]], axis=1)
-    rows_y = jnp.stack([zero, zero, zero, p1[:, 0], p1[:, 1], one,
-                        -p2[:, 1] * p1[:, 0], -p2[:, 1] * p1[:, 1]], axis=1)
-    a = jnp.stack([rows_x, rows_y], axis=1).reshape(8, 8)
-    b = p2.reshape(8)
-    c = jnp.linalg.solve(a, b)
-    unscale = jnp.stack([1.0, 1.0, s, 1.0, 1.0, s, 1.0 / s, 1.0 / s])
-    return c * unscale
+    start = _square_to_quad(jnp.asarray(startpoints, _F32))
+    end = _square_to_quad(jnp.asarray(endpoints, _F32))
+    m = start @ _adjugate(end)
+    return (m / m[2, 2]).reshape(9)[:8]
 
 
 def warp_perspective(image: jax.Array, coeffs: jax.Array, interpolation: str,
@@ -149,8 +190,9 @@ def warp_perspective(image: jax.Array, coeffs: jax.Array, interpolation: str,
     xs = jnp.arange(w, dtype=_F32) + 0.5
     ys = jnp.arange(h, dtype=_F32)[:, None] + 0.5
     # _perspective_grid: numerators divided by (W/2, H/2), then / denominator - 1.
-    g1x = xs * (c[0] / (0.5 * w)) + ys * (c[1] / (0.5 * w)) + c[2] / (0.5 * w)
-    g1y = xs * (c[3] / (0.5 * h)) + ys * (c[4] / (0.5 * h)) + c[5] / (0.5 * h)
+    rx, ry = exact_div(c[0:3], 0.5 * w), exact_div(c[3:6], 0.5 * h)
+    g1x = xs * rx[0] + ys * rx[1] + rx[2]
+    g1y = xs * ry[0] + ys * ry[1] + ry[2]
     g2 = xs * c[6] + ys * c[7] + 1.0
     gx, gy = g1x / g2 - 1.0, g1y / g2 - 1.0
     return sample(image, _unnormalize(gx, w), _unnormalize(gy, h), interpolation, fill)
@@ -208,7 +250,7 @@ def resize_weights(out_size: int, in_size: int, start, length, interpolation: st
     ``"nearest"``: ATen's legacy nearest, source ``min(floor(i * scale), length - 1)``.
     """
     length = jnp.asarray(length, _F32)
-    scale = length / out_size
+    scale = exact_div(length, float(out_size))  # ATen: (float)input_size / output_size
     i = jnp.arange(out_size, dtype=_F32)[:, None]
     j = jnp.arange(in_size, dtype=_F32)[None, :] - jnp.asarray(start, _F32)
     inside = (j >= 0) & (j < length)

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 from augjax._param import Param
 from augjax._spec import op
 from augjax.catalog._pixels import is_int
-from augjax.catalog._warp import INTERPOLATIONS, check_fill, resize_crop
+from augjax.catalog._warp import INTERPOLATIONS, check_fill, resize_crop, uniform_int
 from augjax.errors import InputError
 
 __all__ = ["random_resized_crop", "random_crop", "center_crop", "rrc_box"]
@@ -73,9 +73,8 @@ def rrc_box(u_area, u_ratio, u_top, u_left, h: int, w: int, scale, ratio):
 
 def rrc_draws(key: jax.Array):
     """The uniform draws of one sample's box: ``(u_area (10,), u_ratio (10,), u_top, u_left)``."""
-    k_a, k_r, k_t, k_l = jax.random.split(key, 4)
-    u = jax.random.uniform
-    return u(k_a, (ATTEMPTS,)), u(k_r, (ATTEMPTS,)), u(k_t, ()), u(k_l, ())
+    u = jax.random.uniform(key, (2 * ATTEMPTS + 2,))
+    return u[:ATTEMPTS], u[ATTEMPTS:2 * ATTEMPTS], u[-2], u[-1]
 
 
 def _increasing_positive(value):
@@ -211,9 +210,7 @@ def random_crop(key, image, *, size, padding, pad_if_needed, fill, pad_mode):
             argument="fill",
         )
     x = pad(image, left, top, right, bottom, pad_mode, fill, "random_crop")
-    k_t, k_l = jax.random.split(key)
-    t = jax.random.randint(k_t, (), 0, ph - ch + 1)
-    l_ = jax.random.randint(k_l, (), 0, pw - cw + 1)
+    t, l_ = uniform_int(jax.random.uniform(key, (2,)), 0, jnp.array([ph - ch + 1, pw - cw + 1]))
     return jax.lax.dynamic_slice(x, (t, l_, 0), (ch, cw, c))
 
 

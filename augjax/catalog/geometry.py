@@ -7,10 +7,11 @@ semantics, round uint8 results half to even, and take ``fill`` in the image's ow
 torchvision's functional default). See :mod:`augjax.catalog._warp` for the sampling rules.
 
 Accuracy against torchvision 0.29 (CPU), measured by ``tests/test_geometry.py``: nearest
-sampling gives the same pixels except where a source coordinate lies within float32 rounding of a
-half-pixel tie (augjax computes the transform matrix in float32, torchvision in float64);
-bilinear sampling is within 1 level on uint8 and 1e-5 on float32 (float32 rounding of the
-weights and coordinates).
+sampling gives the same pixels except at exact half-pixel ties of the source coordinate, which
+both libraries resolve by float32 rounding noise (augjax computes the matrix in float32 and XLA
+fuses multiply-adds; torchvision builds it in float64); bilinear sampling is within 1 level on
+uint8 (a value at .5 rounds either way) and 1e-5 on float32 (float32 rounding of coordinates and
+weights).
 
 The single-magnitude ops (``rotate``, ``shear_x``, ``shear_y``, ``translate_x``, ``translate_y``)
 are the RandAugment/AutoAugment primitives: their one magnitude parameter is a number (used as
@@ -29,6 +30,7 @@ from augjax.catalog._warp import (
     check_fill,
     inverse_affine_matrix,
     perspective_coefficients,
+    uniform_int,
     warp_affine,
     warp_perspective,
 )
@@ -88,13 +90,19 @@ def _fill() -> Param:
                      "0..1 float32), one or one per channel; None = zero padding")
 
 
-def _draw(key: jax.Array, value) -> jax.Array:
+def _draw(key: jax.Array, value, u: jax.Array | None = None) -> jax.Array:
     """A float_or_pair value for one sample: a pair ``(lo, hi)`` is drawn uniformly in [lo, hi]
-    (``(v, v)`` gives exactly ``v``); a number, or a traced scalar from a policy, is used as is."""
+    (``(v, v)`` gives exactly ``v``); a number, or a traced scalar from a policy, is used as is.
+
+    A number goes through an optimization barrier so that XLA computes the warp exactly as for a
+    traced value: folded constants can round differently, which moves nearest sampling at exact
+    half-pixel ties, and the op must give the same pixels whichever way its value arrives.
+    ``u`` is a uniform draw to use instead of drawing from ``key``."""
     if isinstance(value, tuple):
         lo, hi = value
-        return lo + (hi - lo) * jax.random.uniform(key, (), jnp.float32)
-    return jnp.asarray(value, jnp.float32)
+        u = jax.random.uniform(key, (), jnp.float32) if u is None else u
+        return lo + (hi - lo) * u
+    return jax.lax.optimization_barrier(jnp.asarray(value, jnp.float32))
 
 
 def _magnitude(default: float, high: float, doc: str) -> Param:
@@ -142,7 +150,7 @@ def rot90(key, image, *, k):
             argument="images",
         )
     turns = jnp.stack([jnp.rot90(image, i, axes=(0, 1)) for i in range(4)])
-    return turns[jax.random.randint(key, (), 0, 4)]
+    return turns[uniform_int(jax.random.uniform(key, ()), 0, 4)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -213,17 +221,17 @@ def _positive_pair(value):
 def affine_params(key: jax.Array, h: int, w: int, *, degrees, translate, scale, shear):
     """torchvision ``RandomAffine.make_params`` for one sample: ``(angle, (tx, ty), scale,
     (shear_x, shear_y))`` as float32 scalars; ``tx``, ``ty`` are whole pixels (``round``)."""
-    k_a, k_x, k_y, k_s, k_sx, k_sy = jax.random.split(key, 6)
-    angle = _draw(k_a, degrees)
+    u = jax.random.uniform(key, (6,))
+    angle = _draw(key, degrees, u[0])
     tx = ty = jnp.float32(0.0)
     if translate is not None:
         max_dx, max_dy = translate[0] * w, translate[1] * h
-        tx = jnp.round(_draw(k_x, (-max_dx, max_dx)))
-        ty = jnp.round(_draw(k_y, (-max_dy, max_dy)))
-    zoom = jnp.float32(1.0) if scale is None else _draw(k_s, scale)
+        tx = jnp.round(_draw(key, (-max_dx, max_dx), u[1]))
+        ty = jnp.round(_draw(key, (-max_dy, max_dy), u[2]))
+    zoom = jnp.float32(1.0) if scale is None else _draw(key, scale, u[3])
     sx = sy = jnp.float32(0.0)
     if shear is not None:
-        sx, sy = _draw(k_sx, shear[:2]), _draw(k_sy, shear[2:])
+        sx, sy = _draw(key, shear[:2], u[4]), _draw(key, shear[2:], u[5])
     return angle, (tx, ty), zoom, (sx, sy)
 
 
@@ -389,10 +397,10 @@ def perspective_points(key: jax.Array, h: int, w: int, distortion_scale: float):
     draws within ``int(distortion_scale * side // 2) + 1`` pixels of each corner."""
     bound_h = int(distortion_scale * (h // 2)) + 1
     bound_w = int(distortion_scale * (w // 2)) + 1
-    ks = jax.random.split(key, 8)
     lows = [0, 0, w - bound_w, 0, w - bound_w, h - bound_h, 0, h - bound_h]
     highs = [bound_w, bound_h, w, bound_h, w, h, bound_w, h]
-    end = jnp.stack([jax.random.randint(k, (), lo, hi) for k, lo, hi in zip(ks, lows, highs)])
+    u = jax.random.uniform(key, (9,))[:8]  # the 9th draw is perspective's coin
+    end = uniform_int(u, jnp.array(lows), jnp.array(highs))
     start = jnp.array([[0, 0], [w - 1, 0], [w - 1, h - 1], [0, h - 1]], jnp.int32)
     return start, end.reshape(4, 2)
 
@@ -416,9 +424,8 @@ def perspective(key, image, *, distortion_scale, p, interpolation, fill):
     1e-4 pixel; the sampling tolerance in the module docstring covers it.
     """
     h, w = image.shape[:2]
-    k_pts, k_p = jax.random.split(key)
-    start, end = perspective_points(k_pts, h, w, distortion_scale)
+    start, end = perspective_points(key, h, w, distortion_scale)
     coeffs = perspective_coefficients(start, end)
     warped = warp_perspective(image, coeffs, interpolation, check_fill(fill, image, "perspective"))
-    return jnp.where(jax.random.bernoulli(k_p, p), warped, image)
+    return jnp.where(jax.random.uniform(key, (9,))[8] < p, warped, image)
 
