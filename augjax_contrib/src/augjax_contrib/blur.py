@@ -115,7 +115,7 @@ def motion_kernel(size: int, angle: jax.Array, direction: jax.Array) -> jax.Arra
                              doc="odd length of the blur line"),
         "angle": Param((-90.0, 90.0), kind="float_or_pair", low=-360.0, high=360.0,
                        doc="line angle in degrees (counter-clockwise), or a range"),
-        "direction": Param(0.0, kind="float_or_pair", low=-1.0, high=1.0, neutral=0.0,
+        "direction": Param(0.0, kind="float_or_pair", low=-1.0, high=1.0,
                            doc="weight skew along the line in [-1, 1] (0 = uniform), or a range"),
     },
     reference="kornia.augmentation.RandomMotionBlur (kernel definition: see motion_kernel)",
