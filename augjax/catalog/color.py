@@ -185,7 +185,6 @@ def channel_permute(key, image):
 # ColorJitter
 # ---------------------------------------------------------------------------------------------
 
-_JITTER = (adjust_brightness, adjust_contrast, adjust_saturation, adjust_hue)
 _JITTER_NEUTRAL = (1.0, 1.0, 1.0, 0.0)
 
 
