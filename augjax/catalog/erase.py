@@ -19,8 +19,8 @@ from augjax._spec import op
 from augjax.catalog._pixels import bound, is_int
 from augjax.errors import ParamError
 
-__all__ = ["random_erasing", "cutout", "erase_plan", "cutout_plan", "box_mask", "IMAGENET_MEAN",
-           "IMAGENET_STD"]
+__all__ = ["random_erasing", "cutout", "erase_plan", "cutout_plan", "box_mask", "uniforms",
+           "randint", "IMAGENET_MEAN", "IMAGENET_STD"]
 
 #: timm's ``IMAGENET_DEFAULT_MEAN`` / ``IMAGENET_DEFAULT_STD`` (fractions of the range).
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -70,10 +70,22 @@ def box_mask(height: int, width: int, top: jax.Array, left: jax.Array, h: jax.Ar
     return in_r[..., :, None] & in_c[..., None, :]
 
 
-def randint(key: jax.Array, shape: tuple[int, ...], high: jax.Array) -> jax.Array:
-    """Integers uniform in ``[0, high)`` for a traced ``high >= 1`` (``floor(u * high)``)."""
-    u = jax.random.uniform(key, shape)
-    return jnp.minimum(jnp.floor(u * high), high - 1).astype(jnp.int32)
+def uniforms(key: jax.Array, **shapes: tuple[int, ...]) -> dict[str, jax.Array]:
+    """Named arrays of U[0, 1) draws, all from one ``jax.random.uniform`` call (each random
+    call costs ~0.25 s of XLA compile time on CPU; one call serves every draw of an op)."""
+    sizes = [math.prod(shape) for shape in shapes.values()]
+    flat = jax.random.uniform(key, (sum(sizes),))
+    out, start = {}, 0
+    for (name, shape), size in zip(shapes.items(), sizes):
+        out[name] = flat[start:start + size].reshape(shape)
+        start += size
+    return out
+
+
+def randint(u: jax.Array, low, high) -> jax.Array:
+    """Integers uniform in ``[low, high)`` from uniforms ``u`` (``low + floor(u (high - low))``);
+    ``low``/``high`` may be traced, ``high > low``."""
+    return jnp.minimum(low + jnp.floor(u * (high - low)), high - 1).astype(jnp.int32)
 
 
 # -- random_erasing ----------------------------------------------------------------------------
@@ -87,21 +99,18 @@ def erase_plan(key: jax.Array, height: int, width: int, *, p: float, min_area: f
     """Draws one sample's random_erasing boxes (what the kernel draws from the same key).
 
     Returns a dict of the raw draws (``u_apply``, ``count``, ``area`` and ``log_aspect`` of shape
-    ``(max_count, 10)``, ``u_top``, ``u_left``) and the boxes they make, each ``(max_count,)``:
+    ``(max_count, 10)``) and the boxes they make, each ``(max_count,)``:
     ``top``, ``left``, ``h``, ``w`` and ``active`` (the sample is erased, the box index is below
     ``count`` and one of the 10 attempts fit).
     """
     max_count = max_count or min_count
-    k_apply, k_count, k_area, k_aspect, k_top, k_left = jax.random.split(key, 6)
-    u_apply = jax.random.uniform(k_apply)
-    if min_count == max_count:
-        count = jnp.int32(min_count)
-    else:
-        count = jax.random.randint(k_count, (), min_count, max_count + 1)
     shape = (max_count, ATTEMPTS)
-    area = jax.random.uniform(k_area, shape, minval=min_area, maxval=max_area)
+    u = uniforms(key, apply=(), count=(), area=shape, aspect=shape, top=(max_count,),
+                 left=(max_count,))
+    count = randint(u["count"], min_count, max_count + 1)
+    area = min_area + u["area"] * (max_area - min_area)
     lo, hi = _aspect_logs(min_aspect, max_aspect)
-    log_aspect = jax.random.uniform(k_aspect, shape, minval=lo, maxval=hi)
+    log_aspect = lo + u["aspect"] * (hi - lo)
     target = area * (height * width) / count
     aspect = jnp.exp(log_aspect)
     hs = jnp.round(jnp.sqrt(target * aspect)).astype(jnp.int32)  # Python round: half to even
@@ -110,14 +119,11 @@ def erase_plan(key: jax.Array, height: int, width: int, *, p: float, min_area: f
     first = jnp.argmax(fits, axis=1)  # timm keeps the first attempt that fits
     h = jnp.take_along_axis(hs, first[:, None], 1)[:, 0]
     w = jnp.take_along_axis(ws, first[:, None], 1)[:, 0]
-    u_top = jax.random.uniform(k_top, (max_count,))
-    u_left = jax.random.uniform(k_left, (max_count,))
-    top = jnp.minimum(jnp.floor(u_top * (height - h + 1)), height - h).astype(jnp.int32)
-    left = jnp.minimum(jnp.floor(u_left * (width - w + 1)), width - w).astype(jnp.int32)
-    active = (u_apply < p) & (jnp.arange(max_count) < count) & jnp.any(fits, axis=1)
-    return dict(u_apply=u_apply, count=count, area=area, log_aspect=log_aspect, u_top=u_top,
-                u_left=u_left, top=jnp.maximum(top, 0), left=jnp.maximum(left, 0), h=h, w=w,
-                active=active)
+    top = randint(u["top"], 0, jnp.maximum(height - h + 1, 1))  # timm randint(0, H - h)
+    left = randint(u["left"], 0, jnp.maximum(width - w + 1, 1))
+    active = (u["apply"] < p) & (jnp.arange(max_count) < count) & jnp.any(fits, axis=1)
+    return dict(u_apply=u["apply"], count=count, area=area, log_aspect=log_aspect, top=top,
+                left=left, h=h, w=w, active=active)
 
 
 def _check_erasing(min_area, max_area, min_count, max_count) -> None:
@@ -214,12 +220,11 @@ def cutout_plan(key: jax.Array, height: int, width: int, *, size: tuple[int, int
                 p: float) -> dict[str, jax.Array]:
     """Draws one sample's cutout holes: ``cy``, ``cx`` (centres, ``(count,)``), ``top``,
     ``left`` (unclipped corners), ``u_apply`` and ``active`` (the sample is cut)."""
-    k_apply, k_y, k_x = jax.random.split(key, 3)
-    u_apply = jax.random.uniform(k_apply)
-    cy = jax.random.randint(k_y, (count,), 0, height)
-    cx = jax.random.randint(k_x, (count,), 0, width)
-    return dict(cy=cy, cx=cx, top=cy - size[0] // 2, left=cx - size[1] // 2, u_apply=u_apply,
-                active=u_apply < p)
+    u = uniforms(key, apply=(), y=(count,), x=(count,))
+    cy = randint(u["y"], 0, height)
+    cx = randint(u["x"], 0, width)
+    return dict(cy=cy, cx=cx, top=cy - size[0] // 2, left=cx - size[1] // 2,
+                u_apply=u["apply"], active=u["apply"] < p)
 
 
 @op(

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 from augjax._param import Param
 from augjax._spec import op
 from augjax.catalog._pixels import to_dtype
-from augjax.catalog.erase import box_mask, randint
+from augjax.catalog.erase import box_mask, randint, uniforms
 from augjax.errors import InputError
 
 __all__ = ["mixup", "cutmix", "mixup_cutmix", "soft_targets", "mix_plan", "mix_batch",
@@ -47,16 +47,17 @@ def _check_classes(labels: jax.Array, num_classes: int, op: str) -> None:
 
 
 # -- boxes (timm rand_bbox / rand_bbox_minmax, vectorised) --------------------------------------
-def rand_bbox(key: jax.Array, height: int, width: int, lam: jax.Array) -> dict[str, jax.Array]:
+def rand_bbox(u: dict[str, jax.Array], height: int, width: int,
+              lam: jax.Array) -> dict[str, jax.Array]:
     """timm ``rand_bbox`` (margin 0) for each ``lam``: a ``floor(H sqrt(1 - lam))`` by
     ``floor(W sqrt(1 - lam))`` box centred uniformly over the pixels, clipped at the border.
-    Returns ``yl, yh, xl, xh`` and the centres ``cy, cx``, each shaped like ``lam``."""
+    ``u`` holds uniforms ``y``, ``x`` shaped like ``lam``. Returns ``yl, yh, xl, xh`` and the
+    centres ``cy, cx``."""
     ratio = jnp.sqrt(1.0 - lam)
     cut_h = jnp.floor(height * ratio).astype(jnp.int32)
     cut_w = jnp.floor(width * ratio).astype(jnp.int32)
-    k_y, k_x = jax.random.split(key)
-    cy = jax.random.randint(k_y, lam.shape, 0, height)
-    cx = jax.random.randint(k_x, lam.shape, 0, width)
+    cy = randint(u["y"], 0, height)
+    cx = randint(u["x"], 0, width)
     return dict(yl=jnp.clip(cy - cut_h // 2, 0, height),
                 yh=jnp.clip(cy + (cut_h + 1) // 2, 0, height),
                 xl=jnp.clip(cx - cut_w // 2, 0, width),
@@ -68,17 +69,17 @@ def minmax_sides(size: int, minmax: tuple[float, float]) -> tuple[int, int]:
     return int(size * minmax[0]), int(size * minmax[1])
 
 
-def rand_bbox_minmax(key: jax.Array, height: int, width: int, minmax: tuple[float, float],
-                     shape: tuple[int, ...]) -> dict[str, jax.Array]:
+def rand_bbox_minmax(u: dict[str, jax.Array], height: int, width: int,
+                     minmax: tuple[float, float]) -> dict[str, jax.Array]:
     """timm ``rand_bbox_minmax``: sides uniform in ``[int(H min), int(H max))`` (and for W), the
-    box placed uniformly where it fits. timm raises when ``int(H min) == int(H max)``; here the
-    side is then ``int(H min)``. Returns ``yl, yh, xl, xh`` (each of ``shape``)."""
-    k_h, k_w, k_y, k_x = jax.random.split(key, 4)
+    box placed uniformly where it fits, from uniforms ``u`` (``h``, ``w``, ``y``, ``x``). timm
+    raises when ``int(H min) == int(H max)``; here the side is then ``int(H min)``. Returns
+    ``yl, yh, xl, xh``."""
     (h_lo, h_hi), (w_lo, w_hi) = minmax_sides(height, minmax), minmax_sides(width, minmax)
-    cut_h = h_lo + randint(k_h, shape, max(h_hi - h_lo, 1))
-    cut_w = w_lo + randint(k_w, shape, max(w_hi - w_lo, 1))
-    yl = randint(k_y, shape, height - cut_h + 1)
-    xl = randint(k_x, shape, width - cut_w + 1)
+    cut_h = randint(u["h"], h_lo, max(h_hi, h_lo + 1))
+    cut_w = randint(u["w"], w_lo, max(w_hi, w_lo + 1))
+    yl = randint(u["y"], 0, height - cut_h + 1)
+    xl = randint(u["x"], 0, width - cut_w + 1)
     return dict(yl=yl, yh=yl + cut_h, xl=xl, xh=xl + cut_w)
 
 
@@ -125,9 +126,9 @@ def mix_plan(key: jax.Array, n: int, height: int, width: int, *, mixup_alpha: fl
     if cutmix_minmax is not None:
         cutmix_alpha = 1.0  # timm forces it: lam then comes from the box
     shape = {"batch": (), "pair": (n // 2,), "elem": (n,)}[mode]
-    k_p, k_switch, k_beta, k_box = jax.random.split(key, 4)
-    u_p = jax.random.uniform(k_p, shape)
-    u_switch = jax.random.uniform(k_switch, shape)
+    k_u, k_beta = jax.random.split(key)
+    u = uniforms(k_u, p=shape, switch=shape, y=shape, x=shape, h=shape, w=shape)
+    u_p, u_switch = u["p"], u["switch"]
     # With cutmix_minmax, lam comes from the box: its Beta draw would be unused (not drawn).
     alphas = [a for a in (mixup_alpha, 0.0 if cutmix_minmax else cutmix_alpha) if a > 0]
     draws = symmetric_betas(k_beta, alphas, shape) if alphas else None
@@ -147,9 +148,9 @@ def mix_plan(key: jax.Array, n: int, height: int, width: int, *, mixup_alpha: fl
     lam = jnp.where(mixed, lam.astype(jnp.float32), 1.0)
     use_cutmix = use_cutmix & mixed
     if cutmix_minmax is not None:
-        box = rand_bbox_minmax(k_box, height, width, cutmix_minmax, shape)
+        box = rand_bbox_minmax(u, height, width, cutmix_minmax)
     else:
-        box = rand_bbox(k_box, height, width, lam)
+        box = rand_bbox(u, height, width, lam)
     cut_lam = lam
     if correct_lam or cutmix_minmax is not None:
         area = (box["yh"] - box["yl"]) * (box["xh"] - box["xl"])
