@@ -1,0 +1,311 @@
+"""Crop ops against torchvision.transforms.v2 (CPU tensors).
+
+- random_resized_crop: the branch-free box sampler against a float64 transcription of
+  torchvision's ``make_params`` loop fed with the same uniform draws, and its box distribution
+  against torchvision's own sampler; the resize of a box against ``F.resized_crop`` on that box:
+  nearest exact, bilinear <= 1e-5 on float32 and <= 1 level on uint8 (ATen's uint8 kernel uses
+  fixed-point weights; augjax rounds between the two passes as ATen does).
+- random_crop: every output equals a window of torchvision's ``F.pad`` result, and the windows
+  are uniform over the positions.
+- center_crop: equal to ``F.center_crop``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import numpy as np
+import pytest
+import scipy.stats
+import torch
+import torchvision.transforms.v2 as T
+import torchvision.transforms.v2.functional as F
+from helpers import images, run_dali, seeds
+
+import augjax
+from augjax.catalog.crop import rrc_box, rrc_draws
+from augjax.errors import InputError, ParamError
+
+H, W = 24, 32
+
+
+def tv(img: np.ndarray, fn, **kw) -> np.ndarray:
+    t = torch.from_numpy(np.ascontiguousarray(img.transpose(2, 0, 1)))
+    return fn(t, **kw).numpy().transpose(1, 2, 0)
+
+
+def op_keys(keys: jax.Array) -> jax.Array:
+    """The key a single op's kernel gets for each sample (position 0 of the chain)."""
+    return jax.vmap(jax.random.fold_in, in_axes=(0, None))(keys, 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# random_resized_crop: the box
+
+
+def tv_make_params(u_area, u_ratio, u_top, u_left, h, w, scale, ratio):
+    """torchvision RandomResizedCrop.make_params in float64, with its draws replaced by the given
+    uniforms (randint(0, n) -> floor(u * n)). Also returns whether an attempt up to the chosen one
+    had sqrt(...) within 1e-4 of a .5 rounding tie (float32 may round those the other way), and
+    whether the box is the fallback."""
+    area = h * w
+    log_ratio = (math.log(ratio[0]), math.log(ratio[1]))
+    near_tie = False
+    for t in range(10):
+        target_area = area * (scale[0] + (scale[1] - scale[0]) * float(u_area[t]))
+        aspect = math.exp(log_ratio[0] + (log_ratio[1] - log_ratio[0]) * float(u_ratio[t]))
+        sw, sh = math.sqrt(target_area * aspect), math.sqrt(target_area / aspect)
+        near_tie |= min(abs(sw % 1 - 0.5), abs(sh % 1 - 0.5)) < 1e-4
+        cw, ch = int(round(sw)), int(round(sh))
+        if 0 < cw <= w and 0 < ch <= h:
+            return (int(u_top * (h - ch + 1)), int(u_left * (w - cw + 1)), ch, cw), near_tie, False
+    in_ratio = w / h
+    if in_ratio < min(ratio):
+        cw, ch = w, int(round(w / min(ratio)))
+    elif in_ratio > max(ratio):
+        ch, cw = h, int(round(h * max(ratio)))
+    else:
+        cw, ch = w, h
+    return ((h - ch) // 2, (w - cw) // 2, ch, cw), near_tie, True
+
+
+@pytest.mark.parametrize("h,w,scale,ratio,fallbacks", [
+    (24, 32, (0.08, 1.0), (3 / 4, 4 / 3), (0, 0.01)),  # ImageNet defaults
+    (20, 60, (0.3, 0.6), (0.9, 1.1), (0.1, 0.4)),  # wide: attempts fail, some samples fall back
+    (32, 32, (0.9, 1.0), (3.0, 4.0), (1, 1)),  # nothing fits: fallback, the ratio clamped
+    (40, 12, (0.9, 1.0), (2.0, 3.0), (1, 1)),  # the fallback of a tall image keeps the width
+])
+def test_rrc_box_matches_torchvision_make_params(h, w, scale, ratio, fallbacks):
+    keys = jax.random.split(jax.random.key(0), 500)
+    draws = jax.vmap(rrc_draws)(keys)
+    boxes = np.stack([np.asarray(b) for b in jax.jit(jax.vmap(
+        lambda *d: rrc_box(*d, h, w, scale, ratio)))(*draws)], axis=1)
+    draws = [np.asarray(d, np.float64) for d in draws]
+    ties = fell_back = 0
+    for i, box in enumerate(boxes):
+        ref, near_tie, fallback = tv_make_params(*(d[i] for d in draws), h, w, scale, ratio)
+        fell_back += fallback
+        if tuple(box) != ref:
+            assert near_tie, (i, tuple(box), ref)
+            ties += 1
+    assert ties <= 2
+    assert fallbacks[0] <= fell_back / len(boxes) <= fallbacks[1]
+    assert (boxes[:, 2] <= h).all() and (boxes[:, 3] <= w).all()
+    assert (boxes[:, 0] + boxes[:, 2] <= h).all() and (boxes[:, 1] + boxes[:, 3] <= w).all()
+
+
+def test_rrc_box_distribution_matches_torchvision_sampler():
+    n, h, w = 2000, 24, 32
+    keys = jax.random.split(jax.random.key(1), n)
+    ours = np.stack([np.asarray(b) for b in jax.jit(jax.vmap(
+        lambda k: rrc_box(*rrc_draws(k), h, w, (0.08, 1.0), (3 / 4, 4 / 3))))(keys)], axis=1)
+    torch.manual_seed(0)
+    t = T.RandomResizedCrop(8)
+    probe = torch.zeros(3, h, w)
+    theirs = np.array([[p["top"], p["left"], p["height"], p["width"]]
+                       for p in (t.make_params([probe]) for _ in range(n))])
+    for col in range(4):  # top, left, height, width
+        assert scipy.stats.ks_2samp(ours[:, col], theirs[:, col]).pvalue > 1e-3, col
+
+
+# ---------------------------------------------------------------------------------------------
+# random_resized_crop: the resize
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+@pytest.mark.parametrize("interp,antialias", [("bilinear", True), ("bilinear", False),
+                                              ("nearest", True)])
+@pytest.mark.parametrize("size", [(12, 12), (40, 30)])  # mostly shrinking; mostly enlarging
+def test_rrc_matches_torchvision_resized_crop(size, interp, antialias, dtype):
+    n = 6
+    x = images(n, H, W, dtype=dtype, seed=1)
+    keys = jax.random.split(jax.random.key(2), n)
+    out = np.asarray(augjax.ops.random_resized_crop(x, key=keys, size=size, interpolation=interp,
+                                                    antialias=antialias))
+    assert out.shape == (n, *size, 3) and out.dtype == x.dtype
+    off_by_one = 0
+    for i, k in enumerate(op_keys(keys)):
+        top, left, h, w = (int(v) for v in rrc_box(*rrc_draws(k), H, W, (0.08, 1.0),
+                                                   (3 / 4, 4 / 3)))
+        ref = tv(x[i], F.resized_crop, top=top, left=left, height=h, width=w, size=list(size),
+                 interpolation=F.InterpolationMode(interp), antialias=antialias)
+        diff = np.abs(out[i].astype(np.float64) - ref)
+        if interp == "nearest":
+            np.testing.assert_array_equal(out[i], ref)
+        elif dtype == np.float32:
+            assert diff.max() <= 1e-5
+        else:
+            assert diff.max() <= 1.0
+            off_by_one += (diff > 0).sum()
+    assert off_by_one <= 0.05 * out.size
+
+
+def test_rrc_full_box_same_size_is_the_identity():
+    x = images(3, H, W, dtype=np.float32, seed=2)
+    out = augjax.ops.random_resized_crop(x, key=jax.random.key(0), size=(H, W), scale=(1.0, 1.0),
+                                         ratio=(W / H, W / H))
+    np.testing.assert_array_equal(out, x)
+
+
+# ---------------------------------------------------------------------------------------------
+# random_crop
+
+
+def windows(padded: np.ndarray, out: np.ndarray) -> list[tuple[int, int]]:
+    """The (top, left) positions where ``out`` is a window of ``padded``."""
+    ch, cw = out.shape[:2]
+    return [(t, l) for t in range(padded.shape[0] - ch + 1) for l in range(padded.shape[1] - cw + 1)
+            if np.array_equal(padded[t:t + ch, l:l + cw], out)]
+
+
+@pytest.mark.parametrize("pad_mode,padding,fill", [
+    ("constant", 4, 0.0), ("constant", (2, 3), (10.0, 20.0, 30.0)), ("edge", (1, 2, 3, 4), 0.0),
+    ("reflect", 3, 0.0), ("symmetric", (3, 1), 0.0),
+])
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+def test_random_crop_is_a_window_of_torchvision_pad(pad_mode, padding, fill, dtype):
+    n, size = 6, (H, W)  # CIFAR style: pad, then crop back to the input size
+    if dtype == np.float32 and isinstance(fill, tuple):
+        fill = tuple(v / 255 for v in fill)
+    x = images(n, H, W, dtype=dtype, seed=3)
+    out = np.asarray(augjax.ops.random_crop(x, key=jax.random.key(3), size=size, padding=padding,
+                                            fill=fill, pad_mode=pad_mode))
+    tv_padding = [padding] if isinstance(padding, int) else list(padding)
+    tv_fill = list(fill) if isinstance(fill, tuple) else fill
+    for i in range(n):
+        padded = tv(x[i], F.pad, padding=tv_padding, fill=tv_fill, padding_mode=pad_mode)
+        assert windows(padded, out[i]), f"sample {i} is no window of the padded image"
+
+
+def test_random_crop_positions_are_uniform():
+    n = 1200
+    x = np.arange(4 * 5, dtype=np.float32).reshape(1, 4, 5, 1).repeat(n, 0) + 1
+    out = np.asarray(augjax.ops.random_crop(x, key=jax.random.key(4), size=(3, 3), padding=1))
+    padded = np.pad(x[0], ((1, 1), (1, 1), (0, 0)))
+    pos = [windows(padded, o) for o in out]
+    assert all(len(p) == 1 for p in pos)
+    counts = np.bincount([t * 5 + l for ((t, l),) in pos], minlength=4 * 5)
+    assert scipy.stats.chisquare(counts).pvalue > 1e-3
+
+
+def test_random_crop_pad_if_needed_matches_torchvision():
+    x = images(4, 10, 12, seed=5)
+    out = np.asarray(augjax.ops.random_crop(x, key=jax.random.key(5), size=(16, 14),
+                                            pad_if_needed=True, fill=7.0))
+    for i in range(4):
+        # torchvision pads the shortfall (6 rows, 2 columns) on both sides.
+        padded = tv(x[i], F.pad, padding=[2, 6, 2, 6], fill=7.0)
+        assert windows(padded, out[i])
+
+
+def test_random_crop_errors():
+    x = images(2, 10, 12)
+    k = jax.random.key(0)
+    with pytest.raises(InputError, match=r"random_crop: the crop size \(16, 12\) is larger than "
+                                         r"the image \(10, 12\)"):
+        augjax.ops.random_crop(x, key=k, size=(16, 12))
+    with pytest.raises(InputError, match="random_crop: a per-channel fill needs pad_mode="):
+        augjax.ops.random_crop(x, key=k, size=8, padding=2, fill=(1, 2, 3), pad_mode="edge")
+    with pytest.raises(ParamError, match="random_crop: parameter 'padding'"):
+        augjax.ops.random_crop(x, key=k, size=8, padding=(1, 2, 3))
+    with pytest.raises(ParamError, match="random_crop: parameter 'padding'"):
+        augjax.ops.random_crop(x, key=k, size=8, padding=1.5)
+    with pytest.raises(ParamError, match="random_crop: parameter 'size' is required"):
+        augjax.ops.random_crop(x, key=k)
+
+
+# ---------------------------------------------------------------------------------------------
+# center_crop
+
+
+@pytest.mark.parametrize("size", [(10, 10), (13, 17), (24, 32), (30, 20), (31, 41), 9])
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+def test_center_crop_matches_torchvision(size, dtype):
+    x = images(2, H, W, dtype=dtype, seed=6)
+    out = np.asarray(augjax.ops.center_crop(x, size=size))
+    want = (size, size) if isinstance(size, int) else size
+    for i in range(2):
+        np.testing.assert_array_equal(out[i], tv(x[i], F.center_crop, output_size=list(want)))
+
+
+def test_center_crop_chw():
+    x = images(2, 9, 11, dtype=np.float32, seed=7)
+    chw = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+    out = np.asarray(augjax.ops.center_crop(chw, size=(4, 7), layout="CHW"))
+    np.testing.assert_array_equal(out, F.center_crop(torch.from_numpy(chw), [4, 7]).numpy())
+
+
+# ---------------------------------------------------------------------------------------------
+# DALI, layouts, randomness, errors
+
+CROPS = [("random_resized_crop", dict(size=(12, 10))),
+         ("random_crop", dict(size=(20, 28), padding=2, pad_mode="reflect")),
+         ("center_crop", dict(size=(15, 15)))]
+
+
+@pytest.mark.parametrize("dtype,layout", [(np.uint8, "HWC"), (np.float32, "CHW")])
+def test_dali_path_equals_array_path(dtype, layout):
+    x = images(4, H, W, dtype=dtype, seed=8)
+    if layout == "CHW":
+        x = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+    s = seeds(4, seed=5)
+
+    def build(imgs, sd):
+        outs = []
+        for name, params in CROPS:
+            extra = {} if name == "center_crop" else {"seeds": sd}
+            outs.append(getattr(augjax.ops, name)(imgs, layout=layout, **extra, **params))
+        return tuple(outs)
+
+    (outs,) = run_dali(build, x, s, layouts=[layout, None])
+    keys = augjax.keys_from_seeds(s)
+    for (name, params), got in zip(CROPS, outs):
+        extra = {} if name == "center_crop" else {"key": keys}
+        want = np.asarray(getattr(augjax.ops, name)(x, layout=layout, **extra, **params))
+        np.testing.assert_array_equal(got, want, err_msg=name)
+        h, w = params["size"]
+        assert got.shape == ((4, 3, h, w) if layout == "CHW" else (4, h, w, 3))
+
+
+@pytest.mark.gpu
+def test_dali_gpu_path_equals_array_path():
+    x, s = images(4, H, W, seed=9), seeds(4, seed=6)
+    name, params = CROPS[0]
+    (outs,) = run_dali(lambda im, sd: getattr(augjax.ops, name)(im, seeds=sd, **params), x, s,
+                       layouts=["HWC", None], device="gpu")
+    np.testing.assert_array_equal(
+        outs[0], augjax.ops.random_resized_crop(x, key=augjax.keys_from_seeds(s), **params))
+
+
+@pytest.mark.parametrize("name,params", CROPS[:2])
+def test_chw_equals_hwc_and_keys_reproduce(name, params):
+    spec = getattr(augjax.ops, name)
+    x = images(4, H, W, dtype=np.float32, seed=10)
+    k = jax.random.key(11)
+    a = np.asarray(spec(x, key=k, **params))
+    b = np.asarray(spec(np.ascontiguousarray(x.transpose(0, 3, 1, 2)), key=k, layout="CHW",
+                        **params))
+    np.testing.assert_array_equal(a, b.transpose(0, 2, 3, 1))
+    np.testing.assert_array_equal(a, spec(x, key=jax.random.key(11), **params))
+    assert not np.array_equal(a, spec(x, key=jax.random.key(12), **params))
+
+
+@pytest.mark.parametrize("params,match", [
+    (dict(size=(8, 8), scale=(1.0, 0.5)), "random_resized_crop: parameter 'scale' .*low > high"),
+    (dict(size=(8, 8), ratio=(0.0, 1.0)), "random_resized_crop: parameter 'ratio' .*positive"),
+    (dict(size=(0, 8)), "random_resized_crop: parameter 'size'"),
+    (dict(size=8, interpolation="bicubic"), "random_resized_crop: parameter 'interpolation'"),
+    (dict(), "random_resized_crop: parameter 'size' is required"),
+])
+def test_rrc_bad_params(params, match):
+    with pytest.raises(ParamError, match=match):
+        augjax.ops.random_resized_crop(images(1, 8, 8), key=jax.random.key(0), **params)
+
+
+def test_output_size_is_declared():
+    for name, params in CROPS:
+        bound = getattr(augjax.ops, name).bind(**params)
+        assert bound.spec.output_size(H, W, **bound.kwargs) == params["size"]
+
+
