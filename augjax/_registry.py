@@ -59,8 +59,15 @@ from augjax.errors import (
     PluginLoadError,
 )
 
-__all__ = ["CORE_DISTRIBUTION", "GROUP", "OpRecord", "REGISTRY", "Registry", "STATUSES",
-           "natural_key"]
+__all__ = [
+    "CORE_DISTRIBUTION",
+    "GROUP",
+    "REGISTRY",
+    "STATUSES",
+    "OpRecord",
+    "Registry",
+    "natural_key",
+]
 
 _USABLE = ("available", "loaded")
 

@@ -360,29 +360,32 @@ def load_entry_point(record: OpRecord) -> tuple[str, str, Any, BaseException | N
             reason = f"importing {record.entry_point!r} raised AttributeError: {err}"
         return "failed", reason, None, err
     except BaseException as err:  # noqa: BLE001 - a plugin may raise anything, SystemExit too
-        return ("failed", f"importing {record.entry_point!r} raised {type(err).__name__}: {err}",
-                None, err)
+        reason = f"importing {record.entry_point!r} raised {type(err).__name__}: {err}"
+        return "failed", reason, None, err
     after = _jax_state()
     if before is not None and after != before:
         warnings.warn(f"augjax: importing op {record.name!r} from {where} changed global JAX "
                       f"configuration {before} -> {after}", AugjaxWarning, stacklevel=3)
     if not isinstance(obj, OpSpec):
         kind = "module" if type(obj).__name__ == "module" else type(obj).__name__
-        return ("failed", f"entry point {record.name} = {record.entry_point} is a {kind}, not an "
-                f"augjax op (declare it with @augjax.op)", None, None)
+        reason = (f"entry point {record.name} = {record.entry_point} is a {kind}, not an augjax "
+                  f"op (declare it with @augjax.op)")
+        return "failed", reason, None, None
     if obj.name != record.name:
-        return ("failed", f"entry point {record.name!r} points to an op named {obj.name!r}; the "
-                f"entry-point name must equal the op name", None, None)
+        reason = (f"entry point {record.name!r} points to an op named {obj.name!r}; the "
+                  f"entry-point name must equal the op name")
+        return "failed", reason, None, None
     major, host = api_major(obj.api_version), api_major(API_VERSION)
     if major is None:
-        return ("incompatible", f"op {obj.name!r} declares a malformed authoring API version "
-                f"{obj.api_version!r}; this augjax supports API {API_VERSION}", None, None)
+        reason = (f"op {obj.name!r} declares a malformed authoring API version "
+                  f"{obj.api_version!r}; this augjax supports API {API_VERSION}")
+        return "incompatible", reason, None, None
     if major != host:
         fix = ("upgrade augjax" if major > host else
                f"install a {record.distribution} release built for API {host}.x")
-        return ("incompatible", f"op {obj.name!r} is written for authoring API "
-                f"{obj.api_version} (major {major}); this augjax supports API {API_VERSION} "
-                f"(major {host}): {fix}", None, None)
+        reason = (f"op {obj.name!r} is written for authoring API {obj.api_version} (major "
+                  f"{major}); this augjax supports API {API_VERSION} (major {host}): {fix}")
+        return "incompatible", reason, None, None
     if _api_minor(obj.api_version) > _api_minor(API_VERSION):
         warnings.warn(f"augjax: op {obj.name!r} from {where} is written for authoring API "
                       f"{obj.api_version}, newer than this augjax's {API_VERSION}; features it "

@@ -13,7 +13,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from plugin_site import global_registry, site  # noqa: F401
 
 import augjax
 from augjax import Param, op
@@ -34,6 +33,8 @@ from augjax.testing import _checks as checks
 
 AMOUNT = {"amount": Param(0.5, low=0.0, high=1.0, neutral=0.0, magnitude=(0.0, 1.0),
                           doc="shift drawn from U[0, amount] of the range")}
+
+pytest_plugins = ["plugin_site"]  # the site / global_registry fixtures
 
 
 def _finish(x, dtype):
@@ -185,7 +186,7 @@ def test_mutation_and_input_error_checks_can_fail():
 def test_param_validation_check_can_fail():
     class LenientSpec:
         name = "kit_lenient"
-        params = {"amount": Param(0.5, low=0.0, high=1.0)}
+        params = types.MappingProxyType({"amount": Param(0.5, low=0.0, high=1.0)})
 
         def bind(self, **params):  # accepts anything: what the check must notice
             return None

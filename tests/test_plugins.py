@@ -13,7 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
-from plugin_site import global_registry, op_source, plugin_modules_imported, site  # noqa: F401
+
+pytest.register_assert_rewrite("plugin_site")
+from plugin_site import op_source, plugin_modules_imported
 
 import augjax
 import augjax._registry as registry_mod
@@ -28,6 +30,8 @@ from augjax.errors import (
     PluginLoadError,
 )
 from augjax.testing import write_distribution
+
+pytest_plugins = ["plugin_site"]  # the site / global_registry fixtures
 
 
 def records_of(reg: Registry, dist: str) -> dict[str, object]:
@@ -189,8 +193,8 @@ def test_builtin_ops_are_never_shadowed(site, monkeypatch):
     write_distribution(site, "shadow-pack", "1.0", ops={"flip": "shadow_mod:flip"},
                        modules={"shadow_mod.py": op_source("flip")})
     monkeypatch.setenv("AUGJAX_PREFER", "flip=shadow-pack")
+    reg = Registry()
     with pytest.warns(AugjaxWarning, match="cannot be shadowed"):
-        reg = Registry()
         reg.list_ops()
     assert reg.get("flip").kernel.__module__ == "augjax.catalog.geometry"
     shadow = reg.record("shadow-pack:flip")
@@ -240,9 +244,10 @@ def test_stale_dist_info_without_metadata_is_skipped(site, tmp_path, monkeypatch
                        modules={"stale_mod.py": op_source("stale_op")})
     monkeypatch.syspath_prepend(str(tmp_path / "empty"))
     monkeypatch.syspath_prepend(str(stale))
+    reg = Registry()
     with pytest.warns(AugjaxWarning, match="no readable METADATA"):
-        reg = Registry()
-        recs = reg.records("stale_op", include_all=True)
+        reg.list_ops()
+    recs = reg.records("stale_op", include_all=True)
     assert [(r.version, r.status) for r in recs] == [("1.0", "available")]
     assert reg.get("stale_op").name == "stale_op"
 
@@ -306,8 +311,8 @@ def test_allow_and_deny_lists(site, monkeypatch):
     assert statuses(Registry()) == {"a_op": "disabled", "b_op": "available"}
     monkeypatch.delenv("AUGJAX_PLUGINS")
     monkeypatch.setenv("AUGJAX_DISABLE_PLUGINS", "pack-a*,augjax")
+    reg = Registry()
     with pytest.warns(AugjaxWarning, match="cannot be disabled"):
-        reg = Registry()
         reg.list_ops()
     assert statuses(reg) == {"a_op": "disabled", "b_op": "available"}
     assert "AUGJAX_DISABLE_PLUGINS" in reg.records("a_op", include_all=True)[0].reason
@@ -320,8 +325,8 @@ def test_allow_and_deny_lists(site, monkeypatch):
 def test_unknown_allow_list_entry_is_reported(site, monkeypatch):
     write_two_packs(site)
     monkeypatch.setenv("AUGJAX_PLUGINS", "pack-a,pakc-b")
+    reg = Registry()
     with pytest.warns(AugjaxWarning, match="'pakc-b', which matches no installed distribution"):
-        reg = Registry()
         reg.list_ops()
     assert any("pakc-b" in note for note in reg.notes)
 
@@ -398,7 +403,7 @@ def test_cli_list_in_a_subprocess_imports_no_plugin(site):
                        modules={"loud_mod.py": source})
     code = ("import sys; from augjax.cli.main import main; rc = main(['list', '--all']); "
             "assert 'loud_mod' not in sys.modules; sys.exit(rc)")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False,
                           env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "loud_op" in proc.stdout and "loud-pack==1.0" in proc.stdout

@@ -14,7 +14,7 @@ import pytest
 
 README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
 SECTION = "## Write your own augmentation pack"
-BLOCK = re.compile(r"^```[a-z]*\n# file: (?P<path>\S+)\n(?P<body>.*?)^```$", re.M | re.S)
+BLOCK = re.compile(r"^```[a-z]*\n# file: (?P<path>\S+)\n(?P<body>.*?)^```$", re.MULTILINE | re.DOTALL)
 
 
 def pack_files() -> dict[str, str]:
@@ -22,7 +22,7 @@ def pack_files() -> dict[str, str]:
     text = README.read_text(encoding="utf-8")
     assert SECTION in text, f"README.md has no section {SECTION!r}"
     section = text.split(SECTION, 1)[1]
-    section = re.split(r"^## ", section, maxsplit=1, flags=re.M)[0]
+    section = re.split(r"^## ", section, maxsplit=1, flags=re.MULTILINE)[0]
     return {m["path"]: m["body"] for m in BLOCK.finditer(section)}
 
 
@@ -31,7 +31,7 @@ def test_readme_section_is_a_complete_pack():
     assert "pyproject.toml" in files and any(p.startswith("tests/") for p in files)
     toml = files["pyproject.toml"]
     assert '[project.entry-points."augjax.ops"]' in toml
-    targets = re.findall(r'^(\w+) = "([\w.]+):(\w+)"', toml, re.M)
+    targets = re.findall(r'^(\w+) = "([\w.]+):(\w+)"', toml, re.MULTILINE)
     assert targets, "the pyproject declares no op"
     for name, module, attr in targets:
         path = next(p for p in files if p.endswith(module.replace(".", "/") + ".py"))
@@ -58,16 +58,16 @@ def test_readme_pack_installs_and_passes_its_tests_and_augjax_check(tmp_path):
     assert list(site.glob("augjax_sepia-*.dist-info"))
     env = _env(site)
     listed = subprocess.run([sys.executable, "-m", "augjax.cli.main", "list", "--dist",
-                             "augjax-sepia"], capture_output=True, text=True, env=env,
+                             "augjax-sepia"], capture_output=True, text=True, check=False, env=env,
                             timeout=120)
     assert listed.returncode == 0 and "sepia" in listed.stdout, listed
     tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                            str(project / "tests")], capture_output=True, text=True, env=env,
+                            str(project / "tests")], capture_output=True, text=True, check=False, env=env,
                            cwd=project, timeout=600)
     assert tests.returncode == 0, tests.stdout[-3000:] + tests.stderr[-3000:]
     assert re.search(r"\b1\d passed\b", tests.stdout) and "failed" not in tests.stdout
     check = subprocess.run([sys.executable, "-m", "augjax.cli.main", "check", "augjax-sepia"],
-                           capture_output=True, text=True, env=env, timeout=600)
+                           capture_output=True, text=True, check=False, env=env, timeout=600)
     assert check.returncode == 0, check.stdout[-3000:] + check.stderr[-3000:]
     assert "sepia  (augjax-sepia==0.1.0)" in check.stdout
     assert "FAIL" not in check.stdout

@@ -55,7 +55,11 @@ def _targets(target: str) -> tuple[list[str], str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from augjax.testing import CheckReport, CheckResult, check_op  # imports JAX: only here
+    from augjax.testing import (  # imports JAX: only here
+        CheckReport,
+        CheckResult,
+        check_op,
+    )
 
     names, what = _targets(args.target)
     if not names:

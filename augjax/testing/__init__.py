@@ -38,7 +38,12 @@ discovery without building it.
 from augjax.testing._checks import CHECKS, CheckSkipped, applicable_checks
 from augjax.testing._dali import dali_available
 from augjax.testing._dists import write_distribution
-from augjax.testing._examples import example_op, example_params, make_images, neutral_params
+from augjax.testing._examples import (
+    example_op,
+    example_params,
+    make_images,
+    neutral_params,
+)
 from augjax.testing._runner import (
     Check,
     CheckReport,

@@ -18,7 +18,7 @@ _LOCK = threading.Lock()
 def dali_available() -> str | None:
     """``None`` when DALI with its JAX plugin imports, else the reason it does not."""
     try:
-        import nvidia.dali  # noqa: F401
+        import nvidia.dali
         import nvidia.dali.plugin.jax  # noqa: F401
     except ImportError as err:
         return f"NVIDIA DALI with its JAX plugin is not installed ({err})"

@@ -23,8 +23,16 @@ from augjax._bound import BoundOp
 from augjax._spec import OpSpec
 from augjax.errors import ParamError
 
-__all__ = ["SHAPE", "example_params", "example_op", "neutral_params", "make_images",
-           "make_labels", "num_classes", "channels_for"]
+__all__ = [
+    "SHAPE",
+    "channels_for",
+    "example_op",
+    "example_params",
+    "make_images",
+    "make_labels",
+    "neutral_params",
+    "num_classes",
+]
 
 #: Batch, height, width of the kit's images (small and not square, so a swapped H/W shows).
 SHAPE = (2, 12, 14)

@@ -181,7 +181,7 @@ def op_checks(op_or_name: Any, *, expected_failed_checks: ExpectedFailures = Non
         OpNotFoundError, OpConflictError: the name selects no op or several. An op whose
             entry point does not load yields a single failing ``check_loads``.
     """
-    label, op, error = _resolve(op_or_name)
+    _, op, error = _resolve(op_or_name)
     if error is not None:
         funcs = [_load_failure(error)]
         spec = None
