@@ -397,3 +397,149 @@ def test_augmix_choices(style):
         np.testing.assert_allclose(w.sum(1), 1, atol=1e-5)
         assert stats.kstest(w[:, 0], stats.beta(0.5, 1.0).cdf).pvalue > 1e-3
         assert stats.kstest(plan["level"].ravel(), stats.uniform(0, 3).cdf).pvalue > 1e-3
+
+
+# ---------------------------------------------------------------------------------------------
+# Outputs: each sample is its chosen op(s) applied alone, with the plan's value
+
+
+def _groups(plan, n_layers):
+    keys = [tuple((int(plan["op"][s, i]), float(plan["value"][s, i]), bool(plan["applied"][s, i]))
+                  for i in range(n_layers)) for s in range(len(plan["op"]))]
+    out = {}
+    for s, k in enumerate(keys):
+        out.setdefault(k, []).append(s)
+    return out
+
+
+def _apply_entry(policy, j, value, x):
+    """Entry ``j`` of ``policy`` through the public op, with ``value`` as a Python number."""
+    e = policy.entries[j]
+    if e.op is None:
+        return x
+    params = dict(e.fixed)
+    if e.param is not None:
+        params[e.param] = float(value)
+    if e.geometric:
+        params.update(fill=policy.fill, interpolation=policy.interpolation)
+    op = augjax.get_op(e.op)
+    return np.asarray(op(x, key=jax.random.key(0), **params) if op.random else op(x, **params))
+
+
+@pytest.mark.parametrize("policy", [
+    augjax.rand_augment(n=1, ops=("Identity", "Posterize", "Solarize", "Rotate")),
+    augjax.rand_augment(n=1, m=9, p=1.0, style="timm",
+                        ops=("SolarizeAdd", "PosterizeIncreasing", "ShearX")),
+    augjax.rand_augment(n=2, ops=("AutoContrast", "Equalize", "Identity")),
+], ids=["torchvision", "timm", "two-layers"])
+def test_outputs_are_the_chosen_ops(policy):
+    x = images(24, 16, 16, seed=8)
+    keys = jax.random.split(jax.random.key(10), 24)
+    out = np.asarray(policy(x, key=keys))
+    plan = {k: np.asarray(v) for k, v in policy.explain(x, key=keys).items()}
+    groups = _groups(plan, policy.n)
+    assert len(groups) >= 3  # one batch, several per-sample choices
+    for choice, rows in groups.items():
+        ref = x[rows]
+        for j, value, applied in choice:
+            if applied:
+                ref = _apply_entry(policy, j, value, ref)
+        np.testing.assert_array_equal(out[rows], ref, err_msg=str(choice))
+
+
+@pytest.mark.parametrize("style, blended", [("torchvision", False), ("timm", False),
+                                            ("timm", True)])
+def test_augmix_mixing_matches_the_formula(style, blended):
+    policy = augjax.augmix(width=2, style=style, blended=blended,
+                           ops=("Equalize", "AutoContrast"))
+    x = images(16, 12, 12, seed=9)
+    keys = jax.random.split(jax.random.key(11), 16)
+    out = np.asarray(policy(x, key=keys))
+    plan = {k: np.asarray(v) for k, v in policy.explain(x, key=keys).items()}
+    eq, ac = np.asarray(augjax.ops.equalize(x)), np.asarray(augjax.ops.autocontrast(x))
+    ref = np.zeros_like(x)
+    tie = np.zeros(x.shape, bool)  # pixels where a truncation sees a float32 tie
+
+    def floor(v):
+        tie_here = np.abs(v - np.round(v)) < 1e-3
+        return np.floor(v), tie_here
+
+    for s in range(16):
+        chains = []
+        for i in range(2):
+            img = x[s:s + 1]
+            for d in range(plan["depth"][s, i]):
+                img = np.asarray((augjax.ops.equalize if plan["op"][s, i, d] == 0 else
+                                  augjax.ops.autocontrast)(img))
+            chains.append(img[0].astype(np.float32))
+        w, m, xf = plan["weights"][s], plan["m"][s], x[s].astype(np.float32)
+        if style == "torchvision":  # trunc(m0 * x + sum w_i chain_i)
+            ref[s], tie[s] = floor(np.clip(m * xf + (w[0] * chains[0] + w[1] * chains[1]), 0, 255))
+        elif not blended:  # PIL blend(x, uint8(clip(sum w_i chain_i)), m)
+            mixed, t1 = floor(np.clip(w[0] * chains[0] + w[1] * chains[1], 0, 255))
+            ref[s], t2 = floor(xf + m * (mixed - xf))
+            tie[s] = t1 | t2
+        else:  # timm _apply_blended: sequential blends with the recomputed weights
+            ws = w * m
+            a1 = ws[1]
+            a0 = ws[0] / (1 - a1)
+            img, t1 = floor(xf + a0 * (chains[0] - xf))
+            ref[s], t2 = floor(img + a1 * (chains[1] - img))
+            tie[s] = t1 | t2
+    diff = np.abs(out.astype(int) - ref.astype(int))
+    # Equal except at float32 ties of the truncations (the weights sum to 1 only up to
+    # rounding, so an unchanged pixel can land on either side of its level, as in the refs).
+    assert diff.max() <= 1 and not (diff > 0)[~tie].any()
+    assert (diff == 0).mean() > 0.5
+
+
+def test_policies_are_per_sample_and_reproducible():
+    policy = augjax.trivial_augment_wide()
+    x = np.repeat(images(1, 16, 16, seed=12), 16, axis=0)  # one image, 16 times
+    key = jax.random.key(13)
+    out = np.asarray(policy(x, key=key))
+    assert len({o.tobytes() for o in out}) >= 8  # samples choose their own op and magnitude
+    np.testing.assert_array_equal(out, np.asarray(augjax.trivial_augment_wide()(x, key=key)))
+    assert not np.array_equal(out, np.asarray(policy(x, key=jax.random.key(14))))
+    xf = (x / 255.0).astype(np.float32)  # float images: same choices, float output
+    outf = np.asarray(policy(xf, key=key))
+    assert outf.dtype == np.float32 and 0.0 <= outf.min() and outf.max() <= 1.0
+
+
+def test_dali_equals_arrays_for_policies():
+    x, s = images(6, 16, 16, seed=15), seeds(6, seed=16)
+    chain = augjax.compose(augjax.from_timm("rand-m9-mstd0.5-inc1"),
+                           augjax.augmix(width=2, depth=1),
+                           augjax.ops.normalize.bind(chw=True))
+    (out,), = run_dali(lambda im, sd: chain(im, seeds=sd), x, s, layouts=["HWC", None])
+    ref = np.asarray(chain(x, key=augjax.keys_from_seeds(s)))
+    assert out.shape == (6, 3, 16, 16)
+    np.testing.assert_array_equal(out, ref)
+
+
+def test_no_recompilation_after_warmup():
+    from nvidia.dali import fn, pipeline_def
+
+    batch = np.random.default_rng(0).integers(0, 256, (4, 8, 8, 3), dtype=np.uint8)
+
+    def build():
+        policy = augjax.rand_augment(n=2, m=9)
+
+        @pipeline_def(batch_size=4, num_threads=1, device_id=None, seed=3,
+                      prefetch_queue_depth=1)
+        def pipe():
+            images = fn.external_source(source=lambda: batch, batch=True, layout="HWC")
+            return policy(images)
+
+        p = pipe()
+        p.build()
+        return p
+
+    before = augjax.trace_count()
+    p = build()
+    outs = [np.array(p.run()[0].as_tensor()) for _ in range(1000)]
+    assert augjax.trace_count() - before == 1  # 1000 batches, one compilation
+    assert not np.array_equal(outs[0], outs[1])  # new seeds every batch
+    q = build()  # the same pipeline again: the cached program, no new trace
+    np.array(q.run()[0].as_tensor())
+    assert augjax.trace_count() - before == 1
