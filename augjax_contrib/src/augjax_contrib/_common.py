@@ -103,7 +103,8 @@ def normal(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
 
 
 def poisson(key: jax.Array, lam: jax.Array) -> jax.Array:
-    """``jax.random.poisson(key, lam, lam.shape)``, drawn flat and reshaped (see :func:`uniform`)."""
+    """``jax.random.poisson(key, lam, lam.shape)``, drawn flat and reshaped (see
+    :func:`uniform`)."""
     flat = lam.reshape(-1)
     return jax.random.poisson(key, flat, flat.shape).reshape(lam.shape)
 

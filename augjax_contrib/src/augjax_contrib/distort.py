@@ -137,14 +137,14 @@ def elastic_transform(key, image, *, alpha, sigma, interpolation, fill):
 
     torchvision ``ElasticTransform(alpha, sigma, interpolation, fill)`` semantics: a pair means
     ``(x, y)`` values, not a range. Uniform noise ``u_x, u_y`` in ``[-1, 1)`` per pixel is blurred
-    with torchvision's Gaussian (kernel ``int(8 sigma_x + 1)`` for ``u_x`` and ``int(8 sigma_y + 1)``
-    for ``u_y``, made odd; sigma ``sigma_x`` along the width and ``sigma_y`` along the height;
-    reflect-101 borders), scaled to ``alpha_x / W`` and ``alpha_y / H`` and added to the identity
+    with torchvision's Gaussian (kernel ``int(8 sigma_x + 1)`` for ``u_x`` and
+    ``int(8 sigma_y + 1)`` for ``u_y``, made odd; sigma ``sigma_x`` along the width and
+    ``sigma_y`` along the height; reflect-101 borders), scaled to ``alpha_x / W`` and ``alpha_y / H`` and added to the identity
     grid of ``grid_sample(align_corners=False)``; pixels are sampled bilinearly (or nearest, ties
     to even) with zero padding. With a ``fill``, torchvision's mask rule follows: bilinear
     ``(S(img) - fill) * S(1) + fill``, nearest ``fill where S(1) < 0.5``. uint8 is rounded.
-    Draws: ``u = uniform(key, (2, H, W), minval=-1, maxval=1)``; ``u_x, u_y = u``. Deviation: torchvision rejects blur pads as large as the image; here the
-    reflection repeats.
+    Draws: ``u = uniform(key, (2, H, W), minval=-1, maxval=1)``; ``u_x, u_y = u``. Deviation:
+    torchvision rejects blur pads as large as the image; here the reflection repeats.
     """
     h, w = image.shape[0], image.shape[1]
     (ax, ay), (sx, sy) = alpha, sigma
