@@ -6,8 +6,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 
 from augjax._registry import REGISTRY
+from augjax.errors import AugjaxWarning
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -24,7 +26,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    records = REGISTRY.records(args.pattern, include_all=True, distribution=args.dist)
+    with warnings.catch_warnings():  # the scan's notes are printed below, once
+        warnings.simplefilter("ignore", AugjaxWarning)
+        records = REGISTRY.records(args.pattern, include_all=True, distribution=args.dist)
     shown = [r for r in records
              if args.all or r.status in ("available", "loaded")
              or (r.status == "conflict" and r.state in ("available", "loaded"))]

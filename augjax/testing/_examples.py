@@ -14,7 +14,6 @@ Pass a bound op (``spec.bind(...)``) to the kit to choose the values yourself.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -181,13 +180,3 @@ def make_labels(op: BoundOp, n: int) -> np.ndarray | None:
     if "labels" not in op.spec.inputs:
         return None
     return (np.arange(n, dtype=np.int32) * 3 + 1) % num_classes(op)
-
-
-def inputs_for(op: BoundOp, images: Any, labels: Any) -> tuple[Any, ...]:
-    """The positional inputs of a call: ``(images,)`` or ``(images, labels)``."""
-    return (images,) if labels is None else (images, labels)
-
-
-def call_kwargs(op: BoundOp, keys: Any, layout: str) -> Mapping[str, Any]:
-    """Keyword arguments of an array call: the key for random ops, and the layout."""
-    return {"key": keys, "layout": layout} if op.spec.random else {"layout": layout}
