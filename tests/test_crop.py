@@ -260,7 +260,7 @@ def test_dali_path_equals_array_path(dtype, layout):
 
     (outs,) = run_dali(build, x, s, layouts=[layout, None])
     keys = augjax.keys_from_seeds(s)
-    for (name, params), got in zip(CROPS, outs):
+    for (name, params), got in zip(CROPS, outs, strict=True):
         extra = {} if name == "center_crop" else {"key": keys}
         want = np.asarray(getattr(augjax.ops, name)(x, layout=layout, **extra, **params))
         np.testing.assert_array_equal(got, want, err_msg=name)

@@ -23,8 +23,8 @@ import pytest
 import torch
 import torchvision.transforms.v2 as T
 import torchvision.transforms.v2.functional as F
-from torchvision.transforms.v2.functional._geometry import _get_inverse_affine_matrix
 from helpers import images, run_dali, seeds
+from torchvision.transforms.v2.functional._geometry import _get_inverse_affine_matrix
 
 import augjax
 from augjax.catalog.geometry import affine_params, perspective_points
@@ -242,7 +242,8 @@ def test_affine_matches_torchvision_on_its_draws(interp, dtype):
     n = 6
     x = images(n, H, W, dtype=dtype, seed=9)
     fill = fill_for(dtype)
-    cfg = dict(degrees=40.0, translate=(0.2, 0.3), scale=(0.7, 1.3), shear=(-20.0, 20.0, -10.0, 10.0))
+    cfg = dict(degrees=40.0, translate=(0.2, 0.3), scale=(0.7, 1.3),
+               shear=(-20.0, 20.0, -10.0, 10.0))
     keys = jax.random.split(jax.random.key(2), n)
     out = np.asarray(augjax.ops.affine(x, key=keys, interpolation=interp, fill=fill, **cfg))
     bound = augjax.ops.affine.bind(**cfg).kwargs
@@ -265,7 +266,8 @@ def test_affine_parameterisation_follows_random_affine():
     assert augjax.ops.affine.bind(shear=(1.0, 2.0)).kwargs["shear"] == (1.0, 2.0, 0.0, 0.0)
     assert augjax.ops.affine.bind(degrees=(5.0, 6.0)).kwargs["degrees"] == (5.0, 6.0)
     x = images(2, H, W, seed=10)
-    np.testing.assert_array_equal(augjax.ops.affine(x, key=jax.random.key(0)), x)  # defaults: identity
+    # The defaults (no rotation, shift, zoom or shear) are the identity.
+    np.testing.assert_array_equal(augjax.ops.affine(x, key=jax.random.key(0)), x)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -279,7 +281,7 @@ batch_points = jax.jit(jax.vmap(perspective_points, in_axes=(0, None, None, None
 def exact_source_coords(start, end):
     """float64 source coordinates of each output pixel (independent float64 solve)."""
     a, b = [], []
-    for (x1, y1), (x2, y2) in zip(end, start):
+    for (x1, y1), (x2, y2) in zip(end, start, strict=True):
         a.append([x1, y1, 1, 0, 0, 0, -x2 * x1, -x2 * y1])
         b.append(x2)
         a.append([0, 0, 0, x1, y1, 1, -y2 * x1, -y2 * y1])
@@ -301,7 +303,8 @@ def test_perspective_matches_torchvision_on_its_draws(interp, dtype):
                                             interpolation=interp, fill=fill))
     points = batch_points(op_keys(keys), H, W, 0.6)
     ties = 0
-    for i, (start, end) in enumerate(zip(*(np.asarray(a).tolist() for a in points))):
+    starts, ends = (np.asarray(a).tolist() for a in points)
+    for i, (start, end) in enumerate(zip(starts, ends, strict=True)):
         ref = tv(x[i], F.perspective, startpoints=start, endpoints=end,
                  interpolation=mode(interp), fill=list(fill))
         ties += check_close(out[i], ref, interp, dtype, exact_source_coords(start, end))
@@ -390,7 +393,7 @@ def test_dali_path_equals_array_path(dtype, layout):
 
     (outs,) = run_dali(build, x, s, layouts=[layout, None])
     keys = augjax.keys_from_seeds(s)
-    for (name, params), got in zip(CHAIN, outs):
+    for (name, params), got in zip(CHAIN, outs, strict=True):
         want = getattr(augjax.ops, name)(x, key=keys, layout=layout, **params)
         np.testing.assert_array_equal(got, want, err_msg=name)
         assert got.dtype == x.dtype and got.shape == x.shape
@@ -403,7 +406,7 @@ def test_dali_gpu_path_equals_array_path():
                                             for n, p in CHAIN), x, s, layouts=["HWC", None],
                        device="gpu")
     keys = augjax.keys_from_seeds(s)
-    for (name, params), got in zip(CHAIN, outs):
+    for (name, params), got in zip(CHAIN, outs, strict=True):
         np.testing.assert_array_equal(got, getattr(augjax.ops, name)(x, key=keys, **params),
                                       err_msg=name)
 

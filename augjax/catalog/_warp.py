@@ -118,8 +118,9 @@ def exact_div(a: jax.Array, b: float) -> jax.Array:
     XLA rewrites a division by a constant or by a broadcast scalar into a multiplication by the
     reciprocal, which is off by one ulp for some values (0.2 / 10); torchvision divides exactly,
     and one ulp moves legacy-nearest resize indices (``floor(i * scale)`` at whole numbers) and
-    nearest sampling at half-pixel ties. The divisor is therefore made an elementwise runtime value: ``0 * a`` cannot be folded under IEEE
-    rules (it is NaN for infinite ``a``), so XLA keeps a true elementwise division.
+    nearest sampling at half-pixel ties. The divisor is therefore made an elementwise runtime
+    value: ``0 * a`` cannot be folded under IEEE rules (it is NaN for infinite ``a``), so XLA
+    keeps a true elementwise division.
     """
     return a / (b + 0.0 * a)
 
@@ -129,7 +130,8 @@ def _unnormalize(g: jax.Array, size: int) -> jax.Array:
     return (g + 1.0) * (size / 2.0) - 0.5
 
 
-def warp_affine(image: jax.Array, matrix: jax.Array, interpolation: str, fill: jax.Array) -> jax.Array:
+def warp_affine(image: jax.Array, matrix: jax.Array, interpolation: str,
+                fill: jax.Array | None) -> jax.Array:
     """torchvision ``affine_image``: samples ``image`` (H, W, C) through the inverse ``matrix``
     (from :func:`inverse_affine_matrix`); same output size."""
     h, w = image.shape[:2]
@@ -182,7 +184,7 @@ def perspective_coefficients(startpoints: jax.Array, endpoints: jax.Array) -> ja
 
 
 def warp_perspective(image: jax.Array, coeffs: jax.Array, interpolation: str,
-                     fill: jax.Array) -> jax.Array:
+                     fill: jax.Array | None) -> jax.Array:
     """torchvision ``perspective_image``: output pixel centre ``(x + 0.5, y + 0.5)`` maps to
     ``((c0 x + c1 y + c2) / (c6 x + c7 y + 1), (c3 x + c4 y + c5) / (...))`` in the input."""
     h, w = image.shape[:2]
@@ -199,36 +201,35 @@ def warp_perspective(image: jax.Array, coeffs: jax.Array, interpolation: str,
 
 
 def sample(image: jax.Array, x: jax.Array, y: jax.Array, interpolation: str,
-           fill: jax.Array) -> jax.Array:
+           fill: jax.Array | None) -> jax.Array:
     """Samples ``image`` (H, W, C) at source coordinates ``x``, ``y`` (Ho, Wo), with torchvision's
     fill rule (``fill`` a ``(C,)`` vector, or ``None`` for zero padding); returns (Ho, Wo, C) in the
     image's dtype."""
     h, w, ch = image.shape
-    flat = image.reshape(h * w, ch).astype(_F32)
+    flat = image.reshape(h * w, ch)
 
     def tap(ix, iy):
         inside = (ix >= 0) & (ix <= w - 1) & (iy >= 0) & (iy <= h - 1)
-        idx = jnp.clip(iy, 0, h - 1).astype(jnp.int32) * w + jnp.clip(ix, 0, w - 1).astype(jnp.int32)
-        inside_f = inside.astype(_F32)
-        return flat[idx] * inside_f[..., None], inside_f
+        row = jnp.clip(iy, 0, h - 1).astype(jnp.int32)
+        return flat[row * w + jnp.clip(ix, 0, w - 1).astype(jnp.int32)], inside
 
     if interpolation == "nearest":
-        value, mask = tap(jnp.round(x), jnp.round(y))  # nearbyint: half to even, as ATen
-        out = value if fill is None else jnp.where(mask[..., None] < 0.5, fill, value)
-    else:
-        x0, y0 = jnp.floor(x), jnp.floor(y)
-        e_w = x - x0  # weight of the east column
-        e_s = y - y0  # weight of the south row
-        nw, ne = (1.0 - e_s) * (1.0 - e_w), (1.0 - e_s) * e_w
-        sw, se = e_s * (1.0 - e_w), e_s * e_w
-        v_nw, m_nw = tap(x0, y0)
-        v_ne, m_ne = tap(x0 + 1, y0)
-        v_sw, m_sw = tap(x0, y0 + 1)
-        v_se, m_se = tap(x0 + 1, y0 + 1)
-        value = (v_nw * nw[..., None] + v_ne * ne[..., None]
-                 + v_sw * sw[..., None] + v_se * se[..., None])
-        mask = m_nw * nw + m_ne * ne + m_sw * sw + m_se * se
-        out = value if fill is None else (value - fill) * mask[..., None] + fill
+        # Gathers in the image's dtype: a pixel is copied, or replaced by the fill (rounded to the
+        # dtype as torchvision's final round does), so no float copy of the image is needed.
+        value, inside = tap(jnp.round(x), jnp.round(y))  # nearbyint: half to even, as ATen
+        outside = jnp.zeros((), image.dtype) if fill is None else _cast(fill, image.dtype)
+        return jnp.where(inside[..., None], value, outside)
+    x0, y0 = jnp.floor(x), jnp.floor(y)
+    e_w = x - x0  # weight of the east column
+    e_s = y - y0  # weight of the south row
+    weights = ((1.0 - e_s) * (1.0 - e_w), (1.0 - e_s) * e_w, e_s * (1.0 - e_w), e_s * e_w)
+    value = mask = 0.0
+    for (dx, dy), wt in zip(((0, 0), (1, 0), (0, 1), (1, 1)), weights, strict=True):
+        v, inside = tap(x0 + dx, y0 + dy)
+        wt = jnp.where(inside, wt, 0.0)
+        value = value + v.astype(_F32) * wt[..., None]
+        mask = mask + wt
+    out = value if fill is None else (value - fill) * mask[..., None] + fill
     return _cast(out, image.dtype)
 
 

@@ -172,8 +172,7 @@ def pad(image: jax.Array, left: int, top: int, right: int, bottom: int, mode: st
     reference="torchvision.transforms.v2.RandomCrop",
 )
 def random_crop(key, image, *, size, padding, pad_if_needed, fill, pad_mode):
-    """Pads (optionally) and crops a random ``size`` window, e.g. CIFAR's
-    ``RandomCrop(32, padding=4)``.
+    """Crops a random ``size`` window after optional padding (CIFAR ``RandomCrop(32, padding=4)``).
 
     torchvision RandomCrop: ``padding`` is added first (``pad_mode`` constant with ``fill``,
     edge, reflect or symmetric); with ``pad_if_needed`` an axis shorter than the crop gets the
@@ -226,9 +225,11 @@ def random_crop(key, image, *, size, padding, pad_if_needed, fill, pad_mode):
     reference="torchvision.transforms.v2.CenterCrop",
 )
 def center_crop(image, *, size):
-    """Crops the central ``size`` window (torchvision CenterCrop): the offset is
-    ``round((H - h) / 2)`` (Python rounding, half to even); an axis shorter than the crop is
-    first zero-padded by ``(h - H) // 2`` before and the rest after, as torchvision does.
+    """Crops the central ``size`` window, zero-padding axes shorter than the crop.
+
+    torchvision CenterCrop: the offset is ``round((H - h) / 2)`` (Python rounding, half to
+    even); an axis shorter than the crop is first zero-padded by ``(h - H) // 2`` before and the
+    rest after.
     """
     h, w, _ = image.shape
     ch, cw = size

@@ -255,9 +255,9 @@ def affine_params(key: jax.Array, h: int, w: int, *, degrees, translate, scale, 
     reference="torchvision.transforms.v2.RandomAffine (center=None)",
 )
 def affine(key, image, *, degrees, translate, scale, shear, interpolation, fill):
-    """Random rotation, translation, scale and shear about the image centre (torchvision
-    RandomAffine: same parameterisation, draws and ``_get_inverse_affine_matrix``).
+    """Rotates, shifts, zooms and shears by random amounts about the image centre.
 
+    torchvision RandomAffine: same parameterisation, draws and ``_get_inverse_affine_matrix``.
     The angle is drawn from ``degrees``, the shift from ``U[-a*W, a*W] x U[-b*H, b*H]`` rounded
     to whole pixels, the zoom from ``scale`` and the shears from ``shear``. Unlike ``rotate``
     (torchvision ``F.rotate``), a positive angle turns the image clockwise on screen, as
@@ -298,9 +298,11 @@ _SHEAR_DOC = ("shear factor: a number is used as is, a pair (lo, hi) is drawn un
     reference="torchvision AutoAugment/RandAugment ShearX (_apply_op: F.affine, center=[0, 0])",
 )
 def shear_x(key, image, *, shear, interpolation, fill):
-    """Shears along the width axis: output pixel ``(x, y)`` samples input ``(x + s*y, y)``, with
-    ``y`` counted from the top edge (PIL ``(1, s, 0, 0, 1, 0)``; torchvision ``_apply_op``
-    ShearX, which calls ``F.affine(shear=[degrees(atan(s)), 0], center=[0, 0])``).
+    """Shears along the width axis by the factor ``shear`` (AutoAugment/RandAugment ShearX).
+
+    Output pixel ``(x, y)`` samples input ``(x + s*y, y)``, with ``y`` counted from the top edge
+    (PIL ``(1, s, 0, 0, 1, 0)``; torchvision ``_apply_op`` ShearX, which calls
+    ``F.affine(shear=[degrees(atan(s)), 0], center=[0, 0])``).
 
     ``shear`` is a number or a traced scalar (used as is) or a pair drawn per sample.
     """
@@ -319,9 +321,11 @@ def shear_x(key, image, *, shear, interpolation, fill):
     reference="torchvision AutoAugment/RandAugment ShearY (_apply_op: F.affine, center=[0, 0])",
 )
 def shear_y(key, image, *, shear, interpolation, fill):
-    """Shears along the height axis: output pixel ``(x, y)`` samples input ``(x, y + s*x)``, with
-    ``x`` counted from the left edge (PIL ``(1, 0, 0, s, 1, 0)``; torchvision ``_apply_op``
-    ShearY, ``F.affine(shear=[0, degrees(atan(s))], center=[0, 0])``).
+    """Shears along the height axis by the factor ``shear`` (AutoAugment/RandAugment ShearY).
+
+    Output pixel ``(x, y)`` samples input ``(x, y + s*x)``, with ``x`` counted from the left edge
+    (PIL ``(1, 0, 0, s, 1, 0)``; torchvision ``_apply_op`` ShearY,
+    ``F.affine(shear=[0, degrees(atan(s))], center=[0, 0])``).
 
     ``shear`` is a number or a traced scalar (used as is) or a pair drawn per sample.
     """
@@ -362,10 +366,11 @@ def _translate_params(side: str) -> dict[str, Param]:
     reference="torchvision AutoAugment/RandAugment TranslateX (_apply_op: F.affine)",
 )
 def translate_x(key, image, *, translate, relative, interpolation, fill):
-    """Shifts the content right by ``t`` pixels (left for negative ``t``), filling the uncovered
-    columns. ``t = trunc(translate * width)`` when ``relative`` (the default), else
+    """Shifts the content right by whole pixels (left when negative), filling the uncovered columns.
+
+    The shift is ``trunc(translate * width)`` pixels when ``relative`` (the default), else
     ``trunc(translate)``: whole pixels, as torchvision's ``_apply_op`` passes
-    ``translate=[int(magnitude), 0]`` to ``F.affine``.
+    ``translate=[int(magnitude), 0]`` to ``F.affine`` (AutoAugment/RandAugment TranslateX).
 
     ``translate`` is a number or a traced scalar (used as is) or a pair drawn per sample.
     """
@@ -378,8 +383,9 @@ def translate_x(key, image, *, translate, relative, interpolation, fill):
     reference="torchvision AutoAugment/RandAugment TranslateY (_apply_op: F.affine)",
 )
 def translate_y(key, image, *, translate, relative, interpolation, fill):
-    """Shifts the content down by ``t`` pixels (up for negative ``t``), filling the uncovered
-    rows. ``t = trunc(translate * height)`` when ``relative`` (the default), else
+    """Shifts the content down by whole pixels (up when negative), filling the uncovered rows.
+
+    The shift is ``trunc(translate * height)`` pixels when ``relative`` (the default), else
     ``trunc(translate)`` (torchvision ``_apply_op`` TranslateY).
 
     ``translate`` is a number or a traced scalar (used as is) or a pair drawn per sample.
@@ -417,11 +423,13 @@ def perspective_points(key: jax.Array, h: int, w: int, distortion_scale: float):
     reference="torchvision.transforms.v2.RandomPerspective",
 )
 def perspective(key, image, *, distortion_scale, p, interpolation, fill):
-    """With probability ``p``, moves each corner inwards by a random whole number of pixels and
-    warps the image to that quadrilateral (torchvision RandomPerspective: same corner draws and
-    ``_get_perspective_coeffs`` map). Deviation: the 8x8 system is solved in float32 on scaled
-    coordinates (torchvision: float64 least squares), so source coordinates differ by about
-    1e-4 pixel; the sampling tolerance in the module docstring covers it.
+    """Warps each image, with probability ``p``, to a quadrilateral with randomly moved corners.
+
+    torchvision RandomPerspective: each corner moves inwards by a random whole number of pixels
+    (same draws), and the image is sampled through the homography that ``_get_perspective_coeffs``
+    solves. Deviation: the homography is built in closed form in float32 (torchvision: float64
+    least squares), so source coordinates differ by about 1e-5 pixel; the sampling tolerance in
+    the module docstring covers it.
     """
     h, w = image.shape[:2]
     start, end = perspective_points(key, h, w, distortion_scale)
