@@ -8,6 +8,7 @@ run, built-in or from an installed pack, without a list of names.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -188,8 +189,8 @@ def _num(p, integral: bool):
 
     lo, hi = p.low, p.high
     if integral:
-        lo = int(math.ceil(lo)) if lo is not None else -OPEN_INT_SPAN
-        hi = int(math.floor(hi)) if hi is not None else max(lo, 0) + OPEN_INT_SPAN
+        lo = math.ceil(lo) if lo is not None else -OPEN_INT_SPAN
+        hi = math.floor(hi) if hi is not None else max(lo, 0) + OPEN_INT_SPAN
         return st.one_of(st.sampled_from(sorted({lo, hi})), st.integers(lo, hi))
     lo = float(lo) if lo is not None else -OPEN_BOUND
     hi = float(hi) if hi is not None else max(lo, 0.0) + OPEN_BOUND
@@ -252,3 +253,49 @@ def params_strategy(spec, channels: int, num_classes: int | None,
         fields[name] = param_strategy(spec, name, p, channels)
     base = base_params(spec, num_classes, hw)
     return st.fixed_dictionaries(fields).map(lambda d: {**d, **base})
+
+
+# -- the shared per-op case --------------------------------------------------------------------
+def _distinct(out) -> bool:
+    return len({row.tobytes() for row in np.asarray(out).reshape(len(out), -1)}) > 1
+
+
+def non_degenerate(spec, params, x, k):
+    """``(params, out)`` where distinct inputs give distinct outputs, so that alignment checks
+    can tell samples apart. Defaults sized for 224-pixel images can blank a small one (a grid
+    mask tile of 100): then each numeric param is tried at its declared lower bound and
+    mid-range until the outputs differ. Returns ``(params, None)`` when none does."""
+    out, _ = call(spec, x, key=k, **params)
+    if _distinct(out):
+        return params, np.asarray(out)
+    for pname, p in spec.params.items():
+        if p.required or p.kind not in ("float", "int", "float_or_pair") or p.low is None:
+            continue
+        hi = p.high if p.high is not None else p.low + 1
+        for value in (p.low, (p.low + hi) / 2):
+            try:
+                trial = {**params, pname: p.check(spec.name, pname, value)}
+                out, _ = call(spec, x, key=k, **trial)
+            except ParamError:
+                continue
+            if _distinct(out):
+                return trial, np.asarray(out)
+    return params, None
+
+
+#: Shape of the shared case: a batch of 6 square images (rot90 with a random k needs square).
+CASE_N, CASE_HW = 6, 20
+
+
+@functools.cache
+def sample_case(name: str):
+    """The shared case of a sample-level op: ``(params, x, keys, out)`` for float32 images (the
+    op's first dtype if it has no float32) of ``(6, 20, 20, C)`` and lively params. The
+    alignment and hostile tests both run it, so its program compiles once per session."""
+    spec = OPS[name][0]
+    dtype = "float32" if "float32" in spec.dtypes else spec.dtypes[0]
+    params = lively_params(spec, hw=(CASE_HW, CASE_HW))
+    x = random_images(CASE_N, CASE_HW, CASE_HW, channels_for(spec), dtype, seed=1)
+    k = keys(CASE_N, seed=2)
+    params, out = non_degenerate(spec, params, x, k)
+    return params, x, k, out

@@ -27,6 +27,7 @@ from _reliability import (
     lively_params,
     op_names,
     random_images,
+    sample_case,
     spec_or_skip,
 )
 
@@ -47,34 +48,6 @@ def _compose():
     return fn
 
 
-def _distinct(out) -> bool:
-    return len({row.tobytes() for row in np.asarray(out).reshape(len(out), -1)}) > 1
-
-
-def _non_degenerate(spec, params, x, k):
-    """``(params, out)`` where distinct inputs give distinct outputs, so that alignment checks
-    can tell samples apart. Defaults sized for 224-pixel images can blank a small one (a grid
-    mask tile of 100): then each numeric param is tried at its declared lower bound and
-    mid-range until the outputs differ."""
-    out, _ = call(spec, x, key=k, **params)
-    if _distinct(out):
-        return params, np.asarray(out)
-    for pname, p in spec.params.items():
-        if p.required or p.kind not in ("float", "int", "float_or_pair") or p.low is None:
-            continue
-        hi = p.high if p.high is not None else p.low + 1
-        for value in (p.low, (p.low + hi) / 2):
-            try:
-                trial = {**params, pname: p.check(spec.name, pname, value)}
-                out, _ = call(spec, x, key=k, **trial)
-            except augjax.ParamError:
-                continue
-            if _distinct(out):
-                return trial, np.asarray(out)
-    pytest.fail(f"{spec.name}: every output is the same for distinct inputs; alignment cannot "
-                f"be checked (params tried: {params})")
-
-
 # -- sample-level ops ------------------------------------------------------------------------
 @pytest.mark.parametrize("name", SAMPLE_OPS)
 def test_sample_op_output_i_is_op_of_input_i(name):
@@ -82,16 +55,16 @@ def test_sample_op_output_i_is_op_of_input_i(name):
     samples (checked without recompiling: the same batch shape, permuted and partly replaced;
     batches of one are covered by test_hostile)."""
     spec = spec_or_skip(name)
-    params = lively_params(spec, hw=(20, 20))
-    n = 6
-    x = random_images(n, 20, 20, channels_for(spec), np.uint8, seed=1)
-    k = keys(n, seed=2)
-    params, out = _non_degenerate(spec, params, x, k)
+    params, x, k, out = sample_case(name)
+    if out is None:
+        pytest.fail(f"{name}: every output is the same for distinct inputs; alignment cannot be "
+                    f"checked (params: {params})")
+    n = len(x)
     assert out.shape[0] == n
     # Position j of the second batch holds sample perm[j] of the first (with its key) for the
     # first half; the rest are new images with new keys.
     perm = np.array([3, 0, 5, 1, 4, 2])
-    y = random_images(n, 20, 20, channels_for(spec), np.uint8, seed=3)
+    y = random_images(n, x.shape[1], x.shape[2], x.shape[3], x.dtype, seed=3)
     kept = np.arange(n) < 3
     y[kept] = x[perm[kept]]
     both = jax.numpy.concatenate([k, keys(n, seed=4)])
@@ -266,7 +239,7 @@ def test_chain_of_sample_ops_keeps_samples_aligned():
 
 def test_chain_starting_with_a_mixing_op_is_local_to_sample_and_partner():
     compose = _compose()
-    spec, mixer = _mixer()
+    _, mixer = _mixer()
     chain = compose(mixer, *_pick_sample_ops(2, seed=2))
     n = 6
     x = random_images(n, 16, 20, 3, np.uint8, seed=9)
