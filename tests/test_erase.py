@@ -420,3 +420,10 @@ def test_parameters_that_depend_on_each_other_or_the_image(name, kw, shape, para
         getattr(augjax.ops, name)(x, key=jax.random.key(0), **kw)
     assert err.value.op == name and err.value.param == param
     assert fragment in str(err.value) and name in str(err.value)
+
+
+def test_single_channel_images_need_no_rgb_mean_for_a_given_fill():
+    x = images(4, 8, 8, c=1, seed=2)
+    out = np.asarray(augjax.ops.random_erasing(x, key=jax.random.key(0), p=1.0, fill=0.5))
+    changed = out != x
+    assert changed.any() and (out[changed] == 128).all()

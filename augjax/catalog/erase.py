@@ -142,9 +142,10 @@ def _check_erasing(min_area, max_area, min_count, max_count) -> None:
                    doc="probability that a sample is erased (timm 'probability')"),
         "min_area": Param(0.02, low=0.0, high=1.0, doc="smallest erased fraction of the image"),
         "max_area": Param(1 / 3, low=0.0, high=1.0, doc="largest erased fraction of the image"),
-        "min_aspect": Param(0.3, validate=_positive, doc="smallest box aspect (height / width)"),
+        "min_aspect": Param(0.3, validate=_positive,
+                            doc="smallest box aspect (height / width), > 0"),
         "max_aspect": Param(None, kind="float", optional=True, validate=_positive,
-                            doc="largest aspect; None means 1 / min_aspect"),
+                            doc="largest aspect, > 0; None means 1 / min_aspect"),
         "mode": Param("const", choices=("const", "rand", "pixel"),
                       doc="fill: constant, one random colour per box, random per pixel"),
         "min_count": Param(1, low=1, doc="fewest boxes per erased sample"),
@@ -155,7 +156,7 @@ def _check_erasing(min_area, max_area, min_count, max_count) -> None:
         "mean": Param(IMAGENET_MEAN, kind="floats", low=0.0, high=1.0,
                       doc="normalisation mean the fills are defined against"),
         "std": Param(IMAGENET_STD, kind="floats", validate=_positives,
-                     doc="normalisation std the random fills are defined against"),
+                     doc="normalisation std (> 0) the random fills are defined against"),
     },
     reference="timm.data.random_erasing.RandomErasing",
 )
@@ -170,7 +171,8 @@ def random_erasing(key, image, *, p, min_area, max_area, min_aspect, max_aspect,
     ``h = round(sqrt(area * aspect))`` and ``w = round(sqrt(area / aspect))``; the first attempt
     with ``h < H`` and ``w < W`` is placed with its top-left corner uniform over the positions
     where it fits; a box with no fitting attempt is skipped. Later boxes are drawn over earlier
-    ones.
+    ones. As in timm, ``min_aspect > max_aspect`` is allowed (the log-aspect is uniform between
+    the two); ``min_area > max_area`` raises ParamError. ``p`` is timm's ``probability``.
 
     Fills. timm runs on images already normalised with ``(x - mean) / std``, where 'const' writes
     0 and 'rand'/'pixel' write standard normal noise. Here images are uint8 or in [0, 1], and
@@ -191,18 +193,17 @@ def random_erasing(key, image, *, p, min_area, max_area, min_aspect, max_aspect,
     plan = erase_plan(k_plan, height, width, p=p, min_area=min_area, max_area=max_area,
                       min_aspect=min_aspect, max_aspect=max_aspect, min_count=min_count,
                       max_count=max_count)
-    mu = per_channel(mean, channels, "random_erasing", "mean")
-    sigma = per_channel(std, channels, "random_erasing", "std")
     n_boxes = plan["top"].shape[0]
-    if mode == "const":
-        values = per_channel(fill, channels, "random_erasing", "fill") if fill else mu
+    if mode == "const" and fill is not None:  # mean and std are not used
+        values = per_channel(fill, channels, "random_erasing", "fill")
         values = jnp.broadcast_to(values, (n_boxes, 1, 1, channels))
-    elif mode == "rand":
-        z = jax.random.normal(k_color, (n_boxes, 1, 1, channels))
-        values = mu + sigma * z
     else:
-        z = jax.random.normal(k_color, (1, height, width, channels))
-        values = jnp.broadcast_to(mu + sigma * z, (n_boxes, height, width, channels))
+        mu = per_channel(mean, channels, "random_erasing", "mean")
+        sigma = per_channel(std, channels, "random_erasing", "std")
+        shape = {"const": (1, 1, 1, channels), "rand": (n_boxes, 1, 1, channels),
+                 "pixel": (1, height, width, channels)}[mode]
+        z = jax.random.normal(k_color, shape) if mode != "const" else jnp.zeros(shape)
+        values = jnp.broadcast_to(mu + sigma * z, (n_boxes,) + shape[1:])
     values = jnp.clip(values, 0.0, 1.0) * bound(image.dtype)
     if is_int(image.dtype):
         values = jnp.round(values)
