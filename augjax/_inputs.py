@@ -16,8 +16,14 @@ import numpy as np
 
 from augjax.errors import InputError, InputTypeError
 
-__all__ = ["as_array", "check_images", "check_labels", "check_label_range", "label_classes",
-           "LAYOUT_AXES"]
+__all__ = [
+    "LAYOUT_AXES",
+    "as_array",
+    "check_images",
+    "check_label_range",
+    "check_labels",
+    "label_classes",
+]
 
 #: Position of (height, width, channels) in a batch of each layout.
 LAYOUT_AXES = {"HWC": (1, 2, 3), "CHW": (2, 3, 1)}

@@ -21,7 +21,14 @@ from augjax._inputs import check_images, check_labels
 from augjax._keys import keys_from_seeds
 from augjax.errors import InputError, OpDefinitionError
 
-__all__ = ["run_steps", "array_program", "seeded_program", "trace_count", "final_layout"]
+__all__ = [
+    "array_program",
+    "final_layout",
+    "once_cache",
+    "run_steps",
+    "seeded_program",
+    "trace_count",
+]
 
 _traces = 0
 _traces_lock = threading.Lock()
@@ -36,6 +43,27 @@ def _count_trace() -> None:
     global _traces
     with _traces_lock:
         _traces += 1
+
+
+def once_cache(maxsize: int = 512):
+    """``functools.lru_cache`` that builds each value once even when threads ask for the same
+    key at the same time (``lru_cache`` may call the function twice then, and two jitted
+    programs for one key would each trace and compile). Keeps ``cache_info``/``cache_clear``."""
+
+    def decorate(fn):
+        cached = functools.lru_cache(maxsize=maxsize)(fn)
+        lock = threading.Lock()
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with lock:
+                return cached(*args, **kwargs)
+
+        wrapper.cache_info = cached.cache_info
+        wrapper.cache_clear = cached.cache_clear
+        return wrapper
+
+    return decorate
 
 
 def _to_hwc(x: jax.Array, layout: str) -> jax.Array:
@@ -123,7 +151,7 @@ def final_layout(steps: Sequence[Any], layout: str) -> str:
     return layout
 
 
-@functools.lru_cache(maxsize=512)
+@once_cache(maxsize=512)
 def array_program(steps: tuple[Any, ...], layout: str, start: int = 0):
     """The jitted program for arrays: ``f(images, labels, keys) -> (images, labels)``."""
 
@@ -133,7 +161,7 @@ def array_program(steps: tuple[Any, ...], layout: str, start: int = 0):
     return jax.jit(program)
 
 
-@functools.lru_cache(maxsize=512)
+@once_cache(maxsize=512)
 def seeded_program(
     steps: tuple[Any, ...], layout: str, with_labels: bool, with_seeds: bool, start: int = 0
 ):

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import functools
 import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from augjax._inputs import label_classes, label_range_message
 from augjax._keys import SEED_HIGH
-from augjax._program import final_layout, seeded_program
+from augjax._program import final_layout, once_cache, seeded_program
 from augjax.errors import BackendUnavailableError, InputError
 
 __all__ = ["apply_dali", "dali_function", "use_sharding"]
@@ -48,7 +47,7 @@ def _dali():
     return fn, types, jax_fn
 
 
-@functools.lru_cache(maxsize=512)
+@once_cache(maxsize=512)
 def dali_function(
     steps: tuple[Any, ...],
     layout: str,
@@ -98,7 +97,7 @@ def _label_checked(program: Any, op: str, num_classes: int) -> Any:
         err, out = run(*arrays)
         message = err.get()
         if message is not None:
-            message = re.sub(r"\s*\(`?check`? failed.*$", "", message, flags=re.S)
+            message = re.sub(r"\s*\(`?check`? failed.*$", "", message, flags=re.DOTALL)
             raise InputError(message, op=op, argument="labels")
         return out
 
