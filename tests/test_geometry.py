@@ -384,16 +384,21 @@ def batch(dtype=np.uint8, layout="HWC", seed=16):
     return np.ascontiguousarray(x.transpose(0, 3, 1, 2)) if layout == "CHW" else x
 
 
-@pytest.mark.parametrize("dtype,layout", [(np.uint8, "HWC"), (np.float32, "CHW")])
-def test_dali_path_equals_array_path(dtype, layout):
+@pytest.mark.parametrize("dtype,layout,ops", [
+    (np.uint8, "HWC", CHAIN),
+    # float32 CHW: one op per sampling code path (the shears and shifts share rotate's warp),
+    # to keep the compile time down.
+    (np.float32, "CHW", [CHAIN[i] for i in (0, 1, 6, 7)]),
+])
+def test_dali_path_equals_array_path(dtype, layout, ops):
     x, s = batch(dtype, layout), seeds(4, seed=3)
 
     def build(imgs, sd):
-        return tuple(getattr(augjax.ops, n)(imgs, seeds=sd, layout=layout, **p) for n, p in CHAIN)
+        return tuple(getattr(augjax.ops, n)(imgs, seeds=sd, layout=layout, **p) for n, p in ops)
 
     (outs,) = run_dali(build, x, s, layouts=[layout, None])
     keys = augjax.keys_from_seeds(s)
-    for (name, params), got in zip(CHAIN, outs, strict=True):
+    for (name, params), got in zip(ops, outs, strict=True):
         want = getattr(augjax.ops, name)(x, key=keys, layout=layout, **params)
         np.testing.assert_array_equal(got, want, err_msg=name)
         assert got.dtype == x.dtype and got.shape == x.shape
