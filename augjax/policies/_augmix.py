@@ -125,17 +125,20 @@ class AugMix(Policy):
         ks = jax.random.split(decision_key(key), 7)
         shape = (self.width, self.max_depth)
         count = len(self.entries)
+        # One Gamma draw for every Dirichlet / Beta of the sample (one sampler loop to
+        # compile): Dirichlet(alpha * width) = softmax(log-gammas), and the original-vs-mix
+        # pair, Dirichlet(alpha, alpha) = (Beta(alpha, alpha), 1 - Beta(alpha, alpha)).
+        lg = jax.random.loggamma(ks[1], jnp.full((self.width + 2,), self.alpha, jnp.float32))
+        weights = jax.nn.softmax(lg[:self.width])
+        pair = jax.nn.softmax(lg[self.width:])
         if self.style == "torchvision":
             level = jax.random.randint(ks[0], shape, 0, self.severity).astype(jnp.float32)
-            m = jax.random.dirichlet(ks[1], jnp.full((2,), self.alpha))
-            weights = jax.random.dirichlet(ks[2], jnp.full((self.width,), self.alpha)) * m[1]
-            original = m[0]
+            weights = weights * pair[1]
         else:
             lkeys = jax.random.split(ks[0], self.width * self.max_depth)
             level = jax.vmap(lambda k: draw_level(k, self.severity, self.mstd, 10.0))(lkeys)
             level = level.reshape(shape)
-            weights = jax.random.dirichlet(ks[2], jnp.full((self.width,), self.alpha))
-            original = jax.random.beta(ks[1], self.alpha, self.alpha)
+        original = pair[0]
         if self.depth > 0:
             depth = jnp.full((self.width,), self.depth, jnp.int32)
         else:
