@@ -101,6 +101,7 @@ def _label_checked(program: Any, op: str, num_classes: int) -> Any:
             raise InputError(message, op=op, argument="labels")
         return out
 
+    callback.jitted = run  # the compiled function, for cache inspection (benchmarks/soak.py)
     return callback
 
 
