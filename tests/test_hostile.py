@@ -282,6 +282,7 @@ def test_bad_labels_are_input_errors_before_anything_runs(name):
     _expect(InputError, [name, "'labels'", "(3,)"], run, np.zeros(3, np.int32))
     _expect(InputError, [name, "'labels'", "(5, 1)"], run, np.zeros((5, 1), np.int32))
     _expect(InputError, [name, "'labels'", "float32"], run, np.zeros(4, np.float32))
+    _expect(InputError, [name, "'labels'", "(4, 2)"], run, np.zeros((4, 2), np.int32))
     _expect(InputError, [name, "'labels'"], run, np.full((4, 5), 0.2, np.float32))
     _expect(InputError, [name, "2 positional input(s)"], spec, x, key=jax.random.key(0),
             **params)
