@@ -223,3 +223,24 @@ def test_same_chain_built_twice_reuses_the_program():
     np.testing.assert_array_equal(first, second)
     other = np.asarray(b(x, key=jax.random.split(jax.random.key(77), 4)))
     assert not np.array_equal(first, other)
+
+
+@pytest.mark.gpu
+def test_gpu_chain_with_policy_is_one_crossing_and_equals_gpu_arrays():
+    """On a GPU: a chain with a policy and a mixing op through a DALI GPU pipeline equals the
+    same chain on GPU arrays (bitwise) and CPU arrays (uint8 within 1 level)."""
+    x, y, s = images(8, 32, 32, seed=21), np.arange(8, dtype=np.int32) % 5, seeds(8, seed=22)
+    chain = compose(ops.flip, augjax.from_timm("rand-m9-mstd0.5-inc1"),
+                    augjax.augmix(width=2, depth=1), ops.mixup.bind(num_classes=5))
+    (out, soft), = run_dali(lambda im, lab, sd: chain(im, lab, seeds=sd), x, y, s,
+                            layouts=["HWC", None, None], device="gpu")
+    gpu, cpu = jax.devices("gpu")[0], jax.devices("cpu")[0]
+    keys = augjax.keys_from_seeds(s)
+    ref, ref_soft = chain(jax.device_put(x, gpu), jax.device_put(y, gpu),
+                          key=jax.device_put(keys, gpu))
+    np.testing.assert_array_equal(out, np.asarray(ref))
+    np.testing.assert_array_equal(soft, np.asarray(ref_soft))
+    on_cpu, _ = chain(jax.device_put(x, cpu), jax.device_put(y, cpu),
+                      key=jax.device_put(keys, cpu))
+    diff = np.abs(out.astype(int) - np.asarray(on_cpu).astype(int))
+    assert diff.mean() < 0.5, diff.mean()  # warps may move a few pixels (float rounding)

@@ -543,3 +543,16 @@ def test_no_recompilation_after_warmup():
     q = build()  # the same pipeline again: the cached program, no new trace
     np.array(q.run()[0].as_tensor())
     assert augjax.trace_count() - before == 1
+
+
+def test_op_subsets_and_exclusions():
+    dali = augjax.rand_augment(style="dali", exclude=["identity", "equalize"])
+    assert dali.op_names == tuple(e.name for e in T.DALI_RAND_AUGMENT
+                                  if e.name not in ("identity", "equalize"))
+    sub = augjax.rand_augment(ops=["Rotate", "ShearX"], exclude=["ShearX"])
+    assert sub.op_names == ("Rotate",)
+    assert augjax.rand_augment(style="timm", increasing=True).op_names == \
+        T.TIMM_RAND_INCREASING
+    assert augjax.augmix(all_ops=False).op_names == tuple(tv_aa.AugMix._PARTIAL_AUGMENTATION_SPACE)
+    plan = sub.explain((100, 8, 8, 3), key=jax.random.key(0))
+    assert (np.asarray(plan["op"]) == 0).all()

@@ -99,6 +99,7 @@ class AugMix(Policy):
             self._set("ops", check_names(own, "ops", self.ops, valid))
             if not self.ops:
                 raise ParamError(f"{own}: parameter 'ops' is empty", op=own, param="ops")
+        self._bind_now()
 
     def _space(self):
         if self.style == "timm":

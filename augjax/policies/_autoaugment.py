@@ -55,6 +55,7 @@ class AutoAugment(Policy):
         self._set("translate_const", check_float(own, "translate_const", self.translate_const, 0))
         self._set("translate_pct", check_float(own, "translate_pct", self.translate_pct, 0, 1))
         self._geometry(self.style)
+        self._bind_now()
 
     @property
     def style(self) -> str:

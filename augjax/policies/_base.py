@@ -118,6 +118,11 @@ class Policy(Composite):
             self._set("interpolation", interp)
         check_choice(self.kind, "interpolation", self.interpolation, ("nearest", "bilinear"))
 
+    def _bind_now(self) -> None:
+        """Binds the op space at construction, so a missing op or a bad fixed parameter is
+        reported when the policy is built (or loaded from a config), not at its first batch."""
+        _ = self.bound
+
     @functools.cached_property
     def bound(self):
         """The augjax op of each entry of the op space (None for identity)."""

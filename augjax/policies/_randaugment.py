@@ -127,6 +127,7 @@ class RandAugment(Policy):
                                  f"{self.n} exceeds the ops with positive weight", op=own,
                                  param="n")
             self._set("weights", ws)
+        self._bind_now()
 
     @functools.cached_property
     def entries(self):
@@ -247,6 +248,7 @@ class TrivialAugmentWide(Policy):
         self._set("exclude", check_names(own, "exclude", self.exclude, valid))
         if not self.entries:
             raise ParamError(f"{own}: no op left after 'exclude'", op=own, param="exclude")
+        self._bind_now()
 
     def _space(self):
         return T.TV_TRIVIAL_AUGMENT_WIDE if self.style == "torchvision" else \
