@@ -44,6 +44,13 @@ class BoundOp:
             name: p.check(spec.name, name, params.get(name, p.default))
             for name, p in spec.params.items()
         }
+        if spec.check is not None:
+            try:
+                spec.check(**values)
+            except ParamError:
+                raise
+            except ValueError as err:
+                raise ParamError(f"{spec.name}: {err}", op=spec.name) from None
         return cls(spec, tuple(values.items()))
 
     @property

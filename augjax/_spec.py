@@ -62,6 +62,7 @@ class OpSpec:
     output_size: Callable[..., tuple[int, int]] | None = None
     output_dtype: str | None = None
     output_layout: Callable[..., str | None] | None = None
+    check: Callable[..., None] | None = None
     reference: str = ""
     api_version: str = API_VERSION
     doc: str = ""
@@ -113,6 +114,7 @@ def op(
     output_size: Callable[..., tuple[int, int]] | None = None,
     output_dtype: str | None = None,
     output_layout: Callable[..., str | None] | None = None,
+    check: Callable[..., None] | None = None,
     reference: str = "",
     api_version: str = API_VERSION,
 ) -> Callable[[Callable[..., Any]], OpSpec]:
@@ -134,6 +136,9 @@ def op(
             means the input's dtype.
         output_layout: ``f(**params) -> "HWC" | "CHW" | None`` for ops whose output layout
             depends on a parameter (normalize's CHW output); ``None`` keeps the input layout.
+        check: ``f(**params)`` run on the validated parameters when the op is configured, for
+            constraints between parameters (``min_area <= max_area``); it raises
+            :class:`augjax.ParamError` (or ``ValueError``, which augjax wraps).
         reference: the reference semantics (e.g. "torchvision RandomHorizontalFlip").
         api_version: the authoring-API version the op is written for.
 
@@ -160,6 +165,7 @@ def op(
             output_size=output_size,
             output_dtype=output_dtype,
             output_layout=output_layout,
+            check=check,
             reference=reference,
             api_version=api_version,
             doc=inspect.getdoc(kernel) or "",

@@ -127,3 +127,19 @@ def test_user_op_runs_on_arrays():
 
     out = spec(x, key=jax.random.key(0), amount=0.5)
     assert out.dtype == jnp.uint8 and int(out.max()) == 50
+
+
+def test_cross_parameter_check_runs_when_configured():
+    def kernel(key, image, *, low, high):
+        return image
+
+    def check(low, high):
+        if low > high:
+            raise ValueError(f"low ({low:g}) must be <= high ({high:g})")
+
+    spec = op("range_op", params={"low": Param(0.1), "high": Param(0.9)}, check=check)(kernel)
+    spec.bind(low=0.2, high=0.3)
+    with pytest.raises(ParamError, match=r"range_op: low \(0.5\) must be <= high \(0.3\)"):
+        spec.bind(low=0.5, high=0.3)
+    with pytest.raises(ParamError, match="min_area"):  # a catalog op that declares one
+        augjax.ops.random_erasing.bind(min_area=0.5, max_area=0.2)

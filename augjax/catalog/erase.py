@@ -158,6 +158,8 @@ def _check_erasing(min_area, max_area, min_count, max_count) -> None:
         "std": Param(IMAGENET_STD, kind="floats", validate=_positives,
                      doc="normalisation std (> 0) the random fills are defined against"),
     },
+    check=lambda **p: _check_erasing(p["min_area"], p["max_area"], p["min_count"],
+                                     p["max_count"]),
     reference="timm.data.random_erasing.RandomErasing",
 )
 def random_erasing(key, image, *, p, min_area, max_area, min_aspect, max_aspect, mode, min_count,
