@@ -239,7 +239,7 @@ def affine_params(key: jax.Array, h: int, w: int, *, degrees, translate, scale, 
 @op(
     "affine",
     params={
-        "degrees": Param(0.0, kind="float_or_pair", validate=_degrees_range,
+        "degrees": Param(0.0, kind="float_or_pair", validate=_degrees_range, neutral=0.0,
                          doc="rotation range: x means U[-x, x], or a pair (lo, hi); clockwise "
                              "positive on screen, as torchvision RandomAffine"),
         "translate": Param(None, kind="floats", low=0.0, high=1.0, optional=True,
