@@ -1,15 +1,18 @@
 """Alignment (issue 8): through every op and chain, sample ``i`` of the output comes from sample
 ``i`` of the input, and its label is that sample's (or a blend of it and its partner's).
 
-- Sample-level ops (every registered op, generically): ``out[i] == op(x[i:i+1], key=k[i:i+1])``
-  bitwise, and permuting the batch with its keys permutes the output.
+- Sample-level ops (every registered op, generically): ``out[i]`` depends on ``x[i]`` and
+  ``key[i]`` only: samples moved to other positions with their keys, the rest of the batch
+  replaced, give bitwise the same outputs (one compiled program; chains also check
+  ``out[i] == chain(x[i:i+1], key=k[i:i+1])``).
 - Mixing ops (every op taking labels): images that encode their sample (a random constant
-  colour per sample; labels = the sample index); the soft label of sample ``i`` must be
+  colour per sample, a unique label per sample); the soft label of sample ``i`` must be
   supported by ``{i, partner}``, and image ``i`` must be, pixel by pixel, on the segment between
   colour ``i`` and the partner's colour, with the weight the label gives (exactly, for constant
   colours: mixup blends every pixel with ``lam``, cutmix pastes ``1 - lam`` of the area).
-- Chains (``augjax.compose``): the same properties for a chain of sample ops, a chain ending in a
-  mixing op (checked against the chain's prefix, which keeps its keys), a chain starting with
+- Chains (``augjax.compose``): the same properties for a chain of sample ops, for composites
+  (``random_apply``, ``random_choice``, ``some_of``) and a policy (``rand_augment``), a chain
+  ending in a mixing op (checked against the chain's prefix, which keeps its keys), a chain starting with
   one (locality: sample ``i`` depends only on samples ``i`` and its partner), and in a DALI
   pipeline where images and labels cross as separate inputs.
 """
@@ -48,6 +51,22 @@ def _compose():
     return fn
 
 
+def assert_moved_samples_keep_their_outputs(fn, x, k, out, name):
+    """Position ``j`` of a second batch holds sample ``perm[j]`` of ``x`` (with its key) for the
+    first half; the rest are new images with new keys. The moved samples' outputs must be
+    bitwise those of the first call: ``out[i]`` depends on ``x[i]`` and ``k[i]`` only."""
+    n = len(x)
+    perm = np.random.default_rng(n).permutation(n)
+    y = random_images(n, x.shape[1], x.shape[2], x.shape[3], x.dtype, seed=3)
+    kept = np.arange(n) < (n + 1) // 2
+    y[kept] = x[perm[kept]]
+    both = jax.numpy.concatenate([k, keys(n, seed=4)])
+    out2 = np.asarray(fn(y, both[np.where(kept, perm, n + np.arange(n))]))
+    for j in np.flatnonzero(kept):
+        np.testing.assert_array_equal(out2[j], out[perm[j]],
+                                      err_msg=f"{name}: sample {perm[j]} moved to {j}")
+
+
 # -- sample-level ops ------------------------------------------------------------------------
 @pytest.mark.parametrize("name", SAMPLE_OPS)
 def test_sample_op_output_i_is_op_of_input_i(name):
@@ -59,21 +78,9 @@ def test_sample_op_output_i_is_op_of_input_i(name):
     if out is None:
         pytest.fail(f"{name}: every output is the same for distinct inputs; alignment cannot be "
                     f"checked (params: {params})")
-    n = len(x)
-    assert out.shape[0] == n
-    # Position j of the second batch holds sample perm[j] of the first (with its key) for the
-    # first half; the rest are new images with new keys.
-    perm = np.array([3, 0, 5, 1, 4, 2])
-    y = random_images(n, x.shape[1], x.shape[2], x.shape[3], x.dtype, seed=3)
-    kept = np.arange(n) < 3
-    y[kept] = x[perm[kept]]
-    both = jax.numpy.concatenate([k, keys(n, seed=4)])
-    k2 = both[np.where(kept, perm, n + np.arange(n))]
-    out2, _ = call(spec, y, key=k2, **params)
-    out2 = np.asarray(out2)
-    for j in np.flatnonzero(kept):
-        np.testing.assert_array_equal(out2[j], out[perm[j]],
-                                      err_msg=f"{name}: sample {perm[j]} moved to {j}")
+    assert out.shape[0] == len(x)
+    assert_moved_samples_keep_their_outputs(
+        lambda y, ky: call(spec, y, key=ky, **params)[0], x, k, out, name)
 
 
 # -- mixing ops ------------------------------------------------------------------------------
@@ -235,6 +242,20 @@ def test_chain_of_sample_ops_keeps_samples_aligned():
         np.testing.assert_array_equal(out[i], np.asarray(chain(x[i:i + 1], key=k[i:i + 1]))[0])
     perm = np.array([4, 2, 0, 3, 1])
     np.testing.assert_array_equal(np.asarray(chain(x[perm], key=k[perm])), out[perm])
+
+
+def test_composites_and_a_policy_keep_samples_aligned():
+    compose = _compose()
+    a, b, c, d = _pick_sample_ops(4, seed=4)
+    chain = compose(augjax.random_apply(a, p=0.5), augjax.random_choice([b, c]),
+                    augjax.some_of([a, c, d], n=(1, 2)), augjax.rand_augment())
+    n = 6
+    x = random_images(n, 20, 20, 3, np.uint8, seed=13)
+    k = keys(n, seed=14)
+    out = np.asarray(chain(x, key=k))
+    assert len({row.tobytes() for row in out.reshape(n, -1)}) == n
+    assert_moved_samples_keep_their_outputs(lambda y, ky: chain(y, key=ky), x, k, out,
+                                            "composites + rand_augment")
 
 
 def test_chain_starting_with_a_mixing_op_is_local_to_sample_and_partner():
