@@ -456,36 +456,36 @@ def test_augmix_mixing_matches_the_formula(style, blended):
     keys = jax.random.split(jax.random.key(11), 16)
     out = np.asarray(policy(x, key=keys))
     plan = {k: np.asarray(v) for k, v in policy.explain(x, key=keys).items()}
-    eq, ac = np.asarray(augjax.ops.equalize(x)), np.asarray(augjax.ops.autocontrast(x))
-    ref = np.zeros_like(x)
-    tie = np.zeros(x.shape, bool)  # pixels where a truncation sees a float32 tie
 
-    def floor(v):
+    def floor(v):  # truncation, and where it sees a float32 tie
         tie_here = np.abs(v - np.round(v)) < 1e-3
         return np.floor(v), tie_here
 
-    for s in range(16):
-        chains = []
-        for i in range(2):
-            img = x[s:s + 1]
-            for d in range(plan["depth"][s, i]):
-                img = np.asarray((augjax.ops.equalize if plan["op"][s, i, d] == 0 else
-                                  augjax.ops.autocontrast)(img))
-            chains.append(img[0].astype(np.float32))
-        w, m, xf = plan["weights"][s], plan["m"][s], x[s].astype(np.float32)
-        if style == "torchvision":  # trunc(m0 * x + sum w_i chain_i)
-            ref[s], tie[s] = floor(np.clip(m * xf + (w[0] * chains[0] + w[1] * chains[1]), 0, 255))
-        elif not blended:  # PIL blend(x, uint8(clip(sum w_i chain_i)), m)
-            mixed, t1 = floor(np.clip(w[0] * chains[0] + w[1] * chains[1], 0, 255))
-            ref[s], t2 = floor(xf + m * (mixed - xf))
-            tie[s] = t1 | t2
-        else:  # timm _apply_blended: sequential blends with the recomputed weights
-            ws = w * m
-            a1 = ws[1]
-            a0 = ws[0] / (1 - a1)
-            img, t1 = floor(xf + a0 * (chains[0] - xf))
-            ref[s], t2 = floor(img + a1 * (chains[1] - img))
-            tie[s] = t1 | t2
+    chains = []  # each chain for every sample at once: equalize / autocontrast per plan
+    for i in range(2):
+        img = x
+        for d in range(3):
+            step = np.where((plan["op"][:, i, d] == 0)[:, None, None, None],
+                            np.asarray(augjax.ops.equalize(img)),
+                            np.asarray(augjax.ops.autocontrast(img)))
+            img = np.where(plan["applied"][:, i, d][:, None, None, None], step, img)
+        chains.append(img.astype(np.float32))
+    w = plan["weights"][:, :, None, None, None]
+    m = plan["m"][:, None, None, None]
+    xf = x.astype(np.float32)
+    if style == "torchvision":  # trunc(m0 * x + sum w_i chain_i)
+        ref, tie = floor(np.clip(m * xf + (w[:, 0] * chains[0] + w[:, 1] * chains[1]), 0, 255))
+    elif not blended:  # PIL blend(x, uint8(clip(sum w_i chain_i)), m)
+        mixed, t1 = floor(np.clip(w[:, 0] * chains[0] + w[:, 1] * chains[1], 0, 255))
+        ref, t2 = floor(xf + m * (mixed - xf))
+        tie = t1 | t2
+    else:  # timm _apply_blended: sequential blends with the recomputed weights
+        ws = w * m[:, None]
+        a1 = ws[:, 1]
+        a0 = ws[:, 0] / (1 - a1)
+        img, t1 = floor(xf + a0 * (chains[0] - xf))
+        ref, t2 = floor(img + a1 * (chains[1] - img))
+        tie = t1 | t2
     diff = np.abs(out.astype(int) - ref.astype(int))
     # Equal except at float32 ties of the truncations (the weights sum to 1 only up to
     # rounding, so an unchanged pixel can land on either side of its level, as in the refs).
@@ -501,16 +501,19 @@ def test_policies_are_per_sample_and_reproducible():
     assert len({o.tobytes() for o in out}) >= 8  # samples choose their own op and magnitude
     np.testing.assert_array_equal(out, np.asarray(augjax.trivial_augment_wide()(x, key=key)))
     assert not np.array_equal(out, np.asarray(policy(x, key=jax.random.key(14))))
-    xf = (x / 255.0).astype(np.float32)  # float images: same choices, float output
-    outf = np.asarray(policy(xf, key=key))
+    xf = (x / 255.0).astype(np.float32)  # float images (fill 128 -> 128/255), timm's full space
+    outf = np.asarray(augjax.from_timm("rand-m9-mstd0.5-inc1")(xf, key=key))
     assert outf.dtype == np.float32 and 0.0 <= outf.min() and outf.max() <= 1.0
+    assert len({o.tobytes() for o in outf}) >= 8
 
 
 def test_dali_equals_arrays_for_policies():
     x, s = images(6, 16, 16, seed=15), seeds(6, seed=16)
-    chain = augjax.compose(augjax.from_timm("rand-m9-mstd0.5-inc1"),
-                           augjax.augmix(width=2, depth=1),
-                           augjax.ops.normalize.bind(chw=True))
+    chain = augjax.compose(
+        augjax.rand_augment(n=2, m=9, mstd=0.5, style="timm", increasing=True,
+                            ops=("Rotate", "SolarizeIncreasing", "ColorIncreasing", "Equalize")),
+        augjax.augmix(width=2, depth=1, ops=("Rotate", "Posterize")),  # bits down to 0
+        augjax.ops.normalize.bind(chw=True))
     (out,), = run_dali(lambda im, sd: chain(im, seeds=sd), x, s, layouts=["HWC", None])
     ref = np.asarray(chain(x, key=augjax.keys_from_seeds(s)))
     assert out.shape == (6, 3, 16, 16)
