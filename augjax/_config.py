@@ -27,7 +27,7 @@ from typing import Any
 from augjax._bound import BoundOp
 from augjax.errors import OpNotFoundError, ParamError, PluginLoadError
 
-__all__ = ["CONFIG_VERSION", "to_dict", "from_dict", "to_json", "from_json"]
+__all__ = ["CONFIG_VERSION", "from_dict", "from_json", "to_dict", "to_json"]
 
 #: The config format version this augjax writes and reads.
 CONFIG_VERSION = 1

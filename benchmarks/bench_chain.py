@@ -48,8 +48,9 @@ def chain_ops():
 
 
 def build(variant: str, batch: np.ndarray, threads: int):
-    import augjax
     from nvidia.dali import fn, pipeline_def, types
+
+    import augjax
 
     ops = chain_ops()
     chain = augjax.compose(*ops)
@@ -93,8 +94,9 @@ def time_pipeline(p, iters: int) -> float:
 def pure_jax(batch: np.ndarray, iters: int) -> dict[str, float]:
     """The same work without DALI: the fused program, and the four ops as four programs (each
     at its chain position, so the outputs are bitwise equal); blocking on every batch."""
-    import augjax
     import jax
+
+    import augjax
 
     ops = chain_ops()
     chain = augjax.compose(*ops)

@@ -6,12 +6,12 @@ from __future__ import annotations
 import jax
 import numpy as np
 import pytest
+from helpers import images, run_dali, seeds
 from scipy import stats
 
 import augjax
 from augjax import compose, random_apply, random_choice, some_of
 from augjax.errors import InputError, ParamError
-from helpers import images, run_dali, seeds
 
 ops = augjax.ops
 KEYS = jax.random.split(jax.random.key(3), 6)  # one key per sample of a batch of 6

@@ -9,10 +9,10 @@ import math
 import jax
 import numpy as np
 import pytest
+from helpers import images
 
 import augjax
 from augjax.errors import OpNotFoundError, ParamError
-from helpers import images
 
 ops = augjax.ops
 

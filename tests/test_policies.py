@@ -10,13 +10,12 @@ import math
 import jax
 import numpy as np
 import pytest
-import torch
+from helpers import images, run_dali, seeds
 from scipy import stats
 
 import augjax
 from augjax.errors import ParamError
 from augjax.policies import tables as T
-from helpers import images, run_dali, seeds
 
 tv_aa = pytest.importorskip("torchvision.transforms.v2._auto_augment")
 timm_aa = pytest.importorskip("timm.data.auto_augment")
@@ -315,7 +314,7 @@ def test_rand_augment_timm_noise_probability_and_values():
     # N(9, 0.5) clipped to [0, 10]: an atom of 1 - Phi(2) at 10, a normal below.
     assert stats.binomtest(int((level == 10).sum()), 2 * N, stats.norm.sf(2.0)).pvalue > 1e-3
     below = level[level < 10]
-    cdf = lambda v: stats.norm.cdf(v, 9, 0.5) / stats.norm.cdf(10, 9, 0.5)  # noqa: E731
+    cdf = lambda v: stats.norm.cdf(v, 9, 0.5) / stats.norm.cdf(10, 9, 0.5)
     assert stats.kstest(below, cdf).pvalue > 1e-3
     rot = policy.op_names.index("Rotate")
     rows = plan["op"] == rot
@@ -348,7 +347,8 @@ def test_trivial_augment_choices():
     assert _chi2_uniform(plan["level"].astype(int), 31) > 1e-3
     shear = policy.op_names.index("ShearX")
     rows = plan["op"][:, 0] == shear
-    expect = [e for e in policy.entries if e.name == "ShearX"][0].magnitude.table(30, 30, 32, 32)
+    entry = next(e for e in policy.entries if e.name == "ShearX")
+    expect = entry.magnitude.table(30, 30, 32, 32)
     got = plan["value"][rows, 0]
     ref = expect[plan["negative"][rows, 0].astype(int), plan["level"][rows, 0].astype(int)]
     np.testing.assert_array_equal(got, ref)

@@ -19,9 +19,9 @@ from augjax.chain._containers import (
 from augjax.chain._element import DECISION_TAG, decision_key
 
 __all__ = [
+    "DECISION_TAG",
     "Chain",
     "Composite",
-    "DECISION_TAG",
     "RandomApply",
     "RandomChoice",
     "Sequential",

@@ -34,8 +34,17 @@ from augjax.chain._element import (
 )
 from augjax.errors import InputError, ParamError
 
-__all__ = ["Chain", "RandomApply", "RandomChoice", "SomeOf", "compose", "random_apply",
-           "random_choice", "some_of", "check_same_outputs"]
+__all__ = [
+    "Chain",
+    "RandomApply",
+    "RandomChoice",
+    "SomeOf",
+    "check_same_outputs",
+    "compose",
+    "random_apply",
+    "random_choice",
+    "some_of",
+]
 
 
 def _fmt_struct(struct: tuple[tuple[int, ...], Any]) -> str:

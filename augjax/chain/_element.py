@@ -22,16 +22,16 @@ from augjax.errors import InputError, OpDefinitionError, ParamError
 
 __all__ = [
     "DECISION_TAG",
-    "decision_key",
+    "apply_element",
     "as_element",
     "as_sample_element",
-    "size_after",
-    "dtype_after",
-    "struct_after",
-    "layout_effect",
-    "apply_element",
     "call_kernel",
+    "decision_key",
+    "dtype_after",
+    "layout_effect",
     "leaf_layouts",
+    "size_after",
+    "struct_after",
 ]
 
 #: ``fold_in`` tag of a composite's own random decisions (distinct from element positions).

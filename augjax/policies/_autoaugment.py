@@ -23,7 +23,7 @@ from augjax.policies import tables as T
 from augjax.policies._base import DEFAULT, Policy, check_choice, check_float
 from augjax.policies._engine import Levels, apply_layers, draw_level, layer_values
 
-__all__ = ["AutoAugment", "auto_augment", "POLICIES"]
+__all__ = ["POLICIES", "AutoAugment", "auto_augment"]
 
 #: Every policy name, torchvision's then timm's.
 POLICIES = tuple(T.TV_POLICIES) + tuple(T.TIMM_POLICIES)

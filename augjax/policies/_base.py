@@ -16,8 +16,16 @@ from typing import Any
 from augjax.chain._composite import Composite
 from augjax.errors import ParamError
 
-__all__ = ["Policy", "STYLES", "DEFAULT", "check_int", "check_float", "check_choice",
-           "check_fill", "check_names"]
+__all__ = [
+    "DEFAULT",
+    "STYLES",
+    "Policy",
+    "check_choice",
+    "check_fill",
+    "check_float",
+    "check_int",
+    "check_names",
+]
 
 #: The reference implementations a policy can follow.
 STYLES = ("torchvision", "timm", "dali")

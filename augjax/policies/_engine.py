@@ -22,8 +22,15 @@ from augjax.chain._element import call_kernel
 from augjax.errors import OpNotFoundError, ParamError, PluginLoadError
 from augjax.policies._magnitude import MagnitudeMap, PolicyOp
 
-__all__ = ["Levels", "bind_space", "layer_values", "apply_layer", "apply_layers", "draw_level",
-           "fill_for"]
+__all__ = [
+    "Levels",
+    "apply_layer",
+    "apply_layers",
+    "bind_space",
+    "draw_level",
+    "fill_for",
+    "layer_values",
+]
 
 
 class Levels:
@@ -34,7 +41,7 @@ class Levels:
     def __init__(self, denominator: float, limit: float, discrete: bool) -> None:
         self.denominator = float(denominator)
         self.limit = float(limit)
-        self.top = int(math.floor(limit))
+        self.top = math.floor(limit)
         self.discrete = discrete
 
 

@@ -19,11 +19,26 @@ from __future__ import annotations
 from augjax.policies._magnitude import PolicyOp, linear
 
 __all__ = [
-    "TRANSLATE_REL", "TV_RAND_AUGMENT", "TV_TRIVIAL_AUGMENT_WIDE", "TV_AUTO_AUGMENT", "TV_AUGMIX",
-    "TV_AUGMIX_PARTIAL", "TV_POLICIES", "DALI_RAND_AUGMENT", "DALI_RAND_AUGMENT_NON_MONOTONIC",
-    "DALI_TRIVIAL_AUGMENT_WIDE", "timm_ops", "TIMM_RAND", "TIMM_RAND_INCREASING", "TIMM_RAND_3A",
-    "TIMM_RAND_WEIGHTED_0", "TIMM_RAND_WEIGHTED_3A", "TIMM_AUGMIX", "TIMM_POLICIES",
-    "TIMM_HPARAMS", "space",
+    "DALI_RAND_AUGMENT",
+    "DALI_RAND_AUGMENT_NON_MONOTONIC",
+    "DALI_TRIVIAL_AUGMENT_WIDE",
+    "TIMM_AUGMIX",
+    "TIMM_HPARAMS",
+    "TIMM_POLICIES",
+    "TIMM_RAND",
+    "TIMM_RAND_3A",
+    "TIMM_RAND_INCREASING",
+    "TIMM_RAND_WEIGHTED_0",
+    "TIMM_RAND_WEIGHTED_3A",
+    "TRANSLATE_REL",
+    "TV_AUGMIX",
+    "TV_AUGMIX_PARTIAL",
+    "TV_AUTO_AUGMENT",
+    "TV_POLICIES",
+    "TV_RAND_AUGMENT",
+    "TV_TRIVIAL_AUGMENT_WIDE",
+    "space",
+    "timm_ops",
 ]
 
 #: torchvision's largest RandAugment translation, a fraction of the side (150/331).
