@@ -7,7 +7,7 @@ set -uo pipefail
 part=${1:-1}
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
-export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
+export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_MEM_FRACTION=0.4
 python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/aug/*.whl 2>&1 | tail -2
 log="$OUT/session$part.log"
 run() {  # run LIMIT_S NAME CMD...
