@@ -37,7 +37,7 @@ from _reliability import (
     sample_case,
     spec_or_skip,
 )
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 import augjax
@@ -49,7 +49,7 @@ MIXING_OPS = op_names(is_mixing)
 
 #: Examples per op and variant (each compiles a program: ~0.1-0.5 s for a sample op on CPU,
 #: ~2 s for a mixing op). Raise them locally, e.g. AUGJAX_HYPOTHESIS_EXAMPLES=10.
-EXAMPLES = int(os.environ.get("AUGJAX_HYPOTHESIS_EXAMPLES", "1"))
+EXAMPLES = int(os.environ.get("AUGJAX_HYPOTHESIS_EXAMPLES", "2"))
 #: Variants: uint8 HWC with a batch of one, and float32 CHW with a batch of 2-4 (where the op
 #: declares them), so every op sees both dtypes, both layouts and N = 1.
 VARIANTS = {"uint8-HWC-N1": ("uint8", "HWC", 1), "float32-CHW": ("float32", "CHW", None)}
@@ -109,6 +109,11 @@ def _run_case(spec, data, variant):
     x = random_images(n, h, w, c, dtype, seed=seed % 1000, layout=layout)
     labels = _labels(spec, n, k, soft=bool(seed % 2), seed=seed) if is_mixing(spec) else None
     key = jax.random.key(seed)
+    try:
+        spec.bind(**params)
+    except ParamError as err:  # values valid one by one that clash (min > max): draw again
+        assert spec.name in str(err)
+        assume(False)
     try:
         out, soft = call(spec, x, labels, key=key, layout=layout, **params)
         out = np.asarray(out)
