@@ -3,23 +3,25 @@ a DALI CPU pipeline (ms per batch, ratio, same run).
 
 The chain: ``flip(p=0.5)`` + ``color_jitter(brightness=0.4, contrast=0.4, saturation=0.4)`` +
 ``rotate(degrees=(-15, 15), bilinear)`` + ``normalize(chw=True)`` (uint8 HWC in, float32 CHW
-out). Variants, each its own DALI pipeline fed one constant uint8 batch:
+out); the ``pointwise`` chain replaces the rotation by ``solarize(threshold=(128, 255))``.
+Variants, each its own DALI pipeline fed one constant uint8 batch:
 
 - ``fused``: ``augjax.compose(...)(images)``: one operator, inputs = images + one seed input;
 - ``separate``: ``op(images)`` four times: four operators, three seed inputs (normalize has no
   randomness), three intermediate batches handed back to DALI;
-- ``dali_native`` (context): ``fn.flip`` + ``fn.color_twist`` + ``fn.rotate`` +
+- ``dali_native`` (context, rotate chain only): ``fn.flip`` + ``fn.color_twist`` + ``fn.rotate`` +
   ``fn.crop_mirror_normalize`` (the nearest native equivalent, not the same arithmetic);
 - ``empty`` (context): the pipeline with no op (``external_source`` only);
 - ``pure_jax`` (context): the fused program, and the four ops as four programs, called on a
   device array (no DALI).
 
-Rounds alternate the variants (so load changes hit them alike); each round times ``iters``
-``pipeline.run()`` calls after warm-up; the report gives medians over rounds and the per-round
-fused/separate ratio.
+Rounds alternate the variants, the pure-JAX ones included (so load changes hit them alike);
+each round times ``iters`` calls after warm-up; the report gives medians and minimums over
+rounds and the per-round fused/separate ratio. On a shared machine the minimum is the steadier
+estimate of the intrinsic cost.
 
-Usage: ``python benchmarks/bench_chain.py [--configs 32x224 32x64] [--iters 10] [--rounds 15]
-[--json benchmarks/results/bench_chain.json]``.
+Usage: ``python benchmarks/bench_chain.py [--configs 32x224:rotate 32x64:pointwise ...]
+[--iters 5] [--rounds 25] [--json benchmarks/results/bench_chain.json]``.
 """
 
 from __future__ import annotations
@@ -35,24 +37,28 @@ import time
 import numpy as np
 
 
-def chain_ops():
+def chain_ops(kind: str = "rotate"):
+    """The 4-op chain: ``rotate`` (flip, colour jitter, bilinear rotation, normalize) or
+    ``pointwise`` (the rotation replaced by a random solarize: no resampling)."""
     import augjax
 
     ops = augjax.ops
+    third = (ops.rotate.bind(degrees=(-15.0, 15.0), interpolation="bilinear")
+             if kind == "rotate" else ops.solarize.bind(threshold=(128.0, 255.0)))
     return [
         ops.flip.bind(p=0.5),
         ops.color_jitter.bind(brightness=0.4, contrast=0.4, saturation=0.4),
-        ops.rotate.bind(degrees=(-15.0, 15.0), interpolation="bilinear"),
+        third,
         ops.normalize.bind(chw=True),
     ]
 
 
-def build(variant: str, batch: np.ndarray, threads: int):
+def build(variant: str, batch: np.ndarray, threads: int, kind: str):
     from nvidia.dali import fn, pipeline_def, types
 
     import augjax
 
-    ops = chain_ops()
+    ops = chain_ops(kind)
     chain = augjax.compose(*ops)
 
     @pipeline_def(batch_size=len(batch), num_threads=threads, device_id=None, seed=1,
@@ -91,14 +97,14 @@ def time_pipeline(p, iters: int) -> float:
     return 1e3 * (time.perf_counter() - start) / iters
 
 
-def pure_jax(batch: np.ndarray, iters: int) -> dict[str, float]:
-    """The same work without DALI: the fused program, and the four ops as four programs (each
-    at its chain position, so the outputs are bitwise equal); blocking on every batch."""
+def pure_jax(batch: np.ndarray, kind: str):
+    """The same work without DALI: callables for the fused program and for the four ops as four
+    programs (each at its chain position, so the outputs are bitwise equal)."""
     import jax
 
     import augjax
 
-    ops = chain_ops()
+    ops = chain_ops(kind)
     chain = augjax.compose(*ops)
     x = jax.device_put(batch)
     keys = jax.random.split(jax.random.key(0), len(batch))
@@ -109,15 +115,19 @@ def pure_jax(batch: np.ndarray, iters: int) -> dict[str, float]:
             y = augjax.compose(op, start=j)(y, key=keys)
         return y
 
-    assert np.array_equal(np.asarray(chain(x, key=keys)), np.asarray(separate()))
-    out = {}
-    for name, fn in (("fused", lambda: chain(x, key=keys)), ("separate", separate)):
+    def fused():
+        return chain(x, key=keys)
+
+    assert np.array_equal(np.asarray(fused()), np.asarray(separate()))
+    return {"jax_fused": fused, "jax_separate": separate}
+
+
+def time_jax(fn, iters: int) -> float:
+    fn().block_until_ready()
+    start = time.perf_counter()
+    for _ in range(iters):
         fn().block_until_ready()
-        start = time.perf_counter()
-        for _ in range(iters):
-            fn().block_until_ready()
-        out[name] = 1e3 * (time.perf_counter() - start) / iters
-    return out
+    return 1e3 * (time.perf_counter() - start) / iters
 
 
 def versions() -> dict[str, str]:
@@ -133,44 +143,51 @@ def versions() -> dict[str, str]:
 
 
 def measure(batch_size: int, size: int, iters: int, rounds: int, warmup: int,
-            threads: int) -> dict:
+            threads: int, kind: str) -> dict:
     """One configuration: every variant, interleaved rounds, medians and paired ratios."""
     import augjax
 
     rng = np.random.default_rng(0)
     batch = rng.integers(0, 256, (batch_size, size, size, 3), dtype=np.uint8)
-    variants = ("fused", "separate", "dali_native", "empty")
+    variants = ("fused", "separate", "empty") + (("dali_native",) if kind == "rotate" else ())
     traces = augjax.trace_count()
     compile_s, pipes = {}, {}
     for v in variants:
         start = time.perf_counter()
-        pipes[v] = build(v, batch, threads)
+        pipes[v] = build(v, batch, threads, kind)
         for _ in range(warmup):
             pipes[v].run()
         compile_s[v] = time.perf_counter() - start
     traced = augjax.trace_count() - traces  # 1 (fused) + 4 (separate)
-    times = {v: [] for v in variants}
+    jax_fns = pure_jax(batch, kind)
+    times = {v: [] for v in (*variants, *jax_fns)}
     load = [os.getloadavg()[0]]
     for r in range(rounds):
-        for v in (variants if r % 2 == 0 else variants[::-1]):
-            times[v].append(time_pipeline(pipes[v], iters))
+        order = (*variants, *jax_fns)
+        for v in (order if r % 2 == 0 else order[::-1]):
+            times[v].append(time_jax(jax_fns[v], iters) if v in jax_fns
+                            else time_pipeline(pipes[v], iters))
         load.append(os.getloadavg()[0])
-    jax_ms = pure_jax(batch, iters)
     ratios = [f / s for f, s in zip(times["fused"], times["separate"])]
     med = {v: statistics.median(t) for v, t in times.items()}
+    low = {v: min(t) for v, t in times.items()}
     return {
         "config": {"batch": batch_size, "size": [size, size, 3], "dtype": "uint8",
                    "iters_per_round": iters, "rounds": rounds, "dali_threads": threads,
-                   "device": "cpu", "chain": [repr(op) for op in chain_ops()]},
+                   "device": "cpu", "chain_kind": kind,
+                   "chain": [repr(op) for op in chain_ops(kind)]},
         "load_average_1min": {"min": min(load), "max": max(load)},
         "ms_per_batch_median": med,
+        "ms_per_batch_min": low,
         "ms_per_batch_rounds": times,
-        "pure_jax_ms_per_batch": jax_ms,
-        "dali_overhead_ms_per_batch": {"fused": med["fused"] - jax_ms["fused"],
-                                       "separate": med["separate"] - jax_ms["separate"]},
+        "dali_over_jax_ms_median": {"fused": med["fused"] - med["jax_fused"],
+                                    "separate": med["separate"] - med["jax_separate"]},
         "fused_over_separate": {"ratio_of_medians": med["fused"] / med["separate"],
+                                "ratio_of_minimums": low["fused"] / low["separate"],
                                 "median_of_round_ratios": statistics.median(ratios),
-                                "per_round": ratios},
+                                "per_round": ratios,
+                                "pure_jax_ratio_of_medians":
+                                    med["jax_fused"] / med["jax_separate"]},
         "saved_ms_per_batch": med["separate"] - med["fused"],
         "crossings": {"fused": 1, "separate": 4},
         "programs_traced": traced,
@@ -180,18 +197,22 @@ def measure(batch_size: int, size: int, iters: int, rounds: int, warmup: int,
 
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--configs", nargs="+", default=["32x224", "32x64"],
-                    help="BATCHxSIZE configurations (square uint8 RGB images)")
-    ap.add_argument("--iters", type=int, default=10)
-    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--configs", nargs="+",
+                    default=["32x224:rotate", "32x64:rotate", "32x224:pointwise",
+                             "32x64:pointwise"],
+                    help="BATCHxSIZE[:rotate|pointwise] configurations (square uint8 RGB)")
+    ap.add_argument("--iters", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=25)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     runs = []
     for spec in args.configs:
-        b, s = (int(v) for v in spec.lower().split("x"))
-        runs.append(measure(b, s, args.iters, args.rounds, args.warmup, args.threads))
+        shape, _, kind = spec.lower().partition(":")
+        b, s = (int(v) for v in shape.split("x"))
+        runs.append(measure(b, s, args.iters, args.rounds, args.warmup, args.threads,
+                            kind or "rotate"))
     result = {
         "benchmark": "bench_chain",
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
