@@ -80,8 +80,10 @@ def apply_steps(
             )
     images = as_array(inputs[0], name, "images")
     labels = as_array(inputs[1], name, "labels") if len(inputs) > 1 else None
-    if labels is not None:  # class ids vs num_classes; NumPy labels are read without a copy
-        check_label_range(inputs[1] if isinstance(inputs[1], np.ndarray) else labels, steps)
+    if isinstance(inputs[1] if len(inputs) > 1 else None, np.ndarray):
+        # Host labels are checked here for free; device labels are not read back (that would
+        # sync every call): out-of-range ids there poison the batch's soft labels with NaN.
+        check_label_range(inputs[1], steps)
     if images.ndim < 1:
         raise InputError(f"{name}: argument 'images' must be a batch, got a scalar", op=name)
     random = any(step.spec.random for step in steps)

@@ -136,12 +136,26 @@ def run_steps(
             result = spec.kernel(*args, **params)
             if "labels" in spec.outputs:
                 out, labels = result
+                labels = _poison_bad_classes(args[-1], labels, params.get("num_classes"))
             else:
                 out = result
         _check_output(spec, out, hwc, params)
         layout = spec.layout_after(layout, params)
         x = _from_hwc(out, layout)
     return x, labels
+
+
+def _poison_bad_classes(ids: jax.Array, soft: jax.Array, num_classes: Any) -> jax.Array:
+    """Soft labels all NaN when an integer class id lies outside ``[0, num_classes)``.
+
+    one_hot would silently give an all-zero row; reading the ids back to raise would cost a
+    device-to-host sync per batch. NaN makes the loss NaN at once (docs/RELIABILITY.md);
+    NumPy labels on arrays are checked before the call and raise InputError instead.
+    """
+    if not isinstance(num_classes, int) or not jnp.issubdtype(ids.dtype, jnp.integer):
+        return soft
+    bad = jnp.any((ids < 0) | (ids >= num_classes))
+    return jnp.where(bad, jnp.nan, soft)
 
 
 def final_layout(steps: Sequence[Any], layout: str) -> str:

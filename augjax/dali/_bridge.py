@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from augjax._inputs import label_classes, label_range_message
 from augjax._keys import SEED_HIGH
 from augjax._program import final_layout, once_cache, seeded_program
 from augjax.errors import BackendUnavailableError, InputError
@@ -61,9 +59,6 @@ def dali_function(
     again reuses the compiled program."""
     _, _, jax_fn = _dali()
     program = seeded_program(steps, layout, with_labels, with_seeds, start)
-    classes = label_classes(steps) if with_labels else None
-    if classes is not None:
-        program = _label_checked(program, *classes)
     outputs = ("images", "labels") if with_labels else ("images",)
     out_layout = final_layout(steps, layout)
     layouts = (out_layout, "") if with_labels else (out_layout,)
@@ -71,38 +66,6 @@ def dali_function(
         program, num_outputs=len(outputs), output_layouts=layouts, device=device,
         sharding=sharding,
     )
-
-
-def _label_checked(program: Any, op: str, num_classes: int) -> Any:
-    """``program`` with its integer labels checked against ``[0, num_classes)`` inside the
-    compiled function (``jax.experimental.checkify``): out-of-range ids raise InputError in the
-    callback, which DALI reports as a pipeline error, instead of mixing all-zero one-hot rows.
-    Reading the check's flag costs one small device-to-host read per batch."""
-    import jax
-    import jax.numpy as jnp
-    from jax.experimental import checkify
-
-    def checked(*arrays):
-        labels = arrays[1]
-        if jnp.issubdtype(labels.dtype, jnp.integer) and labels.size:
-            low, high = jnp.min(labels), jnp.max(labels)
-            checkify.check((low >= 0) & (high < num_classes),
-                           label_range_message(op, num_classes, "{low}", "{high}"),
-                           low=low, high=high)
-        return program(*arrays)
-
-    run = jax.jit(checkify.checkify(checked))
-
-    def callback(*arrays):
-        err, out = run(*arrays)
-        message = err.get()
-        if message is not None:
-            message = re.sub(r"\s*\(`?check`? failed.*$", "", message, flags=re.DOTALL)
-            raise InputError(message, op=op, argument="labels")
-        return out
-
-    callback.jitted = run  # the compiled function, for cache inspection (benchmarks/soak.py)
-    return callback
 
 
 def _node_device(node: Any) -> str:
