@@ -83,7 +83,10 @@ def gpu_iterator(files, labels, global_batch, size, seed):
     sharding = NamedSharding(mesh, PartitionSpec("batch"))
     shard_batch = global_batch // jax.device_count()
 
-    @data_iterator(output_map=["images", "labels", "index"], sharding=sharding)
+    # With several pipelines DALI's iterator needs the epoch size: every full global batch.
+    size = len(files) // global_batch * global_batch
+
+    @data_iterator(output_map=["images", "labels", "index"], sharding=sharding, size=size)
     def iterator(shard_id, num_shards):
         return pipeline_body(files, labels, shard_batch, shard_id, num_shards, size, "gpu", seed)
 
@@ -128,7 +131,8 @@ def train_step():
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--images", default=None, help="root/<class>/*.jpg (default: bundled)")
-    ap.add_argument("--repeat", type=int, default=64, help="repeat the file list this often")
+    ap.add_argument("--repeat", type=int, default=None,
+                    help="repeat the file list this often (default: enough for --iters)")
     ap.add_argument("--global-batch", type=int, default=64)
     ap.add_argument("--size", type=int, default=224)
     ap.add_argument("--iters", type=int, default=20)
@@ -140,7 +144,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.compare:
         return compare(*args.compare)
-    files, labels = dataset(args.images, args.repeat)
+    files, labels = dataset(args.images, 1)
+    repeat = args.repeat or -(-(args.iters + 1) * args.global_batch // len(files))
+    files, labels = files * repeat, labels * repeat
     if args.cpu:
         batches = cpu_batches(files, labels, args.global_batch, args.shards, args.size,
                               args.seed, args.iters)

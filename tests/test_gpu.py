@@ -22,6 +22,11 @@ pytestmark = pytest.mark.gpu
 
 _REPORT: dict[str, dict] = {}
 
+#: Ops whose random draws themselves differ between XLA's GPU and CPU backends: jax.random.poisson
+#: is a rejection sampler whose float comparisons round differently (seen on the H200: 3.4 % of
+#: shot_noise pixels differ). Their GPU pipeline must still equal the GPU array path bitwise.
+BACKEND_DEPENDENT_DRAWS = {"shot_noise"}
+
 
 def _demo_params(spec):
     params = {}
@@ -80,7 +85,7 @@ def test_op_gpu_pipeline_matches_arrays(name):
         }
         np.testing.assert_array_equal(d, g)
         tol = 1.0 if d.dtype == np.uint8 else 1e-4
-        if diff_cpu.max(initial=0) > tol:
+        if diff_cpu.max(initial=0) > tol and name not in BACKEND_DEPENDENT_DRAWS:
             # Resampling ops: a coordinate that rounds differently moves a pixel; keep it rare.
             assert (diff_cpu > tol).mean() < 0.01, (name, i, row[f"out{i}"])
     _REPORT[name] = row
