@@ -44,6 +44,8 @@ _LAZY = {
     **dict.fromkeys(("from_dict", "from_json", "to_dict", "to_json"), "augjax._config"),
     **dict.fromkeys(("index_seeds", "keys_from_seeds"), "augjax._keys"),
     "trace_count": "augjax._program",
+    "warmup": "augjax._warmup",
+    "ShardedSource": "augjax.dali._sources",
     **dict.fromkeys(("Chain", "Sequential", "compose", "random_apply", "random_choice",
                      "some_of"), "augjax.chain"),
     **dict.fromkeys(("augmix", "auto_augment", "from_timm", "rand_augment",
@@ -89,6 +91,8 @@ __all__ = [
     "ops",
     "refresh",
     "trace_count",
+    "warmup",
+    "ShardedSource",
 ]
 
 
@@ -126,10 +130,6 @@ def __getattr__(name: str) -> Any:
         return value
     if name in _SUBMODULES:
         return importlib.import_module(f"augjax.{name}")
-    if name == "ShardedSource":  # lives with the DALI bridge; NumPy only, no DALI import
-        from augjax.dali._sources import ShardedSource
-
-        return ShardedSource
     if name == "__version__":
         from augjax._registry import importlib_metadata
 
@@ -141,4 +141,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return sorted(set(__all__) | {"__version__"})

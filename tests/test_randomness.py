@@ -95,3 +95,29 @@ def test_seed_range_gives_positive_distinct_seeds():
     s = np.array(p.run()[0].as_tensor())
     assert s.min() >= 0 and s.max() <= SEED_HIGH
     assert len(np.unique(s)) > 500
+
+
+def test_warmup_compiles_before_the_first_batch():
+    from nvidia.dali import fn, pipeline_def
+
+    chain = augjax.compose(augjax.ops.flip.bind(p=0.5),
+                           augjax.ops.color_jitter.bind(brightness=0.3, hue=0.05))
+    x = images(5, 9, 11, seed=8)
+    assert augjax.warmup(chain, x.shape, device="cpu") == 1
+    assert augjax.warmup(chain, x.shape, device="cpu") == 0  # cached
+
+    @pipeline_def(batch_size=5, num_threads=1, device_id=None, seed=2)
+    def pipe():
+        return chain(fn.external_source(source=lambda: x, batch=True, layout="HWC"))
+
+    p = pipe()
+    p.build()
+    before = augjax.trace_count()
+    p.run()
+    assert augjax.trace_count() == before  # the first batch compiled nothing
+
+
+def test_public_namespace_is_curated():
+    names = dir(augjax)
+    assert "compose" in names and "warmup" in names and "ShardedSource" in names
+    assert not {"Any", "importlib", "annotations", "TYPE_CHECKING"} & set(names)
