@@ -27,6 +27,8 @@ if [ "$part" = 1 ]; then
 else
   run 240 "pipeline_bench" python3 benchmarks/pipeline_bench.py --device gpu \
     --batch 32 256 1024 --iters 50 --reps 3 --machine "H200 ($(nproc) cores)" --out "$OUT/bench_gpu.json"
+  run 40 "jitter A/B" python3 benchmarks/jitter_ab.py --device gpu --batch 256 \
+    --out "$OUT/jitter_ab_gpu.json"
   run 60 "crossing anatomy" python3 benchmarks/crossing_anatomy.py --device gpu --batch 256 \
     --iters 100 --out "$OUT/anatomy_gpu.json"
   ngpu=$(nvidia-smi -L | wc -l)
@@ -41,6 +43,6 @@ else
         python3 examples/multi_gpu.py --iters 60 --global-batch $((256 * g))
     done
   fi
-  run 90 "soak GPU" python3 benchmarks/soak_gpu.py --batches 2000 --json "$OUT/soak_gpu.json"
+  [ "${SOAK:-1}" = 1 ] && run 90 "soak GPU" python3 benchmarks/soak_gpu.py --batches 2000 --json "$OUT/soak_gpu.json"
 fi
 echo "done part $part $(date +%T)" | tee -a "$log"
