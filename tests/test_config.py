@@ -17,7 +17,7 @@ from augjax.errors import OpNotFoundError, ParamError
 ops = augjax.ops
 
 STEPS = {
-    "op": ops.rotate.bind(degrees=(-10.0, 10.0), interpolation="bilinear", fill=(1.0, 2.0, 3.0)),
+    "op": ops.rotate.bind(degrees=(-10.0, 10.0), interpolation="bilinear", fill=(0.1, 0.2, 0.3)),
     "spec": ops.invert,
     "chain": augjax.compose(ops.flip, ops.random_crop.bind(size=(8, 10)), ops.normalize,
                             start=2),
@@ -29,9 +29,9 @@ STEPS = {
         ops.mixup.bind(num_classes=10, label_smoothing=0.1)),
     "rand_augment": augjax.rand_augment(n=3, m=5, num_magnitude_bins=11, exclude=["Identity"]),
     "rand_augment_timm": augjax.from_timm("rand-m9-mstd101-tweights"),
-    "rand_augment_dali": augjax.rand_augment(style="dali", increasing=False, fill=64),
+    "rand_augment_dali": augjax.rand_augment(style="dali", increasing=False, fill=64 / 255),
     "trivial": augjax.trivial_augment_wide(ops=["shear_x", "rotate"], style="dali"),
-    "auto_augment": augjax.auto_augment("svhn", fill=(1, 2, 3)),
+    "auto_augment": augjax.auto_augment("svhn", fill=(0.1, 0.2, 0.3)),
     "auto_augment_timm": augjax.from_timm("original-mstd0.5", img_size=160),
     "augmix": augjax.augmix(severity=4, width=2, depth=2, alpha=0.5, all_ops=False),
     "augmix_timm": augjax.from_timm("augmix-m5-w4-d2-b1"),

@@ -159,23 +159,47 @@ def windows(padded: np.ndarray, out: np.ndarray) -> list[tuple[int, int]]:
             if np.array_equal(padded[t:t + ch, l:l + cw], out)]
 
 
+def tv_fill(fill, dtype):
+    """torchvision's fill for augjax's (a fraction of the range): ``fill * 255`` for uint8."""
+    scale = 255.0 if dtype == np.uint8 else 1.0
+    return [v * scale for v in fill] if isinstance(fill, tuple) else fill * scale
+
+
 @pytest.mark.parametrize("pad_mode,padding,fill", [
-    ("constant", 4, 0.0), ("constant", (2, 3), (10.0, 20.0, 30.0)), ("edge", (1, 2, 3, 4), 0.0),
-    ("reflect", 3, 0.0), ("symmetric", (3, 1), 0.0),
+    ("constant", 4, 0.0), ("constant", (2, 3), (10 / 255, 20 / 255, 30 / 255)),
+    ("constant", 1, 0.6), ("edge", (1, 2, 3, 4), 0.0), ("reflect", 3, 0.0),
+    ("symmetric", (3, 1), 0.0),
 ])
 @pytest.mark.parametrize("dtype", [np.uint8, np.float32])
 def test_random_crop_is_a_window_of_torchvision_pad(pad_mode, padding, fill, dtype):
+    """``fill`` is a fraction of the range (one config for both dtypes); torchvision gets
+    ``fill * 255`` for uint8 (0.6 is 153, a whole level, so torchvision's cast is exact)."""
     n, size = 6, (H, W)  # CIFAR style: pad, then crop back to the input size
-    if dtype == np.float32 and isinstance(fill, tuple):
-        fill = tuple(v / 255 for v in fill)
     x = images(n, H, W, dtype=dtype, seed=3)
     out = np.asarray(augjax.ops.random_crop(x, key=jax.random.key(3), size=size, padding=padding,
                                             fill=fill, pad_mode=pad_mode))
     tv_padding = [padding] if isinstance(padding, int) else list(padding)
-    tv_fill = list(fill) if isinstance(fill, tuple) else fill
+    tv_fill_ = tv_fill(fill, dtype)
     for i in range(n):
-        padded = tv(x[i], F.pad, padding=tv_padding, fill=tv_fill, padding_mode=pad_mode)
+        padded = tv(x[i], F.pad, padding=tv_padding, fill=tv_fill_, padding_mode=pad_mode)
         assert windows(padded, out[i]), f"sample {i} is no window of the padded image"
+
+
+def test_random_crop_fill_between_levels_rounds_for_uint8():
+    """A fraction between two uint8 levels (0.5 -> 127.5) is rounded to the nearest level
+    (half to even: 128), where torchvision's cast truncates; float32 keeps it exactly."""
+    x8 = np.full((2, 4, 4, 3), 9, np.uint8)
+    size = (12, 12)  # padding 4 on each side: the crop is the whole padded image
+    out8 = np.asarray(augjax.ops.random_crop(x8, key=jax.random.key(0), size=size, padding=4,
+                                             fill=(0.5, 0.2, 1.0)))
+    outf = np.asarray(augjax.ops.random_crop(x8.astype(np.float32) / 255, key=jax.random.key(0),
+                                             size=size, padding=4, fill=(0.5, 0.2, 1.0)))
+    border = np.ones(size, bool)
+    border[4:8, 4:8] = False
+    np.testing.assert_array_equal(out8[:, border], np.broadcast_to([128, 51, 255], (2, 128, 3)))
+    np.testing.assert_array_equal(outf[:, border],
+                                  np.broadcast_to(np.float32([0.5, 0.2, 1.0]), (2, 128, 3)))
+    np.testing.assert_array_equal(out8[:, 4:8, 4:8], x8)
 
 
 def test_random_crop_positions_are_uniform():
@@ -192,7 +216,7 @@ def test_random_crop_positions_are_uniform():
 def test_random_crop_pad_if_needed_matches_torchvision():
     x = images(4, 10, 12, seed=5)
     out = np.asarray(augjax.ops.random_crop(x, key=jax.random.key(5), size=(16, 14),
-                                            pad_if_needed=True, fill=7.0))
+                                            pad_if_needed=True, fill=7 / 255))
     for i in range(4):
         # torchvision pads the shortfall (6 rows, 2 columns) on both sides.
         padded = tv(x[i], F.pad, padding=[2, 6, 2, 6], fill=7.0)
@@ -206,7 +230,10 @@ def test_random_crop_errors():
                                          r"the image \(10, 12\)"):
         augjax.ops.random_crop(x, key=k, size=(16, 12))
     with pytest.raises(InputError, match="random_crop: a per-channel fill needs pad_mode="):
-        augjax.ops.random_crop(x, key=k, size=8, padding=2, fill=(1, 2, 3), pad_mode="edge")
+        augjax.ops.random_crop(x, key=k, size=8, padding=2, fill=(0.1, 0.2, 0.3),
+                               pad_mode="edge")
+    with pytest.raises(ParamError, match=r"random_crop: parameter 'fill' expects .*\[0, 1\]"):
+        augjax.ops.random_crop(x, key=k, size=8, padding=2, fill=7.0)  # uint8 levels by mistake
     with pytest.raises(ParamError, match="random_crop: parameter 'padding'"):
         augjax.ops.random_crop(x, key=k, size=8, padding=(1, 2, 3))
     with pytest.raises(ParamError, match="random_crop: parameter 'padding'"):

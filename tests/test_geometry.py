@@ -44,8 +44,14 @@ def mode(interp: str):
     return F.InterpolationMode(interp)
 
 
-def fill_for(dtype) -> tuple[float, ...]:
-    return (0.25, 0.5, 0.75) if dtype == np.float32 else (60.0, 128.0, 200.0)
+#: The fill the tests pass: fractions of the value range, one configuration for both dtypes
+#: (for uint8 not all whole levels: 63.75, 127.5, 191.25, which torchvision uses as is too).
+FILL = (0.25, 0.5, 0.75)
+
+
+def tv_fill(dtype, fill=FILL) -> list[float]:
+    """torchvision's fill for augjax's ``fill``: in the image's scale, ``fill * 255`` for uint8."""
+    return [v * 255.0 if dtype == np.uint8 else v for v in fill]
 
 
 def check_close(ours: np.ndarray, ref: np.ndarray, interp: str, dtype, coords=None) -> int:
@@ -109,11 +115,11 @@ SHEARS = [0.0, 0.1, -0.3, 0.3, 0.2, 0.5, -0.04, 0.12]
 @pytest.mark.parametrize("interp", ["nearest", "bilinear"])
 def test_rotate_matches_torchvision(interp, dtype):
     x = images(len(ANGLES), H, W, dtype=dtype, seed=1)
-    fill = fill_for(dtype)
+    fill = FILL
     out = kernel_batch(augjax.ops.rotate, x, ANGLES, "degrees", interpolation=interp, fill=fill)
     ties = 0
     for i, angle in enumerate(ANGLES):
-        ref = tv(x[i], F.rotate, angle=angle, interpolation=mode(interp), fill=list(fill))
+        ref = tv(x[i], F.rotate, angle=angle, interpolation=mode(interp), fill=tv_fill(dtype))
         matrix = _get_inverse_affine_matrix([0.0, 0.0], -angle, [0.0, 0.0], 1.0, [0.0, 0.0])
         ties += check_close(out[i], ref, interp, dtype, affine_coords(matrix))
     assert ties <= 0.01 * out[..., 0].size
@@ -125,7 +131,7 @@ def test_rotate_matches_torchvision(interp, dtype):
 @pytest.mark.parametrize("axis", ["x", "y"])
 def test_shear_matches_torchvision_apply_op(axis, interp, dtype):
     x = images(len(SHEARS), H, W, dtype=dtype, seed=2)
-    fill = fill_for(dtype)
+    fill = FILL
     spec = augjax.ops.shear_x if axis == "x" else augjax.ops.shear_y
     out = kernel_batch(spec, x, SHEARS, "shear", interpolation=interp, fill=fill)
     ties = 0
@@ -133,7 +139,7 @@ def test_shear_matches_torchvision_apply_op(axis, interp, dtype):
         angle = math.degrees(math.atan(s))
         shear = [angle, 0.0] if axis == "x" else [0.0, angle]
         ref = tv(x[i], F.affine, angle=0.0, translate=[0, 0], scale=1.0, shear=shear,
-                 interpolation=mode(interp), fill=list(fill), center=[0, 0])
+                 interpolation=mode(interp), fill=tv_fill(dtype), center=[0, 0])
         matrix = _get_inverse_affine_matrix([-W / 2, -H / 2], 0.0, [0.0, 0.0], 1.0, shear)
         ties += check_close(out[i], ref, interp, dtype, affine_coords(matrix))
     assert ties <= 0.01 * out[..., 0].size
@@ -151,13 +157,13 @@ def test_translate_matches_torchvision_apply_op(axis, relative, dtype):
     x = images(len(values), H, W, dtype=dtype, seed=3)
     spec = augjax.ops.translate_x if axis == "x" else augjax.ops.translate_y
     out = kernel_batch(spec, x, values, "translate", relative=relative, interpolation="nearest",
-                       fill=fill_for(dtype))
+                       fill=FILL)
     side = W if axis == "x" else H
     for i, v in enumerate(values):
         pixels = int(v * side) if relative else int(v)  # torchvision: translate=[int(magnitude), 0]
         shift = [pixels, 0] if axis == "x" else [0, pixels]
         ref = tv(x[i], F.affine, angle=0.0, translate=shift, scale=1.0, shear=[0.0, 0.0],
-                 interpolation=mode("nearest"), fill=list(fill_for(dtype)))
+                 interpolation=mode("nearest"), fill=tv_fill(dtype))
         check_close(out[i], ref, "nearest", dtype)
     check_identity(out[0], x[0], "nearest")  # values[0] is the neutral value 0
 
@@ -226,10 +232,56 @@ def test_fill_none_is_zero_padding_like_functional_default():
 
 def test_scalar_fill_fills_every_channel():
     x = images(1, H, W, seed=8)
-    out = np.asarray(augjax.ops.rotate(x, key=jax.random.key(0), degrees=45.0, fill=128))[0]
+    out = np.asarray(augjax.ops.rotate(x, key=jax.random.key(0), degrees=45.0, fill=128 / 255))[0]
     ref = tv(x[0], F.rotate, angle=45.0, interpolation=mode("nearest"), fill=128)
     np.testing.assert_array_equal(out, ref)
     assert (out[0, 0] == 128).all()
+
+
+@pytest.mark.parametrize("interp", ["nearest", "bilinear"])
+@pytest.mark.parametrize("name,params", [
+    ("rotate", dict(degrees=33.0)), ("shear_y", dict(shear=0.3)),
+    ("translate_x", dict(translate=-0.3)),
+    ("perspective", dict(p=1.0, distortion_scale=0.6)),
+    ("affine", dict(degrees=20.0, translate=(0.2, 0.2), scale=(0.8, 1.2))),
+])
+def test_one_fill_config_serves_both_dtypes(name, params, interp):
+    """``fill`` is a fraction of the range: the same call on uint8 images and on the same
+    images as float32 (``x / 255``) gives the same picture, ``uint8 == round(float * 255)``
+    (within 1 level for bilinear, where the uint8 path rounds a float32 value that can sit on
+    .5), and the uncovered pixels hold ``round(fill * 255)`` / ``fill``."""
+    fill = (0.2, 128 / 255, 0.8)  # 51, 128, 204 levels
+    x8 = images(4, H, W, seed=12)
+    xf = (x8 / 255.0).astype(np.float32)
+    keys = jax.random.split(jax.random.key(5), 4)
+    spec = getattr(augjax.ops, name)
+    o8 = np.asarray(spec(x8, key=keys, interpolation=interp, fill=fill, **params))
+    of = np.asarray(spec(xf, key=keys, interpolation=interp, fill=fill, **params))
+    diff = np.abs(o8.astype(np.float64) - np.round(of.astype(np.float64) * 255.0))
+    assert diff.max() <= (0 if interp == "nearest" else 1), diff.max()
+    # A constant image: pixels untouched by the warp keep 200 / 200/255, the rest is the fill.
+    c8 = np.full((4, H, W, 3), 200, np.uint8)
+    out8 = np.asarray(spec(c8, key=keys, interpolation="nearest", fill=fill, **params))
+    outf = np.asarray(spec((c8 / 255.0).astype(np.float32), key=keys, interpolation="nearest",
+                           fill=fill, **params))
+    filled = (out8 != 200).any(-1)
+    assert filled.any(), "the warp uncovered no pixel; pick stronger parameters"
+    np.testing.assert_array_equal(out8[filled], np.broadcast_to([51, 128, 204], (filled.sum(), 3)))
+    np.testing.assert_allclose(outf[filled], np.broadcast_to(fill, (filled.sum(), 3)), atol=0)
+
+
+def test_fill_is_checked_as_a_fraction_at_bind_time():
+    for name in ("rotate", "affine", "shear_x", "shear_y", "translate_x", "translate_y",
+                 "perspective"):
+        spec = getattr(augjax.ops, name)
+        assert spec.params["fill"].describe_range().endswith("in [0, 1] or None")
+        assert "128/255" in spec.params["fill"].doc
+        with pytest.raises(ParamError, match=rf"{name}: parameter 'fill' expects .* in \[0, 1\]"
+                                             rf".*got 128"):
+            spec.bind(fill=128)
+        with pytest.raises(ParamError, match=rf"{name}: parameter 'fill'"):
+            spec.bind(fill=(0.5, -0.1, 0.5))
+        assert spec.bind(fill=(1.0, 0.0, 0.5)).kwargs["fill"] == (1.0, 0.0, 0.5)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -241,7 +293,7 @@ def test_scalar_fill_fills_every_channel():
 def test_affine_matches_torchvision_on_its_draws(interp, dtype):
     n = 6
     x = images(n, H, W, dtype=dtype, seed=9)
-    fill = fill_for(dtype)
+    fill = FILL
     cfg = dict(degrees=40.0, translate=(0.2, 0.3), scale=(0.7, 1.3),
                shear=(-20.0, 20.0, -10.0, 10.0))
     keys = jax.random.split(jax.random.key(2), n)
@@ -254,7 +306,7 @@ def test_affine_matches_torchvision_on_its_draws(interp, dtype):
         assert float(tx).is_integer() and float(ty).is_integer()
         args = dict(angle=float(angle), translate=[int(tx), int(ty)], scale=float(zoom),
                     shear=[float(sx), float(sy)])
-        ref = tv(x[i], F.affine, **args, interpolation=mode(interp), fill=list(fill))
+        ref = tv(x[i], F.affine, **args, interpolation=mode(interp), fill=tv_fill(dtype))
         matrix = _get_inverse_affine_matrix([0.0, 0.0], *args.values())
         check_close(out[i], ref, interp, dtype, affine_coords(matrix))
 
@@ -297,7 +349,7 @@ def exact_source_coords(start, end):
 def test_perspective_matches_torchvision_on_its_draws(interp, dtype):
     n = 8
     x = images(n, H, W, dtype=dtype, seed=11)
-    fill = fill_for(dtype)
+    fill = FILL
     keys = jax.random.split(jax.random.key(3), n)
     out = np.asarray(augjax.ops.perspective(x, key=keys, p=1.0, distortion_scale=0.6,
                                             interpolation=interp, fill=fill))
@@ -306,7 +358,7 @@ def test_perspective_matches_torchvision_on_its_draws(interp, dtype):
     starts, ends = (np.asarray(a).tolist() for a in points)
     for i, (start, end) in enumerate(zip(starts, ends, strict=True)):
         ref = tv(x[i], F.perspective, startpoints=start, endpoints=end,
-                 interpolation=mode(interp), fill=list(fill))
+                 interpolation=mode(interp), fill=tv_fill(dtype))
         ties += check_close(out[i], ref, interp, dtype, exact_source_coords(start, end))
     assert ties <= 0.01 * n * H * W
 
@@ -450,6 +502,7 @@ def test_bad_fill_raises_input_error():
     k = jax.random.key(0)
     with pytest.raises(InputError, match=r"rotate: parameter 'fill' expects one value or one per "
                                          r"channel \(3\), got 2 values"):
-        augjax.ops.rotate(images(1, 8, 8), key=k, fill=(1.0, 2.0))
-    with pytest.raises(InputError, match="shear_x: parameter 'fill' .* 0..1 for float32"):
-        augjax.ops.shear_x(images(1, 8, 8, dtype=np.float32), key=k, fill=128)
+        augjax.ops.rotate(images(1, 8, 8), key=k, fill=(0.1, 0.2))
+    for dtype in (np.uint8, np.float32):  # uint8 levels by mistake: rejected for both dtypes
+        with pytest.raises(ParamError, match=r"shear_x: parameter 'fill' expects .*\[0, 1\]"):
+            augjax.ops.shear_x(images(1, 8, 8, dtype=dtype), key=k, fill=128)

@@ -397,6 +397,40 @@ def test_bad_parameters_raise_param_error(op_name, kw, param):
     assert op_name in str(err.value) and repr(kw[param]) in str(err.value)
 
 
+@pytest.mark.parametrize("op_name, param", [("mixup", "alpha"), ("cutmix", "alpha"),
+                                             ("mixup_cutmix", "mixup_alpha"),
+                                             ("mixup_cutmix", "cutmix_alpha")])
+def test_alphas_that_float32_cannot_draw_are_refused(op_name, param):
+    """A positive alpha below 1e-30 (float32 Beta draws underflow to NaN from about 1e-38) or
+    above 1e30 is a ParamError at bind time; 1e-30 and 1e30 themselves give finite images:
+    Beta(a, a) is then a fair coin between 0 and 1, and 0.5."""
+    spec = getattr(augjax.ops, op_name)
+    for bad in (8e-292, 1e-38, 9.9e-31, 1e31):
+        with pytest.raises(ParamError) as err:
+            spec.bind(num_classes=K, **{param: bad})
+        assert err.value.op == op_name and err.value.param == param
+        assert repr(bad) in str(err.value)
+    assert "1e-30" in str(err.value) or "1e+30" in str(err.value)
+    with pytest.raises(ParamError, match="pass 0 to disable"):
+        spec.bind(num_classes=K, **{param: 1e-300})
+    x = images(N, 8, 8, dtype=np.float32, seed=3)
+    labels = np.arange(N, dtype=np.int32) % K
+    for alpha in (1e-30, 1e30):
+        kw = {param: alpha, "mode": "elem"}
+        if op_name == "mixup_cutmix":
+            kw.update(switch_prob=1.0 if param == "cutmix_alpha" else 0.0,
+                      **{"mixup_alpha" if param == "cutmix_alpha" else "cutmix_alpha": 0.0})
+        out, soft = spec(x, labels, key=jax.random.key(7), num_classes=K, **kw)
+        out, soft = np.asarray(out), np.asarray(soft)
+        assert np.isfinite(out).all() and np.isfinite(soft).all(), (alpha, kw)
+        if op_name == "mixup" or param == "mixup_alpha":
+            if alpha == 1e-30:  # lam is 0 or 1: each sample is itself or its partner
+                for i in range(N):
+                    assert np.array_equal(out[i], x[i]) or np.array_equal(out[i], x[N - 1 - i])
+            else:  # lam = 0.5: the mean of the pair
+                np.testing.assert_allclose(out, 0.5 * x + 0.5 * x[::-1], atol=1e-6)
+
+
 def test_num_classes_required_and_soft_label_width_checked():
     x = images(N, 4, 4)
     with pytest.raises(ParamError, match="'num_classes' is required"):

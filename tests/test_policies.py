@@ -234,12 +234,15 @@ def test_from_timm_auto_augment_matches_timm(config):
     assert ours.subpolicies == tuple(tuple((op.name, op.prob, op.magnitude) for op in sub)
                                      for sub in ref.policy)
     assert ours.mstd == ref.policy[0][0].magnitude_std
-    assert ours.fill == (128.0, 128.0, 128.0) and ours.interpolation == "bilinear"
+    # timm's img_mean (128, 128, 128) levels, as a fraction of the range (augjax's fills).
+    assert ours.fill == (128 / 255,) * 3 and ours.interpolation == "bilinear"
 
 
 def test_from_timm_hparams_and_errors():
     p = augjax.from_timm("rand-m9", img_size=224, mean=(0.485, 0.456, 0.406))
-    assert p.translate_const == int(224 * 0.45) and p.fill == (124.0, 116.0, 104.0)
+    assert p.translate_const == int(224 * 0.45)
+    assert p.fill == (124 / 255, 116 / 255, 104 / 255)  # timm: round(255 * mean), as fractions
+    assert augjax.from_timm("v0", {"img_mean": (0, 51, 255)}).fill == (0.0, 0.2, 1.0)
     assert augjax.from_timm("augmix", img_size=224).translate_pct == 0.3
     assert augjax.from_timm("rand-m9-mstd0.5", {"magnitude_std": 2.0}).mstd == 2.0
     for bad, match in [("rand-m9-q3", "unknown section"), ("randaug-m9", "unknown family"),
@@ -262,6 +265,7 @@ def test_policy_construction_errors():
         (lambda: augjax.rand_augment(style="timm", n=4, ops={"Rotate": 1, "ShearX": 1}),
          "without replacement"),
         (lambda: augjax.rand_augment(fill=300), "'fill'"),
+        (lambda: augjax.auto_augment("svhn", fill=(1, 2, 3)), r"'fill' expects .*\[0, 1\]"),
         (lambda: augjax.auto_augment("imagenet2"), "'policy'"),
         (lambda: augjax.auto_augment("imagenet", mstd=0.5), "timm"),
         (lambda: augjax.augmix(severity=0), "'severity'"),
@@ -493,6 +497,33 @@ def test_augmix_mixing_matches_the_formula(style, blended):
     assert (diff == 0).mean() > 0.5
 
 
+@pytest.mark.parametrize("make,fill", [
+    (lambda: augjax.rand_augment(n=1, m=10, p=1.0, style="timm", ops=("TranslateXRel",)),
+     128 / 255),
+    (lambda: augjax.rand_augment(n=1, m=30, style="dali", ops=("translate_x",)), 128 / 255),
+    (lambda: augjax.rand_augment(n=1, m=30, ops=("TranslateX",), fill=(0.2, 0.4, 0.6)),
+     (0.2, 0.4, 0.6)),
+    (lambda: augjax.rand_augment(n=1, m=30, ops=("TranslateX",)), None),
+])
+def test_policy_fill_is_a_fraction_for_both_dtypes(make, fill):
+    """A policy's fill (timm/DALI 128/255, or given) reaches the geometric ops as a fraction:
+    uncovered pixels hold ``fill * 255`` on uint8 and ``fill`` on float32 (None: zeros)."""
+    policy = make()
+    assert policy.fill == (None if fill is None else
+                           tuple(np.broadcast_to(fill, 3).tolist()))
+    x8 = np.full((8, 16, 16, 3), 30, np.uint8)
+    key = jax.random.key(21)
+    out8 = np.asarray(policy(x8, key=key))
+    outf = np.asarray(policy((x8 / 255.0).astype(np.float32), key=key))
+    uncovered = (out8 != 30).any(-1)
+    assert uncovered.sum() >= 8 * 16 * 4  # the largest translations uncover many columns
+    want = np.broadcast_to(0.0 if fill is None else fill, 3)
+    np.testing.assert_array_equal(out8[uncovered], np.broadcast_to(np.round(want * 255),
+                                                                   (uncovered.sum(), 3)))
+    np.testing.assert_allclose(outf[uncovered], np.broadcast_to(want, (uncovered.sum(), 3)),
+                               rtol=1e-6)
+
+
 def test_policies_are_per_sample_and_reproducible():
     policy = augjax.trivial_augment_wide()
     x = np.repeat(images(1, 16, 16, seed=12), 16, axis=0)  # one image, 16 times
@@ -501,7 +532,7 @@ def test_policies_are_per_sample_and_reproducible():
     assert len({o.tobytes() for o in out}) >= 8  # samples choose their own op and magnitude
     np.testing.assert_array_equal(out, np.asarray(augjax.trivial_augment_wide()(x, key=key)))
     assert not np.array_equal(out, np.asarray(policy(x, key=jax.random.key(14))))
-    xf = (x / 255.0).astype(np.float32)  # float images (fill 128 -> 128/255), timm's full space
+    xf = (x / 255.0).astype(np.float32)  # float images (fill 128/255 as is), timm's full space
     outf = np.asarray(augjax.from_timm("rand-m9-mstd0.5-inc1")(xf, key=key))
     assert outf.dtype == np.float32 and 0.0 <= outf.min() and outf.max() <= 1.0
     assert len({o.tobytes() for o in outf}) >= 8

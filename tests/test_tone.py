@@ -240,6 +240,22 @@ def test_chw_equals_hwc_and_keys_drive_the_draws(name):
         assert not np.array_equal(a, spec(x, key=jax.random.key(1)))
 
 
+def test_gamma_clamps_out_of_range_floats_before_the_power():
+    """Float pixels below 0 or above 1 are clamped first: finite, equal to the op on the
+    clamped image (x < 0 would give NaN for a fractional exponent; torchvision gives NaN)."""
+    rng = np.random.default_rng(13)
+    x = rng.uniform(-1.0, 2.0, (4, 8, 8, 3)).astype(np.float32)
+    x[0, 0, 0] = [-0.5, 0.0, 1.5]
+    for g, k in ((0.45, 1.0), (2.2, 0.7), ((0.5, 1.5), 1.3)):
+        out = np.asarray(augjax.ops.gamma(x, key=KEY, gamma=g, gain=k))
+        assert np.isfinite(out).all() and out.min() >= 0.0 and out.max() <= 1.0
+        want = np.asarray(augjax.ops.gamma(np.clip(x, 0.0, 1.0), key=KEY, gamma=g, gain=k))
+        np.testing.assert_array_equal(out, want)
+        if not isinstance(g, tuple):  # float64 transcription of the documented formula
+            ref = np.clip(k * np.clip(x.astype(np.float64), 0.0, 1.0) ** g, 0.0, 1.0)
+            np.testing.assert_allclose(out, ref, atol=1e-6)
+
+
 @pytest.mark.parametrize("name, kw", [
     ("posterize", {"bits": 9}), ("posterize", {"bits": 3.5}), ("posterize", {"bits": (6, 3)}),
     ("posterize", {"bits": (2, 4.5)}), ("solarize", {"threshold": 300}),

@@ -10,7 +10,8 @@ multiply-adds) and ATen do differently, so such pixels may differ from torchvisi
 CPU and GPU.
 
 Fill (torchvision ``_apply_grid_transform``): ``fill=None`` is plain zero padding (torchvision's
-functional default); otherwise a ones "mask" channel is warped with the image; with
+functional default); otherwise ``fill`` is a fraction of the value range in [0, 1], scaled by 255
+for uint8 images (:func:`check_fill`), and a ones "mask" channel is warped with the image; with
 nearest sampling a pixel whose mask is below 0.5 takes the fill value, with bilinear sampling the
 result is ``mask * (warped - fill) + fill``, so border pixels blend towards the fill by the fraction
 of their footprint outside the image. Integer images are rounded half to even at the end.
@@ -26,7 +27,7 @@ from collections.abc import Sequence
 import jax
 import jax.numpy as jnp
 
-from augjax.catalog._pixels import is_int
+from augjax.catalog._pixels import bound, is_int
 from augjax.errors import InputError
 
 __all__ = [
@@ -58,9 +59,16 @@ def uniform_int(u: jax.Array, low, high) -> jax.Array:
 
 
 def check_fill(fill, image: jax.Array, op: str) -> jax.Array | None:
-    """The fill value as a float32 ``(C,)`` vector for ``image`` (``None`` stays ``None``); raises
-    InputError if it does not fit (wrong length, or above 1.0 for float images, i.e. given in uint8
-    levels by mistake)."""
+    """The fill as a float32 ``(C,)`` vector in ``image``'s scale (``None`` stays ``None``).
+
+    ``fill`` is a fraction of the value range, in [0, 1] (one value or one per channel; the
+    op's Param checks the range at bind time): it is multiplied by 255 for uint8 images and used
+    as is for float images, so one configuration serves both dtypes (torchvision's uint8
+    ``fill=128`` is ``fill=128/255`` here).
+
+    Raises:
+        InputError: the number of values is neither 1 nor the image's channel count.
+    """
     if fill is None:
         return None
     values = fill if isinstance(fill, Sequence) else (fill,)
@@ -72,15 +80,9 @@ def check_fill(fill, image: jax.Array, op: str) -> jax.Array | None:
             op=op,
             argument="fill",
         )
-    concrete = [float(v) for v in values if isinstance(v, (int, float))]
-    if not is_int(image.dtype) and any(v > 1.0 for v in concrete):
-        raise InputError(
-            f"{op}: parameter 'fill' is given in the image's value scale, 0..1 for float32 images; "
-            f"got {tuple(values)!r} (uint8 levels? divide by 255)",
-            op=op,
-            argument="fill",
-        )
-    vec = jnp.asarray(values, _F32).reshape(-1)
+    scale = bound(image.dtype)
+    # Scaled in float64 (Python floats), then rounded once to float32: k/255 gives exactly k.
+    vec = jnp.asarray([float(v) * scale for v in values], _F32)
     return jnp.broadcast_to(vec, (c,))
 
 

@@ -1,5 +1,9 @@
 """Crop ops on HWC images (uint8 0..255 or float32 0..1), torchvision semantics.
 
+``random_crop``'s ``fill`` is a fraction of the value range in [0, 1], as everywhere in augjax:
+multiplied by 255 (and rounded) for uint8 images, used as is for float32 (torchvision takes it
+in the image's scale: its uint8 ``fill=128`` is ``fill=128/255`` here).
+
 Every op returns one fixed size for the whole batch (declared through ``output_size``), so a
 random crop box differs per sample but the output shape does not: ``random_resized_crop``
 resizes its box to ``size`` inside the traced program, with weight matrices built from the
@@ -140,7 +144,8 @@ def _padding(value):
 
 def pad(image: jax.Array, left: int, top: int, right: int, bottom: int, mode: str, fill,
         op_name: str) -> jax.Array:
-    """torchvision ``F.pad`` on one HWC image (static padding)."""
+    """torchvision ``F.pad`` on one HWC image (static padding); ``fill`` is a fraction of the
+    range (None = 0), rounded to the nearest level for uint8 images."""
     if not any((left, top, right, bottom)):
         return image
     widths = ((top, bottom), (left, right), (0, 0))
@@ -150,7 +155,7 @@ def pad(image: jax.Array, left: int, top: int, right: int, bottom: int, mode: st
     h, w, c = image.shape
     value = check_fill(0.0 if fill is None else fill, image, op_name)
     if is_int(image.dtype):
-        value = jnp.clip(value, 0.0, 255.0)  # torchvision casts the fill: truncation
+        value = jnp.clip(jnp.round(value), 0.0, 255.0)
     canvas = jnp.broadcast_to(value.astype(image.dtype), (h + top + bottom, w + left + right, c))
     return jax.lax.dynamic_update_slice(canvas, image, (top, left, 0))
 
@@ -163,8 +168,9 @@ def pad(image: jax.Array, left: int, top: int, right: int, bottom: int, mode: st
                          doc="pad first: p, (left/right, top/bottom) or (left, top, right, "
                              "bottom) pixels"),
         "pad_if_needed": Param(False, doc="pad both sides of an axis shorter than the crop"),
-        "fill": Param(0.0, kind="floats", low=0.0,
-                      doc="constant padding value in the image's scale, one or one per channel"),
+        "fill": Param(0.0, kind="floats", low=0.0, high=1.0,
+                      doc="constant padding value, a fraction of the range in [0, 1] (x255 for "
+                          "uint8; torchvision's uint8 128 is 128/255), one or one per channel"),
         "pad_mode": Param("constant", choices=("constant", "edge", "reflect", "symmetric"),
                           doc="padding mode (torchvision padding_mode)"),
     },
@@ -177,8 +183,11 @@ def random_crop(key, image, *, size, padding, pad_if_needed, fill, pad_mode):
     torchvision RandomCrop: ``padding`` is added first (``pad_mode`` constant with ``fill``,
     edge, reflect or symmetric); with ``pad_if_needed`` an axis shorter than the crop gets the
     shortfall on both sides; the window's top-left corner is uniform over all positions.
-    Deviation: reflect/symmetric padding wider than the image follows NumPy (it keeps
-    reflecting), where torch raises.
+    ``fill`` is a fraction of the value range in [0, 1] (one value or one per channel), times
+    255 for uint8 images: torchvision's uint8 ``fill=128`` is ``fill=128/255``. Deviations:
+    reflect/symmetric padding wider than the image follows NumPy (it keeps reflecting), where
+    torch raises; a uint8 fill between two levels (``fill * 255`` not whole) is rounded to the
+    nearest level, where torchvision's cast of a non-integer uint8 fill truncates.
 
     Raises:
         InputError: the (padded) image is smaller than ``size``.

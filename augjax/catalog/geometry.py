@@ -2,9 +2,17 @@
 
 Images are uint8 (0..255) or float32 (0..1). The warping ops follow torchvision's tensor kernels
 (``torchvision.transforms.v2.functional``): they sample with ``grid_sample(align_corners=False)``
-semantics, round uint8 results half to even, and take ``fill`` in the image's own scale
-(0..255 for uint8, 0..1 for float32; one value or one per channel; ``None`` = zero padding,
-torchvision's functional default). See :mod:`augjax.catalog._warp` for the sampling rules.
+semantics and round uint8 results half to even. See :mod:`augjax.catalog._warp` for the
+sampling rules.
+
+``fill`` (the value of pixels that come from outside the image) is a fraction of the value
+range, in [0, 1], whatever the dtype, as for every augjax op (``random_erasing``, ``cutout``,
+``random_crop``, the contrib pack): one value or one per channel, multiplied by 255 for uint8
+images and used as is for float32, so one configuration serves both dtypes and chains that
+convert the dtype. torchvision takes ``fill`` in the image's own scale: its uint8 ``fill=128``
+is ``fill=128/255`` here (and 0 is 0). ``fill=None`` is plain zero padding, torchvision's
+functional default (it differs from ``fill=0`` at the border with bilinear sampling, where
+torchvision blends towards the fill).
 
 Accuracy against torchvision 0.29 (CPU), measured by ``tests/test_geometry.py``: nearest
 sampling gives the same pixels except at exact half-pixel ties of the source coordinate, which
@@ -86,9 +94,10 @@ def _interpolation(default: str) -> Param:
 
 
 def _fill() -> Param:
-    return Param(0.0, kind="floats", low=0.0, optional=True,
-                 doc="value of pixels from outside the image, in the image's scale (0..255 uint8, "
-                     "0..1 float32), one or one per channel; None = zero padding")
+    return Param(0.0, kind="floats", low=0.0, high=1.0, optional=True,
+                 doc="value of pixels from outside the image, a fraction of the range in [0, 1] "
+                     "(x255 for uint8; torchvision's uint8 128 is 128/255), one or one per "
+                     "channel; None = zero padding")
 
 
 def _draw(key: jax.Array, value, u: jax.Array | None = None) -> jax.Array:
@@ -178,6 +187,10 @@ def rotate(key, image, *, degrees, interpolation, fill):
     is the image centre (``center=None``). Deviations: at multiples of 90 degrees torchvision
     uses an exact ``rot90``, augjax the general warp (nearest is exact there too; bilinear is
     within the float32 tolerance in the module docstring).
+
+    ``fill`` is a fraction of the value range in [0, 1] (one value or one per channel; times
+    255 for uint8 images: torchvision's uint8 ``fill=128`` is ``fill=128/255``); ``None`` is
+    zero padding (see the module docstring).
     """
     angle = _draw(key, degrees)
     # torchvision rotate: the inverse matrix of affine(-angle), about the centre.
@@ -263,6 +276,10 @@ def affine(key, image, *, degrees, translate, scale, shear, interpolation, fill)
     to whole pixels, the zoom from ``scale`` and the shears from ``shear``. Unlike ``rotate``
     (torchvision ``F.rotate``), a positive angle turns the image clockwise on screen, as
     torchvision's ``F.affine`` does. Deviation: no ``center`` argument (the image centre is used).
+
+    ``fill`` is a fraction of the value range in [0, 1] (one value or one per channel; times
+    255 for uint8 images: torchvision's uint8 ``fill=128`` is ``fill=128/255``); ``None`` is
+    zero padding (see the module docstring).
     """
     h, w = image.shape[:2]
     angle, shift, zoom, shears = affine_params(key, h, w, degrees=degrees, translate=translate,
@@ -306,6 +323,10 @@ def shear_x(key, image, *, shear, interpolation, fill):
     ``F.affine(shear=[degrees(atan(s)), 0], center=[0, 0])``).
 
     ``shear`` is a number or a traced scalar (used as is) or a pair drawn per sample.
+
+    ``fill`` is a fraction of the value range in [0, 1] (one value or one per channel; times
+    255 for uint8 images: torchvision's uint8 ``fill=128`` is ``fill=128/255``); ``None`` is
+    zero padding (see the module docstring).
     """
     h, w = image.shape[:2]
     matrix = _shear_matrix(_draw(key, shear), h, w, "x")
@@ -329,6 +350,10 @@ def shear_y(key, image, *, shear, interpolation, fill):
     ``F.affine(shear=[0, degrees(atan(s))], center=[0, 0])``).
 
     ``shear`` is a number or a traced scalar (used as is) or a pair drawn per sample.
+
+    ``fill`` is a fraction of the value range in [0, 1] (one value or one per channel; times
+    255 for uint8 images: torchvision's uint8 ``fill=128`` is ``fill=128/255``); ``None`` is
+    zero padding (see the module docstring).
     """
     h, w = image.shape[:2]
     matrix = _shear_matrix(_draw(key, shear), h, w, "y")
@@ -374,6 +399,10 @@ def translate_x(key, image, *, translate, relative, interpolation, fill):
     ``translate=[int(magnitude), 0]`` to ``F.affine`` (AutoAugment/RandAugment TranslateX).
 
     ``translate`` is a number or a traced scalar (used as is) or a pair drawn per sample.
+
+    ``fill`` is a fraction of the value range in [0, 1] (one value or one per channel; times
+    255 for uint8 images: torchvision's uint8 ``fill=128`` is ``fill=128/255``); ``None`` is
+    zero padding (see the module docstring).
     """
     return _translate(key, image, translate, relative, interpolation, fill, "x")
 
@@ -390,6 +419,10 @@ def translate_y(key, image, *, translate, relative, interpolation, fill):
     ``trunc(translate)`` (torchvision ``_apply_op`` TranslateY).
 
     ``translate`` is a number or a traced scalar (used as is) or a pair drawn per sample.
+
+    ``fill`` is a fraction of the value range in [0, 1] (one value or one per channel; times
+    255 for uint8 images: torchvision's uint8 ``fill=128`` is ``fill=128/255``); ``None`` is
+    zero padding (see the module docstring).
     """
     return _translate(key, image, translate, relative, interpolation, fill, "y")
 
@@ -431,6 +464,10 @@ def perspective(key, image, *, distortion_scale, p, interpolation, fill):
     solves. Deviation: the homography is built in closed form in float32 (torchvision: float64
     least squares), so source coordinates differ by up to about 1e-4 pixel at 224x224; the
     sampling tolerance in the module docstring covers it.
+
+    ``fill`` is a fraction of the value range in [0, 1] (one value or one per channel; times
+    255 for uint8 images: torchvision's uint8 ``fill=128`` is ``fill=128/255``); ``None`` is
+    zero padding (see the module docstring).
     """
     h, w = image.shape[:2]
     start, end = perspective_points(key, h, w, distortion_scale)

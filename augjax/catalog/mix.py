@@ -24,6 +24,14 @@ __all__ = ["mixup", "cutmix", "mixup_cutmix", "soft_targets", "mix_plan", "mix_b
 
 MODES = ("batch", "pair", "elem")
 
+#: The smallest positive Beta alpha: float32 Beta draws from smaller ones underflow to NaN
+#: (about 1e-38 and below), and from 1e-30 down ``Beta(a, a)`` already gives 0 or 1 with
+#: probability 1/2 each to float32 precision, so nothing is lost.
+ALPHA_MIN = 1e-30
+#: The largest alpha: beyond float32's range the draws are NaN; from 1e30 up ``Beta(a, a)`` is
+#: 0.5 to float32 precision.
+ALPHA_MAX = 1e30
+
 
 def soft_targets(labels: jax.Array, num_classes: int, smoothing: float) -> jax.Array:
     """timm ``one_hot`` with label smoothing: on = 1 - s + s/K, off = s/K; float soft labels
@@ -182,6 +190,20 @@ def mix_batch(images: jax.Array, soft: jax.Array, plan: dict[str, jax.Array]) ->
     return to_dtype(out, images.dtype, rounding="round"), soft * lam_y + soft[::-1] * (1.0 - lam_y)
 
 
+def _alpha(value: float) -> float:
+    """Param validate of the Beta alphas: 0 (off) or in ``[ALPHA_MIN, ALPHA_MAX]``."""
+    if 0.0 < value < ALPHA_MIN:
+        raise ValueError(f"a positive alpha below {ALPHA_MIN:g} underflows float32 and would give "
+                         f"NaN images; pass 0 to disable, or an alpha >= {ALPHA_MIN:g} (Beta(a, a) "
+                         f"is then already 0 or 1 with probability 1/2 each)")
+    return value
+
+
+def _alpha_param(default: float, doc: str) -> Param:
+    return Param(default, low=0.0, high=ALPHA_MAX, neutral=0.0, validate=_alpha,
+                 doc=doc + f"; 0 or in [{ALPHA_MIN:g}, {ALPHA_MAX:g}] (float32 Beta draws)")
+
+
 def _mix(op_name, key, images, labels, *, num_classes, label_smoothing, **draw):
     _check_classes(labels, num_classes, op_name)
     n, height, width, _ = images.shape
@@ -207,8 +229,7 @@ _MINMAX = Param(None, kind="pair", low=0.0, high=1.0, optional=True,
 @op(
     "mixup",
     params={
-        "alpha": Param(1.0, low=0.0, high=None, neutral=0.0,
-                       doc="lambda ~ Beta(alpha, alpha); 0 disables mixing"),
+        "alpha": _alpha_param(1.0, "lambda ~ Beta(alpha, alpha); 0 disables mixing"),
         **_common(0.0),
         "p": Param(1.0, low=0.0, high=1.0, neutral=0.0,
                    doc="probability of mixing (per batch, pair or sample, by mode)"),
@@ -229,7 +250,10 @@ def mixup(key, images, labels, *, alpha, num_classes, label_smoothing, p, mode):
     are rounded to nearest (timm's FastCollateMixup ``np.rint``). Deviations: timm requires an
     even batch; here an odd batch's middle sample is its own partner (unchanged). timm's
     ``label_smoothing`` default is 0.1; this op's is 0 (see ``mixup_cutmix`` for timm's
-    defaults).
+    defaults). ``alpha`` is 0 or in ``[1e-30, 1e30]`` (ParamError otherwise): Beta draws are
+    float32, and outside that range they underflow or overflow to NaN (numpy's float64 Beta
+    goes further); at both ends the float32 draw is already at its limit (0 or 1 with
+    probability 1/2 each; 0.5).
     """
     return _mix("mixup", key, images, labels, num_classes=num_classes,
                 label_smoothing=label_smoothing, mixup_alpha=alpha, cutmix_alpha=0.0,
@@ -239,8 +263,8 @@ def mixup(key, images, labels, *, alpha, num_classes, label_smoothing, p, mode):
 @op(
     "cutmix",
     params={
-        "alpha": Param(1.0, low=0.0, high=None, neutral=0.0,
-                       doc="lambda ~ Beta(alpha, alpha); 0 disables (unless minmax is set)"),
+        "alpha": _alpha_param(1.0, "lambda ~ Beta(alpha, alpha); 0 disables (unless minmax is "
+                                   "set)"),
         "minmax": _MINMAX,
         "correct_lam": Param(True, doc="lambda = 1 - pasted area / image area after clipping"),
         **_common(0.0),
@@ -267,7 +291,8 @@ def cutmix(key, images, labels, *, alpha, minmax, correct_lam, num_classes, labe
     draw). In ``"batch"`` mode one box serves the whole batch; in ``"pair"``/``"elem"`` each
     pair/sample has its own. ``alpha=0`` without ``minmax`` disables mixing (the labels still
     become soft). Deviations: odd batches as in ``mixup``; ``label_smoothing`` defaults to 0
-    (timm 0.1); when ``int(H min) == int(H max)`` timm raises and this op uses that side.
+    (timm 0.1); when ``int(H min) == int(H max)`` timm raises and this op uses that side;
+    ``alpha`` is 0 or in ``[1e-30, 1e30]``, as in ``mixup``.
     """
     return _mix("cutmix", key, images, labels, num_classes=num_classes,
                 label_smoothing=label_smoothing, mixup_alpha=0.0, cutmix_alpha=alpha,
@@ -278,10 +303,8 @@ def cutmix(key, images, labels, *, alpha, minmax, correct_lam, num_classes, labe
 @op(
     "mixup_cutmix",
     params={
-        "mixup_alpha": Param(1.0, low=0.0, high=None, neutral=0.0,
-                             doc="mixup lambda ~ Beta(a, a); mixup is active if > 0"),
-        "cutmix_alpha": Param(0.0, low=0.0, high=None, neutral=0.0,
-                              doc="cutmix lambda ~ Beta(a, a); cutmix is active if > 0"),
+        "mixup_alpha": _alpha_param(1.0, "mixup lambda ~ Beta(a, a); mixup is active if > 0"),
+        "cutmix_alpha": _alpha_param(0.0, "cutmix lambda ~ Beta(a, a); cutmix is active if > 0"),
         "cutmix_minmax": _MINMAX,
         "prob": Param(1.0, low=0.0, high=1.0, neutral=0.0,
                       doc="probability of mixing (per batch, pair or sample, by mode)"),
@@ -310,7 +333,7 @@ def mixup_cutmix(key, images, labels, *, mixup_alpha, cutmix_alpha, cutmix_minma
     Deviations: odd batches as in ``mixup``; with mixup and cutmix both disabled timm asserts,
     this op does not mix (as timm with ``mixup_enabled = False``: the labels still become soft);
     timm's ``multi_label`` targets are not offered (float soft labels ``(N, K)`` are mixed as
-    given, without smoothing).
+    given, without smoothing); each alpha is 0 or in ``[1e-30, 1e30]``, as in ``mixup``.
     """
     return _mix("mixup_cutmix", key, images, labels, num_classes=num_classes,
                 label_smoothing=label_smoothing, mixup_alpha=mixup_alpha,

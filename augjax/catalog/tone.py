@@ -238,8 +238,13 @@ def gamma(key, image, *, gamma, gain):
     """Applies ``gain * x ** gamma`` in the [0, 1] scale, clamped (torchvision adjust_gamma).
 
     uint8 images are scaled by 1/255 and brought back with torchvision's ``trunc(x * 255.999)``.
+    Deviation: float inputs are clamped to [0, 1] before the power, so out-of-range values
+    give finite results in [0, 1] (torchvision computes ``x ** gamma`` as is: NaN for
+    ``x < 0`` and a fractional ``gamma``, and ``x > 1`` raised before its output clamp);
+    in-range images are unaffected.
     """
     dtype = image.dtype
-    out = jnp.power(to_unit(image.astype(jnp.float32), dtype), draw(key, gamma))
+    x = jnp.clip(to_unit(image.astype(jnp.float32), dtype), 0.0, 1.0)
+    out = jnp.power(x, draw(key, gamma))
     out = jnp.clip(out * gain, 0.0, 1.0)
     return from_unit(out, dtype)

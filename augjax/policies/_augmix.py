@@ -12,7 +12,7 @@ Styles:
   ``mstd`` gives ``N(severity, mstd)``); ``w ~ Dirichlet(alpha * width)``,
   ``m ~ Beta(alpha, alpha)``; ``mixed = uint8(clip(sum(w_i * chain_i(x))))`` and
   ``out = uint8(x + m * (mixed - x))`` (PIL ``Image.blend``). ``blended=True`` is timm's
-  sequential-blend variant. Fill 128, bilinear sampling.
+  sequential-blend variant. Fill 128/255 (a fraction of the range), bilinear sampling.
 
 The chain depth is ``depth`` or, for ``depth <= 0``, uniform in {1, 2, 3} per chain and sample.
 Every chain and depth step is computed for every sample (branch-free), so the cost grows with
@@ -216,7 +216,8 @@ def augmix(severity: int = 3, width: int = 3, depth: int = -1, alpha: float = 1.
         blended: timm's ``b1`` sequential-blend mode.
         ops: names of the ops to draw from (a subset of the style's space, e.g.
             ``("AutoContrast", "Equalize")``); default all.
-        fill: fill of uncovered pixels in uint8 levels; default 0 (torchvision), 128 (timm).
+        fill: fill of uncovered pixels, a fraction of the range in [0, 1] (x255 for uint8);
+            default None (zeros; torchvision), 128/255 (timm).
         interpolation: ``"nearest"`` or ``"bilinear"`` (default for both styles).
         translate_const: timm's absolute translation hparam (unused by its AugMix ops).
         translate_pct: timm's relative translation hparam.

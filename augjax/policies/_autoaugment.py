@@ -1,10 +1,12 @@
 """AutoAugment: one sub-policy per sample, each of its ops applied with its probability.
 
 Policies: torchvision's ``"imagenet"``, ``"cifar10"``, ``"svhn"`` (``AutoAugmentPolicy``; bins
-of a 10-bin scale, ``t = bin / 9``; fill 0, nearest) and timm's ``"v0"``, ``"v0r"``,
+of a 10-bin scale, ``t = bin / 9``; no fill (zeros), nearest) and timm's ``"v0"``, ``"v0r"``,
 ``"original"``, ``"originalr"``, ``"3a"`` (levels 0..10, ``t = level / 10``; optional magnitude
-noise ``mstd``; fill 128, bilinear). Per sample: the sub-policy is drawn uniformly; each of its
-ops runs when ``U < p`` (torchvision: ``rand <= p``), with a random sign for signed maps.
+noise ``mstd``; fill 128/255, bilinear). Per sample: the sub-policy is drawn uniformly; each of
+its ops runs when ``U < p`` (torchvision: ``rand <= p``), with a random sign for signed maps.
+Fills are fractions of the value range in [0, 1] (times 255 for uint8 images), as the
+geometric ops take them.
 """
 
 from __future__ import annotations
@@ -141,7 +143,8 @@ def auto_augment(policy: str = "imagenet", *, mstd: float = 0.0, mmax: float | N
             ``gaussian_blur`` op of augjax-contrib).
         mstd: timm policies: magnitude noise ``N(level, mstd)`` (``inf``: ``U(0, level)``).
         mmax: timm policies: upper clip of the level (default 10).
-        fill: fill of uncovered pixels in uint8 levels; default 0 (torchvision), 128 (timm).
+        fill: fill of uncovered pixels, a fraction of the range in [0, 1] (x255 for uint8);
+            default None (zeros; torchvision), 128/255 (timm).
         interpolation: ``"nearest"`` (torchvision default) or ``"bilinear"`` (timm default).
         translate_const: timm's absolute translation hparam (px).
         translate_pct: timm's relative translation hparam.

@@ -33,11 +33,12 @@ STYLES = ("torchvision", "timm", "dali")
 #: Marker for "the style's default" (fill, interpolation, ...).
 DEFAULT = "default"
 
-#: Each style's fill (uint8 levels; None = zero padding) and interpolation.
+#: Each style's fill (fractions of the value range, as the geometric ops take it: timm's and
+#: DALI's uint8 level 128 is 128/255; None = zero padding) and interpolation.
 STYLE_GEOMETRY = {
     "torchvision": (None, "nearest"),
-    "timm": ((128.0, 128.0, 128.0), "bilinear"),
-    "dali": ((128.0, 128.0, 128.0), "bilinear"),
+    "timm": ((128.0 / 255.0,) * 3, "bilinear"),
+    "dali": ((128.0 / 255.0,) * 3, "bilinear"),
 }
 
 
@@ -75,19 +76,23 @@ def check_choice(owner: str, name: str, value: Any, choices: tuple[Any, ...]) ->
     return value
 
 
+_FILL_EXPECTED = ("None, a fraction of the value range in [0, 1] or one per channel (x255 for "
+                  "uint8 images: a uint8 level 128 is 128/255)")
+
+
 def check_fill(owner: str, value: Any) -> tuple[float, ...] | None:
-    """A fill in uint8 levels: None (zero padding), a number or one number per channel."""
+    """A fill as the geometric ops take it: None (zero padding), or a fraction of the value
+    range in [0, 1] (multiplied by 255 for uint8 images), one number or one per channel."""
     if value is None:
         return None
     values = (value,) if isinstance(value, numbers.Real) and not isinstance(value, bool) \
         else value
     try:
-        out = tuple(check_float(owner, "fill", v, 0.0, 255.0) for v in values)
+        out = tuple(check_float(owner, "fill", v, 0.0, 1.0) for v in values)
     except (TypeError, ParamError):
-        raise _fail(owner, "fill", "None, a level in [0, 255] or one level per channel",
-                    value) from None
+        raise _fail(owner, "fill", _FILL_EXPECTED, value) from None
     if not out:
-        raise _fail(owner, "fill", "None, a level in [0, 255] or one level per channel", value)
+        raise _fail(owner, "fill", _FILL_EXPECTED, value)
     return out
 
 

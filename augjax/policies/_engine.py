@@ -17,7 +17,6 @@ import jax
 import jax.numpy as jnp
 
 from augjax._bound import BoundOp
-from augjax.catalog._pixels import is_int
 from augjax.chain._element import call_kernel
 from augjax.errors import OpNotFoundError, ParamError, PluginLoadError
 from augjax.policies._magnitude import MagnitudeMap, PolicyOp
@@ -28,7 +27,6 @@ __all__ = [
     "apply_layers",
     "bind_space",
     "draw_level",
-    "fill_for",
     "layer_values",
 ]
 
@@ -75,13 +73,6 @@ def bind_space(entries: tuple[PolicyOp, ...], fill: Any, interpolation: str,
     return tuple(_bind(e, fill, interpolation, owner) for e in entries)
 
 
-def fill_for(fill: Any, dtype: Any) -> Any:
-    """The policy's fill (uint8 levels) in the image's scale: /255 for float images."""
-    if fill is None or is_int(dtype):
-        return fill
-    return tuple(v / 255.0 for v in fill)
-
-
 @functools.lru_cache(maxsize=4096)
 def _table(mag: MagnitudeMap, top: int, denominator: float, height: int, width: int):
     return mag.table(top, denominator, height, width)
@@ -114,7 +105,6 @@ def apply_layer(entries, bound, levels: Levels, plan: dict[str, jax.Array], key:
                 image: jax.Array, *, fill: Any, interpolation: str, owner: str) -> jax.Array:
     """One layer on one HWC image: the chosen op with its value, where ``applied``."""
     h, w = image.shape[:2]
-    fill_x = fill_for(fill, image.dtype)
 
     def branch(j: int):
         entry, op = entries[j], bound[j]
@@ -127,7 +117,7 @@ def apply_layer(entries, bound, levels: Levels, plan: dict[str, jax.Array], key:
                 over[entry.param] = _value(entry, levels, plan["level"], plan["negative"], h, w,
                                            key)
             if entry.geometric:
-                over["fill"] = fill_x
+                over["fill"] = fill  # a fraction of the range: the ops scale it per dtype
                 over["interpolation"] = interpolation
             return call_kernel(op, key, x, f"{owner}/{entry.name}", **over)
 

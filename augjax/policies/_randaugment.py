@@ -4,15 +4,18 @@ Styles (the reference each follows, tables in :mod:`augjax.policies.tables`):
 
 - ``"torchvision"``: ``RandAugment(num_ops=n, magnitude=m, num_magnitude_bins)``: 14 ops
   (Identity included), uniform choice with replacement, every layer applied, ``m`` a bin
-  index (``t = m / (bins - 1)``), fill 0, nearest sampling.
+  index (``t = m / (bins - 1)``), no fill (zeros), nearest sampling.
 - ``"dali"``: DALI ``rand_augment(n, m, num_magnitude_bins, monotonic_mag, excluded)``: the
-  same draws on DALI's suite (translations of up to 100 px, fill 128, bilinear sampling;
+  same draws on DALI's suite (translations of up to 100 px, fill 128/255, bilinear sampling;
   ``increasing=False`` is ``monotonic_mag=False``).
 - ``"timm"``: timm ``rand-m{m}-n{n}-p{p}-mstd{mstd}-mmax{mmax}-inc{0,1}``: 15 ops, ``m`` on
   timm's 0..10 scale (``t = m / 10``; ``m=9`` is 90% of the largest magnitude, about bin 27
   of 31), each layer applied with probability ``p`` (0.5), magnitude noise ``N(m, mstd)``
   (``mstd=inf``: ``U(0, m)``) clipped to ``[0, mmax]`` (10), weighted choice without
-  replacement when ``weights`` are given, fill 128, bilinear sampling.
+  replacement when ``weights`` are given, fill 128/255, bilinear sampling.
+
+Fills are fractions of the value range in [0, 1], as the geometric ops take them (times 255 for
+uint8 images): timm's and DALI's uint8 fill 128 is ``128/255`` here.
 
 Magnitude noise (``mstd``) also works with the bin scale (in bins, clipped to
 ``[0, bins - 1]``), an augjax extension.
@@ -207,8 +210,9 @@ def rand_augment(n: int = 2, m: float = 9, num_magnitude_bins: int = 31, *, mstd
         exclude: names to leave out (DALI's ``excluded``).
         weights: relative weights of ``ops`` (timm ``tweights``): choice without replacement.
         style: ``"torchvision"``, ``"timm"`` or ``"dali"`` (see the module docstring).
-        fill: value of pixels from outside the image, in uint8 levels (float images use
-            fill/255), one or one per channel; None = zeros; default per style.
+        fill: value of pixels from outside the image, a fraction of the value range in [0, 1]
+            (x255 for uint8 images: a uint8 level 128 is 128/255), one or one per channel;
+            None = zeros; default per style (None for torchvision, 128/255 for timm and DALI).
         interpolation: ``"nearest"`` or ``"bilinear"``; default per style.
         translate_const: timm's ``translate_const`` hparam (px, absolute translations).
         translate_pct: timm's ``translate_pct`` hparam (relative translations).
@@ -296,8 +300,9 @@ def trivial_augment_wide(num_magnitude_bins: int = 31, *, ops=None, exclude=(),
         num_magnitude_bins: the number of magnitude bins.
         ops: names of the ops to draw from; default all 14.
         exclude: names to leave out.
-        style: ``"torchvision"`` (fill 0, nearest) or ``"dali"`` (fill 128, bilinear).
-        fill: fill of uncovered pixels, uint8 levels; default per style.
+        style: ``"torchvision"`` (no fill, nearest) or ``"dali"`` (fill 128/255, bilinear).
+        fill: fill of uncovered pixels, a fraction of the range in [0, 1] (x255 for uint8);
+            default per style.
         interpolation: ``"nearest"`` or ``"bilinear"``; default per style.
     """
     return TrivialAugmentWide(num_magnitude_bins=num_magnitude_bins,

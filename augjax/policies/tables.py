@@ -242,7 +242,9 @@ DALI_TRIVIAL_AUGMENT_WIDE = _dali_space(shear=0.99, translate_px=32.0, rotate=13
 # -------------------------------------------------------------------------------------------
 # timm (float64 Python arithmetic, levels 0..10)
 
-#: timm's default hparams: ``translate_const`` (abs, px), ``translate_pct`` (rel), fill.
+#: timm's default hparams: ``translate_const`` (abs, px), ``translate_pct`` (rel), fill
+#: ``img_mean`` in uint8 levels, as timm gives it (:func:`augjax.policies.from_timm` divides it
+#: by 255: augjax fills are fractions of the range).
 TIMM_HPARAMS = {"translate_const": 250, "translate_pct": 0.45, "img_mean": (128, 128, 128)}
 
 #: Kernel size used for timm's GaussianBlur (radius up to 2.0: 2 * ceil(3 * 2.0) + 1).

@@ -13,7 +13,8 @@ for RandAugment, ``t<name>`` (an op set).
 
 timm scales magnitudes 0..10 (``m9`` is 90% of the largest magnitude); torchvision and DALI
 index 31 bins. ``hparams`` are timm's: ``translate_const`` (250), ``translate_pct`` (0.45),
-``img_mean`` (fill, (128, 128, 128)), ``interpolation``, ``magnitude_std``, ``magnitude_max``
+``img_mean`` (fill in uint8 levels, (128, 128, 128); the policy's ``fill`` is ``img_mean / 255``,
+a fraction of the range as augjax's geometric ops take it), ``interpolation``, ``magnitude_std``, ``magnitude_max``
 (these two win over the string, as timm's ``setdefault`` does). ``img_size`` and ``mean``
 reproduce what timm's ``transforms_imagenet_train`` passes: ``translate_const =
 int(0.45 * min(img_size))``, ``img_mean = round(255 * mean)`` and, for AugMix,
@@ -85,7 +86,8 @@ def _number(config: str, key: str, value: str, kind=float) -> Any:
 def _geometry(hp: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"translate_const": hp["translate_const"],
                            "translate_pct": hp["translate_pct"]}
-    out["fill"] = tuple(float(v) for v in hp["img_mean"])
+    # timm's img_mean is in uint8 levels; augjax fills are fractions of the range.
+    out["fill"] = tuple(float(v) / 255.0 for v in hp["img_mean"])
     if "interpolation" in hp:
         out["interpolation"] = hp["interpolation"]
     return out
