@@ -28,8 +28,9 @@ MODES = ("batch", "pair", "elem")
 #: (about 1e-38 and below), and from 1e-30 down ``Beta(a, a)`` already gives 0 or 1 with
 #: probability 1/2 each to float32 precision, so nothing is lost.
 ALPHA_MIN = 1e-30
-#: The largest alpha: beyond float32's range the draws are NaN; from 1e30 up ``Beta(a, a)`` is
-#: 0.5 to float32 precision.
+#: Larger alphas are drawn as this one: beyond float32's range (3.4e38) the draws would be NaN,
+#: and from 1e30 up ``Beta(a, a)`` is 0.5 to float32 precision (its spread is about
+#: ``1 / sqrt(8 a)``), so the clamp changes no draw.
 ALPHA_MAX = 1e30
 
 
@@ -98,6 +99,7 @@ def symmetric_betas(key: jax.Array, alphas: list[float], shape: tuple[int, ...])
     maximum) with all the gamma draws in one ``loggamma`` call: the same distribution, and a
     third of the compile time of one ``jax.random.beta`` per alpha.
     """
+    alphas = [min(a, ALPHA_MAX) for a in alphas]  # beyond float32: the same 0.5 draws
     a = jnp.asarray(alphas, jnp.float32).reshape((len(alphas), 1) + (1,) * len(shape))
     log_g = jax.random.loggamma(key, jnp.broadcast_to(a, (len(alphas), 2) + shape))
     top = jnp.maximum(log_g[:, 0], log_g[:, 1])
@@ -191,7 +193,7 @@ def mix_batch(images: jax.Array, soft: jax.Array, plan: dict[str, jax.Array]) ->
 
 
 def _alpha(value: float) -> float:
-    """Param validate of the Beta alphas: 0 (off) or in ``[ALPHA_MIN, ALPHA_MAX]``."""
+    """Param validate of the Beta alphas: 0 (off) or at least ``ALPHA_MIN``."""
     if 0.0 < value < ALPHA_MIN:
         raise ValueError(f"a positive alpha below {ALPHA_MIN:g} underflows float32 and would give "
                          f"NaN images; pass 0 to disable, or an alpha >= {ALPHA_MIN:g} (Beta(a, a) "
@@ -200,8 +202,8 @@ def _alpha(value: float) -> float:
 
 
 def _alpha_param(default: float, doc: str) -> Param:
-    return Param(default, low=0.0, high=ALPHA_MAX, neutral=0.0, validate=_alpha,
-                 doc=doc + f"; 0 or in [{ALPHA_MIN:g}, {ALPHA_MAX:g}] (float32 Beta draws)")
+    return Param(default, low=0.0, neutral=0.0, validate=_alpha,
+                 doc=doc + f"; 0 or >= {ALPHA_MIN:g} (float32 Beta draws)")
 
 
 def _mix(op_name, key, images, labels, *, num_classes, label_smoothing, **draw):
@@ -250,10 +252,10 @@ def mixup(key, images, labels, *, alpha, num_classes, label_smoothing, p, mode):
     are rounded to nearest (timm's FastCollateMixup ``np.rint``). Deviations: timm requires an
     even batch; here an odd batch's middle sample is its own partner (unchanged). timm's
     ``label_smoothing`` default is 0.1; this op's is 0 (see ``mixup_cutmix`` for timm's
-    defaults). ``alpha`` is 0 or in ``[1e-30, 1e30]`` (ParamError otherwise): Beta draws are
-    float32, and outside that range they underflow or overflow to NaN (numpy's float64 Beta
-    goes further); at both ends the float32 draw is already at its limit (0 or 1 with
-    probability 1/2 each; 0.5).
+    defaults). Beta draws are float32: a positive ``alpha`` below 1e-30 is a ParamError (it
+    would underflow to NaN; from 1e-30 down the draw is already 0 or 1 with probability 1/2
+    each), and alphas above 1e30 are drawn as 1e30 (the draw is 0.5 to float32 precision
+    there; beyond 3.4e38 it would be NaN).
     """
     return _mix("mixup", key, images, labels, num_classes=num_classes,
                 label_smoothing=label_smoothing, mixup_alpha=alpha, cutmix_alpha=0.0,
@@ -292,7 +294,7 @@ def cutmix(key, images, labels, *, alpha, minmax, correct_lam, num_classes, labe
     pair/sample has its own. ``alpha=0`` without ``minmax`` disables mixing (the labels still
     become soft). Deviations: odd batches as in ``mixup``; ``label_smoothing`` defaults to 0
     (timm 0.1); when ``int(H min) == int(H max)`` timm raises and this op uses that side;
-    ``alpha`` is 0 or in ``[1e-30, 1e30]``, as in ``mixup``.
+    ``alpha`` is 0 or at least 1e-30, and alphas above 1e30 are drawn as 1e30, as in ``mixup``.
     """
     return _mix("cutmix", key, images, labels, num_classes=num_classes,
                 label_smoothing=label_smoothing, mixup_alpha=0.0, cutmix_alpha=alpha,
@@ -333,7 +335,8 @@ def mixup_cutmix(key, images, labels, *, mixup_alpha, cutmix_alpha, cutmix_minma
     Deviations: odd batches as in ``mixup``; with mixup and cutmix both disabled timm asserts,
     this op does not mix (as timm with ``mixup_enabled = False``: the labels still become soft);
     timm's ``multi_label`` targets are not offered (float soft labels ``(N, K)`` are mixed as
-    given, without smoothing); each alpha is 0 or in ``[1e-30, 1e30]``, as in ``mixup``.
+    given, without smoothing); each alpha is 0 or at least 1e-30, and alphas above 1e30 are
+    drawn as 1e30, as in ``mixup``.
     """
     return _mix("mixup_cutmix", key, images, labels, num_classes=num_classes,
                 label_smoothing=label_smoothing, mixup_alpha=mixup_alpha,
