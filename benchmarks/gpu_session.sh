@@ -24,6 +24,22 @@ if [ "$part" = 1 ]; then
   run 150 "augjax demo --device gpu" python3 -m augjax.cli.main demo --device gpu \
     --out /tmp/demo-gpu --no-progress
   cp /tmp/demo-gpu/demo.json "$OUT/demo_gpu.json" 2>/dev/null
+elif [ "$part" = 3 ]; then
+  ngpu=$(nvidia-smi -L | wc -l)
+  run 60 "multi-GPU dump, 1 GPU" env CUDA_VISIBLE_DEVICES=0 python3 examples/multi_gpu.py \
+    --iters 6 --dump /tmp/one.npz
+  run 60 "multi-GPU dump, $ngpu GPUs" python3 examples/multi_gpu.py --iters 6 --dump /tmp/all.npz
+  run 90 "multi-GPU compare" python3 examples/multi_gpu.py --compare /tmp/one.npz /tmp/all.npz
+  for gb in 64 256; do
+    for g in 1 $ngpu; do
+      run 60 "multi-GPU throughput, $g GPU(s), global batch $((gb * g))" \
+        env CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((g - 1))) \
+        python3 examples/multi_gpu.py --iters 40 --global-batch $((gb * g))
+    done
+  done
+  run 200 "pytest -m gpu (ops after the fill change)" env AUGJAX_GPU_REPORT="$OUT/gpu_parity.json" \
+    python3 -m pytest -m gpu -q -rs -p no:cacheprovider tests/test_gpu.py tests/test_geometry.py \
+    tests/test_crop.py tests/test_mix.py tests/test_chain.py
 else
   run 240 "pipeline_bench" python3 benchmarks/pipeline_bench.py --device gpu \
     --batch 32 256 1024 --iters 50 --reps 3 --machine "H200 ($(nproc) cores)" --out "$OUT/bench_gpu.json"

@@ -86,7 +86,8 @@ def gpu_iterator(files, labels, global_batch, size, seed):
     # With several pipelines DALI's iterator needs the epoch size: every full global batch.
     size = len(files) // global_batch * global_batch
 
-    @data_iterator(output_map=["images", "labels", "index"], sharding=sharding, size=size)
+    @data_iterator(output_map=["images", "labels", "index"], sharding=sharding, size=size,
+                   auto_reset=True)
     def iterator(shard_id, num_shards):
         return pipeline_body(files, labels, shard_batch, shard_id, num_shards, size, "gpu", seed)
 
@@ -114,6 +115,17 @@ def cpu_batches(files, labels, global_batch, shards, size, seed, iters):
             return
         yield {k: np.concatenate([np.array(o[i].as_tensor()) for o in outs])
                for i, k in enumerate(("images", "labels", "index"))}
+
+
+def _epochs(iterator, iters):
+    """``iters`` batches from an auto-resetting iterator, across epoch ends."""
+    count = 0
+    while count < iters:
+        for batch in iterator:
+            yield batch
+            count += 1
+            if count >= iters:
+                return
 
 
 def train_step():
@@ -145,7 +157,7 @@ def main(argv=None) -> int:
     if args.compare:
         return compare(*args.compare)
     files, labels = dataset(args.images, 1)
-    repeat = args.repeat or -(-(args.iters + 1) * args.global_batch // len(files))
+    repeat = args.repeat or max(1, -(-4 * args.global_batch // len(files)))  # 4 batches/epoch
     files, labels = files * repeat, labels * repeat
     if args.cpu:
         batches = cpu_batches(files, labels, args.global_batch, args.shards, args.size,
@@ -155,7 +167,7 @@ def main(argv=None) -> int:
         import jax
 
         it = gpu_iterator(files, labels, args.global_batch, args.size, args.seed)
-        batches = (b for _, b in zip(range(args.iters), it))
+        batches = _epochs(it, args.iters)
         devices = f"{jax.device_count()} GPU(s): {jax.devices()}"
     step = train_step()
     dump: dict[int, np.ndarray] = {}
@@ -182,11 +194,12 @@ def main(argv=None) -> int:
 
 
 def compare(a: str, b: str) -> int:
-    x, y = np.load(a), np.load(b)
-    common = np.intersect1d(x["index"], y["index"])
-    xi = {int(k): i for i, k in enumerate(x["index"])}
-    yi = {int(k): i for i, k in enumerate(y["index"])}
-    same = sum(np.array_equal(x["images"][xi[k]], y["images"][yi[k]]) for k in common)
+    with np.load(a) as fa, np.load(b) as fb:  # read each array once (NpzFile re-reads per access)
+        xa, xb, ya, yb = fa["index"], fa["images"], fb["index"], fb["images"]
+    common = np.intersect1d(xa, ya)
+    xi = {int(k): i for i, k in enumerate(xa)}
+    yi = {int(k): i for i, k in enumerate(ya)}
+    same = sum(np.array_equal(xb[xi[k]], yb[yi[k]]) for k in common)
     print(f"{len(common)} common samples, {same} bitwise equal")
     return 0 if common.size and same == len(common) else 1
 
