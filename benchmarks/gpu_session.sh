@@ -24,6 +24,17 @@ if [ "$part" = 1 ]; then
   run 150 "augjax demo --device gpu" python3 -m augjax.cli.main demo --device gpu \
     --out /tmp/demo-gpu --no-progress
   cp /tmp/demo-gpu/demo.json "$OUT/demo_gpu.json" 2>/dev/null
+elif [ "$part" = 4 ]; then
+  for flags in "" "--xla_gpu_deterministic_ops=true"; do
+    run 60 "dump 1 GPU [$flags]" env XLA_FLAGS="$flags" CUDA_VISIBLE_DEVICES=0 \
+      python3 examples/multi_gpu.py --iters 4 --dump /tmp/one.npz
+    run 60 "dump 2 GPUs [$flags]" env XLA_FLAGS="$flags" python3 examples/multi_gpu.py \
+      --iters 4 --dump /tmp/all.npz
+    run 60 "compare [$flags]" python3 examples/multi_gpu.py --compare /tmp/one.npz /tmp/all.npz
+    run 60 "dump 1 GPU again [$flags]" env XLA_FLAGS="$flags" CUDA_VISIBLE_DEVICES=0 \
+      python3 examples/multi_gpu.py --iters 4 --dump /tmp/one2.npz
+    run 60 "compare 1 GPU runs [$flags]" python3 examples/multi_gpu.py --compare /tmp/one.npz /tmp/one2.npz
+  done
 elif [ "$part" = 3 ]; then
   ngpu=$(nvidia-smi -L | wc -l)
   run 60 "multi-GPU dump, 1 GPU" env CUDA_VISIBLE_DEVICES=0 python3 examples/multi_gpu.py \

@@ -200,7 +200,9 @@ def compare(a: str, b: str) -> int:
     xi = {int(k): i for i, k in enumerate(xa)}
     yi = {int(k): i for i, k in enumerate(ya)}
     same = sum(np.array_equal(xb[xi[k]], yb[yi[k]]) for k in common)
-    print(f"{len(common)} common samples, {same} bitwise equal")
+    diff = max((float(np.abs(xb[xi[k]].astype(np.float64) - yb[yi[k]]).max()) for k in common),
+               default=0.0)
+    print(f"{len(common)} common samples, {same} bitwise equal, max |diff| {diff:.3g}")
     return 0 if common.size and same == len(common) else 1
 
 
