@@ -42,6 +42,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from soak import jax_caches  # noqa: E402  (JAX's compile caches, shared with the CPU soak)
+
 RESULTS = Path(__file__).parent / "results"
 
 
@@ -63,24 +66,6 @@ def device_memory() -> dict[str, int]:
     stats = jax.devices()[0].memory_stats() or {}
     return {k: int(stats[k]) for k in ("bytes_in_use", "peak_bytes_in_use", "num_allocs",
                                         "bytes_limit") if k in stats}
-
-
-def jax_caches() -> dict[str, dict[str, int]]:
-    out = {}
-    try:
-        from jax._src import pjit
-        from jax._src.interpreters import pxla
-    except ImportError:
-        return out
-    for name, fn in (("infer_params", getattr(pjit, "_infer_params_cached", None)),
-                     ("lowering_to_hlo", getattr(pxla, "_cached_lowering_to_hlo", None)),
-                     ("compilation", getattr(pxla, "_cached_compilation", None))):
-        try:
-            info = fn.cache_info()
-            out[name] = {"hits": info.hits, "misses": info.misses, "currsize": info.currsize}
-        except (AttributeError, TypeError):
-            continue
-    return out
 
 
 def augjax_caches() -> dict[str, object]:
