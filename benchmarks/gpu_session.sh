@@ -35,6 +35,10 @@ elif [ "$part" = 4 ]; then
       python3 examples/multi_gpu.py --iters 4 --dump /tmp/one2.npz
     run 60 "compare 1 GPU runs [$flags]" python3 examples/multi_gpu.py --compare /tmp/one.npz /tmp/one2.npz
   done
+elif [ "$part" = 5 ]; then
+  run 200 "4-op chain: one crossing vs four" python3 benchmarks/pipeline_bench.py --device gpu \
+    --batch 32 256 1024 --iters 50 --reps 3 --only "4 crossings" "mixup + normalize" \
+    --machine "H200" --out "$OUT/chain_gpu.json"
 elif [ "$part" = 3 ]; then
   ngpu=$(nvidia-smi -L | wc -l)
   run 60 "multi-GPU dump, 1 GPU" env CUDA_VISIBLE_DEVICES=0 python3 examples/multi_gpu.py \
