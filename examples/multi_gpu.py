@@ -106,7 +106,10 @@ def cpu_batches(files, labels, global_batch, shards, size, seed, iters):
     shard_batch = global_batch // shards
     pipes = []
     for s in range(shards):
-        @pipeline_def(batch_size=shard_batch, num_threads=2, device_id=None, seed=seed)
+        # Synchronous executors: the callbacks run in this thread, one shard after the other
+        # (CPU mode is for checking results, not for speed).
+        @pipeline_def(batch_size=shard_batch, num_threads=2, device_id=None, seed=seed,
+                      exec_async=False, exec_pipelined=False, prefetch_queue_depth=1)
         def pipe(s=s):
             return pipeline_body(files, labels, shard_batch, s, shards, size, "cpu", seed)
 

@@ -3,7 +3,17 @@ sees no GPU or DALI is missing; run them on the GPU machine with ``pytest -m gpu
 
 from __future__ import annotations
 
+import gc
+
 import pytest
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_pipelines():
+    """Collect each module's DALI pipelines (and their worker threads) before the next module:
+    the suite builds hundreds of them."""
+    yield
+    gc.collect()
 
 
 def _gpu_reason() -> str | None:
