@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from augjax.cli.demo import _size
+
 
 def _number(text: str) -> float:
     try:
@@ -20,16 +22,6 @@ def _steps(text: str) -> int:
         value = 0
     if not 1 <= value <= 32:
         raise argparse.ArgumentTypeError(f"expected an integer from 1 to 32, got {text!r}")
-    return value
-
-
-def _size(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 16 <= value <= 1024:
-        raise argparse.ArgumentTypeError(f"expected a size from 16 to 1024 pixels, got {text!r}")
     return value
 
 
