@@ -80,7 +80,7 @@ def apply_steps(
             )
     images = as_array(inputs[0], name, "images")
     labels = as_array(inputs[1], name, "labels") if len(inputs) > 1 else None
-    if isinstance(inputs[1] if len(inputs) > 1 else None, np.ndarray):
+    if len(inputs) > 1 and isinstance(inputs[1], np.ndarray):
         # Host labels are checked here for free; device labels are not read back (that would
         # sync every call): out-of-range ids there poison the batch's soft labels with NaN.
         check_label_range(inputs[1], steps)
