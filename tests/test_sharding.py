@@ -3,7 +3,6 @@ separate pipelines, and ``jax_function(sharding=...)`` with one local device."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -16,13 +15,6 @@ import augjax
 from augjax.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _example():
-    spec = importlib.util.spec_from_file_location("multi_gpu", ROOT / "examples" / "multi_gpu.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def test_index_seeds_depend_only_on_seed_epoch_and_index():
@@ -92,20 +84,28 @@ def test_sharded_source_errors():
         augjax.ShardedSource(["a"], [0], batch_size=1, num_shards=2)
 
 
-def test_example_cpu_shards_match_one_pipeline_bitwise():
-    ex = _example()
-    files, labels = ex.dataset(None, repeat=2)
-    runs = {}
+def test_example_cpu_shards_match_one_pipeline_bitwise(tmp_path):
+    """The example as a user runs it (its own processes): 1 and 2 CPU shards, same samples."""
+    import subprocess
+    import sys
+
+    script = str(ROOT / "examples" / "multi_gpu.py")
+    dumps = {}
     for shards in (1, 2):
-        got = {}
-        for batch in ex.cpu_batches(files, labels, 8, shards, 24, seed=0, iters=2):
-            for i, img in zip(batch["index"].reshape(-1), batch["images"]):
-                got[int(i)] = img
-        runs[shards] = got
-    assert sorted(runs[1]) == sorted(runs[2]) and len(runs[1]) == 16
-    for i in runs[1]:
-        np.testing.assert_array_equal(runs[1][i], runs[2][i])
-        assert runs[1][i].dtype == np.float32 and runs[1][i].shape == (24, 24, 3)
+        dumps[shards] = tmp_path / f"{shards}.npz"
+        res = subprocess.run(
+            [sys.executable, script, "--cpu", "--shards", str(shards), "--iters", "2",
+             "--global-batch", "8", "--size", "24", "--dump", str(dumps[shards])],
+            capture_output=True, text=True, timeout=600)
+        assert res.returncode == 0, res.stderr[-2000:]
+    one, two = np.load(dumps[1]), np.load(dumps[2])
+    np.testing.assert_array_equal(one["index"], two["index"])
+    assert len(one["index"]) == 16
+    np.testing.assert_array_equal(one["images"], two["images"])
+    assert one["images"].dtype == np.float32 and one["images"].shape[1:] == (24, 24, 3)
+    res = subprocess.run([sys.executable, script, "--compare", str(dumps[1]), str(dumps[2])],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and "16 bitwise equal" in res.stdout
 
 
 def test_jax_function_sharding_with_one_local_device():
