@@ -62,3 +62,11 @@ def run_dali(
         results.append([np.array(o.as_cpu().as_tensor() if device == "gpu" else o.as_tensor())
                         for o in outs])
     return results
+
+
+def tv(fn: Callable[..., object], x: np.ndarray, **kw) -> np.ndarray:
+    """Applies a torchvision kernel to an HWC batch (as one NCHW tensor), back to HWC NumPy."""
+    import torch
+
+    t = torch.from_numpy(np.ascontiguousarray(x)).permute(0, 3, 1, 2)
+    return fn(t, **kw).permute(0, 2, 3, 1).numpy()

@@ -12,8 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-import torch
-from helpers import images, run_dali, seeds
+from helpers import images, run_dali, seeds, tv
 from PIL import Image, ImageEnhance, ImageOps
 from timm.data import auto_augment as timm_aa
 from torchvision.transforms.v2 import RandAugment
@@ -27,9 +26,6 @@ TOL = {np.uint8: 1.0, np.float32: 2e-6}
 KEY = jax.random.key(0)
 
 
-def tv(fn, x: np.ndarray, **kw) -> np.ndarray:
-    t = torch.from_numpy(np.ascontiguousarray(x)).permute(0, 3, 1, 2)
-    return fn(t, **kw).permute(0, 2, 3, 1).numpy()
 
 
 def pil(fn, x: np.ndarray) -> np.ndarray:
