@@ -29,6 +29,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from augjax.catalog._gamma import loggamma
 from augjax.catalog._pixels import bound as max_level
 from augjax.catalog._pixels import is_int
 from augjax.chain._element import decision_key
@@ -126,10 +127,10 @@ class AugMix(Policy):
         ks = jax.random.split(decision_key(key), 7)
         shape = (self.width, self.max_depth)
         count = len(self.entries)
-        # One Gamma draw for every Dirichlet / Beta of the sample (one sampler loop to
-        # compile): Dirichlet(alpha * width) = softmax(log-gammas), and the original-vs-mix
+        # One Gamma draw for every Dirichlet / Beta of the sample (one sampler to
+        # compile, no loop): Dirichlet(alpha * width) = softmax(log-gammas), and the original-vs-mix
         # pair, Dirichlet(alpha, alpha) = (Beta(alpha, alpha), 1 - Beta(alpha, alpha)).
-        lg = jax.random.loggamma(ks[1], jnp.full((self.width + 2,), self.alpha, jnp.float32))
+        lg = loggamma(ks[1], jnp.full((self.width + 2,), self.alpha, jnp.float32))
         weights = jax.nn.softmax(lg[:self.width])
         pair = jax.nn.softmax(lg[self.width:])
         if self.style == "torchvision":
