@@ -1,12 +1,14 @@
 """Cost of ``augjax.ShardedSource``'s forms on CPU: the source alone and source + JPEG decode.
 
-Each form runs in a real DALI CPU pipeline over the bundled JPEGs (repeated). Reported per form:
-img/s (wall), and the CPU time per image of the Python thread that runs the pipeline (the part
-that holds the GIL and that several pipelines of one process share), plus each form's ratio to
-the per-sample baseline.
+Each form runs in real DALI CPU pipelines over the bundled JPEGs (repeated): ``--shards K``
+pipelines of one process, each reading its shard of the global batch and run from one thread,
+as DALI's JAX iterator runs one pipeline per GPU. Reported per form: img/s (wall), and the CPU
+time per image of the Python thread that runs the pipelines (the part that holds the GIL, which
+all pipelines of one process share: it bounds the input side however many GPUs there are),
+with each form's ratio to the per-sample form.
 
     python benchmarks/source_bench.py                        # every form, batch 64
-    python benchmarks/source_bench.py --batch 128 --iters 40 --workers 2 --threads 2
+    python benchmarks/source_bench.py --shards 2 --batch 128 --iters 40 --workers 2
 """
 
 from __future__ import annotations
@@ -37,13 +39,14 @@ def files(repeat: int) -> tuple[list[str], list[int]]:
     return bundled * repeat, list(range(len(bundled))) * repeat
 
 
-def build(form, paths, labels, batch, decode, threads, workers):
+def build(form, paths, labels, batch, shard, shards, decode, threads, workers):
     from nvidia.dali import fn, pipeline_def, types
 
     import augjax
 
     mode, read, parallel = FORMS[form]
-    src = augjax.ShardedSource(paths, labels, batch_size=batch, seed=0, mode=mode, read=read)
+    src = augjax.ShardedSource(paths, labels, batch_size=batch, shard_id=shard,
+                               num_shards=shards, seed=0, mode=mode, read=read)
 
     extra = {"py_num_workers": workers, "py_start_method": "spawn"} if parallel else {}
 
@@ -62,14 +65,15 @@ def build(form, paths, labels, batch, decode, threads, workers):
     return p
 
 
-def measure(pipe, iters: int, batch: int) -> tuple[float, float]:
+def measure(pipes, iters: int, batch: int) -> tuple[float, float]:
     """img/s and the calling thread's CPU microseconds per image, across epoch ends."""
     def one():
         try:
-            return pipe.run()
+            return [p.run() for p in pipes]
         except StopIteration:
-            pipe.reset()
-            return pipe.run()
+            for p in pipes:
+                p.reset()
+            return [p.run() for p in pipes]
 
     for _ in range(3):  # warm-up: workers started, buffers allocated
         one()
@@ -77,13 +81,14 @@ def measure(pipe, iters: int, batch: int) -> tuple[float, float]:
     for _ in range(iters):
         one()
     wall, cpu = time.perf_counter() - t0, time.thread_time() - c0
-    n = iters * batch
+    n = iters * batch * len(pipes)
     return n / wall, cpu / n * 1e6
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--batch", type=int, default=64, help="per pipeline")
+    ap.add_argument("--shards", type=int, default=1, help="pipelines in this process")
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--threads", type=int, default=2, help="DALI CPU threads")
     ap.add_argument("--workers", type=int, default=2, help="py_num_workers of parallel forms")
@@ -96,9 +101,10 @@ def main(argv=None) -> int:
     for decode in (False, True):
         base = None
         for form in args.forms:
-            pipe = build(form, paths, labels, args.batch, decode, args.threads, args.workers)
-            rate, us = measure(pipe, args.iters, args.batch)
-            del pipe
+            pipes = [build(form, paths, labels, args.batch, s, args.shards, decode,
+                           args.threads, args.workers) for s in range(args.shards)]
+            rate, us = measure(pipes, args.iters, args.batch)
+            del pipes
             base = base or (rate, us)
             rows.append({"form": form, "decode": decode, "img_per_s": rate,
                          "thread_cpu_us_per_img": us, "speedup": rate / base[0],

@@ -123,7 +123,8 @@ def gpu_iterator(files, labels, global_batch, size, seed, source, read, workers,
 
 def cpu_batches(files, labels, global_batch, shards, size, seed, iters, source, read, workers,
                 threads):
-    """CPU fallback: ``shards`` CPU pipelines, their outputs concatenated as a global batch."""
+    """CPU fallback: ``shards`` CPU pipelines, their outputs concatenated as a global batch
+    (``iters`` of them, across epoch ends)."""
     from nvidia.dali import pipeline_def
 
     shard_batch = global_batch // shards
@@ -145,8 +146,10 @@ def cpu_batches(files, labels, global_batch, shards, size, seed, iters, source, 
     for _ in range(iters):
         try:
             outs = [p.run() for p in pipes]
-        except StopIteration:
-            return
+        except StopIteration:  # epoch end: restart, as DALI's auto-resetting iterators do
+            for p in pipes:
+                p.reset()
+            outs = [p.run() for p in pipes]
         yield {k: np.concatenate([np.array(o[i].as_tensor()) for o in outs])
                for i, k in enumerate(("images", "labels", "index"))}
 
@@ -232,7 +235,9 @@ def main(argv=None) -> int:
     dump: dict[int, np.ndarray] = {}
     n = 0
     t0 = None
-    for i, batch in enumerate(batches):
+    # zip stops before asking for one batch more: the pipelines (and their workers) are torn
+    # down after the clock stops.
+    for i, batch in zip(range(args.iters), batches):
         loss = step(batch["images"], batch["labels"])
         if i == 1:  # the first batch pays the compiles
             loss[0].block_until_ready() if hasattr(loss[0], "block_until_ready") else None
