@@ -166,6 +166,33 @@ def test_jitter_forced_orders_match_torchvision(dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("active", [(0, 1, 2, 3), (0, 1, 3), (1, 2), (1,), (0, 2, 3), (2, 3)])
+@pytest.mark.parametrize("schedule", ["one_pass", "two_pass"])
+def test_jitter_subsets_in_every_order_match_torchvision(dtype, active, schedule):
+    """Subsets of the adjustments in all 24 orders against torchvision, with both schedules of
+    augjax.catalog._jitter (one pass: a mean per stage, CPU; two passes: contrast's mean first,
+    GPU)."""
+    from augjax.catalog._jitter import jitter
+    from augjax.catalog._pixels import to_dtype
+
+    x = images(1, 16, 20, dtype=dtype, seed=12)[0]
+    # float32-exact factors, as ColorJitter draws them (torch.empty(1).uniform_): a double
+    # factor makes torchvision's 1 - factor differ from float32's by an ulp (a level in uint8).
+    factors = [1.25, 0.625, 1.375, 0.0625]
+    orders = np.array(list(itertools.permutations(range(4))), np.int32)
+    mask = tuple(i in active for i in range(4))
+
+    def one(o):
+        y = jitter(jnp.asarray(x, jnp.float32), o, jnp.asarray(factors), mask, x.dtype, schedule)
+        return to_dtype(y, x.dtype)
+
+    outs = np.asarray(jax.jit(jax.vmap(one))(jnp.asarray(orders)))
+    refs = [_tv_jitter(x, factors, order, active) for order in orders]
+    assert len({r.tobytes() for r in refs}) > 1 or len(active) == 1
+    assert_chain_close(outs, refs, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_color_jitter_op_matches_torchvision_with_its_draws(dtype):
     x = images(6, 16, 20, dtype=dtype, seed=9)
     params = dict(brightness=0.4, contrast=(0.5, 1.5), saturation=0.4, hue=0.1)

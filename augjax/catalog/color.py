@@ -215,8 +215,8 @@ def jitter_apply(image: jax.Array, factors, order: jax.Array,
     dtype = image.dtype
     x = image.astype(jnp.float32)
     # One generic stage serves brightness/contrast/saturation and hue runs once, in each
-    # sample's own order (see augjax.catalog._jitter): bitwise the same as applying the
-    # adjustments one by one, at a quarter of the cost of selecting among all four per slot.
+    # sample's own order, in two passes over the image (see augjax.catalog._jitter): the same
+    # arithmetic as applying the adjustments one by one, at a fraction of the cost.
     mask = tuple(i in active for i in range(4))
     x = jitter(x, jnp.asarray(order), jnp.stack([jnp.asarray(f, jnp.float32) for f in factors]),
                mask, dtype)
