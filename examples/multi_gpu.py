@@ -144,14 +144,25 @@ def cpu_batches(files, labels, global_batch, shards, size, seed, iters, source, 
         p.build()
         pipes.append(p)
     for _ in range(iters):
-        try:
-            outs = [p.run() for p in pipes]
-        except StopIteration:  # epoch end: restart, as DALI's auto-resetting iterators do
+        outs = run_all(pipes)
+        if outs is None:  # epoch end: restart, as DALI's auto-resetting iterators do
             for p in pipes:
                 p.reset()
-            outs = [p.run() for p in pipes]
+            outs = run_all(pipes)
         yield {k: np.concatenate([np.array(o[i].as_tensor()) for o in outs])
                for i, k in enumerate(("images", "labels", "index"))}
+
+
+def run_all(pipes):
+    """One batch of every pipeline, or None at the epoch end. Every pipeline runs (and reaches
+    the end of its shard) before any is reset: DALI resets only a pipeline that reached it."""
+    outs = []
+    for p in pipes:
+        try:
+            outs.append(p.run())
+        except StopIteration:
+            pass
+    return outs if len(outs) == len(pipes) else None
 
 
 def _epochs(iterator, iters):

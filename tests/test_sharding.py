@@ -85,27 +85,33 @@ def test_sharded_source_errors():
 
 
 def test_example_cpu_shards_match_one_pipeline_bitwise(tmp_path):
-    """The example as a user runs it (its own processes): 1 and 2 CPU shards, same samples."""
+    """The example as a user runs it (its own processes): 1 and 2 CPU shards, same samples,
+    over an epoch end (5 batches, 4 per epoch); 2 shards with the per-sample source too."""
     import subprocess
     import sys
 
     script = str(ROOT / "examples" / "multi_gpu.py")
     dumps = {}
-    for shards in (1, 2):
-        dumps[shards] = tmp_path / f"{shards}.npz"
+    runs = {1: [], 2: [], "2-per-sample": ["--source", "sample", "--read", "python"]}
+    for name, extra in runs.items():
+        dumps[name] = tmp_path / f"{name}.npz"
         res = subprocess.run(
-            [sys.executable, script, "--cpu", "--shards", str(shards), "--iters", "2",
-             "--global-batch", "8", "--size", "24", "--dump", str(dumps[shards])],
-            capture_output=True, text=True, timeout=600)
+            [sys.executable, script, "--cpu", "--shards", str(name)[0], "--iters", "5",
+             "--global-batch", "8", "--size", "24", "--dump", str(dumps[name]), *extra],
+            check=False, capture_output=True, text=True, timeout=600)
         assert res.returncode == 0, res.stderr[-2000:]
+        assert "images/s over 32 images (global batch 8)" in res.stdout, res.stdout
     one, two = np.load(dumps[1]), np.load(dumps[2])
     np.testing.assert_array_equal(one["index"], two["index"])
-    assert len(one["index"]) == 16
+    assert len(one["index"]) == 32  # epoch 0's samples (the dump keeps a sample's first look)
     np.testing.assert_array_equal(one["images"], two["images"])
+    per_sample = np.load(dumps["2-per-sample"])
+    np.testing.assert_array_equal(per_sample["index"], two["index"])
+    np.testing.assert_array_equal(per_sample["images"], two["images"])
     assert one["images"].dtype == np.float32 and one["images"].shape[1:] == (24, 24, 3)
     res = subprocess.run([sys.executable, script, "--compare", str(dumps[1]), str(dumps[2])],
-                         capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0 and "16 bitwise equal" in res.stdout
+                         check=False, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and "32 bitwise equal" in res.stdout
 
 
 def test_jax_function_sharding_with_one_local_device():

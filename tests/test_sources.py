@@ -41,14 +41,22 @@ def run_shards(shards: int, *, mode="sample", read="python", workers=0, iters=IT
         p = pipe()
         p.build()
         pipes.append(p)
+    def run_all():  # every pipeline reaches the epoch end before any is reset
+        outs = []
+        for p in pipes:
+            try:
+                outs.append(p.run())
+            except StopIteration:
+                pass
+        return outs if len(outs) == shards else None
+
     batches = []
     for _ in range(iters):
-        try:
-            outs = [p.run() for p in pipes]
-        except StopIteration:
+        outs = run_all()
+        if outs is None:
             for p in pipes:
                 p.reset()
-            outs = [p.run() for p in pipes]
+            outs = run_all()
         batches.append([[np.array(t) for o in outs for t in o[k]] for k in range(4)])
     return batches
 
