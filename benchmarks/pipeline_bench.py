@@ -26,6 +26,11 @@ import numpy as np
 MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
 JITTER = dict(brightness=0.4, contrast=0.4, saturation=0.4, hue=0.1)
+#: The same ranges as the DALI color_twist rows (hue 0.1 turns = 36 degrees).
+TWIST = dict(brightness=(0.6, 1.4), contrast=(0.6, 1.4), saturation=(0.6, 1.4), hue=(-36.0, 36.0))
+#: DALI executor for every pipeline of a run: "dynamic" (DALI 2's default) or "legacy"
+#: (``exec_dynamic=False``, the async pipelined executor).
+EXECUTOR = {"name": "dynamic"}
 
 
 def _batches(device: str, b: int, s: int):
@@ -50,7 +55,8 @@ def _pipeline(device: str, b: int, batches, build, labels: bool = False):
     lab = np.arange(b, dtype=np.int32).reshape(b, 1) % 10
 
     @pipeline_def(batch_size=b, num_threads=4, device_id=0 if device == "gpu" else None,
-                  prefetch_queue_depth=2, seed=0)
+                  prefetch_queue_depth=2, seed=0,
+                  exec_dynamic=EXECUTOR["name"] == "dynamic")
     def pipe():
         x = fn.external_source(source=source, batch=True, layout="HWC",
                                device="gpu" if device == "gpu" else "cpu")
@@ -152,6 +158,7 @@ def augjax_rows(device: str):
 
     ops = augjax.ops
     chain_fc = augjax.compose(ops.flip.bind(p=0.5), ops.color_jitter.bind(**JITTER))
+    chain_ft = augjax.compose(ops.flip.bind(p=0.5), ops.color_twist.bind(**TWIST))
     chain_fn = augjax.compose(ops.flip.bind(p=0.5), ops.normalize.bind(mean=MEAN, std=STD,
                                                                        chw=True))
     chain4 = augjax.compose(
@@ -164,10 +171,12 @@ def augjax_rows(device: str):
         "augjax flip": (lambda x: ops.flip(x, p=0.5), False),
         "augjax color_jitter": (lambda x: ops.color_jitter(x, **JITTER), False),
         "augjax flip + color_jitter (one crossing)": (lambda x: chain_fc(x), False),
+        "augjax color_twist": (lambda x: ops.color_twist(x, **TWIST), False),
+        "augjax flip + color_twist (one crossing)": (lambda x: chain_ft(x), False),
         "augjax flip + normalize CHW (one crossing)": (lambda x: chain_fn(x), False),
         "augjax flip + color_jitter + mixup + normalize": (lambda x, y: chain4(x, y), True),
         "augjax the same 4 ops as 4 crossings": (lambda x, y: _separately(chain4, x, y), True),
-    }, {"flip+cj": chain_fc, "flip+norm": chain_fn, "chain4": chain4}
+    }, {"flip+cj": chain_fc, "flip+ct": chain_ft, "flip+norm": chain_fn, "chain4": chain4}
 
 
 def _separately(chain, x, y):
@@ -198,6 +207,8 @@ def jax_rows(device: str, host_batch, chains):
         "jax: flip": lambda: ops.flip(x, key=keys, p=0.5),
         "jax: color_jitter": lambda: ops.color_jitter(x, key=keys, **JITTER),
         "jax: flip + color_jitter": lambda: chains["flip+cj"](x, key=keys),
+        "jax: color_twist": lambda: ops.color_twist(x, key=keys, **TWIST),
+        "jax: flip + color_twist": lambda: chains["flip+ct"](x, key=keys),
         "jax: mixup": lambda: ops.mixup(x, y, key=keys, alpha=0.2, num_classes=10),
         "jax: flip + normalize CHW": lambda: chains["flip+norm"](x, key=keys),
         "jax: flip + color_jitter + mixup + normalize": lambda: chains["chain4"](x, y, key=keys),
@@ -250,12 +261,16 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None)
     ap.add_argument("--machine", default=platform.node())
     ap.add_argument("--only", nargs="*", default=None, help="rows whose name contains one of these")
+    ap.add_argument("--executor", choices=("dynamic", "legacy"), default="dynamic",
+                    help="DALI executor of every pipeline (legacy: exec_dynamic=False)")
     args = ap.parse_args(argv)
+    EXECUTOR["name"] = args.executor
     bw = copy_bandwidth(args.device)
     result = {
         "date": datetime.date.today().isoformat(),
         "machine": args.machine,
         "device": args.device,
+        "executor": args.executor,
         "versions": versions(),
         "size": args.size,
         "iters": args.iters,
@@ -277,7 +292,8 @@ def main(argv=None) -> int:
 def print_table(result: dict) -> None:
     bs = list(result["batches"])
     names = list(result["batches"][bs[0]])
-    print(f"\n{result['device']} {result['machine']} {result['versions']['devices']}  ms/batch")
+    print(f"\n{result['device']} {result['machine']} {result['versions']['devices']} "
+          f"executor {result.get('executor', 'dynamic')}  ms/batch")
     print(f"{'':<48}" + "".join(f"{'B=' + b:>12}" for b in bs))
     for n in names:
         print(f"{n:<48}" + "".join(f"{result['batches'][b][n]:12.3f}" for b in bs))
@@ -286,6 +302,10 @@ def print_table(result: dict) -> None:
         r = result["batches"][b]
         pairs = [
             ("augjax flip / DALI flip", "augjax flip", "DALI flip"),
+            ("augjax color_jitter / DALI color_twist", "augjax color_jitter", "DALI color_twist"),
+            ("augjax color_twist / DALI color_twist", "augjax color_twist", "DALI color_twist"),
+            ("augjax flip+color_twist / DALI flip+color_twist",
+             "augjax flip + color_twist (one crossing)", "DALI flip + color_twist"),
             ("augjax flip+cj / DALI flip+color_twist",
              "augjax flip + color_jitter (one crossing)", "DALI flip + color_twist"),
             ("augjax flip+normalize / DALI cmn",

@@ -21,6 +21,10 @@ PARAMS: dict[str, dict[str, object]] = {
     # Every default is the identity and no parameter declares a neutral value, so the kit
     # would not know what to move; a rotation range makes the key matter.
     "affine": {"degrees": 30.0},
+    # DALI's defaults are the identity values; a number is used as is (DALI's argument), so
+    # only ranges make the key matter.
+    "color_twist": {"brightness": (0.6, 1.4), "contrast": (0.6, 1.4), "saturation": (0.5, 1.5),
+                    "hue": (-30.0, 30.0)},
 }
 
 #: op name -> {check name: reason} for checks the op is known to fail (reported as xfail).

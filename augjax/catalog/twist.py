@@ -1,0 +1,105 @@
+"""``color_twist``: DALI's colour twist (one 3x3 colour matrix per sample), for DALI users.
+
+DALI's ``fn.color_twist`` changes brightness, contrast, saturation and hue with one affine map
+per sample: saturation and hue act in YIQ space (a scaling and a rotation of the I/Q plane),
+brightness and contrast scale around half the range. It is not torchvision's ColorJitter (fixed
+order, linear saturation/hue instead of HSV, no per-stage clamping); use ``color_jitter`` for
+that. Applied as three multiply-adds per output channel (no einsum), it is one elementwise pass.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from augjax._param import Param
+from augjax._spec import op
+from augjax.catalog._pixels import draw, is_int
+
+__all__ = ["color_twist", "twist_draw", "twist_matrix"]
+
+#: DALI's RGB -> YIQ matrix (``dali/operators/image/color/color_twist.h``) and its exact
+#: inverse: DALI 2.4 inverts it (probed: the identity twist is the identity, and ``saturation=0``
+#: gives ``inv(RGB2YIQ) @ diag(1, 0, 0) @ RGB2YIQ`` to 1e-7, not the rounded 3-digit inverse
+#: that older DALI versions hard-coded).
+_RGB2YIQ64 = np.array([[0.299, 0.587, 0.114], [0.596, -0.274, -0.321], [0.211, -0.523, 0.311]])
+RGB2YIQ = _RGB2YIQ64.astype(np.float32)
+YIQ2RGB = np.linalg.inv(_RGB2YIQ64).astype(np.float32)
+
+
+def twist_matrix(brightness, contrast, saturation, hue, half_range: float):
+    """DALI's per-sample map: ``M = b c * YIQ2RGB @ H(hue) @ S(saturation) @ RGB2YIQ`` and the
+    offset ``(h - h c) b`` with ``h`` half the range (128 for uint8, 0.5 for float), products
+    taken left to right in float32 as DALI does. ``hue`` is in degrees."""
+    f32 = jnp.float32
+    rad = jnp.asarray(hue, f32) * f32(math.pi / 180.0)
+    cos, sin = jnp.cos(rad), jnp.sin(rad)
+    one, zero = jnp.ones((), f32), jnp.zeros((), f32)
+    hue_m = jnp.stack([jnp.stack([one, zero, zero]), jnp.stack([zero, cos, sin]),
+                       jnp.stack([zero, -sin, cos])])
+    s = jnp.asarray(saturation, f32)
+    sat_m = jnp.diag(jnp.stack([one, s, s]))
+    bc = jnp.asarray(brightness, f32) * jnp.asarray(contrast, f32)
+    m = bc * jnp.asarray(YIQ2RGB)
+    for right in (hue_m, sat_m, jnp.asarray(RGB2YIQ)):
+        m = jnp.matmul(m, right, precision=jax.lax.Precision.HIGHEST)
+    half = f32(half_range)
+    offset = (half - half * jnp.asarray(contrast, f32)) * jnp.asarray(brightness, f32)
+    return m, offset
+
+
+def twist_draw(key: jax.Array, brightness, contrast, saturation, hue) -> list[jax.Array]:
+    """The per-sample values of :func:`color_twist`: each parameter drawn from its own key."""
+    keys = jax.random.split(key, 4)
+    return [draw(k, v) for k, v in zip(keys, (brightness, contrast, saturation, hue))]
+
+
+def _check_pair_or_value(low: float | None):
+    def check(v):
+        lo, hi = v if isinstance(v, tuple) else (v, v)
+        if lo > hi:
+            raise ValueError(f"the range ({lo:g}, {hi:g}) must be increasing")
+        if low is not None and lo < low:
+            raise ValueError(f"values must be >= {low:g}")
+        return v
+
+    return check
+
+
+def _param(default: float, doc: str, low: float | None = 0.0) -> Param:
+    return Param(default, kind="float_or_pair", low=low, neutral=default,
+                 validate=_check_pair_or_value(low), doc=doc)
+
+
+@op(
+    "color_twist",
+    params={
+        "brightness": _param(1.0, "brightness factor; a pair (lo, hi) is drawn per sample"),
+        "contrast": _param(1.0, "contrast factor around half the range; a pair is drawn"),
+        "saturation": _param(1.0, "saturation factor in YIQ; a pair is drawn per sample"),
+        "hue": _param(0.0, "hue rotation in degrees (DALI's unit); a pair is drawn",
+                      low=None),
+    },
+    channels=(3,),
+    reference="nvidia.dali.fn.color_twist",
+)
+def color_twist(key, image, *, brightness, contrast, saturation, hue):
+    """DALI ``fn.color_twist``: one affine colour map per sample (see the module docstring).
+
+    ``out = M @ rgb + offset`` with ``M`` and ``offset`` from :func:`twist_matrix`; uint8 results
+    are rounded to the nearest level and saturated to 0..255, as DALI converts; float32 results
+    are not clamped (DALI does not clamp floats either). Each parameter is a number (that value)
+    or a pair ``(lo, hi)`` drawn uniformly per sample, as ``fn.random.uniform(range=...)`` gives
+    DALI. Matches DALI's CPU operator to 1 level (float32 rounding of the matrix product).
+    """
+    b, c, s, h = twist_draw(key, brightness, contrast, saturation, hue)
+    m, offset = twist_matrix(b, c, s, h, 128.0 if is_int(image.dtype) else 0.5)
+    x = image.astype(jnp.float32)
+    r, g, bl = x[..., 0], x[..., 1], x[..., 2]
+    out = jnp.stack([m[i, 0] * r + m[i, 1] * g + m[i, 2] * bl + offset for i in range(3)], -1)
+    if is_int(image.dtype):
+        return jnp.clip(jnp.round(out), 0, 255).astype(image.dtype)
+    return out.astype(image.dtype)
