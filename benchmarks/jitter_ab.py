@@ -39,11 +39,11 @@ def literal(x, order, factors, dtype):
 
 
 def means_per_stage(x, order, factors, dtype):
-    return jitter(x, order, factors, (True,) * 4, dtype, schedule="one_pass")
+    return jitter(x, order, factors, (True,) * 4, dtype, form="cpu")
 
 
 def two_pass(x, order, factors, dtype):
-    return jitter(x, order, factors, (True,) * 4, dtype, schedule="two_pass")
+    return jitter(x, order, factors, (True,) * 4, dtype, form="gpu")
 
 
 def build(kernel):

@@ -12,7 +12,9 @@ import jax.numpy as jnp
 
 from augjax.catalog._pixels import blend, bound, gray, is_int, requantize
 
-__all__ = ["adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue"]
+__all__ = [
+    "adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue", "hue_planes",
+]
 
 
 def adjust_brightness(x: jax.Array, factor: jax.Array, dtype) -> jax.Array:
@@ -39,8 +41,8 @@ def adjust_saturation(x: jax.Array, factor: jax.Array, dtype) -> jax.Array:
     return blend(x, _gray_for_blend(x, dtype)[..., None], factor, dtype)
 
 
-def _rgb_to_hsv(rgb: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
-    r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
+def _rgb_to_hsv(r: jax.Array, g: jax.Array, b: jax.Array
+                ) -> tuple[jax.Array, jax.Array, jax.Array]:
     # torchvision picks the hue formula with ``maxc == r`` / ``maxc == g``. Compilers may
     # recompute r, g, b in several fused kernels (e.g. after a saturation blend) with different
     # rounding, and an exact equality between two such copies can fail, switching a pixel to the
@@ -54,17 +56,31 @@ def _rgb_to_hsv(rgb: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
     crange = maxc - minc
     s = crange / jnp.where(eqc, 1.0, maxc)
     div = jnp.where(eqc, 1.0, crange)
-    rc, gc, bc = (maxc - r) / div, (maxc - g) / div, (maxc - b) / div
-    h6 = jnp.where(r_max, bc - gc, jnp.where(g_max, 2.0 + rc - bc, 4.0 + gc - rc))
-    h = jnp.fmod(h6 / 6.0 + 1.0, 1.0)
+    # torchvision: rc, gc, bc = (maxc - r) / div, ... and then bc - gc, 2 + rc - bc, 4 + gc - rc.
+    # The differences of channels divided once are the same values to an ulp of h (uint8 output
+    # moves a level on ~1e-4 of pixels), and 18x faster on XLA:CPU (18.4 -> 1.0 ms for
+    # 64 x 224 x 224 on 2 cores), whose code for the original form is not vectorised well.
+    h6 = jnp.where(r_max, (g - b) / div,
+                   jnp.where(g_max, 2.0 + (b - r) / div, 4.0 + (r - g) / div))
+    # torchvision's fmod(h6 / 6 + 1, 1): the argument lies in [5/6, 11/6], where fmod is the
+    # exact y - 1 for y >= 1 (Sterbenz) and y below: the same bits without a remainder, which
+    # XLA:CPU computes with a scalar libm call per pixel.
+    y = h6 / 6.0 + 1.0
+    h = jnp.where(y >= 1.0, y - 1.0, y)
     return h, s, maxc
 
 
-def _hsv_to_rgb(h: jax.Array, s: jax.Array, v: jax.Array) -> jax.Array:
+def _mod1(z: jax.Array) -> jax.Array:
+    """``jnp.mod(z, 1.0)`` for ``z`` in [-1, 2), with the same bits (one add, no remainder)."""
+    return jnp.where(z < 0.0, z + 1.0, jnp.where(z >= 1.0, z - 1.0, z))
+
+
+def _hsv_to_rgb(h: jax.Array, s: jax.Array, v: jax.Array
+                ) -> tuple[jax.Array, jax.Array, jax.Array]:
     h6 = h * 6.0
     i = jnp.floor(h6)
     f = h6 - i
-    i = jnp.mod(i.astype(jnp.int32), 6)
+    i = jnp.where(i >= 6.0, i - 6.0, i)  # torchvision's i % 6 for i in 0..6 (h6 rounds to 6)
     q = jnp.clip((1.0 - s * f) * v, 0.0, 1.0)
     t = jnp.clip((s * f + (1.0 - s)) * v, 0.0, 1.0)
     p = jnp.clip((1.0 - s) * v, 0.0, 1.0)
@@ -75,17 +91,20 @@ def _hsv_to_rgb(h: jax.Array, s: jax.Array, v: jax.Array) -> jax.Array:
         return jnp.where(i == 0, c0, jnp.where(i == 1, c1, jnp.where(
             i == 2, c2, jnp.where(i == 3, c3, jnp.where(i == 4, c4, c5)))))
 
-    r = pick(v, q, p, p, t, v)
-    g = pick(t, v, v, q, p, p)
-    b = pick(p, p, t, v, v, q)
-    return jnp.stack([r, g, b], axis=-1)
+    return pick(v, q, p, p, t, v), pick(t, v, v, q, p, p), pick(p, p, t, v, v, q)
+
+
+def hue_planes(r: jax.Array, g: jax.Array, b: jax.Array, factor: jax.Array, dtype
+               ) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """:func:`adjust_hue` on the three channel planes of an image (each ``(H, W)``)."""
+    scale = bound(dtype)
+    h, s, v = _rgb_to_hsv(r / scale, g / scale, b / scale)
+    rgb = _hsv_to_rgb(_mod1(h + factor), s, v)  # h in [0, 1), |factor| <= 0.5
+    if is_int(dtype):  # torchvision to_dtype(float -> uint8)
+        return tuple(jnp.floor(c * (255.0 + 1.0 - 1e-3)) for c in rgb)
+    return rgb
 
 
 def adjust_hue(x: jax.Array, factor: jax.Array, dtype) -> jax.Array:
     """Rotate the hue by ``factor`` turns in HSV space (torchvision adjust_hue)."""
-    scale = bound(dtype)
-    h, s, v = _rgb_to_hsv(x / scale)
-    rgb = _hsv_to_rgb(jnp.mod(h + factor, 1.0), s, v)
-    if is_int(dtype):
-        return jnp.floor(rgb * (255.0 + 1.0 - 1e-3))  # torchvision to_dtype(float -> uint8)
-    return rgb
+    return jnp.stack(hue_planes(x[..., 0], x[..., 1], x[..., 2], factor, dtype), axis=-1)

@@ -218,9 +218,8 @@ def jitter_apply(image: jax.Array, factors, order: jax.Array,
     # sample's own order, in two passes over the image (see augjax.catalog._jitter): the same
     # arithmetic as applying the adjustments one by one, at a fraction of the cost.
     mask = tuple(i in active for i in range(4))
-    x = jitter(x, jnp.asarray(order), jnp.stack([jnp.asarray(f, jnp.float32) for f in factors]),
-               mask, dtype)
-    return to_dtype(x, dtype)
+    return jitter(x, jnp.asarray(order), jnp.stack([jnp.asarray(f, jnp.float32) for f in factors]),
+                  mask, dtype)
 
 
 @op(

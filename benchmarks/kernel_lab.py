@@ -1,0 +1,153 @@
+"""The kernels alone, on arrays (no DALI): each program's time, its HBM floor and the number of
+kernels XLA compiled it into. Compares colour-jitter schedules and prints the optimised HLO's
+kernel count, the first thing to look at when a kernel is far above its floor.
+
+    python benchmarks/kernel_lab.py --device gpu --batch 32 256 1024 --out lab.json
+
+Run it with ``PYTHONPATH`` pointing at another checkout's ``augjax`` to measure that version's
+kernels in the same lease (``--tag old``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from pipeline_bench import JITTER, MEAN, STD, time_jax
+
+
+def kernel_count(compiled_text: str) -> int:
+    """Fusions and library calls in the entry computation of optimised HLO."""
+    entry = compiled_text[compiled_text.index("\nENTRY"):]
+    entry = entry[: entry.index("\n}")]
+    return len(re.findall(r"= [^=]*\b(fusion|custom-call|copy|transpose|reduce|sort)\(", entry))
+
+
+def programs(x, y, keys):
+    import augjax
+    from augjax.catalog._jitter import jitter
+    from augjax.catalog.color import jitter_draw
+    from augjax.catalog._pixels import to_dtype
+
+    ops = augjax.ops
+    ranges = tuple((max(0.0, 1 - v), 1 + v) for v in (0.4, 0.4, 0.4)) + ((-0.1, 0.1),)
+
+    def jitter_with(schedule):
+        def one(key, image):
+            factors, order = jitter_draw(key, ranges)
+            out = jitter(image.astype(jnp.float32), order, jnp.stack(factors), (True,) * 4,
+                         image.dtype, form=schedule)
+            return to_dtype(out, image.dtype)
+
+        return jax.jit(jax.vmap(one))
+
+    chain4 = augjax.compose(
+        ops.flip.bind(p=0.5), ops.color_jitter.bind(**JITTER),
+        ops.mixup.bind(alpha=0.2, num_classes=10),
+        ops.normalize.bind(mean=MEAN, std=STD, chw=True))
+    fc = augjax.compose(ops.flip.bind(p=0.5), ops.color_jitter.bind(**JITTER))
+    copy = jax.jit(lambda a: a + jnp.uint8(1))
+    out = {
+        "copy (x + 1)": (lambda: copy(x), 2),
+        "flip": (lambda: ops.flip(x, key=keys, p=0.5), 2),
+        "color_jitter (op)": (lambda: ops.color_jitter(x, key=keys, **JITTER), 2),
+        "color_jitter one_pass": (jitter_with("cpu"), 2),
+        "color_jitter two_pass": (jitter_with("gpu"), 2),
+        "brightness": (lambda: ops.brightness(x, key=keys, factor=0.4), 2),
+        "hue": (lambda: ops.hue(x, key=keys, factor=0.1), 2),
+        "flip + color_jitter": (lambda: fc(x, key=keys), 2),
+        "mixup": (lambda: ops.mixup(x, y, key=keys, alpha=0.2, num_classes=10), 2),
+        "normalize CHW": (lambda: ops.normalize(x, mean=MEAN, std=STD, chw=True), 5),
+        "flip + color_jitter + mixup + normalize": (lambda: chain4(x, y, key=keys), 5),
+    }
+    return out
+
+
+def same_forms(x, keys) -> dict:
+    """Elements where the two forms of the colour jitter kernel differ on this device."""
+    from augjax.catalog._jitter import jitter
+    from augjax.catalog.color import jitter_draw
+
+    ranges = ((0.6, 1.4),) * 3 + ((-0.1, 0.1),)
+
+    def run(form):
+        def one(key, image):
+            factors, order = jitter_draw(key, ranges)
+            return jitter(image.astype(jnp.float32), order, jnp.stack(factors), (True,) * 4,
+                          image.dtype, form=form)
+
+        return np.asarray(jax.jit(jax.vmap(one))(keys, x)).astype(np.int16)
+
+    a, b = run("cpu"), run("gpu")
+    return {"differ": int((a != b).sum()), "of": int(a.size), "max_levels": int(abs(a - b).max())}
+
+
+def compiled_text(fn, *args) -> str:
+    """The optimised HLO of a jitted ``fn`` for ``args`` (lowered on abstract arguments: a
+    closure over the batch would make XLA constant-fold the whole image)."""
+    return fn.lower(*args).compile().as_text()
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="gpu")
+    ap.add_argument("--batch", type=int, nargs="+", default=[256])
+    ap.add_argument("--size", type=int, default=224)
+    ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--tag", default="new")
+    ap.add_argument("--only", nargs="*", default=None)
+    ap.add_argument("--hlo", default=None, help="write the optimised HLO of every program here")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
+    dev = jax.devices(args.device)[0]
+    result = {"date": datetime.date.today().isoformat(), "tag": args.tag,
+              "devices": str(jax.devices()), "jax": jax.__version__, "batches": {}}
+    hlo = {}
+    copy_gbps = None
+    for b in args.batch:
+        rng = np.random.default_rng(0)
+        x = jax.device_put(rng.integers(0, 256, (b, args.size, args.size, 3), dtype=np.uint8), dev)
+        y = jax.device_put(np.arange(b, dtype=np.int32) % 10, dev)
+        keys = jax.device_put(jax.random.split(jax.random.key(0), b), dev)
+        rows = {}
+        for name, (fn, factor) in programs(x, y, keys).items():
+            if args.only and not any(o in name for o in args.only):
+                continue
+            n = -1
+            if hasattr(fn, "lower"):  # a jitted f(keys, images): count its kernels
+                text = compiled_text(fn, keys, x)
+                hlo[f"{b}/{name}"] = text
+                n = kernel_count(text)
+                fn = (lambda f: lambda: f(keys, x))(fn)
+            ms = time_jax(fn, args.iters, args.reps)
+            nbytes = x.size * factor / 2 + x.size  # read uint8 once, write (factor-1) bytes/elt
+            if name.startswith("copy"):
+                copy_gbps = 2 * x.size / ms / 1e6
+            floor = nbytes / (copy_gbps * 1e6) if copy_gbps else float("nan")
+            rows[name] = {"ms": ms, "kernels": n, "floor_ms": floor, "x_floor": ms / floor}
+            print(f"[{args.tag}] B={b:<5} {name:<42} {ms:8.3f} ms  {n:3d} kernels  "
+                  f"{ms / floor:6.1f}x floor", flush=True)
+        if args.tag == "new" and (not args.only or any("color" in o for o in args.only)):
+            rows["cpu form vs gpu form"] = same_forms(x, keys)
+            print(f"[{args.tag}] B={b:<5} cpu form vs gpu form: {rows['cpu form vs gpu form']}")
+        result["batches"][str(b)] = rows
+    result["copy_GBps"] = copy_gbps
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(result, f, indent=1)
+    if args.hlo:
+        with open(args.hlo, "w") as f:
+            for k, v in hlo.items():
+                f.write(f"===== {k}\n{v}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
