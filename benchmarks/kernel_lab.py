@@ -38,11 +38,13 @@ def programs(x, y, keys):
     ops = augjax.ops
     ranges = tuple((max(0.0, 1 - v), 1 + v) for v in (0.4, 0.4, 0.4)) + ((-0.1, 0.1),)
 
-    def jitter_with(schedule):
+    def jitter_with(form, active=(1, 1, 1, 1)):
+        active = tuple(bool(a) for a in active)
+
         def one(key, image):
             factors, order = jitter_draw(key, ranges)
-            out = jitter(image.astype(jnp.float32), order, jnp.stack(factors), (True,) * 4,
-                         image.dtype, form=schedule)
+            out = jitter(image.astype(jnp.float32), order, jnp.stack(factors), active,
+                         image.dtype, form=form)
             return to_dtype(out, image.dtype)
 
         return jax.jit(jax.vmap(one))
@@ -57,8 +59,10 @@ def programs(x, y, keys):
         "copy (x + 1)": (lambda: copy(x), 2),
         "flip": (lambda: ops.flip(x, key=keys, p=0.5), 2),
         "color_jitter (op)": (lambda: ops.color_jitter(x, key=keys, **JITTER), 2),
-        "color_jitter one_pass": (jitter_with("cpu"), 2),
-        "color_jitter two_pass": (jitter_with("gpu"), 2),
+        "color_jitter cpu form": (jitter_with("cpu"), 2),
+        "color_jitter gpu form": (jitter_with("gpu"), 2),
+        "color_jitter gpu form, no contrast (1 pass)": (jitter_with("gpu", (1, 0, 1, 1)), 2),
+        "color_jitter gpu form, no hue": (jitter_with("gpu", (1, 1, 1, 0)), 2),
         "brightness": (lambda: ops.brightness(x, key=keys, factor=0.4), 2),
         "hue": (lambda: ops.hue(x, key=keys, factor=0.1), 2),
         "flip + color_jitter": (lambda: fc(x, key=keys), 2),
