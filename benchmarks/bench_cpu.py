@@ -15,7 +15,7 @@ import os
 
 import pytest
 
-from pipeline_bench import JITTER, MEAN, STD, _batches, _pipeline, native_rows
+from pipeline_bench import JITTER, MEAN, STD, TWIST, _batches, _pipeline, native_rows
 
 B = int(os.environ.get("AUGJAX_BENCH_BATCH", 64))
 S = int(os.environ.get("AUGJAX_BENCH_SIZE", 224))
@@ -30,17 +30,30 @@ def data():
     return batches, host
 
 
+def _chains():
+    import augjax
+
+    ops = augjax.ops
+    return {
+        "flip+color": augjax.compose(ops.flip.bind(p=0.5), ops.color_jitter.bind(**JITTER)),
+        "flip+twist": augjax.compose(ops.flip.bind(p=0.5), ops.color_twist.bind(**TWIST)),
+        "mirror+normalize": augjax.compose(
+            ops.flip.bind(p=0.5), ops.normalize.bind(mean=MEAN, std=STD, chw=True)),
+    }
+
+
 def _augjax_builds():
     import augjax
 
     ops = augjax.ops
-    fc = augjax.compose(ops.flip.bind(p=0.5), ops.color_jitter.bind(**JITTER))
-    fn = augjax.compose(ops.flip.bind(p=0.5), ops.normalize.bind(mean=MEAN, std=STD, chw=True))
+    chains = _chains()
     return {
         "augjax flip": lambda x: ops.flip(x, p=0.5),
         "augjax color_jitter": lambda x: ops.color_jitter(x, **JITTER),
-        "augjax flip + color_jitter": lambda x: fc(x),
-        "augjax flip + normalize CHW": lambda x: fn(x),
+        "augjax flip + color_jitter": lambda x: chains["flip+color"](x),
+        "augjax color_twist": lambda x: ops.color_twist(x, **TWIST),
+        "augjax flip + color_twist": lambda x: chains["flip+twist"](x),
+        "augjax flip + normalize CHW": lambda x: chains["mirror+normalize"](x),
     }
 
 
@@ -48,6 +61,8 @@ CASES = [
     ("flip", "DALI flip", "augjax flip"),
     ("color", "DALI color_twist", "augjax color_jitter"),
     ("flip+color", "DALI flip + color_twist", "augjax flip + color_jitter"),
+    ("twist", "DALI color_twist", "augjax color_twist"),
+    ("flip+twist", "DALI flip + color_twist", "augjax flip + color_twist"),
     ("mirror+normalize", "DALI crop_mirror_normalize", "augjax flip + normalize CHW"),
 ]
 
@@ -78,14 +93,12 @@ def test_arrays(benchmark, data, group, ours):
     x = jax.device_put(host[0])
     keys = jax.random.split(jax.random.key(0), B)
     ops = augjax.ops
-    fc = augjax.compose(ops.flip.bind(p=0.5), ops.color_jitter.bind(**JITTER))
-    fn = augjax.compose(ops.flip.bind(p=0.5), ops.normalize.bind(mean=MEAN, std=STD, chw=True))
+    chains = _chains()
     call = {
         "flip": lambda: ops.flip(x, key=keys, p=0.5),
         "color": lambda: ops.color_jitter(x, key=keys, **JITTER),
-        "flip+color": lambda: fc(x, key=keys),
-        "mirror+normalize": lambda: fn(x, key=keys),
-    }[group]
+        "twist": lambda: ops.color_twist(x, key=keys, **TWIST),
+    }.get(group) or (lambda: chains[group](x, key=keys))
     call().block_until_ready()
     benchmark.group = group
     benchmark.pedantic(lambda: call().block_until_ready(), rounds=ROUNDS, iterations=1)
