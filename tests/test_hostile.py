@@ -99,9 +99,11 @@ def _nan_at(x, layout):
     return y
 
 
-def _clips(params) -> bool:
-    """Whether the op is asked to keep values in range (``clip=False`` opts out, e.g. noise)."""
-    return params.get("clip", True) is not False
+def _clips(spec, params) -> bool:
+    """Whether the op is asked to keep values in range (``clip=False`` opts out, e.g. noise;
+    an op whose ``clip`` defaults to False, such as DALI's ``color_twist``, opts in with True)."""
+    default = spec.params["clip"].default if "clip" in spec.params else True
+    return params.get("clip", default) is not False
 
 
 def _run_case(spec, data, variant):
@@ -125,7 +127,7 @@ def _run_case(spec, data, variant):
     assert out.dtype == expected_dtype(spec, x.dtype), (out.dtype, params)
     if out.dtype.kind == "f":
         assert np.isfinite(out).all(), f"non-finite output for finite input, params {params}"
-        if spec.output_dtype is None and dtype == "float32" and _clips(params):
+        if spec.output_dtype is None and dtype == "float32" and _clips(spec, params):
             assert out.min() >= -1e-6 and out.max() <= 1 + 1e-6, (out.min(), out.max(), params)
     if soft is not None:
         soft = np.asarray(soft)
@@ -151,7 +153,7 @@ def _check_wide_and_nan(spec, x, labels, key, layout, params, out):
     out_w = np.asarray(out_w)
     if out_w.dtype.kind == "f":
         assert np.isfinite(out_w).all(), f"out-of-range input made non-finite output {params}"
-        if spec.output_dtype is None and _clips(params):
+        if spec.output_dtype is None and _clips(spec, params):
             x_lo, x_hi = float(wide.min()), float(wide.max())
             lo, hi = min(0.0, x_lo, 1.0 - x_hi), max(1.0, x_hi, 1.0 - x_lo)
             assert out_w.min() >= lo - 1e-5 and out_w.max() <= hi + 1e-5, (

@@ -51,6 +51,17 @@ def test_matches_dali_color_twist_with_its_draws(dtype):
     assert out.dtype == dtype
 
 
+def test_float_results_clamped_only_with_clip():
+    """DALI leaves float results unclamped; clip=True clamps exactly those values to [0, 1]."""
+    x = images(N, 24, 30, dtype=np.float32, seed=8)
+    keys = jax.random.split(jax.random.key(2), N)
+    params = dict(brightness=(1.3, 1.6), contrast=(1.3, 1.6), saturation=(1.2, 1.6))
+    free = np.asarray(augjax.ops.color_twist(x, key=keys, **params))
+    clipped = np.asarray(augjax.ops.color_twist(x, key=keys, clip=True, **params))
+    assert free.min() < 0.0 and free.max() > 1.0  # the case leaves the range
+    np.testing.assert_array_equal(clipped, np.clip(free, 0.0, 1.0))
+
+
 def test_single_adjustments_match_dali_and_identity_is_exact():
     x = images(2, 16, 20, seed=4)
     keys = jax.random.split(jax.random.key(0), 2)

@@ -82,16 +82,18 @@ def _param(default: float, doc: str, low: float | None = 0.0) -> Param:
         "saturation": _param(1.0, "saturation factor in YIQ; a pair is drawn per sample"),
         "hue": _param(0.0, "hue rotation in degrees (DALI's unit); a pair is drawn",
                       low=None),
+        "clip": Param(False, doc="clamp float results to [0, 1] (DALI does not; uint8 results "
+                                 "always saturate to 0..255)"),
     },
     channels=(3,),
     reference="nvidia.dali.fn.color_twist",
 )
-def color_twist(key, image, *, brightness, contrast, saturation, hue):
+def color_twist(key, image, *, brightness, contrast, saturation, hue, clip):
     """DALI ``fn.color_twist``: one affine colour map per sample (see the module docstring).
 
     ``out = M @ rgb + offset`` with ``M`` and ``offset`` from :func:`twist_matrix`; uint8 results
     are rounded to the nearest level and saturated to 0..255, as DALI converts; float32 results
-    are not clamped (DALI does not clamp floats either). Each parameter is a number (that value)
+    are not clamped (DALI does not clamp floats either) unless ``clip=True``. Each parameter is a number (that value)
     or a pair ``(lo, hi)`` drawn uniformly per sample, as ``fn.random.uniform(range=...)`` gives
     DALI. Matches DALI's CPU operator to 1 level (float32 rounding of the matrix product).
     """
@@ -102,4 +104,4 @@ def color_twist(key, image, *, brightness, contrast, saturation, hue):
     out = jnp.stack([m[i, 0] * r + m[i, 1] * g + m[i, 2] * bl + offset for i in range(3)], -1)
     if is_int(image.dtype):
         return jnp.clip(jnp.round(out), 0, 255).astype(image.dtype)
-    return out.astype(image.dtype)
+    return (jnp.clip(out, 0.0, 1.0) if clip else out).astype(image.dtype)
