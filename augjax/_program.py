@@ -108,41 +108,97 @@ def run_steps(
     _count_trace()
     x = images
     n = images.shape[0]
-    for pos, step in enumerate(steps, start):
+    steps = list(enumerate(steps, start))
+    i = 0
+    while i < len(steps):
+        spec = steps[i][1].spec
+        if spec.level == "sample":  # a run of per-sample ops, all compute-bound or none
+            j = i
+            while (j < len(steps) and steps[j][1].spec.level == "sample"
+                   and steps[j][1].spec.compute_bound == spec.compute_bound):
+                j += 1
+            x, layout = _sample_segment(steps[i:j], x, keys, layout)
+            i = j
+            continue
+        pos, step = steps[i]
         spec, params = step.spec, step.kwargs
         check_images(x, spec, layout)
         hwc = _to_hwc(x, layout)
-        if spec.level == "sample":
+        args = []
+        if spec.random:
+            args.append(jax.random.fold_in(keys[0], pos) if n else jax.random.key(0))
+        args.append(hwc)
+        if "labels" in spec.inputs:
+            if labels is None:
+                raise InputError(
+                    f"{spec.name}: argument 'labels' is required (the op mixes labels); "
+                    f"call it as {spec.name}(images, labels, ...)",
+                    op=spec.name,
+                    argument="labels",
+                )
+            args.append(check_labels(labels, n, spec.name))
+        result = spec.kernel(*args, **params)
+        if "labels" in spec.outputs:
+            out, labels = result
+            labels = _poison_bad_classes(args[-1], labels, params.get("num_classes"))
+        else:
+            out = result
+        _check_output(spec, out, hwc, params)
+        layout = spec.layout_after(layout, params)
+        x = _from_hwc(out, layout)
+        i += 1
+    return x, labels
+
+
+#: On CPU a run of compute-bound per-sample ops (``OpSpec.compute_bound``) goes through the
+#: batch this many samples at a time (a loop of vmapped chunks): every stage then finds the
+#: chunk's images in cache, where over the whole batch each would stream it from memory (colour
+#: jitter, B=64 x 224 x 224 on 2 cores: 128 ms vmapped, 66 ms in chunks of 8; the same bits).
+#: Memory-bound ops (flip: 5 -> 18 ms in chunks) and GPUs take the whole batch at once.
+CPU_CHUNK = 8
+
+
+def _sample_segment(segment, x, keys, layout):
+    """Applies consecutive per-sample ops ``[(position, step), ...]``; returns (x, layout)."""
+    out_layout = layout
+    for _, step in segment:
+        out_layout = step.spec.layout_after(out_layout, step.kwargs)
+
+    def apply(x, keys):
+        lay = layout
+        for pos, step in segment:
+            spec, params = step.spec, step.kwargs
+            check_images(x, spec, lay)
+            hwc = _to_hwc(x, lay)
             kernel = functools.partial(spec.kernel, **params)
             if spec.random:
                 ks = jax.vmap(jax.random.fold_in, in_axes=(0, None))(keys, pos)
                 out = jax.vmap(kernel)(ks, hwc)
             else:
                 out = jax.vmap(kernel)(hwc)
-        else:
-            args = []
-            if spec.random:
-                args.append(jax.random.fold_in(keys[0], pos) if n else jax.random.key(0))
-            args.append(hwc)
-            if "labels" in spec.inputs:
-                if labels is None:
-                    raise InputError(
-                        f"{spec.name}: argument 'labels' is required (the op mixes labels); "
-                        f"call it as {spec.name}(images, labels, ...)",
-                        op=spec.name,
-                        argument="labels",
-                    )
-                args.append(check_labels(labels, n, spec.name))
-            result = spec.kernel(*args, **params)
-            if "labels" in spec.outputs:
-                out, labels = result
-                labels = _poison_bad_classes(args[-1], labels, params.get("num_classes"))
-            else:
-                out = result
-        _check_output(spec, out, hwc, params)
-        layout = spec.layout_after(layout, params)
-        x = _from_hwc(out, layout)
-    return x, labels
+            _check_output(spec, out, hwc, params)
+            lay = spec.layout_after(lay, params)
+            x = _from_hwc(out, lay)
+        return x
+
+    n, chunk = x.shape[0], CPU_CHUNK
+    if n <= chunk or not segment[0][1].spec.compute_bound:
+        return apply(x, keys), out_layout
+    # Checked on the whole batch first, so that an error names the batch's shapes, not a chunk's.
+    jax.eval_shape(lambda x: apply(x, keys), x)
+
+    def chunked(x):
+        m = n // chunk * chunk
+        parts = (x[:m].reshape(n // chunk, chunk, *x.shape[1:]),
+                 None if keys is None else keys[:m].reshape(n // chunk, chunk))
+        head = jax.lax.map(lambda t: apply(*t), parts)
+        head = head.reshape(m, *head.shape[2:])
+        if m == n:
+            return head
+        tail = apply(x[m:], None if keys is None else keys[m:])
+        return jnp.concatenate([head, tail])
+
+    return jax.lax.platform_dependent(x, cpu=chunked, default=lambda x: apply(x, keys)), out_layout
 
 
 def _poison_bad_classes(ids: jax.Array, soft: jax.Array, num_classes: Any) -> jax.Array:

@@ -66,6 +66,7 @@ class OpSpec:
     reference: str = ""
     api_version: str = API_VERSION
     doc: str = ""
+    compute_bound: bool = False
 
     @property
     def summary(self) -> str:
@@ -117,6 +118,7 @@ def op(
     check: Callable[..., None] | None = None,
     reference: str = "",
     api_version: str = API_VERSION,
+    compute_bound: bool = False,
 ) -> Callable[[Callable[..., Any]], OpSpec]:
     """Declares an op: ``@op("name", params={...})`` over its kernel returns an :class:`OpSpec`.
 
@@ -141,6 +143,9 @@ def op(
             :class:`augjax.ParamError` (or ``ValueError``, which augjax wraps).
         reference: the reference semantics (e.g. "torchvision RandomHorizontalFlip").
         api_version: the authoring-API version the op is written for.
+        compute_bound: the kernel does much arithmetic per pixel (HSV, random-order chains). On
+            CPU a run of per-sample ops that holds one goes through the batch in cache-sized
+            chunks; memory-bound ops (flip, normalize) run faster over the whole batch.
 
     Raises:
         OpDefinitionError: when the declaration and the kernel disagree.
@@ -169,6 +174,7 @@ def op(
             reference=reference,
             api_version=api_version,
             doc=inspect.getdoc(kernel) or "",
+            compute_bound=bool(compute_bound),
         )
 
     return decorate

@@ -244,3 +244,38 @@ def test_gpu_chain_with_policy_is_one_crossing_and_equals_gpu_arrays():
                       key=jax.device_put(keys, cpu))
     diff = np.abs(out.astype(int) - np.asarray(on_cpu).astype(int))
     assert diff.mean() < 0.5, diff.mean()  # warps may move a few pixels (float rounding)
+
+
+@pytest.mark.parametrize("n", [8, 19, 24])
+def test_cpu_chunks_of_compute_bound_ops_equal_the_whole_batch(n, monkeypatch):
+    """On CPU a run of compute-bound ops (color_jitter) goes through the batch in chunks of
+    CPU_CHUNK (a remainder included: 19 = 2 x 8 + 3); the result is the whole-batch program's,
+    bit for bit, with memory-bound and batch-level ops around it."""
+    import augjax._program as program
+
+    chain = compose(
+        ops.flip.bind(p=0.5),
+        ops.color_jitter.bind(brightness=0.4, contrast=0.4, saturation=0.4, hue=0.1),
+        ops.color_jitter.bind(brightness=0.2, hue=0.05),
+        ops.rotate.bind(degrees=(-20.0, 20.0)),
+        ops.mixup.bind(alpha=0.4, num_classes=5),
+        ops.color_jitter.bind(contrast=0.3),
+        ops.normalize.bind(chw=True),
+    )
+    x, y = images(n, 20, 24, seed=n), np.arange(n, dtype=np.int32) % 5
+    key = jax.random.key(n)
+    assert program.CPU_CHUNK < n or n == 8
+    out, soft = chain(x, y, key=key)
+    monkeypatch.setattr(program, "CPU_CHUNK", 10**6)
+    program.array_program.cache_clear()
+    whole, whole_soft = chain(x, y, key=key)
+    program.array_program.cache_clear()
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(whole))
+    np.testing.assert_array_equal(np.asarray(soft), np.asarray(whole_soft))
+
+
+def test_chunked_run_errors_name_the_whole_batch():
+    """A bad input to a chunked run is reported with the batch's shape, not a chunk's."""
+    x = images(19, 16, 20)[..., :1]  # one channel: color_jitter needs three
+    with pytest.raises(InputError, match=r"color_jitter.*\(19, 16, 20, 1\)"):
+        ops.color_jitter(x, key=jax.random.key(0), brightness=0.4)

@@ -233,6 +233,7 @@ def jitter_apply(image: jax.Array, factors, order: jax.Array,
     },
     channels=(3,),
     reference="torchvision.transforms.v2.ColorJitter",
+    compute_bound=True,
 )
 def color_jitter(key, image, *, brightness, contrast, saturation, hue):
     """Randomly changes brightness, contrast, saturation and hue, in a random order per sample.
