@@ -11,7 +11,6 @@ compiled program's text is also written next to ``--out`` (``.hlo.txt``) when gi
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 
@@ -19,7 +18,7 @@ import jax
 import numpy as np
 
 import augjax
-from pipeline_bench import JITTER, MEAN, STD, time_jax
+from pipeline_bench import JITTER, MEAN, STD, array_parser, time_jax
 
 OPS = (
     ("flip", lambda ops: ops.flip.bind(p=0.5)),
@@ -42,12 +41,7 @@ def hlo_summary(text: str) -> dict[str, int]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--device", default="gpu")
-    ap.add_argument("--batch", type=int, nargs="+", default=[256])
-    ap.add_argument("--size", type=int, default=224)
-    ap.add_argument("--iters", type=int, default=50)
-    ap.add_argument("--reps", type=int, default=3)
+    ap = array_parser(__doc__.splitlines()[0])
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     dev = jax.devices(args.device)[0]

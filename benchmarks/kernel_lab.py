@@ -10,7 +10,6 @@ kernels in the same lease (``--tag old``).
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
 import re
@@ -19,7 +18,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from pipeline_bench import JITTER, MEAN, STD, time_jax
+from pipeline_bench import JITTER, MEAN, STD, array_parser, time_jax
+
+#: JITTER's ranges as color_jitter draws them (brightness/contrast/saturation 1 +- 0.4, hue 0.1).
+JITTER_RANGES = ((0.6, 1.4),) * 3 + ((-0.1, 0.1),)
 
 
 def kernel_count(compiled_text: str) -> int:
@@ -29,26 +31,25 @@ def kernel_count(compiled_text: str) -> int:
     return len(re.findall(r"= [^=]*\b(fusion|custom-call|copy|transpose|reduce|sort)\(", entry))
 
 
-def programs(x, y, keys):
-    import augjax
+def jitter_with(form: str, active=(1, 1, 1, 1)):
+    """The colour jitter kernel in one ``form`` as a jitted ``f(keys, images)``."""
     from augjax.catalog._jitter import jitter
     from augjax.catalog.color import jitter_draw
-    from augjax.catalog._pixels import to_dtype
+
+    active = tuple(bool(a) for a in active)
+
+    def one(key, image):
+        factors, order = jitter_draw(key, JITTER_RANGES)
+        return jitter(image.astype(jnp.float32), order, jnp.stack(factors), active, image.dtype,
+                      form=form)
+
+    return jax.jit(jax.vmap(one))
+
+
+def programs(x, y, keys):
+    import augjax
 
     ops = augjax.ops
-    ranges = tuple((max(0.0, 1 - v), 1 + v) for v in (0.4, 0.4, 0.4)) + ((-0.1, 0.1),)
-
-    def jitter_with(form, active=(1, 1, 1, 1)):
-        active = tuple(bool(a) for a in active)
-
-        def one(key, image):
-            factors, order = jitter_draw(key, ranges)
-            out = jitter(image.astype(jnp.float32), order, jnp.stack(factors), active,
-                         image.dtype, form=form)
-            return to_dtype(out, image.dtype)
-
-        return jax.jit(jax.vmap(one))
-
     chain4 = augjax.compose(
         ops.flip.bind(p=0.5), ops.color_jitter.bind(**JITTER),
         ops.mixup.bind(alpha=0.2, num_classes=10),
@@ -75,20 +76,7 @@ def programs(x, y, keys):
 
 def same_forms(x, keys) -> dict:
     """Elements where the two forms of the colour jitter kernel differ on this device."""
-    from augjax.catalog._jitter import jitter
-    from augjax.catalog.color import jitter_draw
-
-    ranges = ((0.6, 1.4),) * 3 + ((-0.1, 0.1),)
-
-    def run(form):
-        def one(key, image):
-            factors, order = jitter_draw(key, ranges)
-            return jitter(image.astype(jnp.float32), order, jnp.stack(factors), (True,) * 4,
-                          image.dtype, form=form)
-
-        return np.asarray(jax.jit(jax.vmap(one))(keys, x)).astype(np.int16)
-
-    a, b = run("cpu"), run("gpu")
+    a, b = (np.asarray(jitter_with(form)(keys, x)).astype(np.int16) for form in ("cpu", "gpu"))
     return {"differ": int((a != b).sum()), "of": int(a.size), "max_levels": int(abs(a - b).max())}
 
 
@@ -99,12 +87,7 @@ def compiled_text(fn, *args) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--device", default="gpu")
-    ap.add_argument("--batch", type=int, nargs="+", default=[256])
-    ap.add_argument("--size", type=int, default=224)
-    ap.add_argument("--iters", type=int, default=50)
-    ap.add_argument("--reps", type=int, default=3)
+    ap = array_parser(__doc__.splitlines()[0])
     ap.add_argument("--tag", default="new")
     ap.add_argument("--only", nargs="*", default=None)
     ap.add_argument("--hlo", default=None, help="write the optimised HLO of every program here")
@@ -131,7 +114,7 @@ def main(argv=None) -> int:
                 n = kernel_count(text)
                 fn = (lambda f: lambda: f(keys, x))(fn)
             ms = time_jax(fn, args.iters, args.reps)
-            nbytes = x.size * factor / 2 + x.size  # read uint8 once, write (factor-1) bytes/elt
+            nbytes = x.size * factor  # read the uint8 batch once, write (factor - 1) bytes/elt
             if name.startswith("copy"):
                 copy_gbps = 2 * x.size / ms / 1e6
             floor = nbytes / (copy_gbps * 1e6) if copy_gbps else float("nan")

@@ -105,6 +105,17 @@ def time_jax(fn, iters, reps, warmup=3) -> float:
     return statistics.median(times)
 
 
+def array_parser(description: str) -> argparse.ArgumentParser:
+    """The options of the scripts that time programs on arrays (kernel_lab, chain_profile)."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--device", default="gpu")
+    ap.add_argument("--batch", type=int, nargs="+", default=[256])
+    ap.add_argument("--size", type=int, default=224)
+    ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--reps", type=int, default=3)
+    return ap
+
+
 def _block(out):
     import jax
 
