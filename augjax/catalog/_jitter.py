@@ -38,7 +38,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from augjax.catalog._pixels import LUMA, is_int, requantize, to_dtype
+from augjax.catalog._pixels import gray_planes, is_int, requantize, to_dtype
 from augjax.catalog._tv_color import hue_planes
 
 __all__ = ["jitter"]
@@ -49,7 +49,7 @@ Planes = tuple[jax.Array, jax.Array, jax.Array]
 
 
 def _gray(p: Planes, dtype) -> jax.Array:
-    g = p[0] * LUMA[0] + p[1] * LUMA[1] + p[2] * LUMA[2]  # augjax.catalog._pixels.gray
+    g = gray_planes(*p)
     return jnp.floor(g) if is_int(dtype) else g
 
 

@@ -16,6 +16,7 @@ __all__ = [
     "requantize",
     "to_dtype",
     "gray",
+    "gray_planes",
     "blend",
     "draw",
     "levels_to_scale",
@@ -55,7 +56,12 @@ def to_dtype(x: jax.Array, dtype, *, rounding: str = "floor") -> jax.Array:
 
 def gray(x: jax.Array) -> jax.Array:
     """Luma of an ``(..., 3)`` float image, ``(...)``: 0.2989 R + 0.587 G + 0.114 B."""
-    return x[..., 0] * LUMA[0] + x[..., 1] * LUMA[1] + x[..., 2] * LUMA[2]
+    return gray_planes(x[..., 0], x[..., 1], x[..., 2])
+
+
+def gray_planes(r: jax.Array, g: jax.Array, b: jax.Array) -> jax.Array:
+    """:func:`gray` of an image given as its three channel planes."""
+    return r * LUMA[0] + g * LUMA[1] + b * LUMA[2]
 
 
 def blend(a: jax.Array, b: jax.Array, ratio: jax.Array, dtype) -> jax.Array:
