@@ -9,6 +9,7 @@ recompiles for shapes already seen.
 from __future__ import annotations
 
 import functools
+import itertools
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -107,47 +108,45 @@ def run_steps(
     """
     _count_trace()
     x = images
-    n = images.shape[0]
-    steps = list(enumerate(steps, start))
-    i = 0
-    while i < len(steps):
-        spec = steps[i][1].spec
-        if spec.level == "sample":  # a run of per-sample ops, all compute-bound or none
-            j = i
-            while (j < len(steps) and steps[j][1].spec.level == "sample"
-                   and steps[j][1].spec.compute_bound == spec.compute_bound):
-                j += 1
-            x, layout = _sample_segment(steps[i:j], x, keys, layout)
-            i = j
+    runs = itertools.groupby(enumerate(steps, start),
+                             key=lambda ps: (ps[1].spec.level, ps[1].spec.compute_bound))
+    for (level, _), run in runs:  # per-sample ops in runs (all compute-bound or none)
+        if level == "sample":
+            x, layout = _sample_segment(list(run), x, keys, layout)
             continue
-        pos, step = steps[i]
-        spec, params = step.spec, step.kwargs
-        check_images(x, spec, layout)
-        hwc = _to_hwc(x, layout)
-        args = []
-        if spec.random:
-            args.append(jax.random.fold_in(keys[0], pos) if n else jax.random.key(0))
-        args.append(hwc)
-        if "labels" in spec.inputs:
-            if labels is None:
-                raise InputError(
-                    f"{spec.name}: argument 'labels' is required (the op mixes labels); "
-                    f"call it as {spec.name}(images, labels, ...)",
-                    op=spec.name,
-                    argument="labels",
-                )
-            args.append(check_labels(labels, n, spec.name))
-        result = spec.kernel(*args, **params)
-        if "labels" in spec.outputs:
-            out, labels = result
-            labels = _poison_bad_classes(args[-1], labels, params.get("num_classes"))
-        else:
-            out = result
-        _check_output(spec, out, hwc, params)
-        layout = spec.layout_after(layout, params)
-        x = _from_hwc(out, layout)
-        i += 1
+        for pos, step in run:
+            x, labels, layout = _batch_step(pos, step, x, labels, keys, layout)
     return x, labels
+
+
+def _batch_step(pos, step, x, labels, keys, layout):
+    """Applies one batch-level op; returns (x, labels, layout)."""
+    spec, params = step.spec, step.kwargs
+    n = x.shape[0]
+    check_images(x, spec, layout)
+    hwc = _to_hwc(x, layout)
+    args = []
+    if spec.random:
+        args.append(jax.random.fold_in(keys[0], pos) if n else jax.random.key(0))
+    args.append(hwc)
+    if "labels" in spec.inputs:
+        if labels is None:
+            raise InputError(
+                f"{spec.name}: argument 'labels' is required (the op mixes labels); "
+                f"call it as {spec.name}(images, labels, ...)",
+                op=spec.name,
+                argument="labels",
+            )
+        args.append(check_labels(labels, n, spec.name))
+    result = spec.kernel(*args, **params)
+    if "labels" in spec.outputs:
+        out, labels = result
+        labels = _poison_bad_classes(args[-1], labels, params.get("num_classes"))
+    else:
+        out = result
+    _check_output(spec, out, hwc, params)
+    layout = spec.layout_after(layout, params)
+    return _from_hwc(out, layout), labels, layout
 
 
 #: On CPU a run of compute-bound per-sample ops (``OpSpec.compute_bound``) goes through the
