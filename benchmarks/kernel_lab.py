@@ -40,10 +40,22 @@ def jitter_with(form: str, active=(1, 1, 1, 1)):
 
     def one(key, image):
         factors, order = jitter_draw(key, JITTER_RANGES)
-        return jitter(image.astype(jnp.float32), order, jnp.stack(factors), active, image.dtype,
-                      form=form)
+        return jitter(image, order, jnp.stack(factors), active, form=form)
 
     return jax.jit(jax.vmap(one))
+
+
+def pallas_alone(x, keys):
+    """The two Pallas kernels of the colour jitter without the parameter draws (drawn once,
+    outside the timing)."""
+    from augjax.catalog import _jitter_kernel as kernel
+    from augjax.catalog.color import jitter_draw
+
+    factors, order = jax.jit(jax.vmap(lambda k: jitter_draw(k, JITTER_RANGES)))(keys)
+    factors = jnp.stack(factors, axis=-1)
+    interpret = jax.default_backend() == "cpu"
+    fn = jax.jit(jax.vmap(lambda im, s, f: kernel.jitter_kernel(im, s, f, True, interpret)))
+    return lambda: fn(x, order, factors)
 
 
 def programs(x, y, keys):
@@ -64,6 +76,10 @@ def programs(x, y, keys):
         "color_jitter gpu form": (jitter_with("gpu"), 2),
         "color_jitter gpu form, no contrast (1 pass)": (jitter_with("gpu", (1, 0, 1, 1)), 2),
         "color_jitter gpu form, no hue": (jitter_with("gpu", (1, 1, 1, 0)), 2),
+        "color_jitter pallas form": (jitter_with("pallas"), 2),
+        "color_jitter pallas form, no contrast (1 pass)": (jitter_with("pallas", (1, 0, 1, 1)), 2),
+        "color_jitter pallas form, no hue": (jitter_with("pallas", (1, 1, 1, 0)), 2),
+        "color_jitter pallas kernels alone": (pallas_alone(x, keys), 2),
         "brightness": (lambda: ops.brightness(x, key=keys, factor=0.4), 2),
         "hue": (lambda: ops.hue(x, key=keys, factor=0.1), 2),
         "flip + color_jitter": (lambda: fc(x, key=keys), 2),
@@ -74,10 +90,29 @@ def programs(x, y, keys):
     return out
 
 
-def same_forms(x, keys) -> dict:
-    """Elements where the two forms of the colour jitter kernel differ on this device."""
-    a, b = (np.asarray(jitter_with(form)(keys, x)).astype(np.int16) for form in ("cpu", "gpu"))
-    return {"differ": int((a != b).sum()), "of": int(a.size), "max_levels": int(abs(a - b).max())}
+def same_forms(x, keys, forms=("cpu", "gpu", "pallas")) -> dict:
+    """Elements where the forms of the colour jitter kernel differ from the first on this
+    device."""
+    a, *others = (np.asarray(jitter_with(form)(keys, x)).astype(np.int16) for form in forms)
+    return {f"{forms[0]} vs {form}": {"differ": int((a != b).sum()), "of": int(a.size),
+                                      "max_levels": int(abs(a - b).max())}
+            for form, b in zip(forms[1:], others)}
+
+
+def pallas_tiles(x, keys, tiles, iters, reps) -> dict:
+    """The Pallas colour jitter's time for each ``BLOCKxWARPS`` tile choice."""
+    from augjax.catalog import _jitter_kernel as kernel
+
+    saved = kernel.BLOCK, kernel.NUM_WARPS
+    rows = {}
+    try:
+        for tile in tiles:
+            kernel.BLOCK, kernel.NUM_WARPS = (int(v) for v in tile.split("x"))
+            fn = jitter_with("pallas")
+            rows[tile] = time_jax(lambda: fn(keys, x), iters, reps)
+    finally:
+        kernel.BLOCK, kernel.NUM_WARPS = saved
+    return rows
 
 
 def compiled_text(fn, *args) -> str:
@@ -92,6 +127,8 @@ def main(argv=None) -> int:
     ap.add_argument("--only", nargs="*", default=None)
     ap.add_argument("--hlo", default=None, help="write the optimised HLO of every program here")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--tiles", nargs="*", default=[],
+                    help="Pallas colour jitter tiles to sweep, BLOCKxWARPS (e.g. 1024x4)")
     args = ap.parse_args(argv)
     dev = jax.devices(args.device)[0]
     result = {"date": datetime.date.today().isoformat(), "tag": args.tag,
@@ -122,8 +159,11 @@ def main(argv=None) -> int:
             print(f"[{args.tag}] B={b:<5} {name:<42} {ms:8.3f} ms  {n:3d} kernels  "
                   f"{ms / floor:6.1f}x floor", flush=True)
         if args.tag == "new" and (not args.only or any("color" in o for o in args.only)):
-            rows["cpu form vs gpu form"] = same_forms(x, keys)
-            print(f"[{args.tag}] B={b:<5} cpu form vs gpu form: {rows['cpu form vs gpu form']}")
+            rows["forms"] = same_forms(x, keys)
+            print(f"[{args.tag}] B={b:<5} forms: {rows['forms']}")
+        if args.tiles:
+            rows["pallas tiles"] = pallas_tiles(x, keys, args.tiles, args.iters, args.reps)
+            print(f"[{args.tag}] B={b:<5} pallas tiles (ms): {rows['pallas tiles']}", flush=True)
         result["batches"][str(b)] = rows
     result["copy_GBps"] = copy_gbps
     if args.out:

@@ -167,11 +167,11 @@ def test_jitter_forced_orders_match_torchvision(dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("active", [(0, 1, 2, 3), (0, 1, 3), (1, 2), (1,), (0, 2, 3), (2, 3)])
-@pytest.mark.parametrize("form", ["cpu", "gpu"])
+@pytest.mark.parametrize("form", ["cpu", "gpu", "pallas"])
 def test_jitter_subsets_in_every_order_match_torchvision(dtype, active, form):
-    """Subsets of the adjustments in all 24 orders against torchvision, with both schedules of
+    """Subsets of the adjustments in all 24 orders against torchvision, with every schedule of
     augjax.catalog._jitter (one pass: a mean per stage, CPU; two passes: contrast's mean first,
-    GPU)."""
+    GPU; the per-image branching Pallas kernel, interpreted here, compiled on CUDA)."""
     from augjax.catalog._jitter import jitter
 
     x = images(1, 16, 20, dtype=dtype, seed=12)[0]
@@ -182,7 +182,7 @@ def test_jitter_subsets_in_every_order_match_torchvision(dtype, active, form):
     mask = tuple(i in active for i in range(4))
 
     def one(o):
-        return jitter(jnp.asarray(x, jnp.float32), o, jnp.asarray(factors), mask, x.dtype, form)
+        return jitter(jnp.asarray(x), o, jnp.asarray(factors), mask, form)
 
     outs = np.asarray(jax.jit(jax.vmap(one))(jnp.asarray(orders)))
     refs = [_tv_jitter(x, factors, order, active) for order in orders]

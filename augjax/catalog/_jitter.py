@@ -21,6 +21,10 @@ uint8 level), and the backend picks one (``lax.platform_dependent``):
   second pass applies every stage with it. Two reads of the image instead of ``2A - 1``, at the
   price of computing the stages before contrast twice.
 
+A third form, "pallas" (:mod:`augjax.catalog._jitter_kernel`), branches per image instead of
+selecting, so each pixel goes through its image's four adjustments only; "auto" takes it on
+CUDA (H200, B=256: 0.42 -> 0.19 ms).
+
 Every stage works on the three channel planes ``(H, W)`` of the image and returns three planes;
 the image is split once at the start and stacked once at the end. On an interleaved ``(H, W, 3)``
 array each stage's output element would read three channels of the previous stage's output, and
@@ -39,6 +43,8 @@ import jax
 import jax.numpy as jnp
 
 from augjax.catalog._pixels import gray_planes, is_int, requantize, to_dtype
+from augjax.catalog._jitter_kernel import AVAILABLE as PALLAS
+from augjax.catalog._jitter_kernel import IDENTITY, jitter_kernel
 from augjax.catalog._tv_color import hue_planes
 
 __all__ = ["jitter"]
@@ -92,43 +98,61 @@ def _stages(p: Planes, seq: jax.Array, factors: jax.Array, n_active: int, hue: b
     return p
 
 
-def jitter(x: jax.Array, order: jax.Array, factors: jax.Array, active: tuple[bool, ...], dtype,
+def jitter(image: jax.Array, order: jax.Array, factors: jax.Array, active: tuple[bool, ...],
            form: str = "auto") -> jax.Array:
-    """Applies the active adjustments to float32 ``x`` in ``order`` (a permutation of 0..3) and
-    returns the image in ``dtype``.
+    """Applies the active adjustments to ``image`` in ``order`` (a permutation of 0..3) and
+    returns the image in its dtype.
 
     Args:
-        x: one image ``(H, W, 3)``, float32 in the dtype's scale.
+        image: one image ``(H, W, 3)``, uint8 (truncated to whole levels after each adjustment)
+            or float.
         order: the sample's permutation of (brightness, contrast, saturation, hue).
         factors: the four sampled factors (hue: the shift in turns).
         active: which adjustments are on (static).
-        dtype: the input dtype (uint8 values are truncated after each adjustment).
-        form: "cpu" (one pass), "gpu" (contrast's mean first, then one pass), or "auto" (by
-            the backend). Same values.
+        form: "cpu" (one pass), "gpu" (contrast's mean first, then one pass), "pallas" (the
+            branching kernel of :mod:`augjax.catalog._jitter_kernel`; interpreted where the
+            default backend is the CPU), or "auto": "cpu" on CPU, "pallas" on CUDA (where this
+            JAX has Pallas' Triton backend), "gpu" elsewhere. Same values.
     """
+    dtype = image.dtype
     act = jnp.asarray(active)
     n_active = sum(active)
     # The active ops in this sample's order, inactive ones moved (stably) to the end.
     seq = order[jnp.argsort(~act[order], stable=True)]
     hue = active[_HUE]
-    planes = (x[..., 0], x[..., 1], x[..., 2])
 
-    def cpu(p):
-        return _stages(p, seq, factors, n_active, hue, None, None, dtype)
+    def cpu(im):
+        p = _planes(im)
+        return _stack(_stages(p, seq, factors, n_active, hue, None, None, dtype), dtype)
 
-    def gpu(p):  # pass 1: the image as contrast sees it, its mean; pass 2: everything
+    def gpu(im):  # pass 1: the image as contrast sees it, its mean; pass 2: everything
+        p = _planes(im)
         mean = None
         if active[1]:
             before = _stages(p, seq, factors, n_active, hue, jnp.float32(0.0),
                              jnp.argmax(seq == 1), dtype)
             mean = jnp.mean(_gray(before, dtype))
-        return _stages(p, seq, factors, n_active, hue, mean, None, dtype)
+        return _stack(_stages(p, seq, factors, n_active, hue, mean, None, dtype), dtype)
+
+    def pallas(im, interpret=False):
+        stages = jnp.where(jnp.arange(4) < n_active, seq, IDENTITY)
+        return jitter_kernel(im, stages, factors, active[1], interpret=interpret)
 
     if form == "cpu":
-        planes = cpu(planes)
-    elif form == "gpu":
-        planes = gpu(planes)
-    else:
-        planes = jax.lax.platform_dependent(planes, cpu=cpu, default=gpu)
-    return to_dtype(jnp.stack(planes, axis=-1), dtype)
+        return cpu(image)
+    if form == "gpu":
+        return gpu(image)
+    if form == "pallas":
+        return pallas(image, interpret=jax.default_backend() == "cpu")
+    if not PALLAS:
+        return jax.lax.platform_dependent(image, cpu=cpu, default=gpu)
+    return jax.lax.platform_dependent(image, cpu=cpu, cuda=pallas, default=gpu)
 
+
+def _planes(image: jax.Array) -> Planes:
+    x = image.astype(jnp.float32)
+    return x[..., 0], x[..., 1], x[..., 2]
+
+
+def _stack(p: Planes, dtype) -> jax.Array:
+    return to_dtype(jnp.stack(p, axis=-1), dtype)

@@ -212,14 +212,13 @@ def jitter_apply(image: jax.Array, factors, order: jax.Array,
     """Applies the ``active`` adjustments (0 brightness, 1 contrast, 2 saturation, 3 hue) of
     :func:`color_jitter` with the given factors in the given order (a traced permutation is
     fine); returns the input dtype."""
-    dtype = image.dtype
-    x = image.astype(jnp.float32)
     # One generic stage serves brightness/contrast/saturation and hue runs once, in each
-    # sample's own order, in two passes over the image (see augjax.catalog._jitter): the same
-    # arithmetic as applying the adjustments one by one, at a fraction of the cost.
+    # sample's own order (see augjax.catalog._jitter); on CUDA a kernel that branches per image
+    # (augjax.catalog._jitter_kernel): the same arithmetic as applying the adjustments one by
+    # one, at a fraction of the cost.
     mask = tuple(i in active for i in range(4))
-    return jitter(x, jnp.asarray(order), jnp.stack([jnp.asarray(f, jnp.float32) for f in factors]),
-                  mask, dtype)
+    return jitter(image, jnp.asarray(order),
+                  jnp.stack([jnp.asarray(f, jnp.float32) for f in factors]), mask)
 
 
 @op(
