@@ -19,8 +19,9 @@ Two kernels, both over a grid of (image, tile of ``block`` pixels), reading the 
 The last tile of an image is moved back to end at the image's last pixel (so no load or store is
 ever out of bounds and no tail masking is needed); the pixels it shares with the previous tile
 are computed twice with the same result and left out of its partial sum. Same arithmetic as the
-XLA forms, stage by stage; compilers may contract multiply-adds and divide differently (1 ulp of
-float32, rarely a uint8 level).
+XLA forms, stage by stage: bitwise where Pallas interprets the kernel (CPU). Compiled by Triton
+the float divisions are not correctly rounded as XLA's are (an ulp of float32): on an H200, 159
+of 38.5 M uint8 elements moved, by at most 3 levels.
 """
 
 from __future__ import annotations
