@@ -138,10 +138,11 @@ def test_policy_gpu_pipeline_matches_arrays(name):
 @pytest.mark.parametrize("dtype", [np.uint8, np.float32])
 @pytest.mark.parametrize("shape", [(224, 224), (37, 53)])
 def test_color_jitter_cuda_kernel_matches_the_xla_form(dtype, shape):
-    """The compiled Pallas colour jitter (CUDA's "auto" form) against the XLA one-pass form on
-    the CPU, every adjustment on, per-sample orders: a tile-multiple and an odd image size (the
-    last tile moved back). Triton's float division is not correctly rounded, so a few uint8
-    levels may move on a few elements in a million; float32 within 1e-5."""
+    """The compiled Pallas colour jitter (CUDA's "auto" form) against XLA's forms on the GPU and
+    on the CPU, every adjustment on, per-sample orders: a tile-multiple and an odd image size
+    (the last tile moved back). Float code rounds differently across compilers (Triton's
+    division is not correctly rounded), so a few uint8 levels move on a few elements in 10^5
+    to 10^4; float32 within 1e-5."""
     import jax
     import jax.numpy as jnp
 
@@ -159,15 +160,20 @@ def test_color_jitter_cuda_kernel_matches_the_xla_form(dtype, shape):
         return jax.jit(jax.vmap(apply))
 
     keys = jax.random.split(jax.random.key(14), n)
-    gpu_dev, cpu_dev = jax.devices("gpu")[0], jax.devices("cpu")[0]
-    kernel = np.asarray(one("auto")(jax.device_put(keys, gpu_dev), jax.device_put(x, gpu_dev)))
-    ref = np.asarray(one("cpu")(jax.device_put(keys, cpu_dev), jax.device_put(x, cpu_dev)))
+    kernel, xla, ref = (
+        np.asarray(one(form)(jax.device_put(keys, dev), jax.device_put(x, dev)))
+        for form, dev in (("auto", jax.devices("gpu")[0]), ("gpu", jax.devices("gpu")[0]),
+                          ("cpu", jax.devices("cpu")[0])))
     assert kernel.dtype == ref.dtype and kernel.shape == ref.shape
-    diff = np.abs(kernel.astype(np.float64) - ref)
-    _REPORT[f"color_jitter pallas {np.dtype(dtype).name} {shape}"] = {
-        "max": float(diff.max()), "frac_differing": float((diff > 0).mean())}
-    if dtype == np.uint8:
-        assert diff.max() <= 4 and (diff > 0).mean() < 1e-4, (diff.max(), (diff > 0).mean())
-    else:
-        assert diff.max() < 1e-5, diff.max()
+    for other, frac_bound, name in ((xla, 1e-4, "xla gpu"), (ref, 1e-3, "xla cpu")):
+        diff = np.abs(kernel.astype(np.float64) - other)
+        _REPORT[f"color_jitter pallas vs {name} {np.dtype(dtype).name} {shape}"] = {
+            "max": float(diff.max()), "frac_differing": float((diff > 0).mean())}
+        # H200, 224x224 uint8: 5e-6 of elements differ from XLA on the GPU (at most 2 levels),
+        # 1.2e-4 from the CPU (3 levels), as XLA's own GPU form differs from the CPU.
+        if dtype == np.uint8:
+            assert diff.max() <= 4 and (diff > 0).mean() < frac_bound, (
+                name, diff.max(), (diff > 0).mean())
+        else:
+            assert diff.max() < 1e-5, (name, diff.max())
     assert not np.array_equal(kernel, x)  # it did something
