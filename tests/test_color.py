@@ -191,6 +191,33 @@ def test_jitter_subsets_in_every_order_match_torchvision(dtype, active, form):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(1, 1), (1, 3), (37, 29), (24, 32), (0, 4)])
+def test_jitter_pallas_form_equals_the_xla_form_at_any_size(dtype, shape):
+    """The Pallas kernel's tiling (one tile for tiny images, the last tile moved back over the
+    previous one, empty images) against the XLA one-pass form: uint8 bitwise (its contrast
+    sums are exact), float32 to the rounding of a differently ordered mean."""
+    from augjax.catalog._jitter import jitter
+
+    n = 4
+    x = images(n, *shape, dtype=dtype, seed=15) if shape[0] else np.zeros((n, *shape, 3), dtype)
+    keys = jax.random.split(jax.random.key(16), n)
+    ranges = ((0.5, 1.5),) * 3 + ((-0.3, 0.3),)
+
+    def form(name):
+        def one(key, image):
+            factors, order = color.jitter_draw(key, ranges)
+            return jitter(image, order, jnp.stack(factors), (True,) * 4, name)
+        return np.asarray(jax.jit(jax.vmap(one))(keys, jnp.asarray(x)))
+
+    kernel, ref = form("pallas"), form("cpu")
+    assert kernel.shape == x.shape and kernel.dtype == x.dtype
+    if dtype == np.uint8:
+        np.testing.assert_array_equal(kernel, ref)
+    else:
+        np.testing.assert_allclose(kernel, ref, atol=2e-6, rtol=0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_color_jitter_op_matches_torchvision_with_its_draws(dtype):
     x = images(6, 16, 20, dtype=dtype, seed=9)
     params = dict(brightness=0.4, contrast=(0.5, 1.5), saturation=0.4, hue=0.1)

@@ -90,9 +90,9 @@ class _Layout:
     0.181 ms): four lanes of planes per thread cost more registers than the wider accesses save.
     """
 
-    def __init__(self, pixels: int, dtype, block: int | None = None):
+    def __init__(self, pixels: int, dtype):
         self.pixels = pixels
-        self.block = tile_size(pixels, block)
+        self.block = tile_size(pixels)
         self.dtype = dtype
 
     def start(self):
@@ -164,6 +164,8 @@ def jitter_kernel(image: jax.Array, seq: jax.Array, factors: jax.Array, contrast
         interpret: run the kernels with Pallas' interpreter (CPU, tests).
     """
     h, w, _ = image.shape
+    if h * w == 0:
+        return image
     layout = _Layout(h * w, image.dtype)
     flat = image.reshape(h * w * 3)
     seq = seq.astype(jnp.int32)
