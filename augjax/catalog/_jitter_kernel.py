@@ -14,7 +14,9 @@ Two kernels, both over a grid of (image, tile of ``block`` pixels), reading the 
   (floored, for uint8) grayscale over the tile, one partial sum per tile; the mean is their sum
   over the image divided by its pixel count.
 - the chain pass: every active stage in the image's order, contrast with that mean, stored in
-  the input dtype.
+  the input dtype. It recomputes the stages before contrast: writing the image as contrast sees
+  it from the contrast pass instead (exact: uint8 levels are whole) was measured on an H200 at
+  0.166 vs 0.174 ms (B=256), inside the noise, and left out.
 
 The last tile of an image is moved back to end at the image's last pixel (so no load or store is
 ever out of bounds and no tail masking is needed); the pixels it shares with the previous tile
