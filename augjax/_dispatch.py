@@ -10,6 +10,7 @@ import numpy as np
 
 from augjax._inputs import as_array, check_label_range
 from augjax._keys import sample_keys
+from augjax._partition import array_spans_devices
 from augjax._program import array_program
 from augjax.errors import InputError
 
@@ -88,5 +89,6 @@ def apply_steps(
         raise InputError(f"{name}: argument 'images' must be a batch, got a scalar", op=name)
     random = any(step.spec.random for step in steps)
     keys = sample_keys(key, images.shape[0], name) if random else None
-    out, labels = array_program(tuple(steps), layout, start)(images, labels, keys)
+    program = array_program(tuple(steps), layout, start, array_spans_devices(images))
+    out, labels = program(images, labels, keys)
     return (out, labels) if "labels" in outputs_decl else out

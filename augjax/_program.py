@@ -20,6 +20,7 @@ import jax.numpy as jnp
 
 from augjax._inputs import check_images, check_labels
 from augjax._keys import keys_from_seeds
+from augjax._partition import tracing
 from augjax.errors import InputError, OpDefinitionError
 
 __all__ = [
@@ -221,26 +222,32 @@ def final_layout(steps: Sequence[Any], layout: str) -> str:
 
 
 @once_cache(maxsize=512)
-def array_program(steps: tuple[Any, ...], layout: str, start: int = 0):
-    """The jitted program for arrays: ``f(images, labels, keys) -> (images, labels)``."""
+def array_program(steps: tuple[Any, ...], layout: str, start: int = 0,
+                  partitioned: bool = False):
+    """The jitted program for arrays: ``f(images, labels, keys) -> (images, labels)``;
+    ``partitioned`` for inputs laid out over several devices (no custom kernels)."""
 
     def program(images, labels, keys):
-        return run_steps(steps, images, labels, keys, layout, start)
+        with tracing(partitioned):
+            return run_steps(steps, images, labels, keys, layout, start)
 
     return jax.jit(program)
 
 
 @once_cache(maxsize=512)
 def seeded_program(
-    steps: tuple[Any, ...], layout: str, with_labels: bool, with_seeds: bool, start: int = 0
+    steps: tuple[Any, ...], layout: str, with_labels: bool, with_seeds: bool, start: int = 0,
+    partitioned: bool = False,
 ):
-    """The jitted program for DALI: ``f(images[, labels][, seeds])`` returning a tuple."""
+    """The jitted program for DALI: ``f(images[, labels][, seeds])`` returning a tuple;
+    ``partitioned`` where ``jax_function`` gets a sharding over several devices."""
 
     def program(*arrays):
         images, rest = arrays[0], list(arrays[1:])
         labels = rest.pop(0) if with_labels else None
         keys = keys_from_seeds(rest.pop(0)) if with_seeds else None
-        out, labels = run_steps(steps, images, labels, keys, layout, start)
+        with tracing(partitioned):
+            out, labels = run_steps(steps, images, labels, keys, layout, start)
         return (out, labels) if with_labels else (out,)
 
     return jax.jit(program)

@@ -3,6 +3,7 @@ separate pipelines, and ``jax_function(sharding=...)`` with one local device."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -140,3 +141,65 @@ def test_jax_function_sharding_with_one_local_device():
     np.testing.assert_array_equal(a, b)
     expected = augjax.ops.color_jitter(x, key=augjax.keys_from_seeds(s), brightness=0.4, hue=0.1)
     np.testing.assert_array_equal(a, expected)
+
+
+# --- programs partitioned over several devices use no custom kernels ---------------------------
+
+JITTER_CHAIN = (augjax.ops.flip.bind(p=0.5),
+                augjax.ops.color_jitter.bind(brightness=0.4, contrast=0.4, hue=0.1))
+
+
+@pytest.mark.parametrize("partitioned", [False, True])
+def test_partitioned_programs_trace_without_the_pallas_kernel(partitioned):
+    """XLA gathers a custom kernel's whole operand onto every device, so a program built for
+    inputs over several devices must not contain the Pallas colour jitter (its XLA form is
+    split along the batch); the same program for one device keeps it for CUDA. Both programs
+    give the same images."""
+    from augjax._program import array_program, seeded_program
+
+    x, keys = images(4, 8, 10, seed=3), jax.random.split(jax.random.key(2), 4)
+    seeds = augjax.index_seeds(np.arange(4))
+    arrays = array_program(JITTER_CHAIN, "HWC", 0, partitioned)
+    dali = seeded_program(JITTER_CHAIN, "HWC", False, True, 0, partitioned)
+    for jaxpr in (jax.make_jaxpr(arrays)(x, None, keys), jax.make_jaxpr(dali)(x, seeds)):
+        assert ("pallas_call" in str(jaxpr)) is not partitioned
+    other = array_program(JITTER_CHAIN, "HWC", 0, not partitioned)
+    np.testing.assert_array_equal(np.asarray(arrays(x, None, keys)[0]),
+                                  np.asarray(other(x, None, keys)[0]))
+
+
+def test_arrays_and_shardings_over_several_devices_are_detected(tmp_path):
+    """With two (host) devices: a batch sharded over both is partitioned, a batch on one device
+    and a one-device sharding are not, and the sharded batch's colour jitter equals the
+    one-device result bitwise (the program is built without the custom kernel)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "two_devices.py"
+    script.write_text(
+        "import jax, numpy as np\n"
+        "from jax.sharding import Mesh, NamedSharding, PartitionSpec\n"
+        "import augjax\n"
+        "from augjax._partition import array_spans_devices, sharding_spans_devices\n"
+        "devs = jax.devices('cpu')\n"
+        "assert len(devs) == 2, devs\n"
+        "two = NamedSharding(Mesh(np.array(devs), ('b',)), PartitionSpec('b'))\n"
+        "one = NamedSharding(Mesh(np.array(devs[:1]), ('b',)), PartitionSpec('b'))\n"
+        "x = np.random.default_rng(0).integers(0, 256, (4, 8, 10, 3)).astype(np.uint8)\n"
+        "xs, x1 = jax.device_put(x, two), jax.device_put(x, devs[0])\n"
+        "assert sharding_spans_devices(two) and not sharding_spans_devices(one)\n"
+        "assert not sharding_spans_devices(None)\n"
+        "assert array_spans_devices(xs) and not array_spans_devices(x1)\n"
+        "assert not array_spans_devices(x)\n"
+        "keys = jax.random.split(jax.random.key(0), 4)\n"
+        "op = augjax.ops.color_jitter\n"
+        "a = op(xs, key=jax.device_put(keys, two), brightness=0.4, contrast=0.4, hue=0.1)\n"
+        "b = op(x1, key=keys, brightness=0.4, contrast=0.4, hue=0.1)\n"
+        "assert len(a.sharding.device_set) == 2\n"
+        "np.testing.assert_array_equal(np.asarray(a), np.asarray(b))\n"
+        "print('ok')\n")
+    env = {**os.environ, "JAX_PLATFORMS": "cpu",
+           "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         env=env, timeout=300, check=False)
+    assert res.returncode == 0 and res.stdout.strip().endswith("ok"), res.stderr[-3000:]

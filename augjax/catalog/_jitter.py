@@ -43,6 +43,7 @@ import jax
 import jax.numpy as jnp
 
 from augjax.catalog._pixels import gray_planes, is_int, requantize, to_dtype
+from augjax._partition import partitioned
 from augjax.catalog._jitter_kernel import AVAILABLE as PALLAS
 from augjax.catalog._jitter_kernel import IDENTITY, jitter_kernel
 from augjax.catalog._tv_color import hue_planes
@@ -112,7 +113,8 @@ def jitter(image: jax.Array, order: jax.Array, factors: jax.Array, active: tuple
         form: "cpu" (one pass), "gpu" (contrast's mean first, then one pass), "pallas" (the
             branching kernel of :mod:`augjax.catalog._jitter_kernel`; interpreted where the
             default backend is the CPU), or "auto": "cpu" on CPU, "pallas" on CUDA (where this
-            JAX has Pallas' Triton backend), "gpu" elsewhere. Same values.
+            JAX has Pallas' Triton backend and the program is not partitioned over several
+            devices, see :mod:`augjax._partition`), "gpu" elsewhere. Same values.
     """
     dtype = image.dtype
     act = jnp.asarray(active)
@@ -144,7 +146,7 @@ def jitter(image: jax.Array, order: jax.Array, factors: jax.Array, active: tuple
         return gpu(image)
     if form == "pallas":
         return pallas(image, interpret=jax.default_backend() == "cpu")
-    if not PALLAS:
+    if not PALLAS or partitioned():  # XLA gathers a custom kernel's operand (augjax._partition)
         return jax.lax.platform_dependent(image, cpu=cpu, default=gpu)
     return jax.lax.platform_dependent(image, cpu=cpu, cuda=pallas, default=gpu)
 

@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from augjax._keys import SEED_HIGH
+from augjax._partition import sharding_spans_devices
 from augjax._program import final_layout, once_cache, seeded_program
 from augjax.errors import BackendUnavailableError, InputError
 
@@ -58,7 +59,9 @@ def dali_function(
     """The DALI operator (a ``jax_function``) for ``steps``, cached so that building a pipeline
     again reuses the compiled program."""
     _, _, jax_fn = _dali()
-    program = seeded_program(steps, layout, with_labels, with_seeds, start)
+    # positional, as augjax.warmup calls it: the cache keys must match
+    program = seeded_program(steps, layout, with_labels, with_seeds, start,
+                             sharding_spans_devices(sharding))
     outputs = ("images", "labels") if with_labels else ("images",)
     out_layout = final_layout(steps, layout)
     layouts = (out_layout, "") if with_labels else (out_layout,)
