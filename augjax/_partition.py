@@ -48,12 +48,13 @@ def array_spans_devices(x: Any) -> bool:
     """Whether the array ``x`` is laid out over several devices: a concrete ``jax.Array`` by its
     sharding, a traced one by its explicit mesh axes (under a user's ``jax.jit`` with automatic
     sharding the layout is not known when tracing: treated as one device)."""
-    if isinstance(x, jax.core.Tracer):
-        mesh = getattr(jax.typeof(x).sharding, "mesh", None)
-        if mesh is None or not mesh.axis_names:
-            return False
-        explicit = [size for size, kind in zip(mesh.axis_sizes, mesh.axis_types)
-                    if kind == jax.sharding.AxisType.Explicit]
-        return math.prod(explicit) > 1
-    sharding = getattr(x, "sharding", None)
-    return sharding_spans_devices(sharding)
+    try:
+        return sharding_spans_devices(x.sharding)
+    except AttributeError:  # a tracer (or a NumPy array): the layout is in its type, if anywhere
+        pass
+    mesh = getattr(jax.typeof(x).sharding, "mesh", None)
+    if mesh is None or not mesh.axis_names:
+        return False
+    explicit = [size for size, kind in zip(mesh.axis_sizes, mesh.axis_types)
+                if kind == jax.sharding.AxisType.Explicit]
+    return math.prod(explicit) > 1

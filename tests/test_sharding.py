@@ -171,7 +171,8 @@ def test_partitioned_programs_trace_without_the_pallas_kernel(partitioned):
 def test_arrays_and_shardings_over_several_devices_are_detected(tmp_path):
     """With two (host) devices: a batch sharded over both is partitioned, a batch on one device
     and a one-device sharding are not, and the sharded batch's colour jitter equals the
-    one-device result bitwise (the program is built without the custom kernel)."""
+    one-device result bitwise (the program is built without the custom kernel); traced arrays
+    tell by their explicit mesh axes."""
     import subprocess
     import sys
 
@@ -191,6 +192,11 @@ def test_arrays_and_shardings_over_several_devices_are_detected(tmp_path):
         "assert not sharding_spans_devices(None)\n"
         "assert array_spans_devices(xs) and not array_spans_devices(x1)\n"
         "assert not array_spans_devices(x)\n"
+        "mesh = jax.make_mesh((2,), ('b',), axis_types=(jax.sharding.AxisType.Explicit,))\n"
+        "xe, seen = jax.device_put(x, NamedSharding(mesh, PartitionSpec('b'))), []\n"
+        "trace = jax.jit(lambda a: seen.append(array_spans_devices(a)) or a)\n"
+        "trace(xe), trace(x1)\n"
+        "assert seen == [True, False], seen  # traced: explicit axes tell, none: one device\n"
         "keys = jax.random.split(jax.random.key(0), 4)\n"
         "op = augjax.ops.color_jitter\n"
         "a = op(xs, key=jax.device_put(keys, two), brightness=0.4, contrast=0.4, hue=0.1)\n"
