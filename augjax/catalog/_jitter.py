@@ -42,7 +42,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from augjax.catalog._pixels import gray_planes, is_int, requantize, to_dtype
+from augjax.catalog._pixels import blend_gray, blend_planes, to_dtype
 from augjax._partition import partitioned
 from augjax.catalog._jitter_kernel import AVAILABLE as PALLAS
 from augjax.catalog._jitter_kernel import IDENTITY, jitter_kernel
@@ -55,11 +55,6 @@ _HUE = 3
 Planes = tuple[jax.Array, jax.Array, jax.Array]
 
 
-def _gray(p: Planes, dtype) -> jax.Array:
-    g = gray_planes(*p)
-    return jnp.floor(g) if is_int(dtype) else g
-
-
 def _select(on, new: Planes, old: Planes) -> Planes:
     return tuple(jnp.where(on, a, b) for a, b in zip(new, old))
 
@@ -68,10 +63,10 @@ def _generic(p: Planes, which: jax.Array, factor: jax.Array, mean: jax.Array | N
              ) -> Planes:
     """Brightness (``which`` 0), contrast (1, with ``mean``, or this image's own mean if None)
     or saturation (2)."""
-    g = _gray(p, dtype)
+    g = blend_gray(*p, dtype)
     other = jnp.where(which == 1, jnp.mean(g) if mean is None else mean, g)
     other = jnp.where(which == 0, 0.0, other)
-    return tuple(requantize(c * factor + other * (1.0 - factor), dtype) for c in p)
+    return blend_planes(p, other, factor, dtype)
 
 
 def _stages(p: Planes, seq: jax.Array, factors: jax.Array, n_active: int, hue: bool,
@@ -133,7 +128,7 @@ def jitter(image: jax.Array, order: jax.Array, factors: jax.Array, active: tuple
         if active[1]:
             before = _stages(p, seq, factors, n_active, hue, jnp.float32(0.0),
                              jnp.argmax(seq == 1), dtype)
-            mean = jnp.mean(_gray(before, dtype))
+            mean = jnp.mean(blend_gray(*before, dtype))
         return _stack(_stages(p, seq, factors, n_active, hue, mean, None, dtype), dtype)
 
     def pallas(im, interpret=False):

@@ -40,7 +40,7 @@ try:  # deprecated in JAX 0.11 (DeprecationWarning) in favour of Mosaic GPU; may
 except ImportError:  # pragma: no cover - JAX without the Triton backend
     pl_triton = None
 
-from augjax.catalog._pixels import gray_planes, is_int, requantize, to_dtype
+from augjax.catalog._pixels import blend_gray, blend_planes, to_dtype
 from augjax.catalog._tv_color import hue_planes
 
 __all__ = ["AVAILABLE", "IDENTITY", "jitter_kernel", "tile_size"]
@@ -56,28 +56,19 @@ NUM_WARPS = 4
 IDENTITY = 4
 
 
-def tile_size(pixels: int, block: int | None = None) -> int:
-    """The tile for an image of ``pixels`` pixels: ``block`` (default :data:`BLOCK`), or the
-    largest power of two that fits a smaller image."""
-    return min(BLOCK if block is None else block, 1 << (pixels.bit_length() - 1))
-
-
-def _gray(p, dtype):
-    g = gray_planes(*p)
-    return jnp.floor(g) if is_int(dtype) else g
+def tile_size(pixels: int) -> int:
+    """The tile for an image of ``pixels`` pixels: :data:`BLOCK` (read when a program is
+    traced), or the largest power of two that fits a smaller image."""
+    return min(BLOCK, 1 << (pixels.bit_length() - 1))
 
 
 def _branches(dtype):
     """``lax.switch`` branches ``(planes, factors, mean) -> planes`` for stages 0..4: the same
-    ``f * x + (1 - f) * other`` form as the XLA kernels (bitwise the same stage)."""
-
-    def blend(p, f, other):
-        return tuple(requantize(c * f + other * (1.0 - f), dtype) for c in p)
-
+    blends as the XLA kernels (bitwise the same stage)."""
     return (
-        lambda p, f, m: blend(p, f[0], 0.0),
-        lambda p, f, m: blend(p, f[1], m),
-        lambda p, f, m: blend(p, f[2], _gray(p, dtype)),
+        lambda p, f, m: blend_planes(p, 0.0, f[0], dtype),
+        lambda p, f, m: blend_planes(p, m, f[1], dtype),
+        lambda p, f, m: blend_planes(p, blend_gray(*p, dtype), f[2], dtype),
         lambda p, f, m: hue_planes(*p, f[3], dtype),
         lambda p, f, m: p,
     )
@@ -129,7 +120,7 @@ def _contrast_kernel(seq_ref, par_ref, x_ref, o_ref, *, layout):
         before = before & (seq[j] != 1)
         p = lax.switch(jnp.where(before, seq[j], IDENTITY), branches, p, factors, 0.0)
     # uint8: integer levels, whose sums are exact in float32 (< 2**24) in any order
-    gray = jnp.where(layout.owned(start), _gray(p, layout.dtype), 0.0)
+    gray = jnp.where(layout.owned(start), blend_gray(*p, layout.dtype), 0.0)
     o_ref[pl.program_id(0)] = jnp.sum(gray)
 
 

@@ -17,6 +17,8 @@ __all__ = [
     "to_dtype",
     "gray",
     "gray_planes",
+    "blend_gray",
+    "blend_planes",
     "blend",
     "draw",
     "levels_to_scale",
@@ -62,6 +64,18 @@ def gray(x: jax.Array) -> jax.Array:
 def gray_planes(r: jax.Array, g: jax.Array, b: jax.Array) -> jax.Array:
     """:func:`gray` of an image given as its three channel planes."""
     return r * LUMA[0] + g * LUMA[1] + b * LUMA[2]
+
+
+def blend_gray(r: jax.Array, g: jax.Array, b: jax.Array, dtype) -> jax.Array:
+    """The grayscale torchvision blends saturation and contrast with: :func:`gray_planes`,
+    floored to whole levels for integer dtypes."""
+    y = gray_planes(r, g, b)
+    return jnp.floor(y) if is_int(dtype) else y
+
+
+def blend_planes(planes, other, ratio: jax.Array, dtype):
+    """:func:`blend` of each channel plane with ``other`` (a plane or a scalar)."""
+    return tuple(blend(c, other, ratio, dtype) for c in planes)
 
 
 def blend(a: jax.Array, b: jax.Array, ratio: jax.Array, dtype) -> jax.Array:

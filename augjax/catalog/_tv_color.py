@@ -10,7 +10,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from augjax.catalog._pixels import blend, bound, gray, is_int, requantize
+from augjax.catalog._pixels import blend, blend_gray, bound, is_int, requantize
 
 __all__ = [
     "adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue", "hue_planes",
@@ -25,8 +25,7 @@ def adjust_brightness(x: jax.Array, factor: jax.Array, dtype) -> jax.Array:
 def _gray_for_blend(x: jax.Array, dtype) -> jax.Array:
     if x.shape[-1] == 1:  # torchvision: a one-channel image is its own grayscale
         return x[..., 0]
-    g = gray(x)
-    return jnp.floor(g) if is_int(dtype) else g
+    return blend_gray(x[..., 0], x[..., 1], x[..., 2], dtype)
 
 
 def adjust_contrast(x: jax.Array, factor: jax.Array, dtype) -> jax.Array:
