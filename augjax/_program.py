@@ -9,6 +9,7 @@ recompiles for shapes already seen.
 from __future__ import annotations
 
 import functools
+import inspect
 import itertools
 import threading
 from collections.abc import Sequence
@@ -50,16 +51,25 @@ def _count_trace() -> None:
 def once_cache(maxsize: int = 512):
     """``functools.lru_cache`` that builds each value once even when threads ask for the same
     key at the same time (``lru_cache`` may call the function twice then, and two jitted
-    programs for one key would each trace and compile). Keeps ``cache_info``/``cache_clear``."""
+    programs for one key would each trace and compile), keyed by the arguments with defaults
+    applied. Keeps ``cache_info``/``cache_clear``."""
 
     def decorate(fn):
         cached = functools.lru_cache(maxsize=maxsize)(fn)
         lock = threading.Lock()
+        signature = inspect.signature(fn)
+        arity = len(signature.parameters)
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
+            # One key per call, however it is spelled: lru_cache tells f(a, b=1), f(a, 1) and
+            # f(a) apart, and each key would trace and compile its own program.
+            if kwargs or len(args) != arity:  # the full positional form skips the binding
+                bound = signature.bind(*args, **kwargs)
+                bound.apply_defaults()
+                args = bound.args
             with lock:
-                return cached(*args, **kwargs)
+                return cached(*args)
 
         wrapper.cache_info = cached.cache_info
         wrapper.cache_clear = cached.cache_clear

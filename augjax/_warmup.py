@@ -75,7 +75,6 @@ def warmup(
     if with_seeds:
         arrays.append(jax.device_put(jnp.zeros((n, 2), jnp.int32), device))
     before = trace_count()
-    # positional, as the DALI bridge calls it (one device: not partitioned)
-    program = seeded_program(steps, layout, with_labels, with_seeds, start, False)
+    program = seeded_program(steps, layout, with_labels, with_seeds, start)
     jax.block_until_ready(program(*arrays))
     return trace_count() - before

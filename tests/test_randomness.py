@@ -117,6 +117,19 @@ def test_warmup_compiles_before_the_first_batch():
     assert augjax.trace_count() == before  # the first batch compiled nothing
 
 
+def test_program_cache_keys_do_not_depend_on_how_arguments_are_spelled():
+    """A program asked for with defaults left out, given positionally or by keyword is one
+    program (one trace, one compile): augjax.warmup and the DALI bridge ask differently."""
+    from augjax._program import array_program, seeded_program
+
+    steps = (augjax.ops.flip.bind(p=0.5),)
+    a = seeded_program(steps, "HWC", False, True)
+    assert seeded_program(steps, "HWC", False, True, 0, False) is a
+    assert seeded_program(steps, "HWC", False, True, start=0, partitioned=False) is a
+    assert seeded_program(steps, "HWC", False, True, partitioned=True) is not a
+    assert array_program(steps, "HWC") is array_program(steps, layout="HWC", start=0)
+
+
 def test_public_namespace_is_curated():
     names = dir(augjax)
     assert "compose" in names and "warmup" in names and "ShardedSource" in names

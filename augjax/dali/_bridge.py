@@ -59,9 +59,8 @@ def dali_function(
     """The DALI operator (a ``jax_function``) for ``steps``, cached so that building a pipeline
     again reuses the compiled program."""
     _, _, jax_fn = _dali()
-    # positional, as augjax.warmup calls it: the cache keys must match
     program = seeded_program(steps, layout, with_labels, with_seeds, start,
-                             sharding_spans_devices(sharding))
+                             partitioned=sharding_spans_devices(sharding))
     outputs = ("images", "labels") if with_labels else ("images",)
     out_layout = final_layout(steps, layout)
     layouts = (out_layout, "") if with_labels else (out_layout,)
