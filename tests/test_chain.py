@@ -249,8 +249,8 @@ def test_gpu_chain_with_policy_is_one_crossing_and_equals_gpu_arrays():
 @pytest.mark.parametrize("n", [8, 19])
 def test_cpu_chunks_of_compute_bound_ops_equal_the_whole_batch(n, monkeypatch):
     """On CPU a run of compute-bound ops (color_jitter) goes through the batch in chunks of
-    CPU_CHUNK (one chunk, and 19 = 2 x 8 + 3: several and a remainder); the result is the whole-batch program's,
-    bit for bit, with memory-bound and batch-level ops around it."""
+    CPU_CHUNK (one chunk, and 19 = 2 x 8 + 3: several and a remainder); the result is the
+    whole-batch program's, bit for bit, with memory-bound and batch-level ops around it."""
     import augjax._program as program
 
     chain = compose(

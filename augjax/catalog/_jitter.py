@@ -42,10 +42,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from augjax.catalog._pixels import blend_gray, blend_planes, to_dtype
 from augjax._partition import partitioned
-from augjax.catalog._jitter_kernel import AVAILABLE as PALLAS
-from augjax.catalog._jitter_kernel import IDENTITY, jitter_kernel
+from augjax.catalog._pixels import blend_gray, blend_planes, to_dtype
 from augjax.catalog._tv_color import hue_planes
 
 __all__ = ["jitter"]
@@ -132,8 +130,10 @@ def jitter(image: jax.Array, order: jax.Array, factors: jax.Array, active: tuple
         return _stack(_stages(p, seq, factors, n_active, hue, mean, None, dtype), dtype)
 
     def pallas(im, interpret=False):
-        stages = jnp.where(jnp.arange(4) < n_active, seq, IDENTITY)
-        return jitter_kernel(im, stages, factors, active[1], interpret=interpret)
+        from augjax.catalog import _jitter_kernel as kernel  # imports Pallas (0.1 s): on use
+
+        stages = jnp.where(jnp.arange(4) < n_active, seq, kernel.IDENTITY)
+        return kernel.jitter_kernel(im, stages, factors, active[1], interpret=interpret)
 
     if form == "cpu":
         return cpu(image)
@@ -141,7 +141,7 @@ def jitter(image: jax.Array, order: jax.Array, factors: jax.Array, active: tuple
         return gpu(image)
     if form == "pallas":
         return pallas(image, interpret=jax.default_backend() == "cpu")
-    if not PALLAS or partitioned():  # XLA gathers a custom kernel's operand (augjax._partition)
+    if partitioned() or not _pallas_available():  # partitioned: see augjax._partition
         return jax.lax.platform_dependent(image, cpu=cpu, default=gpu)
     return jax.lax.platform_dependent(image, cpu=cpu, cuda=pallas, default=gpu)
 
@@ -153,3 +153,9 @@ def _planes(image: jax.Array) -> Planes:
 
 def _stack(p: Planes, dtype) -> jax.Array:
     return to_dtype(jnp.stack(p, axis=-1), dtype)
+
+
+def _pallas_available() -> bool:
+    from augjax.catalog._jitter_kernel import AVAILABLE
+
+    return AVAILABLE
