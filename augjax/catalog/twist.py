@@ -95,7 +95,8 @@ def color_twist(key, image, *, brightness, contrast, saturation, hue, clip):
     are rounded to the nearest level and saturated to 0..255, as DALI converts; float32 results
     are not clamped (DALI does not clamp floats either) unless ``clip=True``. Each parameter is
     a number (that value) or a pair ``(lo, hi)`` drawn uniformly per sample, as
-    ``fn.random.uniform(range=...)`` gives DALI. Matches DALI's CPU operator to 1 level (float32 rounding of the matrix product).
+    ``fn.random.uniform(range=...)`` gives DALI. Matches DALI's CPU operator to 1 level (float32
+    rounding of the matrix product).
     """
     b, c, s, h = twist_draw(key, brightness, contrast, saturation, hue)
     m, offset = twist_matrix(b, c, s, h, 128.0 if is_int(image.dtype) else 0.5)
