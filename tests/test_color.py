@@ -334,3 +334,17 @@ def test_one_channel_images_are_refused(name):
     x = images(2, 8, 8, c=1)
     with pytest.raises(InputError, match=f"{name}: argument 'images' expects 3 channels"):
         spec(x, key=KEY) if spec.random else spec(x)
+
+
+def test_importing_augjax_does_not_import_pallas():
+    """Pallas (the CUDA colour jitter's kernel language) is imported when a colour jitter
+    program is traced, not with augjax and its op specs (import time)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, augjax; augjax.ops.color_jitter; augjax.list_ops(); "
+            "print(sorted(m for m in sys.modules if 'pallas' in m))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300, check=False)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.strip() == "[]", res.stdout
