@@ -1,4 +1,4 @@
-"""Where the Pallas colour jitter's time goes: memory-access patterns and one-pass schedules.
+"""Where the Pallas colour jitter's time goes: access patterns, branching and schedules.
 
 Times, on arrays (no DALI), Pallas kernels that differ from augjax's committed colour jitter
 kernel in one thing each, next to it and to XLA's copy:
@@ -10,11 +10,16 @@ kernel in one thing each, next to it and to XLA's copy:
   channels (cache hits), computes the pixel's chain and stores its own channel (coalesced
   stores, three times the arithmetic);
 - ``onepass BxW``: one program per image, looping twice over its tiles (contrast's mean, then
-  the chain), so the second read comes from L2 and the partial sums never leave the program.
+  the chain), so the second read comes from L2 and the partial sums never leave the program;
+- ``static ORDER``: one order for every image, unrolled (what ``lax.switch`` costs, and what each
+  stage costs on its own; not the batch's result, so not checked);
+- ``--generic``: the blends as one stage whose operands come as scalars, a branch only to hue.
 
-Each variant is checked against the committed kernel (elements that differ).
+Each variant is checked against the committed kernel (elements that differ). On an H200
+(benchmarks/README.md) the accesses cost nothing and the kernel is bound by its arithmetic.
 
-    python benchmarks/pallas_lab.py --batch 256 --onepass 512x4 2048x8 --flat 1024x4 --out lab.json
+    python benchmarks/pallas_lab.py --batch 256 --static 0123 3 --generic --flat 1024x4 \
+        --onepass 1024x8 --out lab.json
 """
 
 from __future__ import annotations
@@ -100,6 +105,23 @@ def _chain(p, seq, factors, mean, dtype, before_contrast=False):
         else:
             p = lax.switch(seq[j], branches, p, factors, mean)
     return p
+
+
+def _two_passes(image, contrast_kernel, chain_kernel, first, second, interpret, contrast=True):
+    """A variant's contrast pass over ``(*first, image)`` (when ``contrast``), then its chain
+    pass over ``(*second(mean), image)``, both on the committed kernel's tiling."""
+    k = _kernel_module()
+    h, w, _ = image.shape
+    layout = k._Layout(h * w, image.dtype)
+    flat = image.reshape(-1)
+    mean = jnp.float32(0.0)
+    if contrast:
+        sums = k._call(contrast_kernel, lambda m: jax.ShapeDtypeStruct((m,), jnp.float32),
+                       layout, interpret, *first, flat)
+        mean = jnp.sum(sums) / (h * w)
+    out = k._call(chain_kernel, lambda m: jax.ShapeDtypeStruct(flat.shape, flat.dtype),
+                  layout, interpret, *second(mean), flat)
+    return out.reshape(image.shape)
 
 
 def flat_chain(block, warps, interpret):
@@ -210,20 +232,14 @@ def static_order(order, interpret):
         layout.store(o_ref, start, p)
 
     def one(image, seq, factors):
-        h, w, _ = image.shape
-        layout = k._Layout(h * w, image.dtype)
-        flat = image.reshape(-1)
         seq = seq.astype(jnp.int32)
-        mean = jnp.float32(0.0)
-        if 1 in order:
-            par = jnp.concatenate([factors, jnp.zeros(4, jnp.float32)])
-            sums = k._call(contrast_kernel, lambda m: jax.ShapeDtypeStruct((m,), jnp.float32),
-                           layout, interpret, seq, par, flat)
-            mean = jnp.sum(sums) / (h * w)
-        par = jnp.concatenate([factors, jnp.stack([mean]), jnp.zeros(3, jnp.float32)])
-        out = k._call(chain_kernel, lambda m: jax.ShapeDtypeStruct(flat.shape, flat.dtype),
-                      layout, interpret, seq, par, flat)
-        return out.reshape(image.shape)
+
+        def second(mean):
+            return seq, jnp.concatenate([factors, jnp.stack([mean]), jnp.zeros(3, jnp.float32)])
+
+        first = seq, jnp.concatenate([factors, jnp.zeros(4, jnp.float32)])
+        return _two_passes(image, contrast_kernel, chain_kernel, first, second, interpret,
+                           contrast=1 in order)
 
     return one
 
@@ -264,9 +280,6 @@ def generic(interpret, hue=True):
         layout.store(o_ref, start, p)
 
     def one(image, seq, factors):
-        h, w, _ = image.shape
-        layout = k._Layout(h * w, image.dtype)
-        flat = image.reshape(-1)
         seq = seq.astype(jnp.int32)
         if not hue:
             seq = jnp.where(seq == 3, k.IDENTITY, seq)
@@ -276,19 +289,17 @@ def generic(interpret, hue=True):
         ratio = jnp.where(kind < 3, factors[jnp.minimum(kind, 2)], 1.0)
         weight = (kind == 2).astype(jnp.float32)
         before = jnp.cumprod(kind != 1).astype(bool)
-        zeros = jnp.zeros(n, jnp.float32)
-        par = jnp.concatenate([jnp.where(before, ratio, 1.0), weight, zeros, factors[3:]])
-        flags = (before & (kind == 3)).astype(jnp.int32)
-        sums = k._call(functools.partial(contrast_kernel, n=n),
-                       lambda m: jax.ShapeDtypeStruct((m,), jnp.float32),
-                       layout, interpret, flags, par, flat)
-        mean = jnp.sum(sums) / (h * w)
-        other = jnp.where(kind == 1, mean, 0.0)
-        par = jnp.concatenate([ratio, weight, other, factors[3:]])
-        out = k._call(functools.partial(chain_kernel, n=n),
-                      lambda m: jax.ShapeDtypeStruct(flat.shape, flat.dtype),
-                      layout, interpret, (kind == 3).astype(jnp.int32), par, flat)
-        return out.reshape(image.shape)
+        pre_ratio = jnp.where(before, ratio, 1.0)
+        first = ((before & (kind == 3)).astype(jnp.int32),
+                 jnp.concatenate([pre_ratio, weight, jnp.zeros(n), factors[3:]]))
+
+        def second(mean):
+            other = jnp.where(kind == 1, mean, 0.0)
+            return ((kind == 3).astype(jnp.int32),
+                    jnp.concatenate([ratio, weight, other, factors[3:]]))
+
+        return _two_passes(image, functools.partial(contrast_kernel, n=n),
+                           functools.partial(chain_kernel, n=n), first, second, interpret)
 
     return one
 
