@@ -35,10 +35,11 @@ def variants(x, keys):
 
 def main(argv=None) -> int:
     args = array_parser(__doc__.splitlines()[0]).parse_args(argv)
+    dev = jax.devices(args.device)[0]
     for b in args.batch:
-        x = jnp.asarray(np.random.default_rng(0).integers(0, 256, (b, args.size, args.size, 3),
-                                                          dtype=np.uint8))
-        keys = jax.random.split(jax.random.key(0), b)
+        rng = np.random.default_rng(0)
+        x = jax.device_put(rng.integers(0, 256, (b, args.size, args.size, 3), dtype=np.uint8), dev)
+        keys = jax.device_put(jax.random.split(jax.random.key(0), b), dev)
         for name, fn in variants(x, keys).items():
             print(f"B={b:<5} {name:<52} {time_jax(fn, args.iters, args.reps):8.3f} ms",
                   flush=True)

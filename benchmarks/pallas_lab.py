@@ -323,13 +323,14 @@ def main(argv=None) -> int:
                     help="the blends as one stage with scalar operands, a branch only to hue")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
-    interpret = jax.default_backend() == "cpu"
+    dev = jax.devices(args.device)[0]
+    interpret = dev.platform == "cpu"
     result = {"date": datetime.date.today().isoformat(), "devices": str(jax.devices()),
               "jax": jax.__version__, "batches": {}}
     for b in args.batch:
         rng = np.random.default_rng(0)
-        x = jnp.asarray(rng.integers(0, 256, (b, args.size, args.size, 3), dtype=np.uint8))
-        keys = jax.random.split(jax.random.key(0), b)
+        x = jax.device_put(rng.integers(0, 256, (b, args.size, args.size, 3), dtype=np.uint8), dev)
+        keys = jax.device_put(jax.random.split(jax.random.key(0), b), dev)
         factors, order = jax.jit(jax.vmap(lambda kk: jitter_draw(kk, JITTER_RANGES)))(keys)
         factors = jnp.stack(factors, axis=-1)
         rows = {}
