@@ -15,10 +15,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import statistics
 import time
-
-import numpy as np
 
 from pipeline_bench import _batches, _pipeline, _sync, time_pipeline  # noqa: E402
 

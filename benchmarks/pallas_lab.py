@@ -208,7 +208,7 @@ def static_order(order, interpret):
     """The committed two kernels with one order for every image, unrolled (no ``lax.switch``):
     what the per-image branching costs. Not the same result as the batch's own orders."""
     k = _kernel_module()
-    from augjax.catalog._pixels import blend_gray, to_dtype
+    from augjax.catalog._pixels import blend_gray
 
     def run(p, factors, mean, dtype, stop_at_contrast):
         branches = k._branches(dtype)
