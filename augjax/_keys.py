@@ -13,6 +13,8 @@ The scheme (DESIGN.md, "Randomness"):
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -78,8 +80,14 @@ def index_seeds(indices, epoch: int = 0, seed: int = 0) -> np.ndarray:
     return out
 
 
+@functools.lru_cache(maxsize=64)
+def _is_key_dtype(dtype) -> bool:
+    # jnp.issubdtype on a key dtype costs several microseconds, on every eager op call
+    return bool(jnp.issubdtype(dtype, jax.dtypes.prng_key))
+
+
 def _is_typed(key: jax.Array) -> bool:
-    return jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
+    return _is_key_dtype(key.dtype)
 
 
 def sample_keys(key: object, batch_size: int, op: str) -> jax.Array:
@@ -112,9 +120,10 @@ def sample_keys(key: object, batch_size: int, op: str) -> jax.Array:
                 argument="key",
             )
         key = jax.random.wrap_key_data(key)
-    if key.ndim == 0:
+    shape = key.shape
+    if not shape:
         return jax.random.split(key, batch_size)
-    if key.shape != (batch_size,):
+    if shape != (batch_size,):
         raise InputError(
             f"{op}: argument 'key' expects one key or {batch_size} keys (one per sample), "
             f"got a key array of shape {tuple(key.shape)}",

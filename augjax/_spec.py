@@ -86,16 +86,16 @@ class OpSpec:
 
     def bind(self, **params: Any) -> Any:
         """Returns this op configured with ``params`` (validated now), ready to apply or chain."""
-        from augjax._bound import BoundOp
+        from augjax._bound import bound
 
-        return BoundOp.create(self, params)
+        return bound(self, params)
 
     def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
         """Applies the op; see :meth:`augjax._bound.BoundOp.__call__` for the call keywords."""
-        from augjax._bound import CALL_KEYWORDS, BoundOp
+        from augjax._bound import CALL_KEYWORDS, bound
 
         call = {k: kwargs.pop(k) for k in list(kwargs) if k in CALL_KEYWORDS}
-        return BoundOp.create(self, kwargs)(*inputs, **call)
+        return bound(self, kwargs)(*inputs, **call)
 
     def __repr__(self) -> str:
         return f"<augjax op {self.name!r} level={self.level} params={list(self.params)}>"

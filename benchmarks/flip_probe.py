@@ -21,12 +21,14 @@ def variants(x, keys):
     w = x.shape[2]
     copy = jax.jit(lambda a: a + jnp.uint8(1))
     inner = jax.jit(lambda k, a: ops.flip(a, key=k, p=0.5))
+    bound = ops.flip.bind(p=0.5)
     where = jax.jit(lambda c, a: jnp.where(c[:, None, None, None], a[:, :, ::-1], a))
     cols = jnp.arange(w)
     gather = jax.jit(jax.vmap(lambda ci, ai: ai[:, jnp.where(ci, w - 1 - cols, cols)]))
     return {
         "copy (x + 1)": lambda: copy(x),
         "ops.flip (the op call)": lambda: ops.flip(x, key=keys, p=0.5),
+        "ops.flip.bind(p=0.5) once, then called": lambda: bound(x, key=keys),
         "ops.flip inside jax.jit": lambda: inner(keys, x),
         "where(coin, x[:, :, ::-1], x), coins given": lambda: where(coins, x),
         "gather along W by a per-sample index, coins given": lambda: gather(coins, x),

@@ -117,6 +117,48 @@ def test_bind_is_hashable_and_equal_for_equal_params():
     assert repr(a) == "flip.bind(p=0.5, horizontal=True, vertical=False)"
 
 
+def test_bind_remembers_plain_parameters_and_still_validates_each_type():
+    flip = augjax.ops.flip
+    assert flip.bind(p=0.25) is flip.bind(p=0.25)  # validated once
+    # equal in Python but not the same parameter: each is validated on its own
+    assert flip.bind(horizontal=True).kwargs["horizontal"] is True
+    with pytest.raises(ParamError, match="not a bool"):
+        flip.bind(horizontal=1)
+    with pytest.raises(ParamError, match="not a bool"):
+        flip.bind(horizontal=1)  # a failure is not remembered either
+    assert flip.bind(p=1).kwargs["p"] == 1.0
+    with pytest.raises(ParamError, match="flip"):
+        flip.bind(p=True)
+    # the sign of a zero is kept apart
+    a, b = augjax.ops.hue.bind(factor=0.0), augjax.ops.hue.bind(factor=-0.0)
+    assert a is not b
+
+
+def test_bind_of_values_it_cannot_key_validates_every_time():
+    import numpy as np
+
+    hue = augjax.ops.hue
+    a, b = hue.bind(factor=np.float32(0.1)), hue.bind(factor=np.float32(0.1))
+    assert a == b and a is not b
+    with pytest.raises(ParamError, match="hue"):
+        hue.bind(factor=float("nan"))
+    with pytest.raises(ParamError, match="hue"):
+        hue.bind(factor=float("nan"))
+
+
+def test_remembered_binding_gives_the_same_batch():
+    import jax
+    import numpy as np
+
+    x = jnp.asarray(np.random.default_rng(0).integers(0, 256, (4, 8, 8, 3), dtype=np.uint8))
+    key = jax.random.key(3)
+    first = augjax.ops.color_jitter(x, key=key, brightness=0.4, hue=(-0.1, 0.1))
+    again = augjax.ops.color_jitter(x, key=key, brightness=0.4, hue=(-0.1, 0.1))
+    fresh = augjax.ops.color_jitter.bind(brightness=0.4, hue=[-0.1, 0.1])(x, key=key)
+    np.testing.assert_array_equal(np.asarray(first), np.asarray(again))
+    np.testing.assert_array_equal(np.asarray(first), np.asarray(fresh))
+
+
 def test_user_op_runs_on_arrays():
     def kernel(key, image, *, amount):
         return (image.astype(jnp.float32) * amount).astype(image.dtype)
