@@ -11,14 +11,12 @@ compiled program's text is also written next to ``--out`` (``.hlo.txt``) when gi
 
 from __future__ import annotations
 
-import json
 import re
 
 import jax
-import numpy as np
 
 import augjax
-from pipeline_bench import JITTER, MEAN, STD, array_parser, time_jax
+from pipeline_bench import JITTER, MEAN, STD, array_batch, array_parser, time_jax, write_json
 
 OPS = (
     ("flip", lambda ops: ops.flip.bind(p=0.5)),
@@ -48,10 +46,7 @@ def main(argv=None) -> int:
     ops = augjax.ops
     result = {"device": str(dev), "jax": jax.__version__, "size": args.size, "batches": {}}
     for b in args.batch:
-        x = jax.device_put(np.random.default_rng(0).integers(
-            0, 256, (b, args.size, args.size, 3), dtype=np.uint8), dev)
-        y = jax.device_put(np.arange(b, dtype=np.int32) % 10, dev)
-        keys = jax.device_put(jax.random.split(jax.random.key(0), b), dev)
+        x, y, keys = array_batch(dev, b, args.size)
         rows = {}
         for k in range(1, len(OPS) + 1):
             names = [n for n, _ in OPS[:k]]
@@ -72,9 +67,7 @@ def main(argv=None) -> int:
                 with open(f"{args.out}.B{b}.hlo.txt", "w") as f:
                     f.write(text)
         result["batches"][str(b)] = rows
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump(result, f, indent=1)
+    write_json(args.out, result)
     return 0
 
 

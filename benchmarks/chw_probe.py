@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from pipeline_bench import JITTER, MEAN, STD, TWIST, array_parser, time_jax
+from pipeline_bench import JITTER, MEAN, STD, TWIST, array_batch, array_parser, time_jax
 
 
 def forms():
@@ -75,10 +75,7 @@ def main(argv=None) -> int:
     args = array_parser(__doc__.splitlines()[0]).parse_args(argv)
     dev = jax.devices(args.device)[0]
     for b in args.batch:
-        rng = np.random.default_rng(0)
-        x = jax.device_put(rng.integers(0, 256, (b, args.size, args.size, 3), dtype=np.uint8), dev)
-        y = jax.device_put(np.arange(b, dtype=np.int32) % 10, dev)
-        keys = jax.device_put(jax.random.split(jax.random.key(0), b), dev)
+        x, y, keys = array_batch(dev, b, args.size)
         for pname, produce in producers().items():
             cells, ref = [], None
             for fname, form in forms().items():

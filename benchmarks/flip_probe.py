@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
-from pipeline_bench import array_parser, time_jax
+from pipeline_bench import array_batch, array_parser, time_jax
 
 
 def variants(x, keys):
@@ -39,9 +38,7 @@ def main(argv=None) -> int:
     args = array_parser(__doc__.splitlines()[0]).parse_args(argv)
     dev = jax.devices(args.device)[0]
     for b in args.batch:
-        rng = np.random.default_rng(0)
-        x = jax.device_put(rng.integers(0, 256, (b, args.size, args.size, 3), dtype=np.uint8), dev)
-        keys = jax.device_put(jax.random.split(jax.random.key(0), b), dev)
+        x, _, keys = array_batch(dev, b, args.size)
         for name, fn in variants(x, keys).items():
             print(f"B={b:<5} {name:<52} {time_jax(fn, args.iters, args.reps):8.3f} ms",
                   flush=True)

@@ -16,16 +16,14 @@ from __future__ import annotations
 import collections
 import datetime
 import glob
-import json
 import os
 import tempfile
 import time
 
 import jax
-import numpy as np
 
-from pipeline_bench import (JITTER, MEAN, STD, _batches, _pipeline, _sync, array_parser,
-                            augjax_rows, native_rows)
+from pipeline_bench import (JITTER, MEAN, STD, _batches, _pipeline, _sync, array_batch,
+                            array_parser, augjax_rows, native_rows, write_json)
 
 
 def device_activity(xplane_path: str):
@@ -93,11 +91,7 @@ def cases(b: int, size: int):
     import augjax
 
     ops = augjax.ops
-    gpu = jax.devices("gpu")[0]
-    rng = np.random.default_rng(0)
-    x = jax.device_put(rng.integers(0, 256, (b, size, size, 3), dtype=np.uint8), gpu)
-    y = jax.device_put(np.arange(b, dtype=np.int32) % 10, gpu)
-    keys = jax.device_put(jax.random.split(jax.random.key(0), b), gpu)
+    x, y, keys = array_batch(jax.devices("gpu")[0], b, size)
     chain4 = augjax.compose(
         ops.flip.bind(p=0.5), ops.color_jitter.bind(**JITTER),
         ops.mixup.bind(alpha=0.2, num_classes=10),
@@ -155,9 +149,7 @@ def main(argv=None) -> int:
             for t in r["top"][:6]:
                 print(f"        {t['ms']:7.4f} ms  x{t['per_batch']:4.1f}  {t['name']}")
         result["batches"][str(b)] = rows
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump(result, f, indent=1)
+    write_json(args.out, result)
     return 0
 
 

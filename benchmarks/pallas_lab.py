@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import datetime
 import functools
-import json
 
 import jax
 import jax.numpy as jnp
@@ -35,7 +34,7 @@ from jax import lax
 from jax.experimental import pallas as pl
 
 from kernel_lab import JITTER_RANGES
-from pipeline_bench import array_parser, time_jax
+from pipeline_bench import array_batch, array_parser, time_jax, write_json
 
 
 def _kernel_module():
@@ -328,9 +327,7 @@ def main(argv=None) -> int:
     result = {"date": datetime.date.today().isoformat(), "devices": str(jax.devices()),
               "jax": jax.__version__, "batches": {}}
     for b in args.batch:
-        rng = np.random.default_rng(0)
-        x = jax.device_put(rng.integers(0, 256, (b, args.size, args.size, 3), dtype=np.uint8), dev)
-        keys = jax.device_put(jax.random.split(jax.random.key(0), b), dev)
+        x, _, keys = array_batch(dev, b, args.size)
         factors, order = jax.jit(jax.vmap(lambda kk: jitter_draw(kk, JITTER_RANGES)))(keys)
         factors = jnp.stack(factors, axis=-1)
         rows = {}
@@ -378,9 +375,7 @@ def main(argv=None) -> int:
             fn = jax.jit(jax.vmap(onepass(bl, wa, interpret)))
             row(f"onepass {tile}", lambda: fn(x, order, factors), ref)
         result["batches"][str(b)] = rows
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump(result, f, indent=1)
+    write_json(args.out, result)
     return 0
 
 

@@ -106,7 +106,8 @@ def time_jax(fn, iters, reps, warmup=3) -> float:
 
 
 def array_parser(description: str) -> argparse.ArgumentParser:
-    """The options of the scripts that time programs on arrays (kernel_lab, chain_profile)."""
+    """The options of the scripts that time programs on arrays (kernel_lab, chain_profile, the
+    probes and labs)."""
     ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--device", default="gpu")
     ap.add_argument("--batch", type=int, nargs="+", default=[256])
@@ -114,6 +115,25 @@ def array_parser(description: str) -> argparse.ArgumentParser:
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--reps", type=int, default=3)
     return ap
+
+
+def array_batch(device, b: int, size: int):
+    """``(images, labels, keys)`` on ``device`` (a ``jax.Device``): B x size x size x 3 uint8
+    from a fixed seed, labels ``i % 10``, one key per sample."""
+    import jax
+
+    rng = np.random.default_rng(0)
+    x = jax.device_put(rng.integers(0, 256, (b, size, size, 3), dtype=np.uint8), device)
+    y = jax.device_put(np.arange(b, dtype=np.int32) % 10, device)
+    keys = jax.device_put(jax.random.split(jax.random.key(0), b), device)
+    return x, y, keys
+
+
+def write_json(path, result) -> None:
+    """``result`` as indented JSON at ``path`` (nothing when ``path`` is None)."""
+    if path:
+        with open(path, "w") as f:
+            json.dump(result, f, indent=1)
 
 
 def _block(out):
