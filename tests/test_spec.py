@@ -146,17 +146,23 @@ def test_bind_of_values_it_cannot_key_validates_every_time():
         hue.bind(factor=float("nan"))
 
 
-def test_remembered_binding_gives_the_same_batch():
+def test_remembered_binding_gives_the_uncached_bindings_batch():
+    """Remembered bindings against ones validated afresh (``BoundOp.create``, no cache), for two
+    parameter sets in a row: a remembered binding never stands in for other values."""
     import jax
     import numpy as np
 
+    from augjax._bound import BoundOp
+
     x = jnp.asarray(np.random.default_rng(0).integers(0, 256, (4, 8, 8, 3), dtype=np.uint8))
     key = jax.random.key(3)
-    first = augjax.ops.color_jitter(x, key=key, brightness=0.4, hue=(-0.1, 0.1))
-    again = augjax.ops.color_jitter(x, key=key, brightness=0.4, hue=(-0.1, 0.1))
-    fresh = augjax.ops.color_jitter.bind(brightness=0.4, hue=[-0.1, 0.1])(x, key=key)
-    np.testing.assert_array_equal(np.asarray(first), np.asarray(again))
-    np.testing.assert_array_equal(np.asarray(first), np.asarray(fresh))
+    jitter = augjax.ops.color_jitter
+    for params in ({"brightness": 0.4, "hue": (-0.1, 0.1)}, {"brightness": 0.4, "hue": 0.3}):
+        expected = np.asarray(BoundOp.create(jitter, dict(params))(x, key=key))
+        for _ in range(2):  # the first call remembers, the second is served from memory
+            np.testing.assert_array_equal(np.asarray(jitter(x, key=key, **params)), expected)
+    assert not np.array_equal(np.asarray(jitter(x, key=key, brightness=0.4, hue=0.3)),
+                              np.asarray(jitter(x, key=key, brightness=0.4, hue=(-0.1, 0.1))))
 
 
 def test_user_op_runs_on_arrays():
