@@ -86,8 +86,13 @@ def profile(run, iters: int, sync) -> dict:
     }
 
 
-def cases(b: int, size: int):
-    """``name -> (run, sync)`` for arrays and pipelines."""
+def _wanted(name: str, only) -> bool:
+    return not only or any(o in name for o in only)
+
+
+def cases(b: int, size: int, only=None):
+    """``name -> (run, sync)`` for arrays and pipelines (those whose name contains one of
+    ``only``, when given: the others are not built)."""
     import augjax
 
     ops = augjax.ops
@@ -120,6 +125,8 @@ def cases(b: int, size: int):
             ours["augjax flip + color_jitter + mixup + normalize"],
     }
     for name, (build, labels) in pipes.items():
+        if not _wanted(name, only):
+            continue
         p = _pipeline("gpu", b, batches, build, labels=labels)
         out[name] = (p.run, lambda: _sync("gpu"))
     return out
@@ -139,8 +146,8 @@ def main(argv=None) -> int:
                            "augjax": augjax.__version__}, "batches": {}}
     for b in args.batch:
         rows = {}
-        for name, (run, sync) in cases(b, args.size).items():
-            if args.only and not any(o in name for o in args.only):
+        for name, (run, sync) in cases(b, args.size, args.only).items():
+            if not _wanted(name, args.only):
                 continue
             r = rows[name] = profile(run, args.iters, sync)
             print(f"B={b:<5} {name:<52} wall {r['wall_ms']:7.3f} ms  GPU busy "
