@@ -102,37 +102,27 @@ def run_config(args, files, labels) -> dict:
     }
 
 
-def first_difference(a, b, path: str) -> str | None:
-    """Path of the first field where two JSON-like values differ (None if equal)."""
+def differences(a, b, path: str = "") -> list[str]:
+    """Paths of the fields where two JSON-like values differ, in ``a``'s order."""
     if isinstance(a, dict) and isinstance(b, dict):
-        for k in sorted(set(a) | set(b)):
+        out = []
+        for k in [*a, *(k for k in b if k not in a)]:
             sub = f"{path}.{k}" if path else k
-            if k not in a or k not in b:
-                return sub
-            d = first_difference(a[k], b[k], sub)
-            if d:
-                return d
-        return None
-    if isinstance(a, list) and isinstance(b, list):
-        if len(a) != len(b):
-            return f"{path} (length)"
-        for i, (x, y) in enumerate(zip(a, b)):
-            d = first_difference(x, y, f"{path}[{i}]")
-            if d:
-                return d
-        return None
-    return None if a == b else path
+            out += [sub] if k not in a or k not in b else differences(a[k], b[k], sub)
+        return out
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in differences(x, y, f"{path}[{i}]")]
+    return [] if a == b else [path]
 
 
 def lookup(config, path: str):
     value = config
     for part in path.replace("[", ".[").split("."):
-        if not part or part == "(length)":
-            continue
-        try:
-            value = value[int(part[1:-1])] if part.startswith("[") else value[part]
-        except (KeyError, IndexError, TypeError):
-            return "<missing>"
+        if part:
+            try:
+                value = value[int(part[1:-1])] if part.startswith("[") else value[part]
+            except (KeyError, IndexError, TypeError):
+                return "<missing>"
     return value
 
 
@@ -141,24 +131,36 @@ class ConfigMismatch(RuntimeError):
 
 
 def check_config(client, config: dict, process_id: int, num_processes: int, timeout_s: float):
-    """Publishes this process's config in the coordinator's key-value store and compares it,
-    field by field, with every other process's (hash first, the field on a mismatch)."""
-    text = json.dumps(config, sort_keys=True)
+    """Every process publishes its config in the coordinator's key-value store, compares its
+    hash with every other process's (the fields on a mismatch) and publishes its verdict; all
+    processes wait for all verdicts, so none exits (taking the coordinator down) before the
+    others have compared."""
+    text = json.dumps(config)
     client.key_value_set(f"{KV}/config/{process_id}", text)
-    mine = hashlib.sha256(text.encode()).hexdigest()
+    ms = int(timeout_s * 1000)
+    verdict = "ok"
     for other in range(num_processes):
-        if other == process_id:
-            continue
-        theirs = client.blocking_key_value_get(f"{KV}/config/{other}", int(timeout_s * 1000))
-        if hashlib.sha256(theirs.encode()).hexdigest() == mine:
+        theirs = client.blocking_key_value_get(f"{KV}/config/{other}", ms)
+        if other == process_id or hashlib.sha256(theirs.encode()).digest() == \
+                hashlib.sha256(text.encode()).digest():
             continue
         theirs = json.loads(theirs)
-        field = first_difference(config, theirs, "") or "<unknown>"
-        raise ConfigMismatch(
-            f"configuration differs between processes in field '{field}': process "
-            f"{process_id} has {json.dumps(lookup(config, field))}, process {other} has "
-            f"{json.dumps(lookup(theirs, field))} (the same command line on every host, only "
-            f"--process-id differs)")
+        fields = differences(config, theirs) or ["<unknown>"]
+        verdict = (
+            f"configuration differs between processes in field '{fields[0]}': process "
+            f"{process_id} has {json.dumps(lookup(config, fields[0]))}, process {other} has "
+            f"{json.dumps(lookup(theirs, fields[0]))}"
+            + (f" (all differing fields: {', '.join(fields)})" if len(fields) > 1 else "")
+            + "; run the same command on every host, only --process-id differs")
+        break
+    client.key_value_set(f"{KV}/verdict/{process_id}", verdict)
+    verdicts = [client.blocking_key_value_get(f"{KV}/verdict/{k}", ms)
+                for k in range(num_processes)]
+    if verdict != "ok":
+        raise ConfigMismatch(verdict)
+    bad = [(k, v) for k, v in enumerate(verdicts) if v != "ok"]
+    if bad:
+        raise ConfigMismatch(f"process {bad[0][0]} reports: {bad[0][1]}")
 
 
 # --- failure detection -----------------------------------------------------------------------
@@ -205,6 +207,35 @@ class Watchdog:
             if idle > self.timeout_s:
                 self._die(f"no progress for {idle:.0f} s during {self.phase} (--step-timeout "
                           f"{self.timeout_s:.0f}); a peer process has probably died or hangs")
+
+
+def peer_failures(client, process_id: int, wait_s: float = 2.0) -> list[str]:
+    """Failures other processes reported in the key-value store (waiting up to ``wait_s`` for
+    one to arrive)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            found = [m for k, m in client.key_value_dir_get(f"{KV}/failed/")
+                     if k.rsplit("/", 1)[-1] != str(process_id)]
+        except Exception:  # noqa: BLE001 - the coordinator (process 0) is gone
+            return ["process 0 (the coordinator) is unreachable"]
+        if found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.25)
+
+
+def linger(client, process_id: int, num_processes: int, wait_s: float = 5.0) -> None:
+    """Before a failing process exits: says so in the store; process 0, which hosts the
+    coordinator (its exit aborts the others), first waits up to ``wait_s`` for the others to
+    say so too, so they can print their own error."""
+    try:
+        client.key_value_set(f"{KV}/exiting/{process_id}", "1")
+        deadline = time.monotonic() + wait_s
+        for k in range(1, num_processes) if process_id == 0 else ():
+            left = int(max(0.0, deadline - time.monotonic()) * 1000)
+            client.blocking_key_value_get(f"{KV}/exiting/{k}", max(1, left))
+    except Exception:  # noqa: BLE001 - a peer that died never says so
+        pass
 
 
 # --- one process -----------------------------------------------------------------------------
@@ -306,13 +337,29 @@ def worker(args) -> int:
         dog.progress("building the pipeline")
         return run(args, files, labels, dog, tag)
     except BaseException as err:  # noqa: BLE001 - tell the peers, then fail
-        message = f"process {args.process_id}: {type(err).__name__}: {err}"
-        dog.report_failure(message)
-        print(f"multi_host {tag}: {type(err).__name__}: {err}", file=sys.stderr, flush=True)
-        if not isinstance(err, ConfigMismatch):
-            import traceback
+        import traceback
 
-            traceback.print_exc()
+        detail = traceback.format_exc()
+        peers = peer_failures(client, args.process_id) if dog.phase != "start-up" else []
+        if isinstance(err, ConfigMismatch):
+            message = str(err)
+        elif peers:
+            message = (f"stopped during {dog.phase} ({type(err).__name__}) after a failure "
+                       f"elsewhere: {peers[0]}")
+        elif "iteration" in dog.phase:
+            # A collective with a peer that died fails with DALI's or XLA's error, which does
+            # not say so.
+            message = (f"{type(err).__name__} during {dog.phase}: a cross-process collective "
+                       f"failed and no process reported an error; a peer process has probably "
+                       f"died (see its log; JAX's coordinator names a dead process within "
+                       f"--heartbeat-timeout {args.heartbeat_timeout:.0f} s)")
+        else:
+            message = f"{type(err).__name__} during {dog.phase}: {err}"
+        dog.report_failure(f"process {args.process_id}: {message}")
+        print(f"multi_host {tag}: {message}", file=sys.stderr, flush=True)
+        if not isinstance(err, ConfigMismatch):
+            print(detail, file=sys.stderr, flush=True)
+        linger(client, args.process_id, args.num_processes)
         # Skip jax.distributed's shutdown barrier: the peers are stopping too, or gone.
         sys.stdout.flush()
         os._exit(2)
@@ -342,8 +389,11 @@ def run(args, files, labels, dog, tag) -> int:
             mean, channels, soft_mean = step(batch["images"], batch["soft"])
             mean, channels, soft_mean = (np.asarray(v) for v in (mean, channels, soft_mean))
             if args.fail_at is not None and it == args.fail_at and phase == "run":
-                print(f"{tag} --fail-at {it}: exiting without a word", flush=True)
-                os._exit(17)
+                print(f"{tag} --fail-at {it}: {args.fail_mode}s without a word", flush=True)
+                if args.fail_mode == "exit":
+                    os._exit(17)
+                dog.progress(f"a hang on purpose (--fail-at {it} --fail-mode hang)")
+                time.sleep(10 * args.step_timeout)
             if args.process_id == 0:
                 print(f"{tag} {phase} iteration {it}: global batch "
                       f"{tuple(batch['images'].shape)} over {len(batch['images'].sharding.device_set)} "
@@ -411,7 +461,7 @@ def launch(args, processes: int, dump: str | None) -> int:
         cmd = [sys.executable, __file__, "--coordinator", address, "--num-processes",
                str(processes), "--process-id", str(k), *common]
         if args.fail_at is not None and k == args.fail_process:
-            cmd += ["--fail-at", str(args.fail_at)]
+            cmd += ["--fail-at", str(args.fail_at), "--fail-mode", args.fail_mode]
         procs.append(subprocess.Popen(cmd))
     deadline = time.monotonic() + args.launch_timeout
     while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
@@ -537,7 +587,9 @@ def parse(argv=None):
                     help="launcher: kill processes still running after this long")
     ap.add_argument("--dump", default=None, help="write this process's samples to DIR")
     ap.add_argument("--fail-at", type=int, default=None,
-                    help="testing: the process exits abruptly (code 17) at this iteration")
+                    help="testing: the process fails (--fail-mode) at this iteration")
+    ap.add_argument("--fail-mode", choices=("exit", "hang"), default="exit",
+                    help="testing: --fail-at exits (code 17) or hangs (sleeps)")
     ap.add_argument("--fail-process", type=int, default=1,
                     help="launcher: the process that --fail-at applies to")
     args = ap.parse_args(argv)
