@@ -51,7 +51,7 @@ import numpy as np
 MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
 KV = "augjax_multi_host"  # key prefix in the coordinator's key-value store
-OUTPUTS = ("images", "soft", "index")
+OUTPUTS = ("images", "soft", "label", "index")
 
 
 # --- what every process must agree on --------------------------------------------------------
@@ -77,7 +77,7 @@ def chain(args):
         ops.flip.bind(p=0.5),
         augjax.rand_augment(n=2, m=args.magnitude),
         ops.normalize.bind(mean=MEAN, std=STD),
-        ops.mixup.bind(alpha=0.4, num_classes=args.classes),
+        ops.mixup.bind(alpha=0.4, num_classes=args.classes, mode="elem"),
     )
 
 
@@ -268,7 +268,7 @@ def build_pipeline(args, files, labels, sharding, checkpoint=None):
             label, seeds, index = label.gpu(), seeds.gpu(), index.gpu()
         with augjax.dali.use_sharding(sharding):
             images, soft = aug(images, label, seeds=seeds)
-        return images, soft, index
+        return images, soft, label, index
 
     p = pipe(checkpoint=checkpoint) if checkpoint is not None else pipe()
     p.build()
@@ -398,7 +398,7 @@ def run(args, files, labels, dog, tag) -> int:
                 print(f"{tag} {phase} iteration {it}: global batch "
                       f"{tuple(batch['images'].shape)} over {len(batch['images'].sharding.device_set)} "
                       f"device(s); cross-process mean {mean:.6f}, per channel "
-                      f"{np.round(channels, 4).tolist()}; mean soft label sums to "
+                      f"[{', '.join(f'{c:.4f}' for c in channels)}]; mean soft label sums to "
                       f"{soft_mean.sum():.6f}, top classes "
                       f"{np.argsort(-soft_mean)[:3].tolist()}", flush=True)
             dumps[phase].append({"iteration": it, "mean": mean, "channels": channels,
@@ -463,9 +463,13 @@ def launch(args, processes: int, dump: str | None) -> int:
         if args.fail_at is not None and k == args.fail_process:
             cmd += ["--fail-at", str(args.fail_at), "--fail-mode", args.fail_mode]
         procs.append(subprocess.Popen(cmd))
-    deadline = time.monotonic() + args.launch_timeout
-    while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
-        time.sleep(0.2)
+    start = time.monotonic()
+    ended: dict[int, float] = {}
+    while len(ended) < len(procs) and time.monotonic() < start + args.launch_timeout:
+        for k, p in enumerate(procs):
+            if k not in ended and p.poll() is not None:
+                ended[k] = time.monotonic()
+        time.sleep(0.1)
     for k, p in enumerate(procs):
         if p.poll() is None:
             print(f"multi_host: process {k} still running after --launch-timeout "
@@ -473,29 +477,50 @@ def launch(args, processes: int, dump: str | None) -> int:
             p.kill()
             p.wait()
     codes = [p.returncode for p in procs]
-    print(f"multi_host: {processes} process(es) exited with {codes}", flush=True)
+    spread = (f", the last {max(ended.values()) - min(ended.values()):.1f} s after the first"
+              if len(ended) > 1 else "")
+    print(f"multi_host: {processes} process(es) exited with {codes}{spread}", flush=True)
     return next((c for c in codes if c), 0)
 
 
-def load(dump_dir: str, processes: int) -> dict[str, dict[str, np.ndarray]]:
-    """Per phase: the samples of all processes, rows keyed by (iteration, global index)."""
-    parts = [np.load(Path(dump_dir) / f"process{k}.npz") for k in range(processes)]
+def load(dump_dir: str, processes: int) -> dict[str, dict]:
+    """Per phase: every process's samples, keyed by (iteration, global index), with the row of
+    the global batch each sat in; and process 0's step results per iteration."""
+    parts = []
+    for k in range(processes):
+        with np.load(Path(dump_dir) / f"process{k}.npz") as f:  # read each array once
+            parts.append({name: f[name] for name in f.files})
     out = {}
     for phase in ("run", "restored"):
         rows = {}
-        for part in parts:
-            iters = part[f"{phase}/iteration"]
-            for k in OUTPUTS:
-                part[f"{phase}/{k}"]  # noqa: B018 - raise early when a field is missing
-            for t, it in enumerate(iters):
-                for r, idx in enumerate(part[f"{phase}/index"][t].reshape(-1)):
-                    rows[(int(it), int(idx))] = {k: part[f"{phase}/{k}"][t][r]
-                                                 for k in ("images", "soft")}
+        for k, part in enumerate(parts):
+            for t, it in enumerate(part[f"{phase}/iteration"]):
+                local = part[f"{phase}/index"][t].reshape(-1)
+                for r, idx in enumerate(local):
+                    rows[(int(it), int(idx))] = {
+                        "images": part[f"{phase}/images"][t][r],
+                        "soft": part[f"{phase}/soft"][t][r],
+                        "label": int(part[f"{phase}/label"][t].reshape(-1)[r]),
+                        "process": k, "row": k * len(local) + r}
         steps = {int(it): (float(m), s) for it, m, s in zip(
             parts[0][f"{phase}/iteration"], parts[0][f"{phase}/mean"],
             parts[0][f"{phase}/soft_mean"])}
         out[phase] = {"rows": rows, "steps": steps}
     return out
+
+
+def cross_process_mixes(rows: dict) -> int:
+    """Samples whose soft label carries weight of their mixup partner (global row ``G-1-r``)
+    held by another process: the chain really ran on the global batch."""
+    by_row = {(it, v["row"]): v for (it, _), v in rows.items()}
+    size = 1 + max(v["row"] for v in rows.values())
+    count = 0
+    for (it, _), v in rows.items():
+        partner = by_row[(it, size - 1 - v["row"])]
+        if (partner["process"] != v["process"] and partner["label"] != v["label"]
+                and v["soft"][partner["label"]] > 0):
+            count += 1
+    return count
 
 
 def compare(many: dict, one: dict, processes: int) -> list[str]:
@@ -513,6 +538,12 @@ def compare(many: dict, one: dict, processes: int) -> list[str]:
                             f"(iteration, index) {bad[:5]}")
         print(f"{processes} processes, {phase:8s}: {len(rows)} samples (iteration, global "
               f"index) compared with the 1-process run, {len(rows) - len(bad)} bitwise equal")
+    if processes > 1:
+        mixes = cross_process_mixes(many["run"]["rows"])
+        print(f"{processes} processes: {mixes} of {len(many['run']['rows'])} samples carry "
+              f"label weight of a mixup partner held by another process")
+        if not mixes:
+            problems.append("no sample was mixed with a partner from another process")
     restored = one["restored"]["rows"]
     bad = [k for k in restored if any(not np.array_equal(restored[k][f], ref[k][f])
                                       for f in ("images", "soft"))]
@@ -532,9 +563,10 @@ def compare(many: dict, one: dict, processes: int) -> list[str]:
 
 def check(args) -> int:
     with tempfile.TemporaryDirectory(prefix="multi_host_") as tmp:
-        dirs = {n: Path(tmp) / f"p{n}" for n in (args.processes, 1)}
+        root = Path(args.keep or tmp)
+        dirs = {n: root / f"p{n}" for n in (args.processes, 1)}
         for n, d in dirs.items():
-            d.mkdir()
+            d.mkdir(parents=True, exist_ok=True)
             t = time.perf_counter()
             code = launch(args, n, str(d))
             print(f"multi_host: {n}-process run took {time.perf_counter() - t:.1f} s", flush=True)
@@ -586,6 +618,9 @@ def parse(argv=None):
     ap.add_argument("--launch-timeout", type=float, default=900,
                     help="launcher: kill processes still running after this long")
     ap.add_argument("--dump", default=None, help="write this process's samples to DIR")
+    ap.add_argument("--keep", default=None,
+                    help="--check: keep the dumps in DIR/p<N> and DIR/p1 (default: a temporary "
+                         "directory)")
     ap.add_argument("--fail-at", type=int, default=None,
                     help="testing: the process fails (--fail-mode) at this iteration")
     ap.add_argument("--fail-mode", choices=("exit", "hang"), default="exit",
