@@ -224,7 +224,7 @@ def peer_failures(client, process_id: int, wait_s: float = 2.0) -> list[str]:
         time.sleep(0.25)
 
 
-def linger(client, process_id: int, num_processes: int, wait_s: float = 5.0) -> None:
+def linger(client, process_id: int, num_processes: int, wait_s: float = 3.0) -> None:
     """Before a failing process exits: says so in the store; process 0, which hosts the
     coordinator (its exit aborts the others), first waits up to ``wait_s`` for the others to
     say so too, so they can print their own error."""
