@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.util
 import json
 import os
 import socket
@@ -59,9 +60,8 @@ OUTPUTS = ("images", "soft", "label", "index")
 def dataset(repeat: int) -> tuple[list[str], list[int]]:
     """The bundled sample photos (one class each), repeated ``repeat`` times (global index =
     position in this list)."""
-    import augjax
-
-    bundled = sorted((Path(augjax.__file__).parent / "data" / "images").glob("*.jpg"))
+    package = importlib.util.find_spec("augjax").submodule_search_locations[0]
+    bundled = sorted((Path(package) / "data" / "images").glob("*.jpg"))
     files = [str(f) for f in bundled] * repeat
     labels = list(range(len(bundled))) * repeat
     return files, labels
@@ -275,24 +275,32 @@ def build_pipeline(args, files, labels, sharding, checkpoint=None):
     return p
 
 
-def global_batches(args, pipe, sharding, n: int):
-    """``n`` global batches ``{"images", "soft", "index"}`` (jax.Arrays over all processes)."""
-    import jax
+class GlobalBatches:
+    """Global batches ``{"images", "soft", "label", "index"}`` (jax.Arrays over all processes)
+    from this process's pipeline, and the pipeline's checkpoint."""
 
-    if args.device == "gpu":
-        from nvidia.dali.plugin.jax import DALIGenericIterator
+    def __init__(self, args, pipe, sharding):
+        self.args, self.pipe, self.sharding = args, pipe, sharding
+        self.iterator = None
+        if args.device == "gpu":  # one pipeline per GPU: DALI's iterator shards its outputs
+            from nvidia.dali.plugin.jax import DALIGenericIterator
 
-        it = DALIGenericIterator([pipe], list(OUTPUTS), sharding=sharding)
-        for _ in range(n):
-            yield next(it)
-        return
-    for _ in range(n):
-        outs = pipe.run()
+            self.iterator = DALIGenericIterator([pipe], list(OUTPUTS), sharding=sharding)
+
+    def next(self) -> dict:
+        import jax
+
+        if self.iterator is not None:
+            return next(self.iterator)
+        outs = self.pipe.run()
         local = {k: np.array(o.as_tensor()) for k, o in zip(OUTPUTS, outs)}
-        # DALI's iterator cannot shard CPU pipelines: build the global array from each
-        # process's part.
-        yield {k: jax.make_array_from_process_local_data(
-            sharding, v, (args.global_batch, *v.shape[1:])) for k, v in local.items()}
+        # DALI's iterator cannot shard CPU pipelines (their outputs all land on CpuDevice(0)):
+        # the global array is assembled from each process's part.
+        return {k: jax.make_array_from_process_local_data(
+            self.sharding, v, (self.args.global_batch, *v.shape[1:])) for k, v in local.items()}
+
+    def checkpoint(self) -> str:
+        return self.iterator.checkpoints()[0] if self.iterator else self.pipe.checkpoint()
 
 
 def global_step():
@@ -382,10 +390,10 @@ def run(args, files, labels, dog, tag) -> int:
     t0 = time.perf_counter()
     phases = [("run", pipe, 0, args.iters)]
     for phase, p, first, last in phases:
-        batches = global_batches(args, p, sharding, last - first)
+        batches = GlobalBatches(args, p, sharding)
         for it in range(first, last):
             dog.progress(f"{phase} iteration {it}")
-            batch = next(batches)
+            batch = batches.next()
             mean, channels, soft_mean = step(batch["images"], batch["soft"])
             mean, channels, soft_mean = (np.asarray(v) for v in (mean, channels, soft_mean))
             if args.fail_at is not None and it == args.fail_at and phase == "run":
@@ -395,8 +403,8 @@ def run(args, files, labels, dog, tag) -> int:
                 dog.progress(f"a hang on purpose (--fail-at {it} --fail-mode hang)")
                 time.sleep(10 * args.step_timeout)
             if args.process_id == 0:
-                print(f"{tag} {phase} iteration {it}: global batch "
-                      f"{tuple(batch['images'].shape)} over {len(batch['images'].sharding.device_set)} "
+                shape, spread = tuple(batch["images"].shape), batch["images"].sharding.device_set
+                print(f"{tag} {phase} iteration {it}: global batch {shape} over {len(spread)} "
                       f"device(s); cross-process mean {mean:.6f}, per channel "
                       f"[{', '.join(f'{c:.4f}' for c in channels)}]; mean soft label sums to "
                       f"{soft_mean.sum():.6f}, top classes "
@@ -405,7 +413,7 @@ def run(args, files, labels, dog, tag) -> int:
                                  "soft_mean": soft_mean,
                                  **{k: local_rows(batch[k]) for k in OUTPUTS}})
             if phase == "run" and it + 1 == args.checkpoint_at:
-                checkpoint = p.checkpoint()
+                checkpoint = batches.checkpoint()
         if phase == "run" and checkpoint is not None:
             # A new pipeline in every process, restored mid-epoch: the rest again.
             dog.progress("restoring the checkpoint")
@@ -460,6 +468,8 @@ def launch(args, processes: int, dump: str | None) -> int:
     for k in range(processes):
         cmd = [sys.executable, __file__, "--coordinator", address, "--num-processes",
                str(processes), "--process-id", str(k), *common]
+        if args.device == "gpu":  # one process per GPU of this host
+            cmd += ["--local-device", str(k)]
         if args.fail_at is not None and k == args.fail_process:
             cmd += ["--fail-at", str(args.fail_at), "--fail-mode", args.fail_mode]
         procs.append(subprocess.Popen(cmd))
@@ -628,9 +638,14 @@ def parse(argv=None):
     ap.add_argument("--fail-process", type=int, default=1,
                     help="launcher: the process that --fail-at applies to")
     args = ap.parse_args(argv)
-    if args.global_batch < 1 or not 0 < args.checkpoint_at < args.iters:
-        ap.error(f"expects --global-batch >= 1 and 0 < --checkpoint-at < --iters, got "
-                 f"{args.global_batch}, {args.checkpoint_at}, {args.iters}")
+    if args.global_batch < 1 or not 0 < args.checkpoint_at < args.iters or args.repeat < 1:
+        ap.error(f"expects --global-batch >= 1, --repeat >= 1 and 0 < --checkpoint-at < "
+                 f"--iters, got {args.global_batch}, {args.repeat}, {args.checkpoint_at}, "
+                 f"{args.iters}")
+    per_epoch = len(dataset(args.repeat)[0]) // args.global_batch
+    if args.iters > per_epoch:
+        ap.error(f"--iters expects at most one epoch, {per_epoch} global batches of "
+                 f"{args.global_batch} (--repeat {args.repeat}), got {args.iters}")
     return ap, args
 
 
