@@ -22,11 +22,13 @@ batch is assembled with ``jax.make_array_from_process_local_data``. With ``--dev
 process per GPU) DALI's ``DALIGenericIterator(sharding=...)`` builds it.
 
 Start-up checks: every process publishes its run configuration (process count, shard count,
-batch, image size, seed, dataset digest and the chain's config) in the coordinator's key-value
-store and compares it with every other process's; a difference stops all processes with an
-error naming the field. Failures: a process that fails tells the others through the same store;
-a process that dies silently is caught by the others' watchdog (no step progress within
-``--step-timeout``) or by JAX's heartbeat (``--heartbeat-timeout``), so no process hangs.
+batch, seed, dataset digest and the chain's config) in the coordinator's key-value store and
+compares it with every other process's; a difference stops all processes with an error naming
+the field. Failures: a process that fails tells the others through the same store; one that
+dies makes the others' next collective fail (gloo sees the closed connection), and JAX's
+coordinator names it within ``--heartbeat-timeout``; a dead process 0 (the coordinator) ends
+the others at once (JAX); one that hangs is caught by the others' watchdog (no step within
+``--step-timeout``, ``--compile-timeout`` for the steps that compile). No process hangs.
 
 The pipelines run with DALI's synchronous executor: the chain's collectives (inside
 ``pipe.run()``) and the step's collectives must be issued in the same order by every process.
@@ -167,16 +169,22 @@ def check_config(client, config: dict, process_id: int, num_processes: int, time
 
 class Watchdog:
     """Ends this process (exit 3) with a clear message when a peer reports a failure in the
-    key-value store, or when no step completes within ``timeout_s`` (a peer that died silently
-    leaves the others waiting in a collective)."""
+    key-value store, or when a phase (one step; a first step, which compiles, gets
+    ``compile_timeout_s``) does not end within ``timeout_s`` (a peer that died silently or
+    hangs leaves the others waiting in a collective)."""
 
-    def __init__(self, client, process_id: int, timeout_s: float):
+    def __init__(self, client, process_id: int, timeout_s: float, compile_timeout_s: float):
         self.client, self.process_id, self.timeout_s = client, process_id, timeout_s
-        self.phase, self.last = "start-up", time.monotonic()
+        self.compile_timeout_s = compile_timeout_s
+        self.phase, self.last, self.budget = "start-up", time.monotonic(), compile_timeout_s
+        self.option = "--compile-timeout"
         self._stop = threading.Event()
         threading.Thread(target=self._watch, daemon=True, name="multi_host-watchdog").start()
 
-    def progress(self, phase: str) -> None:
+    def progress(self, phase: str, compiles: bool = False) -> None:
+        """A new phase starts; ``compiles``: it includes compiling (the longer budget)."""
+        self.budget = self.compile_timeout_s if compiles else self.timeout_s
+        self.option = "--compile-timeout" if compiles else "--step-timeout"
         self.phase, self.last = phase, time.monotonic()
 
     def stop(self) -> None:
@@ -204,9 +212,9 @@ class Watchdog:
                 if other != str(self.process_id):
                     self._die(f"process {other} failed, stopping too. Its error: {message}")
             idle = time.monotonic() - self.last
-            if idle > self.timeout_s:
-                self._die(f"no progress for {idle:.0f} s during {self.phase} (--step-timeout "
-                          f"{self.timeout_s:.0f}); a peer process has probably died or hangs")
+            if idle > self.budget:
+                self._die(f"no progress for {idle:.0f} s during {self.phase} ({self.option} "
+                          f"{self.budget:.0f}); a peer process has probably died or hangs")
 
 
 def peer_failures(client, process_id: int, wait_s: float = 2.0) -> list[str]:
@@ -335,14 +343,14 @@ def worker(args) -> int:
     from jax._src import distributed  # the coordinator's key-value store (no public API)
 
     client = distributed.global_state.client
-    dog = Watchdog(client, args.process_id, args.step_timeout)
+    dog = Watchdog(client, args.process_id, args.step_timeout, args.compile_timeout)
     tag = f"[process {args.process_id}/{args.num_processes}]"
     try:
         files, labels = dataset(args.repeat)
         args.classes = len(set(labels))
         check_config(client, run_config(args, files, labels), args.process_id,
                      args.num_processes, args.init_timeout)
-        dog.progress("building the pipeline")
+        dog.progress("building the pipeline", compiles=True)
         return run(args, files, labels, dog, tag)
     except BaseException as err:  # noqa: BLE001 - tell the peers, then fail
         import traceback
@@ -392,7 +400,7 @@ def run(args, files, labels, dog, tag) -> int:
     for phase, p, first, last in phases:
         batches = GlobalBatches(args, p, sharding)
         for it in range(first, last):
-            dog.progress(f"{phase} iteration {it}")
+            dog.progress(f"{phase} iteration {it}", compiles=it == first)
             batch = batches.next()
             mean, channels, soft_mean = step(batch["images"], batch["soft"])
             mean, channels, soft_mean = (np.asarray(v) for v in (mean, channels, soft_mean))
@@ -416,7 +424,7 @@ def run(args, files, labels, dog, tag) -> int:
                 checkpoint = batches.checkpoint()
         if phase == "run" and checkpoint is not None:
             # A new pipeline in every process, restored mid-epoch: the rest again.
-            dog.progress("restoring the checkpoint")
+            dog.progress("restoring the checkpoint", compiles=True)
             phases.append(("restored", build_pipeline(args, files, labels, sharding, checkpoint),
                            args.checkpoint_at, args.iters))
     elapsed = time.perf_counter() - t0
@@ -454,6 +462,7 @@ def worker_args(args) -> list[str]:
             "--magnitude", str(args.magnitude), "--repeat", str(args.repeat),
             "--device", args.device, "--threads", str(args.threads),
             "--step-timeout", str(args.step_timeout),
+            "--compile-timeout", str(args.compile_timeout),
             "--heartbeat-timeout", str(args.heartbeat_timeout),
             "--init-timeout", str(args.init_timeout)]
 
@@ -621,6 +630,9 @@ def parse(argv=None):
     ap.add_argument("--threads", type=int, default=1, help="DALI threads per pipeline")
     ap.add_argument("--step-timeout", type=float, default=120,
                     help="a process with no step done for this long stops (a peer died)")
+    ap.add_argument("--compile-timeout", type=float, default=600,
+                    help="--step-timeout of start-up and of a pipeline's first step, which "
+                         "compile")
     ap.add_argument("--heartbeat-timeout", type=float, default=20,
                     help="jax.distributed heartbeat timeout (s)")
     ap.add_argument("--init-timeout", type=float, default=60,

@@ -108,9 +108,8 @@ def test_a_process_that_hangs_is_caught_by_the_watchdogs():
 
 @pytest.mark.parametrize("extra, field, first", [
     (["--magnitude", "5"], "chain.steps[2].m", "process 0 has 9.0, process 1 has 5.0"),
-    (["--num-processes", "3", "--global-batch", "6"], "num_processes",
-     "process 0 has 2, process 1 has 3 (all differing fields: num_processes, num_shards, "
-     "global_batch)"),
+    (["--num-processes", "4"], "num_processes",
+     "process 0 has 2, process 1 has 4 (all differing fields: num_processes, num_shards)"),
 ], ids=["chain", "num_shards"])
 def test_processes_with_different_configs_stop_at_start_up_naming_the_field(extra, field,
                                                                             first):
