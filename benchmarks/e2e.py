@@ -359,13 +359,16 @@ def main(argv=None) -> int:
     ap.add_argument("--executors", nargs="+", default=["dynamic", "legacy"],
                     choices=("dynamic", "legacy"))
     ap.add_argument("--size", type=int, default=224)
-    ap.add_argument("--images", type=int, default=512, help="distinct JPEG files to generate")
+    ap.add_argument("--images", type=int, default=512,
+                    help="distinct JPEG files to generate (0: the 8 bundled photos as they are)")
     ap.add_argument("--iters", type=int, default=40)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--rows", nargs="*", default=None, help="rows whose name contains one of these")
     ap.add_argument("--diagnose", type=int, nargs="*", default=[],
                     help="batch sizes at which to run the diagnosis rows (dynamic executor)")
+    ap.add_argument("--diag-rows", nargs="*", default=None,
+                    help="diagnosis rows whose name contains one of these")
     ap.add_argument("--profile", action="store_true",
                     help="JAX profiler (CUPTI) on decode + crop and the augjax chain, B=256")
     ap.add_argument("--machine", default=None)
@@ -393,7 +396,11 @@ def main(argv=None) -> int:
     date = datetime.date.today().isoformat()
     out = Path(args.out) if args.out else RESULTS / f"e2e-{machine}-{date}.json"
     tmp = tempfile.TemporaryDirectory()
-    distinct = make_images(Path(tmp.name), args.images)
+    if args.images:
+        distinct = make_images(Path(tmp.name), args.images)
+    else:  # the 8 bundled photos themselves (what the first measurements used)
+        distinct = sorted(str(p) for p in
+                          (Path(augjax.__file__).parent / "data" / "images").glob("*.jpg"))
     reps_needed = -(-2 * max(args.batch) // len(distinct))
     files = distinct * max(1, reps_needed)
     labels = [i % CLASSES for i in range(len(files))]
@@ -407,7 +414,8 @@ def main(argv=None) -> int:
                      "jax": jax.__version__, "python": platform.python_version(),
                      "devices": str(jax.devices())},
         "config": {"batch_sizes": args.batch, "executors": args.executors, "size": args.size,
-                   "distinct_images": len(distinct), "files_listed": len(files),
+                   "distinct_images": len(distinct),
+                   "images": "generated, ImageNet-like sizes" if args.images else "the 8 bundled photos", "files_listed": len(files),
                    "iters": args.iters, "reps": args.reps, "warmup": args.warmup,
                    "pipeline": "readers.file(shuffle) -> decoders.image(mixed, RGB) -> "
                                "random_resized_crop(size) -> augmentation; num_threads 4, "
@@ -431,6 +439,8 @@ def main(argv=None) -> int:
                 plan.append((b, ex, name, kind, opts))
         if b in args.diagnose:  # right after the main rows of the same batch size
             for name, (kind, opts) in DIAGNOSE.items():
+                if args.diag_rows and not any(r in name for r in args.diag_rows):
+                    continue
                 plan.append((b, "dynamic", name, kind, opts))
     for b, ex, name, kind, opts in plan:
         key = f"B={b} {ex}"
