@@ -16,7 +16,7 @@ def _chain():
     ops = augjax.ops
     return augjax.compose(
         ops.flip.bind(p=0.5),
-        ops.color_jitter.bind(brightness=0.4, contrast=0.4, saturation=0.4, hue=0.1),
+        ops.brightness.bind(),
         ops.random_erasing.bind(p=0.5),
         ops.mixup_cutmix.bind(num_classes=CLASSES),
         ops.normalize.bind(chw=True),
