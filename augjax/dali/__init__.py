@@ -3,7 +3,9 @@
 This is the only package that imports NVIDIA DALI, and only when a DataNode reaches an op.
 """
 
+from augjax.dali._after import augment_batches, sample_seeds
 from augjax.dali._bridge import apply_dali, dali_function, use_sharding
 from augjax.dali._sources import ShardedSource
 
-__all__ = ["ShardedSource", "apply_dali", "dali_function", "use_sharding"]
+__all__ = ["ShardedSource", "apply_dali", "augment_batches", "dali_function", "sample_seeds",
+           "use_sharding"]
