@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from augjax._inputs import as_array, check_label_range
+from augjax import _padding
 from augjax._keys import sample_keys
 from augjax._partition import array_spans_devices
 from augjax._program import array_program
@@ -90,5 +91,6 @@ def apply_steps(
     random = any(step.spec.random for step in steps)
     keys = sample_keys(key, images.shape[0], name) if random else None
     program = array_program(tuple(steps), layout, start, array_spans_devices(images))
-    out, labels = program(images, labels, keys)
+    # A batch smaller than one this program ran with runs padded to it: no new compile.
+    out, labels = _padding.call(program, steps, (images, labels, keys))
     return (out, labels) if "labels" in outputs_decl else out

@@ -4,6 +4,7 @@ This is the only package that imports NVIDIA DALI, and only when a DataNode reac
 """
 
 from augjax.dali._bridge import apply_dali, dali_function, use_sharding
+from augjax.dali._epoch import trim_epoch
 from augjax.dali._sources import ShardedSource
 
-__all__ = ["ShardedSource", "apply_dali", "dali_function", "use_sharding"]
+__all__ = ["ShardedSource", "apply_dali", "dali_function", "trim_epoch", "use_sharding"]

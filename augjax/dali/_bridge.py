@@ -8,6 +8,7 @@ import contextvars
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from augjax import _padding
 from augjax._keys import SEED_HIGH
 from augjax._partition import sharding_spans_devices
 from augjax._program import final_layout, once_cache, seeded_program
@@ -64,8 +65,13 @@ def dali_function(
     outputs = ("images", "labels") if with_labels else ("images",)
     out_layout = final_layout(steps, layout)
     layouts = (out_layout, "") if with_labels else (out_layout,)
+    if sharding is None:  # a smaller batch (external_source) runs padded: no new compile
+        def function(*arrays: Any) -> Any:
+            return _padding.call(program, steps, arrays)
+    else:
+        function = program
     return jax_fn.jax_function(
-        program, num_outputs=len(outputs), output_layouts=layouts, device=device,
+        function, num_outputs=len(outputs), output_layouts=layouts, device=device,
         sharding=sharding,
     )
 
