@@ -26,7 +26,7 @@ import os
 import threading
 from pathlib import Path
 
-__all__ = ["MAX_BYTES", "cache_dir", "default_dir", "enable"]
+__all__ = ["MAX_BYTES", "compilation_cache_dir", "default_dir", "enable"]
 
 #: The directory's size bound when augjax owns the cache (JAX evicts least recently used).
 MAX_BYTES = 2 * 1024**3
@@ -47,7 +47,7 @@ def default_dir() -> Path:
     return Path(base) / "augjax" / "jax"
 
 
-def cache_dir() -> str | None:
+def compilation_cache_dir() -> str | None:
     """The persistent cache directory in use (augjax's or the user's), or None when off."""
     import jax
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from augjax._checking import check_batch, checking_enabled
 from augjax._inputs import as_array, check_label_range
 from augjax import _padding
 from augjax._keys import sample_keys
@@ -21,6 +22,11 @@ __all__ = ["apply_steps", "is_data_node"]
 def is_data_node(x: Any) -> bool:
     """Whether ``x`` is a DALI DataNode, decided without importing DALI."""
     return type(x).__module__.startswith("nvidia.dali") and type(x).__name__ == "DataNode"
+
+
+def _first_name(steps: Sequence[Any], name: str) -> str:
+    """The name of the op that first sees the images (a chain's first op)."""
+    return getattr(steps[0], "name", name) if steps else name
 
 
 def apply_steps(
@@ -81,6 +87,11 @@ def apply_steps(
                 argument=arg,
             )
     images = as_array(inputs[0], name, "images")
+    # Float values outside [0, 1]: NumPy batches are read for free (a warning); jax.Arrays
+    # only in checking mode (an error; reading them is a device sync).
+    on_host = isinstance(inputs[0], np.ndarray)
+    check_batch(inputs[0] if on_host else images, _first_name(steps, name), on_host=on_host,
+                strict=checking_enabled())
     labels = as_array(inputs[1], name, "labels") if len(inputs) > 1 else None
     if len(inputs) > 1 and isinstance(inputs[1], np.ndarray):
         # Host labels are checked here for free; device labels are not read back (that would
