@@ -84,3 +84,27 @@ def test_second_process_reaches_the_first_batch_5x_faster(tmp_path):
         cold, warm = results[path]["cold"], results[path]["warm"]
         assert cold["first_batch_s"] >= 5 * warm["first_batch_s"], (path, cold, warm)
         assert cold["partial_traces"] == warm["partial_traces"] == 0  # partial batch: padded
+
+
+def test_branches_for_platforms_without_a_backend_are_not_traced():
+    import jax
+    import jax.numpy as jnp
+
+    from augjax._platform import live_platforms, platform_dependent
+
+    traced = []
+
+    def branch(name):
+        def f(x):
+            traced.append(name)
+            return x + len(name)
+        return f
+
+    absent = next(p for p in ("tpu", "rocm", "cuda") if p not in live_platforms())
+    out = jax.jit(lambda x: platform_dependent(
+        x, cpu=branch("cpu"), default=branch("default"), **{absent: branch(absent)}))(jnp.ones(2))
+    assert absent not in traced
+    expected = 1 + (3 if jax.default_backend() == "cpu" else 7)
+    assert out.tolist() == [expected, expected]
+    if live_platforms() == {"cpu"}:
+        assert traced == ["cpu"]  # the one branch left is called directly
