@@ -94,11 +94,12 @@ def check_layout_shape(shape: tuple[int, ...], layout: str, op: str) -> None:
     here, there = shape[LAYOUT_AXES[layout][2]], shape[LAYOUT_AXES[other][2]]
     if here in IMAGE_CHANNELS or there not in IMAGE_CHANNELS:
         return
-    which = "axis 1" if other == "CHW" else "the last axis"
+    which, kind = ("axis 1", "channels-first") if other == "CHW" else ("the last axis",
+                                                                      "channels-last")
     raise InputError(
         f"{op}: argument 'images' has shape {shape}: in layout {layout} that is {here} "
-        f"channels, but {which} has {there}, as {'channels-first' if other == 'CHW' else 'channels-last'} "
-        f"data would; pass layout='{other}' (or transpose the batch to {layout})",
+        f"channels, but {which} has {there}, as {kind} data would; pass layout='{other}' (or "
+        f"transpose the batch to {layout})",
         op=op,
         argument="layout",
     )

@@ -144,8 +144,9 @@ def main() -> None:
             cold = run_child(path, args, cache)
             warm = run_child(path, args, cache)
             results[path] = {"cold": cold, "warm": warm}
+            ratio = cold["first_batch_s"] / warm["first_batch_s"]
             print(f"{path:6s} first batch: cold {cold['first_batch_s']:.2f} s, warm "
-                  f"{warm['first_batch_s']:.2f} s ({cold['first_batch_s'] / warm['first_batch_s']:.1f}x);"
+                  f"{warm['first_batch_s']:.2f} s ({ratio:.1f}x);"
                   f" process to first batch: cold {cold['process_s']:.2f} s, warm "
                   f"{warm['process_s']:.2f} s; steady {1e3 * warm['steady_batch_s']:.1f} ms; "
                   f"partial batch of {args.partial}: {1e3 * warm['partial_batch_s']:.0f} ms, "

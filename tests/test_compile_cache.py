@@ -64,7 +64,8 @@ def test_switch_off_leaves_jax_untouched(tmp_path):
 
 def test_a_directory_the_user_configured_is_kept(tmp_path):
     mine = tmp_path / "mine"
-    got = run_child({"XDG_CACHE_HOME": str(tmp_path / "xdg"), "JAX_COMPILATION_CACHE_DIR": str(mine)})
+    got = run_child({"XDG_CACHE_HOME": str(tmp_path / "xdg"),
+                     "JAX_COMPILATION_CACHE_DIR": str(mine)})
     assert got["dir"] == got["augjax"] == str(mine)
     assert got["min_time"] == 1.0  # the user's thresholds are theirs too
     assert not entries(tmp_path / "xdg")
@@ -74,7 +75,8 @@ def test_a_directory_the_user_configured_is_kept(tmp_path):
 def test_second_process_reaches_the_first_batch_5x_faster(tmp_path):
     pytest.importorskip("nvidia.dali")
     out = tmp_path / "first_batch.json"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    env = dict(os.environ, PYTHONPATH=path)
     run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "first_batch.py"), "--batch",
                           "8", "--size", "64", "--partial", "3", "--json", str(out)],
                          env=env, capture_output=True, text=True, check=False, timeout=1200)
