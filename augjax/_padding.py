@@ -28,16 +28,18 @@ arrays laid out over several devices, and every call while ``AUGJAX_PAD_BATCHES=
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import jax
 import numpy as np
 
-__all__ = ["call", "enabled", "layout", "paddable", "record"]
+__all__ = ["call", "enabled", "layout", "no_padding", "paddable", "record"]
 
 #: Batch-level ops that pair sample ``i`` with ``N - 1 - i`` and draw batch-wide values from the
 #: key of sample 0 (``augjax.catalog.mix``): padding in :func:`layout` keeps their pairs.
@@ -48,10 +50,28 @@ _lock = threading.Lock()
 _sizes: weakref.WeakKeyDictionary[Any, dict[Any, set[int]]] = weakref.WeakKeyDictionary()
 
 
+_OFF: contextvars.ContextVar[bool] = contextvars.ContextVar("augjax_no_padding", default=False)
+
+
 def enabled() -> bool:
-    """Whether partial batches are padded (``AUGJAX_PAD_BATCHES``, default on)."""
+    """Whether partial batches are padded (``AUGJAX_PAD_BATCHES``, default on; off inside
+    :func:`no_padding`)."""
+    if _OFF.get():
+        return False
     return os.environ.get("AUGJAX_PAD_BATCHES", "1").strip().lower() not in (
         "0", "false", "off", "no")
+
+
+@contextlib.contextmanager
+def no_padding() -> Iterator[None]:
+    """Within this block (this thread or task), array calls run at their own batch size: the
+    plugin kit compares an op's batched output with its output for each sample alone, which
+    padding would turn into the same batched program."""
+    token = _OFF.set(True)
+    try:
+        yield
+    finally:
+        _OFF.reset(token)
 
 
 def paddable(steps: Sequence[Any]) -> bool:

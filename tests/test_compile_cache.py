@@ -76,7 +76,7 @@ def test_second_process_reaches_the_first_batch_5x_faster(tmp_path):
     pytest.importorskip("nvidia.dali")
     out = tmp_path / "first_batch.json"
     path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
-    env = dict(os.environ, PYTHONPATH=path)
+    env = dict(os.environ, PYTHONPATH=path, AUGJAX_PAD_BATCHES="1")
     run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "first_batch.py"), "--batch",
                           "8", "--size", "64", "--partial", "3", "--json", str(out)],
                          env=env, capture_output=True, text=True, check=False, timeout=1200)

@@ -42,6 +42,11 @@ def batch(n: int, seed: int = 0):
     return x, y
 
 
+@pytest.fixture(autouse=True)
+def _padded_batches(monkeypatch):
+    monkeypatch.setenv("AUGJAX_PAD_BATCHES", "1")  # the default, which conftest turns off
+
+
 def unpadded(monkeypatch, fn):
     with monkeypatch.context() as m:
         m.setenv("AUGJAX_PAD_BATCHES", "0")
