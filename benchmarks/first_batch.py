@@ -50,6 +50,24 @@ def data(batch: int, size: int):
     return x, y
 
 
+EVENTS = {"/jax/compilation_cache/cache_hits": "hits",
+          "/jax/compilation_cache/cache_misses": "compiled"}
+
+
+def count_cache_events() -> dict[str, int]:
+    """Counts JAX's persistent-cache hits and the programs compiled afresh (and written)."""
+    import jax
+
+    counts = dict.fromkeys(EVENTS.values(), 0)
+
+    def listen(event: str, **_: object) -> None:
+        if event in EVENTS:
+            counts[EVENTS[event]] += 1
+
+    jax.monitoring.register_event_listener(listen)
+    return counts
+
+
 def child_arrays(batch: int, size: int, partial: int) -> dict[str, float]:
     import jax
 
@@ -57,9 +75,11 @@ def child_arrays(batch: int, size: int, partial: int) -> dict[str, float]:
 
     chain = build_chain()
     x, y = data(batch, size)
+    events = count_cache_events()
     t = time.perf_counter()
     jax.block_until_ready(chain(x, y, key=jax.random.key(0)))
     first = time.perf_counter() - t
+    first_events = dict(events)
     process = time.perf_counter() - T0
     t = time.perf_counter()
     jax.block_until_ready(chain(x, y, key=jax.random.key(1)))
@@ -69,7 +89,9 @@ def child_arrays(batch: int, size: int, partial: int) -> dict[str, float]:
     jax.block_until_ready(chain(x[:partial], y[:partial], key=jax.random.key(2)))
     part = time.perf_counter() - t
     return {"first_batch_s": first, "process_s": process, "steady_batch_s": steady,
-            "partial_batch_s": part, "partial_traces": augjax.trace_count() - traces}
+            "partial_batch_s": part, "partial_traces": augjax.trace_count() - traces,
+            "first_cache_hits": first_events["hits"],
+            "first_compiled": first_events["compiled"]}
 
 
 def child_dali(batch: int, size: int, partial: int) -> dict[str, float]:
@@ -92,12 +114,14 @@ def child_dali(batch: int, size: int, partial: int) -> dict[str, float]:
                                             layout=["HWC", ""], dtype=[types.UINT8, types.INT32])
         return chain(images, labels)
 
+    events = count_cache_events()
     p = pipe(prefetch_queue_depth=1)
     p.build()
     t = time.perf_counter()
     images, _ = p.run()
     np.array(images.as_tensor())
     first = time.perf_counter() - t
+    first_events = dict(events)
     process = time.perf_counter() - T0
     t = time.perf_counter()
     np.array(p.run()[0].as_tensor())
@@ -107,7 +131,9 @@ def child_dali(batch: int, size: int, partial: int) -> dict[str, float]:
     np.array(p.run()[0].as_tensor())
     part = time.perf_counter() - t
     return {"first_batch_s": first, "process_s": process, "steady_batch_s": steady,
-            "partial_batch_s": part, "partial_traces": augjax.trace_count() - traces}
+            "partial_batch_s": part, "partial_traces": augjax.trace_count() - traces,
+            "first_cache_hits": first_events["hits"],
+            "first_compiled": first_events["compiled"]}
 
 
 def run_child(path: str, args: argparse.Namespace, cache: str | None) -> dict[str, float]:
@@ -150,7 +176,9 @@ def main() -> None:
                   f" process to first batch: cold {cold['process_s']:.2f} s, warm "
                   f"{warm['process_s']:.2f} s; steady {1e3 * warm['steady_batch_s']:.1f} ms; "
                   f"partial batch of {args.partial}: {1e3 * warm['partial_batch_s']:.0f} ms, "
-                  f"{warm['partial_traces']} traces", flush=True)
+                  f"{warm['partial_traces']} traces; programs compiled for the first batch: "
+                  f"cold {cold['first_compiled']}, warm {warm['first_compiled']} "
+                  f"({warm['first_cache_hits']} loaded)", flush=True)
     if args.json:
         meta = {"batch": args.batch, "size": args.size, "partial": args.partial,
                 "load_average_1min": os.getloadavg()[0], "cpu_count": os.cpu_count()}

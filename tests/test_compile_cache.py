@@ -1,6 +1,7 @@
 """The persistent compilation cache (augjax._compile_cache), in fresh processes: where it goes,
-the switches, a directory the user configured is kept, and a second process reaches its first
-batch of the timm-style chain at least 5x faster than the first (arrays and DALI CPU)."""
+the switches, a directory the user configured is kept, and a second process compiles nothing for
+its first batch of the timm-style chain and reaches it several times faster than the first
+(arrays and DALI CPU)."""
 
 from __future__ import annotations
 
@@ -72,7 +73,7 @@ def test_a_directory_the_user_configured_is_kept(tmp_path):
 
 
 @pytest.mark.slow
-def test_second_process_reaches_the_first_batch_5x_faster(tmp_path):
+def test_second_process_compiles_nothing_and_reaches_the_first_batch_faster(tmp_path):
     pytest.importorskip("nvidia.dali")
     out = tmp_path / "first_batch.json"
     path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
@@ -84,7 +85,11 @@ def test_second_process_reaches_the_first_batch_5x_faster(tmp_path):
     results = json.loads(out.read_text())["results"]
     for path in ("arrays", "dali"):
         cold, warm = results[path]["cold"], results[path]["warm"]
-        assert cold["first_batch_s"] >= 5 * warm["first_batch_s"], (path, cold, warm)
+        assert cold["first_compiled"] >= 1 and warm["first_compiled"] == 0, (path, cold, warm)
+        assert warm["first_cache_hits"] >= 1
+        # 3.8x to 7x on the loaded 2-core machine (5-7x idle): trace and lower stay (RELIABILITY
+        # section 9), so the bound here is below the benchmark's numbers, to hold under load
+        assert cold["first_batch_s"] >= 3 * warm["first_batch_s"], (path, cold, warm)
         assert cold["partial_traces"] == warm["partial_traces"] == 0  # partial batch: padded
 
 
