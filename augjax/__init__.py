@@ -18,6 +18,7 @@ from augjax.errors import (
     AugjaxError,
     AugjaxWarning,
     InputError,
+    InputRangeWarning,
     KeyRequiredError,
     OpConflictError,
     OpNotFoundError,
@@ -28,6 +29,8 @@ from augjax.errors import (
 if TYPE_CHECKING:
     from augjax._config import from_dict, from_json, to_dict, to_json
     from augjax._keys import index_seeds, keys_from_seeds
+    from augjax._checking import checking
+    from augjax._compile_cache import compilation_cache_dir
     from augjax._program import trace_count
     from augjax.chain import Chain, Sequential, compose, random_apply, random_choice, some_of
     from augjax.policies import (
@@ -44,6 +47,8 @@ _LAZY = {
     **dict.fromkeys(("from_dict", "from_json", "to_dict", "to_json"), "augjax._config"),
     **dict.fromkeys(("index_seeds", "keys_from_seeds"), "augjax._keys"),
     "trace_count": "augjax._program",
+    "checking": "augjax._checking",
+    "compilation_cache_dir": "augjax._compile_cache",
     "warmup": "augjax._warmup",
     "ShardedSource": "augjax.dali._sources",
     **dict.fromkeys(("Chain", "Sequential", "compose", "random_apply", "random_choice",
@@ -73,6 +78,7 @@ __all__ = [
     "AugjaxError",
     "AugjaxWarning",
     "InputError",
+    "InputRangeWarning",
     "KeyRequiredError",
     "OpConflictError",
     "OpNotFoundError",
@@ -91,6 +97,8 @@ __all__ = [
     "ops",
     "refresh",
     "trace_count",
+    "checking",
+    "compilation_cache_dir",
     "warmup",
     "ShardedSource",
 ]

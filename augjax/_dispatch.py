@@ -8,7 +8,9 @@ from typing import Any
 
 import numpy as np
 
+from augjax._checking import check_batch, checking_enabled
 from augjax._inputs import as_array, check_label_range
+from augjax import _padding
 from augjax._keys import sample_keys
 from augjax._partition import array_spans_devices
 from augjax._program import array_program
@@ -20,6 +22,11 @@ __all__ = ["apply_steps", "is_data_node"]
 def is_data_node(x: Any) -> bool:
     """Whether ``x`` is a DALI DataNode, decided without importing DALI."""
     return type(x).__module__.startswith("nvidia.dali") and type(x).__name__ == "DataNode"
+
+
+def _first_name(steps: Sequence[Any], name: str) -> str:
+    """The name of the op that first sees the images (a chain's first op)."""
+    return getattr(steps[0], "name", name) if steps else name
 
 
 def apply_steps(
@@ -80,6 +87,11 @@ def apply_steps(
                 argument=arg,
             )
     images = as_array(inputs[0], name, "images")
+    # Float values outside [0, 1]: NumPy batches are read for free (a warning); jax.Arrays
+    # only in checking mode (an error; reading them is a device sync).
+    on_host = isinstance(inputs[0], np.ndarray)
+    check_batch(inputs[0] if on_host else images, _first_name(steps, name), on_host=on_host,
+                strict=checking_enabled())
     labels = as_array(inputs[1], name, "labels") if len(inputs) > 1 else None
     if len(inputs) > 1 and isinstance(inputs[1], np.ndarray):
         # Host labels are checked here for free; device labels are not read back (that would
@@ -90,5 +102,6 @@ def apply_steps(
     random = any(step.spec.random for step in steps)
     keys = sample_keys(key, images.shape[0], name) if random else None
     program = array_program(tuple(steps), layout, start, array_spans_devices(images))
-    out, labels = program(images, labels, keys)
+    # A batch smaller than one this program ran with runs padded to it: no new compile.
+    out, labels = _padding.call(program, steps, (images, labels, keys))
     return (out, labels) if "labels" in outputs_decl else out

@@ -22,6 +22,7 @@ __all__ = [
     "check_images",
     "check_label_range",
     "check_labels",
+    "check_layout_shape",
     "label_classes",
 ]
 
@@ -68,6 +69,7 @@ def check_images(x: Any, spec: Any, layout: str, op: str | None = None) -> None:
             op=name,
             argument="images",
         )
+    check_layout_shape(shape, layout, name)
     channels = shape[LAYOUT_AXES[layout][2]]
     if spec.channels is not None and channels not in spec.channels:
         raise InputError(
@@ -78,6 +80,29 @@ def check_images(x: Any, spec: Any, layout: str, op: str | None = None) -> None:
             op=name,
             argument="images",
         )
+
+
+#: Channel counts of images: a batch whose channel axis holds another count while the other
+#: layout's channel axis holds one of these was given in the wrong layout.
+IMAGE_CHANNELS = (1, 3, 4)
+
+
+def check_layout_shape(shape: tuple[int, ...], layout: str, op: str) -> None:
+    """Raises InputError when a batch's shape says channels-first data was given as ``"HWC"``
+    (last axis not 1, 3 or 4 while axis 1 is) or channels-last data as ``"CHW"``."""
+    other = "CHW" if layout == "HWC" else "HWC"
+    here, there = shape[LAYOUT_AXES[layout][2]], shape[LAYOUT_AXES[other][2]]
+    if here in IMAGE_CHANNELS or there not in IMAGE_CHANNELS:
+        return
+    which, kind = ("axis 1", "channels-first") if other == "CHW" else ("the last axis",
+                                                                      "channels-last")
+    raise InputError(
+        f"{op}: argument 'images' has shape {shape}: in layout {layout} that is {here} "
+        f"channels, but {which} has {there}, as {kind} data would; pass layout='{other}' (or "
+        f"transpose the batch to {layout})",
+        op=op,
+        argument="layout",
+    )
 
 
 def check_labels(labels: Any, batch: int, op: str) -> jax.Array:

@@ -19,9 +19,11 @@ import einops
 import jax
 import jax.numpy as jnp
 
+from augjax._compile_cache import enable as enable_compile_cache
 from augjax._inputs import check_images, check_labels
 from augjax._keys import keys_from_seeds
 from augjax._partition import tracing
+from augjax._platform import platform_dependent
 from augjax.errors import InputError, OpDefinitionError
 
 __all__ = [
@@ -208,7 +210,7 @@ def _sample_segment(segment, x, keys, layout):
         tail = apply(x[m:], None if keys is None else keys[m:])
         return jnp.concatenate([head, tail])
 
-    return jax.lax.platform_dependent(x, cpu=chunked, default=lambda x: apply(x, keys)), out_layout
+    return platform_dependent(x, cpu=chunked, default=lambda x: apply(x, keys)), out_layout
 
 
 def _poison_bad_classes(ids: jax.Array, soft: jax.Array, num_classes: Any) -> jax.Array:
@@ -236,6 +238,7 @@ def array_program(steps: tuple[Any, ...], layout: str, start: int = 0,
                   partitioned: bool = False):
     """The jitted program for arrays: ``f(images, labels, keys) -> (images, labels)``;
     ``partitioned`` for inputs laid out over several devices (no custom kernels)."""
+    enable_compile_cache()
 
     def program(images, labels, keys):
         with tracing(partitioned):
@@ -251,6 +254,7 @@ def seeded_program(
 ):
     """The jitted program for DALI: ``f(images[, labels][, seeds])`` returning a tuple;
     ``partitioned`` where ``jax_function`` gets a sharding over several devices."""
+    enable_compile_cache()
 
     def program(*arrays):
         images, rest = arrays[0], list(arrays[1:])

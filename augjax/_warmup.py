@@ -14,6 +14,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from augjax import _padding
 from augjax._program import seeded_program
 from augjax.errors import InputError
 
@@ -76,5 +77,5 @@ def warmup(
         arrays.append(jax.device_put(jnp.zeros((n, 2), jnp.int32), device))
     before = trace_count()
     program = seeded_program(steps, layout, with_labels, with_seeds, start)
-    jax.block_until_ready(program(*arrays))
+    jax.block_until_ready(_padding.call(program, steps, arrays))
     return trace_count() - before

@@ -13,6 +13,7 @@ __all__ = [
     "AugjaxWarning",
     "BackendUnavailableError",
     "InputError",
+    "InputRangeWarning",
     "InputTypeError",
     "KeyRequiredError",
     "OpConflictError",
@@ -33,6 +34,13 @@ class AugjaxError(Exception):
 
 class AugjaxWarning(UserWarning):
     """Base class of every warning augjax emits."""
+
+    __module__ = "augjax"
+
+
+class InputRangeWarning(AugjaxWarning):
+    """Float images with values outside [0, 1] (0..255 data given as float, or data already
+    normalized); :func:`augjax.checking` turns it into an :class:`InputError`."""
 
     __module__ = "augjax"
 

@@ -30,6 +30,14 @@ def _release_compiled_programs():
     gc.collect()
 
 
+@pytest.fixture(autouse=True)
+def _unpadded_batches(monkeypatch):
+    """Each batch size compiles its own program in the tests: many compare an op's output for
+    a batch with its output for part of it, which padding (augjax._padding, on by default)
+    would run through the same program. tests/test_padding.py turns padding back on."""
+    monkeypatch.setenv("AUGJAX_PAD_BATCHES", "0")
+
+
 def _gpu_reason() -> str | None:
     try:
         import jax

@@ -41,6 +41,7 @@ from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 import augjax
+from augjax._padding import no_padding
 from augjax.errors import AugjaxError, InputError, ParamError
 
 ALL_OPS = op_names()
@@ -379,7 +380,8 @@ def test_a_batch_of_4096_and_a_1024_pixel_image():
     k = keys(4096, seed=2)
     out = np.asarray(chain(x, key=k))
     assert out.shape == x.shape and out.dtype == np.uint8
-    np.testing.assert_array_equal(out[:5], np.asarray(chain(x[:5], key=k[:5])))
+    with no_padding():  # a batch of 5 compiled as such, not padded to 4096
+        np.testing.assert_array_equal(out[:5], np.asarray(chain(x[:5], key=k[:5])))
     big = random_images(1, 1024, 1024, 3, np.float32, seed=3)
     out = np.asarray(chain(big, key=k[:1]))
     assert out.shape == big.shape and np.isfinite(out).all()

@@ -43,6 +43,7 @@ import jax
 import jax.numpy as jnp
 
 from augjax._partition import partitioned
+from augjax._platform import platform_dependent
 from augjax.catalog._pixels import blend_gray, blend_planes, to_dtype
 from augjax.catalog._tv_color import hue_planes
 
@@ -142,8 +143,8 @@ def jitter(image: jax.Array, order: jax.Array, factors: jax.Array, active: tuple
     if form == "pallas":
         return pallas(image, interpret=jax.default_backend() == "cpu")
     if partitioned() or not _pallas_available():  # partitioned: see augjax._partition
-        return jax.lax.platform_dependent(image, cpu=cpu, default=gpu)
-    return jax.lax.platform_dependent(image, cpu=cpu, cuda=pallas, default=gpu)
+        return platform_dependent(image, cpu=cpu, default=gpu)
+    return platform_dependent(image, cpu=cpu, cuda=pallas, default=gpu)
 
 
 def _planes(image: jax.Array) -> Planes:

@@ -5,7 +5,8 @@ This is the only package that imports NVIDIA DALI, and only when a DataNode reac
 
 from augjax.dali._after import augment_batches, sample_seeds
 from augjax.dali._bridge import apply_dali, dali_function, use_sharding
+from augjax.dali._epoch import trim_epoch
 from augjax.dali._sources import ShardedSource
 
 __all__ = ["ShardedSource", "apply_dali", "augment_batches", "dali_function", "sample_seeds",
-           "use_sharding"]
+           "trim_epoch", "use_sharding"]

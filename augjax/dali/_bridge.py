@@ -8,6 +8,8 @@ import contextvars
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from augjax import _padding
+from augjax._checking import check_batch, checking_enabled
 from augjax._keys import SEED_HIGH
 from augjax._partition import sharding_spans_devices
 from augjax._program import final_layout, once_cache, seeded_program
@@ -55,17 +57,28 @@ def dali_function(
     device: str,
     start: int = 0,
     sharding: Any = None,
+    check: bool = False,
 ):
     """The DALI operator (a ``jax_function``) for ``steps``, cached so that building a pipeline
-    again reuses the compiled program."""
+    again reuses the compiled program; ``check``: checking mode (see :mod:`augjax._checking`).
+    """
     _, _, jax_fn = _dali()
     program = seeded_program(steps, layout, with_labels, with_seeds, start,
                              partitioned=sharding_spans_devices(sharding))
     outputs = ("images", "labels") if with_labels else ("images",)
     out_layout = final_layout(steps, layout)
     layouts = (out_layout, "") if with_labels else (out_layout,)
+    first = getattr(steps[0], "name", "augjax")
+
+    def function(*arrays: Any) -> Any:
+        # CPU batches are on the host: their float range is read for free (a warning, an
+        # error in checking mode); GPU batches only in checking mode (a sync).
+        check_batch(arrays[0], first, on_host=device == "cpu", strict=check)
+        if sharding is not None:
+            return program(*arrays)
+        return _padding.call(program, steps, arrays)  # a smaller batch runs padded
     return jax_fn.jax_function(
-        program, num_outputs=len(outputs), output_layouts=layouts, device=device,
+        function, num_outputs=len(outputs), output_layouts=layouts, device=device,
         sharding=sharding,
     )
 
@@ -107,6 +120,15 @@ def apply_dali(
             argument="device",
         )
 
+    tagged = getattr(images, "layout", None)  # DALI's layout metadata, where the node has it
+    if isinstance(tagged, str) and tagged in ("HWC", "CHW") and tagged != layout:
+        raise InputError(
+            f"{name}: argument 'images' is tagged layout {tagged!r} by DALI, but the op was "
+            f"called with layout={layout!r}; pass layout={tagged!r}",
+            op=name,
+            argument="layout",
+        )
+
     def place(node: Any) -> Any:
         return node.gpu() if device == "gpu" and _node_device(node) == "cpu" else node
 
@@ -125,7 +147,7 @@ def apply_dali(
         )
     op = dali_function(
         tuple(steps), layout, labels is not None, bool(random or seeds is not None), device, start,
-        _SHARDING.get(),
+        _SHARDING.get(), checking_enabled(),
     )
     out = op(*args)
     out = out if isinstance(out, (list, tuple)) else (out,)
