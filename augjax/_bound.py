@@ -7,7 +7,7 @@ import difflib
 import math
 from typing import Any
 
-from augjax._dispatch import apply_steps
+from augjax._dispatch import apply_steps, apply_with_params, sample_steps_on
 from augjax.errors import ParamError
 
 __all__ = ["BoundOp", "CALL_KEYWORDS", "bound"]
@@ -70,6 +70,51 @@ class BoundOp:
     def kwargs(self) -> dict[str, Any]:
         """The parameter values, as keyword arguments for the kernel."""
         return dict(self.params)
+
+    # -- the Step contract (shared with composites) -----------------------------------------
+    def draw(self, key: Any, meta: Any, overrides: Any = None) -> dict[str, Any]:
+        """One sample's params (the batch's, for batch-level ops); traced."""
+        return self.spec.draw(key, meta, self.kwargs, overrides)
+
+    def run(self, image: Any, params: Any) -> Any:
+        """The kernel on one HWC image with its params; traced, deterministic."""
+        return self.spec.run((image,), params, self.kwargs)
+
+    def struct_after(self, shape: tuple[int, ...], dtype: Any) -> tuple[tuple[int, ...], Any]:
+        """``(shape, dtype)`` of the output for one HWC image of ``shape`` and ``dtype``."""
+        import jax.numpy as jnp
+
+        h, w, c = shape
+        if self.spec.output_size is not None:
+            h, w = self.spec.output_size(h, w, **self.kwargs)
+        out = self.spec.output_dtype
+        return (int(h), int(w), c), jnp.dtype(out if out is not None else dtype)
+
+    def run_batch(self, inputs: tuple[Any, ...], params: Any) -> Any:
+        """A batch-level kernel on ``(images[, labels])`` with the batch's params."""
+        return self.spec.run(inputs, params, self.kwargs)
+
+    # -- public: sample, then apply ----------------------------------------------------------
+    def sample(self, *inputs: Any, key: Any, layout: str = "HWC") -> dict[str, Any]:
+        """The values this op draws for ``inputs`` with ``key``: a dict of arrays with a
+        leading axis N (documented per op: ``angle``, ``matrix``, ``box``, ``lam``, ...).
+        ``self(x, key=key)`` equals ``self.apply(x, params=self.sample(x, key=key))`` bitwise.
+
+        Args:
+            *inputs: ``images`` (only their shape and dtype matter; labels may be given).
+            key: as for a call.
+            layout: ``"HWC"`` or ``"CHW"``.
+        """
+        params = sample_steps_on((self,), inputs, name=self.name, inputs_decl=self.spec.inputs,
+                                 key=key, layout=layout)
+        return params[0]
+
+    def apply(self, *inputs: Any, params: Any, layout: str = "HWC") -> Any:
+        """Applies the op with given ``params`` (from :meth:`sample`, maybe edited):
+        deterministic, no key. Returns what a call returns."""
+        return apply_with_params((self,), inputs, (params,), name=self.name,
+                                 inputs_decl=self.spec.inputs, outputs_decl=self.spec.outputs,
+                                 layout=layout)
 
     def __call__(
         self,

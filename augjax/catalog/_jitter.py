@@ -43,7 +43,7 @@ import jax
 import jax.numpy as jnp
 
 from augjax._partition import partitioned
-from augjax.catalog._pixels import blend_gray, blend_planes, to_dtype
+from augjax.kernels.pixels import blend_gray, blend_planes, to_dtype
 from augjax.catalog._tv_color import hue_planes
 
 __all__ = ["jitter"]

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 from augjax._param import Param
 from augjax._spec import op
 from augjax.catalog._jitter import jitter
-from augjax.catalog._pixels import draw, gray, to_dtype
+from augjax.kernels.pixels import draw, gray, to_dtype
 from augjax.catalog._tv_color import (
     adjust_brightness,
     adjust_contrast,

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 
 from augjax._param import Param
 from augjax._spec import op
-from augjax.catalog._pixels import is_int
+from augjax.kernels.pixels import is_int
 from augjax.errors import InputError
 
 __all__ = ["normalize", "to_float", "to_uint8"]

@@ -19,8 +19,8 @@ import jax.numpy as jnp
 
 from augjax._param import Param
 from augjax._spec import op
-from augjax.catalog._pixels import is_int
-from augjax.catalog._warp import INTERPOLATIONS, check_fill, resize_crop, uniform_int
+from augjax.kernels.pixels import is_int
+from augjax.kernels.warp import INTERPOLATIONS, check_fill, resize_crop, uniform_int
 from augjax.errors import InputError
 
 __all__ = ["random_resized_crop", "random_crop", "center_crop", "rrc_box"]

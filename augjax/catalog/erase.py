@@ -16,7 +16,7 @@ import jax.numpy as jnp
 
 from augjax._param import Param
 from augjax._spec import op
-from augjax.catalog._pixels import bound, is_int
+from augjax.kernels.pixels import bound, is_int
 from augjax.errors import ParamError
 
 __all__ = ["random_erasing", "cutout", "erase_plan", "cutout_plan", "box_mask", "uniforms",

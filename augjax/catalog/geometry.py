@@ -2,7 +2,7 @@
 
 Images are uint8 (0..255) or float32 (0..1). The warping ops follow torchvision's tensor kernels
 (``torchvision.transforms.v2.functional``): they sample with ``grid_sample(align_corners=False)``
-semantics and round uint8 results half to even. See :mod:`augjax.catalog._warp` for the
+semantics and round uint8 results half to even. See :mod:`augjax.kernels.warp` for the
 sampling rules.
 
 ``fill`` (the value of pixels that come from outside the image) is a fraction of the value
@@ -34,7 +34,7 @@ import jax.numpy as jnp
 
 from augjax._param import Param
 from augjax._spec import op
-from augjax.catalog._warp import (
+from augjax.kernels.warp import (
     INTERPOLATIONS,
     check_fill,
     inverse_affine_matrix,

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 from augjax._param import Param
 from augjax._spec import op
 from augjax.catalog._gamma import loggamma
-from augjax.catalog._pixels import to_dtype
+from augjax.kernels.pixels import to_dtype
 from augjax.catalog.erase import box_mask, randint, uniforms
 from augjax.errors import InputError
 

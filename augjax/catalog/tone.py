@@ -18,7 +18,7 @@ import jax.numpy as jnp
 
 from augjax._param import Param
 from augjax._spec import op
-from augjax.catalog._pixels import (
+from augjax.kernels.pixels import (
     bound,
     draw,
     from_unit,

@@ -17,7 +17,7 @@ import numpy as np
 
 from augjax._param import Param
 from augjax._spec import op
-from augjax.catalog._pixels import draw, is_int
+from augjax.kernels.pixels import draw, is_int
 
 __all__ = ["color_twist", "twist_draw", "twist_matrix"]
 

@@ -19,16 +19,17 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from augjax._bound import BoundOp
-from augjax._dispatch import apply_steps
-from augjax.chain._composite import Composite, explain_steps
+from augjax._dispatch import apply_steps, apply_with_params, sample_steps_on
+from augjax.chain._composite import Composite
 from augjax.chain._element import (
-    apply_element,
     as_element,
     as_sample_element,
     decision_key,
+    draw_element,
     dtype_after,
     layout_effect,
+    meta_after,
+    run_element,
     size_after,
     struct_after,
 )
@@ -165,9 +166,27 @@ class Chain(Composite):
             layout=layout, start=self.start,
         )
 
-    def explain(self, images: Any, *, key: Any, layout: str = "HWC") -> list[dict[str, Any]]:
-        """Per step, the decisions it takes per sample (``{}`` for plain ops)."""
-        return explain_steps(self.steps, images, key=key, layout=layout, start=self.start)
+    def sample(self, *inputs: Any, key: Any, layout: str = "HWC") -> tuple[Any, ...]:
+        """Every step's params for ``images`` (labels may be given too) with ``key``: a tuple
+        with one pytree per step (leading axis N), exactly what ``self(images, key=key)``
+        uses. Policies' entries hold each sample's choices and magnitudes."""
+        if not self.steps:
+            raise InputError("compose: the chain is empty", op="compose")
+        return sample_steps_on(self.steps, inputs, name="compose", inputs_decl=self.inputs,
+                               key=key, layout=layout, start=self.start)
+
+    def apply(self, *inputs: Any, params: Any, layout: str = "HWC") -> Any:
+        """Replays ``params`` (from :meth:`sample`, maybe edited) on ``images`` (and labels):
+        deterministic. Returns what a call returns."""
+        if not self.steps:
+            raise InputError("compose: the chain is empty", op="compose")
+        return apply_with_params(self.steps, inputs, params, name="compose",
+                                 inputs_decl=self.inputs, outputs_decl=self.outputs,
+                                 layout=layout)
+
+    def explain(self, images: Any, *, key: Any, layout: str = "HWC") -> tuple[Any, ...]:
+        """Alias of :meth:`sample`."""
+        return self.sample(images, key=key, layout=layout)
 
     # As an element inside another composite: a sample-level sequence.
     def elements(self) -> tuple[Any, ...]:
@@ -198,18 +217,17 @@ class Chain(Composite):
     def _key(self, key: jax.Array, j: int) -> jax.Array:
         return jax.random.fold_in(key, self.start + j)
 
-    def apply(self, plan, key, image):
-        for j, el in enumerate(self.steps):
-            image = apply_element(el, self._key(key, j), image, "compose")
-        return image
-
-    def describe(self, key, height, width):
+    def draw(self, key, meta):
         out = []
         for j, el in enumerate(self.steps):
-            out.append({} if isinstance(el, BoundOp) else el.describe(self._key(key, j), height,
-                                                                      width))
-            height, width = size_after(el, height, width)
-        return {"steps": out}
+            out.append(draw_element(el, self._key(key, j), meta))
+            meta = meta_after(el, meta)
+        return {"steps": tuple(out)}
+
+    def run(self, image, params):
+        for el, p in zip(self.steps, params["steps"]):
+            image = run_element(el, image, p, "compose")
+        return image
 
 
 def compose(*ops: Any, start: int = 0) -> Chain:
@@ -262,18 +280,13 @@ class RandomApply(Composite):
     def struct_after(self, shape, dtype):
         return check_same_outputs(self.name, [self.op], shape, dtype, include_input=True)
 
-    def plan(self, key, height, width):
-        return {"applied": jax.random.bernoulli(decision_key(key), self.p)}
+    def draw(self, key, meta):
+        return {"applied": jax.random.bernoulli(decision_key(key), self.p),
+                "op": draw_element(self.op, key, meta)}
 
-    def apply(self, plan, key, image):
-        if self.p == 0.0:
-            return image
-        out = apply_element(self.op, key, image, self.name)
-        return out if self.p == 1.0 else jnp.where(plan["applied"], out, image)
-
-    def describe(self, key, height, width):
-        child = {} if isinstance(self.op, BoundOp) else self.op.describe(key, height, width)
-        return {**self.plan(key, height, width), "op": child}
+    def run(self, image, params):
+        out = run_element(self.op, image, params["op"], self.name)
+        return jnp.where(params["applied"], out, image)
 
 
 def random_apply(op: Any, p: float = 0.5) -> RandomApply:
@@ -344,7 +357,7 @@ class RandomChoice(Composite):
     def layout_effect(self):
         return layout_effect(self.ops[0])
 
-    def plan(self, key, height, width):
+    def draw(self, key, meta):
         k = decision_key(key)
         n = len(self.ops)
         if self.weights is None:
@@ -352,20 +365,17 @@ class RandomChoice(Composite):
         else:
             p = jnp.asarray(self.weights, jnp.float32)
             index = jax.random.choice(k, n, p=p / p.sum())
-        return {"index": index.astype(jnp.int32)}
+        return {"index": index.astype(jnp.int32),
+                "ops": tuple(draw_element(el, key, meta) for el in self.ops)}
 
-    def apply(self, plan, key, image):
+    def run(self, image, params):
         branches = [
-            (lambda x, el=el: apply_element(el, key, x, self.name)) for el in self.ops
+            (lambda x, el=el, p=p: run_element(el, x, p, self.name))
+            for el, p in zip(self.ops, params["ops"])
         ]
         if len(branches) == 1:
             return branches[0](image)
-        return jax.lax.switch(plan["index"], branches, image)
-
-    def describe(self, key, height, width):
-        children = [{} if isinstance(el, BoundOp) else el.describe(key, height, width)
-                    for el in self.ops]
-        return {**self.plan(key, height, width), "ops": children}
+        return jax.lax.switch(params["index"], branches, image)
 
 
 def random_choice(ops: Sequence[Any], weights: Sequence[float] | None = None) -> RandomChoice:
@@ -423,26 +433,22 @@ class SomeOf(Composite):
             check_same_outputs(self.name, [el], shape, dtype, include_input=True)
         return tuple(shape), jnp.dtype(dtype)
 
-    def plan(self, key, height, width):
+    def draw(self, key, meta):
         k_count, k_pick = jax.random.split(decision_key(key))
         total = len(self.ops)
         lo, hi = self.n
         count = jax.random.randint(k_count, (), lo, hi + 1) if lo < hi else jnp.int32(lo)
         rank = jnp.argsort(jax.random.uniform(k_pick, (total,)))  # a uniform random order
         chosen = jnp.zeros(total, bool).at[rank].set(jnp.arange(total) < count)
-        return {"applied": chosen, "count": jnp.asarray(count, jnp.int32)}
+        return {"applied": chosen, "count": jnp.asarray(count, jnp.int32),
+                "ops": tuple(draw_element(el, jax.random.fold_in(key, j), meta)
+                             for j, el in enumerate(self.ops))}
 
-    def apply(self, plan, key, image):
+    def run(self, image, params):
         for j, el in enumerate(self.ops):
-            out = apply_element(el, jax.random.fold_in(key, j), image, self.name)
-            image = jnp.where(plan["applied"][j], out, image)
+            out = run_element(el, image, params["ops"][j], self.name)
+            image = jnp.where(params["applied"][j], out, image)
         return image
-
-    def describe(self, key, height, width):
-        children = [{} if isinstance(el, BoundOp) else
-                    el.describe(jax.random.fold_in(key, j), height, width)
-                    for j, el in enumerate(self.ops)]
-        return {**self.plan(key, height, width), "ops": children}
 
 
 def some_of(ops: Sequence[Any], n: int | tuple[int, int] = 1) -> SomeOf:

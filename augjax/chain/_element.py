@@ -17,16 +17,18 @@ import jax.numpy as jnp
 
 from augjax._bound import BoundOp
 from augjax._inputs import check_images
-from augjax._spec import OpSpec
+from augjax._spec import Meta, OpSpec
 from augjax.errors import InputError, OpDefinitionError, ParamError
 
 __all__ = [
     "DECISION_TAG",
-    "apply_element",
     "as_element",
     "as_sample_element",
-    "call_kernel",
     "decision_key",
+    "draw_element",
+    "meta_after",
+    "run_element",
+    "run_op",
     "dtype_after",
     "layout_effect",
     "leaf_layouts",
@@ -121,11 +123,7 @@ def dtype_after(el: Any) -> str | None:
 
 def struct_after(el: Any, shape: tuple[int, ...], dtype: Any) -> tuple[tuple[int, ...], Any]:
     """``(shape, dtype)`` of ``el``'s output for one HWC image of ``shape`` and ``dtype``."""
-    if not isinstance(el, BoundOp):
-        return el.struct_after(shape, dtype)
-    h, w = size_after(el, shape[0], shape[1])
-    out = dtype_after(el)
-    return (h, w, shape[2]), jnp.dtype(out) if out is not None else jnp.dtype(dtype)
+    return el.struct_after(tuple(shape), dtype)
 
 
 def layout_effect(el: Any) -> str | None:
@@ -143,17 +141,28 @@ def _check_input(spec: Any, image: jax.Array, where: str) -> None:
     check_images(jax.ShapeDtypeStruct(shape, image.dtype), spec, layout, op=where)
 
 
-def call_kernel(
-    el: BoundOp, key: jax.Array, image: jax.Array, where: str, **overrides: Any
-) -> jax.Array:
-    """Runs a sample-level op's kernel on one HWC image, with parameter ``overrides`` (traced
-    values, for policies), checking the input and the promised output."""
+def meta_after(el: Any, meta: Meta) -> Meta:
+    """The :class:`Meta` of ``el``'s output for an input described by ``meta``."""
+    (h, w, c), dtype = struct_after(el, (meta.height, meta.width, meta.channels), meta.dtype)
+    return Meta(h, w, c, jnp.dtype(dtype).name, meta.batch)
+
+
+def draw_element(el: Any, key: jax.Array, meta: Meta, **overrides: Any) -> dict[str, Any]:
+    """One sample's params of a chain element (an op, with per-sample ``overrides``, or a
+    composite)."""
+    if isinstance(el, BoundOp):
+        return el.draw(key, meta, overrides or None)
+    return el.draw(key, meta)
+
+
+def run_op(el: BoundOp, image: jax.Array, params: dict[str, Any], where: str) -> jax.Array:
+    """Runs a sample-level op's kernel on one HWC image with its params, checking the input
+    and the promised output."""
     spec = el.spec
     if image.ndim != 3:
         raise InputError(f"{where}: expects one HWC image per sample, got shape {image.shape}")
     _check_input(spec, image, where)
-    params = {**el.kwargs, **overrides}
-    out = spec.kernel(key, image, **params) if spec.random else spec.kernel(image, **params)
+    out = el.run(image, params)
     expected = struct_after(el, tuple(image.shape), image.dtype)
     if (tuple(out.shape), jnp.dtype(out.dtype)) != expected:
         raise OpDefinitionError(
@@ -163,8 +172,8 @@ def call_kernel(
     return out
 
 
-def apply_element(el: Any, key: jax.Array, image: jax.Array, owner: str) -> jax.Array:
-    """Applies a chain element to one HWC image with its key."""
+def run_element(el: Any, image: jax.Array, params: Any, owner: str) -> jax.Array:
+    """Applies a chain element to one HWC image with its params."""
     if isinstance(el, BoundOp):
-        return call_kernel(el, key, image, f"{owner}/{el.name}")
-    return el.sample(key, image)
+        return run_op(el, image, params, f"{owner}/{el.name}")
+    return el.run(image, params)

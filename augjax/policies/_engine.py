@@ -2,7 +2,9 @@
 applying one *layer* (one op chosen per sample among the space, with its magnitude) branch-free.
 
 A layer's per-sample decisions are four scalars: ``op`` (index into the space), ``level``
-(float32), ``negative`` (the sign of signed maps) and ``applied``. The layer runs
+(float32), ``negative`` (the sign of signed maps) and ``applied``, and ``branches``: every
+entry's params at that layer (the entry's magnitude value already in its op's parameter, and
+whatever else the op draws), so that a replay needs no key. The layer runs
 ``lax.switch(op, branches, image)``; under ``vmap`` that is a select over every branch, so one
 compiled program serves every sample's choice.
 """
@@ -17,17 +19,18 @@ import jax
 import jax.numpy as jnp
 
 from augjax._bound import BoundOp
-from augjax.chain._element import call_kernel
+from augjax.chain._element import run_op
 from augjax.errors import OpNotFoundError, ParamError, PluginLoadError
 from augjax.policies._magnitude import MagnitudeMap, PolicyOp
 
 __all__ = [
     "Levels",
-    "apply_layer",
-    "apply_layers",
     "bind_space",
+    "draw_branches",
     "draw_level",
     "layer_values",
+    "run_layer",
+    "run_layers",
 ]
 
 
@@ -64,6 +67,11 @@ def _bind(entry: PolicyOp, fill: Any, interpolation: str, owner: str) -> BoundOp
     if entry.geometric:
         params["fill"] = fill
         params["interpolation"] = interpolation
+    if entry.param is not None and entry.param not in spec.per_sample:
+        raise ParamError(
+            f"{owner}: the policy's op {entry.name!r} sets parameter {entry.param!r} of the augjax "
+            f"op {spec.name!r} per sample, but that parameter is static (per-sample parameters: "
+            f"{', '.join(spec.per_sample) or 'none'})", op=owner, param="ops")
     return BoundOp.create(spec, params)
 
 
@@ -101,10 +109,35 @@ def layer_values(entries, levels: Levels, plan: dict[str, jax.Array], height: in
     return jnp.stack(values)[plan["op"]]
 
 
-def apply_layer(entries, bound, levels: Levels, plan: dict[str, jax.Array], key: jax.Array,
-                image: jax.Array, *, fill: Any, interpolation: str, owner: str) -> jax.Array:
-    """One layer on one HWC image: the chosen op with its value, where ``applied``."""
-    h, w = image.shape[:2]
+def draw_branches(entries, bound, levels: Levels, level: jax.Array, negative: jax.Array,
+                  index: jax.Array, key: jax.Array, meta: Any) -> tuple[Any, ...]:
+    """Every entry's params at every layer: ``level``, ``negative`` and ``index`` (the layer's
+    key is ``fold_in(key, index)``) share one shape S; returns one pytree per entry of the space,
+    each with leading axes S (``{}`` for the identity). An entry's magnitude value sets its
+    op's per-sample parameter; the op draws the rest (its own ``sample`` hook)."""
+    shape = tuple(level.shape)
+
+    def one(lvl, neg, idx):
+        k = jax.random.fold_in(key, idx)
+        out = []
+        for entry, op in zip(entries, bound):
+            if op is None:
+                out.append({})
+                continue
+            over = None
+            if entry.param is not None:
+                over = {entry.param: _value(entry, levels, lvl, neg, meta.height, meta.width, k)}
+            out.append(op.draw(k, meta, over))
+        return tuple(out)
+
+    flat = jax.vmap(one)(level.reshape(-1), negative.reshape(-1),
+                         index.reshape(-1).astype(jnp.uint32))
+    return jax.tree_util.tree_map(lambda v: v.reshape(shape + v.shape[1:]), flat)
+
+
+def run_layer(entries, bound, op_index: jax.Array, applied: jax.Array, branches: tuple[Any, ...],
+              image: jax.Array, owner: str) -> jax.Array:
+    """One layer on one HWC image: the chosen op with its params, where ``applied``."""
 
     def branch(j: int):
         entry, op = entries[j], bound[j]
@@ -112,39 +145,27 @@ def apply_layer(entries, bound, levels: Levels, plan: dict[str, jax.Array], key:
         def run(x):
             if op is None:
                 return x
-            over: dict[str, Any] = {}
-            if entry.param is not None:
-                over[entry.param] = _value(entry, levels, plan["level"], plan["negative"], h, w,
-                                           key)
-            if entry.geometric:
-                over["fill"] = fill  # a fraction of the range: the ops scale it per dtype
-                over["interpolation"] = interpolation
-            return call_kernel(op, key, x, f"{owner}/{entry.name}", **over)
+            return run_op(op, x, branches[j], f"{owner}/{entry.name}")
 
         return run
 
-    branches = [branch(j) for j in range(len(entries))]
-    out = branches[0](image) if len(branches) == 1 else jax.lax.switch(plan["op"], branches, image)
-    return jnp.where(plan["applied"], out, image)
+    fns = [branch(j) for j in range(len(entries))]
+    out = fns[0](image) if len(fns) == 1 else jax.lax.switch(op_index, fns, image)
+    return jnp.where(applied, out, image)
 
 
-def apply_layers(entries, bound, levels: Levels, plan: dict[str, jax.Array], key: jax.Array,
-                 image: jax.Array, *, fill: Any, interpolation: str, owner: str,
-                 offset: Any = 0) -> jax.Array:
-    """Layers in sequence (``plan`` fields with a leading layer axis), as one ``lax.scan`` so
-    that the layer body compiles once. Layer ``i`` uses the key ``fold_in(key, offset + i)``."""
-    fields = {k: plan[k] for k in ("op", "level", "negative", "applied")}
-    count = fields["op"].shape[0]
-    if count == 0:
+def run_layers(entries, bound, op_index: jax.Array, applied: jax.Array,
+               branches: tuple[Any, ...], image: jax.Array, owner: str) -> jax.Array:
+    """Layers in sequence (leading layer axis on every argument), as one ``lax.scan`` so that
+    the layer body compiles once."""
+    if op_index.shape[0] == 0:
         return image
 
     def body(x, xs):
-        layer, i = xs
-        out = apply_layer(entries, bound, levels, layer, jax.random.fold_in(key, offset + i), x,
-                          fill=fill, interpolation=interpolation, owner=owner)
-        return out, None
+        o, a, b = xs
+        return run_layer(entries, bound, o, a, b, x, owner), None
 
-    out, _ = jax.lax.scan(body, image, (fields, jnp.arange(count, dtype=jnp.uint32)))
+    out, _ = jax.lax.scan(body, image, (op_index, applied, branches))
     return out
 
 

@@ -44,10 +44,10 @@ from augjax.policies._base import (
 )
 from augjax.policies._engine import (
     Levels,
-    apply_layer,
-    apply_layers,
+    draw_branches,
     draw_level,
-    layer_values,
+    run_layer,
+    run_layers,
 )
 
 __all__ = ["RandAugment", "TrivialAugmentWide", "rand_augment", "trivial_augment_wide"]
@@ -155,7 +155,7 @@ class RandAugment(Policy):
         keys = jax.random.split(key, self.n)
         return jax.vmap(lambda k: draw_level(k, self.m, self.mstd, self.levels.limit))(keys)
 
-    def plan(self, key, height, width):
+    def draw(self, key, meta):
         k_op, k_sign, k_apply, k_level = jax.random.split(decision_key(key), 4)
         count = len(self.entries)
         if self.weights is None:
@@ -164,26 +164,21 @@ class RandAugment(Policy):
             w = jnp.asarray(self.weights, jnp.float32)
             scores = jnp.where(w > 0, jnp.log(w), -jnp.inf) + jax.random.gumbel(k_op, (count,))
             ops = jax.lax.top_k(scores, self.n)[1]
+        level = self._draw_levels(k_level)
+        negative = jax.random.bernoulli(k_sign, 0.5, (self.n,))
         return {
             "op": ops.astype(jnp.int32),
-            "level": self._draw_levels(k_level),
-            "negative": jax.random.bernoulli(k_sign, 0.5, (self.n,)),
+            "level": level,
+            "negative": negative,
             "applied": jax.random.uniform(k_apply, (self.n,)) < self.p if self.p < 1.0
             else jnp.ones((self.n,), bool),
+            "branches": draw_branches(self.entries, self.bound, self.levels, level, negative,
+                                      jnp.arange(self.n), key, meta),
         }
 
-    def _layer(self, plan, i):
-        return {k: v[i] for k, v in plan.items()}
-
-    def apply(self, plan, key, image):
-        return apply_layers(self.entries, self.bound, self.levels, plan, key, image,
-                            fill=self.fill, interpolation=self.interpolation, owner=self.kind)
-
-    def describe(self, key, height, width):
-        plan = self.plan(key, height, width)
-        values = [layer_values(self.entries, self.levels, self._layer(plan, i), height, width,
-                               jax.random.fold_in(key, i)) for i in range(self.n)]
-        return {**plan, "value": jnp.stack(values) if values else jnp.zeros((0,), jnp.float32)}
+    def run(self, image, params):
+        return run_layers(self.entries, self.bound, params["op"], params["applied"],
+                          params["branches"], image, self.kind)
 
 
 def rand_augment(n: int = 2, m: float = 9, num_magnitude_bins: int = 31, *, mstd: float = 0.0,
@@ -268,26 +263,23 @@ class TrivialAugmentWide(Policy):
         top = self.num_magnitude_bins - 1
         return Levels(top, top, True)
 
-    def plan(self, key, height, width):
+    def draw(self, key, meta):
         k_op, k_sign, k_level = jax.random.split(decision_key(key), 3)
+        level = jax.random.randint(k_level, (1,), 0, self.num_magnitude_bins).astype(jnp.float32)
+        negative = jax.random.bernoulli(k_sign, 0.5, (1,))
         return {
             "op": jax.random.randint(k_op, (1,), 0, len(self.entries)).astype(jnp.int32),
-            "level": jax.random.randint(k_level, (1,), 0, self.num_magnitude_bins)
-            .astype(jnp.float32),
-            "negative": jax.random.bernoulli(k_sign, 0.5, (1,)),
+            "level": level,
+            "negative": negative,
             "applied": jnp.ones((1,), bool),
+            "branches": draw_branches(self.entries, self.bound, self.levels, level, negative,
+                                      jnp.zeros((1,), jnp.int32), key, meta),
         }
 
-    def apply(self, plan, key, image):
-        layer = {k: v[0] for k, v in plan.items()}
-        return apply_layer(self.entries, self.bound, self.levels, layer, key, image,
-                           fill=self.fill, interpolation=self.interpolation, owner=self.kind)
-
-    def describe(self, key, height, width):
-        plan = self.plan(key, height, width)
-        layer = {k: v[0] for k, v in plan.items()}
-        value = layer_values(self.entries, self.levels, layer, height, width, key)
-        return {**plan, "value": value[None]}
+    def run(self, image, params):
+        branches = jax.tree_util.tree_map(lambda v: v[0], params["branches"])
+        return run_layer(self.entries, self.bound, params["op"][0], params["applied"][0],
+                         branches, image, self.kind)
 
 
 def trivial_augment_wide(num_magnitude_bins: int = 31, *, ops=None, exclude=(),

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 import jax
 import jax.numpy as jnp
 
-from augjax.catalog._pixels import bound, is_int
+from augjax.kernels.pixels import bound, is_int
 from augjax.errors import InputError
 
 __all__ = [
