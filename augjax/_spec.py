@@ -102,6 +102,8 @@ class OpSpec:
     channels: tuple[int, ...] | None = None
     random: bool = True
     sampler: Callable[..., Mapping[str, Any]] | None = None
+    matrix: Callable[..., Any] | None = None
+    geometric: bool = False
     output_size: Callable[..., tuple[int, int]] | None = None
     output_dtype: str | None = None
     output_layout: Callable[..., str | None] | None = None
@@ -217,6 +219,8 @@ def op(
     channels: tuple[int, ...] | None = None,
     random: bool | None = None,
     sample: Callable[..., Mapping[str, Any]] | None = None,
+    matrix: Callable[..., Any] | None = None,
+    geometric: bool | None = None,
     output_size: Callable[..., tuple[int, int]] | None = None,
     output_dtype: str | None = None,
     output_layout: Callable[..., str | None] | None = None,
@@ -240,6 +244,11 @@ def op(
             ``sample`` hook or a per-sample parameter. ``random=False`` with either is an error.
         sample: ``fn(key, meta, params, **config) -> dict``, the op's own draws (coins, boxes,
             permutations) as arrays; see the module docstring.
+        matrix: for geometric sample-level ops, ``fn(params, meta, **config) -> (3, 3)``: the
+            sample's forward matrix (input pixel ``(x, y, 1)`` to output, see
+            :mod:`augjax.kernels.matrix`); boxes, keypoints and :func:`augjax.invert` use it.
+        geometric: the op moves pixels (default: it declares a ``matrix``). A geometric op
+            without a matrix (elastic warps) cannot be inverted.
         output_size: ``f(height, width, **params) -> (out_height, out_width)`` for ops that
             change the spatial size; ``None`` means the size is kept.
         output_dtype: the dtype the op returns (e.g. ``"float32"`` for normalize); ``None``
@@ -269,6 +278,9 @@ def op(
             raise OpDefinitionError(
                 f"op {name!r}: random=False, but the op draws per-sample values (a sample= hook "
                 f"or per-sample parameters: {[k for k, p in params.items() if p.per_sample]})")
+        if matrix is not None and (not callable(matrix) or level != "sample"):
+            raise OpDefinitionError(f"op {name!r}: matrix= must be a callable of a sample-level "
+                                    f"op")
         if sample is not None and not callable(sample):
             raise OpDefinitionError(f"op {name!r}: sample= must be callable, got "
                                     f"{type(sample).__name__}")
@@ -284,6 +296,8 @@ def op(
             channels=None if channels is None else tuple(channels),
             random=drawn if random is None else bool(random),
             sampler=sample,
+            matrix=matrix,
+            geometric=matrix is not None if geometric is None else bool(geometric),
             output_size=output_size,
             output_dtype=output_dtype,
             output_layout=output_layout,
