@@ -29,7 +29,16 @@ if TYPE_CHECKING:
     from augjax._config import from_dict, from_json, to_dict, to_json
     from augjax._keys import index_seeds, keys_from_seeds
     from augjax._program import trace_count
-    from augjax.chain import Chain, Sequential, compose, random_apply, random_choice, some_of
+    from augjax.chain import (
+        Chain,
+        Sequential,
+        compose,
+        invert,
+        matrices,
+        random_apply,
+        random_choice,
+        some_of,
+    )
     from augjax.policies import (
         augmix,
         auto_augment,
@@ -46,8 +55,8 @@ _LAZY = {
     "trace_count": "augjax._program",
     "warmup": "augjax._warmup",
     "ShardedSource": "augjax.dali._sources",
-    **dict.fromkeys(("Chain", "Sequential", "compose", "random_apply", "random_choice",
-                     "some_of"), "augjax.chain"),
+    **dict.fromkeys(("Chain", "Sequential", "compose", "invert", "matrices", "random_apply",
+                     "random_choice", "some_of"), "augjax.chain"),
     **dict.fromkeys(("augmix", "auto_augment", "from_timm", "rand_augment",
                      "trivial_augment_wide"), "augjax.policies"),
 }
@@ -60,6 +69,8 @@ __all__ = [
     "augmix",
     "auto_augment",
     "compose",
+    "invert",
+    "matrices",
     "from_dict",
     "from_json",
     "from_timm",

@@ -90,6 +90,25 @@ class BoundOp:
         out = self.spec.output_dtype
         return (int(h), int(w), c), jnp.dtype(out if out is not None else dtype)
 
+    def matrix(self, params: Any, meta: Any) -> Any:
+        """One sample's forward 3x3 matrix (identity for ops that do not move pixels).
+
+        Raises:
+            InputError: a geometric op without a matrix (an elastic warp) cannot give one.
+        """
+        import jax.numpy as jnp
+
+        from augjax.errors import InputError
+
+        spec = self.spec
+        if spec.matrix is not None:
+            return jnp.asarray(spec.matrix(params, meta, **self.kwargs), jnp.float32)
+        if spec.geometric:
+            raise InputError(f"{spec.name}: moves pixels without a matrix (a free-form warp), so "
+                             f"its geometry cannot be inverted or carried to points",
+                             op=spec.name)
+        return jnp.eye(3, dtype=jnp.float32)
+
     def run_batch(self, inputs: tuple[Any, ...], params: Any) -> Any:
         """A batch-level kernel on ``(images[, labels])`` with the batch's params."""
         return self.spec.run(inputs, params, self.kwargs)

@@ -17,6 +17,7 @@ from augjax.chain._containers import (
     some_of,
 )
 from augjax.chain._element import DECISION_TAG, decision_key
+from augjax.chain._invert import invert, matrices
 
 __all__ = [
     "DECISION_TAG",
@@ -28,6 +29,8 @@ __all__ = [
     "SomeOf",
     "compose",
     "decision_key",
+    "invert",
+    "matrices",
     "random_apply",
     "random_choice",
     "some_of",

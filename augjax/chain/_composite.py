@@ -78,6 +78,17 @@ class Composite:
         """The output for one HWC image given its params (deterministic)."""
         raise NotImplementedError
 
+    def matrix(self, params: dict[str, Any], meta: Meta) -> jax.Array:
+        """One sample's forward 3x3 matrix (the geometric part of the step).
+
+        Raises:
+            InputError: the step has no single matrix (AugMix mixes several chains).
+        """
+        from augjax.errors import InputError
+
+        raise InputError(f"{self.name}: has no single geometric matrix, so it cannot be "
+                         f"inverted", op=self.name)
+
     # -- as a step of the program ------------------------------------------------------------
     @property
     def kwargs(self) -> dict[str, Any]:

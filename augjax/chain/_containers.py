@@ -27,6 +27,7 @@ from augjax.chain._element import (
     decision_key,
     draw_element,
     dtype_after,
+    element_matrix,
     layout_effect,
     meta_after,
     run_element,
@@ -229,6 +230,13 @@ class Chain(Composite):
             image = run_element(el, image, p, "compose")
         return image
 
+    def matrix(self, params, meta):
+        m = jnp.eye(3, dtype=jnp.float32)
+        for el, p in zip(self.steps, params["steps"]):
+            m = element_matrix(el, p, meta) @ m
+            meta = meta_after(el, meta)
+        return m
+
 
 def compose(*ops: Any, start: int = 0) -> Chain:
     """Chains ops into one fused program (torchvision ``Compose``, fused).
@@ -287,6 +295,10 @@ class RandomApply(Composite):
     def run(self, image, params):
         out = run_element(self.op, image, params["op"], self.name)
         return jnp.where(params["applied"], out, image)
+
+    def matrix(self, params, meta):
+        m = element_matrix(self.op, params["op"], meta)
+        return jnp.where(params["applied"], m, jnp.eye(3, dtype=jnp.float32))
 
 
 def random_apply(op: Any, p: float = 0.5) -> RandomApply:
@@ -377,6 +389,10 @@ class RandomChoice(Composite):
             return branches[0](image)
         return jax.lax.switch(params["index"], branches, image)
 
+    def matrix(self, params, meta):
+        ms = jnp.stack([element_matrix(el, p, meta) for el, p in zip(self.ops, params["ops"])])
+        return ms[params["index"]]
+
 
 def random_choice(ops: Sequence[Any], weights: Sequence[float] | None = None) -> RandomChoice:
     """Applies one of ``ops`` per sample (torchvision ``RandomChoice``), branch-free.
@@ -449,6 +465,13 @@ class SomeOf(Composite):
             out = run_element(el, image, params["ops"][j], self.name)
             image = jnp.where(params["applied"][j], out, image)
         return image
+
+    def matrix(self, params, meta):
+        m = jnp.eye(3, dtype=jnp.float32)
+        for j, el in enumerate(self.ops):
+            mj = element_matrix(el, params["ops"][j], meta)
+            m = jnp.where(params["applied"][j], mj, jnp.eye(3, dtype=jnp.float32)) @ m
+        return m
 
 
 def some_of(ops: Sequence[Any], n: int | tuple[int, int] = 1) -> SomeOf:

@@ -26,6 +26,7 @@ __all__ = [
     "as_sample_element",
     "decision_key",
     "draw_element",
+    "element_matrix",
     "meta_after",
     "run_element",
     "run_op",
@@ -153,6 +154,11 @@ def draw_element(el: Any, key: jax.Array, meta: Meta, **overrides: Any) -> dict[
     if isinstance(el, BoundOp):
         return el.draw(key, meta, overrides or None)
     return el.draw(key, meta)
+
+
+def element_matrix(el: Any, params: Any, meta: Meta) -> jax.Array:
+    """One sample's forward 3x3 matrix of a chain element."""
+    return el.matrix(params, meta)
 
 
 def run_op(el: BoundOp, image: jax.Array, params: dict[str, Any], where: str) -> jax.Array:

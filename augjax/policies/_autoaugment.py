@@ -23,7 +23,13 @@ from augjax.chain._element import decision_key
 from augjax.errors import ParamError
 from augjax.policies import tables as T
 from augjax.policies._base import DEFAULT, Policy, check_choice, check_float
-from augjax.policies._engine import Levels, draw_branches, draw_level, run_layers
+from augjax.policies._engine import (
+    Levels,
+    draw_branches,
+    draw_level,
+    layers_matrix,
+    run_layers,
+)
 
 __all__ = ["POLICIES", "AutoAugment", "auto_augment"]
 
@@ -123,6 +129,10 @@ class AutoAugment(Policy):
     def run(self, image, params):
         return run_layers(self.entries, self.bound, params["op"], params["applied"],
                           params["branches"], image, self.kind)
+
+    def matrix(self, params, meta):
+        return layers_matrix(self.bound, params["op"], params["applied"], params["branches"],
+                             meta)
 
 
 def auto_augment(policy: str = "imagenet", *, mstd: float = 0.0, mmax: float | None = None,

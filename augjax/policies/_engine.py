@@ -28,7 +28,9 @@ __all__ = [
     "bind_space",
     "draw_branches",
     "draw_level",
+    "layer_matrix",
     "layer_values",
+    "layers_matrix",
     "run_layer",
     "run_layers",
 ]
@@ -152,6 +154,25 @@ def run_layer(entries, bound, op_index: jax.Array, applied: jax.Array, branches:
     fns = [branch(j) for j in range(len(entries))]
     out = fns[0](image) if len(fns) == 1 else jax.lax.switch(op_index, fns, image)
     return jnp.where(applied, out, image)
+
+
+def layer_matrix(bound, op_index: jax.Array, applied: jax.Array, branches: tuple[Any, ...],
+                 meta: Any) -> jax.Array:
+    """The forward matrix of one layer (identity where not applied or the op does not move
+    pixels)."""
+    eye = jnp.eye(3, dtype=jnp.float32)
+    ms = jnp.stack([eye if op is None else op.matrix(branches[j], meta)
+                    for j, op in enumerate(bound)])
+    return jnp.where(applied, ms[op_index], eye)
+
+
+def layers_matrix(bound, op_index, applied, branches, meta) -> jax.Array:
+    """The product of the layers' matrices (leading layer axis on every argument)."""
+    m = jnp.eye(3, dtype=jnp.float32)
+    for i in range(op_index.shape[0]):
+        b = jax.tree_util.tree_map(lambda v, i=i: v[i], branches)
+        m = layer_matrix(bound, op_index[i], applied[i], b, meta) @ m
+    return m
 
 
 def run_layers(entries, bound, op_index: jax.Array, applied: jax.Array,

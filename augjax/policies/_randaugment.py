@@ -46,6 +46,7 @@ from augjax.policies._engine import (
     Levels,
     draw_branches,
     draw_level,
+    layers_matrix,
     run_layer,
     run_layers,
 )
@@ -180,6 +181,10 @@ class RandAugment(Policy):
         return run_layers(self.entries, self.bound, params["op"], params["applied"],
                           params["branches"], image, self.kind)
 
+    def matrix(self, params, meta):
+        return layers_matrix(self.bound, params["op"], params["applied"], params["branches"],
+                             meta)
+
 
 def rand_augment(n: int = 2, m: float = 9, num_magnitude_bins: int = 31, *, mstd: float = 0.0,
                  mmax: float | None = None, p: float | None = None,
@@ -280,6 +285,10 @@ class TrivialAugmentWide(Policy):
         branches = jax.tree_util.tree_map(lambda v: v[0], params["branches"])
         return run_layer(self.entries, self.bound, params["op"][0], params["applied"][0],
                          branches, image, self.kind)
+
+    def matrix(self, params, meta):
+        return layers_matrix(self.bound, params["op"], params["applied"], params["branches"],
+                             meta)
 
 
 def trivial_augment_wide(num_magnitude_bins: int = 31, *, ops=None, exclude=(),
