@@ -42,9 +42,12 @@ class Param:
         choices: the allowed values of a ``str`` parameter.
         optional: whether ``None`` is an allowed value.
         required: the caller must give a value (the default, ``None``, is only a placeholder).
-        magnitude: ``(value at magnitude 0, value at the largest magnitude)`` for policies
-            (RandAugment and friends) that drive this parameter from a magnitude.
-        signed: whether policies negate the magnitude-derived value with probability 1/2.
+        magnitude: how policies (RandAugment and friends) set this parameter from a magnitude:
+            ``(value at magnitude 0, value at the largest magnitude)``, or a full
+            :class:`augjax.MagnitudeMap`. Policies read it (:attr:`magnitude_map`); reference
+            tables only override what a reference does differently.
+        signed: whether policies negate the magnitude-derived value with probability 1/2
+            (reflected about ``neutral``).
         validate: an extra check ``value -> value`` that raises ``ValueError`` with a message;
             its return value replaces the given one (normalisation).
         doc: one line for ``augjax info``.
@@ -58,7 +61,7 @@ class Param:
     choices: tuple[Any, ...] | None = None
     optional: bool = False
     required: bool = False
-    magnitude: tuple[float, float] | None = None
+    magnitude: Any = None
     signed: bool = False
     validate: Callable[[Any], Any] | None = dataclasses.field(default=None, compare=False)
     doc: str = ""
@@ -70,6 +73,22 @@ class Param:
             raise ValueError(f"Param kind must be one of {sorted(KINDS)}, got {self.kind!r}")
         if self.choices is not None:
             object.__setattr__(self, "choices", tuple(self.choices))
+
+    @property
+    def magnitude_map(self) -> Any:
+        """The declared magnitude as a :class:`augjax.MagnitudeMap` (None without one): a pair
+        ``(start, end)`` is the linear map between them; for ``signed`` parameters the negation
+        reflects about ``neutral`` (``neutral +- |value - neutral|``)."""
+        from augjax._magnitude import MagnitudeMap
+
+        m = self.magnitude
+        if m is None or isinstance(m, MagnitudeMap):
+            return m
+        start, end = (float(v) for v in m)
+        if self.signed:
+            centre = float(self.neutral or 0.0)
+            return MagnitudeMap(start - centre, end - centre, signed=True, plus=centre)
+        return MagnitudeMap(start, end)
 
     @property
     def per_sample(self) -> bool:

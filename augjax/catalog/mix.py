@@ -185,7 +185,11 @@ def mix_sample(key: jax.Array, n: int, height: int, width: int, *, mixup_alpha: 
                     axis=-1).astype(jnp.int32)
     out = dict(lam=_expand(lam.astype(jnp.float32), n, mode, 1.0),
                use_cutmix=_expand(use_cutmix, n, mode, False), box=_expand(box, n, mode, 0))
-    out["perm"] = jnp.arange(n - 1, -1, -1, dtype=jnp.int32) + (u["p"].ravel()[:1] > 2.0).astype(jnp.int32)
+    # The partners N-1-i, plus 0 computed from the draws (a uniform is never above 1), so that
+    # XLA cannot fold them into the kernel as a constant: a call then compiles the same gather
+    # as apply with given params, and the two agree bitwise.
+    zero = (jnp.max(jnp.concatenate([jnp.ravel(u["p"]), jnp.zeros((1,))])) > 1.0)
+    out["perm"] = jnp.arange(n - 1, -1, -1, dtype=jnp.int32) + zero.astype(jnp.int32)
     return out
 
 

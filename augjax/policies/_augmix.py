@@ -153,7 +153,7 @@ class AugMix(Policy):
             "level": level,
             "negative": negative,
             "applied": jnp.arange(self.max_depth)[None, :] < depth[:, None],
-            "branches": draw_branches(self.entries, self.bound, self.levels, level, negative,
+            "branches": draw_branches(self.space, self.bound, self.levels, level, negative,
                                       index, key, meta),
             "depth": depth.astype(jnp.int32),
             "weights": weights.astype(jnp.float32),
@@ -178,7 +178,7 @@ class AugMix(Policy):
 
         def chain(acc, xs):
             (op_index, applied, branches), weight = xs
-            out = run_layers(self.entries, self.bound, op_index, applied, branches, image,
+            out = run_layers(self.space, self.bound, op_index, applied, branches, image,
                              self.kind).astype(jnp.float32)
             if blended:
                 return _quantize(acc + weight * (out - acc), dtype), None

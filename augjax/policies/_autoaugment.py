@@ -122,12 +122,12 @@ class AutoAugment(Policy):
             "level": level,
             "negative": negative,
             "applied": jax.random.uniform(k_apply, (width_,)) < jnp.asarray(probs)[sub],
-            "branches": draw_branches(self.entries, self.bound, self.levels, level, negative,
+            "branches": draw_branches(self.space, self.bound, self.levels, level, negative,
                                       jnp.arange(width_), key, meta),
         }
 
     def run(self, image, params):
-        return run_layers(self.entries, self.bound, params["op"], params["applied"],
+        return run_layers(self.space, self.bound, params["op"], params["applied"],
                           params["branches"], image, self.kind)
 
     def matrix(self, params, meta):

@@ -19,9 +19,10 @@ import jax
 import jax.numpy as jnp
 
 from augjax._bound import BoundOp
+from augjax._registry import REGISTRY
 from augjax.chain._element import run_op
 from augjax.errors import OpNotFoundError, ParamError, PluginLoadError
-from augjax.policies._magnitude import MagnitudeMap, PolicyOp
+from augjax.policies._magnitude import MagnitudeMap, PolicyOp, resolve
 
 __all__ = [
     "Levels",
@@ -48,13 +49,12 @@ class Levels:
         self.discrete = discrete
 
 
-def _bind(entry: PolicyOp, fill: Any, interpolation: str, owner: str) -> BoundOp | None:
+def _bind(entry: PolicyOp, fill: Any, interpolation: str,
+          owner: str) -> tuple[PolicyOp, BoundOp | None]:
     if entry.op is None:
-        return None
-    import augjax
-
+        return entry, None
     try:
-        spec = augjax.get_op(entry.op)
+        spec = REGISTRY.get(entry.op)
     except (OpNotFoundError, PluginLoadError) as err:
         hint = " (pip install augjax-contrib)" if entry.op == "gaussian_blur" else ""
         raise ParamError(
@@ -63,6 +63,10 @@ def _bind(entry: PolicyOp, fill: Any, interpolation: str, owner: str) -> BoundOp
             op=owner,
             param="ops",
         ) from err
+    try:
+        entry = resolve(entry, spec)
+    except ValueError as err:
+        raise ParamError(f"{owner}: {err}", op=owner, param="ops") from None
     params = dict(entry.fixed)
     if entry.param is not None:
         params[entry.param] = entry.magnitude.value(1.0, 1.0, False, 224, 224)
@@ -78,9 +82,11 @@ def _bind(entry: PolicyOp, fill: Any, interpolation: str, owner: str) -> BoundOp
 
 
 def bind_space(entries: tuple[PolicyOp, ...], fill: Any, interpolation: str,
-               owner: str) -> tuple[BoundOp | None, ...]:
-    """The augjax op of each entry, bound with its fixed parameters (validated now)."""
-    return tuple(_bind(e, fill, interpolation, owner) for e in entries)
+               owner: str) -> tuple[tuple[PolicyOp, ...], tuple[BoundOp | None, ...]]:
+    """Each entry with its magnitude map resolved against its op, and the op bound with the
+    entry's fixed parameters (validated now)."""
+    pairs = [_bind(e, fill, interpolation, owner) for e in entries]
+    return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
 
 
 @functools.lru_cache(maxsize=4096)

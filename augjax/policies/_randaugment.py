@@ -41,6 +41,7 @@ from augjax.policies._base import (
     check_float,
     check_int,
     check_names,
+    registered_entry,
 )
 from augjax.policies._engine import (
     Levels,
@@ -52,6 +53,12 @@ from augjax.policies._engine import (
 )
 
 __all__ = ["RandAugment", "TrivialAugmentWide", "rand_augment", "trivial_augment_wide"]
+
+
+def _entries(space, names: tuple[str, ...], owner: str):
+    """The entries named ``names``: the style's own, or registered ops by their names."""
+    table = {e.name: e for e in space}
+    return tuple(table[n] if n in table else registered_entry(n, owner) for n in names)
 
 
 def _space_for(style: str, increasing: bool, translate_const: float, translate_pct: float):
@@ -114,7 +121,7 @@ class RandAugment(Policy):
         space, default = _space_for(self.style, inc, self.translate_const, self.translate_pct)
         valid = tuple(e.name for e in space)
         if self.ops is not None:
-            self._set("ops", check_names(own, "ops", self.ops, valid))
+            self._set("ops", check_names(own, "ops", self.ops, valid, registered=True))
         elif timm:
             self._set("ops", tuple(default))
         self._set("exclude", check_names(own, "exclude", self.exclude, valid))
@@ -138,7 +145,7 @@ class RandAugment(Policy):
         space, _ = _space_for(self.style, self.increasing, self.translate_const,
                               self.translate_pct)
         names = self.ops if self.ops is not None else tuple(e.name for e in space)
-        return T.space(space, tuple(n for n in names if n not in self.exclude))
+        return _entries(space, tuple(n for n in names if n not in self.exclude), self.kind)
 
     @functools.cached_property
     def levels(self) -> Levels:
@@ -173,12 +180,12 @@ class RandAugment(Policy):
             "negative": negative,
             "applied": jax.random.uniform(k_apply, (self.n,)) < self.p if self.p < 1.0
             else jnp.ones((self.n,), bool),
-            "branches": draw_branches(self.entries, self.bound, self.levels, level, negative,
+            "branches": draw_branches(self.space, self.bound, self.levels, level, negative,
                                       jnp.arange(self.n), key, meta),
         }
 
     def run(self, image, params):
-        return run_layers(self.entries, self.bound, params["op"], params["applied"],
+        return run_layers(self.space, self.bound, params["op"], params["applied"],
                           params["branches"], image, self.kind)
 
     def matrix(self, params, meta):
@@ -204,9 +211,10 @@ def rand_augment(n: int = 2, m: float = 9, num_magnitude_bins: int = 31, *, mstd
         p: probability of applying each layer (default 1.0; timm 0.5).
         increasing: op space whose strength increases with ``m`` (timm ``inc1``, DALI
             ``monotonic_mag``); default True except for timm (False, as timm).
-        ops: names of the ops to draw from (the style's names, e.g. ``"ShearX"`` or, for dali,
-            ``"shear_x"``); default the style's whole space. A dict name -> weight also sets
-            ``weights``.
+        ops: names of the ops to draw from: the style's names (e.g. ``"ShearX"`` or, for dali,
+            ``"shear_x"``) and any registered op that declares a magnitude, by its registered
+            name (``"rotate"``, ``"gaussian_blur"``, a pack's op), driven by its own map;
+            default the style's whole space. A dict name -> weight also sets ``weights``.
         exclude: names to leave out (DALI's ``excluded``).
         weights: relative weights of ``ops`` (timm ``tweights``): choice without replacement.
         style: ``"torchvision"``, ``"timm"`` or ``"dali"`` (see the module docstring).
@@ -248,7 +256,7 @@ class TrivialAugmentWide(Policy):
         self._geometry(self.style)
         valid = tuple(e.name for e in self._space())
         if self.ops is not None:
-            self._set("ops", check_names(own, "ops", self.ops, valid))
+            self._set("ops", check_names(own, "ops", self.ops, valid, registered=True))
         self._set("exclude", check_names(own, "exclude", self.exclude, valid))
         if not self.entries:
             raise ParamError(f"{own}: no op left after 'exclude'", op=own, param="exclude")
@@ -261,7 +269,8 @@ class TrivialAugmentWide(Policy):
     @functools.cached_property
     def entries(self):
         names = self.ops if self.ops is not None else tuple(e.name for e in self._space())
-        return T.space(self._space(), tuple(n for n in names if n not in self.exclude))
+        return _entries(self._space(), tuple(n for n in names if n not in self.exclude),
+                        self.kind)
 
     @functools.cached_property
     def levels(self) -> Levels:
@@ -277,13 +286,13 @@ class TrivialAugmentWide(Policy):
             "level": level,
             "negative": negative,
             "applied": jnp.ones((1,), bool),
-            "branches": draw_branches(self.entries, self.bound, self.levels, level, negative,
+            "branches": draw_branches(self.space, self.bound, self.levels, level, negative,
                                       jnp.zeros((1,), jnp.int32), key, meta),
         }
 
     def run(self, image, params):
         branches = jax.tree_util.tree_map(lambda v: v[0], params["branches"])
-        return run_layer(self.entries, self.bound, params["op"][0], params["applied"][0],
+        return run_layer(self.space, self.bound, params["op"][0], params["applied"][0],
                          branches, image, self.kind)
 
     def matrix(self, params, meta):
@@ -299,7 +308,8 @@ def trivial_augment_wide(num_magnitude_bins: int = 31, *, ops=None, exclude=(),
 
     Args:
         num_magnitude_bins: the number of magnitude bins.
-        ops: names of the ops to draw from; default all 14.
+        ops: names of the ops to draw from; default all 14. Registered ops that declare a
+            magnitude join by their registered names (driven by their own maps).
         exclude: names to leave out.
         style: ``"torchvision"`` (no fill, nearest) or ``"dali"`` (fill 128/255, bilinear).
         fill: fill of uncovered pixels, a fraction of the range in [0, 1] (x255 for uint8);
