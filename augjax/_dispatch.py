@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import jax
 import numpy as np
 
 from augjax._inputs import as_array, check_label_range
@@ -110,7 +111,16 @@ def _array_inputs(inputs: Sequence[Any], name: str, inputs_decl: tuple[str, ...]
             f"{name}.{what}: works on arrays; inside a DALI pipeline call the op itself (its "
             f"draws come from the per-sample seeds; replay them on arrays with "
             f"key=augjax.keys_from_seeds(seeds))", op=name, argument="images")
-    images = as_array(inputs[0], name, "images")
+    images = inputs[0]
+    if isinstance(images, jax.ShapeDtypeStruct):
+        pass
+    elif isinstance(images, tuple) and images and all(isinstance(d, int) for d in images):
+        if what != "sample":
+            raise InputError(f"{name}.apply: argument 'images' expects an array, got the shape "
+                             f"{images}", op=name, argument="images")
+        images = jax.ShapeDtypeStruct(images, np.uint8)
+    else:
+        images = as_array(images, name, "images")
     if images.ndim != 4:
         raise InputError(f"{name}.{what}: argument 'images' expects a batch (N, H, W, C) or "
                          f"(N, C, H, W), got shape {tuple(images.shape)}", op=name,
@@ -127,7 +137,9 @@ def sample_steps_on(steps: Sequence[Any], inputs: Sequence[Any], *, name: str,
     images, _ = _array_inputs(inputs, name, inputs_decl, layout, "sample")
     random = any(step.spec.random for step in steps)
     keys = sample_keys(key, images.shape[0], name) if random else None
-    return sample_program(tuple(steps), layout, start)(images, keys)
+    program = sample_program(tuple(steps), layout, start, tuple(images.shape),
+                             np.dtype(images.dtype).name)
+    return program(keys)
 
 
 def apply_with_params(steps: Sequence[Any], inputs: Sequence[Any], params: Sequence[Any], *,

@@ -331,14 +331,16 @@ def seeded_program(
 
 
 @once_cache(maxsize=512)
-def sample_program(steps: tuple[Any, ...], layout: str, start: int = 0):
-    """The jitted sampler for arrays: ``f(shape_dtype_struct_images, keys) -> params``."""
+def sample_program(steps: tuple[Any, ...], layout: str, start: int, shape: tuple[int, ...],
+                   dtype: str):
+    """The jitted sampler for arrays of ``shape`` and ``dtype``: ``f(keys) -> params``."""
+    struct = jax.ShapeDtypeStruct(shape, jnp.dtype(dtype))
 
-    def program(images, keys):
+    def program(keys):
         with tracing(False):
             for step in steps[:1]:
-                check_images(images, step.spec, layout)
-            return sample_steps(steps, images.shape, images.dtype, keys, layout, start)
+                check_images(struct, step.spec, layout)
+            return sample_steps(steps, shape, dtype, keys, layout, start)
 
     return jax.jit(program)
 

@@ -43,14 +43,21 @@ import jax.numpy as jnp
 from augjax._param import Param
 from augjax._spec import op
 from augjax.errors import InputError
-from augjax.kernels.matrix import from_centered_inverse, from_perspective_coefficients, identity
+from augjax.kernels.matrix import (
+    from_centered_inverse,
+    from_perspective_coefficients,
+    from_pil_coefficients,
+    identity,
+)
 from augjax.kernels.warp import (
     INTERPOLATIONS,
     check_fill,
     inverse_affine_matrix,
     perspective_coefficients,
+    pil_rotate_coefficients,
     uniform_int,
     warp_affine,
+    warp_affine_pil,
     warp_perspective,
 )
 
@@ -127,6 +134,26 @@ def _fill() -> Param:
                      "channel; None = zero padding")
 
 
+#: The sampling conventions of the single-magnitude warps.
+CONVENTIONS = ("torchvision", "pil")
+
+
+def _convention() -> Param:
+    return Param("torchvision", choices=CONVENTIONS,
+                 doc="'torchvision' (tensor kernels: whole-pixel shifts, border pixels blend "
+                     "with the fill) or 'pil' (PIL's transform, as timm: fractional shifts, "
+                     "edge samples clamped, outside points take the fill)")
+
+
+def _warp(image, inverse6, coeffs, convention: str, interpolation: str, fill, name: str):
+    """Warps by torchvision's centred inverse ``inverse6`` or, for ``convention="pil"``, by
+    PIL's affine data ``coeffs`` (both callables of nothing, so only one is built)."""
+    fill = check_fill(fill, image, name)
+    if convention == "pil":
+        return warp_affine_pil(image, coeffs(), interpolation, fill)
+    return warp_affine(image, inverse6(), interpolation, fill)
+
+
 def _magnitude(default: float, high: float, doc: str) -> Param:
     return Param((-default, default), kind="float_or_pair", neutral=0.0, magnitude=(0.0, high),
                  signed=True, doc=doc)
@@ -201,6 +228,13 @@ def rot90(image, params, *, k):
 # rotate / affine
 
 
+def _rotate_matrix(params, meta, *, convention, **_):
+    if convention == "pil":
+        return from_pil_coefficients(
+            pil_rotate_coefficients(params["degrees"], meta.height, meta.width))
+    return from_centered_inverse(_rotate_inverse(params["degrees"]), meta.height, meta.width)
+
+
 @op(
     "rotate",
     params={
@@ -209,12 +243,13 @@ def rot90(image, params, *, k):
                               "is, a pair (lo, hi) is drawn uniformly per sample"),
         "interpolation": _interpolation("nearest"),
         "fill": _fill(),
+        "convention": _convention(),
     },
-    matrix=lambda params, meta, **_: from_centered_inverse(_rotate_inverse(params["degrees"]),
-                                                           meta.height, meta.width),
-    reference="torchvision.transforms.v2.RandomRotation / functional.rotate (expand=False)",
+    matrix=_rotate_matrix,
+    reference="torchvision.transforms.v2.RandomRotation / functional.rotate (expand=False); "
+              "convention='pil': PIL Image.rotate (timm)",
 )
-def rotate(image, params, *, interpolation, fill):
+def rotate(image, params, *, interpolation, fill, convention):
     """Rotates about the image centre, counter-clockwise for positive angles (torchvision).
 
     ``degrees`` (params ``degrees``) is a number (exactly that angle, as ``F.rotate``) or a pair
@@ -224,12 +259,32 @@ def rotate(image, params, *, interpolation, fill):
     uses an exact ``rot90``, augjax the general warp (nearest is exact there too; bilinear is
     within the float32 tolerance in the module docstring).
 
+    ``convention="pil"`` samples as PIL's ``Image.rotate(degrees, resample, fillcolor=fill)``
+    (what timm's Rotate calls): same centre and direction, PIL's edge rule (a pixel whose source
+    point falls outside takes the fill, edge samples are clamped) and its exact paths at 0 and
+    180 degrees (and 90/270 on square images). Nearest matches PIL bitwise in the tests;
+    bilinear uint8 values may be one level off (PIL interpolates in float64 and truncates,
+    augjax in float32; see :func:`augjax.kernels.warp.warp_affine_pil`).
+
     ``fill`` is a fraction of the value range in [0, 1] (one value or one per channel; times
     255 for uint8 images: torchvision's uint8 ``fill=128`` is ``fill=128/255``); ``None`` is
     zero padding (see the module docstring).
     """
-    matrix = _rotate_inverse(params["degrees"])
-    return warp_affine(image, matrix, interpolation, check_fill(fill, image, "rotate"))
+    angle = params["degrees"]
+    h, w = image.shape[:2]
+    out = _warp(image, lambda: _rotate_inverse(angle),
+                lambda: pil_rotate_coefficients(angle, h, w), convention, interpolation, fill,
+                "rotate")
+    if convention != "pil":
+        return out
+    # Image.rotate's exact paths (copy, transpose), whatever the resampling filter.
+    m = jnp.mod(jnp.asarray(angle, jnp.float32), 360.0)
+    out = jnp.where(m == 0.0, image, out)
+    out = jnp.where(m == 180.0, image[::-1, ::-1], out)
+    if h == w:
+        out = jnp.where(m == 90.0, jnp.rot90(image, 1, axes=(0, 1)), out)
+        out = jnp.where(m == 270.0, jnp.rot90(image, 3, axes=(0, 1)), out)
+    return out
 
 
 def _rotate_inverse(angle):
@@ -349,6 +404,26 @@ def _shear_matrix(s: jax.Array, h: int, w: int, axis: str) -> jax.Array:
     return jnp.stack([one, zero, zero, s, one, s * (w / 2.0)])
 
 
+def _shear_coeffs(s: jax.Array, axis: str) -> jax.Array:
+    # PIL (1, s, 0, 0, 1, 0) / (1, 0, 0, s, 1, 0): timm's shear_x / shear_y.
+    zero, one = jnp.float32(0.0), jnp.float32(1.0)
+    s = jnp.asarray(s, jnp.float32)
+    if axis == "x":
+        return jnp.stack([one, s, zero, zero, one, zero])
+    return jnp.stack([one, zero, zero, s, one, zero])
+
+
+def _shear_op_matrix(axis: str):
+    def matrix(params, meta, *, convention, **_):
+        if convention == "pil":
+            return from_pil_coefficients(_shear_coeffs(params["shear"], axis))
+        return from_centered_inverse(
+            _shear_matrix(params["shear"], meta.height, meta.width, axis), meta.height,
+            meta.width)
+
+    return matrix
+
+
 _SHEAR_DOC = ("shear factor: a number is used as is, a pair (lo, hi) is drawn uniformly per sample;"
               " RandAugment range 0..0.3, randomly negated")
 
@@ -359,12 +434,13 @@ _SHEAR_DOC = ("shear factor: a number is used as is, a pair (lo, hi) is drawn un
         "shear": _magnitude(0.3, 0.3, _SHEAR_DOC),
         "interpolation": _interpolation("nearest"),
         "fill": _fill(),
+        "convention": _convention(),
     },
-    matrix=lambda params, meta, **_: from_centered_inverse(
-        _shear_matrix(params["shear"], meta.height, meta.width, "x"), meta.height, meta.width),
-    reference="torchvision AutoAugment/RandAugment ShearX (_apply_op: F.affine, center=[0, 0])",
+    matrix=_shear_op_matrix("x"),
+    reference="torchvision AutoAugment/RandAugment ShearX (_apply_op: F.affine, center=[0, 0]); "
+              "convention='pil': timm shear_x (PIL)",
 )
-def shear_x(image, params, *, interpolation, fill):
+def shear_x(image, params, *, interpolation, fill, convention):
     """Shears along the width axis by the factor ``shear`` (AutoAugment/RandAugment ShearX).
 
     Output pixel ``(x, y)`` samples input ``(x + s*y, y)``, with ``y`` counted from the top edge
@@ -373,13 +449,21 @@ def shear_x(image, params, *, interpolation, fill):
 
     ``shear`` (params ``shear``) is a number (used as is) or a pair drawn per sample.
 
+    ``convention="pil"`` samples as PIL's ``image.transform(size, Image.AFFINE, (1, s, 0, 0, 1, 0),
+    resample, fillcolor=fill)`` (timm's ShearX): a pixel whose source point falls outside takes
+    the fill and edge samples are clamped (torchvision blends border pixels with the fill).
+    Nearest matches PIL bitwise in the tests; bilinear uint8 values may be one level off (PIL
+    interpolates in float64 and truncates, augjax in float32; see
+    :func:`augjax.kernels.warp.warp_affine_pil`).
+
     ``fill`` is a fraction of the value range in [0, 1] (one value or one per channel; times
     255 for uint8 images: torchvision's uint8 ``fill=128`` is ``fill=128/255``); ``None`` is
     zero padding (see the module docstring).
     """
     h, w = image.shape[:2]
-    matrix = _shear_matrix(params["shear"], h, w, "x")
-    return warp_affine(image, matrix, interpolation, check_fill(fill, image, "shear_x"))
+    s = params["shear"]
+    return _warp(image, lambda: _shear_matrix(s, h, w, "x"), lambda: _shear_coeffs(s, "x"),
+                 convention, interpolation, fill, "shear_x")
 
 
 @op(
@@ -388,12 +472,13 @@ def shear_x(image, params, *, interpolation, fill):
         "shear": _magnitude(0.3, 0.3, _SHEAR_DOC),
         "interpolation": _interpolation("nearest"),
         "fill": _fill(),
+        "convention": _convention(),
     },
-    matrix=lambda params, meta, **_: from_centered_inverse(
-        _shear_matrix(params["shear"], meta.height, meta.width, "y"), meta.height, meta.width),
-    reference="torchvision AutoAugment/RandAugment ShearY (_apply_op: F.affine, center=[0, 0])",
+    matrix=_shear_op_matrix("y"),
+    reference="torchvision AutoAugment/RandAugment ShearY (_apply_op: F.affine, center=[0, 0]); "
+              "convention='pil': timm shear_y (PIL)",
 )
-def shear_y(image, params, *, interpolation, fill):
+def shear_y(image, params, *, interpolation, fill, convention):
     """Shears along the height axis by the factor ``shear`` (AutoAugment/RandAugment ShearY).
 
     Output pixel ``(x, y)`` samples input ``(x, y + s*x)``, with ``x`` counted from the left edge
@@ -402,13 +487,21 @@ def shear_y(image, params, *, interpolation, fill):
 
     ``shear`` (params ``shear``) is a number (used as is) or a pair drawn per sample.
 
+    ``convention="pil"`` samples as PIL's ``image.transform(size, Image.AFFINE, (1, 0, 0, s, 1, 0),
+    resample, fillcolor=fill)`` (timm's ShearY): a pixel whose source point falls outside takes
+    the fill and edge samples are clamped (torchvision blends border pixels with the fill).
+    Nearest matches PIL bitwise in the tests; bilinear uint8 values may be one level off (PIL
+    interpolates in float64 and truncates, augjax in float32; see
+    :func:`augjax.kernels.warp.warp_affine_pil`).
+
     ``fill`` is a fraction of the value range in [0, 1] (one value or one per channel; times
     255 for uint8 images: torchvision's uint8 ``fill=128`` is ``fill=128/255``); ``None`` is
     zero padding (see the module docstring).
     """
     h, w = image.shape[:2]
-    matrix = _shear_matrix(params["shear"], h, w, "y")
-    return warp_affine(image, matrix, interpolation, check_fill(fill, image, "shear_y"))
+    s = params["shear"]
+    return _warp(image, lambda: _shear_matrix(s, h, w, "y"), lambda: _shear_coeffs(s, "y"),
+                 convention, interpolation, fill, "shear_y")
 
 
 def _translate_inverse(value, h: int, w: int, relative: bool, axis: str) -> jax.Array:
@@ -420,14 +513,30 @@ def _translate_inverse(value, h: int, w: int, relative: bool, axis: str) -> jax.
     return jnp.stack([one, zero, -tx, zero, one, -ty])
 
 
-def _translate(image, value, relative, interpolation, fill, axis: str):
+def _translate_coeffs(value, h: int, w: int, relative: bool, axis: str) -> jax.Array:
+    # PIL (1, 0, -px, 0, 1, 0) / (1, 0, 0, 0, 1, -px): a shift by px pixels, not rounded
+    # (timm's translate_*_rel / _abs pass the pixels as they come, with the opposite sign).
+    pixels = jnp.asarray(value, jnp.float32)
+    if relative:
+        pixels = pixels * (w if axis == "x" else h)
+    zero, one = jnp.float32(0.0), jnp.float32(1.0)
+    if axis == "x":
+        return jnp.stack([one, zero, -pixels, zero, one, zero])
+    return jnp.stack([one, zero, zero, zero, one, -pixels])
+
+
+def _translate(image, value, relative, interpolation, fill, convention, axis: str):
     h, w = image.shape[:2]
-    matrix = _translate_inverse(value, h, w, relative, axis)
-    return warp_affine(image, matrix, interpolation, check_fill(fill, image, f"translate_{axis}"))
+    return _warp(image, lambda: _translate_inverse(value, h, w, relative, axis),
+                 lambda: _translate_coeffs(value, h, w, relative, axis), convention,
+                 interpolation, fill, f"translate_{axis}")
 
 
 def _translate_matrix(axis: str):
-    def matrix(params, meta, *, relative, **_):
+    def matrix(params, meta, *, relative, convention, **_):
+        if convention == "pil":
+            return from_pil_coefficients(
+                _translate_coeffs(params["translate"], meta.height, meta.width, relative, axis))
         m6 = _translate_inverse(params["translate"], meta.height, meta.width, relative, axis)
         return from_centered_inverse(m6, meta.height, meta.width)
 
@@ -435,7 +544,7 @@ def _translate_matrix(axis: str):
 
 
 _TRANSLATE_DOC = ("shift: a fraction of the {side} (relative=True) or pixels, truncated to whole "
-                  "pixels; a number is used as is, a pair (lo, hi) is drawn uniformly per sample; "
+                  "pixels (convention='pil': not rounded); a number is used as is, a pair (lo, hi) is drawn uniformly per sample; "
                   "RandAugment range 0..150/331, randomly negated")
 
 
@@ -445,6 +554,7 @@ def _translate_params(side: str) -> dict[str, Param]:
         "relative": Param(True, doc=f"translate is a fraction of the {side} (else pixels)"),
         "interpolation": _interpolation("nearest"),
         "fill": _fill(),
+        "convention": _convention(),
     }
 
 
@@ -452,9 +562,10 @@ def _translate_params(side: str) -> dict[str, Param]:
     "translate_x",
     params=_translate_params("width"),
     matrix=_translate_matrix("x"),
-    reference="torchvision AutoAugment/RandAugment TranslateX (_apply_op: F.affine)",
+    reference="torchvision AutoAugment/RandAugment TranslateX (_apply_op: F.affine); "
+              "convention='pil': timm translate_x_rel / translate_x_abs (PIL), negated",
 )
-def translate_x(image, params, *, relative, interpolation, fill):
+def translate_x(image, params, *, relative, interpolation, fill, convention):
     """Shifts the content right by whole pixels (left when negative), filling the uncovered columns.
 
     The shift is ``trunc(translate * width)`` pixels when ``relative`` (the default), else
@@ -463,20 +574,31 @@ def translate_x(image, params, *, relative, interpolation, fill):
 
     ``translate`` (params ``translate``) is a number (used as is) or a pair drawn per sample.
 
+    ``convention="pil"`` samples as PIL's ``image.transform(size, Image.AFFINE, coeffs,
+    resample, fillcolor=fill)`` with the shift not rounded (fractional pixels, as timm's
+    TranslateXRel/YRel and TranslateX/Y): a pixel whose source point falls outside takes the
+    fill and edge samples are clamped. The direction stays augjax's (positive moves the content
+    right): timm's ``translate_x_rel(img, pct)`` is ``translate=-pct`` here, and
+    ``translate_x_abs(img, px)`` is ``translate=-px, relative=False`` (timm's policy tables in
+    augjax negate the magnitude for this). Nearest matches PIL bitwise in the tests; bilinear
+    uint8 values may be one level off (float32 vs PIL's float64, then truncation).
+
     ``fill`` is a fraction of the value range in [0, 1] (one value or one per channel; times
     255 for uint8 images: torchvision's uint8 ``fill=128`` is ``fill=128/255``); ``None`` is
     zero padding (see the module docstring).
     """
-    return _translate(image, params["translate"], relative, interpolation, fill, "x")
+    return _translate(image, params["translate"], relative, interpolation, fill, convention,
+                      "x")
 
 
 @op(
     "translate_y",
     params=_translate_params("height"),
     matrix=_translate_matrix("y"),
-    reference="torchvision AutoAugment/RandAugment TranslateY (_apply_op: F.affine)",
+    reference="torchvision AutoAugment/RandAugment TranslateY (_apply_op: F.affine); "
+              "convention='pil': timm translate_y_rel / translate_y_abs (PIL), negated",
 )
-def translate_y(image, params, *, relative, interpolation, fill):
+def translate_y(image, params, *, relative, interpolation, fill, convention):
     """Shifts the content down by whole pixels (up when negative), filling the uncovered rows.
 
     The shift is ``trunc(translate * height)`` pixels when ``relative`` (the default), else
@@ -484,11 +606,21 @@ def translate_y(image, params, *, relative, interpolation, fill):
 
     ``translate`` (params ``translate``) is a number (used as is) or a pair drawn per sample.
 
+    ``convention="pil"`` samples as PIL's ``image.transform(size, Image.AFFINE, coeffs,
+    resample, fillcolor=fill)`` with the shift not rounded (fractional pixels, as timm's
+    TranslateXRel/YRel and TranslateX/Y): a pixel whose source point falls outside takes the
+    fill and edge samples are clamped. The direction stays augjax's (positive moves the content
+    down): timm's ``translate_y_rel(img, pct)`` is ``translate=-pct`` here, and
+    ``translate_y_abs(img, px)`` is ``translate=-px, relative=False`` (timm's policy tables in
+    augjax negate the magnitude for this). Nearest matches PIL bitwise in the tests; bilinear
+    uint8 values may be one level off (float32 vs PIL's float64, then truncation).
+
     ``fill`` is a fraction of the value range in [0, 1] (one value or one per channel; times
     255 for uint8 images: torchvision's uint8 ``fill=128`` is ``fill=128/255``); ``None`` is
     zero padding (see the module docstring).
     """
-    return _translate(image, params["translate"], relative, interpolation, fill, "y")
+    return _translate(image, params["translate"], relative, interpolation, fill, convention,
+                      "y")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ __all__ = [
     "translation",
     "from_centered_inverse",
     "from_perspective_coefficients",
+    "from_pil_coefficients",
     "crop_resize_matrix",
     "warp_by",
 ]
@@ -58,6 +59,15 @@ def from_perspective_coefficients(coeffs: jax.Array) -> jax.Array:
     c = jnp.concatenate([jnp.asarray(coeffs, _F32), jnp.ones((1,), _F32)]).reshape(3, 3)
     half = translation(0.5, 0.5)
     inverse = jnp.linalg.inv(half) @ c @ half
+    return jnp.linalg.inv(inverse)
+
+
+def from_pil_coefficients(coeffs: jax.Array) -> jax.Array:
+    """The forward matrix of a PIL affine transform given by its data ``(a, b, c, d, e, f)``
+    (the output-to-input map in PIL's coordinates, where pixel ``j``'s centre is at ``j + 0.5``,
+    as :func:`augjax.kernels.warp.warp_affine_pil` takes it)."""
+    half = translation(0.5, 0.5)
+    inverse = jnp.linalg.inv(half) @ _rows(coeffs) @ half
     return jnp.linalg.inv(inverse)
 
 

@@ -37,6 +37,8 @@ __all__ = [
     "inverse_affine_matrix",
     "warp_affine",
     "perspective_coefficients",
+    "pil_rotate_coefficients",
+    "warp_affine_pil",
     "warp_perspective",
     "resize_weights",
     "resize_crop",
@@ -288,3 +290,133 @@ def resize_crop(image: jax.Array, box, size: tuple[int, int], interpolation: str
         return jnp.clip(jnp.floor(x + 0.5), 0.0, 255.0).astype(image.dtype)
     return x.astype(image.dtype)
 
+
+
+# ---------------------------------------------------------------------------------------------
+# PIL's affine transform (Pillow libImaging/Geometry.c), for references that warp with PIL
+
+
+def pil_rotate_coefficients(angle, height: int, width: int) -> jax.Array:
+    """PIL ``Image.rotate(angle)``'s affine data ``(a, b, c, d, e, f)`` (float32, trace-safe):
+    the output-to-input map of a counter-clockwise rotation by ``angle`` degrees about the
+    image centre ``(width / 2, height / 2)`` (PIL's corner coordinates), with PIL's
+    ``round(cos, 15)``: exact zeros and ones at multiples of 90 degrees.
+
+    PIL reduces the angle modulo 360 and takes ``-radians(angle)``; here the angle is reduced
+    to (-180, 180] (exactly, in float32) before the radians so that the float32 sine and cosine
+    stay close to PIL's float64 ones.
+    """
+    m = jnp.mod(jnp.asarray(angle, _F32), 360.0)
+    r = jnp.deg2rad(jnp.where(m > 180.0, m - 360.0, m))
+    quarter = [m == q for q in (0.0, 90.0, 180.0, 270.0)]
+    cos = jnp.select(quarter, [1.0, 0.0, -1.0, 0.0], jnp.cos(r)).astype(_F32)
+    sin = jnp.select(quarter, [0.0, 1.0, 0.0, -1.0], jnp.sin(r)).astype(_F32)
+    a, b, d, e = cos, -sin, sin, cos  # cos(-t), sin(-t), -sin(-t), cos(-t)
+    cx, cy = width / 2.0, height / 2.0
+    c = (a * -cx + b * -cy) + cx
+    f = (d * -cx + e * -cy) + cy
+    return jnp.stack([a, b, c, d, e, f])
+
+
+def _fix(*terms: jax.Array) -> jax.Array:
+    """PIL's 16.16 fixed point ``floor(v * 65536 + 0.5)`` of ``v = sum(terms)`` (float32
+    scalars), int32: each term is split into a whole number of 1/65536 units and a fraction
+    (both exact in float32), so the sum is not rounded at the scale of ``v``."""
+    whole = jnp.int32(0)
+    frac = jnp.float32(0.0)
+    for t in terms:
+        scaled = jnp.asarray(t, _F32) * 65536.0  # exact: a power of two
+        fl = jnp.floor(scaled)
+        whole = whole + fl.astype(jnp.int32)
+        frac = frac + (scaled - fl)
+    return whole + jnp.floor(frac + 0.5).astype(jnp.int32)
+
+
+def _pil_nearest_index(a: jax.Array, h: int, w: int) -> tuple[jax.Array, jax.Array]:
+    """The source column and row of every output pixel under PIL's nearest-neighbour affine
+    transform (``ImagingTransformAffine``), -1 where the source point falls outside."""
+    ys = jnp.arange(h, dtype=jnp.int32)[:, None]
+    xs = jnp.arange(w, dtype=jnp.int32)[None, :]
+    # Fixed point (affine_fixed): x_in = (A2 + y A1 + x A0) >> 16, an arithmetic shift (floor).
+    a0, a1, a3, a4 = (_fix(a[i]) for i in (0, 1, 3, 4))
+    a2 = _fix(a[2], a[0] * 0.5, a[1] * 0.5)
+    a5 = _fix(a[5], a[3] * 0.5, a[4] * 0.5)
+    fx = jnp.right_shift(a2 + ys * a1 + xs * a0, 16)
+    fy = jnp.right_shift(a5 + ys * a4 + xs * a3, 16)
+    # Floating point (ImagingScaleAffine when a1 = a3 = 0, and the fallback when a corner lies
+    # beyond the fixed-point range): COORD(a2 + a0 (x + 0.5) + a1 (y + 0.5)), floor for x >= 0.
+    xf = ys.astype(_F32) + 0.5
+    xc = xs.astype(_F32) + 0.5
+    gx = jnp.floor((a[2] + a[1] * xf) + a[0] * xc)
+    gy = jnp.floor((a[5] + a[4] * xf) + a[3] * xc)
+    gx = jnp.clip(gx, -1.0, w).astype(jnp.int32)
+    gy = jnp.clip(gy, -1.0, h).astype(jnp.int32)
+    corners = [(0.0, 0.0), (float(w), float(h)), (0.0, float(h)), (float(w), 0.0)]
+    fits = jnp.all(jnp.stack([
+        (jnp.abs(cx * a[0] + cy * a[1] + a[2]) < 32768.0)
+        & (jnp.abs(cx * a[3] + cy * a[4] + a[5]) < 32768.0) for cx, cy in corners]))
+    use_fixed = fits & ~((a[1] == 0.0) & (a[3] == 0.0))
+    return jnp.where(use_fixed, fx, gx), jnp.where(use_fixed, fy, gy)
+
+
+def warp_affine_pil(image: jax.Array, coeffs, resample: str,
+                    fill: jax.Array | None) -> jax.Array:
+    """PIL ``image.transform(size, Image.AFFINE, coeffs, resample, fillcolor=fill)`` of one HWC
+    ``image`` (uint8 or float32; same output size), trace-safe in ``coeffs``.
+
+    ``coeffs`` ``(a, b, c, d, e, f)`` map an output point to the input point ``(a x + b y + c,
+    d x + e y + f)`` in PIL's coordinates (the image spans ``[0, W] x [0, H]``, pixel ``j``'s
+    centre at ``j + 0.5``), sampled at output pixel centres. Sampling follows Pillow's
+    ``libImaging/Geometry.c``:
+
+    - ``"nearest"``: the pixel that contains the source point; PIL computes it in 16.16 fixed
+      point (``affine_fixed``) unless the map is a pure scale/shift (``a1 = a3 = 0``:
+      ``ImagingScaleAffine``, floating point), and both are reproduced.
+    - ``"bilinear"``: an output pixel whose source point lies outside ``[0, W) x [0, H)`` takes
+      the fill; otherwise the four neighbours of ``source - 0.5`` are blended with edge samples
+      clamped to the image (``XCLIP``/``YCLIP``: no blending with the fill), and uint8 results
+      are truncated (``(UINT8)v``), float32 kept.
+
+    ``fill`` is a ``(C,)`` vector in the image's scale (:func:`check_fill`; rounded for uint8 as
+    PIL's integer ``fillcolor``), or ``None`` for zeros (PIL's default). PIL computes in
+    float64, this in float32 (1/65536 units for nearest): a bilinear uint8 value whose exact
+    result is within float32 noise of a whole level can be truncated one level lower or higher
+    than PIL's, and a nearest pick can flip where a coefficient sits within float32 noise of a
+    1/65536 rounding boundary (rotations; shifts and shears given in float32 are exact).
+    """
+    h, w, ch = image.shape
+    a = jnp.asarray(coeffs, _F32)
+    outside = (jnp.zeros((ch,), _F32) if fill is None
+               else jnp.asarray(fill, _F32)).astype(_F32)
+    flat = image.reshape(h * w, ch)
+    if resample == "nearest":
+        ix, iy = _pil_nearest_index(a, h, w)
+        inside = (ix >= 0) & (ix < w) & (iy >= 0) & (iy < h)
+        value = flat[jnp.clip(iy, 0, h - 1) * w + jnp.clip(ix, 0, w - 1)]
+        return jnp.where(inside[..., None], value, _cast(outside, image.dtype))
+    if resample != "bilinear":
+        raise ValueError(f"warp_affine_pil: resample must be 'nearest' or 'bilinear', "
+                         f"got {resample!r}")
+    yc = jnp.arange(h, dtype=_F32)[:, None] + 0.5
+    xc = jnp.arange(w, dtype=_F32)[None, :] + 0.5
+    x = a[0] * xc + a[1] * yc + a[2]
+    y = a[3] * xc + a[4] * yc + a[5]
+    inside = (x >= 0.0) & (x < w) & (y >= 0.0) & (y < h)
+    x, y = x - 0.5, y - 0.5
+    x0, y0 = jnp.floor(x), jnp.floor(y)
+    dx, dy = (x - x0)[..., None], (y - y0)[..., None]
+    c0 = jnp.clip(x0, 0, w - 1).astype(jnp.int32)
+    c1 = jnp.clip(x0 + 1.0, 0, w - 1).astype(jnp.int32)
+    r0 = jnp.clip(y0, 0, h - 1).astype(jnp.int32) * w
+    r1 = jnp.clip(y0 + 1.0, 0, h - 1).astype(jnp.int32) * w
+
+    def row(r):
+        left, right = flat[r + c0].astype(_F32), flat[r + c1].astype(_F32)
+        return left + (right - left) * dx  # BILINEAR(v, a, b, d)
+
+    top, bottom = row(r0), row(r1)
+    value = top + (bottom - top) * dy
+    if is_int(image.dtype):
+        value = jnp.clip(jnp.floor(value), 0.0, 255.0)  # (UINT8)v of a value >= 0
+        outside = jnp.clip(jnp.round(outside), 0.0, 255.0)
+    return jnp.where(inside[..., None], value, outside).astype(image.dtype)

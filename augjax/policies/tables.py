@@ -269,18 +269,25 @@ TIMM_BLUR_KERNEL = 13
 
 
 def timm_ops(translate_const: float = 250, translate_pct: float = 0.45) -> dict[str, PolicyOp]:
-    """timm's ``NAME_TO_OP`` + ``LEVEL_TO_ARG`` as augjax ops, for the given hparams."""
+    """timm's ``NAME_TO_OP`` + ``LEVEL_TO_ARG`` as augjax ops, for the given hparams.
+
+    The geometric ops sample as PIL does (``convention="pil"``: fractional shifts, edge samples
+    clamped, outside points filled), and the translations are negated (``times=-1``) so that a
+    positive timm magnitude moves the content left/up, as timm's ``translate_*`` do."""
     enh = over(end=1.8, signed=False, plus=0.1)
     enh_inc = over(bounds=(0.1, None))
-    abs_t = over(end=float(translate_const))
-    rel_t = over(end=float(translate_pct))
+    # timm's positive translate moves the content left/up (PIL's (1, 0, px, 0, 1, 0));
+    # augjax's moves it right/down: times=-1 keeps timm's direction for the same sign draw.
+    abs_t = over(end=float(translate_const), times=-1.0)
+    rel_t = over(end=float(translate_pct), times=-1.0)
+    pil = {"convention": "pil"}
     bits = dict(start=0.0, end=4.0, quantize="trunc")
     threshold = dict(start=0.0, end=256.0, quantize="trunc", clip=(None, 256.0))
     ops = [
         _op("AutoContrast", "autocontrast"),
         _op("Equalize", "equalize"),
         _op("Invert", "invert"),
-        _geo("Rotate", "rotate", "degrees", over()),
+        _geo("Rotate", "rotate", "degrees", over(), **pil),
         _op("Posterize", "posterize", "bits", over(**bits)),
         _op("PosterizeIncreasing", "posterize", "bits", over(**bits, times=-1.0, plus=4.0)),
         _op("PosterizeOriginal", "posterize", "bits", over(**bits, plus=4.0)),
@@ -297,12 +304,12 @@ def timm_ops(translate_const: float = 250, translate_pct: float = 0.45) -> dict[
         _op("BrightnessIncreasing", "brightness", "factor", enh_inc),
         _op("Sharpness", "sharpness", "factor", enh),
         _op("SharpnessIncreasing", "sharpness", "factor", enh_inc),
-        _geo("ShearX", "shear_x", "shear", over()),
-        _geo("ShearY", "shear_y", "shear", over()),
-        _geo("TranslateX", "translate_x", "translate", abs_t, relative=False),
-        _geo("TranslateY", "translate_y", "translate", abs_t, relative=False),
-        _geo("TranslateXRel", "translate_x", "translate", rel_t, relative=True),
-        _geo("TranslateYRel", "translate_y", "translate", rel_t, relative=True),
+        _geo("ShearX", "shear_x", "shear", over(), **pil),
+        _geo("ShearY", "shear_y", "shear", over(), **pil),
+        _geo("TranslateX", "translate_x", "translate", abs_t, relative=False, **pil),
+        _geo("TranslateY", "translate_y", "translate", abs_t, relative=False, **pil),
+        _geo("TranslateXRel", "translate_x", "translate", rel_t, relative=True, **pil),
+        _geo("TranslateYRel", "translate_y", "translate", rel_t, relative=True, **pil),
         _op("Desaturate", "saturation", "factor",
             linear(0.5, 1.0, clip=(0.5, 1.0), times=-1.0, plus=1.0, bounds=(0.0, 1.0))),
         _op("GaussianBlur", "gaussian_blur", "sigma", over(clip=(0.1, 2.0)),

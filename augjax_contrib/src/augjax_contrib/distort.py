@@ -1,8 +1,9 @@
 """Distortion ops on HWC images: DALI's water and sphere remaps, torchvision's elastic transform.
 
 Images are uint8 (0..255) or float32 in [0, 1]. Each op computes, for every output pixel, a
-source position and samples the input there (nearest or bilinear, :func:`augjax.kernels.sample`);
-positions outside the image read ``fill``, a fraction of the dtype's maximum. uint8 results of
+source position and samples the input there (nearest or bilinear); positions outside the image
+read ``fill``, a fraction of the dtype's maximum (water and sphere: DALI's rule, each bilinear
+tap outside reads the fill; elastic_transform: torchvision's, :func:`augjax.kernels.sample`). uint8 results of
 bilinear sampling are rounded half to even. The ops move pixels (``geometric=True``) but by no
 matrix, so :func:`augjax.invert` cannot undo them.
 
@@ -19,7 +20,14 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 from augjax import Param, op
-from augjax.kernels import check_fill, correlate_separable, gaussian_kernel1d, is_int, sample
+from augjax.kernels import (
+    check_fill,
+    correlate_separable,
+    gaussian_kernel1d,
+    is_int,
+    sample,
+    to_dtype,
+)
 
 from augjax_contrib._common import API, coin, pair_xy, pixel_grid, uniform
 
@@ -34,14 +42,30 @@ def _dali_remap(image: jax.Array, sx: jax.Array, sy: jax.Array, interpolation: s
                 fill: float, op_name: str) -> jax.Array:
     """Samples ``image`` at DALI source positions (pixel ``(i, j)`` covers ``[j, j+1) x [i, i+1)``,
     so its centre is at ``(j + 0.5, i + 0.5)``): nearest takes ``floor``, bilinear interpolates
-    between centres; taps outside the image read ``fill`` (a tap's weight times the fill, which
-    is :func:`augjax.kernels.sample`'s fill rule written out)."""
+    between centres.
+
+    DALI's fill rule differs from :func:`augjax.kernels.sample`'s (torchvision's, which blends
+    the zero-padded value, weighted once more by the footprint inside, with the fill): here each
+    of the four taps outside the image reads ``fill`` and the taps are blended as they are. The
+    taps are :func:`augjax.kernels.sample` nearest reads of the float image.
+    """
     fill_v = check_fill(fill, image, op_name)
     if interpolation == "nearest":
-        out = sample(image, jnp.floor(sx), jnp.floor(sy), "nearest", fill_v)
-    else:
-        out = sample(image, sx - 0.5, sy - 0.5, "bilinear", fill_v)
-    return out if is_int(image.dtype) else jnp.clip(out, 0.0, 1.0)
+        return sample(image, jnp.floor(sx), jnp.floor(sy), "nearest", fill_v)
+    x = image.astype(jnp.float32)
+    sx, sy = sx - 0.5, sy - 0.5
+    x0, y0 = jnp.floor(sx), jnp.floor(sy)
+    fx, fy = (sx - x0)[..., None], (sy - y0)[..., None]
+
+    def tap(dx: int, dy: int) -> jax.Array:
+        return sample(x, x0 + dx, y0 + dy, "nearest", fill_v)
+
+    top = tap(0, 0) * (1 - fx) + tap(1, 0) * fx
+    bottom = tap(0, 1) * (1 - fx) + tap(1, 1) * fx
+    out = top * (1 - fy) + bottom * fy
+    if is_int(image.dtype):
+        return to_dtype(out, image.dtype, rounding="round")
+    return jnp.clip(out, 0.0, 1.0).astype(image.dtype)
 
 
 @op(
@@ -72,8 +96,8 @@ def water(image, params, *, interpolation, fill, p):
     fill * 255`` for uint8). ``p`` plays DALI's ``mask``. Beyond DALI, each wave parameter may be
     a range drawn per sample. Computed in float32; where ``sin``/``cos`` round differently from
     DALI's ``sinf``/``cosf``, a nearest-sampled position that falls within about ``1e-5`` of a
-    pixel edge can pick the neighbour. Params: the six wave parameters, ``applied`` (bool,
-    ``uniform < p``).
+    pixel edge can pick the neighbour. Params: ``ampl_x``, ``ampl_y``, ``freq_x``, ``freq_y``,
+    ``phase_x``, ``phase_y``, ``applied`` (bool, ``uniform < p``).
     """
     x, y = pixel_grid(image.shape[0], image.shape[1])
     sx = x + params["ampl_x"] * jnp.sin(params["freq_x"] * y + params["phase_x"])

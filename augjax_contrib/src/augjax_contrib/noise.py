@@ -132,8 +132,8 @@ def shot_noise(image, params):
     v = image.astype(jnp.float32) * scale
     lam = jnp.maximum(v / jnp.maximum(f, 1e-6), 0.0)
     events = poisson_quantile(params["events_u"], lam)
-    out = jnp.clip(jnp.where(f > 0, events * f, v) / scale, 0.0, bound(image.dtype))
-    return to_dtype(out, image.dtype, rounding="round")
+    out = jnp.clip(events * f / scale, 0.0, bound(image.dtype))
+    return jnp.where(f > 0, to_dtype(out, image.dtype, rounding="round"), image)
 
 
 def _salt_fields(key, meta, params, *, per_channel, **config):
