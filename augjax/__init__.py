@@ -26,7 +26,7 @@ from augjax.errors import (
 )
 
 if TYPE_CHECKING:
-    from augjax._config import from_dict, from_json, to_dict, to_json
+    from augjax.config import from_dict, from_json, to_dict, to_json
     from augjax._keys import index_seeds, keys_from_seeds
     from augjax._program import trace_count
     from augjax.chain import (
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 # Names from modules that import JAX, loaded on first use: `import augjax` and `augjax list`
 # (which must stay fast and import no plugin) then cost no JAX import.
 _LAZY = {
-    **dict.fromkeys(("from_dict", "from_json", "to_dict", "to_json"), "augjax._config"),
+    **dict.fromkeys(("from_dict", "from_json", "to_dict", "to_json"), "augjax.config"),
     **dict.fromkeys(("index_seeds", "keys_from_seeds"), "augjax._keys"),
     "trace_count": "augjax._program",
     "warmup": "augjax._warmup",

@@ -22,7 +22,7 @@ import jax.numpy as jnp
 from augjax._inputs import check_images, check_labels
 from augjax._keys import keys_from_seeds
 from augjax._partition import tracing
-from augjax._spec import Meta
+from augjax._meta import Meta
 from augjax.errors import InputError, OpDefinitionError
 
 __all__ = [

@@ -41,9 +41,11 @@ import inspect
 import re
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any
 
+from augjax._meta import Meta
 from augjax._param import Param, per_sample_value
+from augjax._step import CALL_KEYWORDS
 from augjax.errors import OpDefinitionError, ParamError
 
 __all__ = ["API_VERSION", "Meta", "OpSpec", "op"]
@@ -63,17 +65,6 @@ MIGRATION = (
     "-> dict; see README 'Writing a pack'"
 )
 
-
-class Meta(NamedTuple):
-    """What a sampler knows of its input: one image's ``height``, ``width``, ``channels`` and
-    ``dtype`` (a NumPy dtype name, "uint8" or "float32"), and ``batch`` (the batch size, for
-    batch-level ops; None for per-sample sampling)."""
-
-    height: int
-    width: int
-    channels: int
-    dtype: str
-    batch: int | None = None
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _LEVELS = ("sample", "batch")
@@ -198,7 +189,7 @@ class OpSpec:
 
     def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
         """Applies the op; see :meth:`augjax._bound.BoundOp.__call__` for the call keywords."""
-        from augjax._bound import CALL_KEYWORDS, bound
+        from augjax._bound import bound
 
         call = {k: kwargs.pop(k) for k in list(kwargs) if k in CALL_KEYWORDS}
         return bound(self, kwargs)(*inputs, **call)
@@ -367,5 +358,4 @@ def _check_signature(name, kernel, params, level, inputs) -> None:
 
 
 # Keywords the call itself takes; a parameter may not use them.
-_RESERVED = frozenset({"key", "seeds", "seed", "device", "layout", "images", "labels", "image",
-                       "params"})
+_RESERVED = CALL_KEYWORDS | {"images", "labels", "image", "params"}

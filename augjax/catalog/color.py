@@ -266,8 +266,9 @@ def color_jitter(image, params, *, brightness, contrast, saturation, hue):
     to whole levels after each adjustment, as torchvision does.
 
     Params: ``order`` ((4,) int32, a permutation of 0..3 = brightness, contrast, saturation,
-    hue) and one float32 factor per active adjustment under its name (hue: turns). ``apply``
-    runs exactly the adjustments that have a field in ``params``, in ``order``.
+    hue) and the float32 factor of each active adjustment: ``brightness``, ``contrast``,
+    ``saturation``, ``hue`` (turns); an inactive adjustment has no field. ``apply`` runs exactly
+    the adjustments that have a field in ``params``, in ``order``.
     """
     del brightness, contrast, saturation, hue  # the params say which adjustments run
     active = tuple(n in params for n in JITTER_NAMES)

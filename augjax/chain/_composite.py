@@ -26,19 +26,37 @@ from typing import Any, ClassVar
 
 import jax
 
-from augjax._dispatch import apply_steps, apply_with_params, sample_steps_on
-from augjax._spec import Meta, OpSpec
+from augjax._meta import Meta
+from augjax._spec import OpSpec
+from augjax._step import Step
+from augjax.chain._config import KINDS, Node, to_dict
 from augjax.chain._element import leaf_layouts
 
 __all__ = ["Composite"]
 
 
-class Composite:
+class Composite(Step):
     """Base class of composite steps. Call one like an op: ``step(images, key=...)`` on arrays,
-    ``step(node)`` inside a DALI ``@pipeline_def`` (one ``jax_function`` operator)."""
+    ``step(node)`` inside a DALI ``@pipeline_def`` (one ``jax_function`` operator);
+    ``step.sample`` / ``step.apply`` record and replay its decisions."""
 
     #: The name used in configs (``to_dict``) and messages.
     kind: ClassVar[str] = "composite"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "kind" in cls.__dict__:  # a concrete kind: configs read it through KINDS
+            KINDS[cls.kind] = cls
+
+    # -- config ------------------------------------------------------------------------------
+    def to_config(self) -> dict[str, Any]:
+        """The step's config node (without ``type``); see :mod:`augjax.chain._config`."""
+        raise NotImplementedError
+
+    @classmethod
+    def from_config(cls, node: Node) -> Composite:
+        """Rebuilds the step from its config node (validated)."""
+        raise NotImplementedError
 
     # -- structure ---------------------------------------------------------------------------
     @property
@@ -114,47 +132,10 @@ class Composite:
             doc=self.__doc__ or "",
         )
 
-    def __call__(
-        self,
-        images: Any,
-        *,
-        key: Any = None,
-        seeds: Any = None,
-        seed: int | None = None,
-        device: str | None = None,
-        layout: str = "HWC",
-    ) -> Any:
-        """Applies the step to a batch: same call keywords as an op (see ``augjax.ops.flip``)."""
-        return apply_steps(
-            (self,), (images,), name=self.name, inputs_decl=("images",),
-            outputs_decl=("images",), key=key, seeds=seeds, seed=seed, device=device,
-            layout=layout,
-        )
-
-    def sample(self, images: Any, *, key: Any, layout: str = "HWC") -> dict[str, Any]:
-        """The per-sample params this step draws on ``images`` with ``key`` (exactly what
-        ``self(images, key=key)`` uses): a pytree of arrays with a leading batch axis.
-
-        Args:
-            images: the batch (only its shape and dtype matter).
-            key: as for a call: one key, or one key per sample.
-            layout: ``"HWC"`` or ``"CHW"``.
-        """
-        return sample_steps_on((self,), (images,), name=self.name, inputs_decl=("images",),
-                               key=key, layout=layout)[0]
-
-    def apply(self, images: Any, *, params: Any, layout: str = "HWC") -> Any:
-        """Applies the step with given ``params`` (from :meth:`sample`, maybe edited)."""
-        return apply_with_params((self,), (images,), (params,), name=self.name,
-                                 inputs_decl=("images",), outputs_decl=("images",),
-                                 layout=layout)
-
-    def explain(self, images: Any, *, key: Any, layout: str = "HWC") -> dict[str, Any]:
+    def explain(self, images: Any, *, key: Any, layout: str = "HWC") -> Any:
         """Alias of :meth:`sample` (the per-sample decisions, as arrays)."""
         return self.sample(images, key=key, layout=layout)
 
     def to_dict(self) -> dict[str, Any]:
         """The step as a JSON-ready dict (see :func:`augjax.to_dict`)."""
-        from augjax._config import to_dict
-
         return to_dict(self)

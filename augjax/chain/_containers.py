@@ -19,8 +19,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from augjax._dispatch import apply_steps, apply_with_params, sample_steps_on
 from augjax.chain._composite import Composite
+from augjax.chain._config import Node, encode, json_value
 from augjax.chain._element import (
     as_element,
     as_sample_element,
@@ -139,6 +139,14 @@ class Chain(Composite):
         labels = any("labels" in s.spec.outputs for s in self.steps)
         return ("images", "labels") if labels else ("images",)
 
+    def to_config(self):
+        return {"steps": [encode(s) for s in self.steps], "start": self.start}
+
+    @classmethod
+    def from_config(cls, node: Node):
+        node.keys(("steps",), ("start",))
+        return compose(*node.children("steps"), start=node.get("start", 0))
+
     def __len__(self) -> int:
         return len(self.steps)
 
@@ -154,36 +162,10 @@ class Chain(Composite):
             return Chain(self.steps[lo:hi], self.start + lo)
         return self.steps[index]
 
-    def __call__(self, *inputs: Any, key: Any = None, seeds: Any = None, seed: int | None = None,
-                 device: str | None = None, layout: str = "HWC") -> Any:
-        """Applies the chain: ``images`` (and ``labels`` when a mixing op is in it); the call
-        keywords are those of an op (see ``augjax.ops.flip``). Returns ``images``, or
-        ``(images, labels)`` when the chain outputs labels."""
-        if not self.steps:
-            raise InputError("compose: the chain is empty", op="compose")
-        return apply_steps(
-            self.steps, inputs, name="compose", inputs_decl=self.inputs,
-            outputs_decl=self.outputs, key=key, seeds=seeds, seed=seed, device=device,
-            layout=layout, start=self.start,
-        )
+    chained = True
 
-    def sample(self, *inputs: Any, key: Any, layout: str = "HWC") -> tuple[Any, ...]:
-        """Every step's params for ``images`` (labels may be given too) with ``key``: a tuple
-        with one pytree per step (leading axis N), exactly what ``self(images, key=key)``
-        uses. Policies' entries hold each sample's choices and magnitudes."""
-        if not self.steps:
-            raise InputError("compose: the chain is empty", op="compose")
-        return sample_steps_on(self.steps, inputs, name="compose", inputs_decl=self.inputs,
-                               key=key, layout=layout, start=self.start)
-
-    def apply(self, *inputs: Any, params: Any, layout: str = "HWC") -> Any:
-        """Replays ``params`` (from :meth:`sample`, maybe edited) on ``images`` (and labels):
-        deterministic. Returns what a call returns."""
-        if not self.steps:
-            raise InputError("compose: the chain is empty", op="compose")
-        return apply_with_params(self.steps, inputs, params, name="compose",
-                                 inputs_decl=self.inputs, outputs_decl=self.outputs,
-                                 layout=layout)
+    def program(self) -> tuple[tuple[Any, ...], int]:
+        return self.steps, self.start
 
     def explain(self, images: Any, *, key: Any, layout: str = "HWC") -> tuple[Any, ...]:
         """Alias of :meth:`sample`."""
@@ -282,6 +264,14 @@ class RandomApply(Composite):
     def name(self) -> str:
         return f"random_apply({self.op.name})"
 
+    def to_config(self):
+        return {"op": encode(self.op), "p": self.p}
+
+    @classmethod
+    def from_config(cls, node: Node):
+        node.keys(("op",), ("p",))
+        return random_apply(node.child("op"), node.get("p", 0.5))
+
     def elements(self):
         return (self.op,)
 
@@ -352,6 +342,14 @@ class RandomChoice(Composite):
     @property
     def name(self) -> str:
         return "random_choice"
+
+    def to_config(self):
+        return {"ops": [encode(s) for s in self.ops], "weights": json_value(self.weights)}
+
+    @classmethod
+    def from_config(cls, node: Node):
+        node.keys(("ops",), ("weights",))
+        return random_choice(node.children("ops"), node.get("weights"))
 
     def elements(self):
         return self.ops
@@ -440,6 +438,14 @@ class SomeOf(Composite):
     @property
     def name(self) -> str:
         return "some_of"
+
+    def to_config(self):
+        return {"ops": [encode(s) for s in self.ops], "n": list(self.n)}
+
+    @classmethod
+    def from_config(cls, node: Node):
+        node.keys(("ops",), ("n",))
+        return some_of(node.children("ops"), node.get("n", 1))
 
     def elements(self):
         return self.ops

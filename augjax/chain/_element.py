@@ -17,7 +17,9 @@ import jax.numpy as jnp
 
 from augjax._bound import BoundOp
 from augjax._inputs import check_images
-from augjax._spec import Meta, OpSpec
+from augjax._meta import Meta
+from augjax._spec import OpSpec
+from augjax._step import Step
 from augjax.errors import InputError, OpDefinitionError, ParamError
 
 __all__ = [
@@ -46,12 +48,6 @@ def decision_key(key: jax.Array) -> jax.Array:
     return jax.random.fold_in(key, DECISION_TAG)
 
 
-def _is_composite(x: Any) -> bool:
-    from augjax.chain._composite import Composite
-
-    return isinstance(x, Composite)
-
-
 def as_element(x: Any, owner: str, argument: str) -> Any:
     """``x`` as a chain element: an :class:`OpSpec` is bound with its defaults; a BoundOp or a
     composite is kept.
@@ -61,7 +57,7 @@ def as_element(x: Any, owner: str, argument: str) -> Any:
     """
     if isinstance(x, OpSpec):
         return x.bind()
-    if isinstance(x, BoundOp) or _is_composite(x):
+    if isinstance(x, Step):
         return x
     raise ParamError(
         f"{owner}: argument '{argument}' expects ops (augjax.ops.<name>, augjax.ops.<name>"
@@ -107,18 +103,11 @@ def leaf_layouts(elements: Any) -> tuple[str, ...]:
 
 def size_after(el: Any, height: int, width: int) -> tuple[int, int]:
     """The spatial size of ``el``'s output for an input of ``height`` x ``width``."""
-    if isinstance(el, BoundOp):
-        if el.spec.output_size is None:
-            return (height, width)
-        h, w = el.spec.output_size(height, width, **el.kwargs)
-        return (int(h), int(w))
     return el.size_after(height, width)
 
 
 def dtype_after(el: Any) -> str | None:
     """The dtype ``el`` returns, or None when it returns its input's dtype."""
-    if isinstance(el, BoundOp):
-        return el.spec.output_dtype
     return el.dtype_after()
 
 
@@ -129,9 +118,6 @@ def struct_after(el: Any, shape: tuple[int, ...], dtype: Any) -> tuple[tuple[int
 
 def layout_effect(el: Any) -> str | None:
     """The layout ``el`` sets on its output (normalize to CHW, ...), or None if it keeps it."""
-    if isinstance(el, BoundOp):
-        spec = el.spec
-        return None if spec.output_layout is None else spec.output_layout(**el.kwargs)
     return el.layout_effect()
 
 

@@ -9,7 +9,8 @@ import jax
 import jax.numpy as jnp
 
 from augjax._inputs import LAYOUT_AXES, as_array
-from augjax._spec import Meta, OpSpec
+from augjax._meta import Meta
+from augjax._spec import OpSpec
 from augjax.errors import InputError
 from augjax.kernels.matrix import warp_by
 from augjax.kernels.warp import INTERPOLATIONS, check_fill

@@ -34,7 +34,7 @@ from augjax.kernels.pixels import bound as max_level
 from augjax.kernels.pixels import is_int
 from augjax.chain._element import decision_key
 from augjax.errors import ParamError
-from augjax.policies import tables as T
+import augjax.policies.tables as T
 from augjax.policies._base import (
     DEFAULT,
     Policy,

@@ -21,7 +21,7 @@ import numpy as np
 
 from augjax.chain._element import decision_key
 from augjax.errors import ParamError
-from augjax.policies import tables as T
+import augjax.policies.tables as T
 from augjax.policies._base import DEFAULT, Policy, check_choice, check_float
 from augjax.policies._engine import (
     Levels,

@@ -8,12 +8,14 @@ from its own ``to_dict`` gives an equal policy.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import numbers
 from typing import Any
 
 from augjax.chain._composite import Composite
+from augjax.chain._config import Node, json_value
 from augjax.errors import ParamError
 from augjax.policies._magnitude import PolicyOp
 
@@ -155,6 +157,15 @@ def registered_entry(name: str, owner: str) -> PolicyOp:
 
 class Policy(Composite):
     """Base of the policy composites; subclasses are frozen dataclasses of their config."""
+
+    def to_config(self) -> dict[str, Any]:
+        return {f.name: json_value(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_config(cls, node: Node) -> Policy:
+        names = tuple(f.name for f in dataclasses.fields(cls))
+        node.keys((), names)
+        return cls(**{k: node.get(k) for k in node.data if k != "type"})
 
     @property
     def name(self) -> str:

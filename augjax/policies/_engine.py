@@ -78,7 +78,7 @@ def _bind(entry: PolicyOp, fill: Any, interpolation: str,
             f"{owner}: the policy's op {entry.name!r} sets parameter {entry.param!r} of the augjax "
             f"op {spec.name!r} per sample, but that parameter is static (per-sample parameters: "
             f"{', '.join(spec.per_sample) or 'none'})", op=owner, param="ops")
-    return BoundOp.create(spec, params)
+    return entry, BoundOp.create(spec, params)
 
 
 def bind_space(entries: tuple[PolicyOp, ...], fill: Any, interpolation: str,

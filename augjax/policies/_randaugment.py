@@ -32,7 +32,7 @@ import jax.numpy as jnp
 
 from augjax.chain._element import decision_key
 from augjax.errors import ParamError
-from augjax.policies import tables as T
+import augjax.policies.tables as T
 from augjax.policies._base import (
     DEFAULT,
     STYLES,

@@ -34,7 +34,7 @@ import re
 from typing import Any
 
 from augjax.errors import ParamError
-from augjax.policies import tables as T
+import augjax.policies.tables as T
 from augjax.policies._augmix import augmix
 from augjax.policies._autoaugment import auto_augment
 from augjax.policies._randaugment import rand_augment

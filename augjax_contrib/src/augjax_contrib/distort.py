@@ -3,9 +3,9 @@
 Images are uint8 (0..255) or float32 in [0, 1]. Each op computes, for every output pixel, a
 source position and samples the input there (nearest or bilinear); positions outside the image
 read ``fill``, a fraction of the dtype's maximum (water and sphere: DALI's rule, each bilinear
-tap outside reads the fill; elastic_transform: torchvision's, :func:`augjax.kernels.sample`). uint8 results of
-bilinear sampling are rounded half to even. The ops move pixels (``geometric=True``) but by no
-matrix, so :func:`augjax.invert` cannot undo them.
+tap outside reads the fill; elastic_transform: torchvision's, :func:`augjax.kernels.sample`).
+uint8 results of bilinear sampling are rounded half to even. The ops move pixels
+(``geometric=True``) but by no matrix, so :func:`augjax.invert` cannot undo them.
 
 Params (``op.sample``; per sample, float32 unless stated): ``water``: ``ampl_x``, ``ampl_y``,
 ``freq_x``, ``freq_y``, ``phase_x``, ``phase_y``, ``applied`` (bool); ``sphere``: ``applied``
