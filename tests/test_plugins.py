@@ -106,10 +106,10 @@ def test_keyboard_interrupt_propagates(site):
 
 def test_wrong_kernel_signature_fails_with_both_signatures(site):
     source = ("import augjax\n@augjax.op('bad_op', random=False)\n"
-              "def bad_op(image, extra):\n    '''Doc.'''\n    return image\n")
+              "def bad_op(image, *, extra):\n    '''Doc.'''\n    return image\n")
     reg = good_and(site, source)
     err = assert_load_error(reg, "bad_op", augjax.errors.OpDefinitionError)
-    assert "def bad_op(image, params, *, )" in str(err) and "(image, extra)" in str(err)
+    assert "def bad_op(image, params, *, )" in str(err) and "(image, *, extra)" in str(err)
     assert_healthy(reg)
 
 

@@ -169,7 +169,10 @@ def test_pil_convention_matrix_maps_each_pixel_to_where_pil_puts_it(size, name, 
             ys, xs = np.mgrid[:h, :w]
             mass = out.sum()
             centre = ((out * xs).sum() / mass, (out * ys).sum() / mass)
-            np.testing.assert_allclose(centre, q[:2], atol=1e-3, err_msg=f"pixel {(px, py)}")
+            # A rotated bilinear footprint is centred on the point only to about 0.05 px
+            # (the grid aliases it); a half-pixel convention error would be 0.5 px.
+            tol = 0.1 if name == "rotate" and abs(value) % 90 else 1e-3
+            np.testing.assert_allclose(centre, q[:2], atol=tol, err_msg=f"pixel {(px, py)}")
             checked += 1
     assert checked >= 6
 
@@ -236,6 +239,6 @@ def test_torchvision_known_bins():
     sol = resolve(ta["Solarize"], REGISTRY.get("solarize")).magnitude
     ref = tv_aa.TrivialAugmentWide._AUGMENTATION_SPACE["Solarize"][0](31, 224, 224)
     for i in (16, 18, 24):
-        assert sol.value(i, 30, False, 224, 224) == _f32(255.0 * float(ref[i]))
+        assert _f32(sol.value(i, 30, False, 224, 224)) == _f32(255.0 * float(ref[i]))
     tx = tv_aa.TrivialAugmentWide._AUGMENTATION_SPACE["TranslateX"][0](31, 224, 224)
     assert 15.0 < float(tx[15]) < 16.0  # what makes bin 15 a 15 px shift
