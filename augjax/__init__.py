@@ -11,6 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from augjax import errors, ops
+from augjax._meta import Meta
 from augjax._param import Param
 from augjax._registry import REGISTRY, OpRecord
 from augjax._spec import API_VERSION, OpSpec, op
@@ -26,6 +27,7 @@ from augjax.errors import (
 )
 
 if TYPE_CHECKING:
+    from augjax._magnitude import MagnitudeMap
     from augjax.config import from_dict, from_json, to_dict, to_json
     from augjax._keys import index_seeds, keys_from_seeds
     from augjax._program import trace_count
@@ -53,6 +55,7 @@ _LAZY = {
     **dict.fromkeys(("from_dict", "from_json", "to_dict", "to_json"), "augjax.config"),
     **dict.fromkeys(("index_seeds", "keys_from_seeds"), "augjax._keys"),
     "trace_count": "augjax._program",
+    "MagnitudeMap": "augjax._magnitude",
     "warmup": "augjax._warmup",
     "ShardedSource": "augjax.dali._sources",
     **dict.fromkeys(("Chain", "Sequential", "compose", "invert", "matrices", "random_apply",
@@ -60,7 +63,7 @@ _LAZY = {
     **dict.fromkeys(("augmix", "auto_augment", "from_timm", "rand_augment",
                      "trivial_augment_wide"), "augjax.policies"),
 }
-_SUBMODULES = ("chain", "policies", "dali", "testing", "catalog")
+_SUBMODULES = ("chain", "policies", "dali", "testing", "catalog", "kernels", "config")
 
 __all__ = [
     "API_VERSION",
@@ -85,6 +88,8 @@ __all__ = [
     "AugjaxWarning",
     "InputError",
     "KeyRequiredError",
+    "MagnitudeMap",
+    "Meta",
     "OpConflictError",
     "OpNotFoundError",
     "OpRecord",

@@ -1,7 +1,9 @@
 """augjax-contrib ops against independent references (torchvision, DALI CPU operators, scipy,
 PIL, float64 NumPy transcriptions of the documented formulas) plus the shared contract: uint8 and
 float32, DALI CPU pipeline == array path (bitwise), same key -> same output, other keys -> other
-output.
+output. References are built from the values the ops draw, read through the public
+``op.sample`` (never by redrawing them); ``op.apply`` with those params equals the call bitwise,
+and edited params (coins off, zero probability, zero displacement) give the identity.
 
 The pack is used from its installed copy when there is one (``pip install -e augjax_contrib``),
 else from its source tree; the registry side (entry points, ``augjax list``) is tested with a

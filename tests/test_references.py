@@ -80,7 +80,6 @@ def test_pil_convention_matches_timm_uint8(size, resample):
     h, w = size
     x = _image(h, w, seed=h * w)
     pil = Image.fromarray(x)
-    worst = {}
     for name, params, extra, fn, arg in _cases(h, w):
         ref = np.asarray(fn(pil, arg, resample=RESAMPLE[resample], fillcolor=FILL))
         out = _augjax(name, params, extra, x, resample)
@@ -89,10 +88,9 @@ def test_pil_convention_matches_timm_uint8(size, resample):
             np.testing.assert_array_equal(out, ref, err_msg=f"{name} {params}")
         else:
             assert diff.max() <= 1, (name, params, diff.max())
-            # Not a systematic offset: nearly every pixel is PIL's exactly.
-            assert (diff > 0).mean() < 0.25, (name, params, (diff > 0).mean())
-        worst[(name, str(params))] = int(diff.max())
-    assert len(worst) == len(_cases(h, w))
+            # Not a systematic offset: nearly every value is PIL's exactly (measured: at most
+            # 4% of the values, a 3.4 px shift of a 17-row image).
+            assert (diff > 0).mean() < 0.06, (name, params, (diff > 0).mean())
 
 
 @pytest.mark.parametrize("resample", ["nearest", "bilinear"])
@@ -242,3 +240,45 @@ def test_torchvision_known_bins():
         assert _f32(sol.value(i, 30, False, 224, 224)) == _f32(255.0 * float(ref[i]))
     tx = tv_aa.TrivialAugmentWide._AUGMENTATION_SPACE["TranslateX"][0](31, 224, 224)
     assert 15.0 < float(tx[15]) < 16.0  # what makes bin 15 a 15 px shift
+
+
+@pytest.mark.parametrize("negate", [False, True])
+@pytest.mark.parametrize("name", ["Rotate", "ShearX", "ShearY", "TranslateXRel", "TranslateYRel",
+                                  "TranslateX", "TranslateY"])
+def test_timm_table_entries_follow_timm(name, negate, monkeypatch):
+    """timm's op table entry (map, sign, fixed convention) at a level, applied through the op,
+    is timm's ``NAME_TO_OP[name](img, *LEVEL_TO_ARG[name](level, hparams))`` with the same sign
+    draw (nearest: bitwise)."""
+    h, w = 31, 45
+    x = _image(h, w, seed=11)
+    hparams = {"translate_const": 20, "translate_pct": 0.45}
+    entry = T.timm_ops(**hparams)[name]
+    mag = resolve(entry, REGISTRY.get(entry.op)).magnitude
+    fixed = dict(entry.fixed)
+    assert fixed["convention"] == "pil"
+    # timm negates when random.random() > 0.5.
+    monkeypatch.setattr(aa.random, "random", lambda: 1.0 if negate else 0.0)
+    for level in (3, 9):
+        (arg,) = aa.LEVEL_TO_ARG[name](level, hparams)
+        ref = np.asarray(aa.NAME_TO_OP[name](Image.fromarray(x), arg, resample=Image.NEAREST,
+                                             fillcolor=FILL))
+        value = mag.value(level, 10, negate, h, w)
+        out = np.asarray(getattr(augjax.ops, entry.op).apply(
+            jnp.asarray(x)[None], params={entry.param: jnp.asarray([value], jnp.float32)},
+            interpolation="nearest", fill=128 / 255, **fixed))[0]
+        np.testing.assert_array_equal(out, ref, err_msg=f"{name} level {level}")
+
+
+@pytest.mark.parametrize("name,params", [("rotate", {"degrees": (-30.0, 30.0)}),
+                                         ("shear_y", {"shear": (-0.3, 0.3)}),
+                                         ("translate_x", {"translate": (-0.45, 0.45)})])
+def test_pil_convention_sample_apply_is_the_call(name, params):
+    import jax
+
+    op = getattr(augjax.ops, name)
+    x = jnp.asarray(np.stack([_image(20, 26, seed=s) for s in range(3)]))
+    kw = dict(params, convention="pil", interpolation="bilinear", fill=0.5)
+    key = jax.random.key(4)
+    drawn = op.sample(x, key=key, **kw)
+    np.testing.assert_array_equal(np.asarray(op(x, key=key, **kw)),
+                                  np.asarray(op.apply(x, params=drawn, **kw)))
