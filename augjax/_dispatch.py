@@ -38,7 +38,7 @@ def apply_steps(
     start: int = 0,
 ) -> Any:
     """Applies configured ops to ``inputs`` on the backend their type selects; ``start`` is the
-    chain position of the first op (see :func:`augjax._program.run_steps`)."""
+    chain position of the first op (its keys are ``fold_in(key, start)``)."""
     if len(inputs) != len(inputs_decl):
         raise InputError(
             f"{name}: expects {len(inputs_decl)} positional input(s) ({', '.join(inputs_decl)}), "

@@ -156,3 +156,9 @@ def _clip(x: Any, bounds: tuple[float | None, float | None], hi_fn, lo_fn) -> An
 def linear(start: float, end: float, **kw: Any) -> MagnitudeMap:
     """Shorthand for :class:`MagnitudeMap`."""
     return MagnitudeMap(float(start), float(end), **kw)
+
+
+#: The enhance ops' map (brightness, contrast, saturation, sharpness): ``1 +- 0.9 t``,
+#: torchvision RandAugment's ``1 + linspace(0, 0.9)``, written as offsets so that timm's and
+#: DALI's tables (which compute ``1 + 0.9 t``) get the same float64 values.
+ENHANCE = MagnitudeMap(0.0, 0.9, signed=True, plus=1.0)

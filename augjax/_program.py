@@ -33,7 +33,6 @@ __all__ = [
     "sample_steps",
     "final_layout",
     "once_cache",
-    "run_steps",
     "seeded_program",
     "trace_count",
 ]
@@ -143,37 +142,6 @@ def sample_steps(
         out.append(params)
         (h, w, c), dtype = step.struct_after((h, w, c), dtype)
     return tuple(out)
-
-
-def run_steps(
-    steps: Sequence[Any],
-    images: jax.Array,
-    labels: jax.Array | None,
-    keys: jax.Array | None,
-    layout: str,
-    start: int = 0,
-) -> tuple[jax.Array, jax.Array | None]:
-    """Samples every step's params, then applies them; traced inside ``jax.jit``.
-
-    The params pass an optimization barrier, so the kernels compute exactly as when the
-    params come from outside (``op.apply(x, params=op.sample(x, key=k))`` is bitwise
-    ``op(x, key=k)``).
-
-    Args:
-        steps: BoundOp values (op spec + validated params) or composites.
-        images: the batch, ``(N, H, W, C)`` or ``(N, C, H, W)`` by ``layout``.
-        labels: class ids ``(N,)``/``(N, 1)`` or soft labels ``(N, K)``, or None.
-        keys: one typed key per sample, or None when no op is random.
-        layout: ``"HWC"`` or ``"CHW"``.
-        start: the chain position of the first step (its keys are ``fold_in(key, start)``);
-            a slice of a chain keeps its ops' positions, so it reproduces their draws.
-    """
-    for step in steps:  # input checks name the op before any draw is traced
-        check_images(images, step.spec, layout)
-        break
-    params = sample_steps(steps, images.shape, images.dtype, keys, layout, start)
-    params = jax.lax.optimization_barrier(params)
-    return apply_params(steps, images, labels, params, layout)
 
 
 def apply_params(
@@ -301,14 +269,25 @@ def final_layout(steps: Sequence[Any], layout: str) -> str:
 @once_cache(maxsize=512)
 def array_program(steps: tuple[Any, ...], layout: str, start: int = 0,
                   partitioned: bool = False):
-    """The jitted program for arrays: ``f(images, labels, keys) -> (images, labels)``;
-    ``partitioned`` for inputs laid out over several devices (no custom kernels)."""
+    """The program for arrays: ``f(images, labels, keys) -> (images, labels)``; ``partitioned``
+    for inputs laid out over several devices (no custom kernels).
+
+    It runs the two compiled programs that ``sample`` and ``apply`` run, one after the other
+    (:func:`sample_program`, then :func:`apply_program`), so a call equals
+    ``apply(sample(...))`` bitwise by construction: one fused program could round the kernels'
+    float arithmetic differently (XLA fuses multiply-adds where its fusion decisions allow).
+    """
+    apply = apply_program(steps, layout, partitioned)
 
     def program(images, labels, keys):
-        with tracing(partitioned):
-            return run_steps(steps, images, labels, keys, layout, start)
+        sample = sample_program(steps, layout, start, tuple(images.shape),
+                                jnp.dtype(images.dtype).name)
+        return apply(images, labels, sample(keys))
 
-    return jax.jit(program)
+    return program
+
+
+_keys_from_seeds = jax.jit(keys_from_seeds)
 
 
 @once_cache(maxsize=512)
@@ -316,18 +295,20 @@ def seeded_program(
     steps: tuple[Any, ...], layout: str, with_labels: bool, with_seeds: bool, start: int = 0,
     partitioned: bool = False,
 ):
-    """The jitted program for DALI: ``f(images[, labels][, seeds])`` returning a tuple;
-    ``partitioned`` where ``jax_function`` gets a sharding over several devices."""
+    """The program for DALI: ``f(images[, labels][, seeds])`` returning a tuple; ``partitioned``
+    where ``jax_function`` gets a sharding over several devices. The keys come from the seeds
+    (``keys_from_seeds``), then the same compiled programs as on arrays run, so the DALI path
+    equals the array path with ``key=keys_from_seeds(seeds)`` bitwise."""
+    run = array_program(steps, layout, start, partitioned)
 
     def program(*arrays):
         images, rest = arrays[0], list(arrays[1:])
         labels = rest.pop(0) if with_labels else None
-        keys = keys_from_seeds(rest.pop(0)) if with_seeds else None
-        with tracing(partitioned):
-            out, labels = run_steps(steps, images, labels, keys, layout, start)
+        keys = _keys_from_seeds(rest.pop(0)) if with_seeds else None
+        out, labels = run(images, labels, keys)
         return (out, labels) if with_labels else (out,)
 
-    return jax.jit(program)
+    return program
 
 
 @once_cache(maxsize=512)

@@ -62,7 +62,7 @@ MIGRATION = (
     "*, ...)), reading each per-sample value from params['<name>']; per-sample parameters "
     "(float_or_pair, int_or_pair, or with a magnitude) are drawn by augjax, and other random "
     "draws (coins, boxes) move into @op(..., sample=fn) with fn(key, meta, params, **config) "
-    "-> dict; see README 'Writing a pack'"
+    "-> dict; see README 'Write your own augmentation pack'"
 )
 
 
@@ -348,7 +348,8 @@ def _check_signature(name, kernel, params, level, inputs) -> None:
             f"op {name!r}: the kernel takes a key (authoring API 1.x: {sig}). {MIGRATION}")
     static = [k for k, p in params.items() if not p.per_sample]
     expected = (["image"] if level == "sample" else list(inputs)) + ["params"]
-    if len(positional) != len(expected) or sorted(keyword) != sorted(static):
+    if (len(positional) != len(expected) or positional[-1:] != ["params"]
+            or sorted(keyword) != sorted(static)):
         raise OpDefinitionError(
             f"op {name!r}: the kernel must be def {getattr(kernel, '__name__', 'kernel')}"
             f"({', '.join(expected)}, *, {', '.join(static)}) for level={level!r} (per-sample "

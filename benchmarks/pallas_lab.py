@@ -33,7 +33,7 @@ import numpy as np
 from jax import lax
 from jax.experimental import pallas as pl
 
-from kernel_lab import JITTER_RANGES
+from kernel_lab import jitter_draws
 from pipeline_bench import array_batch, array_parser, time_jax, write_json
 
 
@@ -309,8 +309,6 @@ def committed(interpret):
 
 
 def main(argv=None) -> int:
-    from augjax.catalog.color import jitter_draw
-
     ap = array_parser(__doc__.splitlines()[0])
     ap.add_argument("--onepass", nargs="*", default=[], help="BLOCKxWARPS per image program")
     ap.add_argument("--flat", nargs="*", default=[], help="BLOCKxWARPS for the flat chain pass")
@@ -328,8 +326,7 @@ def main(argv=None) -> int:
               "jax": jax.__version__, "batches": {}}
     for b in args.batch:
         x, _, keys = array_batch(dev, b, args.size)
-        factors, order = jax.jit(jax.vmap(lambda kk: jitter_draw(kk, JITTER_RANGES)))(keys)
-        factors = jnp.stack(factors, axis=-1)
+        factors, order = jitter_draws(keys, x)
         rows = {}
 
         def row(name, fn, ref=None):

@@ -653,7 +653,9 @@ def test_gradients_through_apply_match_finite_differences(name, params):
     drawn_ = spec.sample(x, key=KEYS, **params)
     if name == "gaussian_noise":
         params = dict(params, clip=False)  # clamping has zero gradient where it clips
-    check_grad(lambda z: spec.apply(z, params=drawn_, **params), x * 0.8 + 0.1)
+    # given the params every op here is linear (affine) in the image: a wide step is exact,
+    # and float32 rounding of the outputs stays far below it
+    check_grad(lambda z: spec.apply(z, params=drawn_, **params), x * 0.8 + 0.1, eps=1e-2)
 
 
 # -- parameters ----------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ import torchvision.transforms.v2.functional as F
 from helpers import images, run_dali, seeds
 
 import augjax
-from augjax._meta import Meta
+from augjax import Meta
 from augjax.errors import InputError, ParamError
 
 H, W = 24, 32

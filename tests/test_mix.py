@@ -94,7 +94,8 @@ class _FakeRandom:
             if not minmax:
                 ratio = np.sqrt(1 - np.float64(lam[i]))
                 cut_h, cut_w = int(h * ratio), int(w * ratio)
-                self.ints += [("cy", _centre(top, bh, cut_h, h)), ("cx", _centre(left, bw, cut_w, w))]
+                self.ints += [("cy", _centre(top, bh, cut_h, h)),
+                              ("cx", _centre(left, bw, cut_w, w))]
             else:
                 self.ints += [("ch", bh), ("cw", bw), ("yl", top), ("xl", left)]
         self.ch = self.cw = None

@@ -100,18 +100,19 @@ def test_torchvision_autoaugment_policies(policy):
 
 
 def test_declared_op_ranges_match_torchvision_randaugment():
-    """Each op's own magnitude declaration (Param.magnitude/signed) is RandAugment's range."""
+    """Each op's own magnitude declaration (Param.magnitude/signed) is RandAugment's range: the
+    op's map and the resolved torchvision entry give the same raw values at every bin (before
+    the entry's float32 rounding and quantization)."""
     for e in _resolved(T.TV_RAND_AUGMENT):
         if e.magnitude is None:
             continue
         param = augjax.get_op(e.op).params[e.param]
-        m = e.magnitude
-        if m.per is not None:  # translate: declared as a fraction of the side
-            declared = (m.start, m.end)
-        else:
-            declared = (m.plus + m.times * m.start, m.plus + m.times * m.end)
-        assert param.magnitude == pytest.approx(declared), e.name
-        assert param.signed == m.signed, e.name
+        declared = param.magnitude_map
+        assert param.signed == e.magnitude.signed == declared.signed, e.name
+        raw = dataclasses.replace(e.magnitude, f32=False, quantize=None, per=None)
+        for level in range(31):
+            assert declared.value(level, 30, False, 1, 1) == pytest.approx(
+                raw.value(level, 30, False, 1, 1), rel=1e-12, abs=1e-12), (e.name, level)
 
 
 TIMM_OPS = {"AutoContrast": "autocontrast", "Equalize": "equalize", "Invert": "invert",
@@ -149,6 +150,8 @@ def test_timm_level_to_arg(monkeypatch, hparams):
                     ref = 2.0 * ref
                 if name == "Desaturate":  # timm's op enhances Color by 1 - arg, clamped
                     ref = min(1.0, max(0.0, 1.0 - ref))
+                if name.startswith("Translate"):  # timm's positive shift moves content
+                    ref = -ref  # left/up; augjax's translate moves it right/down
                 got = e.magnitude.value(level, 10.0, neg, 224, 224)
                 assert got == ref, (name, level, neg, got, ref)
                 if float(level).is_integer() and level <= 10:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from augjax._magnitude import ENHANCE
 from augjax._param import Param
 from augjax._spec import op
 from augjax.catalog._jitter import jitter
@@ -79,7 +80,7 @@ _FACTOR_DOC = "factor (1 = unchanged); a number is used as is, a pair (lo, hi) i
 def _factor(doc: str) -> Param:
     """The enhance-style factor of brightness/contrast/saturation/sharpness: torchvision
     RandAugment's 31-bin map 1 + linspace(0, 0.9), reflected around 1 by policies."""
-    return Param((0.6, 1.4), kind="float_or_pair", low=0.0, neutral=1.0, magnitude=(1.0, 1.9),
+    return Param((0.6, 1.4), kind="float_or_pair", low=0.0, neutral=1.0, magnitude=ENHANCE,
                  signed=True, doc=doc)
 
 

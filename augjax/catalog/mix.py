@@ -39,8 +39,8 @@ from augjax.errors import InputError
 from augjax.kernels.pixels import to_dtype
 from augjax.kernels.warp import uniform_int
 
-__all__ = ["mixup", "cutmix", "mixup_cutmix", "soft_targets", "mix_batch", "rand_bbox",
-           "rand_bbox_minmax", "symmetric_betas"]
+__all__ = ["mixup", "cutmix", "mixup_cutmix", "soft_targets", "mix_sample", "mix_batch",
+           "rand_bbox", "rand_bbox_minmax", "symmetric_betas"]
 
 MODES = ("batch", "pair", "elem")
 
@@ -185,11 +185,7 @@ def mix_sample(key: jax.Array, n: int, height: int, width: int, *, mixup_alpha: 
                     axis=-1).astype(jnp.int32)
     out = dict(lam=_expand(lam.astype(jnp.float32), n, mode, 1.0),
                use_cutmix=_expand(use_cutmix, n, mode, False), box=_expand(box, n, mode, 0))
-    # The partners N-1-i, plus 0 computed from the draws (a uniform is never above 1), so that
-    # XLA cannot fold them into the kernel as a constant: a call then compiles the same gather
-    # as apply with given params, and the two agree bitwise.
-    zero = (jnp.max(jnp.concatenate([jnp.ravel(u["p"]), jnp.zeros((1,))])) > 1.0)
-    out["perm"] = jnp.arange(n - 1, -1, -1, dtype=jnp.int32) + zero.astype(jnp.int32)
+    out["perm"] = jnp.arange(n - 1, -1, -1, dtype=jnp.int32)  # timm's flip: partner N-1-i
     return out
 
 

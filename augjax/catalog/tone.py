@@ -20,9 +20,9 @@ The histogram arithmetic of ``equalize`` and ``autocontrast`` is public in
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 
+from augjax._magnitude import ENHANCE
 from augjax._param import Param
 from augjax._spec import op
 from augjax.kernels.histogram import equalize_lut, histogram, lookup, stretch, value_range
@@ -175,7 +175,7 @@ def autocontrast(image, params):
     "sharpness",
     params={
         "factor": Param((0.6, 1.4), kind="float_or_pair", low=0.0, neutral=1.0,
-                        magnitude=(1.0, 1.9), signed=True,
+                        magnitude=ENHANCE, signed=True,
                         doc="0 = smoothed, 1 = unchanged, > 1 sharper; a pair is drawn "
                             "per sample"),
     },
