@@ -165,14 +165,24 @@ def _param_problems(op: str, name: str, p: Any) -> list[str]:
         except ParamError as err:
             out.append(f"{where}: the neutral value {p.neutral!r} is outside the range ({err})")
     if p.magnitude is not None:
-        if len(p.magnitude) != 2:
-            out.append(f"{where}: magnitude must be (value at 0, value at the largest)")
+        try:
+            mag = p.magnitude_map
+        except (TypeError, ValueError):
+            mag = None
+        if mag is None:
+            out.append(f"{where}: magnitude must be (value at 0, value at the largest) or an "
+                       f"augjax.MagnitudeMap, got {p.magnitude!r}")
+        elif not p.per_sample:
+            out.append(f"{where}: a parameter with a magnitude is set per sample by policies")
         else:
-            for m in p.magnitude:
-                try:
-                    p.check(op, name, m)
-                except ParamError as err:
-                    out.append(f"{where}: magnitude end {m!r} is outside the range ({err})")
+            for level in (0.0, 1.0):
+                for negative in (False, True) if mag.signed else (False,):
+                    m = mag.value(level, 1.0, negative, 224, 224)
+                    value = int(m) if p.kind == "int_or_pair" and float(m).is_integer() else m
+                    try:
+                        p.check(op, name, value)
+                    except ParamError as err:
+                        out.append(f"{where}: magnitude value {m!r} is outside the range ({err})")
     return out
 
 
