@@ -11,6 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from augjax import errors, ops
+from augjax._meta import Meta
 from augjax._param import Param
 from augjax._registry import REGISTRY, OpRecord
 from augjax._spec import API_VERSION, OpSpec, op
@@ -27,12 +28,22 @@ from augjax.errors import (
 )
 
 if TYPE_CHECKING:
-    from augjax._config import from_dict, from_json, to_dict, to_json
+    from augjax._magnitude import MagnitudeMap
+    from augjax.config import from_dict, from_json, to_dict, to_json
     from augjax._keys import index_seeds, keys_from_seeds
     from augjax._checking import checking
     from augjax._compile_cache import compilation_cache_dir
     from augjax._program import trace_count
-    from augjax.chain import Chain, Sequential, compose, random_apply, random_choice, some_of
+    from augjax.chain import (
+        Chain,
+        Sequential,
+        compose,
+        invert,
+        matrices,
+        random_apply,
+        random_choice,
+        some_of,
+    )
     from augjax.policies import (
         augmix,
         auto_augment,
@@ -44,19 +55,20 @@ if TYPE_CHECKING:
 # Names from modules that import JAX, loaded on first use: `import augjax` and `augjax list`
 # (which must stay fast and import no plugin) then cost no JAX import.
 _LAZY = {
-    **dict.fromkeys(("from_dict", "from_json", "to_dict", "to_json"), "augjax._config"),
+    **dict.fromkeys(("from_dict", "from_json", "to_dict", "to_json"), "augjax.config"),
     **dict.fromkeys(("index_seeds", "keys_from_seeds"), "augjax._keys"),
     "trace_count": "augjax._program",
     "checking": "augjax._checking",
     "compilation_cache_dir": "augjax._compile_cache",
+    "MagnitudeMap": "augjax._magnitude",
     "warmup": "augjax._warmup",
     "ShardedSource": "augjax.dali._sources",
-    **dict.fromkeys(("Chain", "Sequential", "compose", "random_apply", "random_choice",
-                     "some_of"), "augjax.chain"),
+    **dict.fromkeys(("Chain", "Sequential", "compose", "invert", "matrices", "random_apply",
+                     "random_choice", "some_of"), "augjax.chain"),
     **dict.fromkeys(("augmix", "auto_augment", "from_timm", "rand_augment",
                      "trivial_augment_wide"), "augjax.policies"),
 }
-_SUBMODULES = ("chain", "policies", "dali", "testing", "catalog")
+_SUBMODULES = ("chain", "policies", "dali", "testing", "catalog", "kernels", "config")
 
 __all__ = [
     "API_VERSION",
@@ -65,6 +77,8 @@ __all__ = [
     "augmix",
     "auto_augment",
     "compose",
+    "invert",
+    "matrices",
     "from_dict",
     "from_json",
     "from_timm",
@@ -80,6 +94,8 @@ __all__ = [
     "InputError",
     "InputRangeWarning",
     "KeyRequiredError",
+    "MagnitudeMap",
+    "Meta",
     "OpConflictError",
     "OpNotFoundError",
     "OpRecord",

@@ -7,13 +7,10 @@ import difflib
 import math
 from typing import Any
 
-from augjax._dispatch import apply_steps
+from augjax._step import Step
 from augjax.errors import ParamError
 
-__all__ = ["BoundOp", "CALL_KEYWORDS", "bound"]
-
-#: Keywords of a call that are not op parameters.
-CALL_KEYWORDS = frozenset({"key", "seeds", "seed", "device", "layout"})
+__all__ = ["BoundOp", "bound"]
 
 #: Validated ops by (spec, parameters as given): an eager ``ops.flip(x, key=k, p=0.5)`` skips
 #: validating the same parameters again (with the key-dtype cache in ``_keys``: 62 -> 50 us per
@@ -24,8 +21,12 @@ _SCALARS = (bool, int, float, str, type(None))
 
 
 @dataclasses.dataclass(frozen=True)
-class BoundOp:
-    """An op spec plus validated parameter values (hashable: it keys the compile caches)."""
+class BoundOp(Step):
+    """An op spec plus validated parameter values (hashable: it keys the compile caches).
+
+    Call it like the op (see :meth:`augjax._step.Step.__call__`); ``sample`` / ``apply`` give
+    and replay its per-sample values (documented per op: ``degrees``, ``box``, ``lam``, ...).
+    """
 
     spec: Any
     params: tuple[tuple[str, Any], ...]
@@ -71,44 +72,63 @@ class BoundOp:
         """The parameter values, as keyword arguments for the kernel."""
         return dict(self.params)
 
-    def __call__(
-        self,
-        *inputs: Any,
-        key: Any = None,
-        seeds: Any = None,
-        seed: int | None = None,
-        device: str | None = None,
-        layout: str = "HWC",
-    ) -> Any:
-        """Applies the op.
+    # -- the Step contract (shared with composites) -----------------------------------------
+    def draw(self, key: Any, meta: Any, overrides: Any = None) -> dict[str, Any]:
+        """One sample's params (the batch's, for batch-level ops); traced."""
+        return self.spec.draw(key, meta, self.kwargs, overrides)
 
-        Args:
-            *inputs: ``images`` (and ``labels`` for mixing ops): ``jax.Array`` / NumPy batches, or
-                DALI ``DataNode`` values inside a ``@pipeline_def``.
-            key: arrays only: a ``jax.random.key`` (split per sample) or one key per sample;
-                required for random ops.
-            seeds: DALI only: a ``DataNode`` of int32 ``(2,)`` seeds per sample to use instead of
-                the ones augjax draws (see :func:`augjax.keys_from_seeds`).
-            seed: DALI only: seed of the DALI RNG op that draws the per-sample seeds (default:
-                derived from the pipeline seed).
-            device: DALI only: ``"cpu"`` or ``"gpu"``; default: the device of ``images``.
-            layout: ``"HWC"`` (default) or ``"CHW"``.
+    def run(self, image: Any, params: Any) -> Any:
+        """The kernel on one HWC image with its params; traced, deterministic."""
+        return self.spec.run((image,), params, self.kwargs)
 
-        Returns:
-            ``images``, or ``(images, soft_labels)`` for ops that output labels.
+    def size_after(self, height: int, width: int) -> tuple[int, int]:
+        """The output's spatial size for an input of ``height`` x ``width``."""
+        if self.spec.output_size is None:
+            return (height, width)
+        h, w = self.spec.output_size(height, width, **self.kwargs)
+        return (int(h), int(w))
+
+    def dtype_after(self) -> str | None:
+        """The output dtype, or None when it is the input's."""
+        return self.spec.output_dtype
+
+    def layout_effect(self) -> str | None:
+        """The layout the op sets on its output (normalize to CHW), or None if it keeps it."""
+        out = self.spec.output_layout
+        return None if out is None else out(**self.kwargs)
+
+    def struct_after(self, shape: tuple[int, ...], dtype: Any) -> tuple[tuple[int, ...], Any]:
+        """``(shape, dtype)`` of the output for one HWC image of ``shape`` and ``dtype``."""
+        import jax.numpy as jnp
+
+        h, w, c = shape
+        if self.spec.output_size is not None:
+            h, w = self.spec.output_size(h, w, **self.kwargs)
+        out = self.spec.output_dtype
+        return (int(h), int(w), c), jnp.dtype(out if out is not None else dtype)
+
+    def matrix(self, params: Any, meta: Any) -> Any:
+        """One sample's forward 3x3 matrix (identity for ops that do not move pixels).
+
+        Raises:
+            InputError: a geometric op without a matrix (an elastic warp) cannot give one.
         """
-        return apply_steps(
-            (self,),
-            inputs,
-            name=self.name,
-            inputs_decl=self.spec.inputs,
-            outputs_decl=self.spec.outputs,
-            key=key,
-            seeds=seeds,
-            seed=seed,
-            device=device,
-            layout=layout,
-        )
+        import jax.numpy as jnp
+
+        from augjax.errors import InputError
+
+        spec = self.spec
+        if spec.matrix is not None:
+            return jnp.asarray(spec.matrix(params, meta, **self.kwargs), jnp.float32)
+        if spec.geometric:
+            raise InputError(f"{spec.name}: moves pixels without a matrix (a free-form warp), so "
+                             f"its geometry cannot be inverted or carried to points",
+                             op=spec.name)
+        return jnp.eye(3, dtype=jnp.float32)
+
+    def run_batch(self, inputs: tuple[Any, ...], params: Any) -> Any:
+        """A batch-level kernel on ``(images[, labels])`` with the batch's params."""
+        return self.spec.run(inputs, params, self.kwargs)
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.params)

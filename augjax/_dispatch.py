@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import jax
 import numpy as np
 
 from augjax._checking import check_batch, checking_enabled
@@ -13,10 +14,10 @@ from augjax._inputs import as_array, check_label_range
 from augjax import _padding
 from augjax._keys import sample_keys
 from augjax._partition import array_spans_devices
-from augjax._program import array_program
+from augjax._program import apply_program, array_program, sample_program
 from augjax.errors import InputError
 
-__all__ = ["apply_steps", "is_data_node"]
+__all__ = ["apply_steps", "apply_with_params", "is_data_node", "sample_steps_on"]
 
 
 def is_data_node(x: Any) -> bool:
@@ -44,7 +45,7 @@ def apply_steps(
     start: int = 0,
 ) -> Any:
     """Applies configured ops to ``inputs`` on the backend their type selects; ``start`` is the
-    chain position of the first op (see :func:`augjax._program.run_steps`)."""
+    chain position of the first op (its keys are ``fold_in(key, start)``)."""
     if len(inputs) != len(inputs_decl):
         raise InputError(
             f"{name}: expects {len(inputs_decl)} positional input(s) ({', '.join(inputs_decl)}), "
@@ -104,4 +105,73 @@ def apply_steps(
     program = array_program(tuple(steps), layout, start, array_spans_devices(images))
     # A batch smaller than one this program ran with runs padded to it: no new compile.
     out, labels = _padding.call(program, steps, (images, labels, keys))
+    return (out, labels) if "labels" in outputs_decl else out
+
+
+def _array_inputs(inputs: Sequence[Any], name: str, inputs_decl: tuple[str, ...],
+                  layout: str, what: str) -> tuple[Any, Any]:
+    n_images = 1 if what == "sample" else len(inputs_decl)
+    if not 1 <= len(inputs) <= len(inputs_decl) or (what == "apply" and len(inputs) != n_images):
+        raise InputError(
+            f"{name}.{what}: expects {n_images} positional input(s) "
+            f"({', '.join(inputs_decl[:n_images])}), got {len(inputs)}",
+            op=name, argument="images")
+    if layout not in ("HWC", "CHW"):
+        raise InputError(f"{name}: argument 'layout' expects 'HWC' or 'CHW', got {layout!r}",
+                         op=name, argument="layout")
+    if any(is_data_node(x) for x in inputs):
+        raise InputError(
+            f"{name}.{what}: works on arrays; inside a DALI pipeline call the op itself (its "
+            f"draws come from the per-sample seeds; replay them on arrays with "
+            f"key=augjax.keys_from_seeds(seeds))", op=name, argument="images")
+    images = inputs[0]
+    if isinstance(images, jax.ShapeDtypeStruct):
+        pass
+    elif isinstance(images, tuple) and images and all(isinstance(d, int) for d in images):
+        if what != "sample":
+            raise InputError(f"{name}.apply: argument 'images' expects an array, got the shape "
+                             f"{images}", op=name, argument="images")
+        images = jax.ShapeDtypeStruct(images, np.uint8)
+    else:
+        images = as_array(images, name, "images")
+    if images.ndim != 4:
+        raise InputError(f"{name}.{what}: argument 'images' expects a batch (N, H, W, C) or "
+                         f"(N, C, H, W), got shape {tuple(images.shape)}", op=name,
+                         argument="images")
+    labels = as_array(inputs[1], name, "labels") if len(inputs) > 1 else None
+    return images, labels
+
+
+def sample_steps_on(steps: Sequence[Any], inputs: Sequence[Any], *, name: str,
+                    inputs_decl: tuple[str, ...], key: Any, layout: str,
+                    start: int = 0) -> tuple[Any, ...]:
+    """Every step's params for ``inputs`` with ``key`` (arrays only): a tuple, one pytree per
+    step, exactly the values a call with the same key uses."""
+    images, _ = _array_inputs(inputs, name, inputs_decl, layout, "sample")
+    random = any(step.spec.random for step in steps)
+    keys = sample_keys(key, images.shape[0], name) if random else None
+    program = sample_program(tuple(steps), layout, start, tuple(images.shape),
+                             np.dtype(images.dtype).name)
+    return program(keys)
+
+
+def apply_with_params(steps: Sequence[Any], inputs: Sequence[Any], params: Sequence[Any], *,
+                      name: str, inputs_decl: tuple[str, ...], outputs_decl: tuple[str, ...],
+                      layout: str) -> Any:
+    """Applies ``steps`` to ``inputs`` with given params (one pytree per step); deterministic."""
+    images, labels = _array_inputs(inputs, name, inputs_decl, layout, "apply")
+    if not isinstance(params, (tuple, list)) or len(params) != len(steps):
+        raise InputError(
+            f"{name}.apply: argument 'params' expects {len(steps)} step params (what "
+            f"{name}.sample returns), got {type(params).__name__}"
+            f"{f' of length {len(params)}' if isinstance(params, (tuple, list)) else ''}",
+            op=name, argument="params")
+    if len(inputs) > 1 and isinstance(inputs[1], np.ndarray):
+        check_label_range(inputs[1], steps)
+    program = apply_program(tuple(steps), layout, array_spans_devices(images))
+    try:
+        out, labels = program(images, labels, tuple(params))
+    except (TypeError, ValueError) as err:
+        raise InputError(f"{name}.apply: the params do not fit the op(s) and the batch "
+                         f"{tuple(images.shape)}: {err}", op=name, argument="params") from None
     return (out, labels) if "labels" in outputs_decl else out

@@ -10,7 +10,7 @@ from typing import Any
 
 from augjax.errors import ParamError
 
-__all__ = ["Param", "KINDS"]
+__all__ = ["Param", "KINDS", "PER_SAMPLE_KINDS", "per_sample_value"]
 
 #: The kinds a parameter can have, and what a value of that kind looks like.
 KINDS = {
@@ -20,9 +20,13 @@ KINDS = {
     "str": "one of the listed choices",
     "pair": "a pair (low, high) of finite numbers with low <= high",
     "float_or_pair": "a finite number or a pair (low, high) with low <= high",
+    "int_or_pair": "an integer or a pair (low, high) of integers with low <= high",
     "floats": "a sequence of finite numbers",
     "size": "an int or a pair of ints (height, width)",
 }
+
+#: Kinds whose value augjax draws per sample (a pair is a range; a number is used as is).
+PER_SAMPLE_KINDS = ("float_or_pair", "int_or_pair")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,9 +42,12 @@ class Param:
         choices: the allowed values of a ``str`` parameter.
         optional: whether ``None`` is an allowed value.
         required: the caller must give a value (the default, ``None``, is only a placeholder).
-        magnitude: ``(value at magnitude 0, value at the largest magnitude)`` for policies
-            (RandAugment and friends) that drive this parameter from a magnitude.
-        signed: whether policies negate the magnitude-derived value with probability 1/2.
+        magnitude: how policies (RandAugment and friends) set this parameter from a magnitude:
+            ``(value at magnitude 0, value at the largest magnitude)``, or a full
+            :class:`augjax.MagnitudeMap`. Policies read it (:attr:`magnitude_map`); reference
+            tables only override what a reference does differently.
+        signed: whether policies negate the magnitude-derived value with probability 1/2
+            (reflected about ``neutral``).
         validate: an extra check ``value -> value`` that raises ``ValueError`` with a message;
             its return value replaces the given one (normalisation).
         doc: one line for ``augjax info``.
@@ -54,7 +61,7 @@ class Param:
     choices: tuple[Any, ...] | None = None
     optional: bool = False
     required: bool = False
-    magnitude: tuple[float, float] | None = None
+    magnitude: Any = None
     signed: bool = False
     validate: Callable[[Any], Any] | None = dataclasses.field(default=None, compare=False)
     doc: str = ""
@@ -66,6 +73,29 @@ class Param:
             raise ValueError(f"Param kind must be one of {sorted(KINDS)}, got {self.kind!r}")
         if self.choices is not None:
             object.__setattr__(self, "choices", tuple(self.choices))
+
+    @property
+    def magnitude_map(self) -> Any:
+        """The declared magnitude as a :class:`augjax.MagnitudeMap` (None without one): a pair
+        ``(start, end)`` is the linear map between them; for ``signed`` parameters the negation
+        reflects about ``neutral`` (``neutral +- |value - neutral|``)."""
+        from augjax._magnitude import MagnitudeMap
+
+        m = self.magnitude
+        if m is None or isinstance(m, MagnitudeMap):
+            return m
+        start, end = (float(v) for v in m)
+        if self.signed:
+            centre = float(self.neutral or 0.0)
+            return MagnitudeMap(start - centre, end - centre, signed=True, plus=centre)
+        return MagnitudeMap(start, end)
+
+    @property
+    def per_sample(self) -> bool:
+        """Whether augjax hands the kernel this parameter per sample, in ``params``: ranges
+        (``float_or_pair``/``int_or_pair``) drawn per sample, and parameters with a magnitude
+        map (a policy sets their value per sample)."""
+        return self.kind in PER_SAMPLE_KINDS or self.magnitude is not None
 
     def describe_range(self) -> str:
         """The valid values, in words, for messages and ``augjax info``."""
@@ -154,6 +184,29 @@ def _pair(p: Param, v: Any) -> tuple[float, float]:
     return (lo, hi)
 
 
+def _int_pair(p: Param, v: Any) -> tuple[int, int]:
+    lo, hi = _pair(p, v)
+    if not (float(lo).is_integer() and float(hi).is_integer()):
+        raise TypeError("not a pair of integers")
+    return (int(lo), int(hi))
+
+
+def per_sample_value(param: Param, value: Any, u: Any) -> Any:
+    """The float32 value of a per-sample parameter for one uniform draw ``u`` in [0, 1):
+    ``low + u * (high - low)`` for a float range, ``min(low + floor(u * (high - low + 1)), high)``
+    (a whole number) for an integer range, the value itself otherwise. ``u`` may be an array
+    (one draw per sample)."""
+    import jax.numpy as jnp
+
+    if isinstance(value, tuple):
+        lo, hi = value
+        if param.kind == "int_or_pair":
+            k = jnp.floor(u * jnp.float32(hi - lo + 1))
+            return jnp.minimum(jnp.float32(lo) + k, jnp.float32(hi))
+        return jnp.float32(lo) + u * jnp.float32(hi - lo)
+    return jnp.broadcast_to(jnp.asarray(value, jnp.float32), jnp.shape(u))
+
+
 def _choice(p: Param, v: Any) -> Any:
     if v not in (p.choices or ()):
         raise ValueError("not a listed choice")
@@ -189,6 +242,8 @@ _CHECKS: dict[str, Callable[[Param, Any], Any]] = {
     "str": _choice,
     "pair": _pair,
     "float_or_pair": lambda p, v: _pair(p, v) if isinstance(v, Sequence) else _number(p, v),
+    "int_or_pair": lambda p, v: _int_pair(p, v) if isinstance(v, Sequence) else
+    _number(p, v, integral=True),
     "floats": _floats,
     "size": _size,
 }

@@ -24,13 +24,17 @@ from augjax._inputs import check_images, check_labels
 from augjax._keys import keys_from_seeds
 from augjax._partition import tracing
 from augjax._platform import platform_dependent
+from augjax._meta import Meta
 from augjax.errors import InputError, OpDefinitionError
 
 __all__ = [
+    "apply_params",
     "array_program",
+    "sample_program",
+    "apply_program",
+    "sample_steps",
     "final_layout",
     "once_cache",
-    "run_steps",
     "seeded_program",
     "trace_count",
 ]
@@ -100,48 +104,80 @@ def _check_output(spec: Any, out: jax.Array, src: jax.Array, params: dict[str, A
         )
 
 
-def run_steps(
+def _hwc_shape(shape: tuple[int, ...], layout: str) -> tuple[int, int, int, int]:
+    n, a, b, c = shape
+    return (n, b, c, a) if layout == "CHW" else (n, a, b, c)
+
+
+def sample_steps(
     steps: Sequence[Any],
-    images: jax.Array,
-    labels: jax.Array | None,
+    shape: tuple[int, ...],
+    dtype: Any,
     keys: jax.Array | None,
     layout: str,
     start: int = 0,
-) -> tuple[jax.Array, jax.Array | None]:
-    """Applies configured ops in order; traced inside ``jax.jit``.
+) -> tuple[Any, ...]:
+    """Every step's params for a batch of ``shape`` (in ``layout``) and ``dtype``: a tuple with
+    one pytree per step (a dict of arrays with a leading axis N). Traced inside ``jax.jit``.
 
-    Args:
-        steps: BoundOp values (op spec + validated params).
-        images: the batch, ``(N, H, W, C)`` or ``(N, C, H, W)`` by ``layout``.
-        labels: class ids ``(N,)``/``(N, 1)`` or soft labels ``(N, K)``, or None.
-        keys: one typed key per sample, or None when no op is random.
-        layout: ``"HWC"`` or ``"CHW"``.
-        start: the chain position of the first step (its keys are ``fold_in(key, start)``);
-            a slice of a chain keeps its ops' positions, so it reproduces their draws.
-    """
+    Step ``j`` draws from ``fold_in(sample_key, start + j)``; per-sample steps are vmapped over
+    the samples' keys, batch-level steps draw from the first sample's key."""
+    n, h, w, c = _hwc_shape(tuple(shape), layout)
+    dtype = jnp.dtype(dtype)
+    out = []
+    for pos, step in enumerate(steps, start):
+        spec = step.spec
+        if spec.level == "sample":
+            meta = Meta(h, w, c, dtype.name)
+            if spec.random and keys is not None:
+                params = jax.vmap(lambda k, s=step, m=meta: s.draw(jax.random.fold_in(k, pos), m)
+                                  )(keys)
+            else:
+                one = step.draw(None, meta)
+                params = jax.tree_util.tree_map(
+                    lambda v: jnp.broadcast_to(v, (n,) + jnp.shape(v)), one)
+        else:
+            meta = Meta(h, w, c, dtype.name, n)
+            key = jax.random.fold_in(keys[0], pos) if (keys is not None and n) else \
+                (jax.random.key(0) if spec.random else None)
+            params = step.draw(key, meta)
+        out.append(params)
+        (h, w, c), dtype = step.struct_after((h, w, c), dtype)
+    return tuple(out)
+
+
+def apply_params(
+    steps: Sequence[Any],
+    images: jax.Array,
+    labels: jax.Array | None,
+    params: Sequence[Any],
+    layout: str,
+) -> tuple[jax.Array, jax.Array | None]:
+    """Applies configured ops in order with the given params (one pytree per step, as
+    :func:`sample_steps` returns them); deterministic. Traced inside ``jax.jit``."""
     _count_trace()
+    if len(params) != len(steps):
+        raise InputError(f"apply: expected params for {len(steps)} step(s), got {len(params)}",
+                         argument="params")
     x = images
-    runs = itertools.groupby(enumerate(steps, start),
-                             key=lambda ps: (ps[1].spec.level, ps[1].spec.compute_bound))
+    items = list(zip(steps, params))
+    runs = itertools.groupby(items, key=lambda sp: (sp[0].spec.level, sp[0].spec.compute_bound))
     for (level, _), run in runs:  # per-sample ops in runs (all compute-bound or none)
         if level == "sample":
-            x, layout = _sample_segment(list(run), x, keys, layout)
+            x, layout = _sample_segment(list(run), x, layout)
             continue
-        for pos, step in run:
-            x, labels, layout = _batch_step(pos, step, x, labels, keys, layout)
+        for step, p in run:
+            x, labels, layout = _batch_step(step, p, x, labels, layout)
     return x, labels
 
 
-def _batch_step(pos, step, x, labels, keys, layout):
+def _batch_step(step, p, x, labels, layout):
     """Applies one batch-level op; returns (x, labels, layout)."""
-    spec, params = step.spec, step.kwargs
+    spec, config = step.spec, step.kwargs
     n = x.shape[0]
     check_images(x, spec, layout)
     hwc = _to_hwc(x, layout)
-    args = []
-    if spec.random:
-        args.append(jax.random.fold_in(keys[0], pos) if n else jax.random.key(0))
-    args.append(hwc)
+    args = [hwc]
     if "labels" in spec.inputs:
         if labels is None:
             raise InputError(
@@ -151,14 +187,14 @@ def _batch_step(pos, step, x, labels, keys, layout):
                 argument="labels",
             )
         args.append(check_labels(labels, n, spec.name))
-    result = spec.kernel(*args, **params)
+    result = step.run_batch(tuple(args), p)
     if "labels" in spec.outputs:
         out, labels = result
-        labels = _poison_bad_classes(args[-1], labels, params.get("num_classes"))
+        labels = _poison_bad_classes(args[-1], labels, config.get("num_classes"))
     else:
         out = result
-    _check_output(spec, out, hwc, params)
-    layout = spec.layout_after(layout, params)
+    _check_output(spec, out, hwc, config)
+    layout = spec.layout_after(layout, config)
     return _from_hwc(out, layout), labels, layout
 
 
@@ -170,47 +206,46 @@ def _batch_step(pos, step, x, labels, keys, layout):
 CPU_CHUNK = 8
 
 
-def _sample_segment(segment, x, keys, layout):
-    """Applies consecutive per-sample ops ``[(position, step), ...]``; returns (x, layout)."""
+def _sample_segment(segment, x, layout):
+    """Applies consecutive per-sample ops ``[(step, params), ...]``; returns (x, layout)."""
     out_layout = layout
-    for _, step in segment:
+    for step, _ in segment:
         out_layout = step.spec.layout_after(out_layout, step.kwargs)
 
-    def apply(x, keys):
+    def apply(x, ps):
         lay = layout
-        for pos, step in segment:
-            spec, params = step.spec, step.kwargs
+        for (step, _), p in zip(segment, ps):
+            spec, config = step.spec, step.kwargs
             check_images(x, spec, lay)
             hwc = _to_hwc(x, lay)
-            kernel = functools.partial(spec.kernel, **params)
-            if spec.random:
-                ks = jax.vmap(jax.random.fold_in, in_axes=(0, None))(keys, pos)
-                out = jax.vmap(kernel)(ks, hwc)
-            else:
-                out = jax.vmap(kernel)(hwc)
-            _check_output(spec, out, hwc, params)
-            lay = spec.layout_after(lay, params)
+            out = jax.vmap(step.run)(hwc, p)
+            _check_output(spec, out, hwc, config)
+            lay = spec.layout_after(lay, config)
             x = _from_hwc(out, lay)
         return x
 
+    ps = tuple(p for _, p in segment)
     n, chunk = x.shape[0], CPU_CHUNK
-    if n <= chunk or not segment[0][1].spec.compute_bound:
-        return apply(x, keys), out_layout
+    if n <= chunk or not segment[0][0].spec.compute_bound:
+        return apply(x, ps), out_layout
     # Checked on the whole batch first, so that an error names the batch's shapes, not a chunk's.
-    jax.eval_shape(lambda x: apply(x, keys), x)
+    jax.eval_shape(apply, x, ps)
 
     def chunked(x):
         m = n // chunk * chunk
-        parts = (x[:m].reshape(n // chunk, chunk, *x.shape[1:]),
-                 None if keys is None else keys[:m].reshape(n // chunk, chunk))
+
+        def split(v):
+            return v[:m].reshape(n // chunk, chunk, *v.shape[1:])
+
+        parts = (split(x), jax.tree_util.tree_map(split, ps))
         head = jax.lax.map(lambda t: apply(*t), parts)
         head = head.reshape(m, *head.shape[2:])
         if m == n:
             return head
-        tail = apply(x[m:], None if keys is None else keys[m:])
+        tail = apply(x[m:], jax.tree_util.tree_map(lambda v: v[m:], ps))
         return jnp.concatenate([head, tail])
 
-    return platform_dependent(x, cpu=chunked, default=lambda x: apply(x, keys)), out_layout
+    return platform_dependent(x, cpu=chunked, default=lambda x: apply(x, ps)), out_layout
 
 
 def _poison_bad_classes(ids: jax.Array, soft: jax.Array, num_classes: Any) -> jax.Array:
@@ -236,15 +271,26 @@ def final_layout(steps: Sequence[Any], layout: str) -> str:
 @once_cache(maxsize=512)
 def array_program(steps: tuple[Any, ...], layout: str, start: int = 0,
                   partitioned: bool = False):
-    """The jitted program for arrays: ``f(images, labels, keys) -> (images, labels)``;
-    ``partitioned`` for inputs laid out over several devices (no custom kernels)."""
+    """The program for arrays: ``f(images, labels, keys) -> (images, labels)``; ``partitioned``
+    for inputs laid out over several devices (no custom kernels).
+
+    It runs the two compiled programs that ``sample`` and ``apply`` run, one after the other
+    (:func:`sample_program`, then :func:`apply_program`), so a call equals
+    ``apply(sample(...))`` bitwise by construction: one fused program could round the kernels'
+    float arithmetic differently (XLA fuses multiply-adds where its fusion decisions allow).
+    """
     enable_compile_cache()
+    apply = apply_program(steps, layout, partitioned)
 
     def program(images, labels, keys):
-        with tracing(partitioned):
-            return run_steps(steps, images, labels, keys, layout, start)
+        sample = sample_program(steps, layout, start, tuple(images.shape),
+                                jnp.dtype(images.dtype).name)
+        return apply(images, labels, sample(keys))
 
-    return jax.jit(program)
+    return program
+
+
+_keys_from_seeds = jax.jit(keys_from_seeds)
 
 
 @once_cache(maxsize=512)
@@ -252,16 +298,46 @@ def seeded_program(
     steps: tuple[Any, ...], layout: str, with_labels: bool, with_seeds: bool, start: int = 0,
     partitioned: bool = False,
 ):
-    """The jitted program for DALI: ``f(images[, labels][, seeds])`` returning a tuple;
-    ``partitioned`` where ``jax_function`` gets a sharding over several devices."""
+    """The program for DALI: ``f(images[, labels][, seeds])`` returning a tuple; ``partitioned``
+    where ``jax_function`` gets a sharding over several devices. The keys come from the seeds
+    (``keys_from_seeds``), then the same compiled programs as on arrays run, so the DALI path
+    equals the array path with ``key=keys_from_seeds(seeds)`` bitwise."""
     enable_compile_cache()
+    run = array_program(steps, layout, start, partitioned)
 
     def program(*arrays):
         images, rest = arrays[0], list(arrays[1:])
         labels = rest.pop(0) if with_labels else None
-        keys = keys_from_seeds(rest.pop(0)) if with_seeds else None
-        with tracing(partitioned):
-            out, labels = run_steps(steps, images, labels, keys, layout, start)
+        keys = _keys_from_seeds(rest.pop(0)) if with_seeds else None
+        out, labels = run(images, labels, keys)
         return (out, labels) if with_labels else (out,)
+
+    return program
+
+
+@once_cache(maxsize=512)
+def sample_program(steps: tuple[Any, ...], layout: str, start: int, shape: tuple[int, ...],
+                   dtype: str):
+    """The jitted sampler for arrays of ``shape`` and ``dtype``: ``f(keys) -> params``."""
+    enable_compile_cache()
+    struct = jax.ShapeDtypeStruct(shape, jnp.dtype(dtype))
+
+    def program(keys):
+        with tracing(False):
+            for step in steps[:1]:
+                check_images(struct, step.spec, layout)
+            return sample_steps(steps, shape, dtype, keys, layout, start)
+
+    return jax.jit(program)
+
+
+@once_cache(maxsize=512)
+def apply_program(steps: tuple[Any, ...], layout: str, partitioned: bool = False):
+    """The jitted deterministic program for arrays: ``f(images, labels, params)``."""
+    enable_compile_cache()
+
+    def program(images, labels, params):
+        with tracing(partitioned):
+            return apply_params(steps, images, labels, params, layout)
 
     return jax.jit(program)

@@ -240,6 +240,9 @@ class Registry:
             known = sorted({r.name for r in snap.records})
             close = tuple(difflib.get_close_matches(name, known, n=3, cutoff=0.6))
             hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+            if not any(r.is_core for r in snap.records):
+                hint += ("; augjax's own ops are not registered either: install augjax "
+                         "(from a checkout: pip install -e .) so that its entry points exist")
             raise OpNotFoundError(
                 f"augjax: no op named {name!r} is registered{hint} "
                 f"(see augjax.list_ops() or `augjax list --all`)",

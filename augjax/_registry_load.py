@@ -38,6 +38,7 @@ __all__ = [
     "natural_key",
     "norm_dist",
     "scan_entry_points",
+    "source_tree_builtins",
 ]
 
 GROUP = "augjax.ops"
@@ -216,9 +217,41 @@ def scan_entry_points(path: Iterable[str] | None = None) -> tuple[list[OpRecord]
             _static_check(r)
             records.append(r)
         firsts[key] = records
+    if path is None and norm_dist(CORE_DISTRIBUTION) not in firsts:
+        firsts[norm_dist(CORE_DISTRIBUTION)] = source_tree_builtins()
     out = [r for records in firsts.values() for r in records]
     out.sort(key=lambda r: (natural_key(r.name), norm_dist(r.distribution)))
     return out, notes
+
+
+def source_tree_builtins(root: str | None = None) -> list[OpRecord]:
+    """augjax's own ops when it runs from a source tree without install metadata (a checkout
+    on ``PYTHONPATH``): read from the ``augjax.ops`` entry points of the ``pyproject.toml``
+    beside the package, the one list they are declared in. Empty when there is none."""
+    from pathlib import Path
+
+    base = Path(root) if root is not None else Path(__file__).resolve().parent.parent
+    pyproject = base / "pyproject.toml"
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10: no TOML reader in the standard library
+        return []
+    try:
+        data = tomllib.loads(pyproject.read_text())
+    except (OSError, ValueError):
+        return []
+    project = data.get("project", {})
+    if project.get("name") != CORE_DISTRIBUTION:
+        return []
+    version = f"{project.get('version', '0')}+source"
+    eps = project.get("entry-points", {}).get(GROUP, {})
+    records = []
+    for name, value in eps.items():
+        ep = importlib_metadata.EntryPoint(name=name, value=value, group=GROUP)
+        r = OpRecord(name, CORE_DISTRIBUTION, version, value.strip(), location=str(base), _ep=ep)
+        _static_check(r)
+        records.append(r)
+    return records
 
 
 def _static_check(r: OpRecord) -> None:

@@ -1,16 +1,35 @@
-"""OpSpec and the ``@op`` decorator: the public authoring API.
+"""OpSpec and the ``@op`` decorator: the public authoring API (version 2, params-first).
 
-An op is a frozen value: a kernel plus its declared parameters, level, inputs, outputs, dtypes and
-layouts. Declaring one registers nothing; the registry finds ops through the ``augjax.ops``
-entry points of installed distributions.
+An op is a frozen value: a *sampler* that draws each sample's random values, and a
+deterministic *kernel* that applies them, plus its declared parameters, level, inputs,
+outputs, dtypes and layouts. Declaring one registers nothing; the registry finds ops through
+the ``augjax.ops`` entry points of installed distributions.
 
-Kernel signatures (checked when the op is declared):
+Parameters are of two sorts:
 
-- ``level="sample"``: ``kernel(key, image, *, <params>)`` with one image ``(H, W, C)``; augjax
-  vmaps it over the batch. Ops declared ``random=False`` drop the ``key`` argument.
-- ``level="batch"``: ``kernel(key, images, *, <params>)`` with the whole batch ``(N, H, W, C)``,
-  or ``kernel(key, images, labels, *, <params>)`` for ops whose inputs are images and labels;
-  they return ``images`` or ``(images, labels)``.
+- *per-sample* parameters (``Param.per_sample``: kinds ``float_or_pair`` / ``int_or_pair``,
+  and any parameter with a ``magnitude`` map) are drawn by augjax, one float32 value per
+  sample, and reach the kernel in its ``params`` dict under their own name (a range
+  ``(lo, hi)`` is drawn uniformly, a number is used as is; a policy sets the value itself);
+- every other parameter is *static* configuration and reaches the kernel as a keyword.
+
+Draw order (documented, so it can be replayed): with ``k`` an op's key (the sample key folded
+with the op's chain position), augjax draws one uniform per per-sample parameter, in declared
+order, as ``jax.random.uniform(fold_in(k, 0), (count,))``; the op's own ``sample`` hook gets
+``fold_in(k, 1)``.
+
+Kernel and sampler signatures (checked when the op is declared):
+
+- ``level="sample"``: ``kernel(image, params, *, <static params>)`` with one HWC image
+  ``(H, W, C)`` and that sample's ``params`` (a dict of arrays); augjax vmaps it.
+- ``level="batch"``: ``kernel(images, params, *, ...)`` or ``kernel(images, labels, params,
+  *, ...)`` with the whole batch ``(N, H, W, C)`` and params with a leading axis N; it returns
+  ``images`` or ``(images, labels)``.
+- ``sample=fn`` (optional, for structural randomness: coins, boxes, permutations):
+  ``fn(key, meta, params, *, <all params>) -> dict`` gets the op's key, a :class:`Meta` (the
+  image size, channels and dtype; the batch size for batch-level ops), the per-sample values
+  drawn so far, and every parameter's configured value; it returns more fields (arrays, per
+  sample; with a leading axis N for batch-level ops). Fields hold drawn values, never keys.
 
 Kernels always see channels-last images; augjax moves CHW data to HWC and back around them.
 """
@@ -24,14 +43,28 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
-from augjax._param import Param
+from augjax._meta import Meta
+from augjax._param import Param, per_sample_value
+from augjax._step import CALL_KEYWORDS
 from augjax.errors import OpDefinitionError, ParamError
 
-__all__ = ["API_VERSION", "OpSpec", "op"]
+__all__ = ["API_VERSION", "Meta", "OpSpec", "op"]
 
 #: The authoring-API version this augjax implements. Ops declare the version they were written
-#: for; a different major version is refused when the op is loaded.
-API_VERSION = "1.0"
+#: for; a different major version is refused when the op is loaded. 2.0: params-first
+#: (``sample=`` hook, ``kernel(image, params, *, ...)``); 1.x kernels took a key.
+API_VERSION = "2.0"
+
+#: What a 1.x kernel must change, in every message that refuses one.
+MIGRATION = (
+    "augjax's authoring API 2.0 is params-first: the kernel is deterministic, "
+    "kernel(image, params, *, <static params>) (batch level: kernel(images[, labels], params, "
+    "*, ...)), reading each per-sample value from params['<name>']; per-sample parameters "
+    "(float_or_pair, int_or_pair, or with a magnitude) are drawn by augjax, and other random "
+    "draws (coins, boxes) move into @op(..., sample=fn) with fn(key, meta, params, **config) "
+    "-> dict; see README 'Write your own augmentation pack'"
+)
+
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _LEVELS = ("sample", "batch")
@@ -59,6 +92,9 @@ class OpSpec:
     layouts: tuple[str, ...] = _LAYOUTS
     channels: tuple[int, ...] | None = None
     random: bool = True
+    sampler: Callable[..., Mapping[str, Any]] | None = None
+    matrix: Callable[..., Any] | None = None
+    geometric: bool = False
     output_size: Callable[..., tuple[int, int]] | None = None
     output_dtype: str | None = None
     output_layout: Callable[..., str | None] | None = None
@@ -80,6 +116,53 @@ class OpSpec:
         return self.output_layout(**params) or layout
 
     @property
+    def per_sample(self) -> tuple[str, ...]:
+        """The per-sample parameters, in declared (and draw) order."""
+        return tuple(k for k, p in self.params.items() if p.per_sample)
+
+    @property
+    def static(self) -> tuple[str, ...]:
+        """The static parameters: the kernel's keyword arguments."""
+        return tuple(k for k, p in self.params.items() if not p.per_sample)
+
+    def draw(self, key: Any, meta: Meta, config: Mapping[str, Any],
+             overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The params of one sample (or, for batch-level ops, of the batch) under ``config``
+        (validated parameter values): per-sample values, then the ``sample`` hook's fields.
+        ``overrides`` set per-sample values directly (a policy's magnitudes); traced."""
+        import jax
+        import jax.numpy as jnp
+
+        names = self.per_sample
+        shape = () if self.level == "sample" else (meta.batch,)
+        ranged = [n for n in names if isinstance(config[n], tuple)]
+        if ranged and key is None:
+            raise OpDefinitionError(f"op {self.name!r}: a range needs a key")
+        u = (jax.random.uniform(jax.random.fold_in(key, 0), (len(names),) + shape, jnp.float32)
+             if ranged else jnp.zeros((len(names),) + shape, jnp.float32))
+        out: dict[str, Any] = {}
+        for i, n in enumerate(names):
+            if overrides is not None and n in overrides:
+                out[n] = jnp.broadcast_to(jnp.asarray(overrides[n], jnp.float32), shape)
+            else:
+                out[n] = per_sample_value(self.params[n], config[n], u[i])
+        if self.sampler is not None:
+            extra = self.sampler(jax.random.fold_in(key, 1) if key is not None else None, meta,
+                                 dict(out), **config)
+            if not isinstance(extra, Mapping):
+                raise OpDefinitionError(
+                    f"op {self.name!r}: sample= must return a dict of arrays, got "
+                    f"{type(extra).__name__}")
+            out.update(extra)
+        return out
+
+    def run(self, inputs: tuple[Any, ...], params: Mapping[str, Any],
+            config: Mapping[str, Any]) -> Any:
+        """The kernel on ``inputs`` (one image, or the batch [and labels]) with ``params``."""
+        static = {k: config[k] for k in self.static}
+        return self.kernel(*inputs, dict(params), **static)
+
+    @property
     def defaults(self) -> dict[str, Any]:
         """Each parameter's default value."""
         return {k: p.default for k, p in self.params.items()}
@@ -90,9 +173,23 @@ class OpSpec:
 
         return bound(self, params)
 
+    def sample(self, *inputs: Any, key: Any, layout: str = "HWC", **params: Any) -> Any:
+        """The per-sample values this op draws for ``inputs`` with ``key``: a dict of arrays
+        with a leading axis N (see :meth:`augjax._bound.BoundOp.sample`)."""
+        from augjax._bound import bound
+
+        return bound(self, params).sample(*inputs, key=key, layout=layout)
+
+    def apply(self, *inputs: Any, params: Any, layout: str = "HWC", **op_params: Any) -> Any:
+        """Applies the op with given per-sample values ``params`` (from :meth:`sample`, maybe
+        edited); deterministic (see :meth:`augjax._bound.BoundOp.apply`)."""
+        from augjax._bound import bound
+
+        return bound(self, op_params).apply(*inputs, params=params, layout=layout)
+
     def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
         """Applies the op; see :meth:`augjax._bound.BoundOp.__call__` for the call keywords."""
-        from augjax._bound import CALL_KEYWORDS, bound
+        from augjax._bound import bound
 
         call = {k: kwargs.pop(k) for k in list(kwargs) if k in CALL_KEYWORDS}
         return bound(self, kwargs)(*inputs, **call)
@@ -111,7 +208,10 @@ def op(
     dtypes: tuple[str, ...] = _DTYPES,
     layouts: tuple[str, ...] = _LAYOUTS,
     channels: tuple[int, ...] | None = None,
-    random: bool = True,
+    random: bool | None = None,
+    sample: Callable[..., Mapping[str, Any]] | None = None,
+    matrix: Callable[..., Any] | None = None,
+    geometric: bool | None = None,
     output_size: Callable[..., tuple[int, int]] | None = None,
     output_dtype: str | None = None,
     output_layout: Callable[..., str | None] | None = None,
@@ -131,7 +231,15 @@ def op(
         dtypes: image dtypes accepted (and returned): a subset of ``("uint8", "float32")``.
         layouts: layouts accepted: a subset of ``("HWC", "CHW")``.
         channels: channel counts accepted, or ``None`` for any.
-        random: whether the kernel takes a key.
+        random: whether the op draws anything (a call then needs a key); default: it has a
+            ``sample`` hook or a per-sample parameter. ``random=False`` with either is an error.
+        sample: ``fn(key, meta, params, **config) -> dict``, the op's own draws (coins, boxes,
+            permutations) as arrays; see the module docstring.
+        matrix: for geometric sample-level ops, ``fn(params, meta, **config) -> (3, 3)``: the
+            sample's forward matrix (input pixel ``(x, y, 1)`` to output, see
+            :mod:`augjax.kernels.matrix`); boxes, keypoints and :func:`augjax.invert` use it.
+        geometric: the op moves pixels (default: it declares a ``matrix``). A geometric op
+            without a matrix (elastic warps) cannot be inverted.
         output_size: ``f(height, width, **params) -> (out_height, out_width)`` for ops that
             change the spatial size; ``None`` means the size is kept.
         output_dtype: the dtype the op returns (e.g. ``"float32"`` for normalize); ``None``
@@ -155,7 +263,18 @@ def op(
 
     def decorate(kernel: Callable[..., Any]) -> OpSpec:
         _check_declaration(name, kernel, params, level, tuple(inputs), outputs, dtypes, layouts)
-        _check_signature(name, kernel, params, level, tuple(inputs), random)
+        _check_signature(name, kernel, params, level, tuple(inputs))
+        drawn = sample is not None or any(p.per_sample for p in params.values())
+        if random is False and drawn:
+            raise OpDefinitionError(
+                f"op {name!r}: random=False, but the op draws per-sample values (a sample= hook "
+                f"or per-sample parameters: {[k for k, p in params.items() if p.per_sample]})")
+        if matrix is not None and (not callable(matrix) or level != "sample"):
+            raise OpDefinitionError(f"op {name!r}: matrix= must be a callable of a sample-level "
+                                    f"op")
+        if sample is not None and not callable(sample):
+            raise OpDefinitionError(f"op {name!r}: sample= must be callable, got "
+                                    f"{type(sample).__name__}")
         return OpSpec(
             name=name,
             kernel=kernel,
@@ -166,7 +285,10 @@ def op(
             dtypes=tuple(dtypes),
             layouts=tuple(layouts),
             channels=None if channels is None else tuple(channels),
-            random=random,
+            random=drawn if random is None else bool(random),
+            sampler=sample,
+            matrix=matrix,
+            geometric=matrix is not None if geometric is None else bool(geometric),
             output_size=output_size,
             output_dtype=output_dtype,
             output_layout=output_layout,
@@ -210,7 +332,7 @@ def _check_declaration(name, kernel, params, level, inputs, outputs, dtypes, lay
                 raise bad(f"invalid default: {err}") from None
 
 
-def _check_signature(name, kernel, params, level, inputs, random) -> None:
+def _check_signature(name, kernel, params, level, inputs) -> None:
     try:
         sig = inspect.signature(kernel)
     except (TypeError, ValueError) as err:
@@ -221,17 +343,20 @@ def _check_signature(name, kernel, params, level, inputs, random) -> None:
         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
     ]
     keyword = [p.name for p in sig.parameters.values() if p.kind == p.KEYWORD_ONLY]
-    n_expected = (1 if random else 0) + len(inputs)
-    expected = (["key"] if random else []) + (
-        ["image"] if level == "sample" else list(inputs)
-    )
-    if len(positional) != n_expected or sorted(keyword) != sorted(params):
+    if positional[:1] == ["key"]:
+        raise OpDefinitionError(
+            f"op {name!r}: the kernel takes a key (authoring API 1.x: {sig}). {MIGRATION}")
+    static = [k for k, p in params.items() if not p.per_sample]
+    expected = (["image"] if level == "sample" else list(inputs)) + ["params"]
+    if (len(positional) != len(expected) or positional[-1:] != ["params"]
+            or sorted(keyword) != sorted(static)):
         raise OpDefinitionError(
             f"op {name!r}: the kernel must be def {getattr(kernel, '__name__', 'kernel')}"
-            f"({', '.join(expected)}, *, {', '.join(params)}) for level={level!r}, "
-            f"random={random}; got {sig}"
+            f"({', '.join(expected)}, *, {', '.join(static)}) for level={level!r} (per-sample "
+            f"parameters {[k for k, p in params.items() if p.per_sample]} come in params); "
+            f"got {sig}"
         )
 
 
 # Keywords the call itself takes; a parameter may not use them.
-_RESERVED = frozenset({"key", "seeds", "seed", "device", "layout", "images", "labels", "image"})
+_RESERVED = CALL_KEYWORDS | {"images", "labels", "image", "params"}

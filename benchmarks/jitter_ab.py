@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from augjax.catalog._jitter import jitter
-from augjax.catalog._pixels import to_dtype
+from augjax.kernels.pixels import to_dtype
 from augjax.catalog._tv_color import (
     adjust_brightness,
     adjust_contrast,

@@ -20,10 +20,6 @@ import numpy as np
 
 from pipeline_bench import JITTER, MEAN, STD, array_parser, time_jax
 
-#: JITTER's ranges as color_jitter draws them (brightness/contrast/saturation 1 +- 0.4, hue 0.1).
-JITTER_RANGES = ((0.6, 1.4),) * 3 + ((-0.1, 0.1),)
-
-
 def kernel_count(compiled_text: str) -> int:
     """Fusions and library calls in the entry computation of optimised HLO."""
     entry = compiled_text[compiled_text.index("\nENTRY"):]
@@ -31,28 +27,37 @@ def kernel_count(compiled_text: str) -> int:
     return len(re.findall(r"= [^=]*\b(fusion|custom-call|copy|transpose|reduce|sort)\(", entry))
 
 
+def jitter_draws(keys, x):
+    """color_jitter's draws for JITTER (its public sampler): factors ``(N, 4)`` (brightness,
+    contrast, saturation, hue) and orders ``(N, 4)``."""
+    import augjax
+
+    p = augjax.ops.color_jitter.sample(x, key=keys, **JITTER)
+    names = ("brightness", "contrast", "saturation", "hue")
+    return jnp.stack([p[n] for n in names], axis=-1), p["order"]
+
+
 def jitter_with(form: str, active=(1, 1, 1, 1)):
-    """The colour jitter kernel in one ``form`` as a jitted ``f(keys, images)``."""
+    """The colour jitter kernel in one ``form`` as ``f(keys, images)`` (the draws, then the
+    jitted kernel)."""
     from augjax.catalog._jitter import jitter
-    from augjax.catalog.color import jitter_draw
 
     active = tuple(bool(a) for a in active)
+    fn = jax.jit(jax.vmap(lambda image, order, f: jitter(image, order, f, active, form=form)))
 
-    def one(key, image):
-        factors, order = jitter_draw(key, JITTER_RANGES)
-        return jitter(image, order, jnp.stack(factors), active, form=form)
+    def run(keys, images):
+        factors, order = jitter_draws(keys, images)
+        return fn(images, order, factors)
 
-    return jax.jit(jax.vmap(one))
+    return run
 
 
 def pallas_alone(x, keys):
     """The two Pallas kernels of the colour jitter without the parameter draws (drawn once,
     outside the timing)."""
     from augjax.catalog import _jitter_kernel as kernel
-    from augjax.catalog.color import jitter_draw
 
-    factors, order = jax.jit(jax.vmap(lambda k: jitter_draw(k, JITTER_RANGES)))(keys)
-    factors = jnp.stack(factors, axis=-1)
+    factors, order = jitter_draws(keys, x)
     interpret = jax.default_backend() == "cpu"
     fn = jax.jit(jax.vmap(lambda im, s, f: kernel.jitter_kernel(im, s, f, True, interpret)))
     return lambda: fn(x, order, factors)

@@ -33,7 +33,7 @@ import numpy as np
 from jax import lax
 from jax.experimental import pallas as pl
 
-from kernel_lab import JITTER_RANGES
+from kernel_lab import jitter_draws
 from pipeline_bench import array_batch, array_parser, time_jax, write_json
 
 
@@ -126,7 +126,7 @@ def _two_passes(image, contrast_kernel, chain_kernel, first, second, interpret, 
 def flat_chain(block, warps, interpret):
     """Contrast pass as committed; the chain pass over contiguous elements."""
     k = _kernel_module()
-    from augjax.catalog._pixels import to_dtype
+    from augjax.kernels.pixels import to_dtype
 
     def chain_kernel(seq_ref, par_ref, x_ref, o_ref, *, n, dtype):
         seq, factors, mean = k._scalars(seq_ref, par_ref)
@@ -162,7 +162,7 @@ def flat_chain(block, warps, interpret):
 def onepass(block, warps, interpret):
     """One program per image: the mean loop, then the chain loop."""
     k = _kernel_module()
-    from augjax.catalog._pixels import blend_gray, to_dtype
+    from augjax.kernels.pixels import blend_gray, to_dtype
 
     def kernel(seq_ref, par_ref, x_ref, o_ref, *, pixels, dtype):
         seq, factors, _ = k._scalars(seq_ref, par_ref)
@@ -207,7 +207,7 @@ def static_order(order, interpret):
     """The committed two kernels with one order for every image, unrolled (no ``lax.switch``):
     what the per-image branching costs. Not the same result as the batch's own orders."""
     k = _kernel_module()
-    from augjax.catalog._pixels import blend_gray
+    from augjax.kernels.pixels import blend_gray
 
     def run(p, factors, mean, dtype, stop_at_contrast):
         branches = k._branches(dtype)
@@ -249,7 +249,7 @@ def generic(interpret, hue=True):
     saturation (f, 1, 0), none (1, 0, 0)) and a two-way branch to hue, instead of a five-way
     switch; the active stages first, the inactive ones left out statically."""
     k = _kernel_module()
-    from augjax.catalog._pixels import blend_gray, blend_planes
+    from augjax.kernels.pixels import blend_gray, blend_planes
     from augjax.catalog._tv_color import hue_planes
 
     def stage(p, j, flags_ref, par_ref, dtype, n):
@@ -309,8 +309,6 @@ def committed(interpret):
 
 
 def main(argv=None) -> int:
-    from augjax.catalog.color import jitter_draw
-
     ap = array_parser(__doc__.splitlines()[0])
     ap.add_argument("--onepass", nargs="*", default=[], help="BLOCKxWARPS per image program")
     ap.add_argument("--flat", nargs="*", default=[], help="BLOCKxWARPS for the flat chain pass")
@@ -328,8 +326,7 @@ def main(argv=None) -> int:
               "jax": jax.__version__, "batches": {}}
     for b in args.batch:
         x, _, keys = array_batch(dev, b, args.size)
-        factors, order = jax.jit(jax.vmap(lambda kk: jitter_draw(kk, JITTER_RANGES)))(keys)
-        factors = jnp.stack(factors, axis=-1)
+        factors, order = jitter_draws(keys, x)
         rows = {}
 
         def row(name, fn, ref=None):

@@ -1,4 +1,4 @@
-"""Soak test: many batches through a DALI CPU pipeline with an augjax chain (issue 8).
+"""Soak test: many batches through a DALI CPU pipeline with an augjax chain.
 
 The pipeline is a training-style one: a shuffling file reader over augjax's bundled sample
 images, the DALI decoder, a resize, then ONE augjax chain (random resized crop, flip, colour

@@ -1,4 +1,4 @@
-"""GPU soak test (issue 8; for the H200): many batches through a DALI GPU pipeline with an
+"""GPU soak test (for the H200): many batches through a DALI GPU pipeline with an
 augjax chain, watching device memory, host memory and compilations. Self-contained.
 
 Pipeline: a shuffling file reader over augjax's bundled sample images (repeated so an epoch is

@@ -1,4 +1,4 @@
-"""Shared helpers of the reliability suite (issue 8): the ops that exist when the tests run, valid
+"""Shared helpers of the reliability suite: the ops that exist when the tests run, valid
 parameter values derived from each op's declared Params, and calling any op generically.
 
 Everything here is derived from the op declarations (``OpSpec``: level, inputs, dtypes, layouts,

@@ -17,13 +17,13 @@ def _release_compiled_programs():
     yield
     import jax
 
-    from augjax._program import array_program, seeded_program
+    from augjax._program import apply_program, array_program, sample_program, seeded_program
     from augjax.dali._bridge import dali_function
     from augjax.testing import _dali as kit_dali
 
     with kit_dali._LOCK:
         kit_dali._CACHE.clear()
-    for cache in (array_program, seeded_program, dali_function):
+    for cache in (array_program, sample_program, apply_program, seeded_program, dali_function):
         cache.cache_clear()
     gc.collect()
     jax.clear_caches()

@@ -18,15 +18,20 @@ ENV_VARS = (
 
 
 def op_source(*names: str, api: str | None = None, extra: str = "", random: bool = False) -> str:
-    """Source of a plugin module declaring deterministic identity-like ops ``names``."""
+    """Source of a plugin module declaring identity-like ops ``names`` (authoring API 2.0:
+    ``kernel(image, params, *, amount)``); with ``random=True`` each also has a ``sample=`` hook
+    that draws a field ``u`` the kernel ignores."""
     api_kw = "" if api is None else f", api_version={api!r}"
     parts = ["import augjax", "from augjax import Param", extra]
+    if random:
+        parts.append("import jax\n\n\ndef _draw(key, meta, params, **config):\n"
+                     "    return {'u': jax.random.uniform(key, ())}\n")
     for name in names:
-        key = "key, " if random else ""
+        hook = ", sample=_draw" if random else ""
         parts.append(
             f"@augjax.op({name!r}, params={{'amount': Param(0.0, low=0.0, high=1.0, "
-            f"neutral=0.0)}}, random={random}{api_kw})\n"
-            f"def {name}({key}image, *, amount):\n"
+            f"neutral=0.0)}}, random={random}{hook}{api_kw})\n"
+            f"def {name}(image, params, *, amount):\n"
             f"    '''Returns the image (a test op; ``amount`` is ignored).'''\n"
             f"    return image\n"
         )

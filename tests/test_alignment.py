@@ -1,4 +1,4 @@
-"""Alignment (issue 8): through every op and chain, sample ``i`` of the output comes from sample
+"""Alignment: through every op and chain, sample ``i`` of the output comes from sample
 ``i`` of the input, and its label is that sample's (or a blend of it and its partner's).
 
 - Sample-level ops (every registered op, generically): ``out[i]`` depends on ``x[i]`` and

@@ -6,6 +6,10 @@ hue's HSV round trip, 2.4e-7 for the blends). A whole ColorJitter chain on uint8
 <= 3 levels with fewer than 1 value in 1000 off by more than 0: a one-level flip in an early
 step is scaled by the later factors (saturation 1.5 then brightness 1.35 turn it into 3); over
 24 orders x 6 images of 64x64 we measured 99.996 % of values exact, 5 values off by 3.
+
+Drawn values are read through the public params path: ``op.sample`` gives each sample's values
+(factors, coins, permutations, ColorJitter's order), the references are built from them, and
+``op.apply(x, params=...)`` applies exact values.
 """
 
 from __future__ import annotations
@@ -17,19 +21,17 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import torch
-from helpers import images, run_dali, seeds, tv
+from helpers import check_grad, images, run_dali, seeds, tv
 from PIL import Image, ImageEnhance
 from torchvision.transforms.v2 import functional as F
 
 import augjax
-from augjax.catalog import color
 from augjax.errors import InputError, ParamError
 
 DTYPES = (np.uint8, np.float32)
 TOL = {np.uint8: 1.0, np.float32: 2e-6}
 KEY = jax.random.key(0)
-
-
+JITTER_NAMES = ("brightness", "contrast", "saturation", "hue")
 
 
 def maxdiff(a, b) -> float:
@@ -108,36 +110,36 @@ def test_random_grayscale_per_sample():
     np.testing.assert_array_equal(augjax.ops.random_grayscale(x, key=KEY, p=0.0), x)
     np.testing.assert_array_equal(augjax.ops.random_grayscale(x, key=KEY, p=1.0), gray)
     out = np.asarray(augjax.ops.random_grayscale(x, key=KEY, p=0.5))
-    is_gray = (out == gray).all(axis=(1, 2, 3))
-    assert (is_gray | (out == x).all(axis=(1, 2, 3))).all()
-    assert 16 <= is_gray.sum() <= 48
+    applied = np.asarray(augjax.ops.random_grayscale.sample(x, key=KEY, p=0.5)["applied"])
+    assert applied.shape == (64,) and applied.dtype == bool
+    np.testing.assert_array_equal(out[applied], gray[applied])
+    np.testing.assert_array_equal(out[~applied], x[~applied])
+    assert 16 <= applied.sum() <= 48
 
 
 @pytest.mark.parametrize("c", [3, 5])
-def test_channel_permute_is_a_per_sample_permutation(c):
+def test_channel_permute_matches_torchvision_with_its_permutations(c):
     x = images(32, 6, 7, c=c, seed=6)
     out = np.asarray(augjax.ops.channel_permute(x, key=KEY))
-    seen = set()
-    for src, dst in zip(x, out):
-        perm = next((p for p in itertools.permutations(range(c))
-                     if (src[..., list(p)] == dst).all()), None)
-        assert perm is not None
-        # torchvision's kernel with that permutation gives the same image
-        ref = tv(F.permute_channels, src[None], permutation=list(perm))[0]
+    perms = np.asarray(augjax.ops.channel_permute.sample(x, key=KEY)["perm"])
+    assert perms.shape == (32, c) and perms.dtype == np.int32
+    for src, dst, perm in zip(x, out, perms):
+        assert sorted(perm.tolist()) == list(range(c))
+        ref = tv(F.permute_channels, src[None], permutation=perm.tolist())[0]
         np.testing.assert_array_equal(dst, ref)
-        seen.add(perm)
-    assert len(seen) >= 3
+    assert len({tuple(p) for p in perms.tolist()}) >= 3
 
 
-def test_pair_draws_one_factor_per_sample_in_range():
-    # brightness on float images without clipping: out / x is the sample's factor.
-    x = images(16, 8, 8, dtype=np.float32, seed=7) * 0.5 + 0.01
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_pair_draws_one_factor_per_sample_in_range(dtype):
+    x = images(16, 8, 8, dtype=dtype, seed=7)
     out = np.asarray(augjax.ops.brightness(x, key=KEY, factor=(0.5, 1.5)))
-    ratio = out / x
-    per_sample = ratio.reshape(16, -1)
-    assert np.ptp(per_sample, axis=1).max() < 1e-5
-    f = per_sample[:, 0]
-    assert ((f >= 0.5) & (f <= 1.5)).all() and len(np.unique(f.round(5))) == 16
+    f = np.asarray(augjax.ops.brightness.sample(x, key=KEY, factor=(0.5, 1.5))["factor"])
+    assert f.shape == (16,) and f.dtype == np.float32
+    assert ((f >= 0.5) & (f <= 1.5)).all() and len(np.unique(f)) == 16
+    for i in range(16):  # torchvision with the sample's own (float32) factor
+        ref = tv(F.adjust_brightness, x[i:i + 1], brightness_factor=float(f[i]))
+        assert maxdiff(out[i:i + 1], ref) <= TOL[dtype]
 
 
 # --- ColorJitter fidelity -------------------------------------------------------------------
@@ -155,14 +157,27 @@ def _tv_jitter(x, factors, order, active=(0, 1, 2, 3)):
     return t.permute(1, 2, 0).numpy()
 
 
+def jitter_params(n, factors=None, orders=None):
+    """color_jitter params for ``n`` samples: ``factors`` ``{name: value}`` (the same for every
+    sample) and ``orders`` ``(n, 4)``."""
+    out = {k: jnp.full((n,), v, jnp.float32) for k, v in (factors or {}).items()}
+    out["order"] = jnp.asarray(orders, jnp.int32)
+    return out
+
+
+ORDERS = np.array(list(itertools.permutations(range(4))), np.int32)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_jitter_forced_orders_match_torchvision(dtype):
-    x = images(1, 16, 20, dtype=dtype, seed=8)[0]
-    factors = [1.35, 0.7, 1.5, -0.12]
-    orders = np.array(list(itertools.permutations(range(4))), np.int32)
-    apply = jax.jit(jax.vmap(lambda o: color.jitter_apply(jnp.asarray(x), factors, o)))
-    outs = np.asarray(apply(jnp.asarray(orders)))
-    assert_chain_close(outs, [_tv_jitter(x, factors, order) for order in orders], dtype)
+    """The exact-parameter path: given factors and each of the 24 orders, through apply."""
+    x = images(1, 16, 20, dtype=dtype, seed=8)
+    factors = dict(zip(JITTER_NAMES, [1.35, 0.7, 1.5, -0.12]))
+    batch = np.repeat(x, len(ORDERS), axis=0)
+    outs = np.asarray(augjax.ops.color_jitter.apply(batch, params=jitter_params(
+        len(ORDERS), factors, ORDERS)))
+    refs = [_tv_jitter(x[0], list(factors.values()), order) for order in ORDERS]
+    assert_chain_close(outs, refs, dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -178,16 +193,19 @@ def test_jitter_subsets_in_every_order_match_torchvision(dtype, active, form):
     # float32-exact factors, as ColorJitter draws them (torch.empty(1).uniform_): a double
     # factor makes torchvision's 1 - factor differ from float32's by an ulp (a level in uint8).
     factors = [1.25, 0.625, 1.375, 0.0625]
-    orders = np.array(list(itertools.permutations(range(4))), np.int32)
     mask = tuple(i in active for i in range(4))
 
     def one(o):
         return jitter(jnp.asarray(x), o, jnp.asarray(factors), mask, form)
 
-    outs = np.asarray(jax.jit(jax.vmap(one))(jnp.asarray(orders)))
-    refs = [_tv_jitter(x, factors, order, active) for order in orders]
+    outs = np.asarray(jax.jit(jax.vmap(one))(jnp.asarray(ORDERS)))
+    refs = [_tv_jitter(x, factors, order, active) for order in ORDERS]
     assert len({r.tobytes() for r in refs}) > 1 or len(active) == 1
     assert_chain_close(outs, refs, dtype)
+    if form == "cpu":  # the op's path on CPU: apply with only the active adjustments' fields
+        p = jitter_params(len(ORDERS), {JITTER_NAMES[i]: factors[i] for i in active}, ORDERS)
+        op_out = augjax.ops.color_jitter.apply(np.repeat(x[None], len(ORDERS), 0), params=p)
+        assert_chain_close(op_out, refs, dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -195,19 +213,21 @@ def test_jitter_subsets_in_every_order_match_torchvision(dtype, active, form):
 def test_jitter_pallas_form_equals_the_xla_form_at_any_size(dtype, shape):
     """The Pallas kernel's tiling (one tile for tiny images, the last tile moved back over the
     previous one, empty images) against the XLA one-pass form: uint8 bitwise (its contrast
-    sums are exact), float32 to the rounding of a differently ordered mean."""
+    sums are exact), float32 to the rounding of a differently ordered mean. The factors and
+    orders are color_jitter's own draws (op.sample)."""
     from augjax.catalog._jitter import jitter
 
     n = 4
     x = images(n, *shape, dtype=dtype, seed=15) if shape[0] else np.zeros((n, *shape, 3), dtype)
-    keys = jax.random.split(jax.random.key(16), n)
-    ranges = ((0.5, 1.5),) * 3 + ((-0.3, 0.3),)
+    cfg = dict(brightness=(0.5, 1.5), contrast=(0.5, 1.5), saturation=(0.5, 1.5),
+               hue=(-0.3, 0.3))
+    p = augjax.ops.color_jitter.sample(x, key=jax.random.key(16), **cfg)
+    factors = jnp.stack([p[k] for k in JITTER_NAMES], axis=1)
 
     def form(name):
-        def one(key, image):
-            factors, order = color.jitter_draw(key, ranges)
-            return jitter(image, order, jnp.stack(factors), (True,) * 4, name)
-        return np.asarray(jax.jit(jax.vmap(one))(keys, jnp.asarray(x)))
+        def one(image, order, f):
+            return jitter(image, order, f, (True,) * 4, name)
+        return np.asarray(jax.jit(jax.vmap(one))(jnp.asarray(x), p["order"], factors))
 
     kernel, ref = form("pallas"), form("cpu")
     assert kernel.shape == x.shape and kernel.dtype == x.dtype
@@ -223,19 +243,20 @@ def test_color_jitter_op_matches_torchvision_with_its_draws(dtype):
     params = dict(brightness=0.4, contrast=(0.5, 1.5), saturation=0.4, hue=0.1)
     keys = jax.random.split(jax.random.key(3), 6)
     out = np.asarray(augjax.ops.color_jitter(x, key=keys, **params))
-    bound = augjax.ops.color_jitter.bind(**params).kwargs
-    ranges = [bound[k] for k in ("brightness", "contrast", "saturation", "hue")]
+    p = jax.tree.map(np.asarray, augjax.ops.color_jitter.sample(x, key=keys, **params))
+    ranges = [(0.6, 1.4), (0.5, 1.5), (0.6, 1.4), (-0.1, 0.1)]  # ColorJitter's _check_input
     orders, refs = set(), []
     for i in range(6):
-        # a single op runs at chain position 0: its key is fold_in(sample key, 0)
-        factors, order = color.jitter_draw(jax.random.fold_in(keys[i], 0), ranges)
-        order = tuple(int(o) for o in order)
+        factors = [p[k][i] for k in JITTER_NAMES]
+        for (lo, hi), f in zip(ranges, factors):
+            assert f.dtype == np.float32 and lo <= float(f) <= hi
+        order = tuple(int(o) for o in p["order"][i])
+        assert sorted(order) == [0, 1, 2, 3]
         orders.add(order)
-        for r, f in zip(ranges, factors):
-            assert r[0] <= float(f) <= r[1]
         refs.append(_tv_jitter(x[i], factors, order))
     assert_chain_close(out, refs, dtype)
     assert len(orders) > 1
+    assert len({float(f) for f in p["hue"]}) == 6  # one draw per sample
 
 
 def test_color_jitter_skips_neutral_adjustments():
@@ -243,7 +264,11 @@ def test_color_jitter_skips_neutral_adjustments():
     keys = jax.random.split(jax.random.key(4), 4)
     out = np.asarray(augjax.ops.color_jitter(x, key=keys, saturation=(0.2, 0.2)))
     np.testing.assert_array_equal(out, tv(F.adjust_saturation, x, saturation_factor=0.2))
+    p = augjax.ops.color_jitter.sample(x, key=keys, saturation=(0.2, 0.2))
+    assert set(p) == {"saturation", "order"}  # no field for an inactive adjustment
+    np.testing.assert_array_equal(p["saturation"], np.full(4, 0.2, np.float32))
     np.testing.assert_array_equal(augjax.ops.color_jitter(x, key=keys), x)
+    assert set(augjax.ops.color_jitter.sample(x, key=keys)) == {"order"}
 
 
 # --- policy convention, trace safety ----------------------------------------------------------
@@ -263,16 +288,114 @@ def test_policy_magnitudes_match_torchvision_randaugment():
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name", ["brightness", "contrast", "saturation", "hue"])
-def test_kernel_takes_a_traced_factor(name, dtype):
-    x = images(1, 12, 14, dtype=dtype, seed=11)
+def test_apply_takes_exact_factors_per_sample(name, dtype):
+    """apply with one factor per sample (the policy path) equals the call with that factor; the
+    neutral factor is the identity (hue's 0 is an HSV round trip: exact on uint8 only)."""
+    x = images(3, 12, 14, dtype=dtype, seed=11)
     spec = augjax.get_op(name)
-    value = 0.3 if name == "hue" else 1.45
-    traced = jax.jit(lambda f: spec.kernel(KEY, jnp.asarray(x[0]), factor=f))(jnp.float32(value))
-    direct = spec(x, key=KEY, factor=value)[0]
-    assert maxdiff(traced, direct) <= TOL[dtype]
-    if name != "hue":  # the neutral value is the identity
-        neutral = jax.jit(lambda f: spec.kernel(KEY, jnp.asarray(x[0]), factor=f))(1.0)
-        np.testing.assert_array_equal(neutral, x[0])
+    values = [0.3, -0.2, 0.0] if name == "hue" else [1.45, 0.6, 1.0]
+    out = np.asarray(spec.apply(x, params={"factor": jnp.asarray(values, jnp.float32)}))
+    for i, v in enumerate(values):
+        np.testing.assert_array_equal(out[i], spec(x[i:i + 1], key=KEY, factor=v)[0])
+    if name != "hue" or dtype == np.uint8:
+        np.testing.assert_array_equal(out[2], x[2])
+    else:
+        np.testing.assert_allclose(out[2], x[2], atol=1e-6)
+
+
+# --- params-first: sample / apply, documented fields, edits, gradients ------------------------
+
+#: Every op of the module with a configuration that draws, and its documented fields.
+SAMPLED = {
+    "brightness": ({}, {"factor"}),
+    "contrast": ({}, {"factor"}),
+    "saturation": ({}, {"factor"}),
+    "hue": ({}, {"factor"}),
+    "grayscale": ({}, set()),
+    "random_grayscale": ({"p": 0.5}, {"applied"}),
+    "channel_permute": ({}, {"perm"}),
+    "color_jitter": (dict(brightness=0.4, contrast=0.4, saturation=0.4, hue=0.1),
+                     {"brightness", "contrast", "saturation", "hue", "order"}),
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", list(SAMPLED))
+def test_sample_then_apply_is_the_call_bitwise(name, dtype):
+    n = 9  # more than augjax's CPU chunk (8) for compute-bound ops: chunks and a tail
+    x = images(n, 12, 14, dtype=dtype, seed=20)
+    spec, (cfg, fields) = augjax.get_op(name), SAMPLED[name]
+    kw = {"key": jax.random.key(21)} if spec.random else {}
+    out = np.asarray(spec(x, **kw, **cfg))
+    p = spec.sample(x, key=jax.random.key(21), **cfg)
+    assert set(p) == fields
+    for field, value in p.items():
+        assert value.shape[0] == n, field
+        assert f"``{field}``" in spec.doc, f"{name}: field {field!r} not documented"
+    np.testing.assert_array_equal(spec.apply(x, params=p, **cfg), out)
+    np.testing.assert_array_equal(spec.apply(x, params=jax.tree.map(np.asarray, p), **cfg), out)
+
+
+def test_edited_fields_change_the_output_as_expected():
+    x = images(4, 10, 12, seed=22)
+    gray = np.asarray(augjax.ops.grayscale(x))
+    p = augjax.ops.random_grayscale.sample(x, key=KEY, p=0.5)
+    for coin in (False, True):
+        edited = {"applied": jnp.full((4,), coin)}
+        np.testing.assert_array_equal(augjax.ops.random_grayscale.apply(x, params=edited),
+                                      gray if coin else x)
+    assert p["applied"].dtype == jnp.bool_
+    identity = {"perm": jnp.tile(jnp.arange(3, dtype=jnp.int32), (4, 1))}
+    np.testing.assert_array_equal(augjax.ops.channel_permute.apply(x, params=identity), x)
+    reverse = {"perm": jnp.tile(jnp.arange(2, -1, -1, dtype=jnp.int32), (4, 1))}
+    np.testing.assert_array_equal(augjax.ops.channel_permute.apply(x, params=reverse),
+                                  x[..., ::-1])
+    # color_jitter: neutral factors are the identity (uint8: hue 0 is an exact round trip);
+    # one edited factor and order give torchvision's result for those values
+    cfg = dict(brightness=0.4, contrast=0.4, saturation=0.4, hue=0.1)
+    p = augjax.ops.color_jitter.sample(x, key=KEY, **cfg)
+    neutral = dict(p, brightness=jnp.ones(4), contrast=jnp.ones(4), saturation=jnp.ones(4),
+                   hue=jnp.zeros(4))
+    np.testing.assert_array_equal(augjax.ops.color_jitter.apply(x, params=neutral, **cfg), x)
+    order = jnp.tile(jnp.asarray([3, 0, 2, 1], jnp.int32), (4, 1))
+    edited = dict(neutral, brightness=jnp.full((4,), 1.5), order=order)
+    out = augjax.ops.color_jitter.apply(x, params=edited, **cfg)
+    np.testing.assert_array_equal(out, tv(F.adjust_brightness, x, brightness_factor=1.5))
+
+
+#: Configurations for the gradient checks: factors that keep most float pixels inside [0, 1].
+GRAD = {
+    "brightness": {"factor": 1.2}, "contrast": {"factor": 0.7}, "saturation": {"factor": 1.4},
+    "hue": {"factor": 0.2}, "grayscale": {}, "random_grayscale": {"p": 0.5},
+    "channel_permute": {},
+    "color_jitter": dict(brightness=0.3, contrast=0.3, saturation=0.3, hue=0.2),
+}
+
+
+@pytest.mark.parametrize("name", list(GRAD))
+def test_gradient_with_respect_to_float_images(name):
+    """jax.grad through apply (the params held fixed) on float32 images: finite, nonzero, and
+    equal to a finite difference."""
+    x = images(4, 8, 10, dtype=np.float32, seed=23) * 0.8 + 0.1
+    spec, cfg = augjax.get_op(name), GRAD[name]
+    p = spec.sample(x, key=KEY, **cfg)
+    # color_jitter: four stages, more kinks (clamps, hue sectors) within eps of some pixel
+    rtol = 5e-2 if name == "color_jitter" else 1e-2
+    g = check_grad(lambda z: spec.apply(z, params=p, **cfg), x, rtol=rtol)
+    assert np.abs(g).mean() > 0.1
+
+
+def test_color_jitter_gradient_in_every_form():
+    """The Pallas form (CUDA's) has the XLA forms' derivative: jax.grad through each form."""
+    from augjax.catalog._jitter import jitter
+
+    x = images(1, 8, 10, dtype=np.float32, seed=24)[0] * 0.8 + 0.1
+    factors = jnp.asarray([1.2, 0.8, 1.3, 0.1])
+    order = jnp.asarray([2, 0, 3, 1], jnp.int32)
+    grads = [check_grad(lambda z, f=f: jitter(z, order, factors, (True,) * 4, f), x, rtol=5e-2)
+             for f in ("cpu", "gpu", "pallas", "auto")]
+    for g in grads[1:]:
+        np.testing.assert_allclose(g, grads[0], atol=1e-5)
 
 
 # --- paths, layouts, randomness, errors ------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Concurrency (issue 8): pipelines in threads of one process sharing ops, and ops resolved and
+"""Concurrency: pipelines in threads of one process sharing ops, and ops resolved and
 compiled concurrently for the first time.
 
 - Four DALI pipelines built and run at once in four threads, all using the same augjax chain:

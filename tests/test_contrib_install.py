@@ -23,7 +23,7 @@ import zipfile
 from pathlib import Path
 
 PACK = Path(__file__).resolve().parents[1] / "augjax_contrib"
-DIST, VERSION = "augjax-contrib", "0.1.0"
+DIST, VERSION = "augjax-contrib", "0.2.0"
 OPS = sorted(tomllib.loads((PACK / "pyproject.toml").read_text())
              ["project"]["entry-points"]["augjax.ops"])
 
@@ -69,6 +69,10 @@ CHILD = textwrap.dedent('''
         report["dali_equals_array"] = bool(np.array_equal(sphere_out, array_sphere)
                                            and np.array_equal(blur_out, array_blur))
         report["dali_changed_images"] = bool(not np.array_equal(sphere_out, x))
+        drawn = augjax.ops.sphere.sample(x, key=jax.random.key(0))
+        report["sample_fields"] = sorted(drawn)
+        report["apply_replays_the_call"] = bool(np.array_equal(
+            np.asarray(augjax.ops.sphere.apply(x, params=drawn)), array_sphere))
         # remove the installed files, rescan in this process: the ops must be gone
         import pathlib, shutil
         for entry in pathlib.Path(target).iterdir():
@@ -138,18 +142,19 @@ def test_wheel_installs_lists_runs_in_dali_and_uninstalls(tmp_path):
     pip("wheel", "--no-deps", *build_isolation_args(), "-w", str(tmp_path / "dist"), str(src),
         cwd=tmp_path)
     (wheel,) = (tmp_path / "dist").glob("*.whl")
-    assert wheel.name == "augjax_contrib-0.1.0-py3-none-any.whl"
+    assert wheel.name == f"augjax_contrib-{VERSION}-py3-none-any.whl"
     with zipfile.ZipFile(wheel) as zf:
         names = zf.namelist()
-        eps = zf.read("augjax_contrib-0.1.0.dist-info/entry_points.txt").decode()
-        meta = zf.read("augjax_contrib-0.1.0.dist-info/METADATA").decode()
+        eps = zf.read(f"augjax_contrib-{VERSION}.dist-info/entry_points.txt").decode()
+        meta = zf.read(f"augjax_contrib-{VERSION}.dist-info/METADATA").decode()
     assert {"augjax_contrib/__init__.py", "augjax_contrib/blur.py", "augjax_contrib/noise.py",
             "augjax_contrib/dropout.py", "augjax_contrib/distort.py",
             "augjax_contrib/py.typed"} <= set(names)
     assert not any(n.startswith(("tests/", "src/")) for n in names)
     assert "[augjax.ops]" in eps and all(f"{op} = augjax_contrib." in eps for op in OPS)
     assert f"Name: {DIST}\n" in meta and f"Version: {VERSION}\n" in meta
-    assert "Requires-Dist: augjax" in meta
+    (req,) = [ln for ln in meta.splitlines() if ln.startswith("Requires-Dist: augjax")]
+    assert ">=0.2" in req and "<0.3" in req, req  # the release line with authoring API 2.0
 
     target = tmp_path / "target"
     pip("install", "--no-deps", "--no-index", "--target", str(target), str(wheel), cwd=tmp_path)
@@ -166,6 +171,7 @@ def test_wheel_installs_lists_runs_in_dali_and_uninstalls(tmp_path):
     assert sorted(row[0] for row in text_rows if row[1:] == [f"{DIST}=={VERSION}"]) == OPS
     assert Path(report["sphere_file"]).is_relative_to(target)  # the wheel's copy, not the tree
     assert report["dali_equals_array"] and report["dali_changed_images"]
+    assert report["sample_fields"] == ["applied"] and report["apply_replays_the_call"]
     assert not set(OPS) & set(report["after_refresh"])
     assert "flip" in report["after_refresh"]
 

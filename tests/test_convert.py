@@ -140,3 +140,21 @@ def test_mean_of_the_wrong_length_is_an_input_error():
     with pytest.raises(InputError, match="normalize: parameter 'mean' has 3 values but the "
                                          "images have 4 channels"):
         augjax.ops.normalize(images(2, 8, 8, c=4))
+
+
+@pytest.mark.parametrize("name, kw", [("normalize", {}), ("normalize", {"chw": True}),
+                                      ("to_float", {}), ("to_uint8", {})])
+def test_deterministic_params_are_empty_and_apply_is_the_call(name, kw):
+    spec = getattr(augjax.ops, name)
+    assert not spec.random
+    x = images(3, 6, 7, dtype=np.float32 if name == "to_uint8" else np.uint8, seed=9)
+    assert spec.sample(x, key=jax.random.key(0), **kw) == {}
+    np.testing.assert_array_equal(spec.apply(x, params={}, **kw), spec(x, **kw))
+
+
+def test_normalize_apply_is_differentiable_in_the_image():
+    x = jax.numpy.asarray(images(2, 5, 6, dtype=np.float32, seed=10))
+    grad = jax.grad(lambda v: augjax.ops.normalize.apply(v, params={}).sum())(x)
+    np.testing.assert_allclose(np.asarray(grad),
+                               np.broadcast_to(1 / np.array(STD, np.float32), x.shape),
+                               rtol=1e-6)

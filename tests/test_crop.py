@@ -1,10 +1,11 @@
 """Crop ops against torchvision.transforms.v2 (CPU tensors).
 
-- random_resized_crop: the branch-free box sampler against a float64 transcription of
-  torchvision's ``make_params`` loop fed with the same uniform draws, and its box distribution
-  against torchvision's own sampler; the resize of a box against ``F.resized_crop`` on that box:
-  nearest exact, bilinear <= 1e-5 on float32 and <= 1 level on uint8 (ATen's uint8 kernel uses
-  fixed-point weights; augjax rounds between the two passes as ATen does).
+- random_resized_crop: the boxes ``op.sample`` draws against a float64 transcription of
+  torchvision's ``make_params`` loop fed with the same uniform draws (the sampler's documented
+  draw layout), and their distribution against torchvision's own sampler; the resize of a
+  sampled (or given) box against ``F.resized_crop`` on that box: nearest exact, bilinear <= 1e-5
+  on float32 and <= 1 level on uint8 (ATen's uint8 kernel uses fixed-point weights; augjax
+  rounds between the two passes as ATen does).
 - random_crop: every output equals a window of torchvision's ``F.pad`` result, and the windows
   are uniform over the positions.
 - center_crop: equal to ``F.center_crop``.
@@ -24,7 +25,7 @@ import torchvision.transforms.v2.functional as F
 from helpers import images, run_dali, seeds
 
 import augjax
-from augjax.catalog.crop import rrc_box, rrc_draws
+from augjax import Meta
 from augjax.errors import InputError, ParamError
 
 H, W = 24, 32
@@ -35,9 +36,27 @@ def tv(img: np.ndarray, fn, **kw) -> np.ndarray:
     return fn(t, **kw).numpy().transpose(1, 2, 0)
 
 
-def op_keys(keys: jax.Array) -> jax.Array:
-    """The key a single op's kernel gets for each sample (position 0 of the chain)."""
-    return jax.vmap(jax.random.fold_in, in_axes=(0, None))(keys, 0)
+def hook_keys(keys: jax.Array) -> jax.Array:
+    """The key a single op's ``sample`` hook gets for each sample: the op's key is
+    ``fold_in(sample_key, 0)`` (chain position 0) and its hook gets ``fold_in(op_key, 1)``
+    (the draw order ``augjax._spec`` documents)."""
+    return jax.vmap(lambda k: jax.random.fold_in(jax.random.fold_in(k, 0), 1))(keys)
+
+
+def rrc_uniforms(keys: jax.Array):
+    """The uniform draws behind each sample's box, as the sampler documents them:
+    ``u = uniform(hook_key, (22,))``: areas ``u[:10]``, ratios ``u[10:20]``, top, left."""
+    u = np.asarray(jax.vmap(lambda k: jax.random.uniform(k, (22,)))(hook_keys(keys)), np.float64)
+    return u[:, :10], u[:, 10:20], u[:, 20], u[:, 21]
+
+
+def rrc_boxes(keys, h, w, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3)) -> np.ndarray:
+    """``random_resized_crop.sample``'s boxes ``(N, 4)`` for images of ``h`` x ``w``."""
+    probe = np.zeros((len(keys), h, w, 1), np.uint8)
+    params = augjax.ops.random_resized_crop.sample(probe, key=keys, size=8, scale=scale,
+                                                   ratio=ratio)
+    assert set(params) == {"box"} and params["box"].dtype == np.int32
+    return np.asarray(params["box"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -78,10 +97,8 @@ def tv_make_params(u_area, u_ratio, u_top, u_left, h, w, scale, ratio):
 ])
 def test_rrc_box_matches_torchvision_make_params(h, w, scale, ratio, fallbacks):
     keys = jax.random.split(jax.random.key(0), 500)
-    draws = jax.vmap(rrc_draws)(keys)
-    boxes = np.stack([np.asarray(b) for b in jax.jit(jax.vmap(
-        lambda *d: rrc_box(*d, h, w, scale, ratio)))(*draws)], axis=1)
-    draws = [np.asarray(d, np.float64) for d in draws]
+    boxes = rrc_boxes(keys, h, w, scale, ratio)
+    draws = rrc_uniforms(keys)
     ties = fell_back = 0
     for i, box in enumerate(boxes):
         ref, near_tie, fallback = tv_make_params(*(d[i] for d in draws), h, w, scale, ratio)
@@ -97,9 +114,7 @@ def test_rrc_box_matches_torchvision_make_params(h, w, scale, ratio, fallbacks):
 
 def test_rrc_box_distribution_matches_torchvision_sampler():
     n, h, w = 2000, 24, 32
-    keys = jax.random.split(jax.random.key(1), n)
-    ours = np.stack([np.asarray(b) for b in jax.jit(jax.vmap(
-        lambda k: rrc_box(*rrc_draws(k), h, w, (0.08, 1.0), (3 / 4, 4 / 3))))(keys)], axis=1)
+    ours = rrc_boxes(jax.random.split(jax.random.key(1), n), h, w)
     torch.manual_seed(0)
     t = T.RandomResizedCrop(8)
     probe = torch.zeros(3, h, w)
@@ -121,13 +136,13 @@ def test_rrc_matches_torchvision_resized_crop(size, interp, antialias, dtype):
     n = 6
     x = images(n, H, W, dtype=dtype, seed=1)
     keys = jax.random.split(jax.random.key(2), n)
-    out = np.asarray(augjax.ops.random_resized_crop(x, key=keys, size=size, interpolation=interp,
-                                                    antialias=antialias))
+    kw = dict(size=size, interpolation=interp, antialias=antialias)
+    out = np.asarray(augjax.ops.random_resized_crop(x, key=keys, **kw))
     assert out.shape == (n, *size, 3) and out.dtype == x.dtype
+    boxes = np.asarray(augjax.ops.random_resized_crop.sample(x, key=keys, **kw)["box"])
     off_by_one = 0
-    for i, k in enumerate(op_keys(keys)):
-        top, left, h, w = (int(v) for v in rrc_box(*rrc_draws(k), H, W, (0.08, 1.0),
-                                                   (3 / 4, 4 / 3)))
+    for i in range(n):
+        top, left, h, w = (int(v) for v in boxes[i])
         ref = tv(x[i], F.resized_crop, top=top, left=left, height=h, width=w, size=list(size),
                  interpolation=F.InterpolationMode(interp), antialias=antialias)
         diff = np.abs(out[i].astype(np.float64) - ref)
@@ -176,13 +191,17 @@ def test_random_crop_is_a_window_of_torchvision_pad(pad_mode, padding, fill, dty
     ``fill * 255`` for uint8 (0.6 is 153, a whole level, so torchvision's cast is exact)."""
     n, size = 6, (H, W)  # CIFAR style: pad, then crop back to the input size
     x = images(n, H, W, dtype=dtype, seed=3)
-    out = np.asarray(augjax.ops.random_crop(x, key=jax.random.key(3), size=size, padding=padding,
-                                            fill=fill, pad_mode=pad_mode))
+    kw = dict(size=size, padding=padding, fill=fill, pad_mode=pad_mode)
+    out = np.asarray(augjax.ops.random_crop(x, key=jax.random.key(3), **kw))
+    offsets = np.asarray(augjax.ops.random_crop.sample(x, key=jax.random.key(3), **kw)["offset"])
     tv_padding = [padding] if isinstance(padding, int) else list(padding)
+    pad_left, pad_top = (tv_padding * 2)[:2]  # p, (left/right, top/bottom), (left, top, ...)
     tv_fill_ = tv_fill(fill, dtype)
     for i in range(n):
         padded = tv(x[i], F.pad, padding=tv_padding, fill=tv_fill_, padding_mode=pad_mode)
-        assert windows(padded, out[i]), f"sample {i} is no window of the padded image"
+        top, left = offsets[i] + (pad_top, pad_left)  # the sampled window, in the padded image
+        np.testing.assert_array_equal(out[i], padded[top:top + H, left:left + W])
+    assert len({tuple(o) for o in offsets}) > 1
 
 
 def test_random_crop_fill_between_levels_rounds_for_uint8():
@@ -206,9 +225,12 @@ def test_random_crop_positions_are_uniform():
     n = 1200
     x = np.arange(4 * 5, dtype=np.float32).reshape(1, 4, 5, 1).repeat(n, 0) + 1
     out = np.asarray(augjax.ops.random_crop(x, key=jax.random.key(4), size=(3, 3), padding=1))
+    offsets = np.asarray(augjax.ops.random_crop.sample(x, key=jax.random.key(4), size=(3, 3),
+                                                       padding=1)["offset"])
     padded = np.pad(x[0], ((1, 1), (1, 1), (0, 0)))
     pos = [windows(padded, o) for o in out]
     assert all(len(p) == 1 for p in pos)
+    np.testing.assert_array_equal(np.array([p[0] for p in pos]), offsets + 1)
     counts = np.bincount([t * 5 + l for ((t, l),) in pos], minlength=4 * 5)
     assert scipy.stats.chisquare(counts).pvalue > 1e-3
 
@@ -217,10 +239,13 @@ def test_random_crop_pad_if_needed_matches_torchvision():
     x = images(4, 10, 12, seed=5)
     out = np.asarray(augjax.ops.random_crop(x, key=jax.random.key(5), size=(16, 14),
                                             pad_if_needed=True, fill=7 / 255))
+    offsets = np.asarray(augjax.ops.random_crop.sample(x, key=jax.random.key(5), size=(16, 14),
+                                                       pad_if_needed=True)["offset"])
     for i in range(4):
         # torchvision pads the shortfall (6 rows, 2 columns) on both sides.
         padded = tv(x[i], F.pad, padding=[2, 6, 2, 6], fill=7.0)
-        assert windows(padded, out[i])
+        top, left = offsets[i] + (6, 2)
+        np.testing.assert_array_equal(out[i], padded[top:top + 16, left:left + 14])
 
 
 def test_random_crop_errors():
@@ -336,3 +361,105 @@ def test_output_size_is_declared():
         assert bound.spec.output_size(H, W, **bound.kwargs) == params["size"]
 
 
+
+
+# ---------------------------------------------------------------------------------------------
+# sample / apply: the public params
+
+
+@pytest.mark.parametrize("dtype,layout", [(np.uint8, "HWC"), (np.float32, "CHW")])
+@pytest.mark.parametrize("name,params", CROPS)
+def test_sample_then_apply_is_the_call_bitwise(name, params, dtype, layout):
+    spec = getattr(augjax.ops, name)
+    x = images(5, H, W, dtype=dtype, seed=12)
+    if layout == "CHW":
+        x = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+    k = jax.random.key(13)
+    sampled = spec.sample(x, key=k, layout=layout, **params)
+    fields = {"random_resized_crop": {"box": (4,)}, "random_crop": {"offset": (2,)},
+              "center_crop": {}}[name]
+    assert {f: tuple(v.shape) for f, v in sampled.items()} == {f: (5, *s)
+                                                               for f, s in fields.items()}
+    assert all(v.dtype == np.int32 for v in sampled.values())
+    called = spec(x, key=k, layout=layout, **params) if spec.random else spec(x, layout=layout,
+                                                                               **params)
+    np.testing.assert_array_equal(spec.apply(x, params=sampled, layout=layout, **params), called)
+
+
+@pytest.mark.parametrize("interp", ["nearest", "bilinear"])
+def test_rrc_apply_with_an_exact_box_is_torchvision_resized_crop(interp):
+    x = images(3, H, W, dtype=np.float32, seed=14)
+    boxes = np.array([[0, 0, H, W], [3, 5, 10, 20], [20, 30, 4, 2]], np.int32)
+    out = np.asarray(augjax.ops.random_resized_crop.apply(
+        x, params={"box": boxes}, size=(9, 11), interpolation=interp))
+    for i, (top, left, h, w) in enumerate(boxes):
+        ref = tv(x[i], F.resized_crop, top=int(top), left=int(left), height=int(h), width=int(w),
+                 size=[9, 11], interpolation=F.InterpolationMode(interp), antialias=True)
+        np.testing.assert_allclose(out[i], ref, atol=1e-5 if interp == "bilinear" else 0)
+    same = augjax.ops.random_resized_crop.apply(x, params={"box": np.tile([0, 0, H, W], (3, 1))},
+                                                size=(H, W))
+    np.testing.assert_array_equal(same, x)  # the whole image at its own size: the identity
+
+
+def test_random_crop_apply_with_an_edited_offset():
+    x = images(2, H, W, seed=15)
+    kw = dict(size=(10, 12), padding=(2, 3))  # left/right 2, top/bottom 3
+    offsets = np.array([[-3, -2], [5, 7]], np.int32)
+    out = np.asarray(augjax.ops.random_crop.apply(x, params={"offset": offsets}, **kw))
+    padded = np.pad(x, ((0, 0), (3, 3), (2, 2), (0, 0)))
+    np.testing.assert_array_equal(out[0], padded[0, :10, :12])  # the padded image's corner
+    np.testing.assert_array_equal(out[1], x[1, 5:15, 7:19])  # a window of the image itself
+
+
+def _forward(spec, params, i, config):
+    bound = spec.bind(**config)
+    meta = Meta(H, W, 3, "float32")
+    one = {k: v[i] for k, v in params.items()}
+    return np.asarray(spec.matrix(one, meta, **bound.kwargs), np.float64)
+
+
+@pytest.mark.parametrize("name,params", CROPS[1:] + [("center_crop", dict(size=(30, 40)))])
+def test_crop_matrix_maps_each_input_pixel_to_where_it_lands(name, params):
+    """random_crop / center_crop: input pixel (x, y) is output pixel M @ (x, y, 1) wherever
+    that lies inside the output (a pure translation)."""
+    spec = getattr(augjax.ops, name)
+    x = images(3, H, W, dtype=np.float32, seed=16)
+    sampled = spec.sample(x, key=jax.random.key(17), **params)
+    out = np.asarray(spec.apply(x, params=sampled, **params))
+    oh, ow = out.shape[1:3]
+    for i in range(3):
+        m = _forward(spec, sampled, i, params)
+        np.testing.assert_array_equal(m[:2, :2], np.eye(2))
+        hits = 0
+        for y in range(H):
+            for x_ in range(W):
+                u, v = (m @ (x_, y, 1.0))[:2]
+                if 0 <= u < ow and 0 <= v < oh:
+                    np.testing.assert_array_equal(out[i, int(v), int(u)], x[i, y, x_])
+                    hits += 1
+        assert hits > 0
+
+
+def test_rrc_matrix_maps_the_box_onto_the_output():
+    """The box's outer edges (pixel centres +-0.5) land on the output's edges."""
+    params = dict(size=(12, 10))
+    spec = augjax.ops.random_resized_crop
+    sampled = spec.sample(images(4, H, W), key=jax.random.key(18), **params)
+    for i in range(4):
+        top, left, h, w = np.asarray(sampled["box"][i], np.float64)
+        m = _forward(spec, sampled, i, params)
+        corners = m @ np.array([[left - 0.5, left + w - 0.5], [top - 0.5, top + h - 0.5],
+                                [1.0, 1.0]])
+        np.testing.assert_allclose(corners[:2], [[-0.5, 10 - 0.5], [-0.5, 12 - 0.5]], atol=1e-4)
+
+
+@pytest.mark.parametrize("name,params", CROPS)
+def test_apply_is_differentiable_in_the_image(name, params):
+    spec = getattr(augjax.ops, name)
+    x = jax.numpy.asarray(images(2, H, W, dtype=np.float32, seed=19))
+    sampled = spec.sample(x, key=jax.random.key(20), **params)
+    grad = jax.grad(lambda v: spec.apply(v, params=sampled, **params).sum())(x)
+    g = np.asarray(grad)
+    assert np.isfinite(g).all() and g.sum() > 0
+    if name == "center_crop":  # a plain crop: each pixel is kept once or dropped
+        assert set(np.unique(g)) <= {0.0, 1.0}

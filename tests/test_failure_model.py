@@ -1,4 +1,4 @@
-"""The failure model (issue 8; docs/RELIABILITY.md): where each kind of mistake surfaces, and
+"""The failure model (docs/RELIABILITY.md): where each kind of mistake surfaces, and
 what a failure does to a DALI pipeline. Each documented behaviour has a test here.
 
 1. Definition time (``pipe()``, before ``build``): parameter values and names, call keywords

@@ -7,9 +7,9 @@ Tolerances (stated in augjax/catalog/geometry.py too):
 - bilinear: <= 1 level on uint8 (a float32 value at .5 rounds either way), <= 1e-5 on float32
   (float32 rounding of coordinates and weights; torchvision builds its matrix in float64).
 
-Sampled parameters are recovered through the deterministic path: a pair ``(v, v)`` gives exactly
-``v``, and the kernels take traced values (as policies call them), so one compiled program covers
-a batch of different values.
+Sampled parameters are read through the public params path: ``op.sample`` gives each sample's
+drawn values, and ``op.apply(x, params=...)`` applies exact per-sample values (as policies do),
+so one compiled program covers a batch of different values.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from helpers import images, run_dali, seeds
 from torchvision.transforms.v2.functional._geometry import _get_inverse_affine_matrix
 
 import augjax
-from augjax.catalog.geometry import affine_params, perspective_points
 from augjax.errors import InputError, ParamError
 
 H, W = 16, 20
@@ -91,16 +90,11 @@ def check_identity(out: np.ndarray, x: np.ndarray, interp: str) -> None:
         np.testing.assert_allclose(out, x, atol=1e-6)
 
 
-def op_keys(keys: jax.Array) -> jax.Array:
-    """The key a single op's kernel gets for each sample (position 0 of the chain)."""
-    return jax.vmap(jax.random.fold_in, in_axes=(0, None))(keys, 0)
-
-
 def kernel_batch(spec, images_, values, name, **params):
-    """The op's kernel under jit+vmap with a traced per-sample value for ``name`` (policy path)."""
-    fn = jax.jit(jax.vmap(lambda k, x, v: spec.kernel(k, x, **{name: v}, **params)))
-    keys = jax.random.split(jax.random.key(0), len(values))
-    return np.asarray(fn(keys, jnp.asarray(images_), jnp.asarray(values, jnp.float32)))
+    """The op applied with an exact per-sample value for ``name`` (``op.apply``, the policy
+    path)."""
+    out = spec.apply(images_, params={name: jnp.asarray(values, jnp.float32)}, **params)
+    return np.asarray(out)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -298,8 +292,8 @@ def test_affine_matches_torchvision_on_its_draws(interp, dtype):
                shear=(-20.0, 20.0, -10.0, 10.0))
     keys = jax.random.split(jax.random.key(2), n)
     out = np.asarray(augjax.ops.affine(x, key=keys, interpolation=interp, fill=fill, **cfg))
-    bound = augjax.ops.affine.bind(**cfg).kwargs
-    draws = [affine_params(k, H, W, **{p: bound[p] for p in cfg}) for k in op_keys(keys)]
+    p = jax.tree.map(np.asarray, augjax.ops.affine.sample(x, key=keys, **cfg))
+    draws = zip(p["degrees"], p["translate"], p["scale"], p["shear"], strict=True)
     for i, (angle, (tx, ty), zoom, (sx, sy)) in enumerate(draws):
         assert -40.0 <= float(angle) <= 40.0 and 0.7 <= float(zoom) <= 1.3
         assert abs(int(tx)) <= round(0.2 * W) and abs(int(ty)) <= round(0.3 * H)
@@ -326,8 +320,8 @@ def test_affine_parameterisation_follows_random_affine():
 # perspective
 
 
-batch_points = jax.jit(jax.vmap(perspective_points, in_axes=(0, None, None, None)),
-                       static_argnums=(1, 2, 3))
+def start_points(h: int, w: int) -> list[list[int]]:
+    return [[0, 0], [w - 1, 0], [w - 1, h - 1], [0, h - 1]]
 
 
 def exact_source_coords(start, end):
@@ -353,10 +347,12 @@ def test_perspective_matches_torchvision_on_its_draws(interp, dtype):
     keys = jax.random.split(jax.random.key(3), n)
     out = np.asarray(augjax.ops.perspective(x, key=keys, p=1.0, distortion_scale=0.6,
                                             interpolation=interp, fill=fill))
-    points = batch_points(op_keys(keys), H, W, 0.6)
+    params = augjax.ops.perspective.sample(x, key=keys, p=1.0, distortion_scale=0.6)
+    assert np.asarray(params["applied"]).all()
+    ends = np.asarray(params["endpoints"]).astype(int).tolist()
     ties = 0
-    starts, ends = (np.asarray(a).tolist() for a in points)
-    for i, (start, end) in enumerate(zip(starts, ends, strict=True)):
+    for i, end in enumerate(ends):
+        start = start_points(H, W)
         ref = tv(x[i], F.perspective, startpoints=start, endpoints=end,
                  interpolation=mode(interp), fill=tv_fill(dtype))
         ties += check_close(out[i], ref, interp, dtype, exact_source_coords(start, end))
@@ -366,15 +362,14 @@ def test_perspective_matches_torchvision_on_its_draws(interp, dtype):
 def test_perspective_corner_draws_follow_random_perspective_bounds():
     keys = jax.random.split(jax.random.key(4), 400)
     h, w, d = 16, 20, 0.5
-    start, end = batch_points(keys, h, w, d)
-    end = np.asarray(end)
+    params = augjax.ops.perspective.sample(images(400, h, w), key=keys, distortion_scale=d)
+    end = np.asarray(params["endpoints"])
+    assert end.shape == (400, 4, 2) and (end == np.round(end)).all()
     bh, bw = int(d * (h // 2)) + 1, int(d * (w // 2)) + 1
     lows = np.array([[0, 0], [w - bw, 0], [w - bw, h - bh], [0, h - bh]])
     highs = np.array([[bw, bh], [w, bh], [w, h], [bw, h]]) - 1
     np.testing.assert_array_equal(end.min(0), lows)  # randint(low, high): every value reached
     np.testing.assert_array_equal(end.max(0), highs)
-    np.testing.assert_array_equal(np.asarray(start[0]), [[0, 0], [w - 1, 0], [w - 1, h - 1],
-                                                         [0, h - 1]])
 
 
 def test_perspective_probability_per_sample():

@@ -146,22 +146,23 @@ def test_color_jitter_cuda_kernel_matches_the_xla_form(dtype, shape):
     import jax
     import jax.numpy as jnp
 
+    import augjax
     from augjax.catalog._jitter import jitter
-    from augjax.catalog.color import jitter_draw
 
     n = 16
     x = images(n, *shape, dtype=dtype, seed=13)
-    ranges = ((0.6, 1.4),) * 3 + ((-0.2, 0.2),)
+    keys = jax.random.split(jax.random.key(14), n)
+    p = augjax.ops.color_jitter.sample(x, key=keys, brightness=0.4, contrast=0.4,
+                                       saturation=0.4, hue=0.2)
+    factors = jnp.stack([p[k] for k in ("brightness", "contrast", "saturation", "hue")], -1)
 
     def one(form):
-        def apply(key, image):
-            factors, order = jitter_draw(key, ranges)
-            return jitter(image, order, jnp.stack(factors), (True,) * 4, form)
+        def apply(order, factor, image):
+            return jitter(image, order, factor, (True,) * 4, form)
         return jax.jit(jax.vmap(apply))
 
-    keys = jax.random.split(jax.random.key(14), n)
     kernel, xla, ref = (
-        np.asarray(one(form)(jax.device_put(keys, dev), jax.device_put(x, dev)))
+        np.asarray(one(form)(*(jax.device_put(a, dev) for a in (p["order"], factors, x))))
         for form, dev in (("auto", jax.devices("gpu")[0]), ("gpu", jax.devices("gpu")[0]),
                           ("cpu", jax.devices("cpu")[0])))
     assert kernel.dtype == ref.dtype and kernel.shape == ref.shape

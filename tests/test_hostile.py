@@ -1,4 +1,4 @@
-"""Hostile inputs (issue 8): every registered op answers with a typed error or a documented,
+"""Hostile inputs: every registered op answers with a typed error or a documented,
 tested behaviour; never a crash, a hang, a NaN it created, or silently wrong output.
 
 - A property test per op (hypothesis): shapes (batch of 1 and up, sides from 1 pixel), dtypes,

@@ -43,12 +43,17 @@ def _finish(x, dtype):
     return jnp.round(out).astype(dtype) if dtype == jnp.uint8 else out
 
 
-@op("kit_good", params=AMOUNT, reference="a test op")
-def kit_good(key, image, *, amount):
-    """Adds U[0, amount] of the value range to each image, clipped."""
+def _shift(key, meta, params, *, amount):
+    """The ``sample=`` hook: ``shift`` ~ U[0, amount] (amount: the sample's value)."""
+    return {"shift": jax.random.uniform(key, ()) * params["amount"]}
+
+
+@op("kit_good", params=AMOUNT, sample=_shift, reference="a test op")
+def kit_good(image, params):
+    """Adds U[0, amount] of the value range to each image, clipped. Params: ``amount``,
+    ``shift``."""
     top = 255.0 if image.dtype == jnp.uint8 else 1.0
-    shift = jax.random.uniform(key, (), maxval=amount) * top
-    return _finish(image.astype(jnp.float32) + shift, image.dtype)
+    return _finish(image.astype(jnp.float32) + params["shift"] * top, image.dtype)
 
 
 def statuses(report) -> dict[str, str]:
@@ -64,45 +69,44 @@ def test_a_correct_op_passes_every_check():
 
 
 # -- each check catches its fault ----------------------------------------------------------------
-@op("kit_wrong_dtype", params=AMOUNT)
-def kit_wrong_dtype(key, image, *, amount):
+@op("kit_wrong_dtype", params=AMOUNT, sample=_shift)
+def kit_wrong_dtype(image, params):
     """Returns float32 whatever came in (declared to keep the dtype)."""
-    return image.astype(jnp.float32) + jax.random.uniform(key, ()) * amount
+    return image.astype(jnp.float32) + params["shift"]
 
 
-@op("kit_swapped", params=AMOUNT)
-def kit_swapped(key, image, *, amount):
+@op("kit_swapped", params=AMOUNT, sample=_shift)
+def kit_swapped(image, params):
     """Returns the image transposed (H and W swapped)."""
     return jnp.swapaxes(image, 0, 1)
 
 
-@op("kit_ignores_key", params=AMOUNT)
-def kit_ignores_key(key, image, *, amount):
-    """Declared random but never uses its key."""
+@op("kit_ignores_key", params=AMOUNT, sample=_shift)
+def kit_ignores_key(image, params):
+    """Declared random but never uses what it draws."""
     return image
 
 
 _trace_counter = itertools.count()
 
 
-@op("kit_trace_state", params=AMOUNT)
-def kit_trace_state(key, image, *, amount):
+@op("kit_trace_state", params=AMOUNT, sample=_shift)
+def kit_trace_state(image, params):
     """Adds a number taken from Python state at trace time (differs per trace)."""
     return _finish(image.astype(jnp.float32) + float(next(_trace_counter) % 7 + 1), image.dtype)
 
 
-@op("kit_numpy_rng", params=AMOUNT)
-def kit_numpy_rng(key, image, *, amount):
-    """Uses NumPy's global RNG instead of its key."""
+@op("kit_numpy_rng", params=AMOUNT, sample=_shift)
+def kit_numpy_rng(image, params):
+    """Uses NumPy's global RNG instead of its params."""
     noise = np.random.default_rng().integers(1, 50, image.shape).astype(np.float32)
     return _finish(image.astype(jnp.float32) + noise, image.dtype)
 
 
-@op("kit_not_neutral", params=AMOUNT)
-def kit_not_neutral(key, image, *, amount):
+@op("kit_not_neutral", params=AMOUNT, sample=_shift)
+def kit_not_neutral(image, params):
     """Adds 1 + U[0, amount]: never the identity, although amount=0 is declared neutral."""
-    return _finish(image.astype(jnp.float32) + 1.0 + jax.random.uniform(key, ()) * amount,
-                   image.dtype)
+    return _finish(image.astype(jnp.float32) + 1.0 + params["shift"], image.dtype)
 
 
 class _Loose(float):
@@ -116,7 +120,7 @@ class _Loose(float):
 
 @op("kit_unhashed", params={"amount": Param(0.5, low=0.0, high=1.0, validate=_Loose)},
     random=False)
-def kit_unhashed(image, *, amount):
+def kit_unhashed(image, params, *, amount):
     """Returns the image (its parameter normalises to a value compared by identity)."""
     return image
 
@@ -125,7 +129,7 @@ def kit_unhashed(image, *, amount):
     "amount": Param(0.5, low=0.0, high=1.0, neutral=2.0),
     "level": Param(1, low=0, high=10, magnitude=(0, 20)),
 })
-def kit_bad_decl(key, image, *, amount, level):
+def kit_bad_decl(image, params, *, amount):
     return image
 
 
@@ -201,7 +205,7 @@ def test_param_validation_check_can_fail():
                           "size": Param(None, kind="size", low=1, required=True),
                           "mode": Param("a", choices=("a", "b"))},
     level="batch", inputs=("images", "labels"), random=False)
-def kit_labels(images, labels, *, num_classes, size, mode):
+def kit_labels(images, labels, params, *, num_classes, size, mode):
     """Returns the images and one-hot labels."""
     return images, jax.nn.one_hot(labels, num_classes)
 
@@ -286,17 +290,22 @@ GOOD = '''
 import jax, jax.numpy as jnp
 from augjax import Param, op
 
-@op("cli_good", params={"amount": Param(0.5, low=0.0, high=1.0, neutral=0.0)})
-def cli_good(key, image, *, amount):
-    """Adds U[0, amount] of the range, clipped."""
+
+def _draw(key, meta, params, *, amount):
+    return {"u": jax.random.uniform(key, ())}
+
+
+@op("cli_good", params={"amount": Param(0.5, low=0.0, high=1.0, neutral=0.0)}, sample=_draw)
+def cli_good(image, params, *, amount):
+    """Adds U[0, amount] of the range, clipped. Params: ``u`` (uniform in [0, 1))."""
     top = 255.0 if image.dtype == jnp.uint8 else 1.0
-    x = jnp.clip(image.astype(jnp.float32) + jax.random.uniform(key, (), maxval=amount) * top,
-                 0.0, top)
+    x = jnp.clip(image.astype(jnp.float32) + params["u"] * amount * top, 0.0, top)
     return jnp.round(x).astype(image.dtype) if image.dtype == jnp.uint8 else x
 
-@op("cli_lazy", params={"amount": Param(0.5, low=0.0, high=1.0)})
-def cli_lazy(key, image, *, amount):
-    """Ignores its key."""
+
+@op("cli_lazy", params={"amount": Param(0.5, low=0.0, high=1.0)}, sample=_draw)
+def cli_lazy(image, params, *, amount):
+    """Ignores what it draws."""
     return image
 '''
 

@@ -1,15 +1,15 @@
 """mixup, cutmix and mixup_cutmix against timm.data.Mixup / FastCollateMixup.
 
 timm draws from NumPy's global RNG, so the exact comparisons replace the ``np`` that
-``timm.data.mixup`` sees with one whose ``random`` answers timm's calls with the draws augjax's
-op made from its key (``mix_plan``); everything else (the control flow, the boxes from those
-draws, lambda correction, the image and target arithmetic) is timm's own code. The draws
-themselves are tested for their distributions with fixed seeds.
+``timm.data.mixup`` sees with one whose ``random`` answers timm's calls with what augjax's op
+drew, read from the params ``op.sample`` returns: the mixing and switch coins (from ``lam`` and
+``use_cutmix``), the Beta draws (``lam``) and the box (its centre, or for ``cutmix_minmax`` its
+sides and corner); everything else (the control flow, the boxes from those draws, lambda
+correction, the image and target arithmetic) is timm's own code. The draws themselves are
+tested for their distributions with fixed seeds.
 """
 
 from __future__ import annotations
-
-import functools
 
 import jax
 import jax.numpy as jnp
@@ -21,66 +21,83 @@ from helpers import images, run_dali, seeds
 from scipy import stats
 
 import augjax
-from augjax.catalog.mix import mix_batch, mix_plan, soft_targets
 from augjax.errors import InputError, ParamError
 
 N, H, W, K = 6, 16, 20, 7
 MODES = ("batch", "pair", "elem")
+FIELDS = ("box", "lam", "perm", "use_cutmix")
 
 
 def _keys(seed: int, n: int = N) -> jax.Array:
     return jax.random.split(jax.random.key(seed), n)
 
 
-@functools.lru_cache(maxsize=None)
-def _kernel_fn(n, h, w, draw, num_classes, smoothing):
-    """The op's kernel as one jitted function of the op's keys, also returning its plan: a
-    batch op at chain position 0 draws from ``fold_in(keys[0], 0)``."""
-
-    def f(keys, x, labels):
-        plan = mix_plan(jax.random.fold_in(keys[0], 0), n, h, w, **dict(draw))
-        out, soft = mix_batch(x, soft_targets(labels, num_classes, smoothing), plan)
-        return plan, out, soft
-
-    return jax.jit(f)
+def _run_op(op_name, kw, keys, x, labels):
+    """The op's sampled params and its output (a call with the same key)."""
+    spec = getattr(augjax.ops, op_name)
+    params = spec.sample(x, labels, key=keys, num_classes=K, **kw)
+    assert sorted(params) == list(FIELDS)
+    out, soft = spec(x, labels, key=keys, num_classes=K, **kw)
+    return jax.tree.map(np.asarray, params), np.asarray(out), np.asarray(soft)
 
 
-def _kernel(keys, x, labels, draw, num_classes=K, smoothing=0.0):
-    n, h, w, _ = x.shape
-    f = _kernel_fn(n, h, w, tuple(sorted(draw.items())), num_classes, smoothing)
-    return jax.tree.map(np.asarray, f(keys, x, labels))
+def _centre(lo: int, size: int, cut: int, extent: int) -> int:
+    """A centre ``c`` in ``[0, extent)`` for which timm's ``rand_bbox`` gives the clipped span
+    ``[lo, lo + size)`` for a cut of ``cut`` pixels (the smallest, when clipping at both ends
+    leaves a choice)."""
+    for c in range(extent):
+        if (np.clip(c - cut // 2, 0, extent) == lo
+                and np.clip(c + (cut + 1) // 2, 0, extent) == lo + size):
+            return c
+    raise AssertionError(f"no centre gives the span [{lo}, {lo + size}) for a cut of {cut}")
+
+
+def _label_weight(params, correct, h=H, w=W):
+    """The documented label weight: ``lam``, or ``1 - box area / image area`` for a cutmix
+    sample with ``correct``; 1 where ``lam == 1``."""
+    lam, cut, box = params["lam"], params["use_cutmix"], params["box"]
+    weight = np.where(cut & correct, 1 - box[:, 2] * box[:, 3] / (h * w), lam)
+    return np.where(lam != 1, weight, 1.0)
 
 
 class _FakeRandom:
-    """Answers timm's np.random calls with augjax's draws, checking timm asks for the same
-    distributions (argument ranges) and uses every draw exactly once."""
+    """Answers timm's np.random calls with the op's sampled params, checking timm asks for the
+    same distributions (argument ranges), finds a box consistent with them and uses every draw
+    exactly once."""
 
-    def __init__(self, plan, cfg, mode, h, w):
-        d = plan["draws"]
+    def __init__(self, params, cfg, mode, h, w):
         self.cfg, self.h, self.w = cfg, h, w
+        n = len(params["lam"])
+        idx = [0] if mode == "batch" else list(range(n // 2 if mode == "pair" else n))
+        lam, cut, box = (params[k][idx] for k in ("lam", "use_cutmix", "box"))
+        mixed = lam != 1
+        coin = lambda on: np.where(on, 0.0, np.nextafter(1.0, 0.0))  # noqa: E731
+        u_p, u_switch = coin(mixed), coin(cut)
         both = cfg["mixup_alpha"] > 0 and self.cut_alpha > 0
-        on = [k for k, a in (("mix", cfg["mixup_alpha"]), ("cut", self.cut_alpha)) if a > 0]
         if mode == "batch":  # timm draws the switch and one Beta only when the batch is mixed
-            mixed_batch = bool(plan["mixed"][0])
-            self.rands = [d["u_p"]] + ([d["u_switch"]] if both and mixed_batch else [])
-            chosen = "cut" if plan["use_cutmix"][0] or on == ["cut"] else "mix"
-            on = [chosen] if mixed_batch else []
+            self.rands = [u_p[0]] + ([u_switch[0]] if both and mixed[0] else [])
+            self.n_betas = int(mixed[0])
+            size = None
         else:
-            self.rands = ([d["u_switch"]] if both else []) + [d["u_p"]]
-        self.betas = {k: d["beta_" + k] for k in on}
-        n = len(plan["lam"])
-        idx = [()] if mode == "batch" else range(n // 2 if mode == "pair" else n)
-        mixed = plan["mixed"] if mode != "batch" else plan["mixed"][:1]
-        cut = plan["use_cutmix"] if mode != "batch" else plan["use_cutmix"][:1]
+            self.rands = ([u_switch] if both else []) + [u_p]
+            self.n_betas = 2 if both else 1
+            size = len(idx)
+        # The Beta draws: lam (a cutmix_minmax sample's lam is its box's; its Beta is unused).
+        minmax = cfg["cutmix_minmax"] is not None
+        beta = np.where(cut & minmax, 0.5, np.where(mixed, lam, 0.5)).astype(np.float64)
+        self.beta_value = beta[0] if size is None else beta
         self.ints = []
-        for i, j in enumerate(idx):
+        for i in range(len(idx)):
             if not (mixed[i] and cut[i]):
                 continue
-            if cfg["cutmix_minmax"] is None:
-                self.ints += [("cy", d["cy"][j]), ("cx", d["cx"][j])]
+            top, left, bh, bw = (int(v) for v in box[i])
+            if not minmax:
+                ratio = np.sqrt(1 - np.float64(lam[i]))
+                cut_h, cut_w = int(h * ratio), int(w * ratio)
+                self.ints += [("cy", _centre(top, bh, cut_h, h)),
+                              ("cx", _centre(left, bw, cut_w, w))]
             else:
-                self.ints += [("ch", d["yh"][j] - d["yl"][j]), ("cw", d["xh"][j] - d["xl"][j]),
-                              ("yl", d["yl"][j]), ("xl", d["xl"][j])]
+                self.ints += [("ch", bh), ("cw", bw), ("yl", top), ("xl", left)]
         self.ch = self.cw = None
 
     @property
@@ -93,16 +110,10 @@ class _FakeRandom:
         return value
 
     def beta(self, a, b, size=None):
-        assert a == b
-        which = "cut" if a == self.cut_alpha else "mix"
-        assert a == (self.cut_alpha if which == "cut" else self.cfg["mixup_alpha"])
-        value = self.betas.pop(which)
-        shape = () if size is None else (size,)
-        if value is None:  # cutmix_minmax: augjax draws no Beta (lam comes from the box)
-            assert which == "cut" and self.cfg["cutmix_minmax"] is not None
-            return np.full(shape, 0.5)
-        assert np.shape(value) == shape
-        return value.astype(np.float64)
+        assert a == b and a in (self.cut_alpha, self.cfg["mixup_alpha"]) and a > 0
+        self.n_betas -= 1
+        assert np.shape(self.beta_value) == (() if size is None else (size,))
+        return self.beta_value
 
     def randint(self, low, high=None, size=None):
         assert size is None
@@ -123,7 +134,7 @@ class _FakeRandom:
         return int(value)
 
     def done(self):
-        return not self.rands and not self.ints and not self.betas
+        return not self.rands and not self.ints and self.n_betas == 0
 
 
 class _FakeNp:
@@ -156,13 +167,11 @@ CONFIGS = [
     ("mixup_cutmix", dict(mixup_alpha=0.4, cutmix_alpha=1.0, cutmix_minmax=None, prob=0.8,
                           switch_prob=0.5, correct_lam=True, label_smoothing=0.1)),
 ]
-DRAW_KEYS = ("mixup_alpha", "cutmix_alpha", "cutmix_minmax", "prob", "switch_prob", "mode",
-             "correct_lam")
 
 
-def _run_timm(monkeypatch, cfg, plan, call):
-    """Runs ``call()`` (timm code) with np.random answering from ``plan``'s draws."""
-    fake = _FakeRandom(plan, cfg, cfg["mode"], H, W)
+def _run_timm(monkeypatch, cfg, params, call):
+    """Runs ``call()`` (timm code) with np.random answering from ``params``."""
+    fake = _FakeRandom(params, cfg, cfg["mode"], H, W)
     monkeypatch.setattr(tm, "np", _FakeNp(fake))
     try:
         result = call()
@@ -181,22 +190,23 @@ CASES = [(CONFIGS[3], m) for m in MODES] + [(CONFIGS[0], "batch"), (CONFIGS[1], 
 @pytest.mark.parametrize("config, mode", CASES)
 def test_matches_timm_mixup_given_the_same_draws(monkeypatch, config, mode):
     op_name, kw = config
-    cfg = _timm_cfg(op_name, dict(kw, mode=mode))
-    draw = {k: cfg[k] for k in DRAW_KEYS}
+    kw = dict(kw, mode=mode)
+    cfg = _timm_cfg(op_name, kw)
     worst_img = worst_y = 0.0
     kinds = set()
     for seed in range(6):
         x = images(N, H, W, dtype=np.float32, seed=seed)
         labels = np.random.default_rng(seed).integers(0, K, N).astype(np.int32)
-        plan, out, soft = _kernel(_keys(seed), x, labels, draw, smoothing=cfg["label_smoothing"])
+        params, out, soft = _run_op(op_name, kw, _keys(seed), x, labels)
+        np.testing.assert_array_equal(params["perm"], np.arange(N)[::-1])
         xt = torch.from_numpy(x.transpose(0, 3, 1, 2).copy())
-        ref_x, ref_y = _run_timm(monkeypatch, cfg, plan,
+        ref_x, ref_y = _run_timm(monkeypatch, cfg, params,
                                  lambda: tm.Mixup(**cfg)(xt, torch.from_numpy(labels).long()))
         worst_img = max(worst_img, np.abs(out - ref_x.numpy().transpose(0, 2, 3, 1)).max())
         worst_y = max(worst_y, np.abs(soft - ref_y.numpy()).max())
         np.testing.assert_allclose(soft.sum(1), 1.0, atol=1e-6)
         kinds |= {("cut" if c else "mix") if m else "none"
-                  for m, c in zip(plan["mixed"], plan["use_cutmix"])}
+                  for m, c in zip(params["lam"] != 1, params["use_cutmix"])}
     assert worst_img <= 1e-6 and worst_y <= 1e-6, (worst_img, worst_y)
     assert kinds - {"none"}  # the draws did exercise mixing
     if op_name == "mixup_cutmix":
@@ -206,32 +216,44 @@ def test_matches_timm_mixup_given_the_same_draws(monkeypatch, config, mode):
 OP_CASES = CASES[2:5]  # one case of each op: mixup_cutmix, mixup, cutmix
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.uint8])
 @pytest.mark.parametrize("config, mode", OP_CASES)
-def test_op_runs_the_kernel_with_its_key(config, mode):
-    """The op (dispatch, jit, key derivation) gives exactly what the kernel above gives."""
+def test_sample_then_apply_is_the_call_bitwise(config, mode, dtype):
+    """op.apply(x, y, params=op.sample(x, key=k)) is op(x, y, key=k), bit for bit; the params
+    are the documented fields, each with a leading axis N."""
     op_name, kw = config
-    cfg = _timm_cfg(op_name, dict(kw, mode=mode))
-    x = images(N, H, W, dtype=np.float32, seed=9)
+    spec = getattr(augjax.ops, op_name)
+    kw = dict(kw, mode=mode, num_classes=K)
+    x = images(N, H, W, dtype=dtype, seed=9)
     labels = np.arange(N, dtype=np.int32) % K
-    _, out, soft = _kernel(_keys(9), x, labels, {k: cfg[k] for k in DRAW_KEYS},
-                           smoothing=cfg["label_smoothing"])
-    out2, soft2 = getattr(augjax.ops, op_name)(x, labels, key=_keys(9), num_classes=K,
-                                               mode=mode, **kw)
-    np.testing.assert_array_equal(out, np.asarray(out2))
-    np.testing.assert_array_equal(soft, np.asarray(soft2))
+    params = spec.sample(x, key=_keys(9), **kw)  # the labels are not needed to sample
+    shapes = {k: (tuple(v.shape), v.dtype) for k, v in params.items()}
+    assert shapes == {"lam": ((N,), np.float32), "use_cutmix": ((N,), np.bool_),
+                      "box": ((N, 4), np.int32), "perm": ((N,), np.int32)}
+    out, soft = spec(x, labels, key=_keys(9), **kw)
+    out2, soft2 = spec.apply(x, labels, params=params, **kw)
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(out2))
+    np.testing.assert_array_equal(np.asarray(soft), np.asarray(soft2))
+    assert (np.asarray(out) != x).any()
+    # Every lam set to 1: nothing is mixed (images as given, labels only softened).
+    same, soft1 = spec.apply(x, labels, params=dict(params, lam=np.ones(N, np.float32)), **kw)
+    np.testing.assert_array_equal(np.asarray(same), x)
+    smoothing = kw["label_smoothing"]
+    ref = tm.mixup_target(torch.from_numpy(labels).long(), K, 1.0, smoothing).numpy()
+    np.testing.assert_array_equal(np.asarray(soft1), ref)
 
 
 @pytest.mark.parametrize("mode", ["batch", "pair"])  # elem is pair's arithmetic, per sample
 def test_uint8_matches_timm_fast_collate_mixup(monkeypatch, mode):
-    cfg = dict(CONFIGS[-1][1], mode=mode, num_classes=K)
-    draw = {k: cfg[k] for k in DRAW_KEYS}
+    kw = dict(CONFIGS[-1][1], mode=mode)
+    cfg = dict(kw, num_classes=K)
     worst = 0
     for seed in range(4):
         x = images(N, H, W, dtype=np.uint8, seed=seed)
         labels = np.arange(N, dtype=np.int32) % K
-        plan, out, soft = _kernel(_keys(seed + 10), x, labels, draw, smoothing=0.1)
+        params, out, soft = _run_op("mixup_cutmix", kw, _keys(seed + 10), x, labels)
         batch = [(x[i].transpose(2, 0, 1).copy(), int(labels[i])) for i in range(N)]
-        ref_x, ref_y = _run_timm(monkeypatch, cfg, plan,
+        ref_x, ref_y = _run_timm(monkeypatch, cfg, params,
                                  lambda: tm.FastCollateMixup(**cfg)(batch))
         assert out.dtype == np.uint8
         worst = max(worst, np.abs(out.astype(int) - ref_x.numpy().transpose(0, 2, 3, 1)).max())
@@ -251,56 +273,111 @@ def test_label_smoothing_values_are_timms_exactly():
 def test_float_soft_labels_mix_by_lam():
     x = images(N, H, W, dtype=np.float32)
     dense = np.random.default_rng(0).dirichlet(np.ones(K), N).astype(np.float32)
-    draw = {k: v for k, v in dict(CONFIGS[-1][1], mode="elem").items() if k in DRAW_KEYS}
-    plan, _, soft = _kernel(_keys(1), x, dense, draw, smoothing=0.1)
-    lam = plan["lam"][:, None]
+    params, _, soft = _run_op("mixup_cutmix", dict(CONFIGS[-1][1], mode="elem"), _keys(1), x,
+                              dense)
+    lam = _label_weight(params, correct=True)[:, None]
     assert len(np.unique(lam)) > 2
     np.testing.assert_allclose(soft, lam * dense + (1 - lam) * dense[::-1], atol=1e-6)
     np.testing.assert_allclose(soft.sum(1), 1.0, atol=1e-6)
 
 
+# -- exact parameters through apply ------------------------------------------------------------
+def test_mixup_apply_with_an_exact_lambda_and_permutation():
+    x = images(N, H, W, dtype=np.float32, seed=5)
+    labels = np.arange(N, dtype=np.int32)
+    lam = np.array([0.3, 1.0, 0.5, 0.0, 0.9, 0.25], np.float32)
+    perm = np.array([2, 0, 1, 5, 3, 4], np.int32)  # any permutation, not only the reversal
+    params = {"lam": lam, "perm": perm, "use_cutmix": np.zeros(N, bool),
+              "box": np.zeros((N, 4), np.int32)}
+    out, soft = augjax.ops.mixup.apply(x, labels, params=params, num_classes=N)
+    lam4 = lam[:, None, None, None]
+    np.testing.assert_allclose(np.asarray(out), lam4 * x + (1 - lam4) * x[perm], atol=1e-6)
+    eye = np.eye(N, dtype=np.float32)
+    np.testing.assert_allclose(np.asarray(soft), lam[:, None] * eye + (1 - lam[:, None]) *
+                               eye[perm], atol=1e-6)
+
+
+@pytest.mark.parametrize("correct_lam", [True, False])
+def test_cutmix_apply_with_exact_boxes(correct_lam):
+    x = images(N, H, W, seed=6)
+    labels = np.arange(N, dtype=np.int32)
+    box = np.array([[0, 0, 4, 5], [3, 2, 10, 1], [0, 0, 0, 0], [1, 1, H - 1, W - 1],
+                    [5, 5, 2, 2], [0, 0, H, W]], np.int32)
+    lam = np.array([0.7, 0.2, 0.9, 1.0, 0.5, 0.1], np.float32)  # sample 3: lam 1, not mixed
+    perm = np.arange(N, dtype=np.int32)[::-1].copy()
+    params = {"lam": lam, "perm": perm, "use_cutmix": np.ones(N, bool), "box": box}
+    out, soft = augjax.ops.cutmix.apply(x, labels, params=params, num_classes=N,
+                                        correct_lam=correct_lam)
+    ref = x.copy()
+    for i, (t, l_, h, w) in enumerate(box):
+        if lam[i] != 1:
+            ref[i, t:t + h, l_:l_ + w] = x[perm[i], t:t + h, l_:l_ + w]
+    np.testing.assert_array_equal(np.asarray(out), ref)
+    weight = _label_weight(params, correct_lam)[:, None]
+    eye = np.eye(N, dtype=np.float32)
+    np.testing.assert_allclose(np.asarray(soft), weight * eye + (1 - weight) * eye[perm],
+                               atol=1e-6)
+    assert weight[3] == 1.0 and (weight[5] == 0.0 if correct_lam else weight[5] == lam[5])
+
+
+def test_mixup_apply_is_differentiable_in_the_images():
+    x = jnp.asarray(images(N, H, W, dtype=np.float32, seed=7))
+    labels = np.arange(N, dtype=np.int32) % K
+    params = augjax.ops.mixup.sample(x, key=_keys(8), num_classes=K, mode="elem")
+    grad = jax.grad(lambda v: augjax.ops.mixup.apply(v, labels, params=params, num_classes=K,
+                                                     mode="elem")[0].sum())(x)
+    # d(sum)/dx_i = (lam_i + 1 - lam_{N-1-i}) * 1 per pixel (x_i also feeds its partner)
+    lam = np.asarray(params["lam"])
+    want = (lam + 1 - lam[::-1])[:, None, None, None]
+    np.testing.assert_allclose(np.asarray(grad), np.broadcast_to(want, x.shape), atol=1e-6)
+
+
 # -- the draws' distributions ----------------------------------------------------------------
-def _many(n, h=H, w=W, seed=0, **draw):
-    f = jax.jit(lambda k: mix_plan(k, n, h, w, **draw))
-    return jax.tree.map(np.asarray, f(jax.random.key(seed)))
+def _many(op_name, n, h=H, w=W, seed=0, **kw):
+    params = getattr(augjax.ops, op_name).sample(np.zeros((n, h, w, 1), np.uint8),
+                                                 key=jax.random.key(seed), num_classes=K, **kw)
+    return jax.tree.map(np.asarray, params)
 
 
 def test_draws_follow_the_beta_the_probabilities_and_timms_box_correction():
     n, h, w = 20000, 24, 30
-    plan = _many(n, h, w, mixup_alpha=0.4, cutmix_alpha=1.5, cutmix_minmax=None, prob=0.7,
-                 switch_prob=0.3, mode="elem", correct_lam=True)
-    d = plan["draws"]
-    mixed, cut = plan["mixed"], plan["use_cutmix"]
+    params = _many("mixup_cutmix", n, h, w, mixup_alpha=0.4, cutmix_alpha=1.5, prob=0.7,
+                   switch_prob=0.3, mode="elem")
+    lam, cut, box = params["lam"], params["use_cutmix"], params["box"]
+    mixed = lam != 1
     assert abs(mixed.mean() - 0.7) < 0.015
     assert abs(cut[mixed].mean() - 0.3) < 0.015
-    assert np.all(plan["lam"][~mixed] == 1.0) and not cut[~mixed].any()
-    assert stats.kstest(d["beta_mix"], stats.beta(0.4, 0.4).cdf).pvalue > 1e-3
-    assert stats.kstest(d["beta_cut"], stats.beta(1.5, 1.5).cdf).pvalue > 1e-3
-    mix_lam = plan["lam"][mixed & ~cut]
+    assert not cut[~mixed].any()
+    mix_lam = lam[mixed & ~cut]
     assert stats.kstest(mix_lam, stats.beta(0.4, 0.4).cdf).pvalue > 1e-3
     assert abs(mix_lam.var() - 1 / (4 * (2 * 0.4 + 1))) < 0.01  # Var Beta(a, a)
+    assert stats.kstest(lam[cut], stats.beta(1.5, 1.5).cdf).pvalue > 1e-3
     # cutmix lam, corrected to the clipped box, against timm's own rand_bbox on its own draws
     np.random.seed(0)
     ref = np.array([tm.cutmix_bbox_and_lam((3, h, w), np.random.beta(1.5, 1.5))[1]
                     for _ in range(int(cut.sum()))])
-    assert stats.ks_2samp(plan["lam"][cut], ref).pvalue > 1e-3
-    area = (plan["yh"] - plan["yl"]) * (plan["xh"] - plan["xl"])
-    np.testing.assert_allclose(plan["lam"][cut], 1 - area[cut] / (h * w), atol=1e-6)
-    assert set(np.unique(d["cy"])) == set(range(h)) and set(np.unique(d["cx"])) == set(range(w))
+    corrected = _label_weight(params, True, h, w)
+    assert stats.ks_2samp(corrected[cut], ref).pvalue > 1e-3
+    # the boxes are timm's rand_bbox boxes for their lam, centred uniformly over the pixels
+    cut_h = (h * np.sqrt(1 - lam[cut].astype(np.float64))).astype(int)
+    cut_w = (w * np.sqrt(1 - lam[cut].astype(np.float64))).astype(int)
+    cy = [_centre(t, bh, c, h) for t, bh, c in zip(box[cut, 0], box[cut, 2], cut_h)]
+    cx = [_centre(t, bw, c, w) for t, bw, c in zip(box[cut, 1], box[cut, 3], cut_w)]
+    assert set(cy) == set(range(h)) and set(cx) == set(range(w))
+    assert stats.chisquare(np.bincount(cy, minlength=h)).pvalue > 1e-3
 
 
 def test_minmax_boxes_cover_timms_ranges():
     n = 6000
     mn, mx = 0.2, 0.8
-    plan = _many(n, H, W, mixup_alpha=0.0, cutmix_alpha=0.0, cutmix_minmax=(mn, mx), prob=1.0,
-                 switch_prob=0.5, mode="elem", correct_lam=False)
-    ch, cw = plan["yh"] - plan["yl"], plan["xh"] - plan["xl"]
+    params = _many("cutmix", n, H, W, minmax=(mn, mx), p=1.0, mode="elem", correct_lam=False)
+    top, left, ch, cw = params["box"].T
     assert set(np.unique(ch)) == set(range(int(H * mn), int(H * mx)))
     assert set(np.unique(cw)) == set(range(int(W * mn), int(W * mx)))
-    assert (plan["yl"] >= 0).all() and (plan["yh"] <= H).all() and (plan["xh"] <= W).all()
-    assert (plan["yl"] == 0).any() and (plan["yh"] == H).any()
-    np.testing.assert_allclose(plan["lam"], 1 - ch * cw / (H * W), atol=1e-6)
-    assert plan["use_cutmix"].all()
+    assert (top >= 0).all() and (top + ch <= H).all() and (left + cw <= W).all()
+    assert (top == 0).any() and (top + ch == H).any()
+    np.testing.assert_allclose(params["lam"], 1 - ch * cw / (H * W), atol=1e-6)
+    assert params["use_cutmix"].all()
 
 
 ODD = 9  # an odd batch: the middle sample is its own partner

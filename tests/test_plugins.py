@@ -20,7 +20,7 @@ from plugin_site import op_source, plugin_modules_imported
 
 import augjax
 import augjax._registry as registry_mod
-from augjax import API_VERSION
+from augjax import API_VERSION, Param
 from augjax._registry import Registry
 from augjax.errors import (
     AugjaxWarning,
@@ -106,11 +106,47 @@ def test_keyboard_interrupt_propagates(site):
 
 def test_wrong_kernel_signature_fails_with_both_signatures(site):
     source = ("import augjax\n@augjax.op('bad_op', random=False)\n"
-              "def bad_op(image, extra):\n    '''Doc.'''\n    return image\n")
+              "def bad_op(image, *, extra):\n    '''Doc.'''\n    return image\n")
     reg = good_and(site, source)
     err = assert_load_error(reg, "bad_op", augjax.errors.OpDefinitionError)
-    assert "def bad_op(image, *, )" in str(err) and "(image, extra)" in str(err)
+    assert "def bad_op(image, params, *, )" in str(err) and "(image, *, extra)" in str(err)
     assert_healthy(reg)
+
+
+# A pack written for authoring API 1.x: the kernel draws from a key it is given.
+OLD_API_PACK = """
+import jax
+import jax.numpy as jnp
+from augjax import Param, op
+
+
+@op("bad_op", params={"delta": Param(0.1, low=0.0, high=1.0, neutral=0.0)})
+def bad_op(key, image, *, delta):
+    '''Adds U[-delta, delta] of the range.'''
+    shift = jax.random.uniform(key, (), minval=-delta, maxval=delta)
+    return jnp.clip(image + shift, 0.0, 1.0)
+"""
+
+
+def test_a_pack_written_for_the_old_kernel_api_gets_a_clear_error(site):
+    """kernel(key, image, ...) is refused when the module is imported, with what to change: the
+    2.0 kernel signature, params, the sample= hook, and where the README explains it."""
+    reg = good_and(site, OLD_API_PACK)
+    err = assert_load_error(reg, "bad_op", augjax.errors.OpDefinitionError,
+                            "the kernel takes a key", "authoring API 1.x",
+                            "(key, image, *, delta)")
+    cause = str(err.__cause__)
+    for words in (f"authoring API {API_VERSION}", "kernel(image, params, *, <static params>)",
+                  "params['<name>']", "sample=fn", "fn(key, meta, params, **config)", "README"):
+        assert words in cause, (words, cause)
+    assert_healthy(reg)
+
+
+def test_the_old_kernel_api_is_refused_when_declared_too():
+    with pytest.raises(augjax.errors.OpDefinitionError, match=r"takes a key .authoring API 1\.x"):
+        @augjax.op("old_style", params={"delta": Param(0.1, low=0.0, high=1.0)})
+        def old_style(key, image, *, delta):
+            return image
 
 
 # -- R4-R6: entry points that do not name an op --------------------------------------------------
@@ -255,9 +291,11 @@ def test_stale_dist_info_without_metadata_is_skipped(site, tmp_path, monkeypatch
 
 # -- R11: authoring-API versions -----------------------------------------------------------------
 @pytest.mark.parametrize("api, words", [
-    ("2.0", ["authoring API 2.0 (major 2)", f"supports API {API_VERSION}", "upgrade augjax"]),
+    ("3.0", ["authoring API 3.0 (major 3)", f"supports API {API_VERSION}", "upgrade augjax"]),
+    ("1.0", ["authoring API 1.0 (major 1)", "supports API 2.0 (major 2)",
+             "install a bad-pack release built for API 2.x"]),
     ("0.3", ["authoring API 0.3 (major 0)", f"supports API {API_VERSION}",
-             "install a bad-pack release built for API 1.x"]),
+             "install a bad-pack release built for API 2.x"]),
     ("one", ["malformed authoring API version 'one'", f"supports API {API_VERSION}"]),
 ])
 def test_incompatible_api_version_is_refused(site, api, words):

@@ -16,6 +16,7 @@ from scipy import stats
 import augjax
 from augjax.errors import ParamError
 from augjax.policies import tables as T
+from augjax.policies._magnitude import resolve
 
 tv_aa = pytest.importorskip("torchvision.transforms.v2._auto_augment")
 timm_aa = pytest.importorskip("timm.data.auto_augment")
@@ -27,6 +28,14 @@ TV_OPS = {"Identity": None, "ShearX": "shear_x", "ShearY": "shear_y",
           "Sharpness": "sharpness", "Posterize": "posterize", "Solarize": "solarize",
           "AutoContrast": "autocontrast", "Equalize": "equalize", "Invert": "invert"}
 SIZES = [(32, 32), (224, 224), (331, 331), (37, 53), (500, 375)]
+
+
+def _resolved(space):
+    """The entries with their maps made concrete: each op's declared map plus the table's
+    overrides (what a policy uses)."""
+    items = space.values() if isinstance(space, dict) else space
+    out = [e if e.op is None else resolve(e, augjax.get_op(e.op)) for e in items]
+    return {e.name: e for e in out} if isinstance(space, dict) else tuple(out)
 
 
 def _tv_param(name: str, magnitude: float) -> float:
@@ -52,7 +61,7 @@ def test_torchvision_spaces_and_magnitudes(ours, theirs, bins):
     assert [e.name for e in ours] == list(theirs)
     assert {e.name: e.op for e in ours} == {n: TV_OPS[n] for n in theirs}
     checked, whole_number_ties = 0, set()
-    for e in ours:
+    for e in _resolved(ours):
         fn, signed = theirs[e.name]
         assert (e.magnitude is not None and e.magnitude.signed) == signed, e.name
         for num_bins in bins:
@@ -91,18 +100,19 @@ def test_torchvision_autoaugment_policies(policy):
 
 
 def test_declared_op_ranges_match_torchvision_randaugment():
-    """Each op's own magnitude declaration (Param.magnitude/signed) is RandAugment's range."""
-    for e in T.TV_RAND_AUGMENT:
+    """Each op's own magnitude declaration (Param.magnitude/signed) is RandAugment's range: the
+    op's map and the resolved torchvision entry give the same raw values at every bin (before
+    the entry's float32 rounding and quantization)."""
+    for e in _resolved(T.TV_RAND_AUGMENT):
         if e.magnitude is None:
             continue
         param = augjax.get_op(e.op).params[e.param]
-        m = e.magnitude
-        if m.per is not None:  # translate: declared as a fraction of the side
-            declared = (m.start, m.end)
-        else:
-            declared = (m.plus + m.times * m.start, m.plus + m.times * m.end)
-        assert param.magnitude == pytest.approx(declared), e.name
-        assert param.signed == m.signed, e.name
+        declared = param.magnitude_map
+        assert param.signed == e.magnitude.signed == declared.signed, e.name
+        raw = dataclasses.replace(e.magnitude, f32=False, quantize=None, per=None)
+        for level in range(31):
+            assert declared.value(level, 30, False, 1, 1) == pytest.approx(
+                raw.value(level, 30, False, 1, 1), rel=1e-12, abs=1e-12), (e.name, level)
 
 
 TIMM_OPS = {"AutoContrast": "autocontrast", "Equalize": "equalize", "Invert": "invert",
@@ -122,7 +132,7 @@ TIMM_OPS = {"AutoContrast": "autocontrast", "Equalize": "equalize", "Invert": "i
 @pytest.mark.parametrize("hparams", [timm_aa._HPARAMS_DEFAULT,
                                      {"translate_const": 100, "translate_pct": 0.3}])
 def test_timm_level_to_arg(monkeypatch, hparams):
-    ours = T.timm_ops(hparams["translate_const"], hparams.get("translate_pct", 0.45))
+    ours = _resolved(T.timm_ops(hparams["translate_const"], hparams.get("translate_pct", 0.45)))
     assert set(ours) == set(timm_aa.NAME_TO_OP) == set(TIMM_OPS)
     assert {n: e.op for n, e in ours.items()} == TIMM_OPS
     levels = [*range(11), 0.3, 2.5, 4.75, 9.99, 12.0, 20.0]  # > 10: timm's mmax case
@@ -140,6 +150,8 @@ def test_timm_level_to_arg(monkeypatch, hparams):
                     ref = 2.0 * ref
                 if name == "Desaturate":  # timm's op enhances Color by 1 - arg, clamped
                     ref = min(1.0, max(0.0, 1.0 - ref))
+                if name.startswith("Translate"):  # timm's positive shift moves content
+                    ref = -ref  # left/up; augjax's translate moves it right/down
                 got = e.magnitude.value(level, 10.0, neg, 224, 224)
                 assert got == ref, (name, level, neg, got, ref)
                 if float(level).is_integer() and level <= 10:
@@ -172,7 +184,7 @@ def test_dali_suites(ours, suite):
     augs = getattr(importlib.import_module(f"nvidia.dali.auto_aug.{module}"), fn)()
     assert [a.name for a in augs] == [e.name for e in ours]
     dali_ops = {"color": "saturation", "auto_contrast": "autocontrast", "identity": None}
-    for a, e in zip(augs, ours):
+    for a, e in zip(augs, _resolved(ours)):
         assert e.op == dali_ops.get(a.name, a.name)
         assert (a.mag_range is None) == (e.magnitude is None)
         if a.mag_range is None:
@@ -278,10 +290,23 @@ def test_policy_construction_errors():
 
 
 # ---------------------------------------------------------------------------------------------
-# Distributions of the per-sample decisions (explain() returns the program's own draws)
+# Distributions of the per-sample decisions (sample() returns the program's own draws)
 
 N = 20000
 SHAPE = (N, 32, 32, 3)
+
+
+def _plan(policy, key, shape=SHAPE):
+    """The policy's params as NumPy arrays, plus ``value``: the chosen entry's magnitude value
+    per layer (read from that entry's branch params; NaN for entries without a magnitude)."""
+    params = policy.sample(shape, key=key)
+    out = {k: np.asarray(v) for k, v in params.items() if k != "branches"}
+    value = np.full(out["op"].shape, np.nan, np.float32)
+    for j, (entry, branch) in enumerate(zip(policy.space, params["branches"], strict=True)):
+        if entry.param is not None:
+            value = np.where(out["op"] == j, np.asarray(branch[entry.param]), value)
+    out["value"] = value
+    return out
 
 
 def _chi2_uniform(values, k):
@@ -290,7 +315,7 @@ def _chi2_uniform(values, k):
 
 def test_rand_augment_torchvision_choices():
     policy = augjax.rand_augment()  # n=2, m=9, 31 bins
-    plan = {k: np.asarray(v) for k, v in policy.explain(SHAPE, key=jax.random.key(0)).items()}
+    plan = _plan(policy, jax.random.key(0))
     ops_ = plan["op"]
     assert ops_.shape == (N, 2) and len(policy.op_names) == 14
     assert _chi2_uniform(ops_[:, 0], 14) > 1e-3 and _chi2_uniform(ops_[:, 1], 14) > 1e-3
@@ -299,7 +324,7 @@ def test_rand_augment_torchvision_choices():
     assert stats.chi2_contingency(table).pvalue > 1e-3  # the two layers are independent
     assert stats.binomtest(int(plan["negative"].sum()), 2 * N, 0.5).pvalue > 1e-3
     assert plan["applied"].all() and (plan["level"] == 9).all()
-    for j, e in enumerate(policy.entries):  # every value is the entry's map at bin 9
+    for j, e in enumerate(policy.space):  # every value is the entry's map at bin 9
         rows = ops_ == j
         if e.magnitude is None:
             assert np.isnan(plan["value"][rows]).all()
@@ -311,7 +336,7 @@ def test_rand_augment_torchvision_choices():
 
 def test_rand_augment_timm_noise_probability_and_values():
     policy = augjax.from_timm("rand-m9-mstd0.5-inc1")
-    plan = {k: np.asarray(v) for k, v in policy.explain(SHAPE, key=jax.random.key(1)).items()}
+    plan = _plan(policy, jax.random.key(1))
     assert stats.binomtest(int(plan["applied"].sum()), 2 * N, 0.5).pvalue > 1e-3
     level = plan["level"].ravel()
     assert level.min() >= 0 and level.max() == 10.0
@@ -324,13 +349,13 @@ def test_rand_augment_timm_noise_probability_and_values():
     rows = plan["op"] == rot
     np.testing.assert_allclose(np.abs(plan["value"][rows]), 3.0 * plan["level"][rows], rtol=1e-6)
     uniform = augjax.from_timm("rand-m7-mstd101")
-    lv = np.asarray(uniform.explain(SHAPE, key=jax.random.key(2))["level"]).ravel()
+    lv = np.asarray(uniform.sample(SHAPE, key=jax.random.key(2))["level"]).ravel()
     assert uniform.mstd == math.inf and stats.kstest(lv, stats.uniform(0, 7).cdf).pvalue > 1e-3
 
 
 def test_rand_augment_weighted_choice_without_replacement():
     policy = augjax.from_timm("rand-n3-tweights")
-    ops_ = np.asarray(policy.explain(SHAPE, key=jax.random.key(3))["op"])
+    ops_ = np.asarray(policy.sample(SHAPE, key=jax.random.key(3))["op"])
     assert all(len(set(row)) == 3 for row in ops_[:2000].tolist())
     w = np.asarray(policy.weights) / sum(policy.weights)
     first = np.bincount(ops_[:, 0], minlength=len(w))
@@ -346,12 +371,12 @@ def test_rand_augment_weighted_choice_without_replacement():
 
 def test_trivial_augment_choices():
     policy = augjax.trivial_augment_wide()
-    plan = {k: np.asarray(v) for k, v in policy.explain(SHAPE, key=jax.random.key(4)).items()}
+    plan = _plan(policy, jax.random.key(4))
     assert _chi2_uniform(plan["op"], 14) > 1e-3
     assert _chi2_uniform(plan["level"].astype(int), 31) > 1e-3
     shear = policy.op_names.index("ShearX")
     rows = plan["op"][:, 0] == shear
-    entry = next(e for e in policy.entries if e.name == "ShearX")
+    entry = next(e for e in policy.space if e.name == "ShearX")
     expect = entry.magnitude.table(30, 30, 32, 32)
     got = plan["value"][rows, 0]
     ref = expect[plan["negative"][rows, 0].astype(int), plan["level"][rows, 0].astype(int)]
@@ -360,7 +385,7 @@ def test_trivial_augment_choices():
 
 def test_auto_augment_choices():
     policy = augjax.auto_augment("imagenet")
-    plan = {k: np.asarray(v) for k, v in policy.explain(SHAPE, key=jax.random.key(5)).items()}
+    plan = _plan(policy, jax.random.key(5))
     sub = plan["subpolicy"]
     assert _chi2_uniform(sub, 25) > 1e-3
     z = []
@@ -376,7 +401,7 @@ def test_auto_augment_choices():
                 assert hits == (n if prob == 1 else 0)
     assert max(abs(v) for v in z) < 4.5
     noisy = augjax.from_timm("original-mstd0.5")
-    plan = {k: np.asarray(v) for k, v in noisy.explain(SHAPE, key=jax.random.key(6)).items()}
+    plan = _plan(noisy, jax.random.key(6))
     base = np.array([[lv for _, _, lv in s] for s in noisy.subpolicies])[plan["subpolicy"]]
     inner = (base >= 2) & (base <= 8)  # clipping at 0 / 10 is negligible there
     resid = (plan["level"] - base)[inner]
@@ -386,7 +411,7 @@ def test_auto_augment_choices():
 @pytest.mark.parametrize("style", ["torchvision", "timm"])
 def test_augmix_choices(style):
     policy = augjax.augmix(severity=3, width=3, alpha=0.5, style=style)
-    plan = {k: np.asarray(v) for k, v in policy.explain(SHAPE, key=jax.random.key(7)).items()}
+    plan = _plan(policy, jax.random.key(7))
     depth = plan["depth"]
     assert stats.chisquare(np.bincount(depth.ravel(), minlength=4)[1:]).pvalue > 1e-3
     np.testing.assert_array_equal(plan["applied"], np.arange(3) < depth[..., None])
@@ -418,7 +443,7 @@ def _groups(plan, n_layers):
 
 def _apply_entry(policy, j, value, x):
     """Entry ``j`` of ``policy`` through the public op, with ``value`` as a Python number."""
-    e = policy.entries[j]
+    e = policy.space[j]
     if e.op is None:
         return x
     params = dict(e.fixed)
@@ -440,7 +465,7 @@ def test_outputs_are_the_chosen_ops(policy):
     x = images(24, 16, 16, seed=8)
     keys = jax.random.split(jax.random.key(10), 24)
     out = np.asarray(policy(x, key=keys))
-    plan = {k: np.asarray(v) for k, v in policy.explain(x, key=keys).items()}
+    plan = _plan(policy, keys, x)
     groups = _groups(plan, policy.n)
     assert len(groups) >= 3  # one batch, several per-sample choices
     for choice, rows in groups.items():
@@ -459,7 +484,7 @@ def test_augmix_mixing_matches_the_formula(style, blended):
     x = images(16, 12, 12, seed=9)
     keys = jax.random.split(jax.random.key(11), 16)
     out = np.asarray(policy(x, key=keys))
-    plan = {k: np.asarray(v) for k, v in policy.explain(x, key=keys).items()}
+    plan = _plan(policy, keys, x)
 
     def floor(v):  # truncation, and where it sees a float32 tie
         tie_here = np.abs(v - np.round(v)) < 1e-3

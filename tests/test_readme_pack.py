@@ -1,6 +1,8 @@
 """The README's "Write your own augmentation pack" example works as printed: its files (the fenced
 blocks that start with ``# file: <path>``) are written to a temporary directory, pip-installed
-with ``--no-deps --target``, and its own tests and ``augjax check`` pass on it."""
+with ``--no-deps --target``, and its own tests and ``augjax check`` pass on it. The example is
+written for authoring API 2.0: a deterministic kernel reading ``params``, a per-sample
+parameter, a ``sample=`` hook."""
 
 from __future__ import annotations
 
@@ -37,6 +39,10 @@ def test_readme_section_is_a_complete_pack():
         path = next(p for p in files if p.endswith(module.replace(".", "/") + ".py"))
         assert f'@op(\n    "{name}"' in files[path] or f'@op("{name}"' in files[path]
         assert f"def {attr}(" in files[path]
+        # authoring API 2.0: kernel(image, params, ...), a per-sample parameter, a sample= hook
+        assert f"def {attr}(image, params" in files[path] and "sample=" in files[path]
+        assert 'kind="float_or_pair"' in files[path] and "params[" in files[path]
+        assert "def sepia(key" not in files[path] and 'api_version="2.0"' in files[path]
 
 
 def _env(site: pathlib.Path) -> dict[str, str]:
@@ -65,7 +71,8 @@ def test_readme_pack_installs_and_passes_its_tests_and_augjax_check(tmp_path):
                             str(project / "tests")], capture_output=True, text=True, check=False, env=env,
                            cwd=project, timeout=600)
     assert tests.returncode == 0, tests.stdout[-3000:] + tests.stderr[-3000:]
-    assert re.search(r"\b1\d passed\b", tests.stdout) and "failed" not in tests.stdout
+    passed = re.search(r"\b(\d+) passed\b", tests.stdout)
+    assert passed and int(passed[1]) >= 12 and "failed" not in tests.stdout, tests.stdout[-3000:]
     check = subprocess.run([sys.executable, "-m", "augjax.cli.main", "check", "augjax-sepia"],
                            capture_output=True, text=True, check=False, env=env, timeout=600)
     assert check.returncode == 0, check.stdout[-3000:] + check.stderr[-3000:]

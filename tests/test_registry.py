@@ -142,3 +142,40 @@ def test_cli_list_imports_neither_plugins_nor_jax(site):
                           env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert all(name in proc.stdout for name in names)
+
+
+def test_builtins_load_from_a_source_tree_without_install_metadata(monkeypatch):
+    """A checkout on PYTHONPATH with no installed metadata still has augjax's own ops (read
+    from the pyproject.toml beside the package), and they work."""
+    import augjax._registry_load as load
+
+    real = load.importlib_metadata.distributions
+
+    def without_augjax(**kwargs):
+        return [d for d in real(**kwargs) if norm_dist(d.metadata["Name"] or "") != "augjax"]
+
+    monkeypatch.setattr(load.importlib_metadata, "distributions", without_augjax)
+    reg = Registry()
+    names = reg.list_ops()
+    assert {"flip", "rotate", "mixup", "normalize"} <= set(names)
+    record = reg.record("flip")
+    assert record.distribution == "augjax" and record.version.endswith("+source")
+    spec = reg.get("flip")
+    assert spec.name == "flip" and callable(spec)
+    import tomllib
+    from pathlib import Path
+
+    declared = tomllib.loads((Path(augjax.__file__).parent.parent / "pyproject.toml")
+                             .read_text())["project"]["entry-points"]["augjax.ops"]
+    assert {r.name for r in reg.records() if r.is_core} == set(declared)
+
+
+def test_missing_builtins_say_how_to_register_them(monkeypatch):
+    import augjax._registry_load as load
+
+    monkeypatch.setattr(load, "source_tree_builtins", lambda root=None: [])
+    real = load.importlib_metadata.distributions
+    monkeypatch.setattr(load.importlib_metadata, "distributions", lambda **kw: [
+        d for d in real(**kw) if norm_dist(d.metadata["Name"] or "") != "augjax"])
+    with pytest.raises(OpNotFoundError, match="pip install -e ."):
+        Registry().get("flip")

@@ -1,4 +1,4 @@
-"""Reproducibility (issue 8), bitwise: the same pipeline seed gives the same batches
+"""Reproducibility, bitwise: the same pipeline seed gives the same batches
 
 - in two pipelines of one process, run side by side;
 - in another process (a subprocess builds the same pipeline; the arrays path too);

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
+import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 import augjax
@@ -12,15 +14,21 @@ from augjax import Param, op
 from augjax.errors import OpDefinitionError, ParamError
 
 
-def _kernel(key, image, *, amount):
+def _kernel(image, params, *, amount):
     return image
+
+
+def _coin(key, meta, params, *, amount):
+    return {"applied": jax.random.uniform(key, ()) < amount}
 
 
 def test_op_returns_frozen_spec_and_registers_nothing():
     before = augjax.list_ops()
-    spec = op("my_test_op", params={"amount": Param(0.5, low=0.0, high=1.0, neutral=0.0)})(_kernel)
+    spec = op("my_test_op", params={"amount": Param(0.5, low=0.0, high=1.0, neutral=0.0)},
+              sample=_coin)(_kernel)
     assert isinstance(spec, augjax.OpSpec)
     assert spec.name == "my_test_op" and spec.level == "sample" and spec.random
+    assert spec.static == ("amount",) and spec.per_sample == ()
     assert spec.api_version == augjax.API_VERSION
     with pytest.raises(dataclasses.FrozenInstanceError):
         spec.name = "other"
@@ -33,8 +41,17 @@ def test_op_returns_frozen_spec_and_registers_nothing():
 @pytest.mark.parametrize(
     "kwargs, kernel, match",
     [
-        ({"params": {"amount": Param(0.5)}}, lambda key, image: image, "kernel must be"),
+        ({"params": {"amount": Param(0.5)}}, lambda image, params: image, "kernel must be"),
         ({"params": {}}, _kernel, "kernel must be"),
+        ({"params": {"amount": Param(0.5)}}, lambda image, extra, *, amount: image,
+         "kernel must be"),
+        ({"params": {"amount": Param((0.1, 0.9), kind="float_or_pair")}}, _kernel,
+         "per-sample parameters"),
+        ({"params": {"amount": Param(0.5)}, "sample": 3}, _kernel, "sample= must be callable"),
+        ({"params": {"amount": Param((0.1, 0.9), kind="float_or_pair")}, "random": False},
+         lambda image, params: image, "random=False"),
+        ({"params": {"amount": Param(0.5)}}, lambda key, image, *, amount: image,
+         "takes a key .* 2.0"),
         ({"params": {"amount": Param(0.5)}, "level": "pixel"}, _kernel, "level must be"),
         ({"params": {"amount": 0.5}}, _kernel, "must be an augjax.Param"),
         ({"params": {"amount": Param(2.0, high=1.0)}}, _kernel, "parameter 'amount'"),
@@ -51,7 +68,7 @@ def test_bad_name_and_reserved_param():
     with pytest.raises(OpDefinitionError, match="name must match"):
         op("Bad-Name", params={"amount": Param(0.5)})(_kernel)
 
-    def k(key, image, *, seed):
+    def k(image, params, *, seed):
         return image
 
     with pytest.raises(OpDefinitionError, match="reserved"):
@@ -59,7 +76,7 @@ def test_bad_name_and_reserved_param():
 
 
 def test_batch_level_signature_with_labels():
-    def kernel(key, images, labels, *, alpha):
+    def kernel(images, labels, params, *, alpha):
         return images, labels
 
     spec = op("mix_like", params={"alpha": Param(1.0, low=0.0)}, level="batch",
@@ -135,7 +152,6 @@ def test_bind_remembers_plain_parameters_and_still_validates_each_type():
 
 
 def test_bind_of_values_it_cannot_key_validates_every_time():
-    import numpy as np
 
     hue = augjax.ops.hue
     a, b = hue.bind(factor=np.float32(0.1)), hue.bind(factor=np.float32(0.1))
@@ -150,7 +166,6 @@ def test_remembered_binding_gives_the_uncached_bindings_batch():
     """Remembered bindings against ones validated afresh (``BoundOp.create``, no cache), for two
     parameter sets in a row: a remembered binding never stands in for other values."""
     import jax
-    import numpy as np
 
     from augjax._bound import BoundOp
 
@@ -166,19 +181,46 @@ def test_remembered_binding_gives_the_uncached_bindings_batch():
 
 
 def test_user_op_runs_on_arrays():
-    def kernel(key, image, *, amount):
+    def kernel(image, params, *, amount):
         return (image.astype(jnp.float32) * amount).astype(image.dtype)
 
     spec = op("scale_test", params={"amount": Param(0.5, low=0.0, high=1.0)})(kernel)
     x = jnp.full((2, 3, 4, 3), 100, jnp.uint8)
-    import jax
+    out = spec(x, amount=0.5)
+    assert out.dtype == jnp.uint8 and int(out.max()) == 50 and not spec.random
 
-    out = spec(x, key=jax.random.key(0), amount=0.5)
-    assert out.dtype == jnp.uint8 and int(out.max()) == 50
+
+def test_per_sample_parameters_are_drawn_in_declared_order_before_the_hook():
+    """The documented draw order: one uniform per per-sample parameter, in declared order, from
+    fold_in(op_key, 0); the hook's key is fold_in(op_key, 1) and it sees the drawn values."""
+    seen = {}
+
+    def hook(key, meta, params, *, a, b, c):
+        seen.update(meta=meta, keys=set(params))
+        return {"u": jax.random.uniform(key, ())}
+
+    def kernel(image, params, *, c):
+        return image
+
+    spec = op("order_test", params={"a": Param((2.0, 4.0), kind="float_or_pair"),
+                                    "c": Param(1.0),
+                                    "b": Param((1, 3), kind="int_or_pair")},
+              sample=hook)(kernel)
+    x = jnp.zeros((3, 5, 6, 3), jnp.uint8)
+    keys = jax.random.split(jax.random.key(7), 3)
+    p = spec.sample(x, key=keys)
+    op_keys = jax.vmap(jax.random.fold_in, in_axes=(0, None))(keys, 0)
+    u = jax.vmap(lambda k: jax.random.uniform(jax.random.fold_in(k, 0), (2,)))(op_keys)
+    np.testing.assert_allclose(p["a"], 2.0 + 2.0 * u[:, 0], rtol=1e-6)
+    np.testing.assert_array_equal(p["b"], np.minimum(1 + np.floor(u[:, 1] * 3), 3))
+    hook_u = jax.vmap(lambda k: jax.random.uniform(jax.random.fold_in(k, 1), ()))(op_keys)
+    np.testing.assert_array_equal(p["u"], hook_u)
+    assert seen["keys"] == {"a", "b"} and seen["meta"] == augjax.Meta(5, 6, 3, "uint8")
+    assert p["a"].dtype == jnp.float32 and p["b"].dtype == jnp.float32
 
 
 def test_cross_parameter_check_runs_when_configured():
-    def kernel(key, image, *, low, high):
+    def kernel(image, params, *, low, high):
         return image
 
     def check(low, high):

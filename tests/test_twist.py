@@ -1,4 +1,6 @@
-"""color_twist against DALI's own fn.color_twist (CPU operator), given the same per-sample values."""
+"""color_twist against DALI's own fn.color_twist (CPU operator), given the same per-sample values.
+
+The per-sample values come from the public params path (``color_twist.sample``)."""
 
 from __future__ import annotations
 
@@ -6,10 +8,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import images, run_dali, seeds
+from helpers import check_grad, images, run_dali, seeds
 
 import augjax
-from augjax.catalog.twist import twist_draw
 from augjax.errors import ParamError
 
 N = 6
@@ -28,10 +29,13 @@ def _dali_twist(x, values):
     return run_dali(build, x, *cols)[0][0]
 
 
-def _values(keys):
-    # a single op runs at chain position 0: its key is fold_in(sample key, 0)
-    return np.array([[float(v) for v in twist_draw(jax.random.fold_in(k, 0), *PARAMS.values())]
-                     for k in keys], np.float32)
+NAMES = ("brightness", "contrast", "saturation", "hue")
+
+
+def _values(x, keys, **params):
+    """The sampled values, one row per sample: (brightness, contrast, saturation, hue)."""
+    p = augjax.ops.color_twist.sample(x, key=keys, **params)
+    return np.stack([np.asarray(p[n]) for n in NAMES], axis=1)
 
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.float32])
@@ -39,8 +43,10 @@ def test_matches_dali_color_twist_with_its_draws(dtype):
     x = images(N, 24, 30, dtype=dtype, seed=3)
     keys = jax.random.split(jax.random.key(5), N)
     out = np.asarray(augjax.ops.color_twist(x, key=keys, **PARAMS))
-    values = _values(keys)
-    assert len(np.unique(values[:, 3])) == N  # per-sample draws
+    values = _values(x, keys, **PARAMS)
+    assert values.dtype == np.float32 and len(np.unique(values[:, 3])) == N  # per-sample draws
+    for i, (lo, hi) in enumerate(PARAMS.values()):
+        assert ((values[:, i] >= lo) & (values[:, i] <= hi)).all()
     ref = _dali_twist(x, values)
     diff = np.abs(out.astype(np.float64) - ref.astype(np.float64))
     if dtype == np.uint8:
@@ -69,10 +75,45 @@ def test_single_adjustments_match_dali_and_identity_is_exact():
     for name, value in [("brightness", 1.3), ("contrast", 0.7), ("saturation", 0.5),
                         ("hue", 30.0)]:
         out = np.asarray(augjax.ops.color_twist(x, key=keys, **{name: value}))
-        values = np.array([[1.0, 1.0, 1.0, 0.0]] * 2, np.float32)
-        values[:, ["brightness", "contrast", "saturation", "hue"].index(name)] = value
+        values = _values(x, keys, **{name: value})
+        expected = np.array([[1.0, 1.0, 1.0, 0.0]] * 2, np.float32)
+        expected[:, NAMES.index(name)] = value
+        np.testing.assert_array_equal(values, expected)  # a number is used as is
         ref = _dali_twist(x, values)
         assert np.abs(out.astype(int) - ref).max() <= 1, name
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+def test_sample_then_apply_is_the_call_bitwise(dtype):
+    x = images(N, 12, 14, dtype=dtype, seed=9)
+    keys = jax.random.split(jax.random.key(7), N)
+    out = np.asarray(augjax.ops.color_twist(x, key=keys, **PARAMS))
+    p = augjax.ops.color_twist.sample(x, key=keys, **PARAMS)
+    assert set(p) == set(NAMES)
+    for name, value in p.items():
+        assert value.shape == (N,) and f"``{name}``" in augjax.ops.color_twist.doc, name
+    np.testing.assert_array_equal(augjax.ops.color_twist.apply(x, params=p, **PARAMS), out)
+
+
+def test_edited_values_apply_exactly():
+    """Neutral values are the identity; one edited value equals the op configured with it."""
+    x = images(N, 12, 14, seed=10)
+    p = augjax.ops.color_twist.sample(x, key=jax.random.key(1), **PARAMS)
+    neutral = {"brightness": np.ones(N, np.float32), "contrast": np.ones(N, np.float32),
+               "saturation": np.ones(N, np.float32), "hue": np.zeros(N, np.float32)}
+    assert set(neutral) == set(p)
+    np.testing.assert_array_equal(augjax.ops.color_twist.apply(x, params=neutral), x)
+    edited = dict(neutral, hue=np.full(N, 25.0, np.float32))
+    np.testing.assert_array_equal(augjax.ops.color_twist.apply(x, params=edited),
+                                  augjax.ops.color_twist(x, key=jax.random.key(0), hue=25.0))
+
+
+def test_gradient_with_respect_to_float_images():
+    """An affine map per sample: jax.grad through apply equals a finite difference."""
+    x = images(4, 8, 10, dtype=np.float32, seed=11) * 0.8 + 0.1
+    p = augjax.ops.color_twist.sample(x, key=jax.random.key(2), **PARAMS)
+    g = check_grad(lambda z: augjax.ops.color_twist.apply(z, params=p, **PARAMS), x)
+    assert np.abs(g).mean() > 0.1
 
 
 def test_dali_pipeline_equals_array_path():

@@ -39,12 +39,14 @@ chain once per pixel rather than once per channel, was measured too and moved no
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 
 from augjax._partition import partitioned
 from augjax._platform import platform_dependent
-from augjax.catalog._pixels import blend_gray, blend_planes, to_dtype
+from augjax.kernels.pixels import blend_gray, blend_planes, to_dtype
 from augjax.catalog._tv_color import hue_planes
 
 __all__ = ["jitter"]
@@ -96,7 +98,8 @@ def _stages(p: Planes, seq: jax.Array, factors: jax.Array, n_active: int, hue: b
 def jitter(image: jax.Array, order: jax.Array, factors: jax.Array, active: tuple[bool, ...],
            form: str = "auto") -> jax.Array:
     """Applies the active adjustments to ``image`` in ``order`` (a permutation of 0..3) and
-    returns the image in its dtype.
+    returns the image in its dtype. Differentiable with respect to float images and the
+    factors in every form (the Pallas form's derivative is the "gpu" form's: the same function).
 
     Args:
         image: one image ``(H, W, 3)``, uint8 (truncated to whole levels after each adjustment)
@@ -110,31 +113,19 @@ def jitter(image: jax.Array, order: jax.Array, factors: jax.Array, active: tuple
             JAX has Pallas' Triton backend and the program is not partitioned over several
             devices, see :mod:`augjax._partition`), "gpu" elsewhere. Same values.
     """
-    dtype = image.dtype
+    active = tuple(bool(a) for a in active)
     act = jnp.asarray(active)
-    n_active = sum(active)
     # The active ops in this sample's order, inactive ones moved (stably) to the end.
     seq = order[jnp.argsort(~act[order], stable=True)]
-    hue = active[_HUE]
 
     def cpu(im):
-        p = _planes(im)
-        return _stack(_stages(p, seq, factors, n_active, hue, None, None, dtype), dtype)
+        return _cpu_form(im, seq, factors, active)
 
-    def gpu(im):  # pass 1: the image as contrast sees it, its mean; pass 2: everything
-        p = _planes(im)
-        mean = None
-        if active[1]:
-            before = _stages(p, seq, factors, n_active, hue, jnp.float32(0.0),
-                             jnp.argmax(seq == 1), dtype)
-            mean = jnp.mean(blend_gray(*before, dtype))
-        return _stack(_stages(p, seq, factors, n_active, hue, mean, None, dtype), dtype)
+    def gpu(im):
+        return _gpu_form(im, seq, factors, active)
 
     def pallas(im, interpret=False):
-        from augjax.catalog import _jitter_kernel as kernel  # imports Pallas (0.1 s): on use
-
-        stages = jnp.where(jnp.arange(4) < n_active, seq, kernel.IDENTITY)
-        return kernel.jitter_kernel(im, stages, factors, active[1], interpret=interpret)
+        return _pallas_form(im, seq, factors, active, interpret)
 
     if form == "cpu":
         return cpu(image)
@@ -145,6 +136,45 @@ def jitter(image: jax.Array, order: jax.Array, factors: jax.Array, active: tuple
     if partitioned() or not _pallas_available():  # partitioned: see augjax._partition
         return platform_dependent(image, cpu=cpu, default=gpu)
     return platform_dependent(image, cpu=cpu, cuda=pallas, default=gpu)
+
+
+def _cpu_form(image, seq, factors, active):
+    """One pass: each generic stage takes its own mean."""
+    dtype, n_active, hue = image.dtype, sum(active), active[_HUE]
+    p = _planes(image)
+    return _stack(_stages(p, seq, factors, n_active, hue, None, None, dtype), dtype)
+
+
+def _gpu_form(image, seq, factors, active):
+    """Pass 1: the image as contrast sees it, its mean; pass 2: everything."""
+    dtype, n_active, hue = image.dtype, sum(active), active[_HUE]
+    p = _planes(image)
+    mean = None
+    if active[1]:
+        before = _stages(p, seq, factors, n_active, hue, jnp.float32(0.0),
+                         jnp.argmax(seq == 1), dtype)
+        mean = jnp.mean(blend_gray(*before, dtype))
+    return _stack(_stages(p, seq, factors, n_active, hue, mean, None, dtype), dtype)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(3, 4))
+def _pallas_form(image, seq, factors, active, interpret):
+    """The branching Pallas kernel (``seq``: the active stages first, as :func:`jitter` sorts
+    them). Pallas calls have no derivative rule that fits here: see :func:`_pallas_jvp`."""
+    from augjax.catalog import _jitter_kernel as kernel  # imports Pallas (0.1 s): on use
+
+    stages = jnp.where(jnp.arange(4) < sum(active), seq, kernel.IDENTITY)
+    return kernel.jitter_kernel(image, stages, factors, active[1], interpret=interpret)
+
+
+@_pallas_form.defjvp
+def _pallas_jvp(active, interpret, primals, tangents):
+    """The kernel's values, the "gpu" form's derivative (the same stages, one form away)."""
+    image, seq, factors = primals
+    out = _pallas_form(image, seq, factors, active, interpret)
+    _, tangent = jax.jvp(lambda im, f: _gpu_form(im, seq, f, active), (image, factors),
+                         (tangents[0], tangents[2]))
+    return out, tangent
 
 
 def _planes(image: jax.Array) -> Planes:

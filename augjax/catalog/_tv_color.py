@@ -10,7 +10,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from augjax.catalog._pixels import blend, blend_gray, bound, is_int, requantize
+from augjax.kernels.pixels import blend, blend_gray, bound, is_int, requantize
 
 __all__ = [
     "adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue", "hue_planes",

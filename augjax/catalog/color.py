@@ -3,9 +3,21 @@
 The single adjustments (``brightness``, ``contrast``, ``saturation``, ``hue``) are torchvision's
 ``adjust_*`` kernels: uint8 images are computed in float32 and truncated back to whole levels, as
 ``transforms.v2.functional`` does. Their factor is a number (exactly that factor, like
-``adjust_brightness(img, factor)``) or a pair ``(lo, hi)`` drawn uniformly per sample. The
-factor may also be a traced JAX scalar (policies drive it from a magnitude), so no kernel branches
-on its value in Python.
+``adjust_brightness(img, factor)``) or a pair ``(lo, hi)`` drawn uniformly per sample by augjax;
+the kernel reads it from ``params["factor"]`` (a policy sets it from a magnitude).
+
+Params (``op.sample``; one value per sample, leading axis N):
+
+- ``brightness``, ``contrast``, ``saturation``, ``hue``: ``factor`` (float32; hue: the shift in
+  turns);
+- ``random_grayscale``: ``applied`` (bool: the sample is turned to grayscale);
+- ``channel_permute``: ``perm`` ((C,) int32: output channel ``i`` is input channel ``perm[i]``);
+- ``color_jitter``: one float32 factor per active adjustment, under its name (``brightness``,
+  ``contrast``, ``saturation``, ``hue``; an adjustment whose range is its neutral value is
+  inactive and has no field), and ``order`` ((4,) int32, a permutation of 0..3: brightness 0,
+  contrast 1, saturation 2, hue 3, applied in that order, torchvision's ``fn_idx``).
+
+``grayscale`` draws nothing. Every op is differentiable with respect to float32 images.
 """
 
 from __future__ import annotations
@@ -13,10 +25,11 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from augjax._magnitude import ENHANCE
 from augjax._param import Param
 from augjax._spec import op
 from augjax.catalog._jitter import jitter
-from augjax.catalog._pixels import draw, gray, to_dtype
+from augjax.kernels.pixels import gray, to_dtype
 from augjax.catalog._tv_color import (
     adjust_brightness,
     adjust_contrast,
@@ -25,6 +38,7 @@ from augjax.catalog._tv_color import (
 )
 
 __all__ = [
+    "JITTER_NAMES",
     "brightness",
     "channel_permute",
     "color_jitter",
@@ -32,8 +46,6 @@ __all__ = [
     "factor_range",
     "grayscale",
     "hue",
-    "jitter_apply",
-    "jitter_draw",
     "random_grayscale",
     "saturation",
 ]
@@ -68,44 +80,45 @@ _FACTOR_DOC = "factor (1 = unchanged); a number is used as is, a pair (lo, hi) i
 def _factor(doc: str) -> Param:
     """The enhance-style factor of brightness/contrast/saturation/sharpness: torchvision
     RandAugment's 31-bin map 1 + linspace(0, 0.9), reflected around 1 by policies."""
-    return Param((0.6, 1.4), kind="float_or_pair", low=0.0, neutral=1.0, magnitude=(1.0, 1.9),
+    return Param((0.6, 1.4), kind="float_or_pair", low=0.0, neutral=1.0, magnitude=ENHANCE,
                  signed=True, doc=doc)
 
 
-def _adjust(fn, key: jax.Array, image: jax.Array, value) -> jax.Array:
-    return to_dtype(fn(image.astype(jnp.float32), draw(key, value), image.dtype), image.dtype)
+def _adjust(fn, image: jax.Array, factor: jax.Array) -> jax.Array:
+    return to_dtype(fn(image.astype(jnp.float32), factor, image.dtype), image.dtype)
 
 
 @op("brightness", params={"factor": _factor(_FACTOR_DOC)},
     reference="torchvision.transforms.v2.functional.adjust_brightness")
-def brightness(key, image, *, factor):
+def brightness(image, params):
     """Multiplies every pixel by ``factor`` and clamps (torchvision adjust_brightness).
 
     Same as ``adjust_brightness(img, factor)``; uint8 results are truncated to whole levels, as
-    torchvision does. Works on any number of channels.
+    torchvision does. Works on any number of channels. Params: ``factor``.
     """
-    return _adjust(adjust_brightness, key, image, factor)
+    return _adjust(adjust_brightness, image, params["factor"])
 
 
 @op("contrast", params={"factor": _factor(_FACTOR_DOC)}, channels=(1, 3),
     reference="torchvision.transforms.v2.functional.adjust_contrast")
-def contrast(key, image, *, factor):
+def contrast(image, params):
     """Blends the image with the mean of its grayscale version (torchvision adjust_contrast).
 
     ``out = factor * x + (1 - factor) * mean(gray(x))``, the mean taken per sample over the
     (for uint8, floored) ITU-R 601-2 luma, clamped and truncated for uint8, as torchvision does;
     PIL ImageEnhance.Contrast rounds the mean to a whole level first (<= 1 level apart).
-    One-channel images blend with their own mean.
+    One-channel images blend with their own mean. Params: ``factor``.
     """
-    return _adjust(adjust_contrast, key, image, factor)
+    return _adjust(adjust_contrast, image, params["factor"])
 
 
 @op("saturation", params={"factor": _factor(_FACTOR_DOC)}, channels=(3,),
     reference="torchvision.transforms.v2.functional.adjust_saturation")
-def saturation(key, image, *, factor):
+def saturation(image, params):
     """Blends the image with its grayscale version (torchvision adjust_saturation; RandAugment's
-    "Color"): ``factor * x + (1 - factor) * gray(x)``, clamped, truncated for uint8."""
-    return _adjust(adjust_saturation, key, image, factor)
+    "Color"): ``factor * x + (1 - factor) * gray(x)``, clamped, truncated for uint8.
+    Params: ``factor``."""
+    return _adjust(adjust_saturation, image, params["factor"])
 
 
 @op(
@@ -117,14 +130,14 @@ def saturation(key, image, *, factor):
     channels=(3,),
     reference="torchvision.transforms.v2.functional.adjust_hue",
 )
-def hue(key, image, *, factor):
+def hue(image, params):
     """Rotates the hue by ``factor`` turns in HSV space (torchvision adjust_hue).
 
     uint8 images go through [0, 1] and back with torchvision's ``trunc(x * 255.999)``. A shift
     of 0 is a round trip through HSV: exact on uint8, within float32 rounding on float images
-    (torchvision's kernel behaves the same).
+    (torchvision's kernel behaves the same). Params: ``factor`` (turns).
     """
-    return _adjust(adjust_hue, key, image, factor)
+    return _adjust(adjust_hue, image, params["factor"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -139,7 +152,7 @@ def _gray3(image: jax.Array) -> jax.Array:
 
 @op("grayscale", channels=(3,), random=False,
     reference="torchvision.transforms.v2.functional.rgb_to_grayscale(num_output_channels=3)")
-def grayscale(image):
+def grayscale(image, params):
     """Replaces RGB by its ITU-R 601-2 luma ``0.2989 R + 0.587 G + 0.114 B``, kept as 3 channels.
 
     uint8 luma is truncated (torchvision ``rgb_to_grayscale``); PIL ``convert("L")`` rounds it,
@@ -148,30 +161,39 @@ def grayscale(image):
     return _gray3(image)
 
 
+def _coin_sample(key, meta, params, *, p):
+    return {"applied": jax.random.bernoulli(key, p)}
+
+
 @op(
     "random_grayscale",
     params={"p": Param(0.1, low=0.0, high=1.0, neutral=0.0,
                        doc="probability that a sample is turned to grayscale")},
     channels=(3,),
+    sample=_coin_sample,
     reference="torchvision.transforms.v2.RandomGrayscale",
 )
-def random_grayscale(key, image, *, p):
+def random_grayscale(image, params, *, p):
     """Turns each sample to 3-channel grayscale with probability ``p`` (torchvision
-    RandomGrayscale on RGB input; the same luma as :func:`grayscale`)."""
-    return jnp.where(jax.random.bernoulli(key, p), _gray3(image), image)
+    RandomGrayscale on RGB input; the same luma as :func:`grayscale`). Params: ``applied``
+    (bool)."""
+    return jnp.where(params["applied"], _gray3(image), image)
 
 
-@op("channel_permute", reference="torchvision.transforms.v2.RandomChannelPermutation")
-def channel_permute(key, image):
+def _perm_sample(key, meta, params):
+    return {"perm": jax.random.permutation(key, meta.channels).astype(jnp.int32)}
+
+
+@op("channel_permute", sample=_perm_sample,
+    reference="torchvision.transforms.v2.RandomChannelPermutation")
+def channel_permute(image, params):
     """Shuffles the channels of each sample with its own random permutation.
 
     torchvision RandomChannelPermutation: ``perm = randperm(C)``, output channel ``i`` is input
-    channel ``perm[i]``. Works on any number of channels.
+    channel ``perm[i]``. Works on any number of channels. Params: ``perm`` ((C,) int32).
     """
     c = image.shape[-1]
-    if c == 1:
-        return image
-    perm = jax.random.permutation(key, c)
+    perm = params["perm"]
     if c > 4:
         return jnp.take(image, perm, axis=-1)
     # A few channels: selects fuse into one elementwise pass (a per-sample gather does not).
@@ -185,40 +207,41 @@ def channel_permute(key, image):
 # ColorJitter
 # ---------------------------------------------------------------------------------------------
 
+#: color_jitter's adjustments, by their index in ``order``.
+JITTER_NAMES = ("brightness", "contrast", "saturation", "hue")
 _JITTER_NEUTRAL = (1.0, 1.0, 1.0, 0.0)
 
 
 def _jitter_param(doc: str, *, hue: bool = False) -> Param:
-    if hue:
-        check = lambda v: factor_range(v, center=0.0, low=-0.5, high=0.5, clip=False)  # noqa: E731
-    else:
-        check = lambda v: factor_range(v)  # noqa: E731
-    return Param(0.0, kind="float_or_pair", low=-0.5 if hue else 0.0, high=0.5 if hue else None,
+    # A range, not a per-sample value (kind "floats": a number or a pair): which adjustments
+    # run is fixed by the configuration, and the sampler draws the factors of those.
+    def check(v):
+        if len(v) not in (1, 2):
+            raise ValueError("expected a number or a pair (min, max)")
+        v = v[0] if len(v) == 1 else v
+        if hue:
+            return factor_range(v, center=0.0, low=-0.5, high=0.5, clip=False)
+        return factor_range(v)
+
+    return Param(0.0, kind="floats", low=-0.5 if hue else 0.0, high=0.5 if hue else None,
                  neutral=0.0, validate=check, doc=doc)
 
 
-def jitter_draw(key: jax.Array, ranges) -> tuple[list[jax.Array], jax.Array]:
-    """The per-sample draws of :func:`color_jitter`: four factors (brightness, contrast,
-    saturation, hue), each uniform in its ``(lo, hi)`` range, and the order, a permutation of
-    ``0..3``."""
-    k_perm, *k_factors = jax.random.split(key, 5)
-    factors = [jax.random.uniform(k, (), minval=r[0], maxval=r[1])
-               for k, r in zip(k_factors, ranges)]
-    return factors, jax.random.permutation(k_perm, 4)
+def _active(ranges) -> tuple[str, ...]:
+    return tuple(n for n, r, z in zip(JITTER_NAMES, ranges, _JITTER_NEUTRAL) if r != (z, z))
 
 
-def jitter_apply(image: jax.Array, factors, order: jax.Array,
-                 active=(0, 1, 2, 3)) -> jax.Array:
-    """Applies the ``active`` adjustments (0 brightness, 1 contrast, 2 saturation, 3 hue) of
-    :func:`color_jitter` with the given factors in the given order (a traced permutation is
-    fine); returns the input dtype."""
-    # One generic stage serves brightness/contrast/saturation and hue runs once, in each
-    # sample's own order (see augjax.catalog._jitter); on CUDA a kernel that branches per image
-    # (augjax.catalog._jitter_kernel): the same arithmetic as applying the adjustments one by
-    # one, at a fraction of the cost.
-    mask = tuple(i in active for i in range(4))
-    return jitter(image, jnp.asarray(order),
-                  jnp.stack([jnp.asarray(f, jnp.float32) for f in factors]), mask)
+def _jitter_sample(key, meta, params, *, brightness, contrast, saturation, hue):
+    """torchvision ``ColorJitter.make_params``: the order, a permutation of the four
+    adjustments, and each active adjustment's factor, uniform in its range."""
+    ranges = (brightness, contrast, saturation, hue)
+    k_order, k_factors = jax.random.split(key)
+    u = jax.random.uniform(k_factors, (4,), jnp.float32)
+    out = {"order": jax.random.permutation(k_order, 4).astype(jnp.int32)}
+    for i, (name, (lo, hi)) in enumerate(zip(JITTER_NAMES, ranges)):
+        if name in _active(ranges):
+            out[name] = jnp.float32(lo) + u[i] * jnp.float32(hi - lo)
+    return out
 
 
 @op(
@@ -231,20 +254,27 @@ def jitter_apply(image: jax.Array, factors, order: jax.Array,
                              hue=True),
     },
     channels=(3,),
+    sample=_jitter_sample,
     reference="torchvision.transforms.v2.ColorJitter",
     compute_bound=True,
 )
-def color_jitter(key, image, *, brightness, contrast, saturation, hue):
+def color_jitter(image, params, *, brightness, contrast, saturation, hue):
     """Randomly changes brightness, contrast, saturation and hue, in a random order per sample.
 
     Same as torchvision ColorJitter: each factor is drawn uniformly from its range (a number x
     means [max(0, 1-x), 1+x], hue x means [-x, x]); the four adjustments run in a random order;
     an adjustment whose range is exactly its neutral value is skipped. uint8 images are truncated
     to whole levels after each adjustment, as torchvision does.
+
+    Params: ``order`` ((4,) int32, a permutation of 0..3 = brightness, contrast, saturation,
+    hue) and the float32 factor of each active adjustment: ``brightness``, ``contrast``,
+    ``saturation``, ``hue`` (turns); an inactive adjustment has no field. ``apply`` runs exactly
+    the adjustments that have a field in ``params``, in ``order``.
     """
-    ranges = (brightness, contrast, saturation, hue)
-    active = tuple(i for i in range(4) if ranges[i] != (_JITTER_NEUTRAL[i],) * 2)
-    if not active:
+    del brightness, contrast, saturation, hue  # the params say which adjustments run
+    active = tuple(n in params for n in JITTER_NAMES)
+    if not any(active):
         return image
-    factors, order = jitter_draw(key, ranges)
-    return jitter_apply(image, factors, order, active)
+    factors = jnp.stack([jnp.asarray(params[n], jnp.float32) if n in params else jnp.float32(z)
+                         for n, z in zip(JITTER_NAMES, _JITTER_NEUTRAL)])
+    return jitter(image, jnp.asarray(params["order"], jnp.int32), factors, active)

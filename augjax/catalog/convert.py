@@ -1,7 +1,9 @@
 """Conversions at the ends of a chain: uint8 <-> float32 and the final normalization.
 
 They are deterministic and elementwise, so inside a chain they fuse with the ops before them
-into the same compiled pass (the cast-normalize costs no extra trip through memory).
+into the same compiled pass (the cast-normalize costs no extra trip through memory). They draw
+nothing: their params are empty (``op.sample`` returns ``{}``, ``op.apply(x, params={})`` is
+the call).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import jax.numpy as jnp
 
 from augjax._param import Param
 from augjax._spec import op
-from augjax.catalog._pixels import is_int
+from augjax.kernels.pixels import is_int
 from augjax.errors import InputError
 
 __all__ = ["normalize", "to_float", "to_uint8"]
@@ -52,7 +54,7 @@ def _per_channel(values: tuple[float, ...], c: int, name: str) -> tuple[float, .
     output_layout=lambda **p: "CHW" if p["chw"] else None,
     reference="torchvision.transforms.v2.Normalize after ToDtype(float32, scale=True)",
 )
-def normalize(image, *, mean, std, chw):
+def normalize(image, params, *, mean, std, chw):
     """Returns ``(x - mean) / std`` as float32, uint8 input first divided by 255.
 
     torchvision semantics: ``mean`` and ``std`` are in the 0..1 scale (ImageNet's by default),
@@ -73,7 +75,7 @@ def normalize(image, *, mean, std, chw):
 
 @op("to_float", random=False, output_dtype="float32",
     reference="torchvision.transforms.v2.ToDtype(torch.float32, scale=True)")
-def to_float(image):
+def to_float(image, params):
     """Converts uint8 levels to float32 in [0, 1]; float32 input is returned as is.
 
     Computed as ``x * (1 / 255)``, bit for bit torchvision's ``ToDtype(float32, scale=True)``
@@ -87,7 +89,7 @@ def to_float(image):
 
 @op("to_uint8", random=False, output_dtype="uint8",
     reference="torchvision.transforms.v2.ToDtype(torch.uint8, scale=True), rounded")
-def to_uint8(image):
+def to_uint8(image, params):
     """Converts float32 in [0, 1] to uint8 levels: ``round(clip(x, 0, 1) * 255)``.
 
     Rounds to the nearest level (halves to even), so ``to_uint8(to_float(x)) == x``. This

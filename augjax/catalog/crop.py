@@ -8,6 +8,13 @@ Every op returns one fixed size for the whole batch (declared through ``output_s
 random crop box differs per sample but the output shape does not: ``random_resized_crop``
 resizes its box to ``size`` inside the traced program, with weight matrices built from the
 (traced) box.
+
+Params (``op.sample``; one value per sample, leading axis N): ``random_resized_crop``: ``box``
+((4,) int32: top, left, height, width of the crop in input pixels); ``random_crop``: ``offset``
+((2,) int32: top, left of the window in input pixels, negative where it starts in the
+padding); ``center_crop`` draws nothing. ``op.apply(x, params={"box": ...})`` crops exact
+boxes. Every op's ``matrix`` maps input pixel coordinates to output ones
+(:func:`augjax.kernels.crop_resize_matrix`, :func:`augjax.kernels.translation`).
 """
 
 from __future__ import annotations
@@ -19,11 +26,12 @@ import jax.numpy as jnp
 
 from augjax._param import Param
 from augjax._spec import op
-from augjax.catalog._pixels import is_int
-from augjax.catalog._warp import INTERPOLATIONS, check_fill, resize_crop, uniform_int
 from augjax.errors import InputError
+from augjax.kernels.matrix import crop_resize_matrix, translation
+from augjax.kernels.pixels import is_int
+from augjax.kernels.warp import INTERPOLATIONS, check_fill, resize_crop, uniform_int
 
-__all__ = ["random_resized_crop", "random_crop", "center_crop", "rrc_box"]
+__all__ = ["random_resized_crop", "random_crop", "center_crop", "ATTEMPTS"]
 
 #: How many boxes torchvision's RandomResizedCrop tries before its centre-crop fallback.
 ATTEMPTS = 10
@@ -41,7 +49,7 @@ def _output_size(h: int, w: int, *, size, **_) -> tuple[int, int]:
 # random_resized_crop
 
 
-def rrc_box(u_area, u_ratio, u_top, u_left, h: int, w: int, scale, ratio):
+def _resized_crop_box(u_area, u_ratio, u_top, u_left, h: int, w: int, scale, ratio):
     """torchvision ``RandomResizedCrop.make_params``, branch-free, from given uniform draws.
 
     ``u_area`` and ``u_ratio`` hold one draw in [0, 1) per attempt; attempt ``t`` proposes the
@@ -72,13 +80,22 @@ def rrc_box(u_area, u_ratio, u_top, u_left, h: int, w: int, scale, ratio):
     bw = jnp.where(found, cw[first], fw)
     top = jnp.where(found, jnp.floor(u_top * (h - bh + 1)), (h - fh) // 2)
     left = jnp.where(found, jnp.floor(u_left * (w - bw + 1)), (w - fw) // 2)
-    return tuple(v.astype(jnp.int32) for v in (top, left, bh, bw))
+    return jnp.stack([top, left, bh, bw]).astype(jnp.int32)
 
 
-def rrc_draws(key: jax.Array):
-    """The uniform draws of one sample's box: ``(u_area (10,), u_ratio (10,), u_top, u_left)``."""
+def _rrc_sample(key, meta, params, *, scale, ratio, **_):
+    """One sample's ``box``: ``u = jax.random.uniform(key, (22,))`` holds the attempts' area
+    draws ``u[:10]``, their aspect-ratio draws ``u[10:20]``, then the top and left draws
+    ``u[20]``, ``u[21]`` (see :func:`_resized_crop_box`)."""
     u = jax.random.uniform(key, (2 * ATTEMPTS + 2,))
-    return u[:ATTEMPTS], u[ATTEMPTS:2 * ATTEMPTS], u[-2], u[-1]
+    box = _resized_crop_box(u[:ATTEMPTS], u[ATTEMPTS:2 * ATTEMPTS], u[-2], u[-1], meta.height,
+                            meta.width, scale, ratio)
+    return {"box": box}
+
+
+def _rrc_matrix(params, meta, *, size, **_):
+    top, left, h, w = (params["box"][i] for i in range(4))
+    return crop_resize_matrix(top, left, h, w, size[0], size[1])
 
 
 def _increasing_positive(value):
@@ -101,18 +118,24 @@ def _increasing_positive(value):
         "antialias": Param(True, doc="widen the bilinear filter when shrinking (torchvision "
                                      "default)"),
     },
+    sample=_rrc_sample,
+    matrix=_rrc_matrix,
     output_size=_output_size,
     reference="torchvision.transforms.v2.RandomResizedCrop",
 )
-def random_resized_crop(key, image, *, size, scale, ratio, interpolation, antialias):
+def random_resized_crop(image, params, *, size, scale, ratio, interpolation, antialias):
     """Crops a random box of random area and aspect ratio and resizes it to ``size``.
 
     torchvision RandomResizedCrop: up to 10 attempts of ``area ~ U(scale) * H * W`` and
     ``log(aspect) ~ U(log ratio)``, the first box that fits is placed uniformly, else a central
-    fallback box (see :func:`rrc_box`). All 10 attempts are evaluated at once and the first
-    fitting one is selected, so each sample has its own box without a Python loop. The box is
-    resized as ``F.resized_crop`` does: bilinear with ``antialias`` (a triangle filter widened
-    by the shrink factor, ATen's ``_upsample_bilinear2d_aa``) or ATen's legacy nearest.
+    fallback box (the whole image, or the largest centred box whose aspect ratio is clamped
+    into ``ratio``). All 10 attempts are evaluated at once and the first fitting one is
+    selected, so each sample has its own box without a Python loop. The box is resized as
+    ``F.resized_crop`` does: bilinear with ``antialias`` (a triangle filter widened by the
+    shrink factor, ATen's ``_upsample_bilinear2d_aa``) or ATen's legacy nearest.
+
+    Params: ``box`` ((4,) int32 top, left, height, width in input pixels); ``apply`` with a
+    given box is ``F.resized_crop(img, top, left, height, width, size)``.
 
     Tolerance against torchvision on the same box: nearest is exact; bilinear is within 1e-5
     on float32, and within 1 level on uint8 (ATen's uint8 kernel uses 16-bit fixed-point
@@ -120,9 +143,8 @@ def random_resized_crop(key, image, *, size, scale, ratio, interpolation, antial
     ATen does). Box sizes are computed in float32 (torchvision: float64), so
     ``round(sqrt(...))`` can differ by one pixel where it lies within float32 rounding of .5.
     """
-    h, w = image.shape[:2]
-    box = rrc_box(*rrc_draws(key), h, w, scale, ratio)
-    return resize_crop(image, box, size, interpolation, antialias)
+    box = params["box"]
+    return resize_crop(image, tuple(box[i] for i in range(4)), size, interpolation, antialias)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -160,39 +182,12 @@ def pad(image: jax.Array, left: int, top: int, right: int, bottom: int, mode: st
     return jax.lax.dynamic_update_slice(canvas, image, (top, left, 0))
 
 
-@op(
-    "random_crop",
-    params={
-        "size": _size_param("crop (height, width), or one int for a square"),
-        "padding": Param(None, kind="floats", low=0.0, optional=True, validate=_padding,
-                         doc="pad first: p, (left/right, top/bottom) or (left, top, right, "
-                             "bottom) pixels"),
-        "pad_if_needed": Param(False, doc="pad both sides of an axis shorter than the crop"),
-        "fill": Param(0.0, kind="floats", low=0.0, high=1.0,
-                      doc="constant padding value, a fraction of the range in [0, 1] (x255 for "
-                          "uint8; torchvision's uint8 128 is 128/255), one or one per channel"),
-        "pad_mode": Param("constant", choices=("constant", "edge", "reflect", "symmetric"),
-                          doc="padding mode (torchvision padding_mode)"),
-    },
-    output_size=_output_size,
-    reference="torchvision.transforms.v2.RandomCrop",
-)
-def random_crop(key, image, *, size, padding, pad_if_needed, fill, pad_mode):
-    """Crops a random ``size`` window after optional padding (CIFAR ``RandomCrop(32, padding=4)``).
-
-    torchvision RandomCrop: ``padding`` is added first (``pad_mode`` constant with ``fill``,
-    edge, reflect or symmetric); with ``pad_if_needed`` an axis shorter than the crop gets the
-    shortfall on both sides; the window's top-left corner is uniform over all positions.
-    ``fill`` is a fraction of the value range in [0, 1] (one value or one per channel), times
-    255 for uint8 images: torchvision's uint8 ``fill=128`` is ``fill=128/255``. Deviations:
-    reflect/symmetric padding wider than the image follows NumPy (it keeps reflecting), where
-    torch raises; a uint8 fill between two levels (``fill * 255`` not whole) is rounded to the
-    nearest level, where torchvision's cast of a non-integer uint8 fill truncates.
+def _crop_padding(h: int, w: int, size, padding, pad_if_needed: bool):
+    """``(left, top, right, bottom)`` padding of an ``h`` x ``w`` image before the window.
 
     Raises:
         InputError: the (padded) image is smaller than ``size``.
     """
-    h, w, c = image.shape
     left, top, right, bottom = padding or (0, 0, 0, 0)
     ch, cw = size
     if pad_if_needed:
@@ -211,6 +206,65 @@ def random_crop(key, image, *, size, padding, pad_if_needed, fill, pad_mode):
             op="random_crop",
             argument="images",
         )
+    return left, top, right, bottom
+
+
+def _random_crop_sample(key, meta, params, *, size, padding, pad_if_needed, **_):
+    """One sample's ``offset``: the window's top-left corner, uniform over the positions of
+    the padded image (``uniform_int(jax.random.uniform(key, (2,)), 0, positions)``), given in
+    input pixels (the padded image's corner minus the padding)."""
+    left, top, right, bottom = _crop_padding(meta.height, meta.width, size, padding,
+                                             pad_if_needed)
+    positions = jnp.array([meta.height + top + bottom - size[0] + 1,
+                           meta.width + left + right - size[1] + 1])
+    corner = uniform_int(jax.random.uniform(key, (2,)), 0, positions)
+    return {"offset": corner - jnp.array([top, left], jnp.int32)}
+
+
+def _random_crop_matrix(params, meta, **_):
+    return translation(-params["offset"][1], -params["offset"][0])
+
+
+@op(
+    "random_crop",
+    params={
+        "size": _size_param("crop (height, width), or one int for a square"),
+        "padding": Param(None, kind="floats", low=0.0, optional=True, validate=_padding,
+                         doc="pad first: p, (left/right, top/bottom) or (left, top, right, "
+                             "bottom) pixels"),
+        "pad_if_needed": Param(False, doc="pad both sides of an axis shorter than the crop"),
+        "fill": Param(0.0, kind="floats", low=0.0, high=1.0,
+                      doc="constant padding value, a fraction of the range in [0, 1] (x255 for "
+                          "uint8; torchvision's uint8 128 is 128/255), one or one per channel"),
+        "pad_mode": Param("constant", choices=("constant", "edge", "reflect", "symmetric"),
+                          doc="padding mode (torchvision padding_mode)"),
+    },
+    sample=_random_crop_sample,
+    matrix=_random_crop_matrix,
+    output_size=_output_size,
+    reference="torchvision.transforms.v2.RandomCrop",
+)
+def random_crop(image, params, *, size, padding, pad_if_needed, fill, pad_mode):
+    """Crops a random ``size`` window after optional padding (CIFAR ``RandomCrop(32, padding=4)``).
+
+    torchvision RandomCrop: ``padding`` is added first (``pad_mode`` constant with ``fill``,
+    edge, reflect or symmetric); with ``pad_if_needed`` an axis shorter than the crop gets the
+    shortfall on both sides; the window's top-left corner is uniform over all positions.
+    ``fill`` is a fraction of the value range in [0, 1] (one value or one per channel), times
+    255 for uint8 images: torchvision's uint8 ``fill=128`` is ``fill=128/255``. Deviations:
+    reflect/symmetric padding wider than the image follows NumPy (it keeps reflecting), where
+    torch raises; a uint8 fill between two levels (``fill * 255`` not whole) is rounded to the
+    nearest level, where torchvision's cast of a non-integer uint8 fill truncates.
+
+    Params: ``offset`` ((2,) int32: top, left of the window in input pixels; negative where the
+    window starts in the padding). ``apply`` with a given offset crops that window of the padded
+    image (an offset outside the padded image is clamped into it).
+
+    Raises:
+        InputError: the (padded) image is smaller than ``size``.
+    """
+    h, w, c = image.shape
+    left, top, right, bottom = _crop_padding(h, w, size, padding, pad_if_needed)
     if pad_mode != "constant" and len(fill) > 1:
         raise InputError(
             f"random_crop: a per-channel fill needs pad_mode='constant', got {pad_mode!r}",
@@ -218,35 +272,47 @@ def random_crop(key, image, *, size, padding, pad_if_needed, fill, pad_mode):
             argument="fill",
         )
     x = pad(image, left, top, right, bottom, pad_mode, fill, "random_crop")
-    t, l_ = uniform_int(jax.random.uniform(key, (2,)), 0, jnp.array([ph - ch + 1, pw - cw + 1]))
-    return jax.lax.dynamic_slice(x, (t, l_, 0), (ch, cw, c))
+    offset = params["offset"]
+    return jax.lax.dynamic_slice(x, (offset[0] + top, offset[1] + left, 0), (size[0], size[1], c))
 
 
 # ---------------------------------------------------------------------------------------------
 # center_crop
 
 
+def _center_offsets(h: int, w: int, size) -> tuple[int, int, int, int]:
+    """``(pad_top, pad_left, top, left)``: torchvision CenterCrop's zero padding of axes shorter
+    than the crop, and the window's corner in the padded image."""
+    ch, cw = size
+    pad_t, pad_l = max(ch - h, 0) // 2, max(cw - w, 0) // 2
+    ph, pw = max(h, ch), max(w, cw)
+    return pad_t, pad_l, int(round((ph - ch) / 2.0)), int(round((pw - cw) / 2.0))
+
+
+def _center_matrix(params, meta, *, size):
+    pad_t, pad_l, top, left = _center_offsets(meta.height, meta.width, size)
+    return translation(pad_l - left, pad_t - top)
+
+
 @op(
     "center_crop",
     params={"size": _size_param("crop (height, width), or one int for a square")},
     random=False,
+    matrix=_center_matrix,
     output_size=_output_size,
     reference="torchvision.transforms.v2.CenterCrop",
 )
-def center_crop(image, *, size):
+def center_crop(image, params, *, size):
     """Crops the central ``size`` window, zero-padding axes shorter than the crop.
 
     torchvision CenterCrop: the offset is ``round((H - h) / 2)`` (Python rounding, half to
     even); an axis shorter than the crop is first zero-padded by ``(h - H) // 2`` before and the
-    rest after.
+    rest after. Deterministic: it draws nothing (params are empty).
     """
     h, w, _ = image.shape
     ch, cw = size
+    pad_t, pad_l, top, left = _center_offsets(h, w, size)
     if ch > h or cw > w:
-        pad_t, pad_l = max(ch - h, 0) // 2, max(cw - w, 0) // 2
-        pad_b, pad_r = (max(ch - h, 0) + 1) // 2, (max(cw - w, 0) + 1) // 2
+        pad_b, pad_r = max(ch - h, 0) - pad_t, max(cw - w, 0) - pad_l
         image = pad(image, pad_l, pad_t, pad_r, pad_b, "constant", 0.0, "center_crop")
-        h, w = image.shape[:2]
-    top = int(round((h - ch) / 2.0))
-    left = int(round((w - cw) / 2.0))
     return image[top:top + ch, left:left + cw]

@@ -3,8 +3,17 @@
 Images are HWC, uint8 (0..255) or float32 in [0, 1]. Fill values are given as fractions of the
 range, in [0, 1], whatever the dtype: they are multiplied by 255 and rounded for uint8 images, so
 one configuration serves both dtypes. Both ops are sample level and branch-free: each sample's
-boxes are drawn from its key and applied as masks (``jnp.where``), so one compiled program serves
-every sample of a batch.
+boxes are drawn by the op's sampler and applied as masks (``jnp.where``), so one compiled
+program serves every sample of a batch.
+
+Params (``op.sample``; one value per sample, leading axis N). ``random_erasing``: ``applied``
+(bool: the sample is erased), ``count`` (int32: how many of its boxes are used), ``box``
+((max_count, 4) int32: top, left, height, width of each box), ``found`` ((max_count,) bool:
+one of the box's 10 attempts fit; a box without one is skipped), and for ``mode="rand"`` /
+``"pixel"`` ``noise`` (float32 standard normal values: ``(max_count, C)`` one colour per box,
+``(H, W, C)`` one per pixel). ``cutout``: ``applied`` (bool) and ``box`` ((count, 4) int32 top,
+left, height, width of each hole, before clipping at the border: ``top`` may be negative).
+``op.apply(x, params=...)`` erases exactly the given boxes; ``applied=False`` is the identity.
 """
 
 from __future__ import annotations
@@ -16,11 +25,11 @@ import jax.numpy as jnp
 
 from augjax._param import Param
 from augjax._spec import op
-from augjax.catalog._pixels import bound, is_int
 from augjax.errors import ParamError
+from augjax.kernels.pixels import bound, is_int
+from augjax.kernels.warp import uniform_int
 
-__all__ = ["random_erasing", "cutout", "erase_plan", "cutout_plan", "box_mask", "uniforms",
-           "randint", "IMAGENET_MEAN", "IMAGENET_STD"]
+__all__ = ["random_erasing", "cutout", "box_mask", "uniforms", "IMAGENET_MEAN", "IMAGENET_STD"]
 
 #: timm's ``IMAGENET_DEFAULT_MEAN`` / ``IMAGENET_DEFAULT_STD`` (fractions of the range).
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -82,48 +91,44 @@ def uniforms(key: jax.Array, **shapes: tuple[int, ...]) -> dict[str, jax.Array]:
     return out
 
 
-def randint(u: jax.Array, low, high) -> jax.Array:
-    """Integers uniform in ``[low, high)`` from uniforms ``u`` (``low + floor(u (high - low))``);
-    ``low``/``high`` may be traced, ``high > low``."""
-    return jnp.minimum(low + jnp.floor(u * (high - low)), high - 1).astype(jnp.int32)
-
-
 # -- random_erasing ----------------------------------------------------------------------------
 def _aspect_logs(min_aspect: float, max_aspect: float | None) -> tuple[float, float]:
     return (math.log(min_aspect), math.log(max_aspect or 1.0 / min_aspect))
 
 
-def erase_plan(key: jax.Array, height: int, width: int, *, p: float, min_area: float,
-               max_area: float, min_aspect: float, max_aspect: float | None, min_count: int,
-               max_count: int | None) -> dict[str, jax.Array]:
-    """Draws one sample's random_erasing boxes (what the kernel draws from the same key).
+def _erasing_sample(key, meta, params, *, p, min_area, max_area, min_aspect, max_aspect, mode,
+                    min_count, max_count, **_):
+    """One sample's random_erasing params (see the module docstring), timm's ``_erase`` draws.
 
-    Returns a dict of the raw draws (``u_apply``, ``count``, ``area`` and ``log_aspect`` of shape
-    ``(max_count, 10)``) and the boxes they make, each ``(max_count,)``:
-    ``top``, ``left``, ``h``, ``w`` and ``active`` (the sample is erased, the box index is below
-    ``count`` and one of the 10 attempts fit).
-    """
-    max_count = max_count or min_count
-    shape = (max_count, ATTEMPTS)
-    u = uniforms(key, apply=(), count=(), area=shape, aspect=shape, top=(max_count,),
-                 left=(max_count,))
-    count = randint(u["count"], min_count, max_count + 1)
+    Draws: ``k_u, k_noise = jax.random.split(key)``; ``u = jax.random.uniform(k_u, (2 + 22 M,))``
+    with ``M = max_count or min_count`` holds, in order, the apply coin, the count draw, the
+    area draws ``(M, 10)``, the log-aspect draws ``(M, 10)``, then the top ``(M,)`` and left
+    ``(M,)`` draws; ``noise = jax.random.normal(k_noise, shape)``."""
+    height, width = meta.height, meta.width
+    m = max_count or min_count
+    shape = (m, ATTEMPTS)
+    k_u, k_noise = jax.random.split(key)
+    u = uniforms(k_u, apply=(), count=(), area=shape, aspect=shape, top=(m,), left=(m,))
+    count = uniform_int(u["count"], min_count, m + 1)
     area = min_area + u["area"] * (max_area - min_area)
     lo, hi = _aspect_logs(min_aspect, max_aspect)
-    log_aspect = lo + u["aspect"] * (hi - lo)
+    aspect = jnp.exp(lo + u["aspect"] * (hi - lo))
     target = area * (height * width) / count
-    aspect = jnp.exp(log_aspect)
     hs = jnp.round(jnp.sqrt(target * aspect)).astype(jnp.int32)  # Python round: half to even
     ws = jnp.round(jnp.sqrt(target / aspect)).astype(jnp.int32)
     fits = (ws < width) & (hs < height)
     first = jnp.argmax(fits, axis=1)  # timm keeps the first attempt that fits
     h = jnp.take_along_axis(hs, first[:, None], 1)[:, 0]
     w = jnp.take_along_axis(ws, first[:, None], 1)[:, 0]
-    top = randint(u["top"], 0, jnp.maximum(height - h + 1, 1))  # timm randint(0, H - h)
-    left = randint(u["left"], 0, jnp.maximum(width - w + 1, 1))
-    active = (u["apply"] < p) & (jnp.arange(max_count) < count) & jnp.any(fits, axis=1)
-    return dict(u_apply=u["apply"], count=count, area=area, log_aspect=log_aspect, top=top,
-                left=left, h=h, w=w, active=active)
+    top = uniform_int(u["top"], 0, jnp.maximum(height - h + 1, 1))  # timm randint(0, H - h)
+    left = uniform_int(u["left"], 0, jnp.maximum(width - w + 1, 1))
+    out = {"applied": u["apply"] < p, "count": count,
+           "box": jnp.stack([top, left, h, w], axis=-1), "found": jnp.any(fits, axis=1)}
+    if mode == "rand":
+        out["noise"] = jax.random.normal(k_noise, (m, meta.channels))
+    elif mode == "pixel":
+        out["noise"] = jax.random.normal(k_noise, (height, width, meta.channels))
+    return out
 
 
 def _check_erasing(min_area, max_area, min_count, max_count) -> None:
@@ -158,12 +163,13 @@ def _check_erasing(min_area, max_area, min_count, max_count) -> None:
         "std": Param(IMAGENET_STD, kind="floats", validate=_positives,
                      doc="normalisation std (> 0) the random fills are defined against"),
     },
+    sample=_erasing_sample,
     check=lambda **p: _check_erasing(p["min_area"], p["max_area"], p["min_count"],
                                      p["max_count"]),
     reference="timm.data.random_erasing.RandomErasing",
 )
-def random_erasing(key, image, *, p, min_area, max_area, min_aspect, max_aspect, mode, min_count,
-                   max_count, fill, mean, std):
+def random_erasing(image, params, *, p, min_area, max_area, min_aspect, max_aspect, mode,
+                   min_count, max_count, fill, mean, std):
     """Erases random rectangles of each sample with probability ``p`` (timm RandomErasing).
 
     Boxes follow timm's ``_erase``: the sample is erased with probability ``p``; it gets
@@ -188,30 +194,36 @@ def random_erasing(key, image, *, p, min_area, max_area, min_aspect, max_aspect,
     ``num_splits`` (leave the first part of a batch clean) is a batch concept and is not
     offered: apply the op to a slice instead. Sizes are computed in float32 (timm float64): a
     box side can differ when ``sqrt(...)`` lies within ~1e-6 of a half integer.
+
+    Params: ``applied`` (bool), ``count`` (int32), ``box`` ((max_count, 4) int32 top, left,
+    height, width), ``found`` ((max_count,) bool), and ``noise`` (standard normal ``z``:
+    ``(max_count, C)`` for 'rand', ``(H, W, C)`` for 'pixel'). Box ``b`` is erased where
+    ``applied``, ``b < count`` and ``found[b]``.
     """
     _check_erasing(min_area, max_area, min_count, max_count)
     height, width, channels = image.shape
-    k_plan, k_color = jax.random.split(key)
-    plan = erase_plan(k_plan, height, width, p=p, min_area=min_area, max_area=max_area,
-                      min_aspect=min_aspect, max_aspect=max_aspect, min_count=min_count,
-                      max_count=max_count)
-    n_boxes = plan["top"].shape[0]
+    box = params["box"]
+    n_boxes = box.shape[0]
     if mode == "const" and fill is not None:  # mean and std are not used
         values = per_channel(fill, channels, "random_erasing", "fill")
         values = jnp.broadcast_to(values, (n_boxes, 1, 1, channels))
     else:
         mu = per_channel(mean, channels, "random_erasing", "mean")
         sigma = per_channel(std, channels, "random_erasing", "std")
-        shape = {"const": (1, 1, 1, channels), "rand": (n_boxes, 1, 1, channels),
-                 "pixel": (1, height, width, channels)}[mode]
-        z = jax.random.normal(k_color, shape) if mode != "const" else jnp.zeros(shape)
-        values = jnp.broadcast_to(mu + sigma * z, (n_boxes,) + shape[1:])
+        if mode == "const":
+            z = jnp.zeros((1, 1, 1, channels))
+        elif mode == "rand":
+            z = params["noise"][:, None, None, :]
+        else:
+            z = params["noise"][None]
+        values = jnp.broadcast_to(mu + sigma * z, (n_boxes,) + z.shape[1:])
     values = jnp.clip(values, 0.0, 1.0) * bound(image.dtype)
     if is_int(image.dtype):
         values = jnp.round(values)
     values = values.astype(image.dtype)
-    masks = box_mask(height, width, plan["top"], plan["left"], plan["h"], plan["w"])
-    masks = masks & plan["active"][:, None, None]
+    active = params["applied"] & (jnp.arange(n_boxes) < params["count"]) & params["found"]
+    masks = box_mask(height, width, box[:, 0], box[:, 1], box[:, 2], box[:, 3])
+    masks = masks & active[:, None, None]
     out = image
     for b in range(n_boxes):  # in order: a later box is drawn over an earlier one
         out = jnp.where(masks[b][..., None], values[b], out)
@@ -219,15 +231,16 @@ def random_erasing(key, image, *, p, min_area, max_area, min_aspect, max_aspect,
 
 
 # -- cutout ------------------------------------------------------------------------------------
-def cutout_plan(key: jax.Array, height: int, width: int, *, size: tuple[int, int], count: int,
-                p: float) -> dict[str, jax.Array]:
-    """Draws one sample's cutout holes: ``cy``, ``cx`` (centres, ``(count,)``), ``top``,
-    ``left`` (unclipped corners), ``u_apply`` and ``active`` (the sample is cut)."""
+def _cutout_sample(key, meta, params, *, size, count, p, **_):
+    """One sample's cutout params: ``u = jax.random.uniform(key, (1 + 2 count,))`` holds the
+    apply coin, then the centres' rows ``(count,)`` and columns ``(count,)``, each uniform over
+    the pixels (``randint(0, H)``); a hole's box starts ``size // 2`` before its centre."""
     u = uniforms(key, apply=(), y=(count,), x=(count,))
-    cy = randint(u["y"], 0, height)
-    cx = randint(u["x"], 0, width)
-    return dict(cy=cy, cx=cx, top=cy - size[0] // 2, left=cx - size[1] // 2,
-                u_apply=u["apply"], active=u["apply"] < p)
+    cy = uniform_int(u["y"], 0, meta.height)
+    cx = uniform_int(u["x"], 0, meta.width)
+    box = jnp.stack([cy - size[0] // 2, cx - size[1] // 2, jnp.full((count,), size[0]),
+                     jnp.full((count,), size[1])], axis=-1).astype(jnp.int32)
+    return {"applied": u["apply"] < p, "box": box}
 
 
 @op(
@@ -240,9 +253,10 @@ def cutout_plan(key: jax.Array, height: int, width: int, *, size: tuple[int, int
         "fill": Param(0.0, kind="floats", low=0.0, high=1.0,
                       doc="hole colour in [0, 1] (one or per channel)"),
     },
+    sample=_cutout_sample,
     reference="DeVries & Taylor 2017 Cutout (uoguelph-mlrg/Cutout), albumentations CoarseDropout",
 )
-def cutout(key, image, *, size, count, p, fill):
+def cutout(image, params, *, size, count, p, fill):
     """Cuts ``count`` holes of ``size`` pixels out of each sample, with probability ``p``.
 
     DeVries & Taylor Cutout: each hole's centre is uniform over the pixels
@@ -255,13 +269,14 @@ def cutout(key, image, *, size, count, p, fill):
     colour: pass ``fill=mean`` for that. ``p`` (default 1, as DeVries) is the per-sample
     probability, as albumentations' ``p``; albumentations CoarseDropout draws holes inside the
     image (no clipping) with random sizes, which this op does not do.
+
+    Params: ``applied`` (bool: the sample is cut) and ``box`` ((count, 4) int32 top, left,
+    height, width of each hole before clipping).
     """
     height, width, channels = image.shape
-    plan = cutout_plan(key, height, width, size=size, count=count, p=p)
     value = per_channel(fill, channels, "cutout", "fill") * bound(image.dtype)
     if is_int(image.dtype):
         value = jnp.round(value)
-    hs = jnp.full((count,), size[0])
-    ws = jnp.full((count,), size[1])
-    mask = jnp.any(box_mask(height, width, plan["top"], plan["left"], hs, ws), axis=0)
-    return jnp.where((mask & plan["active"])[..., None], value.astype(image.dtype), image)
+    box = params["box"]
+    mask = jnp.any(box_mask(height, width, box[:, 0], box[:, 1], box[:, 2], box[:, 3]), axis=0)
+    return jnp.where((mask & params["applied"])[..., None], value.astype(image.dtype), image)

@@ -2,7 +2,7 @@
 
 Images are uint8 (0..255) or float32 (0..1). The warping ops follow torchvision's tensor kernels
 (``torchvision.transforms.v2.functional``): they sample with ``grid_sample(align_corners=False)``
-semantics and round uint8 results half to even. See :mod:`augjax.catalog._warp` for the
+semantics and round uint8 results half to even. See :mod:`augjax.kernels.warp` for the
 sampling rules.
 
 ``fill`` (the value of pixels that come from outside the image) is a fraction of the value
@@ -22,9 +22,26 @@ uint8 (a value at .5 rounds either way) and within 1e-5 on float32 for images up
 a side (float32 rounding of the matrix, coordinates and weights; the coordinate error grows
 with the side: measured 3e-5 for rotate and 1.4e-4 for perspective at 224x224).
 
+``convention="pil"`` (on ``rotate``, ``shear_x``, ``shear_y``, ``translate_x``, ``translate_y``)
+samples as PIL's ``Image.transform``/``Image.rotate`` instead, which timm's policies use
+(:func:`augjax.kernels.warp.warp_affine_pil`): an output pixel whose source point falls outside
+takes the fill and edge samples are clamped (no blend with the fill), uint8 bilinear results are
+truncated (torchvision rounds), shifts keep their fraction (torchvision truncates them to whole
+pixels). Measured against timm 1.0 / Pillow 13 by ``tests/test_references.py``: nearest is
+bitwise; bilinear uint8 is within one level, on under 1% of pixels at 224x224 (PIL computes in
+float64).
+
 The single-magnitude ops (``rotate``, ``shear_x``, ``shear_y``, ``translate_x``, ``translate_y``)
 are the RandAugment/AutoAugment primitives: their one magnitude parameter is a number (used as
-is) or a pair (drawn uniformly per sample), and their kernels accept a traced JAX scalar for it.
+is) or a pair (drawn uniformly per sample); it reaches the kernel in ``params`` under its own
+name, so ``op.apply(x, params={"degrees": ...})`` applies exact values.
+
+Params (``op.sample``; one value per sample): ``flip``: ``horizontal``, ``vertical`` (bool: the
+sample is mirrored); ``rot90``: ``k`` (int32 quarter turns; only with ``k=None``); ``rotate``:
+``degrees``; ``affine``: ``degrees``, ``translate`` ((2,) whole pixels), ``scale``, ``shear`` ((2,)
+degrees); ``shear_x``/``shear_y``: ``shear``; ``translate_x``/``translate_y``: ``translate``;
+``perspective``: ``endpoints`` ((4, 2) corner positions x, y) and ``applied``. Every op's
+``matrix`` gives the sample's forward 3x3 matrix (:mod:`augjax.kernels.matrix`).
 """
 
 from __future__ import annotations
@@ -34,16 +51,24 @@ import jax.numpy as jnp
 
 from augjax._param import Param
 from augjax._spec import op
-from augjax.catalog._warp import (
+from augjax.errors import InputError
+from augjax.kernels.matrix import (
+    from_centered_inverse,
+    from_perspective_coefficients,
+    from_pil_coefficients,
+    identity,
+)
+from augjax.kernels.warp import (
     INTERPOLATIONS,
     check_fill,
     inverse_affine_matrix,
     perspective_coefficients,
+    pil_rotate_coefficients,
     uniform_int,
     warp_affine,
+    warp_affine_pil,
     warp_perspective,
 )
-from augjax.errors import InputError
 
 __all__ = [
     "flip",
@@ -61,6 +86,23 @@ __all__ = [
 TRANSLATE_MAX = 150.0 / 331.0
 
 
+def _flip_sample(key, meta, params, *, p, horizontal, vertical):
+    u = jax.random.uniform(key, (2,))
+    return {"horizontal": (u[0] < p) & horizontal, "vertical": (u[1] < p) & vertical}
+
+
+def _mirror(on, size: int, axis: int) -> jax.Array:
+    """The matrix of mirroring axis 0 (x) or 1 (y) of ``size`` pixels where ``on``."""
+    m = jnp.eye(3, dtype=jnp.float32)
+    m = m.at[axis, axis].set(jnp.where(on, -1.0, 1.0))
+    return m.at[axis, 2].set(jnp.where(on, size - 1.0, 0.0))
+
+
+def _flip_matrix(params, meta, **_):
+    return _mirror(params["vertical"], meta.height, 1) @ _mirror(params["horizontal"],
+                                                                 meta.width, 0)
+
+
 @op(
     "flip",
     params={
@@ -68,20 +110,21 @@ TRANSLATE_MAX = 150.0 / 331.0
         "horizontal": Param(True, doc="mirror left-right (the width axis)"),
         "vertical": Param(False, doc="mirror top-bottom (the height axis)"),
     },
+    sample=_flip_sample,
+    matrix=_flip_matrix,
     reference="torchvision.transforms.v2.RandomHorizontalFlip / RandomVerticalFlip",
 )
-def flip(key, image, *, p, horizontal, vertical):
+def flip(image, params, *, p, horizontal, vertical):
     """Mirrors each image with probability ``p``.
 
     ``horizontal`` mirrors the width axis (torchvision RandomHorizontalFlip), ``vertical`` the
     height axis (RandomVerticalFlip). With both, each axis gets its own coin, as two torchvision
-    transforms in a row would.
+    transforms in a row would. Params: ``horizontal``, ``vertical`` (bool per sample).
     """
-    k_h, k_v = jax.random.split(key)
     if horizontal:
-        image = jnp.where(jax.random.bernoulli(k_h, p), image[:, ::-1], image)
+        image = jnp.where(params["horizontal"], image[:, ::-1], image)
     if vertical:
-        image = jnp.where(jax.random.bernoulli(k_v, p), image[::-1], image)
+        image = jnp.where(params["vertical"], image[::-1], image)
     return image
 
 
@@ -100,19 +143,24 @@ def _fill() -> Param:
                      "channel; None = zero padding")
 
 
-def _draw(key: jax.Array, value, u: jax.Array | None = None) -> jax.Array:
-    """A float_or_pair value for one sample: a pair ``(lo, hi)`` is drawn uniformly in [lo, hi]
-    (``(v, v)`` gives exactly ``v``); a number, or a traced scalar from a policy, is used as is.
+#: The sampling conventions of the single-magnitude warps.
+CONVENTIONS = ("torchvision", "pil")
 
-    A number goes through an optimization barrier so that XLA computes the warp exactly as for a
-    traced value: folded constants can round differently, which moves nearest sampling at exact
-    half-pixel ties, and the op must give the same pixels whichever way its value arrives.
-    ``u`` is a uniform draw to use instead of drawing from ``key``."""
-    if isinstance(value, tuple):
-        lo, hi = value
-        u = jax.random.uniform(key, (), jnp.float32) if u is None else u
-        return lo + (hi - lo) * u
-    return jax.lax.optimization_barrier(jnp.asarray(value, jnp.float32))
+
+def _convention() -> Param:
+    return Param("torchvision", choices=CONVENTIONS,
+                 doc="'torchvision' (tensor kernels: whole-pixel shifts, border pixels blend "
+                     "with the fill) or 'pil' (PIL's transform, as timm: fractional shifts, "
+                     "edge samples clamped, outside points take the fill)")
+
+
+def _warp(image, inverse6, coeffs, convention: str, interpolation: str, fill, name: str):
+    """Warps by torchvision's centred inverse ``inverse6`` or, for ``convention="pil"``, by
+    PIL's affine data ``coeffs`` (both callables of nothing, so only one is built)."""
+    fill = check_fill(fill, image, name)
+    if convention == "pil":
+        return warp_affine_pil(image, coeffs(), interpolation, fill)
+    return warp_affine(image, inverse6(), interpolation, fill)
 
 
 def _magnitude(default: float, high: float, doc: str) -> Param:
@@ -128,6 +176,34 @@ def _rot90_size(h: int, w: int, *, k) -> tuple[int, int]:
     return (w, h) if k is not None and k % 2 else (h, w)
 
 
+def _rot90_sample(key, meta, params, *, k):
+    if k is not None:
+        return {}
+    if meta.height != meta.width:
+        raise InputError(
+            f"rot90: k=None (a random quarter turn per sample) needs square images, so that "
+            f"every output of the batch has one size; got height {meta.height}, width "
+            f"{meta.width}. Pass a fixed k (an odd k swaps height and width for the whole batch)",
+            op="rot90",
+            argument="images",
+        )
+    return {"k": uniform_int(jax.random.uniform(key, ()), 0, 4)}
+
+
+def _rot90_matrix(params, meta, *, k):
+    turns = jnp.int32(k % 4) if k is not None else params["k"] % 4
+    h, w = meta.height, meta.width
+    one, zero = 1.0, 0.0
+    # jnp.rot90(axes=(0, 1)): a quarter turn maps (x, y) to (y, W - 1 - x).
+    mats = jnp.array([
+        [[one, zero, zero], [zero, one, zero], [zero, zero, one]],
+        [[zero, one, zero], [-one, zero, w - 1.0], [zero, zero, one]],
+        [[-one, zero, w - 1.0], [zero, -one, h - 1.0], [zero, zero, one]],
+        [[zero, -one, h - 1.0], [one, zero, zero], [zero, zero, one]],
+    ], jnp.float32)
+    return mats[turns]
+
+
 @op(
     "rot90",
     params={
@@ -135,36 +211,37 @@ def _rot90_size(h: int, w: int, *, k) -> tuple[int, int]:
                    doc="quarter turns counter-clockwise; None = random in {0, 1, 2, 3} per sample "
                        "(square images only)"),
     },
+    sample=_rot90_sample,
+    matrix=_rot90_matrix,
+    random=True,
     output_size=_rot90_size,
     reference="torch.rot90 / kornia RandomRotation90 / albumentations RandomRotate90",
 )
-def rot90(key, image, *, k):
+def rot90(image, params, *, k):
     """Rotates by ``k`` quarter turns counter-clockwise (``torch.rot90(img, k, dims=(-2, -1))``).
 
     A fixed ``k`` works on any size (odd ``k`` swaps height and width for the whole batch);
-    ``k=None`` draws ``k`` uniformly from {0, 1, 2, 3} per sample, which needs square images so
-    that every output has the same shape.
+    ``k=None`` draws ``k`` uniformly from {0, 1, 2, 3} per sample (params ``k``, int32), which
+    needs square images so that every output has the same shape.
 
     Raises:
         InputError: ``k=None`` on images that are not square.
     """
     if k is not None:
         return jnp.rot90(image, k % 4, axes=(0, 1))
-    h, w = image.shape[:2]
-    if h != w:
-        raise InputError(
-            f"rot90: k=None (a random quarter turn per sample) needs square images, so that "
-            f"every output of the batch has one size; got height {h}, width {w}. Pass a fixed k "
-            f"(an odd k swaps height and width for the whole batch)",
-            op="rot90",
-            argument="images",
-        )
     turns = jnp.stack([jnp.rot90(image, i, axes=(0, 1)) for i in range(4)])
-    return turns[uniform_int(jax.random.uniform(key, ()), 0, 4)]
+    return turns[params["k"] % 4]
 
 
 # ---------------------------------------------------------------------------------------------
 # rotate / affine
+
+
+def _rotate_matrix(params, meta, *, convention, **_):
+    if convention == "pil":
+        return from_pil_coefficients(
+            pil_rotate_coefficients(params["degrees"], meta.height, meta.width))
+    return from_centered_inverse(_rotate_inverse(params["degrees"]), meta.height, meta.width)
 
 
 @op(
@@ -175,27 +252,53 @@ def rot90(key, image, *, k):
                               "is, a pair (lo, hi) is drawn uniformly per sample"),
         "interpolation": _interpolation("nearest"),
         "fill": _fill(),
+        "convention": _convention(),
     },
-    reference="torchvision.transforms.v2.RandomRotation / functional.rotate (expand=False)",
+    matrix=_rotate_matrix,
+    reference="torchvision.transforms.v2.RandomRotation / functional.rotate (expand=False); "
+              "convention='pil': PIL Image.rotate (timm)",
 )
-def rotate(key, image, *, degrees, interpolation, fill):
+def rotate(image, params, *, interpolation, fill, convention):
     """Rotates about the image centre, counter-clockwise for positive angles (torchvision).
 
-    ``degrees`` is a number (exactly that angle, as ``F.rotate``) or a pair ``(lo, hi)`` drawn
-    uniformly per sample (``RandomRotation((lo, hi))``; ``RandomRotation(30)`` is
+    ``degrees`` (params ``degrees``) is a number (exactly that angle, as ``F.rotate``) or a pair
+    ``(lo, hi)`` drawn uniformly per sample (``RandomRotation((lo, hi))``; ``RandomRotation(30)`` is
     ``degrees=(-30, 30)``). The output keeps the input size (``expand=False``) and the centre
     is the image centre (``center=None``). Deviations: at multiples of 90 degrees torchvision
     uses an exact ``rot90``, augjax the general warp (nearest is exact there too; bilinear is
     within the float32 tolerance in the module docstring).
 
+    ``convention="pil"`` samples as PIL's ``Image.rotate(degrees, resample, fillcolor=fill)``
+    (what timm's Rotate calls): same centre and direction, PIL's edge rule (a pixel whose source
+    point falls outside takes the fill, edge samples are clamped) and its exact paths at 0 and
+    180 degrees (and 90/270 on square images). Nearest matches PIL bitwise in the tests;
+    bilinear uint8 values may be one level off (PIL interpolates in float64 and truncates,
+    augjax in float32; see :func:`augjax.kernels.warp.warp_affine_pil`).
+
     ``fill`` is a fraction of the value range in [0, 1] (one value or one per channel; times
     255 for uint8 images: torchvision's uint8 ``fill=128`` is ``fill=128/255``); ``None`` is
     zero padding (see the module docstring).
     """
-    angle = _draw(key, degrees)
+    angle = params["degrees"]
+    h, w = image.shape[:2]
+    out = _warp(image, lambda: _rotate_inverse(angle),
+                lambda: pil_rotate_coefficients(angle, h, w), convention, interpolation, fill,
+                "rotate")
+    if convention != "pil":
+        return out
+    # Image.rotate's exact paths (copy, transpose), whatever the resampling filter.
+    m = jnp.mod(jnp.asarray(angle, jnp.float32), 360.0)
+    out = jnp.where(m == 0.0, image, out)
+    out = jnp.where(m == 180.0, image[::-1, ::-1], out)
+    if h == w:
+        out = jnp.where(m == 90.0, jnp.rot90(image, 1, axes=(0, 1)), out)
+        out = jnp.where(m == 270.0, jnp.rot90(image, 3, axes=(0, 1)), out)
+    return out
+
+
+def _rotate_inverse(angle):
     # torchvision rotate: the inverse matrix of affine(-angle), about the centre.
-    matrix = inverse_affine_matrix((0.0, 0.0), -angle, (0.0, 0.0), 1.0, (0.0, 0.0))
-    return warp_affine(image, matrix, interpolation, check_fill(fill, image, "rotate"))
+    return inverse_affine_matrix((0.0, 0.0), -angle, (0.0, 0.0), 1.0, (0.0, 0.0))
 
 
 def _degrees_range(value):
@@ -232,21 +335,28 @@ def _positive_pair(value):
     return value
 
 
-def affine_params(key: jax.Array, h: int, w: int, *, degrees, translate, scale, shear):
-    """torchvision ``RandomAffine.make_params`` for one sample: ``(angle, (tx, ty), scale,
-    (shear_x, shear_y))`` as float32 scalars; ``tx``, ``ty`` are whole pixels (``round``)."""
-    u = jax.random.uniform(key, (6,))
-    angle = _draw(key, degrees, u[0])
-    tx = ty = jnp.float32(0.0)
+def _affine_sample(key, meta, params, *, degrees, translate, scale, shear, **_):
+    """torchvision ``RandomAffine.make_params`` for one sample (the angle is ``degrees``, drawn
+    by augjax): ``translate`` (tx, ty) whole pixels (``round``), ``scale``, ``shear`` (x, y)."""
+    u = jax.random.uniform(key, (5,))
+    h, w = meta.height, meta.width
+    zero = jnp.float32(0.0)
+    shift = jnp.stack([zero, zero])
     if translate is not None:
         max_dx, max_dy = translate[0] * w, translate[1] * h
-        tx = jnp.round(_draw(key, (-max_dx, max_dx), u[1]))
-        ty = jnp.round(_draw(key, (-max_dy, max_dy), u[2]))
-    zoom = jnp.float32(1.0) if scale is None else _draw(key, scale, u[3])
-    sx = sy = jnp.float32(0.0)
+        shift = jnp.round(jnp.stack([-max_dx + 2 * max_dx * u[0], -max_dy + 2 * max_dy * u[1]]))
+    zoom = jnp.float32(1.0) if scale is None else scale[0] + (scale[1] - scale[0]) * u[2]
+    shears = jnp.stack([zero, zero])
     if shear is not None:
-        sx, sy = _draw(key, shear[:2], u[4]), _draw(key, shear[2:], u[5])
-    return angle, (tx, ty), zoom, (sx, sy)
+        shears = jnp.stack([shear[0] + (shear[1] - shear[0]) * u[3],
+                            shear[2] + (shear[3] - shear[2]) * u[4]])
+    return {"translate": shift.astype(jnp.float32), "scale": jnp.asarray(zoom, jnp.float32),
+            "shear": shears.astype(jnp.float32)}
+
+
+def _affine_inverse(params):
+    return inverse_affine_matrix((0.0, 0.0), params["degrees"], params["translate"],
+                                 params["scale"], params["shear"])
 
 
 @op(
@@ -266,9 +376,12 @@ def affine_params(key: jax.Array, h: int, w: int, *, degrees, translate, scale, 
         "interpolation": _interpolation("nearest"),
         "fill": _fill(),
     },
+    sample=_affine_sample,
+    matrix=lambda params, meta, **_: from_centered_inverse(_affine_inverse(params), meta.height,
+                                                           meta.width),
     reference="torchvision.transforms.v2.RandomAffine (center=None)",
 )
-def affine(key, image, *, degrees, translate, scale, shear, interpolation, fill):
+def affine(image, params, *, translate, scale, shear, interpolation, fill):
     """Rotates, shifts, zooms and shears by random amounts about the image centre.
 
     torchvision RandomAffine: same parameterisation, draws and ``_get_inverse_affine_matrix``.
@@ -279,13 +392,11 @@ def affine(key, image, *, degrees, translate, scale, shear, interpolation, fill)
 
     ``fill`` is a fraction of the value range in [0, 1] (one value or one per channel; times
     255 for uint8 images: torchvision's uint8 ``fill=128`` is ``fill=128/255``); ``None`` is
-    zero padding (see the module docstring).
+    zero padding (see the module docstring). Params: ``degrees``, ``translate`` ((2,) pixels),
+    ``scale``, ``shear`` ((2,) degrees).
     """
-    h, w = image.shape[:2]
-    angle, shift, zoom, shears = affine_params(key, h, w, degrees=degrees, translate=translate,
-                                               scale=scale, shear=shear)
-    matrix = inverse_affine_matrix((0.0, 0.0), angle, shift, zoom, shears)
-    return warp_affine(image, matrix, interpolation, check_fill(fill, image, "affine"))
+    return warp_affine(image, _affine_inverse(params), interpolation,
+                       check_fill(fill, image, "affine"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -302,6 +413,26 @@ def _shear_matrix(s: jax.Array, h: int, w: int, axis: str) -> jax.Array:
     return jnp.stack([one, zero, zero, s, one, s * (w / 2.0)])
 
 
+def _shear_coeffs(s: jax.Array, axis: str) -> jax.Array:
+    # PIL (1, s, 0, 0, 1, 0) / (1, 0, 0, s, 1, 0): timm's shear_x / shear_y.
+    zero, one = jnp.float32(0.0), jnp.float32(1.0)
+    s = jnp.asarray(s, jnp.float32)
+    if axis == "x":
+        return jnp.stack([one, s, zero, zero, one, zero])
+    return jnp.stack([one, zero, zero, s, one, zero])
+
+
+def _shear_op_matrix(axis: str):
+    def matrix(params, meta, *, convention, **_):
+        if convention == "pil":
+            return from_pil_coefficients(_shear_coeffs(params["shear"], axis))
+        return from_centered_inverse(
+            _shear_matrix(params["shear"], meta.height, meta.width, axis), meta.height,
+            meta.width)
+
+    return matrix
+
+
 _SHEAR_DOC = ("shear factor: a number is used as is, a pair (lo, hi) is drawn uniformly per sample;"
               " RandAugment range 0..0.3, randomly negated")
 
@@ -312,25 +443,36 @@ _SHEAR_DOC = ("shear factor: a number is used as is, a pair (lo, hi) is drawn un
         "shear": _magnitude(0.3, 0.3, _SHEAR_DOC),
         "interpolation": _interpolation("nearest"),
         "fill": _fill(),
+        "convention": _convention(),
     },
-    reference="torchvision AutoAugment/RandAugment ShearX (_apply_op: F.affine, center=[0, 0])",
+    matrix=_shear_op_matrix("x"),
+    reference="torchvision AutoAugment/RandAugment ShearX (_apply_op: F.affine, center=[0, 0]); "
+              "convention='pil': timm shear_x (PIL)",
 )
-def shear_x(key, image, *, shear, interpolation, fill):
+def shear_x(image, params, *, interpolation, fill, convention):
     """Shears along the width axis by the factor ``shear`` (AutoAugment/RandAugment ShearX).
 
     Output pixel ``(x, y)`` samples input ``(x + s*y, y)``, with ``y`` counted from the top edge
     (PIL ``(1, s, 0, 0, 1, 0)``; torchvision ``_apply_op`` ShearX, which calls
     ``F.affine(shear=[degrees(atan(s)), 0], center=[0, 0])``).
 
-    ``shear`` is a number or a traced scalar (used as is) or a pair drawn per sample.
+    ``shear`` (params ``shear``) is a number (used as is) or a pair drawn per sample.
+
+    ``convention="pil"`` samples as PIL's ``image.transform(size, Image.AFFINE, (1, s, 0, 0, 1, 0),
+    resample, fillcolor=fill)`` (timm's ShearX): a pixel whose source point falls outside takes
+    the fill and edge samples are clamped (torchvision blends border pixels with the fill).
+    Nearest matches PIL bitwise in the tests; bilinear uint8 values may be one level off (PIL
+    interpolates in float64 and truncates, augjax in float32; see
+    :func:`augjax.kernels.warp.warp_affine_pil`).
 
     ``fill`` is a fraction of the value range in [0, 1] (one value or one per channel; times
     255 for uint8 images: torchvision's uint8 ``fill=128`` is ``fill=128/255``); ``None`` is
     zero padding (see the module docstring).
     """
     h, w = image.shape[:2]
-    matrix = _shear_matrix(_draw(key, shear), h, w, "x")
-    return warp_affine(image, matrix, interpolation, check_fill(fill, image, "shear_x"))
+    s = params["shear"]
+    return _warp(image, lambda: _shear_matrix(s, h, w, "x"), lambda: _shear_coeffs(s, "x"),
+                 convention, interpolation, fill, "shear_x")
 
 
 @op(
@@ -339,42 +481,81 @@ def shear_x(key, image, *, shear, interpolation, fill):
         "shear": _magnitude(0.3, 0.3, _SHEAR_DOC),
         "interpolation": _interpolation("nearest"),
         "fill": _fill(),
+        "convention": _convention(),
     },
-    reference="torchvision AutoAugment/RandAugment ShearY (_apply_op: F.affine, center=[0, 0])",
+    matrix=_shear_op_matrix("y"),
+    reference="torchvision AutoAugment/RandAugment ShearY (_apply_op: F.affine, center=[0, 0]); "
+              "convention='pil': timm shear_y (PIL)",
 )
-def shear_y(key, image, *, shear, interpolation, fill):
+def shear_y(image, params, *, interpolation, fill, convention):
     """Shears along the height axis by the factor ``shear`` (AutoAugment/RandAugment ShearY).
 
     Output pixel ``(x, y)`` samples input ``(x, y + s*x)``, with ``x`` counted from the left edge
     (PIL ``(1, 0, 0, s, 1, 0)``; torchvision ``_apply_op`` ShearY,
     ``F.affine(shear=[0, degrees(atan(s))], center=[0, 0])``).
 
-    ``shear`` is a number or a traced scalar (used as is) or a pair drawn per sample.
+    ``shear`` (params ``shear``) is a number (used as is) or a pair drawn per sample.
+
+    ``convention="pil"`` samples as PIL's ``image.transform(size, Image.AFFINE, (1, 0, 0, s, 1, 0),
+    resample, fillcolor=fill)`` (timm's ShearY): a pixel whose source point falls outside takes
+    the fill and edge samples are clamped (torchvision blends border pixels with the fill).
+    Nearest matches PIL bitwise in the tests; bilinear uint8 values may be one level off (PIL
+    interpolates in float64 and truncates, augjax in float32; see
+    :func:`augjax.kernels.warp.warp_affine_pil`).
 
     ``fill`` is a fraction of the value range in [0, 1] (one value or one per channel; times
     255 for uint8 images: torchvision's uint8 ``fill=128`` is ``fill=128/255``); ``None`` is
     zero padding (see the module docstring).
     """
     h, w = image.shape[:2]
-    matrix = _shear_matrix(_draw(key, shear), h, w, "y")
-    return warp_affine(image, matrix, interpolation, check_fill(fill, image, "shear_y"))
+    s = params["shear"]
+    return _warp(image, lambda: _shear_matrix(s, h, w, "y"), lambda: _shear_coeffs(s, "y"),
+                 convention, interpolation, fill, "shear_y")
 
 
-def _translate(key, image, translate, relative, interpolation, fill, axis: str):
-    h, w = image.shape[:2]
-    value = _draw(key, translate)
+def _translate_inverse(value, h: int, w: int, relative: bool, axis: str) -> jax.Array:
     pixels = value * (w if axis == "x" else h) if relative else value
     shift = jnp.trunc(pixels)  # torchvision _apply_op: translate=[int(magnitude), 0]
     zero = jnp.float32(0.0)
     tx, ty = (shift, zero) if axis == "x" else (zero, shift)
     one = jnp.float32(1.0)
-    matrix = jnp.stack([one, zero, -tx, zero, one, -ty])
-    return warp_affine(image, matrix, interpolation, check_fill(fill, image, f"translate_{axis}"))
+    return jnp.stack([one, zero, -tx, zero, one, -ty])
+
+
+def _translate_coeffs(value, h: int, w: int, relative: bool, axis: str) -> jax.Array:
+    # PIL (1, 0, -px, 0, 1, 0) / (1, 0, 0, 0, 1, -px): a shift by px pixels, not rounded
+    # (timm's translate_*_rel / _abs pass the pixels as they come, with the opposite sign).
+    pixels = jnp.asarray(value, jnp.float32)
+    if relative:
+        pixels = pixels * (w if axis == "x" else h)
+    zero, one = jnp.float32(0.0), jnp.float32(1.0)
+    if axis == "x":
+        return jnp.stack([one, zero, -pixels, zero, one, zero])
+    return jnp.stack([one, zero, zero, zero, one, -pixels])
+
+
+def _translate(image, value, relative, interpolation, fill, convention, axis: str):
+    h, w = image.shape[:2]
+    return _warp(image, lambda: _translate_inverse(value, h, w, relative, axis),
+                 lambda: _translate_coeffs(value, h, w, relative, axis), convention,
+                 interpolation, fill, f"translate_{axis}")
+
+
+def _translate_matrix(axis: str):
+    def matrix(params, meta, *, relative, convention, **_):
+        if convention == "pil":
+            return from_pil_coefficients(
+                _translate_coeffs(params["translate"], meta.height, meta.width, relative, axis))
+        m6 = _translate_inverse(params["translate"], meta.height, meta.width, relative, axis)
+        return from_centered_inverse(m6, meta.height, meta.width)
+
+    return matrix
 
 
 _TRANSLATE_DOC = ("shift: a fraction of the {side} (relative=True) or pixels, truncated to whole "
-                  "pixels; a number is used as is, a pair (lo, hi) is drawn uniformly per sample; "
-                  "RandAugment range 0..150/331, randomly negated")
+                  "pixels (convention='pil': not rounded); a number is used as is, a pair "
+                  "(lo, hi) is drawn uniformly per sample; RandAugment range 0..150/331, "
+                  "randomly negated")
 
 
 def _translate_params(side: str) -> dict[str, Param]:
@@ -383,66 +564,101 @@ def _translate_params(side: str) -> dict[str, Param]:
         "relative": Param(True, doc=f"translate is a fraction of the {side} (else pixels)"),
         "interpolation": _interpolation("nearest"),
         "fill": _fill(),
+        "convention": _convention(),
     }
 
 
 @op(
     "translate_x",
     params=_translate_params("width"),
-    reference="torchvision AutoAugment/RandAugment TranslateX (_apply_op: F.affine)",
+    matrix=_translate_matrix("x"),
+    reference="torchvision AutoAugment/RandAugment TranslateX (_apply_op: F.affine); "
+              "convention='pil': timm translate_x_rel / translate_x_abs (PIL), negated",
 )
-def translate_x(key, image, *, translate, relative, interpolation, fill):
+def translate_x(image, params, *, relative, interpolation, fill, convention):
     """Shifts the content right by whole pixels (left when negative), filling the uncovered columns.
 
     The shift is ``trunc(translate * width)`` pixels when ``relative`` (the default), else
     ``trunc(translate)``: whole pixels, as torchvision's ``_apply_op`` passes
     ``translate=[int(magnitude), 0]`` to ``F.affine`` (AutoAugment/RandAugment TranslateX).
 
-    ``translate`` is a number or a traced scalar (used as is) or a pair drawn per sample.
+    ``translate`` (params ``translate``) is a number (used as is) or a pair drawn per sample.
+
+    ``convention="pil"`` samples as PIL's ``image.transform(size, Image.AFFINE, coeffs,
+    resample, fillcolor=fill)`` with the shift not rounded (fractional pixels, as timm's
+    TranslateXRel/YRel and TranslateX/Y): a pixel whose source point falls outside takes the
+    fill and edge samples are clamped. The direction stays augjax's (positive moves the content
+    right): timm's ``translate_x_rel(img, pct)`` is ``translate=-pct`` here, and
+    ``translate_x_abs(img, px)`` is ``translate=-px, relative=False`` (timm's policy tables in
+    augjax negate the magnitude for this). Nearest matches PIL bitwise in the tests; bilinear
+    uint8 values may be one level off (float32 vs PIL's float64, then truncation).
 
     ``fill`` is a fraction of the value range in [0, 1] (one value or one per channel; times
     255 for uint8 images: torchvision's uint8 ``fill=128`` is ``fill=128/255``); ``None`` is
     zero padding (see the module docstring).
     """
-    return _translate(key, image, translate, relative, interpolation, fill, "x")
+    return _translate(image, params["translate"], relative, interpolation, fill, convention,
+                      "x")
 
 
 @op(
     "translate_y",
     params=_translate_params("height"),
-    reference="torchvision AutoAugment/RandAugment TranslateY (_apply_op: F.affine)",
+    matrix=_translate_matrix("y"),
+    reference="torchvision AutoAugment/RandAugment TranslateY (_apply_op: F.affine); "
+              "convention='pil': timm translate_y_rel / translate_y_abs (PIL), negated",
 )
-def translate_y(key, image, *, translate, relative, interpolation, fill):
+def translate_y(image, params, *, relative, interpolation, fill, convention):
     """Shifts the content down by whole pixels (up when negative), filling the uncovered rows.
 
     The shift is ``trunc(translate * height)`` pixels when ``relative`` (the default), else
     ``trunc(translate)`` (torchvision ``_apply_op`` TranslateY).
 
-    ``translate`` is a number or a traced scalar (used as is) or a pair drawn per sample.
+    ``translate`` (params ``translate``) is a number (used as is) or a pair drawn per sample.
+
+    ``convention="pil"`` samples as PIL's ``image.transform(size, Image.AFFINE, coeffs,
+    resample, fillcolor=fill)`` with the shift not rounded (fractional pixels, as timm's
+    TranslateXRel/YRel and TranslateX/Y): a pixel whose source point falls outside takes the
+    fill and edge samples are clamped. The direction stays augjax's (positive moves the content
+    down): timm's ``translate_y_rel(img, pct)`` is ``translate=-pct`` here, and
+    ``translate_y_abs(img, px)`` is ``translate=-px, relative=False`` (timm's policy tables in
+    augjax negate the magnitude for this). Nearest matches PIL bitwise in the tests; bilinear
+    uint8 values may be one level off (float32 vs PIL's float64, then truncation).
 
     ``fill`` is a fraction of the value range in [0, 1] (one value or one per channel; times
     255 for uint8 images: torchvision's uint8 ``fill=128`` is ``fill=128/255``); ``None`` is
     zero padding (see the module docstring).
     """
-    return _translate(key, image, translate, relative, interpolation, fill, "y")
+    return _translate(image, params["translate"], relative, interpolation, fill, convention,
+                      "y")
 
 
 # ---------------------------------------------------------------------------------------------
 # perspective
 
 
-def perspective_points(key: jax.Array, h: int, w: int, distortion_scale: float):
-    """torchvision ``RandomPerspective.make_params``: ``(startpoints, endpoints)``, each ``(4, 2)``
-    (x, y) for the corners top-left, top-right, bottom-right, bottom-left; endpoints are int32
-    draws within ``int(distortion_scale * side // 2) + 1`` pixels of each corner."""
+def _start_points(h: int, w: int) -> jax.Array:
+    return jnp.array([[0, 0], [w - 1, 0], [w - 1, h - 1], [0, h - 1]], jnp.float32)
+
+
+def _perspective_sample(key, meta, params, *, distortion_scale, p, **_):
+    """torchvision ``RandomPerspective.make_params``: ``endpoints`` (4, 2) (x, y) for the
+    corners top-left, top-right, bottom-right, bottom-left, whole pixels within
+    ``int(distortion_scale * side // 2) + 1`` of each corner, and the coin ``applied``."""
+    h, w = meta.height, meta.width
     bound_h = int(distortion_scale * (h // 2)) + 1
     bound_w = int(distortion_scale * (w // 2)) + 1
     lows = [0, 0, w - bound_w, 0, w - bound_w, h - bound_h, 0, h - bound_h]
     highs = [bound_w, bound_h, w, bound_h, w, h, bound_w, h]
-    u = jax.random.uniform(key, (9,))[:8]  # the 9th draw is perspective's coin
-    end = uniform_int(u, jnp.array(lows), jnp.array(highs))
-    start = jnp.array([[0, 0], [w - 1, 0], [w - 1, h - 1], [0, h - 1]], jnp.int32)
-    return start, end.reshape(4, 2)
+    u = jax.random.uniform(key, (9,))
+    end = uniform_int(u[:8], jnp.array(lows), jnp.array(highs))
+    return {"endpoints": end.reshape(4, 2).astype(jnp.float32), "applied": u[8] < p}
+
+
+def _perspective_matrix(params, meta, **_):
+    coeffs = perspective_coefficients(_start_points(meta.height, meta.width),
+                                      params["endpoints"])
+    return jnp.where(params["applied"], from_perspective_coefficients(coeffs), identity())
 
 
 @op(
@@ -454,9 +670,11 @@ def perspective_points(key: jax.Array, h: int, w: int, distortion_scale: float):
         "interpolation": _interpolation("bilinear"),
         "fill": _fill(),
     },
+    sample=_perspective_sample,
+    matrix=_perspective_matrix,
     reference="torchvision.transforms.v2.RandomPerspective",
 )
-def perspective(key, image, *, distortion_scale, p, interpolation, fill):
+def perspective(image, params, *, distortion_scale, p, interpolation, fill):
     """Warps each image, with probability ``p``, to a quadrilateral with randomly moved corners.
 
     torchvision RandomPerspective: each corner moves inwards by a random whole number of pixels
@@ -467,11 +685,11 @@ def perspective(key, image, *, distortion_scale, p, interpolation, fill):
 
     ``fill`` is a fraction of the value range in [0, 1] (one value or one per channel; times
     255 for uint8 images: torchvision's uint8 ``fill=128`` is ``fill=128/255``); ``None`` is
-    zero padding (see the module docstring).
+    zero padding (see the module docstring). Params: ``endpoints`` ((4, 2) x, y of the corners
+    top-left, top-right, bottom-right, bottom-left, whole pixels) and ``applied``.
     """
     h, w = image.shape[:2]
-    start, end = perspective_points(key, h, w, distortion_scale)
-    coeffs = perspective_coefficients(start, end)
+    coeffs = perspective_coefficients(_start_points(h, w), params["endpoints"])
     warped = warp_perspective(image, coeffs, interpolation, check_fill(fill, image, "perspective"))
-    return jnp.where(jax.random.uniform(key, (9,))[8] < p, warped, image)
+    return jnp.where(params["applied"], warped, image)
 

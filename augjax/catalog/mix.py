@@ -3,9 +3,27 @@
 Images are HWC, uint8 (0..255) or float32 in [0, 1]; labels are integer class ids ``(N,)`` /
 ``(N, 1)`` or float soft labels ``(N, num_classes)``; the labels returned are float32
 ``(N, num_classes)``. Sample ``i`` is mixed with its partner ``N-1-i`` (the batch reversed), as
-timm's ``Mixup`` does. Every op here is one kernel, ``mix_batch``: per-sample mixing weights
-``lam`` and boxes are drawn from the key, and mixup or cutmix is selected per sample with
-``jnp.where`` (no Python branch on data), so one compiled program serves every draw.
+timm's ``Mixup`` does. Every op here is one sampler (timm's ``_params_per_batch`` /
+``_params_per_elem`` and ``rand_bbox``) and one kernel, ``mix_batch``, which selects mixup or
+cutmix per sample with ``jnp.where`` (no Python branch on data), so one compiled program serves
+every draw.
+
+Params (``op.sample``; batch level: one key per batch, every field with a leading axis N):
+
+- ``lam`` (float32): sample ``i``'s mixing weight as drawn (timm's ``lam``): the Beta draw where
+  the sample is mixed, 1 where it is not; with ``cutmix_minmax`` a cutmix sample's ``lam`` is
+  ``1 - box area / image area`` (timm takes it from the box). A sample with ``lam == 1`` is left
+  as it is (timm's ``if lam != 1``); its label weight is then 1.
+- ``use_cutmix`` (bool): the sample pastes a box (else it blends).
+- ``box`` ((4,) int32): top, left, height, width of the pasted box, clipped to the image
+  (meaningful where ``use_cutmix``).
+- ``perm`` (int32): the partner of each sample (``N-1-i``).
+
+The kernel mixes images as ``lam * x_i + (1 - lam) * x_perm[i]`` (mixup) or pastes
+``x_perm[i]``'s box (cutmix), and labels with the label weight: ``lam``, or for cutmix with
+``correct_lam`` (always with ``cutmix_minmax``) ``1 - box area / image area``.
+``op.apply(images, labels, params={...})`` mixes with exact weights and partners; setting
+``lam`` to 1 gives the images unchanged.
 """
 
 from __future__ import annotations
@@ -16,11 +34,12 @@ import jax.numpy as jnp
 from augjax._param import Param
 from augjax._spec import op
 from augjax.catalog._gamma import loggamma
-from augjax.catalog._pixels import to_dtype
-from augjax.catalog.erase import box_mask, randint, uniforms
+from augjax.catalog.erase import box_mask, uniforms
 from augjax.errors import InputError
+from augjax.kernels.pixels import to_dtype
+from augjax.kernels.warp import uniform_int
 
-__all__ = ["mixup", "cutmix", "mixup_cutmix", "soft_targets", "mix_plan", "mix_batch",
+__all__ = ["mixup", "cutmix", "mixup_cutmix", "soft_targets", "mix_sample", "mix_batch",
            "rand_bbox", "rand_bbox_minmax", "symmetric_betas"]
 
 MODES = ("batch", "pair", "elem")
@@ -66,8 +85,8 @@ def rand_bbox(u: dict[str, jax.Array], height: int, width: int,
     ratio = jnp.sqrt(1.0 - lam)
     cut_h = jnp.floor(height * ratio).astype(jnp.int32)
     cut_w = jnp.floor(width * ratio).astype(jnp.int32)
-    cy = randint(u["y"], 0, height)
-    cx = randint(u["x"], 0, width)
+    cy = uniform_int(u["y"], 0, height)
+    cx = uniform_int(u["x"], 0, width)
     return dict(yl=jnp.clip(cy - cut_h // 2, 0, height),
                 yh=jnp.clip(cy + (cut_h + 1) // 2, 0, height),
                 xl=jnp.clip(cx - cut_w // 2, 0, width),
@@ -86,10 +105,10 @@ def rand_bbox_minmax(u: dict[str, jax.Array], height: int, width: int,
     raises when ``int(H min) == int(H max)``; here the side is then ``int(H min)``. Returns
     ``yl, yh, xl, xh``."""
     (h_lo, h_hi), (w_lo, w_hi) = minmax_sides(height, minmax), minmax_sides(width, minmax)
-    cut_h = randint(u["h"], h_lo, max(h_hi, h_lo + 1))
-    cut_w = randint(u["w"], w_lo, max(w_hi, w_lo + 1))
-    yl = randint(u["y"], 0, height - cut_h + 1)
-    xl = randint(u["x"], 0, width - cut_w + 1)
+    cut_h = uniform_int(u["h"], h_lo, max(h_hi, h_lo + 1))
+    cut_w = uniform_int(u["w"], w_lo, max(w_hi, w_lo + 1))
+    yl = uniform_int(u["y"], 0, height - cut_h + 1)
+    xl = uniform_int(u["x"], 0, width - cut_w + 1)
     return dict(yl=yl, yh=yl + cut_h, xl=xl, xh=xl + cut_w)
 
 
@@ -108,47 +127,45 @@ def symmetric_betas(key: jax.Array, alphas: list[float], shape: tuple[int, ...])
     return g_a / (g_a + g_b)
 
 
-# -- the plan: per-sample lam, use_cutmix and box -----------------------------------------------
+# -- the sampler: per-sample lam, use_cutmix, box and partner ----------------------------------
 def _expand(values: jax.Array, n: int, mode: str, middle) -> jax.Array:
-    """Per-sample values ``(N,)`` from the drawn ones: a scalar (batch), ``N // 2`` pair values
-    mirrored to ``(i, N-1-i)`` with ``middle`` for an odd batch's middle sample (pair), or as is."""
+    """Per-sample values ``(N, ...)`` from the drawn ones: one per batch (broadcast), ``N // 2``
+    pair values mirrored to ``(i, N-1-i)`` with ``middle`` for an odd batch's middle sample
+    (pair), or as they are (elem)."""
     if mode == "batch":
-        return jnp.broadcast_to(values, (n,))
+        return jnp.broadcast_to(values, (n,) + jnp.shape(values))
     if mode == "pair":
-        mid = jnp.full((n % 2,), middle, values.dtype)
+        mid = jnp.full((n % 2,) + values.shape[1:], middle, values.dtype)
         return jnp.concatenate([values, mid, values[::-1]])
     return values
 
 
-def mix_plan(key: jax.Array, n: int, height: int, width: int, *, mixup_alpha: float,
-             cutmix_alpha: float, cutmix_minmax: tuple[float, float] | None, prob: float,
-             switch_prob: float, mode: str, correct_lam: bool) -> dict[str, jax.Array]:
-    """Draws what a mixing kernel applies, one entry per sample (``(N,)`` each).
+def mix_sample(key: jax.Array, n: int, height: int, width: int, *, mixup_alpha: float,
+               cutmix_alpha: float, cutmix_minmax: tuple[float, float] | None, prob: float,
+               switch_prob: float, mode: str) -> dict[str, jax.Array]:
+    """The params of a batch of ``n`` (see the module docstring), drawn as timm draws them:
+    one draw per batch, per pair ``(i, N-1-i)`` (``N // 2``) or per sample, by ``mode``.
 
-    Returns ``lam`` (the image and label weight of sample ``i``; for cutmix corrected to the
-    pasted area when ``correct_lam`` or ``cutmix_minmax``), ``lam_drawn`` (the Beta draw, or 1
-    where the sample is not mixed), ``mixed`` (the coin fell below ``prob``), ``use_cutmix`` and
-    the box ``yl, yh, xl, xh`` (meaningful where ``use_cutmix``), plus ``draws``: the raw draws,
-    one per batch (shape ``()``), per pair (``N // 2``) or per sample, as timm
-    ``_params_per_batch`` / ``_params_per_elem`` makes them (uniforms ``u_p``, ``u_switch``,
-    Beta draws ``beta_mix``, ``beta_cut`` (None when that method is off, and ``beta_cut`` also
-    with ``cutmix_minmax``, where the box gives ``lam``) and the box's draws).
+    Draws: ``k_u, k_beta = jax.random.split(key)``; ``u = jax.random.uniform(k_u, (6 m,))``
+    (``m`` draws each: the mixing coin, the switch coin, the box's row, column, height and
+    width draws); the Beta draws ``symmetric_betas(k_beta, [mixup_alpha, cutmix_alpha], (m,))``
+    for the methods that are on (no cutmix Beta with ``cutmix_minmax``, where the box gives
+    ``lam``).
     """
     if cutmix_minmax is not None:
         cutmix_alpha = 1.0  # timm forces it: lam then comes from the box
     shape = {"batch": (), "pair": (n // 2,), "elem": (n,)}[mode]
     k_u, k_beta = jax.random.split(key)
     u = uniforms(k_u, p=shape, switch=shape, y=shape, x=shape, h=shape, w=shape)
-    u_p, u_switch = u["p"], u["switch"]
     # With cutmix_minmax, lam comes from the box: its Beta draw would be unused (not drawn).
     alphas = [a for a in (mixup_alpha, 0.0 if cutmix_minmax else cutmix_alpha) if a > 0]
     draws = symmetric_betas(k_beta, alphas, shape) if alphas else None
     beta_mix = draws[0] if mixup_alpha > 0 else None
     beta_cut = draws[-1] if cutmix_alpha > 0 and not cutmix_minmax else None
     cut_draw = beta_cut if beta_cut is not None else jnp.full(shape, 0.5)  # 0.5: placeholder
-    mixed = u_p < prob
+    mixed = u["p"] < prob
     if mixup_alpha > 0 and cutmix_alpha > 0:
-        use_cutmix = u_switch < switch_prob
+        use_cutmix = u["switch"] < switch_prob
         lam = jnp.where(use_cutmix, cut_draw, beta_mix)
     elif mixup_alpha > 0 or cutmix_alpha > 0:
         use_cutmix = jnp.full(shape, cutmix_alpha > 0)
@@ -160,37 +177,44 @@ def mix_plan(key: jax.Array, n: int, height: int, width: int, *, mixup_alpha: fl
     use_cutmix = use_cutmix & mixed
     if cutmix_minmax is not None:
         box = rand_bbox_minmax(u, height, width, cutmix_minmax)
+        area = (box["yh"] - box["yl"]) * (box["xh"] - box["xl"])
+        lam = jnp.where(use_cutmix, 1.0 - area / float(height * width), lam)
     else:
         box = rand_bbox(u, height, width, lam)
-    cut_lam = lam
-    if correct_lam or cutmix_minmax is not None:
-        area = (box["yh"] - box["yl"]) * (box["xh"] - box["xl"])
-        cut_lam = 1.0 - area / float(height * width)
-    final = jnp.where(use_cutmix, cut_lam, lam).astype(jnp.float32)
-    plan = dict(lam=final, lam_drawn=lam, mixed=mixed, use_cutmix=use_cutmix,
-                **{k: box[k] for k in ("yl", "yh", "xl", "xh")})
-    middle = {"lam": 1.0, "lam_drawn": 1.0}
-    plan = {k: _expand(v, n, mode, middle.get(k, 0)) for k, v in plan.items()}
-    plan["draws"] = dict(u_p=u_p, u_switch=u_switch, beta_mix=beta_mix, beta_cut=beta_cut, **box)
-    return plan
+    box = jnp.stack([box["yl"], box["xl"], box["yh"] - box["yl"], box["xh"] - box["xl"]],
+                    axis=-1).astype(jnp.int32)
+    out = dict(lam=_expand(lam.astype(jnp.float32), n, mode, 1.0),
+               use_cutmix=_expand(use_cutmix, n, mode, False), box=_expand(box, n, mode, 0))
+    out["perm"] = jnp.arange(n - 1, -1, -1, dtype=jnp.int32)  # timm's flip: partner N-1-i
+    return out
 
 
-def mix_batch(images: jax.Array, soft: jax.Array, plan: dict[str, jax.Array]) -> tuple[
-        jax.Array, jax.Array]:
-    """Applies a plan: sample ``i`` becomes ``lam x_i + (1 - lam) x_{N-1-i}`` (mixup) or ``x_i``
-    with the box pasted from ``x_{N-1-i}`` (cutmix); soft labels mix with ``lam``. uint8 images
-    are rounded to nearest, as timm's FastCollateMixup (``np.rint``)."""
+def mix_batch(images: jax.Array, soft: jax.Array, params: dict[str, jax.Array], *,
+              correct: bool) -> tuple[jax.Array, jax.Array]:
+    """Applies params: where ``lam != 1``, sample ``i`` becomes ``lam x_i + (1 - lam) x_j``
+    (mixup) or ``x_i`` with the box pasted from ``x_j`` (cutmix), ``j = perm[i]``; soft labels
+    mix with ``lam``, or for cutmix with ``correct`` with ``1 - box area / image area``. uint8
+    images are rounded to nearest, as timm's FastCollateMixup (``np.rint``)."""
     n, height, width, _ = images.shape
     x = images.astype(jnp.float32)
-    partner = x[::-1]
-    lam = plan["lam"][:, None, None, None]
-    blended = x * lam + partner * (1.0 - lam)
-    blended = jnp.where((plan["mixed"] & ~plan["use_cutmix"])[:, None, None, None], blended, x)
-    box = box_mask(height, width, plan["yl"], plan["xl"], plan["yh"] - plan["yl"],
-                   plan["xh"] - plan["xl"]) & plan["use_cutmix"][:, None, None]
-    out = jnp.where(box[..., None], partner, blended)
-    lam_y = plan["lam"][:, None]
-    return to_dtype(out, images.dtype, rounding="round"), soft * lam_y + soft[::-1] * (1.0 - lam_y)
+    perm = params["perm"]
+    partner = jnp.take(x, perm, axis=0)
+    lam = params["lam"].astype(jnp.float32)
+    box = params["box"]
+    active = lam != 1.0
+    cut = params["use_cutmix"] & active
+    weight = lam
+    if correct:
+        weight = jnp.where(cut, 1.0 - (box[:, 2] * box[:, 3]) / float(height * width), lam)
+    weight = jnp.where(active, weight, 1.0).astype(jnp.float32)
+    lam_x = lam[:, None, None, None]
+    blended = x * lam_x + partner * (1.0 - lam_x)
+    blended = jnp.where((active & ~cut)[:, None, None, None], blended, x)
+    mask = box_mask(height, width, box[:, 0], box[:, 1], box[:, 2], box[:, 3]) & cut[:, None, None]
+    out = jnp.where(mask[..., None], partner, blended)
+    w_y = weight[:, None]
+    mixed_y = soft * w_y + jnp.take(soft, perm, axis=0) * (1.0 - w_y)
+    return to_dtype(out, images.dtype, rounding="round"), mixed_y
 
 
 def _alpha(value: float) -> float:
@@ -207,11 +231,28 @@ def _alpha_param(default: float, doc: str) -> Param:
                  doc=doc + f"; 0 or >= {ALPHA_MIN:g} (float32 Beta draws)")
 
 
-def _mix(op_name, key, images, labels, *, num_classes, label_smoothing, **draw):
+def _mix(op_name, images, labels, params, *, num_classes, label_smoothing, correct):
     _check_classes(labels, num_classes, op_name)
-    n, height, width, _ = images.shape
-    plan = mix_plan(key, n, height, width, **draw)
-    return mix_batch(images, soft_targets(labels, num_classes, label_smoothing), plan)
+    return mix_batch(images, soft_targets(labels, num_classes, label_smoothing), params,
+                     correct=correct)
+
+
+def _mixup_sample(key, meta, params, *, alpha, p, mode, **_):
+    return mix_sample(key, meta.batch, meta.height, meta.width, mixup_alpha=alpha,
+                      cutmix_alpha=0.0, cutmix_minmax=None, prob=p, switch_prob=0.0, mode=mode)
+
+
+def _cutmix_sample(key, meta, params, *, alpha, minmax, p, mode, **_):
+    return mix_sample(key, meta.batch, meta.height, meta.width, mixup_alpha=0.0,
+                      cutmix_alpha=alpha, cutmix_minmax=minmax, prob=p, switch_prob=1.0,
+                      mode=mode)
+
+
+def _mixup_cutmix_sample(key, meta, params, *, mixup_alpha, cutmix_alpha, cutmix_minmax, prob,
+                         switch_prob, mode, **_):
+    return mix_sample(key, meta.batch, meta.height, meta.width, mixup_alpha=mixup_alpha,
+                      cutmix_alpha=cutmix_alpha, cutmix_minmax=cutmix_minmax, prob=prob,
+                      switch_prob=switch_prob, mode=mode)
 
 
 # -- the ops ------------------------------------------------------------------------------------
@@ -240,9 +281,10 @@ _MINMAX = Param(None, kind="pair", low=0.0, high=1.0, optional=True,
     },
     level="batch",
     inputs=("images", "labels"),
+    sample=_mixup_sample,
     reference="timm.data.Mixup (mixup_alpha, prob, mode, label_smoothing; cutmix_alpha=0)",
 )
-def mixup(key, images, labels, *, alpha, num_classes, label_smoothing, p, mode):
+def mixup(images, labels, params, *, alpha, num_classes, label_smoothing, p, mode):
     """Blends each image with its partner in the reversed batch; labels become soft.
 
     timm Mixup with ``cutmix_alpha=0``: ``lam ~ Beta(alpha, alpha)`` once per batch
@@ -257,10 +299,12 @@ def mixup(key, images, labels, *, alpha, num_classes, label_smoothing, p, mode):
     would underflow to NaN; from 1e-30 down the draw is already 0 or 1 with probability 1/2
     each), and alphas above 1e30 are drawn as 1e30 (the draw is 0.5 to float32 precision
     there; beyond 3.4e38 it would be NaN).
+
+    Params: ``lam``, ``use_cutmix`` (all False), ``box``, ``perm`` (see the module docstring);
+    ``apply`` with a given ``lam`` (N,) and ``perm`` (N,) mixes exactly those.
     """
-    return _mix("mixup", key, images, labels, num_classes=num_classes,
-                label_smoothing=label_smoothing, mixup_alpha=alpha, cutmix_alpha=0.0,
-                cutmix_minmax=None, prob=p, switch_prob=0.0, mode=mode, correct_lam=True)
+    return _mix("mixup", images, labels, params, num_classes=num_classes,
+                label_smoothing=label_smoothing, correct=True)
 
 
 @op(
@@ -277,9 +321,10 @@ def mixup(key, images, labels, *, alpha, num_classes, label_smoothing, p, mode):
     },
     level="batch",
     inputs=("images", "labels"),
+    sample=_cutmix_sample,
     reference="timm.data.Mixup (cutmix_alpha, cutmix_minmax, correct_lam; mixup_alpha=0)",
 )
-def cutmix(key, images, labels, *, alpha, minmax, correct_lam, num_classes, label_smoothing, p,
+def cutmix(images, labels, params, *, alpha, minmax, correct_lam, num_classes, label_smoothing, p,
            mode):
     """Pastes a box of each image's partner (the reversed batch) into it; labels become soft.
 
@@ -296,11 +341,12 @@ def cutmix(key, images, labels, *, alpha, minmax, correct_lam, num_classes, labe
     become soft). Deviations: odd batches as in ``mixup``; ``label_smoothing`` defaults to 0
     (timm 0.1); when ``int(H min) == int(H max)`` timm raises and this op uses that side;
     ``alpha`` is 0 or at least 1e-30, and alphas above 1e30 are drawn as 1e30, as in ``mixup``.
+
+    Params: ``lam``, ``use_cutmix``, ``box`` ((N, 4) top, left, height, width), ``perm`` (see
+    the module docstring).
     """
-    return _mix("cutmix", key, images, labels, num_classes=num_classes,
-                label_smoothing=label_smoothing, mixup_alpha=0.0, cutmix_alpha=alpha,
-                cutmix_minmax=minmax, prob=p, switch_prob=1.0, mode=mode,
-                correct_lam=correct_lam)
+    return _mix("cutmix", images, labels, params, num_classes=num_classes,
+                label_smoothing=label_smoothing, correct=correct_lam or minmax is not None)
 
 
 @op(
@@ -319,9 +365,10 @@ def cutmix(key, images, labels, *, alpha, minmax, correct_lam, num_classes, labe
     },
     level="batch",
     inputs=("images", "labels"),
+    sample=_mixup_cutmix_sample,
     reference="timm.data.Mixup",
 )
-def mixup_cutmix(key, images, labels, *, mixup_alpha, cutmix_alpha, cutmix_minmax, prob,
+def mixup_cutmix(images, labels, params, *, mixup_alpha, cutmix_alpha, cutmix_minmax, prob,
                  switch_prob, mode, correct_lam, label_smoothing, num_classes):
     """Mixup or cutmix with timm ``Mixup``'s parameters and draws; returns soft labels.
 
@@ -338,8 +385,9 @@ def mixup_cutmix(key, images, labels, *, mixup_alpha, cutmix_alpha, cutmix_minma
     timm's ``multi_label`` targets are not offered (float soft labels ``(N, K)`` are mixed as
     given, without smoothing); each alpha is 0 or at least 1e-30, and alphas above 1e30 are
     drawn as 1e30, as in ``mixup``.
+
+    Params: ``lam``, ``use_cutmix``, ``box``, ``perm`` (see the module docstring).
     """
-    return _mix("mixup_cutmix", key, images, labels, num_classes=num_classes,
-                label_smoothing=label_smoothing, mixup_alpha=mixup_alpha,
-                cutmix_alpha=cutmix_alpha, cutmix_minmax=cutmix_minmax, prob=prob,
-                switch_prob=switch_prob, mode=mode, correct_lam=correct_lam)
+    return _mix("mixup_cutmix", images, labels, params, num_classes=num_classes,
+                label_smoothing=label_smoothing,
+                correct=correct_lam or cutmix_minmax is not None)

@@ -6,21 +6,28 @@ torchvision does. Thresholds and additions are given in uint8 levels (0..255) fo
 float images use ``value / 255``. Every kernel sees one HWC image and works per channel, so any
 number of channels is accepted.
 
-The magnitude parameters (``solarize.threshold``, ``solarize_add.addition``, ``posterize.bits``,
-``sharpness.factor``) may be traced JAX scalars (policies drive them from a magnitude): no kernel
-branches on their value in Python.
+The per-sample parameters (``solarize.threshold``, ``solarize_add.addition``, ``posterize.bits``,
+``sharpness.factor``, ``gamma.gamma``) are drawn by augjax (a number is used as is, a pair is a
+range) or set by a policy from a magnitude, and reach the kernels as float32 values in
+``params``: no kernel branches on them in Python.
+
+Params (``op.sample``; float32, one value per sample): ``solarize``: ``threshold``;
+``solarize_add``: ``addition``; ``posterize``: ``bits`` (a whole number); ``sharpness``:
+``factor``; ``gamma``: ``gamma``. ``invert``, ``equalize`` and ``autocontrast`` draw nothing.
+The histogram arithmetic of ``equalize`` and ``autocontrast`` is public in
+:mod:`augjax.kernels.histogram`.
 """
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 
+from augjax._magnitude import ENHANCE
 from augjax._param import Param
 from augjax._spec import op
-from augjax.catalog._pixels import (
+from augjax.kernels.histogram import equalize_lut, histogram, lookup, stretch, value_range
+from augjax.kernels.pixels import (
     bound,
-    draw,
     from_unit,
     is_int,
     levels_to_scale,
@@ -41,7 +48,7 @@ __all__ = [
 
 
 @op("invert", random=False, reference="torchvision.transforms.v2.functional.invert")
-def invert(image):
+def invert(image, params):
     """Inverts every level: ``255 - x`` for uint8, ``1 - x`` for float (PIL ImageOps.invert)."""
     if is_int(image.dtype):
         return jnp.asarray(255, image.dtype) - image
@@ -59,13 +66,14 @@ def invert(image):
     },
     reference="PIL.ImageOps.solarize / torchvision.transforms.v2.functional.solarize",
 )
-def solarize(key, image, *, threshold):
+def solarize(image, params):
     """Inverts every level at or above ``threshold`` (PIL ImageOps.solarize).
 
     ``x >= t ? max - x : x`` with ``t`` in uint8 levels (``t / 255`` on float images); 256 is the
     identity. torchvision RandAugment's magnitude map is ``threshold = 255 * linspace(1, 0)``.
+    Params: ``threshold``.
     """
-    t = levels_to_scale(draw(key, threshold), image.dtype)
+    t = levels_to_scale(params["threshold"], image.dtype)
     inverted = jnp.asarray(bound(image.dtype), image.dtype) - image
     return jnp.where(image.astype(jnp.float32) >= t, inverted, image)
 
@@ -82,52 +90,41 @@ def solarize(key, image, *, threshold):
     },
     reference="timm.data.auto_augment.solarize_add",
 )
-def solarize_add(key, image, *, addition, threshold):
+def solarize_add(image, params, *, threshold):
     """Adds ``addition`` to every level below ``threshold``, clipped at the maximum.
 
     timm ``solarize_add`` (AutoAugment/RandAugment "SolarizeAdd"): ``x < t ? min(255, x + a) : x``
     on uint8, the same in the [0, 1] scale on float images (``a / 255``, ``t / 255``). timm's
     magnitude map is ``addition = 110 * level / 10``. A non-whole addition on uint8 is rounded to
-    the nearest level after adding (timm only uses whole additions).
+    the nearest level after adding (timm only uses whole additions). Params: ``addition``.
     """
     dtype = image.dtype
-    a = levels_to_scale(draw(key, addition), dtype)
+    a = levels_to_scale(params["addition"], dtype)
     t = levels_to_scale(threshold, dtype)
     x = image.astype(jnp.float32)
     out = jnp.where(x < t, jnp.minimum(x + a, bound(dtype)), x)
     return to_dtype(out, dtype, rounding="round")
 
 
-def _bits(value) -> int | tuple[int, int]:
-    whole = (value,) if not isinstance(value, tuple) else value
-    if any(not float(v).is_integer() for v in whole):
-        raise ValueError("bits must be whole numbers")
-    return tuple(int(v) for v in value) if isinstance(value, tuple) else int(value)
-
-
 @op(
     "posterize",
     params={
-        "bits": Param((4, 8), kind="float_or_pair", low=0, high=8, neutral=8, magnitude=(8, 4),
-                      validate=_bits,
+        "bits": Param((4, 8), kind="int_or_pair", low=0, high=8, neutral=8, magnitude=(8, 4),
                       doc="bits kept per channel, 0..8; a pair (lo, hi) draws a whole number "
                           "in [lo, hi] per sample"),
     },
     reference="PIL.ImageOps.posterize / torchvision.transforms.v2.functional.posterize",
 )
-def posterize(key, image, *, bits):
+def posterize(image, params):
     """Keeps the ``bits`` most significant bits of every level.
 
     uint8: ``x & (0xFF << (8 - bits))`` (PIL ImageOps.posterize, torchvision). float images:
     torchvision's ``min(floor(x * 2**bits), 2**bits - 1) / 2**bits``, except that ``bits = 8``
     returns the image unchanged as on uint8 (torchvision's float kernel still quantizes to
-    1/256 steps there), so 8 is the identity for both dtypes.
+    1/256 steps there), so 8 is the identity for both dtypes. Params: ``bits`` (float32, a
+    whole number; rounded and clipped to 0..8).
     """
-    if isinstance(bits, tuple):
-        b = jax.random.randint(key, (), bits[0], bits[1] + 1)
-    else:
-        b = jnp.round(jnp.asarray(bits, jnp.float32)).astype(jnp.int32)
-    b = jnp.clip(b, 0, 8)
+    b = jnp.clip(jnp.round(jnp.asarray(params["bits"], jnp.float32)), 0.0, 8.0).astype(jnp.int32)
     if is_int(image.dtype):
         mask = jnp.left_shift(jnp.uint32(255), (8 - b).astype(jnp.uint32)).astype(image.dtype)
         return image & mask
@@ -137,28 +134,22 @@ def posterize(key, image, *, bits):
 
 
 @op("equalize", random=False, reference="PIL.ImageOps.equalize (as torchvision equalize)")
-def equalize(image):
+def equalize(image, params):
     """Equalizes the histogram of each channel with PIL's lookup table (PIL ImageOps.equalize).
 
     Per channel, with ``hist`` the 256-bin histogram and ``step = (pixels - hist[max level]) //
     255``: ``lut[i] = (cumsum(hist)[i - 1] + step // 2) // step``, ``lut[0] = 0``, clipped to
-    255 (as torchvision); a channel with ``step = 0`` (one level, or nearly) is left unchanged.
-    This is PIL's formula, not OpenCV's ``equalizeHist`` (``round((cdf - cdf_min) * 255 /
-    (pixels - cdf_min))``), which DALI ``fn.experimental.equalize`` and so DALI's auto_aug
-    ``equalize`` use: the two tables differ by a few levels. Float images are first quantized
-    like torchvision (``trunc(x * 255.999)``) and returned as ``level / 255``.
+    255 (as torchvision); a channel with ``step = 0`` (one level, or nearly) is left unchanged
+    (:func:`augjax.kernels.equalize_lut`). This is PIL's formula, not OpenCV's ``equalizeHist``
+    (``round((cdf - cdf_min) * 255 / (pixels - cdf_min))``), which DALI
+    ``fn.experimental.equalize`` and so DALI's auto_aug ``equalize`` use: the two tables differ
+    by a few levels. Float images are first quantized like torchvision (``trunc(x * 255.999)``)
+    and returned as ``level / 255`` (so their gradient is zero).
     """
     dtype = image.dtype
     q = (image if is_int(dtype) else from_unit(image, jnp.uint8)).astype(jnp.int32)
-    h, w, c = q.shape
-    flat = q.reshape(h * w, c)
-    hist = jnp.zeros((256, c), jnp.int32).at[flat, jnp.arange(c)[None, :]].add(1)
-    cum = jnp.cumsum(hist, axis=0)
-    top = jnp.take_along_axis(hist, flat.max(axis=0, keepdims=True), axis=0)[0]
-    step = (h * w - top) // 255
-    lut = (cum[:-1] + step // 2) // jnp.maximum(step, 1)
-    lut = jnp.concatenate([jnp.zeros((1, c), jnp.int32), jnp.clip(lut, 0, 255)], axis=0)
-    out = jnp.where(step != 0, jnp.take_along_axis(lut, flat, axis=0), flat).reshape(h, w, c)
+    lut, valid = equalize_lut(histogram(q))
+    out = jnp.where(valid, lookup(q, lut), q)
     if is_int(dtype):
         return out.astype(dtype)
     return (out.astype(jnp.float32) * (1.0 / 255.0)).astype(dtype)
@@ -166,47 +157,44 @@ def equalize(image):
 
 @op("autocontrast", random=False,
     reference="PIL.ImageOps.autocontrast / torchvision.transforms.v2.functional.autocontrast")
-def autocontrast(image):
+def autocontrast(image, params):
     """Stretches each channel so that its minimum maps to 0 and its maximum to the top level.
 
-    torchvision autocontrast (PIL ImageOps.autocontrast with ``cutoff=0``): per sample and
-    channel, ``(x - min) / ((max - min) / 255)``, clamped, truncated for uint8 (float images use
-    1 for 255); a constant channel is left unchanged.
+    torchvision autocontrast (PIL ImageOps.autocontrast with ``cutoff=0``), bit for bit: per
+    sample and channel, ``(x - min) / ((max - min) * (1 / 255))``, clamped, truncated for uint8
+    (float images use 1 for 255); a constant channel is left unchanged
+    (:func:`augjax.kernels.stretch`). PIL maps through a rounded table: <= 1 level apart.
     """
     dtype = image.dtype
     x = image.astype(jnp.float32)
-    lo = x.min(axis=(0, 1))
-    hi = x.max(axis=(0, 1))
-    flat = hi == lo
-    inv_scale = jnp.where(flat, 1.0, (hi - lo) * (1.0 / bound(dtype)))
-    lo = jnp.where(flat, 0.0, lo)
-    return to_dtype(jnp.clip((x - lo) / inv_scale, 0.0, bound(dtype)), dtype)
+    lo, hi = value_range(x)
+    return to_dtype(stretch(x, lo, hi, dtype), dtype)
 
 
 @op(
     "sharpness",
     params={
         "factor": Param((0.6, 1.4), kind="float_or_pair", low=0.0, neutral=1.0,
-                        magnitude=(1.0, 1.9), signed=True,
+                        magnitude=ENHANCE, signed=True,
                         doc="0 = smoothed, 1 = unchanged, > 1 sharper; a pair is drawn "
                             "per sample"),
     },
     reference="PIL.ImageEnhance.Sharpness / torchvision.transforms.v2.functional.adjust_sharpness",
 )
-def sharpness(key, image, *, factor):
+def sharpness(image, params):
     """Blends the image with a smoothed copy by ``factor`` (PIL ImageEnhance.Sharpness).
 
     The smoothed copy is the 3x3 kernel ``[[1, 1, 1], [1, 5, 1], [1, 1, 1]] / 13`` over the
     interior (rounded to whole levels for uint8) with the one-pixel border kept from the input;
     ``out = x + (1 - factor) * (smooth - x)``, clamped, truncated for uint8: torchvision's
     adjust_sharpness exactly. PIL blends with its own rounding and may differ by one level.
-    Images of height or width <= 2 are returned unchanged.
+    Images of height or width <= 2 are returned unchanged. Params: ``factor``.
     """
     dtype = image.dtype
     h, w = image.shape[:2]
     if h <= 2 or w <= 2:
         return image
-    f = draw(key, factor)
+    f = params["factor"]
     x = image.astype(jnp.float32)
     # Full-size shifted views of a zero-padded copy and a border select: pad, slices and
     # arithmetic fuse into one elementwise pass (no separate interior write).
@@ -234,17 +222,17 @@ def sharpness(key, image, *, factor):
     },
     reference="torchvision.transforms.v2.functional.adjust_gamma",
 )
-def gamma(key, image, *, gamma, gain):
+def gamma(image, params, *, gain):
     """Applies ``gain * x ** gamma`` in the [0, 1] scale, clamped (torchvision adjust_gamma).
 
     uint8 images are scaled by 1/255 and brought back with torchvision's ``trunc(x * 255.999)``.
     Deviation: float inputs are clamped to [0, 1] before the power, so out-of-range values
     give finite results in [0, 1] (torchvision computes ``x ** gamma`` as is: NaN for
     ``x < 0`` and a fractional ``gamma``, and ``x > 1`` raised before its output clamp);
-    in-range images are unaffected.
+    in-range images are unaffected. Params: ``gamma``.
     """
     dtype = image.dtype
     x = jnp.clip(to_unit(image.astype(jnp.float32), dtype), 0.0, 1.0)
-    out = jnp.power(x, draw(key, gamma))
+    out = jnp.power(x, params["gamma"])
     out = jnp.clip(out * gain, 0.0, 1.0)
     return from_unit(out, dtype)

@@ -5,6 +5,9 @@ per sample: saturation and hue act in YIQ space (a scaling and a rotation of the
 brightness and contrast scale around half the range. It is not torchvision's ColorJitter (fixed
 order, linear saturation/hue instead of HSV, no per-stage clamping); use ``color_jitter`` for
 that. Applied as three multiply-adds per output channel (no einsum), it is one elementwise pass.
+
+Params (``op.sample``; float32, one value per sample): ``brightness``, ``contrast``,
+``saturation``, ``hue`` (degrees), each drawn by augjax from its range (a number is used as is).
 """
 
 from __future__ import annotations
@@ -17,9 +20,9 @@ import numpy as np
 
 from augjax._param import Param
 from augjax._spec import op
-from augjax.catalog._pixels import draw, is_int
+from augjax.kernels.pixels import is_int
 
-__all__ = ["color_twist", "twist_draw", "twist_matrix"]
+__all__ = ["color_twist", "twist_matrix"]
 
 #: DALI's RGB -> YIQ matrix (``dali/operators/image/color/color_twist.h``) and its exact
 #: inverse: DALI 2.4 inverts it (probed: the identity twist is the identity, and ``saturation=0``
@@ -49,12 +52,6 @@ def twist_matrix(brightness, contrast, saturation, hue, half_range: float):
     half = f32(half_range)
     offset = (half - half * jnp.asarray(contrast, f32)) * jnp.asarray(brightness, f32)
     return m, offset
-
-
-def twist_draw(key: jax.Array, brightness, contrast, saturation, hue) -> list[jax.Array]:
-    """The per-sample values of :func:`color_twist`: each parameter drawn from its own key."""
-    keys = jax.random.split(key, 4)
-    return [draw(k, v) for k, v in zip(keys, (brightness, contrast, saturation, hue))]
 
 
 def _check_pair_or_value(low: float | None):
@@ -88,7 +85,7 @@ def _param(default: float, doc: str, low: float | None = 0.0) -> Param:
     channels=(3,),
     reference="nvidia.dali.fn.color_twist",
 )
-def color_twist(key, image, *, brightness, contrast, saturation, hue, clip):
+def color_twist(image, params, *, clip):
     """DALI ``fn.color_twist``: one affine colour map per sample (see the module docstring).
 
     ``out = M @ rgb + offset`` with ``M`` and ``offset`` from :func:`twist_matrix`; uint8 results
@@ -96,9 +93,10 @@ def color_twist(key, image, *, brightness, contrast, saturation, hue, clip):
     are not clamped (DALI does not clamp floats either) unless ``clip=True``. Each parameter is
     a number (that value) or a pair ``(lo, hi)`` drawn uniformly per sample, as
     ``fn.random.uniform(range=...)`` gives DALI. Matches DALI's CPU operator to 1 level (float32
-    rounding of the matrix product).
+    rounding of the matrix product). Params: ``brightness``, ``contrast``, ``saturation``,
+    ``hue`` (degrees).
     """
-    b, c, s, h = twist_draw(key, brightness, contrast, saturation, hue)
+    b, c, s, h = (params[n] for n in ("brightness", "contrast", "saturation", "hue"))
     m, offset = twist_matrix(b, c, s, h, 128.0 if is_int(image.dtype) else 0.5)
     x = image.astype(jnp.float32)
     r, g, bl = x[..., 0], x[..., 1], x[..., 2]

@@ -2,6 +2,8 @@
 
 Each runs as one program (one jitted function on arrays, one ``jax_function`` in DALI) and
 decides per sample, branch-free. See :mod:`augjax.chain._containers` for the key scheme.
+``step.sample(images, key=...)`` records each sample's decisions and every element's params;
+``step.apply(images, params=...)`` replays them; :func:`invert` undoes the geometric part.
 """
 
 from augjax.chain._composite import Composite
@@ -16,10 +18,9 @@ from augjax.chain._containers import (
     random_choice,
     some_of,
 )
-from augjax.chain._element import DECISION_TAG, decision_key
+from augjax.chain._invert import invert, matrices
 
 __all__ = [
-    "DECISION_TAG",
     "Chain",
     "Composite",
     "RandomApply",
@@ -27,7 +28,8 @@ __all__ = [
     "Sequential",
     "SomeOf",
     "compose",
-    "decision_key",
+    "invert",
+    "matrices",
     "random_apply",
     "random_choice",
     "some_of",

@@ -3,14 +3,19 @@ random_choice, some_of, nested chains, the policies).
 
 A composite is a frozen dataclass (hashable by value, so it keys the compile caches: building
 the same policy twice reuses the compiled program). It runs as ONE sample-level step of the
-program: augjax vmaps :meth:`Composite.sample` over the batch with each sample's key, and the
-composite picks its ops per sample with ``lax.switch`` / ``jnp.where``; under ``vmap`` a switch
-on a per-sample index becomes a select, so one compiled program serves every sample's choice.
+program, params-first like an op: :meth:`Composite.draw` gives one sample's params (its own
+decisions and, nested, every element's params), :meth:`Composite.run` applies them to one
+image, deterministically; augjax vmaps both over the batch. The composite picks its ops per
+sample with ``lax.switch`` / ``jnp.where``; under ``vmap`` a switch on a per-sample index
+becomes a select, so one compiled program serves every sample's choice.
 
-Subclasses implement :meth:`plan` (the sample's decisions, a dict of arrays: what tests and
-users inspect with :meth:`explain`), :meth:`apply` (the image given the plan), and the
-structure methods (:meth:`elements`, :meth:`size_after`, :meth:`dtype_after`,
-:meth:`struct_after`, :meth:`layout_effect`).
+On a batch, :meth:`Composite.sample` returns the params (a pytree with a leading axis N) and
+:meth:`Composite.apply` replays them: record a batch's augmentation, inspect or edit a field,
+and apply it again.
+
+Subclasses implement :meth:`draw`, :meth:`run`, and the structure methods
+(:meth:`elements`, :meth:`size_after`, :meth:`dtype_after`, :meth:`struct_after`,
+:meth:`layout_effect`).
 """
 
 from __future__ import annotations
@@ -21,22 +26,37 @@ from typing import Any, ClassVar
 
 import jax
 
-from augjax._dispatch import apply_steps
-from augjax._inputs import LAYOUT_AXES, as_array
-from augjax._keys import op_keys, sample_keys
+from augjax._meta import Meta
 from augjax._spec import OpSpec
+from augjax._step import Step
+from augjax.chain._config import KINDS, Node, to_dict
 from augjax.chain._element import leaf_layouts
-from augjax.errors import InputError
 
 __all__ = ["Composite"]
 
 
-class Composite:
+class Composite(Step):
     """Base class of composite steps. Call one like an op: ``step(images, key=...)`` on arrays,
-    ``step(node)`` inside a DALI ``@pipeline_def`` (one ``jax_function`` operator)."""
+    ``step(node)`` inside a DALI ``@pipeline_def`` (one ``jax_function`` operator);
+    ``step.sample`` / ``step.apply`` record and replay its decisions."""
 
     #: The name used in configs (``to_dict``) and messages.
     kind: ClassVar[str] = "composite"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "kind" in cls.__dict__:  # a concrete kind: configs read it through KINDS
+            KINDS[cls.kind] = cls
+
+    # -- config ------------------------------------------------------------------------------
+    def to_config(self) -> dict[str, Any]:
+        """The step's config node (without ``type``); see :mod:`augjax.chain._config`."""
+        raise NotImplementedError
+
+    @classmethod
+    def from_config(cls, node: Node) -> Composite:
+        """Rebuilds the step from its config node (validated)."""
+        raise NotImplementedError
 
     # -- structure ---------------------------------------------------------------------------
     @property
@@ -67,23 +87,25 @@ class Composite:
         """The layout this step sets on its output, or None if it keeps the input's."""
         return None
 
-    # -- per-sample program ------------------------------------------------------------------
-    def plan(self, key: jax.Array, height: int, width: int) -> dict[str, Any]:
-        """The sample's random decisions (arrays), drawn from ``key``."""
+    # -- per-sample program (the Step contract, shared with ops) -------------------------------
+    def draw(self, key: jax.Array, meta: Meta) -> dict[str, Any]:
+        """One sample's params (arrays) drawn from ``key`` for an input described by ``meta``."""
         return {}
 
-    def apply(self, plan: dict[str, Any], key: jax.Array, image: jax.Array) -> jax.Array:
-        """The output for one HWC image, given the sample's plan and key."""
+    def run(self, image: jax.Array, params: dict[str, Any]) -> jax.Array:
+        """The output for one HWC image given its params (deterministic)."""
         raise NotImplementedError
 
-    def sample(self, key: jax.Array, image: jax.Array) -> jax.Array:
-        """Applies the step to one HWC image with its key (what augjax vmaps)."""
-        self.struct_after(tuple(image.shape), image.dtype)
-        return self.apply(self.plan(key, image.shape[0], image.shape[1]), key, image)
+    def matrix(self, params: dict[str, Any], meta: Meta) -> jax.Array:
+        """One sample's forward 3x3 matrix (the geometric part of the step).
 
-    def describe(self, key: jax.Array, height: int, width: int) -> dict[str, Any]:
-        """The plan plus, for composites of ops, what each element decides (nested)."""
-        return self.plan(key, height, width)
+        Raises:
+            InputError: the step has no single matrix (AugMix mixes several chains).
+        """
+        from augjax.errors import InputError
+
+        raise InputError(f"{self.name}: has no single geometric matrix, so it cannot be "
+                         f"inverted", op=self.name)
 
     # -- as a step of the program ------------------------------------------------------------
     @property
@@ -98,7 +120,7 @@ class Composite:
         effect = self.layout_effect()
         return OpSpec(
             name=self.name,
-            kernel=self.sample,
+            kernel=self.run,
             params=MappingProxyType({}),
             level="sample",
             layouts=layouts,
@@ -110,79 +132,10 @@ class Composite:
             doc=self.__doc__ or "",
         )
 
-    def __call__(
-        self,
-        images: Any,
-        *,
-        key: Any = None,
-        seeds: Any = None,
-        seed: int | None = None,
-        device: str | None = None,
-        layout: str = "HWC",
-    ) -> Any:
-        """Applies the step to a batch: same call keywords as an op (see ``augjax.ops.flip``)."""
-        return apply_steps(
-            (self,), (images,), name=self.name, inputs_decl=("images",),
-            outputs_decl=("images",), key=key, seeds=seeds, seed=seed, device=device,
-            layout=layout,
-        )
-
-    def explain(self, images: Any, *, key: Any, layout: str = "HWC") -> dict[str, Any]:
-        """The per-sample decisions this step takes on ``images`` with ``key`` (the same draws
-        as ``self(images, key=key)``): a dict of arrays with a leading batch axis.
-
-        Args:
-            images: the batch (or just its shape ``(N, H, W, C)`` / ``(N, C, H, W)``).
-            key: as for a call: one key, or one key per sample.
-            layout: ``"HWC"`` or ``"CHW"``.
-        """
-        return explain_steps((self,), images, key=key, layout=layout, start=0)[0]
+    def explain(self, images: Any, *, key: Any, layout: str = "HWC") -> Any:
+        """Alias of :meth:`sample` (the per-sample decisions, as arrays)."""
+        return self.sample(images, key=key, layout=layout)
 
     def to_dict(self) -> dict[str, Any]:
         """The step as a JSON-ready dict (see :func:`augjax.to_dict`)."""
-        from augjax._config import to_dict
-
         return to_dict(self)
-
-
-def _batch_shape(images: Any, layout: str, name: str) -> tuple[int, int, int]:
-    if isinstance(images, tuple) and all(isinstance(d, int) for d in images):
-        shape = images
-    else:
-        shape = tuple(as_array(images, name, "images").shape)
-    if len(shape) != 4 or layout not in LAYOUT_AXES:
-        raise InputError(
-            f"{name}: explain expects a batch (N, H, W, C) or (N, C, H, W) and layout 'HWC' or "
-            f"'CHW', got shape {shape} and layout {layout!r}",
-            op=name,
-            argument="images",
-        )
-    ah, aw, _ = LAYOUT_AXES[layout]
-    return shape[0], shape[ah], shape[aw]
-
-
-@functools.lru_cache(maxsize=256)
-def _describer(step: Any, height: int, width: int):
-    def describe(keys):
-        return jax.vmap(lambda k: step.describe(k, height, width))(keys)
-
-    return jax.jit(describe)
-
-
-def explain_steps(
-    steps: tuple[Any, ...], images: Any, *, key: Any, layout: str, start: int
-) -> list[dict[str, Any]]:
-    """The decisions of each step of a chain (``{}`` for plain ops), as the program draws them."""
-    from augjax.chain._element import size_after
-
-    name = steps[0].name if len(steps) == 1 else "compose"
-    n, h, w = _batch_shape(images, layout, name)
-    keys = sample_keys(key, n, name)
-    out = []
-    for pos, step in enumerate(steps, start):
-        if isinstance(step, Composite):
-            out.append(_describer(step, h, w)(op_keys(keys, pos)))
-        else:
-            out.append({})
-        h, w = size_after(step, h, w)
-    return out

@@ -19,16 +19,18 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from augjax._bound import BoundOp
-from augjax._dispatch import apply_steps
-from augjax.chain._composite import Composite, explain_steps
+from augjax.chain._composite import Composite
+from augjax.chain._config import Node, encode, json_value
 from augjax.chain._element import (
-    apply_element,
     as_element,
     as_sample_element,
     decision_key,
+    draw_element,
     dtype_after,
+    element_matrix,
     layout_effect,
+    meta_after,
+    run_element,
     size_after,
     struct_after,
 )
@@ -137,6 +139,14 @@ class Chain(Composite):
         labels = any("labels" in s.spec.outputs for s in self.steps)
         return ("images", "labels") if labels else ("images",)
 
+    def to_config(self):
+        return {"steps": [encode(s) for s in self.steps], "start": self.start}
+
+    @classmethod
+    def from_config(cls, node: Node):
+        node.keys(("steps",), ("start",))
+        return compose(*node.children("steps"), start=node.get("start", 0))
+
     def __len__(self) -> int:
         return len(self.steps)
 
@@ -152,22 +162,14 @@ class Chain(Composite):
             return Chain(self.steps[lo:hi], self.start + lo)
         return self.steps[index]
 
-    def __call__(self, *inputs: Any, key: Any = None, seeds: Any = None, seed: int | None = None,
-                 device: str | None = None, layout: str = "HWC") -> Any:
-        """Applies the chain: ``images`` (and ``labels`` when a mixing op is in it); the call
-        keywords are those of an op (see ``augjax.ops.flip``). Returns ``images``, or
-        ``(images, labels)`` when the chain outputs labels."""
-        if not self.steps:
-            raise InputError("compose: the chain is empty", op="compose")
-        return apply_steps(
-            self.steps, inputs, name="compose", inputs_decl=self.inputs,
-            outputs_decl=self.outputs, key=key, seeds=seeds, seed=seed, device=device,
-            layout=layout, start=self.start,
-        )
+    chained = True
 
-    def explain(self, images: Any, *, key: Any, layout: str = "HWC") -> list[dict[str, Any]]:
-        """Per step, the decisions it takes per sample (``{}`` for plain ops)."""
-        return explain_steps(self.steps, images, key=key, layout=layout, start=self.start)
+    def program(self) -> tuple[tuple[Any, ...], int]:
+        return self.steps, self.start
+
+    def explain(self, images: Any, *, key: Any, layout: str = "HWC") -> tuple[Any, ...]:
+        """Alias of :meth:`sample`."""
+        return self.sample(images, key=key, layout=layout)
 
     # As an element inside another composite: a sample-level sequence.
     def elements(self) -> tuple[Any, ...]:
@@ -198,18 +200,24 @@ class Chain(Composite):
     def _key(self, key: jax.Array, j: int) -> jax.Array:
         return jax.random.fold_in(key, self.start + j)
 
-    def apply(self, plan, key, image):
-        for j, el in enumerate(self.steps):
-            image = apply_element(el, self._key(key, j), image, "compose")
-        return image
-
-    def describe(self, key, height, width):
+    def draw(self, key, meta):
         out = []
         for j, el in enumerate(self.steps):
-            out.append({} if isinstance(el, BoundOp) else el.describe(self._key(key, j), height,
-                                                                      width))
-            height, width = size_after(el, height, width)
-        return {"steps": out}
+            out.append(draw_element(el, self._key(key, j), meta))
+            meta = meta_after(el, meta)
+        return {"steps": tuple(out)}
+
+    def run(self, image, params):
+        for el, p in zip(self.steps, params["steps"]):
+            image = run_element(el, image, p, "compose")
+        return image
+
+    def matrix(self, params, meta):
+        m = jnp.eye(3, dtype=jnp.float32)
+        for el, p in zip(self.steps, params["steps"]):
+            m = element_matrix(el, p, meta) @ m
+            meta = meta_after(el, meta)
+        return m
 
 
 def compose(*ops: Any, start: int = 0) -> Chain:
@@ -256,24 +264,31 @@ class RandomApply(Composite):
     def name(self) -> str:
         return f"random_apply({self.op.name})"
 
+    def to_config(self):
+        return {"op": encode(self.op), "p": self.p}
+
+    @classmethod
+    def from_config(cls, node: Node):
+        node.keys(("op",), ("p",))
+        return random_apply(node.child("op"), node.get("p", 0.5))
+
     def elements(self):
         return (self.op,)
 
     def struct_after(self, shape, dtype):
         return check_same_outputs(self.name, [self.op], shape, dtype, include_input=True)
 
-    def plan(self, key, height, width):
-        return {"applied": jax.random.bernoulli(decision_key(key), self.p)}
+    def draw(self, key, meta):
+        return {"applied": jax.random.bernoulli(decision_key(key), self.p),
+                "op": draw_element(self.op, key, meta)}
 
-    def apply(self, plan, key, image):
-        if self.p == 0.0:
-            return image
-        out = apply_element(self.op, key, image, self.name)
-        return out if self.p == 1.0 else jnp.where(plan["applied"], out, image)
+    def run(self, image, params):
+        out = run_element(self.op, image, params["op"], self.name)
+        return jnp.where(params["applied"], out, image)
 
-    def describe(self, key, height, width):
-        child = {} if isinstance(self.op, BoundOp) else self.op.describe(key, height, width)
-        return {**self.plan(key, height, width), "op": child}
+    def matrix(self, params, meta):
+        m = element_matrix(self.op, params["op"], meta)
+        return jnp.where(params["applied"], m, jnp.eye(3, dtype=jnp.float32))
 
 
 def random_apply(op: Any, p: float = 0.5) -> RandomApply:
@@ -328,6 +343,14 @@ class RandomChoice(Composite):
     def name(self) -> str:
         return "random_choice"
 
+    def to_config(self):
+        return {"ops": [encode(s) for s in self.ops], "weights": json_value(self.weights)}
+
+    @classmethod
+    def from_config(cls, node: Node):
+        node.keys(("ops",), ("weights",))
+        return random_choice(node.children("ops"), node.get("weights"))
+
     def elements(self):
         return self.ops
 
@@ -344,7 +367,7 @@ class RandomChoice(Composite):
     def layout_effect(self):
         return layout_effect(self.ops[0])
 
-    def plan(self, key, height, width):
+    def draw(self, key, meta):
         k = decision_key(key)
         n = len(self.ops)
         if self.weights is None:
@@ -352,20 +375,21 @@ class RandomChoice(Composite):
         else:
             p = jnp.asarray(self.weights, jnp.float32)
             index = jax.random.choice(k, n, p=p / p.sum())
-        return {"index": index.astype(jnp.int32)}
+        return {"index": index.astype(jnp.int32),
+                "ops": tuple(draw_element(el, key, meta) for el in self.ops)}
 
-    def apply(self, plan, key, image):
+    def run(self, image, params):
         branches = [
-            (lambda x, el=el: apply_element(el, key, x, self.name)) for el in self.ops
+            (lambda x, el=el, p=p: run_element(el, x, p, self.name))
+            for el, p in zip(self.ops, params["ops"])
         ]
         if len(branches) == 1:
             return branches[0](image)
-        return jax.lax.switch(plan["index"], branches, image)
+        return jax.lax.switch(params["index"], branches, image)
 
-    def describe(self, key, height, width):
-        children = [{} if isinstance(el, BoundOp) else el.describe(key, height, width)
-                    for el in self.ops]
-        return {**self.plan(key, height, width), "ops": children}
+    def matrix(self, params, meta):
+        ms = jnp.stack([element_matrix(el, p, meta) for el, p in zip(self.ops, params["ops"])])
+        return ms[params["index"]]
 
 
 def random_choice(ops: Sequence[Any], weights: Sequence[float] | None = None) -> RandomChoice:
@@ -415,6 +439,14 @@ class SomeOf(Composite):
     def name(self) -> str:
         return "some_of"
 
+    def to_config(self):
+        return {"ops": [encode(s) for s in self.ops], "n": list(self.n)}
+
+    @classmethod
+    def from_config(cls, node: Node):
+        node.keys(("ops",), ("n",))
+        return some_of(node.children("ops"), node.get("n", 1))
+
     def elements(self):
         return self.ops
 
@@ -423,26 +455,29 @@ class SomeOf(Composite):
             check_same_outputs(self.name, [el], shape, dtype, include_input=True)
         return tuple(shape), jnp.dtype(dtype)
 
-    def plan(self, key, height, width):
+    def draw(self, key, meta):
         k_count, k_pick = jax.random.split(decision_key(key))
         total = len(self.ops)
         lo, hi = self.n
         count = jax.random.randint(k_count, (), lo, hi + 1) if lo < hi else jnp.int32(lo)
         rank = jnp.argsort(jax.random.uniform(k_pick, (total,)))  # a uniform random order
         chosen = jnp.zeros(total, bool).at[rank].set(jnp.arange(total) < count)
-        return {"applied": chosen, "count": jnp.asarray(count, jnp.int32)}
+        return {"applied": chosen, "count": jnp.asarray(count, jnp.int32),
+                "ops": tuple(draw_element(el, jax.random.fold_in(key, j), meta)
+                             for j, el in enumerate(self.ops))}
 
-    def apply(self, plan, key, image):
+    def run(self, image, params):
         for j, el in enumerate(self.ops):
-            out = apply_element(el, jax.random.fold_in(key, j), image, self.name)
-            image = jnp.where(plan["applied"][j], out, image)
+            out = run_element(el, image, params["ops"][j], self.name)
+            image = jnp.where(params["applied"][j], out, image)
         return image
 
-    def describe(self, key, height, width):
-        children = [{} if isinstance(el, BoundOp) else
-                    el.describe(jax.random.fold_in(key, j), height, width)
-                    for j, el in enumerate(self.ops)]
-        return {**self.plan(key, height, width), "ops": children}
+    def matrix(self, params, meta):
+        m = jnp.eye(3, dtype=jnp.float32)
+        for j, el in enumerate(self.ops):
+            mj = element_matrix(el, params["ops"][j], meta)
+            m = jnp.where(params["applied"][j], mj, jnp.eye(3, dtype=jnp.float32)) @ m
+        return m
 
 
 def some_of(ops: Sequence[Any], n: int | tuple[int, int] = 1) -> SomeOf:

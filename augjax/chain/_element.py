@@ -17,16 +17,21 @@ import jax.numpy as jnp
 
 from augjax._bound import BoundOp
 from augjax._inputs import check_images
+from augjax._meta import Meta
 from augjax._spec import OpSpec
+from augjax._step import Step
 from augjax.errors import InputError, OpDefinitionError, ParamError
 
 __all__ = [
     "DECISION_TAG",
-    "apply_element",
     "as_element",
     "as_sample_element",
-    "call_kernel",
     "decision_key",
+    "draw_element",
+    "element_matrix",
+    "meta_after",
+    "run_element",
+    "run_op",
     "dtype_after",
     "layout_effect",
     "leaf_layouts",
@@ -43,12 +48,6 @@ def decision_key(key: jax.Array) -> jax.Array:
     return jax.random.fold_in(key, DECISION_TAG)
 
 
-def _is_composite(x: Any) -> bool:
-    from augjax.chain._composite import Composite
-
-    return isinstance(x, Composite)
-
-
 def as_element(x: Any, owner: str, argument: str) -> Any:
     """``x`` as a chain element: an :class:`OpSpec` is bound with its defaults; a BoundOp or a
     composite is kept.
@@ -58,7 +57,7 @@ def as_element(x: Any, owner: str, argument: str) -> Any:
     """
     if isinstance(x, OpSpec):
         return x.bind()
-    if isinstance(x, BoundOp) or _is_composite(x):
+    if isinstance(x, Step):
         return x
     raise ParamError(
         f"{owner}: argument '{argument}' expects ops (augjax.ops.<name>, augjax.ops.<name>"
@@ -104,35 +103,21 @@ def leaf_layouts(elements: Any) -> tuple[str, ...]:
 
 def size_after(el: Any, height: int, width: int) -> tuple[int, int]:
     """The spatial size of ``el``'s output for an input of ``height`` x ``width``."""
-    if isinstance(el, BoundOp):
-        if el.spec.output_size is None:
-            return (height, width)
-        h, w = el.spec.output_size(height, width, **el.kwargs)
-        return (int(h), int(w))
     return el.size_after(height, width)
 
 
 def dtype_after(el: Any) -> str | None:
     """The dtype ``el`` returns, or None when it returns its input's dtype."""
-    if isinstance(el, BoundOp):
-        return el.spec.output_dtype
     return el.dtype_after()
 
 
 def struct_after(el: Any, shape: tuple[int, ...], dtype: Any) -> tuple[tuple[int, ...], Any]:
     """``(shape, dtype)`` of ``el``'s output for one HWC image of ``shape`` and ``dtype``."""
-    if not isinstance(el, BoundOp):
-        return el.struct_after(shape, dtype)
-    h, w = size_after(el, shape[0], shape[1])
-    out = dtype_after(el)
-    return (h, w, shape[2]), jnp.dtype(out) if out is not None else jnp.dtype(dtype)
+    return el.struct_after(tuple(shape), dtype)
 
 
 def layout_effect(el: Any) -> str | None:
     """The layout ``el`` sets on its output (normalize to CHW, ...), or None if it keeps it."""
-    if isinstance(el, BoundOp):
-        spec = el.spec
-        return None if spec.output_layout is None else spec.output_layout(**el.kwargs)
     return el.layout_effect()
 
 
@@ -143,17 +128,33 @@ def _check_input(spec: Any, image: jax.Array, where: str) -> None:
     check_images(jax.ShapeDtypeStruct(shape, image.dtype), spec, layout, op=where)
 
 
-def call_kernel(
-    el: BoundOp, key: jax.Array, image: jax.Array, where: str, **overrides: Any
-) -> jax.Array:
-    """Runs a sample-level op's kernel on one HWC image, with parameter ``overrides`` (traced
-    values, for policies), checking the input and the promised output."""
+def meta_after(el: Any, meta: Meta) -> Meta:
+    """The :class:`Meta` of ``el``'s output for an input described by ``meta``."""
+    (h, w, c), dtype = struct_after(el, (meta.height, meta.width, meta.channels), meta.dtype)
+    return Meta(h, w, c, jnp.dtype(dtype).name, meta.batch)
+
+
+def draw_element(el: Any, key: jax.Array, meta: Meta, **overrides: Any) -> dict[str, Any]:
+    """One sample's params of a chain element (an op, with per-sample ``overrides``, or a
+    composite)."""
+    if isinstance(el, BoundOp):
+        return el.draw(key, meta, overrides or None)
+    return el.draw(key, meta)
+
+
+def element_matrix(el: Any, params: Any, meta: Meta) -> jax.Array:
+    """One sample's forward 3x3 matrix of a chain element."""
+    return el.matrix(params, meta)
+
+
+def run_op(el: BoundOp, image: jax.Array, params: dict[str, Any], where: str) -> jax.Array:
+    """Runs a sample-level op's kernel on one HWC image with its params, checking the input
+    and the promised output."""
     spec = el.spec
     if image.ndim != 3:
         raise InputError(f"{where}: expects one HWC image per sample, got shape {image.shape}")
     _check_input(spec, image, where)
-    params = {**el.kwargs, **overrides}
-    out = spec.kernel(key, image, **params) if spec.random else spec.kernel(image, **params)
+    out = el.run(image, params)
     expected = struct_after(el, tuple(image.shape), image.dtype)
     if (tuple(out.shape), jnp.dtype(out.dtype)) != expected:
         raise OpDefinitionError(
@@ -163,8 +164,8 @@ def call_kernel(
     return out
 
 
-def apply_element(el: Any, key: jax.Array, image: jax.Array, owner: str) -> jax.Array:
-    """Applies a chain element to one HWC image with its key."""
+def run_element(el: Any, image: jax.Array, params: Any, owner: str) -> jax.Array:
+    """Applies a chain element to one HWC image with its params."""
     if isinstance(el, BoundOp):
-        return call_kernel(el, key, image, f"{owner}/{el.name}")
-    return el.sample(key, image)
+        return run_op(el, image, params, f"{owner}/{el.name}")
+    return el.run(image, params)

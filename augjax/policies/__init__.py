@@ -4,19 +4,19 @@ one compiled program (``lax.switch`` under ``vmap``, never DALI conditionals):
 - :func:`rand_augment` (torchvision, timm and DALI styles), :func:`trivial_augment_wide`,
   :func:`auto_augment` (torchvision's imagenet/cifar10/svhn, timm's v0/v0r/original/originalr/3a),
   :func:`augmix` (torchvision and timm styles), and :func:`from_timm` for timm config strings.
-- :mod:`augjax.policies.tables` holds every op space and sub-policy table;
-  :mod:`augjax.policies._magnitude` the level -> value model (timm's 0..10 scale versus the
-  torchvision/DALI bins is explicit there).
+- :mod:`augjax.policies.tables` holds each reference's op space (overrides of the ops' own
+  magnitude maps) and sub-policy tables; :class:`augjax.MagnitudeMap` is the level -> value
+  model (timm's 0..10 scale versus the torchvision/DALI bins is explicit there).
 
-``policy.explain(images, key=...)`` returns each sample's decisions (op indices into
-``policy.op_names``, levels, signs, applied flags, parameter values): the same draws as
-``policy(images, key=...)``.
+``policy.sample(images, key=...)`` returns each sample's decisions (op indices into
+``policy.op_names``, levels, signs, applied flags) and every branch's params (``branches``,
+one per entry of the space, the magnitude already turned into the op's parameter value): the
+same draws as ``policy(images, key=...)``; ``policy.apply(images, params=...)`` replays them.
 """
 
 from augjax.policies._augmix import AugMix, augmix
 from augjax.policies._autoaugment import POLICIES, AutoAugment, auto_augment
 from augjax.policies._base import Policy
-from augjax.policies._magnitude import MagnitudeMap, PolicyOp
 from augjax.policies._randaugment import (
     RandAugment,
     TrivialAugmentWide,
@@ -29,9 +29,7 @@ __all__ = [
     "POLICIES",
     "AugMix",
     "AutoAugment",
-    "MagnitudeMap",
     "Policy",
-    "PolicyOp",
     "RandAugment",
     "TrivialAugmentWide",
     "augmix",

@@ -30,11 +30,11 @@ import jax
 import jax.numpy as jnp
 
 from augjax.catalog._gamma import loggamma
-from augjax.catalog._pixels import bound as max_level
-from augjax.catalog._pixels import is_int
+from augjax.kernels.pixels import bound as max_level
+from augjax.kernels.pixels import is_int
 from augjax.chain._element import decision_key
 from augjax.errors import ParamError
-from augjax.policies import tables as T
+import augjax.policies.tables as T
 from augjax.policies._base import (
     DEFAULT,
     Policy,
@@ -43,7 +43,7 @@ from augjax.policies._base import (
     check_int,
     check_names,
 )
-from augjax.policies._engine import Levels, apply_layers, draw_level
+from augjax.policies._engine import Levels, draw_branches, draw_level, run_layers
 
 __all__ = ["AugMix", "augmix"]
 
@@ -123,7 +123,7 @@ class AugMix(Policy):
         """Depth steps computed per chain."""
         return self.depth if self.depth > 0 else _MAX_DEPTH
 
-    def plan(self, key, height, width):
+    def draw(self, key, meta):
         ks = jax.random.split(decision_key(key), 7)
         shape = (self.width, self.max_depth)
         count = len(self.entries)
@@ -145,22 +145,27 @@ class AugMix(Policy):
             depth = jnp.full((self.width,), self.depth, jnp.int32)
         else:
             depth = jax.random.randint(ks[3], (self.width,), 1, _MAX_DEPTH + 1)
+        negative = jax.random.bernoulli(ks[5], 0.5, shape)
+        index = (jnp.arange(self.width)[:, None] * _MAX_DEPTH
+                 + jnp.arange(self.max_depth)[None, :])
         return {
             "op": jax.random.randint(ks[4], shape, 0, count).astype(jnp.int32),
             "level": level,
-            "negative": jax.random.bernoulli(ks[5], 0.5, shape),
+            "negative": negative,
             "applied": jnp.arange(self.max_depth)[None, :] < depth[:, None],
+            "branches": draw_branches(self.space, self.bound, self.levels, level, negative,
+                                      index, key, meta),
             "depth": depth.astype(jnp.int32),
             "weights": weights.astype(jnp.float32),
             "m": jnp.asarray(original, jnp.float32),
         }
 
-    def apply(self, plan, key, image):
+    def run(self, image, params):
         dtype = image.dtype
         x = image.astype(jnp.float32)
         top = max_level(dtype)
-        w, m = plan["weights"], plan["m"]
-        fields = {k: plan[k] for k in ("op", "level", "negative", "applied")}
+        w, m = params["weights"], params["m"]
+        fields = (params["op"], params["applied"], params["branches"])
         blended = self.style == "timm" and self.blended
         if blended:  # timm _apply_blended: the running image is blended with each chain in turn
             ws, alphas, cump = w * m, [], jnp.float32(1.0)
@@ -172,17 +177,15 @@ class AugMix(Policy):
             mix = w
 
         def chain(acc, xs):
-            layers, weight, i = xs
-            out = apply_layers(self.entries, self.bound, self.levels, layers, key, image,
-                               fill=self.fill, interpolation=self.interpolation,
-                               owner=self.kind, offset=i * _MAX_DEPTH).astype(jnp.float32)
+            (op_index, applied, branches), weight = xs
+            out = run_layers(self.space, self.bound, op_index, applied, branches, image,
+                             self.kind).astype(jnp.float32)
             if blended:
                 return _quantize(acc + weight * (out - acc), dtype), None
             return acc + weight * out, None
 
         start = x if blended else jnp.zeros_like(x)
-        index = jnp.arange(self.width, dtype=jnp.uint32)
-        acc, _ = jax.lax.scan(chain, start, (fields, mix, index))
+        acc, _ = jax.lax.scan(chain, start, (fields, mix))
         if self.style == "torchvision":
             out = jnp.clip(m * x + acc, 0.0, top)
         elif blended:

@@ -21,9 +21,15 @@ import numpy as np
 
 from augjax.chain._element import decision_key
 from augjax.errors import ParamError
-from augjax.policies import tables as T
+import augjax.policies.tables as T
 from augjax.policies._base import DEFAULT, Policy, check_choice, check_float
-from augjax.policies._engine import Levels, apply_layers, draw_level, layer_values
+from augjax.policies._engine import (
+    Levels,
+    draw_branches,
+    draw_level,
+    layers_matrix,
+    run_layers,
+)
 
 __all__ = ["POLICIES", "AutoAugment", "auto_augment"]
 
@@ -100,7 +106,7 @@ class AutoAugment(Policy):
         limit = 10.0 if self.mmax is None else self.mmax
         return Levels(10.0, limit, self.mstd == 0 and float(limit).is_integer())
 
-    def plan(self, key, height, width):
+    def draw(self, key, meta):
         _, ops, levels, probs = self._table
         k_sub, k_sign, k_apply, k_level = jax.random.split(decision_key(key), 4)
         sub = jax.random.randint(k_sub, (), 0, ops.shape[0])
@@ -109,27 +115,24 @@ class AutoAugment(Policy):
         keys = jax.random.split(k_level, width_)
         level = jax.vmap(lambda k, m: draw_level(k, m, self.mstd, self.levels.limit))(
             keys, base)
+        negative = jax.random.bernoulli(k_sign, 0.5, (width_,))
         return {
             "subpolicy": sub.astype(jnp.int32),
             "op": jnp.asarray(ops)[sub],
             "level": level,
-            "negative": jax.random.bernoulli(k_sign, 0.5, (width_,)),
+            "negative": negative,
             "applied": jax.random.uniform(k_apply, (width_,)) < jnp.asarray(probs)[sub],
+            "branches": draw_branches(self.space, self.bound, self.levels, level, negative,
+                                      jnp.arange(width_), key, meta),
         }
 
-    def _layer(self, plan, j):
-        return {k: plan[k][j] for k in ("op", "level", "negative", "applied")}
+    def run(self, image, params):
+        return run_layers(self.space, self.bound, params["op"], params["applied"],
+                          params["branches"], image, self.kind)
 
-    def apply(self, plan, key, image):
-        return apply_layers(self.entries, self.bound, self.levels, plan, key, image,
-                            fill=self.fill, interpolation=self.interpolation, owner=self.kind)
-
-    def describe(self, key, height, width):
-        plan = self.plan(key, height, width)
-        values = [layer_values(self.entries, self.levels, self._layer(plan, j), height, width,
-                               jax.random.fold_in(key, j))
-                  for j in range(self._table[1].shape[1])]
-        return {**plan, "value": jnp.stack(values)}
+    def matrix(self, params, meta):
+        return layers_matrix(self.bound, params["op"], params["applied"], params["branches"],
+                             meta)
 
 
 def auto_augment(policy: str = "imagenet", *, mstd: float = 0.0, mmax: float | None = None,

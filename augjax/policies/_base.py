@@ -8,13 +8,16 @@ from its own ``to_dict`` gives an equal policy.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import numbers
 from typing import Any
 
 from augjax.chain._composite import Composite
+from augjax.chain._config import Node, json_value
 from augjax.errors import ParamError
+from augjax.policies._magnitude import PolicyOp
 
 __all__ = [
     "DEFAULT",
@@ -25,6 +28,7 @@ __all__ = [
     "check_float",
     "check_int",
     "check_names",
+    "registered_entry",
 ]
 
 #: The reference implementations a policy can follow.
@@ -96,23 +100,72 @@ def check_fill(owner: str, value: Any) -> tuple[float, ...] | None:
     return out
 
 
-def check_names(owner: str, name: str, value: Any, valid: tuple[str, ...]) -> tuple[str, ...]:
-    """A sequence of op names, each one of ``valid``."""
+def check_names(owner: str, name: str, value: Any, valid: tuple[str, ...],
+                registered: bool = False) -> tuple[str, ...]:
+    """A sequence of op names, each one of ``valid`` (the style's names) or, with
+    ``registered``, a registered augjax op that declares a magnitude (see
+    :func:`registered_entry`)."""
     if isinstance(value, str) or not isinstance(value, (list, tuple)):
         raise _fail(owner, name, "a list of op names", value)
-    bad = [v for v in value if v not in valid]
-    if bad:
+    problems = []
+    for v in value:
+        if v in valid:
+            continue
+        if not registered or not isinstance(v, str):
+            problems.append(repr(v))
+            continue
+        try:
+            registered_entry(v, owner)
+        except ParamError as err:
+            problems.append(f"{v!r} ({err.args[0].split(': ', 1)[-1]})")
+    if problems:
+        also = (" or a registered op that declares a magnitude (augjax info <op>)"
+                if registered else "")
         raise ParamError(
-            f"{owner}: parameter '{name}' has unknown op name(s) {', '.join(map(repr, bad))}; "
-            f"this op space has {', '.join(valid)}",
+            f"{owner}: parameter '{name}' has unknown op name(s) {', '.join(problems)}; "
+            f"this op space has {', '.join(valid)}{also}",
             op=owner,
             param=name,
         )
     return tuple(value)
 
 
+def registered_entry(name: str, owner: str) -> PolicyOp:
+    """An op-space entry for the registered op ``name`` (augjax's or a pack's): its one
+    per-sample parameter with a declared magnitude, driven by the op's own map; geometric ops
+    (with ``fill`` and ``interpolation``) take the policy's fill and interpolation.
+
+    Raises:
+        ParamError: no such op, or it declares no magnitude (or several).
+    """
+    from augjax._registry import REGISTRY
+    from augjax.errors import AugjaxError
+
+    try:
+        spec = REGISTRY.get(name)
+    except AugjaxError as err:
+        raise ParamError(f"{owner}: no registered op {name!r}: {err}", op=owner,
+                         param="ops") from None
+    mags = [k for k, p in spec.params.items() if p.per_sample and p.magnitude is not None]
+    if len(mags) != 1:
+        what = "declares no magnitude" if not mags else f"declares several magnitudes {mags}"
+        raise ParamError(f"{owner}: the op {name!r} {what}; a policy drives one parameter",
+                         op=owner, param="ops")
+    geometric = {"fill", "interpolation"} <= set(spec.params)
+    return PolicyOp(name, name, mags[0], None, (), geometric=geometric)
+
+
 class Policy(Composite):
     """Base of the policy composites; subclasses are frozen dataclasses of their config."""
+
+    def to_config(self) -> dict[str, Any]:
+        return {f.name: json_value(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_config(cls, node: Node) -> Policy:
+        names = tuple(f.name for f in dataclasses.fields(cls))
+        node.keys((), names)
+        return cls(**{k: node.get(k) for k in node.data if k != "type"})
 
     @property
     def name(self) -> str:
@@ -137,11 +190,21 @@ class Policy(Composite):
         _ = self.bound
 
     @functools.cached_property
-    def bound(self):
-        """The augjax op of each entry of the op space (None for identity)."""
+    def _bound_space(self):
         from augjax.policies._engine import bind_space
 
         return bind_space(self.entries, self.fill, self.interpolation, self.kind)
+
+    @property
+    def bound(self):
+        """The augjax op of each entry of the op space (None for identity)."""
+        return self._bound_space[1]
+
+    @property
+    def space(self):
+        """The op space's entries with their magnitude maps resolved against the ops (the op's
+        declared map with the reference's overrides)."""
+        return self._bound_space[0]
 
     @property
     def op_names(self) -> tuple[str, ...]:

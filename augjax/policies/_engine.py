@@ -2,7 +2,9 @@
 applying one *layer* (one op chosen per sample among the space, with its magnitude) branch-free.
 
 A layer's per-sample decisions are four scalars: ``op`` (index into the space), ``level``
-(float32), ``negative`` (the sign of signed maps) and ``applied``. The layer runs
+(float32), ``negative`` (the sign of signed maps) and ``applied``, and ``branches``: every
+entry's params at that layer (the entry's magnitude value already in its op's parameter, and
+whatever else the op draws), so that a replay needs no key. The layer runs
 ``lax.switch(op, branches, image)``; under ``vmap`` that is a select over every branch, so one
 compiled program serves every sample's choice.
 """
@@ -17,17 +19,21 @@ import jax
 import jax.numpy as jnp
 
 from augjax._bound import BoundOp
-from augjax.chain._element import call_kernel
+from augjax._registry import REGISTRY
+from augjax.chain._element import run_op
 from augjax.errors import OpNotFoundError, ParamError, PluginLoadError
-from augjax.policies._magnitude import MagnitudeMap, PolicyOp
+from augjax.policies._magnitude import MagnitudeMap, PolicyOp, resolve
 
 __all__ = [
     "Levels",
-    "apply_layer",
-    "apply_layers",
     "bind_space",
+    "draw_branches",
     "draw_level",
+    "layer_matrix",
     "layer_values",
+    "layers_matrix",
+    "run_layer",
+    "run_layers",
 ]
 
 
@@ -43,13 +49,12 @@ class Levels:
         self.discrete = discrete
 
 
-def _bind(entry: PolicyOp, fill: Any, interpolation: str, owner: str) -> BoundOp | None:
+def _bind(entry: PolicyOp, fill: Any, interpolation: str,
+          owner: str) -> tuple[PolicyOp, BoundOp | None]:
     if entry.op is None:
-        return None
-    import augjax
-
+        return entry, None
     try:
-        spec = augjax.get_op(entry.op)
+        spec = REGISTRY.get(entry.op)
     except (OpNotFoundError, PluginLoadError) as err:
         hint = " (pip install augjax-contrib)" if entry.op == "gaussian_blur" else ""
         raise ParamError(
@@ -58,19 +63,30 @@ def _bind(entry: PolicyOp, fill: Any, interpolation: str, owner: str) -> BoundOp
             op=owner,
             param="ops",
         ) from err
+    try:
+        entry = resolve(entry, spec)
+    except ValueError as err:
+        raise ParamError(f"{owner}: {err}", op=owner, param="ops") from None
     params = dict(entry.fixed)
     if entry.param is not None:
         params[entry.param] = entry.magnitude.value(1.0, 1.0, False, 224, 224)
     if entry.geometric:
         params["fill"] = fill
         params["interpolation"] = interpolation
-    return BoundOp.create(spec, params)
+    if entry.param is not None and entry.param not in spec.per_sample:
+        raise ParamError(
+            f"{owner}: the policy's op {entry.name!r} sets parameter {entry.param!r} of the augjax "
+            f"op {spec.name!r} per sample, but that parameter is static (per-sample parameters: "
+            f"{', '.join(spec.per_sample) or 'none'})", op=owner, param="ops")
+    return entry, BoundOp.create(spec, params)
 
 
 def bind_space(entries: tuple[PolicyOp, ...], fill: Any, interpolation: str,
-               owner: str) -> tuple[BoundOp | None, ...]:
-    """The augjax op of each entry, bound with its fixed parameters (validated now)."""
-    return tuple(_bind(e, fill, interpolation, owner) for e in entries)
+               owner: str) -> tuple[tuple[PolicyOp, ...], tuple[BoundOp | None, ...]]:
+    """Each entry with its magnitude map resolved against its op, and the op bound with the
+    entry's fixed parameters (validated now)."""
+    pairs = [_bind(e, fill, interpolation, owner) for e in entries]
+    return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -101,10 +117,35 @@ def layer_values(entries, levels: Levels, plan: dict[str, jax.Array], height: in
     return jnp.stack(values)[plan["op"]]
 
 
-def apply_layer(entries, bound, levels: Levels, plan: dict[str, jax.Array], key: jax.Array,
-                image: jax.Array, *, fill: Any, interpolation: str, owner: str) -> jax.Array:
-    """One layer on one HWC image: the chosen op with its value, where ``applied``."""
-    h, w = image.shape[:2]
+def draw_branches(entries, bound, levels: Levels, level: jax.Array, negative: jax.Array,
+                  index: jax.Array, key: jax.Array, meta: Any) -> tuple[Any, ...]:
+    """Every entry's params at every layer: ``level``, ``negative`` and ``index`` (the layer's
+    key is ``fold_in(key, index)``) share one shape S; returns one pytree per entry of the space,
+    each with leading axes S (``{}`` for the identity). An entry's magnitude value sets its
+    op's per-sample parameter; the op draws the rest (its own ``sample`` hook)."""
+    shape = tuple(level.shape)
+
+    def one(lvl, neg, idx):
+        k = jax.random.fold_in(key, idx)
+        out = []
+        for entry, op in zip(entries, bound):
+            if op is None:
+                out.append({})
+                continue
+            over = None
+            if entry.param is not None:
+                over = {entry.param: _value(entry, levels, lvl, neg, meta.height, meta.width, k)}
+            out.append(op.draw(k, meta, over))
+        return tuple(out)
+
+    flat = jax.vmap(one)(level.reshape(-1), negative.reshape(-1),
+                         index.reshape(-1).astype(jnp.uint32))
+    return jax.tree_util.tree_map(lambda v: v.reshape(shape + v.shape[1:]), flat)
+
+
+def run_layer(entries, bound, op_index: jax.Array, applied: jax.Array, branches: tuple[Any, ...],
+              image: jax.Array, owner: str) -> jax.Array:
+    """One layer on one HWC image: the chosen op with its params, where ``applied``."""
 
     def branch(j: int):
         entry, op = entries[j], bound[j]
@@ -112,39 +153,46 @@ def apply_layer(entries, bound, levels: Levels, plan: dict[str, jax.Array], key:
         def run(x):
             if op is None:
                 return x
-            over: dict[str, Any] = {}
-            if entry.param is not None:
-                over[entry.param] = _value(entry, levels, plan["level"], plan["negative"], h, w,
-                                           key)
-            if entry.geometric:
-                over["fill"] = fill  # a fraction of the range: the ops scale it per dtype
-                over["interpolation"] = interpolation
-            return call_kernel(op, key, x, f"{owner}/{entry.name}", **over)
+            return run_op(op, x, branches[j], f"{owner}/{entry.name}")
 
         return run
 
-    branches = [branch(j) for j in range(len(entries))]
-    out = branches[0](image) if len(branches) == 1 else jax.lax.switch(plan["op"], branches, image)
-    return jnp.where(plan["applied"], out, image)
+    fns = [branch(j) for j in range(len(entries))]
+    out = fns[0](image) if len(fns) == 1 else jax.lax.switch(op_index, fns, image)
+    return jnp.where(applied, out, image)
 
 
-def apply_layers(entries, bound, levels: Levels, plan: dict[str, jax.Array], key: jax.Array,
-                 image: jax.Array, *, fill: Any, interpolation: str, owner: str,
-                 offset: Any = 0) -> jax.Array:
-    """Layers in sequence (``plan`` fields with a leading layer axis), as one ``lax.scan`` so
-    that the layer body compiles once. Layer ``i`` uses the key ``fold_in(key, offset + i)``."""
-    fields = {k: plan[k] for k in ("op", "level", "negative", "applied")}
-    count = fields["op"].shape[0]
-    if count == 0:
+def layer_matrix(bound, op_index: jax.Array, applied: jax.Array, branches: tuple[Any, ...],
+                 meta: Any) -> jax.Array:
+    """The forward matrix of one layer (identity where not applied or the op does not move
+    pixels)."""
+    eye = jnp.eye(3, dtype=jnp.float32)
+    ms = jnp.stack([eye if op is None else op.matrix(branches[j], meta)
+                    for j, op in enumerate(bound)])
+    return jnp.where(applied, ms[op_index], eye)
+
+
+def layers_matrix(bound, op_index, applied, branches, meta) -> jax.Array:
+    """The product of the layers' matrices (leading layer axis on every argument)."""
+    m = jnp.eye(3, dtype=jnp.float32)
+    for i in range(op_index.shape[0]):
+        b = jax.tree_util.tree_map(lambda v, i=i: v[i], branches)
+        m = layer_matrix(bound, op_index[i], applied[i], b, meta) @ m
+    return m
+
+
+def run_layers(entries, bound, op_index: jax.Array, applied: jax.Array,
+               branches: tuple[Any, ...], image: jax.Array, owner: str) -> jax.Array:
+    """Layers in sequence (leading layer axis on every argument), as one ``lax.scan`` so that
+    the layer body compiles once."""
+    if op_index.shape[0] == 0:
         return image
 
     def body(x, xs):
-        layer, i = xs
-        out = apply_layer(entries, bound, levels, layer, jax.random.fold_in(key, offset + i), x,
-                          fill=fill, interpolation=interpolation, owner=owner)
-        return out, None
+        o, a, b = xs
+        return run_layer(entries, bound, o, a, b, x, owner), None
 
-    out, _ = jax.lax.scan(body, image, (fields, jnp.arange(count, dtype=jnp.uint32)))
+    out, _ = jax.lax.scan(body, image, (op_index, applied, branches))
     return out
 
 

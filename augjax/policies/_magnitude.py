@@ -1,133 +1,14 @@
-"""The magnitude model: how a policy turns a magnitude level into an op's parameter value.
-
-Every policy draws, per op application, a *level* and turns it into a fraction
-``t = level / levels`` of the largest magnitude: ``levels = num_magnitude_bins - 1`` for the
-torchvision / DALI bin scale (``m=9`` of 31 bins is ``t = 9/30``) and ``levels = 10`` for timm's
-``M`` scale (``m9`` is ``t = 0.9``; timm's ``_LEVEL_DENOM``). A :class:`MagnitudeMap` then gives
-the value, in the order the reference implementations compute it::
-
-    u = lerp(start * S, end * S, t)      # S = image width / height for "per" maps, else 1
-    u = clip(u, clip)                    # e.g. timm's min(256, ...) on solarize
-    u = Q(u)                             # "trunc" (int()), "round" (half to even), or none
-    u = -u  with probability 1/2         # signed maps ("randomly negate")
-    v = plus + times * u                 # e.g. torchvision's 1 + magnitude for enhance ops
-    v = clip(v, bounds)                  # e.g. timm's max(0.1, ...) on increasing enhance ops
-    v = draw_from + (v - draw_from) * U  # only timm GaussianBlurRand: uniform in [draw_from, v]
-
-Integer levels (every policy without magnitude noise) use tables computed here in float64, as
-timm does in Python; ``f32=True`` maps round ``u`` to float32 after the lerp, as torchvision's
-``torch.linspace`` tables are float32 (torch's own values may differ by one float32 ulp,
-depending on its CPU vector path: a solarize threshold such as ``255 * 0.8`` can then sit on
-either side of level 204, the only visible effect). Continuous levels (``mstd`` noise) use the same formula
-in float32 inside the program.
-"""
+"""Policy op-space entries: a reference's name for an augjax op, the parameter its magnitude
+drives, and the map (the op's own, from its ``Param``, with this reference's overrides)."""
 
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any
 
-import jax
-import jax.numpy as jnp
-import numpy as np
+from augjax._magnitude import MagnitudeMap, linear
 
-__all__ = ["MagnitudeMap", "PolicyOp", "linear"]
-
-_QUANTIZE = (None, "trunc", "round")
-_PER = (None, "width", "height")
-
-
-@dataclasses.dataclass(frozen=True)
-class MagnitudeMap:
-    """A level fraction ``t`` -> parameter value map (see the module docstring for the order)."""
-
-    start: float
-    end: float
-    signed: bool = False
-    quantize: str | None = None
-    clip: tuple[float | None, float | None] = (None, None)
-    times: float = 1.0
-    plus: float = 0.0
-    bounds: tuple[float | None, float | None] = (None, None)
-    per: str | None = None
-    f32: bool = False
-    draw_from: float | None = None
-
-    def __post_init__(self) -> None:
-        if self.quantize not in _QUANTIZE or self.per not in _PER:
-            raise ValueError(f"bad MagnitudeMap {self!r}")
-
-    @property
-    def neutral(self) -> float:
-        """The value at level 0 (for unsigned maps) / the centre of reflection (signed maps)."""
-        return self.plus
-
-    def _side(self, height: int, width: int) -> float:
-        return {None: 1.0, "width": float(width), "height": float(height)}[self.per]
-
-    def value(self, level: float, denominator: float, negative: bool, height: int,
-              width: int) -> float:
-        """The value at ``level`` (``t = level / denominator``), in float64 as the references
-        compute it in Python; ``f32`` maps round the lerp to float32 as ``torch.linspace``
-        tables are (torch's own float32 values depend on its CPU vector path and may be one
-        ulp away: tests allow that)."""
-        side = self._side(height, width)
-        lo, hi = self.start * side, self.end * side
-        u = lo + (hi - lo) * (level / denominator)
-        if self.f32:
-            u = float(np.float32(u))
-        u = _clip(u, self.clip, max, min)
-        if self.quantize == "trunc":
-            u = float(math.trunc(u))
-        elif self.quantize == "round":
-            u = float(np.round(u))
-        if self.signed and negative:
-            u = -u
-        return _clip(self.plus + self.times * u, self.bounds, max, min)
-
-    def table(self, levels: int, denominator: float, height: int, width: int) -> np.ndarray:
-        """Values at the integer levels ``0..levels``: shape ``(2, levels + 1)`` float32, row 0
-        positive, row 1 negated (equal rows for unsigned maps)."""
-        return np.array(
-            [[self.value(i, denominator, neg, height, width) for i in range(levels + 1)]
-             for neg in (False, True)],
-            np.float32,
-        )
-
-    def traced(self, t: jax.Array, negative: jax.Array, height: int, width: int) -> jax.Array:
-        """The same map in float32 for a traced (continuous) ``t``."""
-        side = self._side(height, width)
-        lo, hi = self.start * side, self.end * side
-        u = lo + (hi - lo) * t.astype(jnp.float32)
-        u = _clip(u, self.clip, jnp.maximum, jnp.minimum)
-        if self.quantize == "trunc":
-            u = jnp.trunc(u)
-        elif self.quantize == "round":
-            u = jnp.round(u)
-        if self.signed:
-            u = jnp.where(negative, -u, u)
-        return _clip(self.plus + self.times * u, self.bounds, jnp.maximum, jnp.minimum)
-
-    def finish(self, v: jax.Array, key: jax.Array) -> jax.Array:
-        """Applies the random draw of ``draw_from`` maps (identity for the others)."""
-        if self.draw_from is None:
-            return v
-        return self.draw_from + (v - self.draw_from) * jax.random.uniform(key, ())
-
-
-def _clip(x: Any, bounds: tuple[float | None, float | None], hi_fn, lo_fn) -> Any:
-    lo, hi = bounds
-    if lo is not None:
-        x = hi_fn(x, lo)
-    if hi is not None:
-        x = lo_fn(x, hi)
-    return x
-
-
-def linear(start: float, end: float, **kw: Any) -> MagnitudeMap:
-    """Shorthand for :class:`MagnitudeMap`."""
-    return MagnitudeMap(float(start), float(end), **kw)
+__all__ = ["MagnitudeMap", "PolicyOp", "linear", "resolve"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,7 +19,9 @@ class PolicyOp:
         name: the reference's name for it ("ShearX", "SolarizeIncreasing", ...).
         op: the augjax op that implements it (None: identity).
         param: the op's magnitude parameter (None for ops without a magnitude).
-        magnitude: the level -> value map for ``param``.
+        magnitude: the level -> value map for ``param``: a :class:`MagnitudeMap` (the
+            reference's own), a dict of fields overriding the op's declared map (``{"f32":
+            True}``), or None for the op's declared map as it is.
         fixed: other parameters, fixed for this entry (``relative``, ``threshold``, ...).
         geometric: whether the op takes ``fill`` and ``interpolation`` from the policy.
     """
@@ -146,6 +29,24 @@ class PolicyOp:
     name: str
     op: str | None
     param: str | None = None
-    magnitude: MagnitudeMap | None = None
+    magnitude: MagnitudeMap | tuple[tuple[str, Any], ...] | None = None
     fixed: tuple[tuple[str, Any], ...] = ()
     geometric: bool = False
+
+
+def resolve(entry: PolicyOp, spec: Any) -> PolicyOp:
+    """``entry`` with its map made concrete from ``spec``'s declared magnitude (the op's
+    ``Param.magnitude``) and the entry's overrides.
+
+    Raises:
+        ValueError: the entry names a parameter the op does not declare a magnitude for.
+    """
+    if entry.param is None or isinstance(entry.magnitude, MagnitudeMap):
+        return entry
+    param = spec.params.get(entry.param)
+    base = None if param is None else param.magnitude_map
+    if base is None:
+        raise ValueError(f"the op {spec.name!r} declares no magnitude for parameter "
+                         f"{entry.param!r}, and the entry {entry.name!r} gives no map")
+    over = dict(entry.magnitude or ())
+    return dataclasses.replace(entry, magnitude=dataclasses.replace(base, **over))

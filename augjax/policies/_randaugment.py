@@ -32,7 +32,7 @@ import jax.numpy as jnp
 
 from augjax.chain._element import decision_key
 from augjax.errors import ParamError
-from augjax.policies import tables as T
+import augjax.policies.tables as T
 from augjax.policies._base import (
     DEFAULT,
     STYLES,
@@ -41,16 +41,24 @@ from augjax.policies._base import (
     check_float,
     check_int,
     check_names,
+    registered_entry,
 )
 from augjax.policies._engine import (
     Levels,
-    apply_layer,
-    apply_layers,
+    draw_branches,
     draw_level,
-    layer_values,
+    layers_matrix,
+    run_layer,
+    run_layers,
 )
 
 __all__ = ["RandAugment", "TrivialAugmentWide", "rand_augment", "trivial_augment_wide"]
+
+
+def _entries(space, names: tuple[str, ...], owner: str):
+    """The entries named ``names``: the style's own, or registered ops by their names."""
+    table = {e.name: e for e in space}
+    return tuple(table[n] if n in table else registered_entry(n, owner) for n in names)
 
 
 def _space_for(style: str, increasing: bool, translate_const: float, translate_pct: float):
@@ -113,7 +121,7 @@ class RandAugment(Policy):
         space, default = _space_for(self.style, inc, self.translate_const, self.translate_pct)
         valid = tuple(e.name for e in space)
         if self.ops is not None:
-            self._set("ops", check_names(own, "ops", self.ops, valid))
+            self._set("ops", check_names(own, "ops", self.ops, valid, registered=True))
         elif timm:
             self._set("ops", tuple(default))
         self._set("exclude", check_names(own, "exclude", self.exclude, valid))
@@ -137,7 +145,7 @@ class RandAugment(Policy):
         space, _ = _space_for(self.style, self.increasing, self.translate_const,
                               self.translate_pct)
         names = self.ops if self.ops is not None else tuple(e.name for e in space)
-        return T.space(space, tuple(n for n in names if n not in self.exclude))
+        return _entries(space, tuple(n for n in names if n not in self.exclude), self.kind)
 
     @functools.cached_property
     def levels(self) -> Levels:
@@ -155,7 +163,7 @@ class RandAugment(Policy):
         keys = jax.random.split(key, self.n)
         return jax.vmap(lambda k: draw_level(k, self.m, self.mstd, self.levels.limit))(keys)
 
-    def plan(self, key, height, width):
+    def draw(self, key, meta):
         k_op, k_sign, k_apply, k_level = jax.random.split(decision_key(key), 4)
         count = len(self.entries)
         if self.weights is None:
@@ -164,26 +172,25 @@ class RandAugment(Policy):
             w = jnp.asarray(self.weights, jnp.float32)
             scores = jnp.where(w > 0, jnp.log(w), -jnp.inf) + jax.random.gumbel(k_op, (count,))
             ops = jax.lax.top_k(scores, self.n)[1]
+        level = self._draw_levels(k_level)
+        negative = jax.random.bernoulli(k_sign, 0.5, (self.n,))
         return {
             "op": ops.astype(jnp.int32),
-            "level": self._draw_levels(k_level),
-            "negative": jax.random.bernoulli(k_sign, 0.5, (self.n,)),
+            "level": level,
+            "negative": negative,
             "applied": jax.random.uniform(k_apply, (self.n,)) < self.p if self.p < 1.0
             else jnp.ones((self.n,), bool),
+            "branches": draw_branches(self.space, self.bound, self.levels, level, negative,
+                                      jnp.arange(self.n), key, meta),
         }
 
-    def _layer(self, plan, i):
-        return {k: v[i] for k, v in plan.items()}
+    def run(self, image, params):
+        return run_layers(self.space, self.bound, params["op"], params["applied"],
+                          params["branches"], image, self.kind)
 
-    def apply(self, plan, key, image):
-        return apply_layers(self.entries, self.bound, self.levels, plan, key, image,
-                            fill=self.fill, interpolation=self.interpolation, owner=self.kind)
-
-    def describe(self, key, height, width):
-        plan = self.plan(key, height, width)
-        values = [layer_values(self.entries, self.levels, self._layer(plan, i), height, width,
-                               jax.random.fold_in(key, i)) for i in range(self.n)]
-        return {**plan, "value": jnp.stack(values) if values else jnp.zeros((0,), jnp.float32)}
+    def matrix(self, params, meta):
+        return layers_matrix(self.bound, params["op"], params["applied"], params["branches"],
+                             meta)
 
 
 def rand_augment(n: int = 2, m: float = 9, num_magnitude_bins: int = 31, *, mstd: float = 0.0,
@@ -204,9 +211,10 @@ def rand_augment(n: int = 2, m: float = 9, num_magnitude_bins: int = 31, *, mstd
         p: probability of applying each layer (default 1.0; timm 0.5).
         increasing: op space whose strength increases with ``m`` (timm ``inc1``, DALI
             ``monotonic_mag``); default True except for timm (False, as timm).
-        ops: names of the ops to draw from (the style's names, e.g. ``"ShearX"`` or, for dali,
-            ``"shear_x"``); default the style's whole space. A dict name -> weight also sets
-            ``weights``.
+        ops: names of the ops to draw from: the style's names (e.g. ``"ShearX"`` or, for dali,
+            ``"shear_x"``) and any registered op that declares a magnitude, by its registered
+            name (``"rotate"``, ``"gaussian_blur"``, a pack's op), driven by its own map;
+            default the style's whole space. A dict name -> weight also sets ``weights``.
         exclude: names to leave out (DALI's ``excluded``).
         weights: relative weights of ``ops`` (timm ``tweights``): choice without replacement.
         style: ``"torchvision"``, ``"timm"`` or ``"dali"`` (see the module docstring).
@@ -248,7 +256,7 @@ class TrivialAugmentWide(Policy):
         self._geometry(self.style)
         valid = tuple(e.name for e in self._space())
         if self.ops is not None:
-            self._set("ops", check_names(own, "ops", self.ops, valid))
+            self._set("ops", check_names(own, "ops", self.ops, valid, registered=True))
         self._set("exclude", check_names(own, "exclude", self.exclude, valid))
         if not self.entries:
             raise ParamError(f"{own}: no op left after 'exclude'", op=own, param="exclude")
@@ -261,33 +269,35 @@ class TrivialAugmentWide(Policy):
     @functools.cached_property
     def entries(self):
         names = self.ops if self.ops is not None else tuple(e.name for e in self._space())
-        return T.space(self._space(), tuple(n for n in names if n not in self.exclude))
+        return _entries(self._space(), tuple(n for n in names if n not in self.exclude),
+                        self.kind)
 
     @functools.cached_property
     def levels(self) -> Levels:
         top = self.num_magnitude_bins - 1
         return Levels(top, top, True)
 
-    def plan(self, key, height, width):
+    def draw(self, key, meta):
         k_op, k_sign, k_level = jax.random.split(decision_key(key), 3)
+        level = jax.random.randint(k_level, (1,), 0, self.num_magnitude_bins).astype(jnp.float32)
+        negative = jax.random.bernoulli(k_sign, 0.5, (1,))
         return {
             "op": jax.random.randint(k_op, (1,), 0, len(self.entries)).astype(jnp.int32),
-            "level": jax.random.randint(k_level, (1,), 0, self.num_magnitude_bins)
-            .astype(jnp.float32),
-            "negative": jax.random.bernoulli(k_sign, 0.5, (1,)),
+            "level": level,
+            "negative": negative,
             "applied": jnp.ones((1,), bool),
+            "branches": draw_branches(self.space, self.bound, self.levels, level, negative,
+                                      jnp.zeros((1,), jnp.int32), key, meta),
         }
 
-    def apply(self, plan, key, image):
-        layer = {k: v[0] for k, v in plan.items()}
-        return apply_layer(self.entries, self.bound, self.levels, layer, key, image,
-                           fill=self.fill, interpolation=self.interpolation, owner=self.kind)
+    def run(self, image, params):
+        branches = jax.tree_util.tree_map(lambda v: v[0], params["branches"])
+        return run_layer(self.space, self.bound, params["op"][0], params["applied"][0],
+                         branches, image, self.kind)
 
-    def describe(self, key, height, width):
-        plan = self.plan(key, height, width)
-        layer = {k: v[0] for k, v in plan.items()}
-        value = layer_values(self.entries, self.levels, layer, height, width, key)
-        return {**plan, "value": value[None]}
+    def matrix(self, params, meta):
+        return layers_matrix(self.bound, params["op"], params["applied"], params["branches"],
+                             meta)
 
 
 def trivial_augment_wide(num_magnitude_bins: int = 31, *, ops=None, exclude=(),
@@ -298,7 +308,8 @@ def trivial_augment_wide(num_magnitude_bins: int = 31, *, ops=None, exclude=(),
 
     Args:
         num_magnitude_bins: the number of magnitude bins.
-        ops: names of the ops to draw from; default all 14.
+        ops: names of the ops to draw from; default all 14. Registered ops that declare a
+            magnitude join by their registered names (driven by their own maps).
         exclude: names to leave out.
         style: ``"torchvision"`` (no fill, nearest) or ``"dali"`` (fill 128/255, bilinear).
         fill: fill of uncovered pixels, a fraction of the range in [0, 1] (x255 for uint8);

@@ -1,5 +1,13 @@
-"""Every policy table in one place: op spaces (name -> augjax op + magnitude map) and the
-AutoAugment sub-policies of torchvision 0.29, timm 1.0 and DALI 2.4 ``auto_aug``.
+"""Every policy table in one place: op spaces (a reference's name -> augjax op and what the
+reference does differently from the op's own magnitude map) and the AutoAugment sub-policies
+of torchvision 0.29, timm 1.0 and DALI 2.4 ``auto_aug``.
+
+Magnitudes have one source: each op declares its map on its parameter (``Param(magnitude=...,
+signed=...)``, the torchvision RandAugment map where the op is one of its primitives); an
+entry here gives only :func:`over`, the fields a reference changes (its range, float32
+``linspace`` rounding, quantization, clipping), or a full map where the reference uses the
+parameter differently (timm's Desaturate). Policies resolve entries against the registered ops
+when they are built.
 
 Transcribed from ``torchvision/transforms/v2/_auto_augment.py`` (``_AUGMENTATION_SPACE`` of
 RandAugment, TrivialAugmentWide, AutoAugment, AugMix; ``AutoAugment._get_policies``),
@@ -15,6 +23,8 @@ Scales: torchvision and DALI index ``num_magnitude_bins`` bins (level ``i`` is
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from augjax.policies._magnitude import PolicyOp, linear
 
@@ -37,12 +47,18 @@ __all__ = [
     "TV_POLICIES",
     "TV_RAND_AUGMENT",
     "TV_TRIVIAL_AUGMENT_WIDE",
+    "over",
     "space",
     "timm_ops",
 ]
 
 #: torchvision's largest RandAugment translation, a fraction of the side (150/331).
 TRANSLATE_REL = 150.0 / 331.0
+
+
+def over(**fields: Any) -> tuple[tuple[str, Any], ...]:
+    """The fields of an op's declared magnitude map that a reference changes."""
+    return tuple(sorted(fields.items()))
 
 
 def _geo(name: str, op: str, param: str, mag, **fixed) -> PolicyOp:
@@ -67,17 +83,16 @@ def _tv_space(*, shear: float, translate, rotate: float, enhance: float, posteri
     """A torchvision op space. ``translate`` is ("rel", fraction of the side) or ("px", max)."""
     kind, amount = translate
     per = {"rel": "width", "px": None}[kind]
-    tx = linear(0.0, amount, signed=True, quantize="trunc", f32=True, per=per)
-    ty = linear(0.0, amount, signed=True, quantize="trunc", f32=True,
-                per=None if per is None else "height")
-    enh = linear(0.0, enhance, signed=True, plus=1.0, f32=True)
+    tx = over(end=amount, quantize="trunc", f32=True, per=per)
+    ty = over(end=amount, quantize="trunc", f32=True, per=None if per is None else "height")
+    enh = over(end=enhance, f32=True)
     ops = [_op("Identity", None)] if identity else []
     ops += [
-        _geo("ShearX", "shear_x", "shear", linear(0.0, shear, signed=True, f32=True)),
-        _geo("ShearY", "shear_y", "shear", linear(0.0, shear, signed=True, f32=True)),
+        _geo("ShearX", "shear_x", "shear", over(end=shear, f32=True)),
+        _geo("ShearY", "shear_y", "shear", over(end=shear, f32=True)),
         _geo("TranslateX", "translate_x", "translate", tx, relative=False),
         _geo("TranslateY", "translate_y", "translate", ty, relative=False),
-        _geo("Rotate", "rotate", "degrees", linear(0.0, rotate, signed=True, f32=True)),
+        _geo("Rotate", "rotate", "degrees", over(end=rotate, f32=True)),
     ]
     enhance = [_op("Brightness", "brightness", "factor", enh),
                _op("Color", "saturation", "factor", enh),
@@ -87,8 +102,8 @@ def _tv_space(*, shear: float, translate, rotate: float, enhance: float, posteri
         ops += enhance
     ops += [
         _op("Posterize", "posterize", "bits",
-            linear(posterize[0], posterize[1], quantize="round", f32=True)),
-        _op("Solarize", "solarize", "threshold", linear(1.0, 0.0, times=255.0, f32=True)),
+            over(start=float(posterize[0]), end=float(posterize[1]), quantize="round", f32=True)),
+        _op("Solarize", "solarize", "threshold", over(start=1.0, end=0.0, times=255.0, f32=True)),
         _op("AutoContrast", "autocontrast"),
         _op("Equalize", "equalize"),
     ]
@@ -205,23 +220,25 @@ TV_POLICIES = {
 def _dali_space(*, shear: float, translate_px: float, rotate: float, enhance, posterize,
                 solarize, monotonic: bool = True):
     if monotonic:
-        enh = linear(enhance[0], enhance[1], signed=True, plus=1.0)
+        enh = over(start=float(enhance[0]), end=float(enhance[1]))
     else:
-        enh = linear(enhance[0], enhance[1])
-    post = linear(posterize[0], posterize[1], quantize="round", clip=(1.0, 8.0))
-    t = linear(0.0, translate_px, signed=True)
+        enh = over(start=float(enhance[0]), end=float(enhance[1]), signed=False, plus=0.0)
+    post = over(start=float(posterize[0]), end=float(posterize[1]), quantize="round",
+                clip=(1.0, 8.0))
+    t = over(end=translate_px)
     return (
         _geo("translate_x", "translate_x", "translate", t, relative=False),
         _geo("translate_y", "translate_y", "translate", t, relative=False),
-        _geo("shear_x", "shear_x", "shear", linear(0.0, shear, signed=True)),
-        _geo("shear_y", "shear_y", "shear", linear(0.0, shear, signed=True)),
-        _geo("rotate", "rotate", "degrees", linear(0.0, rotate, signed=True)),
+        _geo("shear_x", "shear_x", "shear", over(end=shear)),
+        _geo("shear_y", "shear_y", "shear", over(end=shear)),
+        _geo("rotate", "rotate", "degrees", over(end=rotate)),
         _op("brightness", "brightness", "factor", enh),
         _op("contrast", "contrast", "factor", enh),
         _op("color", "saturation", "factor", enh),
         _op("sharpness", "sharpness", "factor", enh),
         _op("posterize", "posterize", "bits", post),
-        _op("solarize", "solarize", "threshold", linear(solarize[0], solarize[1])),
+        _op("solarize", "solarize", "threshold",
+            over(start=float(solarize[0]), end=float(solarize[1]))),
         _op("equalize", "equalize"),
         _op("auto_contrast", "autocontrast"),
         _op("identity", None),
@@ -252,26 +269,33 @@ TIMM_BLUR_KERNEL = 13
 
 
 def timm_ops(translate_const: float = 250, translate_pct: float = 0.45) -> dict[str, PolicyOp]:
-    """timm's ``NAME_TO_OP`` + ``LEVEL_TO_ARG`` as augjax ops, for the given hparams."""
-    enh = linear(0.0, 1.8, plus=0.1)
-    enh_inc = linear(0.0, 0.9, signed=True, plus=1.0, bounds=(0.1, None))
-    abs_t = linear(0.0, float(translate_const), signed=True)
-    rel_t = linear(0.0, float(translate_pct), signed=True)
+    """timm's ``NAME_TO_OP`` + ``LEVEL_TO_ARG`` as augjax ops, for the given hparams.
+
+    The geometric ops sample as PIL does (``convention="pil"``: fractional shifts, edge samples
+    clamped, outside points filled), and the translations are negated (``times=-1``) so that a
+    positive timm magnitude moves the content left/up, as timm's ``translate_*`` do."""
+    enh = over(end=1.8, signed=False, plus=0.1)
+    enh_inc = over(bounds=(0.1, None))
+    # timm's positive translate moves the content left/up (PIL's (1, 0, px, 0, 1, 0));
+    # augjax's moves it right/down: times=-1 keeps timm's direction for the same sign draw.
+    abs_t = over(end=float(translate_const), times=-1.0)
+    rel_t = over(end=float(translate_pct), times=-1.0)
+    pil = {"convention": "pil"}
+    bits = dict(start=0.0, end=4.0, quantize="trunc")
+    threshold = dict(start=0.0, end=256.0, quantize="trunc", clip=(None, 256.0))
     ops = [
         _op("AutoContrast", "autocontrast"),
         _op("Equalize", "equalize"),
         _op("Invert", "invert"),
-        _geo("Rotate", "rotate", "degrees", linear(0.0, 30.0, signed=True)),
-        _op("Posterize", "posterize", "bits", linear(0.0, 4.0, quantize="trunc")),
-        _op("PosterizeIncreasing", "posterize", "bits",
-            linear(0.0, 4.0, quantize="trunc", times=-1.0, plus=4.0)),
-        _op("PosterizeOriginal", "posterize", "bits", linear(0.0, 4.0, quantize="trunc", plus=4.0)),
-        _op("Solarize", "solarize", "threshold",
-            linear(0.0, 256.0, quantize="trunc", clip=(None, 256.0))),
+        _geo("Rotate", "rotate", "degrees", over(), **pil),
+        _op("Posterize", "posterize", "bits", over(**bits)),
+        _op("PosterizeIncreasing", "posterize", "bits", over(**bits, times=-1.0, plus=4.0)),
+        _op("PosterizeOriginal", "posterize", "bits", over(**bits, plus=4.0)),
+        _op("Solarize", "solarize", "threshold", over(**threshold)),
         _op("SolarizeIncreasing", "solarize", "threshold",
-            linear(0.0, 256.0, quantize="trunc", clip=(None, 256.0), times=-1.0, plus=256.0)),
+            over(**threshold, times=-1.0, plus=256.0)),
         _op("SolarizeAdd", "solarize_add", "addition",
-            linear(0.0, 110.0, quantize="trunc", clip=(None, 128.0)), threshold=128.0),
+            over(quantize="trunc", clip=(None, 128.0)), threshold=128.0),
         _op("Color", "saturation", "factor", enh),
         _op("ColorIncreasing", "saturation", "factor", enh_inc),
         _op("Contrast", "contrast", "factor", enh),
@@ -280,18 +304,18 @@ def timm_ops(translate_const: float = 250, translate_pct: float = 0.45) -> dict[
         _op("BrightnessIncreasing", "brightness", "factor", enh_inc),
         _op("Sharpness", "sharpness", "factor", enh),
         _op("SharpnessIncreasing", "sharpness", "factor", enh_inc),
-        _geo("ShearX", "shear_x", "shear", linear(0.0, 0.3, signed=True)),
-        _geo("ShearY", "shear_y", "shear", linear(0.0, 0.3, signed=True)),
-        _geo("TranslateX", "translate_x", "translate", abs_t, relative=False),
-        _geo("TranslateY", "translate_y", "translate", abs_t, relative=False),
-        _geo("TranslateXRel", "translate_x", "translate", rel_t, relative=True),
-        _geo("TranslateYRel", "translate_y", "translate", rel_t, relative=True),
+        _geo("ShearX", "shear_x", "shear", over(), **pil),
+        _geo("ShearY", "shear_y", "shear", over(), **pil),
+        _geo("TranslateX", "translate_x", "translate", abs_t, relative=False, **pil),
+        _geo("TranslateY", "translate_y", "translate", abs_t, relative=False, **pil),
+        _geo("TranslateXRel", "translate_x", "translate", rel_t, relative=True, **pil),
+        _geo("TranslateYRel", "translate_y", "translate", rel_t, relative=True, **pil),
         _op("Desaturate", "saturation", "factor",
             linear(0.5, 1.0, clip=(0.5, 1.0), times=-1.0, plus=1.0, bounds=(0.0, 1.0))),
-        _op("GaussianBlur", "gaussian_blur", "sigma", linear(0.1, 2.0, clip=(0.1, 2.0)),
+        _op("GaussianBlur", "gaussian_blur", "sigma", over(clip=(0.1, 2.0)),
             kernel_size=TIMM_BLUR_KERNEL),
         _op("GaussianBlurRand", "gaussian_blur", "sigma",
-            linear(0.0, 1.0, clip=(0.0, 1.0), times=2.0, draw_from=0.1),
+            over(start=0.0, end=1.0, clip=(0.0, 1.0), times=2.0, draw_from=0.1),
             kernel_size=TIMM_BLUR_KERNEL),
     ]
     return {o.name: o for o in ops}

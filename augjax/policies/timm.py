@@ -20,11 +20,14 @@ reproduce what timm's ``transforms_imagenet_train`` passes: ``translate_const =
 int(0.45 * min(img_size))``, ``img_mean = round(255 * mean)`` and, for AugMix,
 ``translate_pct = 0.3``.
 
-Deviations from timm (which runs PIL ops on one image at a time): geometric ops sample with
-``interpolation`` ("bilinear" by default; timm picks bilinear or bicubic at random per op) and
-shift by whole pixels; the enhance ops follow torchvision's kernels (PIL may differ by one
-level); GaussianBlur is a true Gaussian with a 13-tap kernel (PIL approximates it with box
-blurs).
+Geometric ops sample as PIL does (``convention="pil"``: fractional shifts, edge samples
+clamped, outside points filled, uint8 bilinear truncated) and move the content the way timm's
+do. Deviations from timm (which runs PIL ops on one image at a time): geometric ops sample
+with ``interpolation`` ("bilinear" by default; timm picks bilinear or bicubic at random per op,
+and augjax has no bicubic), and bilinear uint8 results may be one level off PIL's (float32
+versus PIL's float64 before truncation; :func:`augjax.kernels.warp_affine_pil`); the enhance
+ops follow torchvision's kernels (PIL may differ by one level); GaussianBlur is a true Gaussian
+with a 13-tap kernel (PIL approximates it with box blurs).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import re
 from typing import Any
 
 from augjax.errors import ParamError
-from augjax.policies import tables as T
+import augjax.policies.tables as T
 from augjax.policies._augmix import augmix
 from augjax.policies._autoaugment import auto_augment
 from augjax.policies._randaugment import rand_augment

@@ -167,14 +167,24 @@ def _param_problems(op: str, name: str, p: Any) -> list[str]:
         except ParamError as err:
             out.append(f"{where}: the neutral value {p.neutral!r} is outside the range ({err})")
     if p.magnitude is not None:
-        if len(p.magnitude) != 2:
-            out.append(f"{where}: magnitude must be (value at 0, value at the largest)")
+        try:
+            mag = p.magnitude_map
+        except (TypeError, ValueError):
+            mag = None
+        if mag is None:
+            out.append(f"{where}: magnitude must be (value at 0, value at the largest) or an "
+                       f"augjax.MagnitudeMap, got {p.magnitude!r}")
+        elif not p.per_sample:
+            out.append(f"{where}: a parameter with a magnitude is set per sample by policies")
         else:
-            for m in p.magnitude:
-                try:
-                    p.check(op, name, m)
-                except ParamError as err:
-                    out.append(f"{where}: magnitude end {m!r} is outside the range ({err})")
+            for level in (0.0, 1.0):
+                for negative in (False, True) if mag.signed else (False,):
+                    m = mag.value(level, 1.0, negative, 224, 224)
+                    value = int(m) if p.kind == "int_or_pair" and float(m).is_integer() else m
+                    try:
+                        p.check(op, name, value)
+                    except ParamError as err:
+                        out.append(f"{where}: magnitude value {m!r} is outside the range ({err})")
     return out
 
 
@@ -301,7 +311,8 @@ def check_output_contract(op: BoundOp) -> None:
 
 def check_jit_matches_eager(op: BoundOp) -> None:
     """The jitted, batched program equals the kernel run eagerly (not traced) on each sample
-    (sample-level ops) or on the batch (batch-level ops), with the same keys."""
+    (sample-level ops) or on the batch (batch-level ops), with the params ``sample`` gives for
+    the same keys."""
     spec, kw = op.spec, op.kwargs
     layout, dtype = _main_layout(op), _main_dtype(op)
     x = make_images(spec, dtype, layout=layout)
@@ -309,16 +320,14 @@ def check_jit_matches_eager(op: BoundOp) -> None:
     keys = _keys(2)
     got = _run(op, x, labels, keys, layout)
     hwc = jnp.asarray(_to_layout(x, layout, "HWC"))
-    op_keys = jax.vmap(jax.random.fold_in, in_axes=(0, None))(keys, 0)
+    params = _sample(op, x, labels, keys, layout)
     if spec.level == "sample":
-        outs = [spec.kernel(op_keys[i], hwc[i], **kw) if spec.random else spec.kernel(hwc[i], **kw)
+        outs = [op.run(hwc[i], jax.tree_util.tree_map(lambda v, i=i: v[i], params))
                 for i in range(len(x))]
         want = [np.stack([np.asarray(o) for o in outs])]
     else:
-        args = ([op_keys[0]] if spec.random else []) + [hwc]
-        if labels is not None:
-            args.append(jnp.asarray(labels))
-        result = spec.kernel(*args, **kw)
+        args = [hwc] + ([jnp.asarray(labels)] if labels is not None else [])
+        result = op.run_batch(tuple(args), params)
         want = [np.asarray(r) for r in (result if isinstance(result, tuple) else (result,))]
     want[0] = _to_layout(want[0], "HWC", spec.layout_after(layout, kw))
     for i, (g, e) in enumerate(zip(got, want)):
@@ -337,6 +346,83 @@ def check_vmap_matches_loop(op: BoundOp) -> None:
         alone = _run(op, x[i:i + 1], None, keys[i:i + 1], layout)[0]
         _assert_close(f"sample {i}: batch vs alone", batched[i:i + 1], alone,
                       _tolerance(alone.dtype))
+
+
+def _sample(op: BoundOp, images: Any, labels: Any, keys: Any, layout: str) -> Any:
+    inputs = (images,) if labels is None else (images, labels)
+    return op.sample(*inputs, key=keys, layout=layout)
+
+
+def _leaves_with_paths(params: Any) -> list[tuple[str, Any]]:
+    flat, _ = jax.tree_util.tree_flatten_with_path(params)
+    return [(jax.tree_util.keystr(path), leaf) for path, leaf in flat]
+
+
+def check_sample_apply(op: BoundOp) -> None:
+    """Params-first: ``op.sample`` gives a pytree of arrays with a leading batch axis (values,
+    never keys), the same for the same key; ``op.apply`` with them equals the call bitwise,
+    also inside a chain (``compose(op).sample`` / ``.apply``); geometric ops give one finite
+    3x3 matrix per sample."""
+    spec = op.spec
+    layout, dtype = _main_layout(op), _main_dtype(op)
+    x = make_images(spec, dtype, layout=layout)
+    labels = make_labels(op, len(x))
+    keys = _keys(10)
+    inputs = (x,) if labels is None else (x, labels)
+    params = _sample(op, x, labels, keys, layout)
+    assert isinstance(params, dict), f"sample returned {type(params).__name__}, not a dict"
+    for path, leaf in _leaves_with_paths(params):
+        assert isinstance(leaf, (jax.Array, np.ndarray)), f"params{path} is not an array"
+        assert not jnp.issubdtype(leaf.dtype, jax.dtypes.prng_key), (
+            f"params{path} holds keys; params hold the drawn values")
+        assert leaf.ndim >= 1 and leaf.shape[0] == len(x), (
+            f"params{path} has shape {leaf.shape}, not a leading batch axis of {len(x)}")
+    missing = [n for n in spec.per_sample if n not in params]
+    assert not missing, f"per-sample parameters {missing} are missing from the params"
+    again = _sample(op, x, labels, keys, layout)
+    for (path, a), (_, b) in zip(_leaves_with_paths(params), _leaves_with_paths(again)):
+        _assert_close(f"params{path}, same key twice", np.asarray(a), np.asarray(b), 0.0)
+    called = _run(op, x, labels, keys, layout)
+    applied = op.apply(*inputs, params=params, layout=layout)
+    applied = [np.asarray(a) for a in (applied if isinstance(applied, tuple) else (applied,))]
+    for i, (c, a) in enumerate(zip(called, applied)):
+        _assert_close(f"output {i}: call vs apply(sample)", a, c, 0.0)
+    from augjax.chain import compose
+
+    chain = compose(op)
+    chain_params = chain.sample(*inputs, key=keys, layout=layout)
+    replay = chain.apply(*inputs, params=chain_params, layout=layout)
+    replay = [np.asarray(a) for a in (replay if isinstance(replay, tuple) else (replay,))]
+    for i, (c, a) in enumerate(zip(called, replay)):
+        _assert_close(f"output {i}: op vs compose(op).apply(compose(op).sample)", a, c, 0.0)
+    if spec.level == "sample" and spec.matrix is not None:
+        from augjax.chain import matrices
+
+        h, w = (x.shape[1], x.shape[2]) if layout == "HWC" else (x.shape[2], x.shape[3])
+        c = x.shape[3] if layout == "HWC" else x.shape[1]
+        m = np.asarray(matrices(op, params, (h, w), c, dtype, len(x)))
+        assert m.shape == (len(x), 3, 3) and np.isfinite(m).all(), (
+            f"matrix gave {m.shape} (finite: {np.isfinite(m).all()}), not (N, 3, 3) finite")
+
+
+def check_differentiable(op: BoundOp) -> None:
+    """On float32 images, ``jax.grad`` of the output's sum with respect to the image, through
+    ``apply`` with sampled params, is finite and of the image's shape."""
+    spec = op.spec
+    layout = _main_layout(op)
+    x = make_images(spec, "float32", layout=layout)
+    labels = make_labels(op, len(x))
+    params = _sample(op, x, labels, _keys(11), layout)
+
+    def total(images):
+        inputs = (images,) if labels is None else (images, labels)
+        out = op.apply(*inputs, params=params, layout=layout)
+        out = out[0] if isinstance(out, tuple) else out
+        return jnp.sum(out)
+
+    grad = np.asarray(jax.grad(total)(jnp.asarray(x)))
+    assert grad.shape == x.shape, f"grad has shape {grad.shape}, not {x.shape}"
+    assert np.isfinite(grad).all(), "the gradient with respect to the image is not finite"
 
 
 def check_neutral_is_identity(op: BoundOp) -> None:
@@ -464,6 +550,9 @@ CHECKS: tuple[tuple[Callable[[BoundOp], None], Callable[[BoundOp], bool]], ...] 
     (check_input_errors, lambda op: True),
     (check_output_contract, lambda op: True),
     (check_jit_matches_eager, lambda op: True),
+    (check_sample_apply, lambda op: True),
+    (check_differentiable, lambda op: "float32" in op.spec.dtypes
+     and op.spec.output_dtype in (None, "float32")),
     (check_vmap_matches_loop, lambda op: op.spec.level == "sample"),
     (check_neutral_is_identity, lambda op: neutral_params(op) is not None),
     (check_same_key_reproduces, lambda op: op.spec.random),

@@ -70,7 +70,7 @@ def _away_from_neutral(p: Any) -> list[Any]:
     if p.magnitude is not None:
         m0, m1 = p.magnitude
         out += [m1, (m0 + m1) / 2]
-    if p.kind in ("float", "float_or_pair", "int") and isinstance(n, (int, float)):
+    if p.kind in ("float", "float_or_pair", "floats", "int") and isinstance(n, (int, float)):
         if hi is not None and math.isfinite(hi) and hi != n:
             out.append(n + (hi - n) / 2)
         if lo is not None and math.isfinite(lo) and lo != n:

@@ -3,36 +3,37 @@
 Images are uint8 (0..255) or float32 in [0, 1]; kernels compute in float32 and return the input
 dtype (uint8 rounded half to even, as torchvision's ``round_()``). Filters use reflect-101 borders
 (``dcb|abcd|cba``: torch ``pad(mode="reflect")``, scipy ``mode="mirror"``) unless stated.
-Kernel sizes are static (part of the compiled program); sigmas, angles, block sizes and the
-``p`` coin are drawn per sample inside the program, all from one draw ``u = uniform(key, (n,))``
-in the order the docstrings list (a range maps to ``low + u_i (high - low)``, an integer range to
-``low + floor(u_i (high - low + 1))``, the coin is ``u_i < p``).
+Kernel sizes are static (part of the compiled program).
+
+Params (``op.sample``; one value per sample, float32 unless stated): ``gaussian_blur``:
+``sigma``; ``box_blur``: none; ``motion_blur``: ``angle``, ``direction``; ``median_blur``:
+``applied`` (bool); ``pixelate``: ``block`` (a whole number), ``applied`` (bool). augjax draws the
+per-sample values (a range ``(low, high)`` uniformly, an integer range as whole numbers, a number
+is used as is; a policy sets ``sigma`` from its magnitude, 0.1 to 2.0); the ``applied`` coin is
+``uniform(k, ()) < p`` from the op's ``sample`` key ``k``.
+``op.apply(x, params={...})`` applies exact values.
 """
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 from augjax import Param, op
-
-from augjax_contrib._common import (
-    RADIANS,
+from augjax.kernels import (
     correlate,
     correlate_separable,
     gaussian_kernel1d,
-    int_pair,
-    odd_int,
-    odd_size,
     pad_edge,
-    span,
-    span_int,
     to_dtype,
-    to_float,
-    uniforms,
 )
+
+from augjax_contrib._common import API, coin, odd_int, odd_size
 
 __all__ = ["gaussian_blur", "box_blur", "motion_blur", "median_blur", "pixelate"]
 
+_RADIANS = math.pi / 180.0
 _P = Param(1.0, low=0.0, high=1.0, neutral=0.0, doc="probability of applying the op to a sample")
 
 
@@ -42,11 +43,13 @@ _P = Param(1.0, low=0.0, high=1.0, neutral=0.0, doc="probability of applying the
         "kernel_size": Param((5, 5), kind="size", low=1, high=99, validate=odd_size,
                              doc="odd kernel size, int or (height, width)"),
         "sigma": Param((0.1, 2.0), kind="float_or_pair", low=1e-3, high=100.0,
+                       magnitude=(0.1, 2.0),
                        doc="Gaussian sigma, or a (low, high) range drawn per sample"),
     },
     reference="torchvision.transforms.v2.GaussianBlur",
+    api_version=API,
 )
-def gaussian_blur(key, image, *, kernel_size, sigma):
+def gaussian_blur(image, params, *, kernel_size):
     """Blurs each image with a Gaussian kernel whose sigma is drawn per sample.
 
     torchvision ``GaussianBlur(kernel_size, sigma)`` semantics: ``sigma`` is a number or a range
@@ -55,12 +58,13 @@ def gaussian_blur(key, image, *, kernel_size, sigma):
     with reflection (reflect-101); uint8 results are rounded. Deviations: torchvision draws one
     sigma per call, augjax one per sample; a pair ``kernel_size`` is ``(height, width)`` here
     (torchvision orders it ``(kx, ky)``); torchvision rejects pads as large as the image, here the
-    reflection repeats. Draws: ``u = uniform(key, (1,))`` for sigma.
+    reflection repeats. Params: ``sigma``.
     """
-    s = span(uniforms(key, 1)[0], sigma)
+    s = params["sigma"]
     kh, kw = kernel_size
-    x = correlate_separable(to_float(image), gaussian_kernel1d(kh, s), gaussian_kernel1d(kw, s))
-    return to_dtype(x, image.dtype, clip=False)
+    x = correlate_separable(image.astype(jnp.float32), gaussian_kernel1d(kh, s),
+                            gaussian_kernel1d(kw, s))
+    return to_dtype(x, image.dtype, rounding="round")
 
 
 @op(
@@ -71,17 +75,20 @@ def gaussian_blur(key, image, *, kernel_size, sigma):
     },
     random=False,
     reference="scipy.ndimage.uniform_filter(mode='mirror')",
+    api_version=API,
 )
-def box_blur(image, *, kernel_size):
+def box_blur(image, params, *, kernel_size):
     """Replaces each pixel with the mean of the ``kernel_size`` window around it.
 
     The mean filter of ``scipy.ndimage.uniform_filter`` with ``mode="mirror"`` (reflect-101
     borders), in float32; uint8 results are rounded half to even. Odd sizes only, so the window is
-    centred (OpenCV ``blur`` and PIL ``BoxBlur`` use replicated borders instead).
+    centred (OpenCV ``blur`` and PIL ``BoxBlur`` use replicated borders instead). Deterministic:
+    no params.
     """
     kh, kw = kernel_size
-    x = correlate_separable(to_float(image), jnp.full((kh,), 1.0 / kh), jnp.full((kw,), 1.0 / kw))
-    return to_dtype(x, image.dtype, clip=False)
+    x = correlate_separable(image.astype(jnp.float32), jnp.full((kh,), 1.0 / kh),
+                            jnp.full((kw,), 1.0 / kw))
+    return to_dtype(x, image.dtype, rounding="round")
 
 
 def motion_kernel(size: int, angle: jax.Array, direction: jax.Array) -> jax.Array:
@@ -98,7 +105,7 @@ def motion_kernel(size: int, angle: jax.Array, direction: jax.Array) -> jax.Arra
     a = (direction + 1.0) / 2.0
     t = jnp.arange(size, dtype=jnp.float32) - r
     w = a + (1.0 - 2.0 * a) * (t + r) / max(size - 1, 1)
-    theta = angle * RADIANS
+    theta = angle * _RADIANS
     c, s = jnp.cos(theta), jnp.sin(theta)
     u, v = jnp.meshgrid(t, t, indexing="ij")  # u: row offset (y), v: column offset (x)
     qx = v * c - u * s
@@ -119,19 +126,20 @@ def motion_kernel(size: int, angle: jax.Array, direction: jax.Array) -> jax.Arra
                            doc="weight skew along the line in [-1, 1] (0 = uniform), or a range"),
     },
     reference="kornia.augmentation.RandomMotionBlur (kernel definition: see motion_kernel)",
+    api_version=API,
 )
-def motion_blur(key, image, *, kernel_size, angle, direction):
+def motion_blur(image, params, *, kernel_size):
     """Blurs each image along a straight line, as a camera or object moving during exposure.
 
     Per sample, ``angle`` and ``direction`` are drawn uniformly from their ranges and the image is
     correlated with :func:`motion_kernel` (reflect-101 borders; uint8 rounded). The parameters
     follow kornia ``RandomMotionBlur`` (kernel size, angle, direction in [-1, 1]); the kernel is
     drawn with bilinear splats in closed form instead of kornia's rotated image, so it is exactly
-    specified (see :func:`motion_kernel`). Draws: ``u = uniform(key, (2,))`` for angle, direction.
+    specified (see :func:`motion_kernel`). Params: ``angle``, ``direction``.
     """
-    u = uniforms(key, 2)
-    kernel = motion_kernel(kernel_size, span(u[0], angle), span(u[1], direction))
-    return to_dtype(correlate(to_float(image), kernel), image.dtype, clip=False)
+    kernel = motion_kernel(kernel_size, params["angle"], params["direction"])
+    out = correlate(image.astype(jnp.float32), kernel)
+    return to_dtype(out, image.dtype, rounding="round")
 
 
 @op(
@@ -141,16 +149,18 @@ def motion_blur(key, image, *, kernel_size, angle, direction):
                              doc="odd window size"),
         "p": _P,
     },
+    sample=coin,
     reference="OpenCV medianBlur / albumentations MedianBlur (replicated borders)",
+    api_version=API,
 )
-def median_blur(key, image, *, kernel_size, p):
+def median_blur(image, params, *, kernel_size, p):
     """Replaces each pixel with the median of its ``kernel_size`` x ``kernel_size`` window, per
     channel, with probability ``p`` per sample.
 
     Borders repeat the edge pixels (OpenCV ``medianBlur``, albumentations ``MedianBlur``,
     ``scipy.ndimage.median_filter(mode="nearest")``). The median of an odd window is one of its
     values, so the result is exact in both dtypes. DALI's ``experimental.median_blur`` is
-    GPU-only and not used as a reference. Draws: ``u = uniform(key, (1,))`` for the coin.
+    GPU-only and not used as a reference. Params: ``applied`` (bool, ``uniform < p``).
     """
     k = kernel_size
     r = k // 2
@@ -158,19 +168,21 @@ def median_blur(key, image, *, kernel_size, p):
     padded = pad_edge(image, r, r)
     windows = jnp.stack([padded[i:i + h, j:j + w] for i in range(k) for j in range(k)])
     med = jnp.sort(windows, axis=0)[(k * k) // 2]
-    return jnp.where(uniforms(key, 1)[0] < p, med, image)
+    return jnp.where(params["applied"], med, image)
 
 
 @op(
     "pixelate",
     params={
-        "block": Param((4, 8), kind="float_or_pair", low=1, high=512, validate=int_pair,
+        "block": Param((4, 8), kind="int_or_pair", low=1, high=512,
                        doc="block side in pixels, or an inclusive (low, high) range"),
         "p": _P,
     },
+    sample=coin,
     reference="mean-pool then nearest upsample (PIL resize BOX then NEAREST when divisible)",
+    api_version=API,
 )
-def pixelate(key, image, *, block, p):
+def pixelate(image, params, *, p):
     """Replaces each ``block`` x ``block`` tile (anchored at the top-left corner) with its mean.
 
     Per sample a block side is drawn (inclusive integer range) and the op is applied with
@@ -178,18 +190,18 @@ def pixelate(key, image, *, block, p):
     When the block divides the image this equals PIL ``resize(size // block, BOX)`` followed by
     ``resize(size, NEAREST)``; uint8 means are rounded half to even (PIL rounds half up).
     Computed as ``A_rows @ image @ A_cols^T`` with block-averaging matrices (exact in float32
-    up to summation order). Draws: ``u = uniform(key, (2,))`` for block, coin.
+    up to summation order). Params: ``block`` (a whole number), ``applied`` (bool,
+    ``uniform < p``).
     """
-    u = uniforms(key, 2)
-    b = span_int(u[0], block)
+    b = params["block"].astype(jnp.int32)
     h, w = image.shape[0], image.shape[1]
-    x = to_float(image)
+    x = image.astype(jnp.float32)
     a_rows, a_cols = _block_average(h, b), _block_average(w, b)
     hp = jax.lax.Precision.HIGHEST
     x = jnp.einsum("ij,jwc->iwc", a_rows, x, precision=hp)
     x = jnp.einsum("vw,iwc->ivc", a_cols, x, precision=hp)
-    out = to_dtype(x, image.dtype, clip=False)
-    return jnp.where(u[1] < p, out, image)
+    out = to_dtype(x, image.dtype, rounding="round")
+    return jnp.where(params["applied"], out, image)
 
 
 def _block_average(n: int, b: jax.Array) -> jax.Array:

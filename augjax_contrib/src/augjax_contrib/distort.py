@@ -2,9 +2,17 @@
 
 Images are uint8 (0..255) or float32 in [0, 1]. Each op computes, for every output pixel, a
 source position and samples the input there (nearest or bilinear); positions outside the image
-read ``fill``, a fraction of the dtype's maximum. uint8 results of bilinear sampling are rounded
-half to even. Scalar parameters come from one draw ``u = uniform(key, (n,))`` per sample: a range
-``(low, high)`` maps to ``low + u_i (high - low)``, the ``p`` coin is ``u_i < p``.
+read ``fill``, a fraction of the dtype's maximum (water and sphere: DALI's rule, each bilinear
+tap outside reads the fill; elastic_transform: torchvision's, :func:`augjax.kernels.sample`).
+uint8 results of bilinear sampling are rounded half to even. The ops move pixels
+(``geometric=True``) but by no matrix, so :func:`augjax.invert` cannot undo them.
+
+Params (``op.sample``; per sample, float32 unless stated): ``water``: ``ampl_x``, ``ampl_y``,
+``freq_x``, ``freq_y``, ``phase_x``, ``phase_y``, ``applied`` (bool); ``sphere``: ``applied``
+(bool); ``elastic_transform``: ``displacement`` ((H, W, 2), torchvision's displacement field in
+``grid_sample`` units: x then y offsets, in [-1, 1] for the whole image). augjax draws the wave
+parameters (a range uniformly, a number as is); the ``applied`` coin is ``uniform(k, ()) < p``
+from the op's ``sample`` key ``k``.
 """
 
 from __future__ import annotations
@@ -12,21 +20,16 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 from augjax import Param, op
-
-from augjax_contrib._common import (
+from augjax.kernels import (
+    check_fill,
     correlate_separable,
     gaussian_kernel1d,
-    peak,
-    pixel_grid,
-    sample_bilinear,
-    sample_nearest,
-    span,
+    is_int,
+    sample,
     to_dtype,
-    pair_xy,
-    to_float,
-    uniform,
-    uniforms,
 )
+
+from augjax_contrib._common import API, coin, pair_xy, pixel_grid, uniform
 
 __all__ = ["water", "sphere", "elastic_transform"]
 
@@ -36,18 +39,33 @@ _P = Param(1.0, low=0.0, high=1.0, neutral=0.0, doc="probability of applying the
 
 
 def _dali_remap(image: jax.Array, sx: jax.Array, sy: jax.Array, interpolation: str,
-                fill: float) -> jax.Array:
+                fill: float, op_name: str) -> jax.Array:
     """Samples ``image`` at DALI source positions (pixel ``(i, j)`` covers ``[j, j+1) x [i, i+1)``,
     so its centre is at ``(j + 0.5, i + 0.5)``): nearest takes ``floor``, bilinear interpolates
-    between centres; taps outside the image read ``fill``."""
-    x = to_float(image)
-    fill_v = fill * peak(image.dtype)
+    between centres.
+
+    DALI's fill rule differs from :func:`augjax.kernels.sample`'s (torchvision's, which blends
+    the zero-padded value, weighted once more by the footprint inside, with the fill): here each
+    of the four taps outside the image reads ``fill`` and the taps are blended as they are. The
+    taps are :func:`augjax.kernels.sample` nearest reads of the float image.
+    """
+    fill_v = check_fill(fill, image, op_name)
     if interpolation == "nearest":
-        out = sample_nearest(x, jnp.floor(sx).astype(jnp.int32), jnp.floor(sy).astype(jnp.int32),
-                             fill_v)
-    else:
-        out = sample_bilinear(x, sx - 0.5, sy - 0.5, fill_v)
-    return to_dtype(out, image.dtype)
+        return sample(image, jnp.floor(sx), jnp.floor(sy), "nearest", fill_v)
+    x = image.astype(jnp.float32)
+    sx, sy = sx - 0.5, sy - 0.5
+    x0, y0 = jnp.floor(sx), jnp.floor(sy)
+    fx, fy = (sx - x0)[..., None], (sy - y0)[..., None]
+
+    def tap(dx: int, dy: int) -> jax.Array:
+        return sample(x, x0 + dx, y0 + dy, "nearest", fill_v)
+
+    top = tap(0, 0) * (1 - fx) + tap(1, 0) * fx
+    bottom = tap(0, 1) * (1 - fx) + tap(1, 1) * fx
+    out = top * (1 - fy) + bottom * fy
+    if is_int(image.dtype):
+        return to_dtype(out, image.dtype, rounding="round")
+    return jnp.clip(out, 0.0, 1.0).astype(image.dtype)
 
 
 @op(
@@ -63,10 +81,12 @@ def _dali_remap(image: jax.Array, sx: jax.Array, sy: jax.Array, interpolation: s
         "fill": _FILL,
         "p": _P,
     },
+    sample=coin,
+    geometric=True,
     reference="nvidia.dali.fn.water",
+    api_version=API,
 )
-def water(key, image, *, ampl_x, ampl_y, freq_x, freq_y, phase_x, phase_y, interpolation,
-          fill, p):
+def water(image, params, *, interpolation, fill, p):
     """Makes the image look as if seen through a rippled water surface.
 
     DALI ``fn.water`` semantics: output pixel ``(x, y)`` (integer column and row) reads the input
@@ -76,31 +96,32 @@ def water(key, image, *, ampl_x, ampl_y, freq_x, freq_y, phase_x, phase_y, inter
     fill * 255`` for uint8). ``p`` plays DALI's ``mask``. Beyond DALI, each wave parameter may be
     a range drawn per sample. Computed in float32; where ``sin``/``cos`` round differently from
     DALI's ``sinf``/``cosf``, a nearest-sampled position that falls within about ``1e-5`` of a
-    pixel edge can pick the neighbour. Draws: ``u = uniform(key, (7,))`` for the six wave
-    parameters in signature order, then the coin.
+    pixel edge can pick the neighbour. Params: ``ampl_x``, ``ampl_y``, ``freq_x``, ``freq_y``,
+    ``phase_x``, ``phase_y``, ``applied`` (bool, ``uniform < p``).
     """
-    u = uniforms(key, 7)
-    ax, ay, fx, fy, px, py = (span(u[i], v) for i, v in enumerate(
-        (ampl_x, ampl_y, freq_x, freq_y, phase_x, phase_y)))
     x, y = pixel_grid(image.shape[0], image.shape[1])
-    sx = x + ax * jnp.sin(fx * y + px)
-    sy = y + ay * jnp.cos(fy * x + py)
-    return jnp.where(u[6] < p, _dali_remap(image, sx, sy, interpolation, fill), image)
+    sx = x + params["ampl_x"] * jnp.sin(params["freq_x"] * y + params["phase_x"])
+    sy = y + params["ampl_y"] * jnp.cos(params["freq_y"] * x + params["phase_y"])
+    out = _dali_remap(image, sx, sy, interpolation, fill, "water")
+    return jnp.where(params["applied"], out, image)
 
 
 @op(
     "sphere",
     params={"interpolation": _INTERP, "fill": _FILL, "p": _P},
+    sample=coin,
+    geometric=True,
     reference="nvidia.dali.fn.sphere",
+    api_version=API,
 )
-def sphere(key, image, *, interpolation, fill, p):
+def sphere(image, params, *, interpolation, fill, p):
     """Bulges the image as if it were painted on a sphere seen from the front.
 
     DALI ``fn.sphere`` semantics: with ``mid = (W / 2, H / 2)``, ``d = int(max(W, H) / 2)`` and
     ``t = (x + 0.5, y + 0.5) - mid`` for output pixel ``(x, y)``, the input is read at
     ``mid + (|t| / d) * t``; interpolation and ``fill`` as in :func:`water`; ``p`` plays DALI's
-    ``mask``. The op has no other parameter, so it is random only through ``p``. Draws:
-    ``u = uniform(key, (1,))`` for the coin.
+    ``mask``. The op has no other parameter, so it is random only through ``p``. Params:
+    ``applied`` (bool, ``uniform < p``).
     """
     h, w = image.shape[0], image.shape[1]
     mid_x, mid_y = w * 0.5, h * 0.5
@@ -109,13 +130,27 @@ def sphere(key, image, *, interpolation, fill, p):
     tx = x + 0.5 - mid_x
     ty = y + 0.5 - mid_y
     rad = jnp.sqrt(tx * tx + ty * ty) / d
-    out = _dali_remap(image, mid_x + rad * tx, mid_y + rad * ty, interpolation, fill)
-    return jnp.where(uniforms(key, 1)[0] < p, out, image)
+    out = _dali_remap(image, mid_x + rad * tx, mid_y + rad * ty, interpolation, fill, "sphere")
+    return jnp.where(params["applied"], out, image)
 
 
 def _blur_size(sigma: float) -> int:
     k = int(8 * sigma + 1)
     return k + 1 if k % 2 == 0 else k
+
+
+def _displacement(key, meta, params, *, alpha, sigma, **config):
+    """torchvision ``ElasticTransform.make_params`` on augjax draws: uniform noise in [-1, 1),
+    blurred, scaled by ``alpha / size``; ``(H, W, 2)``, x then y."""
+    h, w = meta.height, meta.width
+    (ax, ay), (sx, sy) = alpha, sigma
+    noise = uniform(key, (2, h, w), -1.0, 1.0)
+    disp = []
+    for u, size, a, n in ((noise[0], _blur_size(sx), ax, w), (noise[1], _blur_size(sy), ay, h)):
+        u = correlate_separable(u[..., None], gaussian_kernel1d(size, jnp.float32(sy)),
+                                gaussian_kernel1d(size, jnp.float32(sx)))
+        disp.append(u[..., 0] * jnp.float32(a) / jnp.float32(n))
+    return {"displacement": jnp.stack(disp, axis=-1)}
 
 
 @op(
@@ -130,43 +165,33 @@ def _blur_size(sigma: float) -> int:
         "fill": Param(0.0, low=0.0, high=1.0, optional=True,
                       doc="value outside the image (fraction of max), None: zeros, no mask"),
     },
+    sample=_displacement,
+    geometric=True,
     reference="torchvision.transforms.v2.ElasticTransform",
+    api_version=API,
 )
-def elastic_transform(key, image, *, alpha, sigma, interpolation, fill):
+def elastic_transform(image, params, *, alpha, sigma, interpolation, fill):
     """Moves every pixel along a smooth random displacement field (elastic deformation).
 
     torchvision ``ElasticTransform(alpha, sigma, interpolation, fill)`` semantics: a pair means
-    ``(x, y)`` values, not a range. Uniform noise ``u_x, u_y`` in ``[-1, 1)`` per pixel is blurred
-    with torchvision's Gaussian (kernel ``int(8 sigma_x + 1)`` for ``u_x`` and
-    ``int(8 sigma_y + 1)`` for ``u_y``, made odd; sigma ``sigma_x`` along the width and
-    ``sigma_y`` along the height; reflect-101 borders), scaled to ``alpha_x / W`` and ``alpha_y / H`` and added to the identity
-    grid of ``grid_sample(align_corners=False)``; pixels are sampled bilinearly (or nearest, ties
-    to even) with zero padding. With a ``fill``, torchvision's mask rule follows: bilinear
+    ``(x, y)`` values, not a range. The sampler draws uniform noise ``u = uniform(k, (2, H, W),
+    -1, 1)``, ``u_x, u_y = u``, blurs it with torchvision's Gaussian (kernel ``int(8 sigma_x +
+    1)`` for ``u_x`` and ``int(8 sigma_y + 1)`` for ``u_y``, made odd; sigma ``sigma_x`` along
+    the width and ``sigma_y`` along the height; reflect-101 borders) and scales it to
+    ``alpha_x / W`` and ``alpha_y / H``: the ``displacement``, added to the identity grid of
+    ``grid_sample(align_corners=False)``; pixels are sampled bilinearly (or nearest, ties to
+    even) with zero padding. With a ``fill``, torchvision's mask rule follows: bilinear
     ``(S(img) - fill) * S(1) + fill``, nearest ``fill where S(1) < 0.5``. uint8 is rounded.
-    Draws: ``u = uniform(key, (2, H, W), minval=-1, maxval=1)``; ``u_x, u_y = u``. Deviation:
-    torchvision rejects blur pads as large as the image; here the reflection repeats.
+    Params: ``displacement`` ((H, W, 2); torchvision's ``F.elastic(image, displacement)`` takes
+    the same field with a leading 1). Deviation: torchvision rejects blur pads as large as the
+    image; here the reflection repeats.
     """
     h, w = image.shape[0], image.shape[1]
-    (ax, ay), (sx, sy) = alpha, sigma
-    noise = uniform(key, (2, h, w), -1.0, 1.0)
-    disp = []
-    for u, size, a, n in ((noise[0], _blur_size(sx), ax, w), (noise[1], _blur_size(sy), ay, h)):
-        u = correlate_separable(u[..., None], gaussian_kernel1d(size, jnp.float32(sy)),
-                                gaussian_kernel1d(size, jnp.float32(sx)))
-        disp.append(u[..., 0] * jnp.float32(a) / jnp.float32(n))
+    disp = params["displacement"]
     x, y = pixel_grid(h, w)
-    gx = (2.0 * x + 1.0) / w - 1.0 + disp[0]
-    gy = (2.0 * y + 1.0) / h - 1.0 + disp[1]
+    gx = (2.0 * x + 1.0) / w - 1.0 + disp[..., 0]
+    gy = (2.0 * y + 1.0) / h - 1.0 + disp[..., 1]
     ix = ((gx + 1.0) * w - 1.0) / 2.0
     iy = ((gy + 1.0) * h - 1.0) / 2.0
-    img = to_float(image)
-    ones = jnp.ones((h, w, 1), jnp.float32)
-    if interpolation == "nearest":
-        jx, jy = jnp.round(ix).astype(jnp.int32), jnp.round(iy).astype(jnp.int32)
-        out, mask = sample_nearest(img, jx, jy, 0.0), sample_nearest(ones, jx, jy, 0.0)
-    else:
-        out, mask = sample_bilinear(img, ix, iy, 0.0), sample_bilinear(ones, ix, iy, 0.0)
-    if fill is not None:
-        f = jnp.float32(fill * peak(image.dtype))
-        out = jnp.where(mask < 0.5, f, out) if interpolation == "nearest" else (out - f) * mask + f
-    return to_dtype(out, image.dtype, clip=False)
+    fill_v = None if fill is None else check_fill(fill, image, "elastic_transform")
+    return sample(image, ix, iy, interpolation, fill_v)

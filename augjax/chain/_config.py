@@ -1,0 +1,188 @@
+"""Configs: any op, chain, composite or policy as a JSON-ready dict, and back.
+
+``to_dict(step)`` gives ``{"augjax_config": 1, "type": ..., ...}``; ``from_dict(d)`` validates
+the whole tree on load (version, node types, keys, op names, parameter values) and raises a
+typed error whose message names the path of the bad node (``steps[2].op``). A round trip is
+exact: ``from_dict(to_dict(x)) == x``, so the rebuilt step reuses ``x``'s compiled program.
+Node types::
+
+    {"type": "op", "name": "flip", "params": {"p": 0.5, ...}}       every parameter is written
+    {"type": "compose", "steps": [...], "start": 0}
+    {"type": "random_apply", "op": {...}, "p": 0.5}
+    {"type": "random_choice", "ops": [...], "weights": null}
+    {"type": "some_of", "ops": [...], "n": [1, 2]}
+    {"type": "rand_augment" | "trivial_augment_wide" | "auto_augment" | "augmix", <fields>}
+
+Each composite serializes itself: a class with a ``kind`` registers in :data:`KINDS` when it is
+defined, and writes / reads its node with ``to_config`` / ``from_config``; this module knows only
+the op leaf. Non-finite numbers (``mstd = inf``) are written as the string ``"inf"``, so the
+output is strict JSON (``json.dumps(d, allow_nan=False)`` works).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from typing import Any
+
+from augjax._bound import BoundOp
+from augjax._registry import REGISTRY
+from augjax._spec import OpSpec
+from augjax.errors import OpNotFoundError, ParamError, PluginLoadError
+
+__all__ = ["CONFIG_VERSION", "KINDS", "Node", "from_dict", "from_json", "json_value", "to_dict",
+           "to_json", "value_from_json"]
+
+#: The config format version this augjax writes and reads.
+CONFIG_VERSION = 1
+_VERSION_KEY = "augjax_config"
+
+#: Node type -> the class that reads it (``cls.from_config(node)``); filled as composite classes
+#: are defined (``Composite.__init_subclass__``).
+KINDS: dict[str, type] = {}
+
+
+def json_value(v: Any) -> Any:
+    """``v`` as JSON-ready data: tuples as lists, infinities as ``"inf"``/``"-inf"``."""
+    if isinstance(v, tuple | list):
+        return [json_value(x) for x in v]
+    if isinstance(v, float) and not math.isfinite(v):
+        return "inf" if v > 0 else "-inf"
+    return v
+
+
+def value_from_json(v: Any) -> Any:
+    """The inverse of :func:`json_value` (lists come back as tuples)."""
+    if v in ("inf", "-inf"):
+        return math.inf if v == "inf" else -math.inf
+    if isinstance(v, list):
+        return tuple(value_from_json(x) for x in v)
+    return v
+
+
+def encode(step: Any) -> dict[str, Any]:
+    """One node: an op leaf here, anything else by its own ``to_config``."""
+    if isinstance(step, OpSpec):
+        step = step.bind()
+    if isinstance(step, BoundOp):
+        return {"type": "op", "name": step.name,
+                "params": {k: json_value(v) for k, v in step.params}}
+    if hasattr(step, "to_config") and getattr(step, "kind", None) in KINDS:
+        return {"type": step.kind, **step.to_config()}
+    raise ParamError(f"to_dict: cannot write a {type(step).__name__}; expected an op, a chain, "
+                     f"a composite or a policy", op="to_dict", param="step")
+
+
+def to_dict(step: Any) -> dict[str, Any]:
+    """``step`` (an op spec, a bound op, a chain, a composite or a policy) as a JSON-ready dict.
+    """
+    return {_VERSION_KEY: CONFIG_VERSION, **encode(step)}
+
+
+def to_json(step: Any, **kwargs: Any) -> str:
+    """:func:`to_dict` as a JSON string (``kwargs`` go to ``json.dumps``, e.g. ``indent=2``)."""
+    return json.dumps(to_dict(step), allow_nan=False, **kwargs)
+
+
+def fail(path: str, detail: str) -> ParamError:
+    """A config error naming the node's path."""
+    return ParamError(f"from_dict: {path}: {detail}", op="from_dict", param=path)
+
+
+class Node:
+    """A node being read: its dict, its path (for messages) and the reader of child nodes."""
+
+    def __init__(self, data: dict[str, Any], path: str,
+                 decode: Callable[[Any, str], Any]) -> None:
+        self.data, self.path, self._decode = data, path, decode
+
+    def keys(self, required: tuple[str, ...], optional: tuple[str, ...] = ()) -> None:
+        """Checks the node's keys (besides ``type``)."""
+        node, path = self.data, self.path
+        missing = [k for k in required if k not in node]
+        unknown = sorted(set(node) - set(required) - set(optional) - {"type"})
+        if missing:
+            raise fail(path, f"missing key(s) {missing} for a {node['type']!r} node")
+        if unknown:
+            raise fail(path, f"unknown key(s) {unknown} for a {node['type']!r} node; it takes "
+                             f"{sorted(set(required) | set(optional))}")
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """A plain value of the node (infinities and lists decoded)."""
+        return value_from_json(self.data.get(key, default))
+
+    def child(self, key: str) -> Any:
+        """The child node under ``key``, decoded."""
+        return self._decode(self.data[key], f"{self.path}.{key}")
+
+    def children(self, key: str) -> list[Any]:
+        """The list of child nodes under ``key``, decoded."""
+        value = self.data[key]
+        if not isinstance(value, list):
+            raise fail(f"{self.path}.{key}", f"expects a list, got {type(value).__name__}")
+        return [self._decode(s, f"{self.path}.{key}[{i}]") for i, s in enumerate(value)]
+
+
+def _decode(node: Any, path: str) -> Any:
+    if not isinstance(node, dict):
+        raise fail(path, f"expects a dict node, got {type(node).__name__}")
+    kind = node.get("type")
+    try:
+        if kind == "op":
+            Node(node, path, _decode).keys(("name",), ("params",))
+            return _op(node, path)
+        if kind in KINDS:
+            return KINDS[kind].from_config(Node(node, path, _decode))
+    except OpNotFoundError as err:
+        if str(err).startswith("from_dict:"):
+            raise
+        raise OpNotFoundError(f"from_dict: {path}: {err}", name=err.name,
+                              suggestions=err.suggestions) from None
+    except ParamError as err:
+        if str(err).startswith("from_dict:"):
+            raise
+        raise ParamError(f"from_dict: {path}: {err}", op=err.op, param=err.param) from None
+    raise fail(path, f"unknown node type {kind!r}; expected one of {['op', *KINDS]}")
+
+
+def _op(node: dict[str, Any], path: str) -> BoundOp:
+    name, params = node["name"], node.get("params", {})
+    if not isinstance(name, str):
+        raise fail(f"{path}.name", f"expects an op name, got {name!r}")
+    if not isinstance(params, dict):
+        raise fail(f"{path}.params", f"expects a dict, got {type(params).__name__}")
+    try:
+        spec = REGISTRY.get(name)
+    except PluginLoadError as err:
+        raise PluginLoadError(f"from_dict: {path}: {err}", op=err.op,
+                              distribution=err.distribution, version=err.version,
+                              entry_point=err.entry_point) from err
+    return BoundOp.create(spec, {k: value_from_json(v) for k, v in params.items()})
+
+
+def from_dict(config: Any) -> Any:
+    """Rebuilds what :func:`to_dict` wrote, validating every node.
+
+    Raises:
+        ParamError: a wrong version, node type, key or parameter value (the message names the
+            node's path, e.g. ``steps[1].params``).
+        OpNotFoundError: an op that is not installed (with close matches).
+    """
+    if not isinstance(config, dict):
+        raise fail("config", f"expects a dict (parsed JSON), got {type(config).__name__}")
+    version = config.get(_VERSION_KEY)
+    if version != CONFIG_VERSION:
+        got = "no version key" if _VERSION_KEY not in config else f"version {version!r}"
+        raise fail("config", f"expects {{'{_VERSION_KEY}': {CONFIG_VERSION}}}, got {got}; this "
+                             f"augjax reads config version {CONFIG_VERSION}")
+    return _decode({k: v for k, v in config.items() if k != _VERSION_KEY}, "config")
+
+
+def from_json(text: str) -> Any:
+    """:func:`from_dict` of a JSON string."""
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise fail("config", f"not valid JSON: {err}") from None
+    return from_dict(config)

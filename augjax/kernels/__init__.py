@@ -1,0 +1,93 @@
+"""Building blocks for op kernels and samplers, public for pack authors: dtype round trips,
+blends, warps by a matrix, resizes, fills, histograms. augjax's own catalog is built on them.
+
+A kernel sees one HWC image (uint8 0..255 or float32 0..1) and returns the same dtype; compute
+in float32 and come back with :func:`to_dtype` (truncating, as torchvision's adjustments do) or
+``to_dtype(x, dtype, rounding="round")`` (as its warps and resizes do).
+"""
+
+from augjax.kernels.filters import (
+    correlate,
+    correlate_separable,
+    gaussian_kernel1d,
+    pad_edge,
+    pad_reflect,
+    reflect_index,
+)
+from augjax.kernels.histogram import equalize_lut, histogram, lookup, stretch, value_range
+from augjax.kernels.matrix import (
+    crop_resize_matrix,
+    from_centered_inverse,
+    from_perspective_coefficients,
+    from_pil_coefficients,
+    identity,
+    translation,
+    warp_by,
+)
+from augjax.kernels.pixels import (
+    blend,
+    bound,
+    from_unit,
+    gray,
+    is_int,
+    levels_to_scale,
+    requantize,
+    to_dtype,
+    to_unit,
+)
+from augjax.kernels.warp import (
+    INTERPOLATIONS,
+    check_fill,
+    inverse_affine_matrix,
+    perspective_coefficients,
+    pil_rotate_coefficients,
+    resize_crop,
+    resize_weights,
+    sample,
+    uniform_int,
+    warp_affine,
+    warp_affine_pil,
+    warp_perspective,
+)
+
+__all__ = [
+    "INTERPOLATIONS",
+    "blend",
+    "bound",
+    "check_fill",
+    "correlate",
+    "correlate_separable",
+    "crop_resize_matrix",
+    "equalize_lut",
+    "from_centered_inverse",
+    "from_perspective_coefficients",
+    "from_pil_coefficients",
+    "from_unit",
+    "gaussian_kernel1d",
+    "gray",
+    "histogram",
+    "identity",
+    "inverse_affine_matrix",
+    "is_int",
+    "levels_to_scale",
+    "lookup",
+    "pad_edge",
+    "pad_reflect",
+    "perspective_coefficients",
+    "pil_rotate_coefficients",
+    "reflect_index",
+    "requantize",
+    "resize_crop",
+    "resize_weights",
+    "sample",
+    "stretch",
+    "to_dtype",
+    "to_unit",
+    "translation",
+    "uniform_int",
+    "value_range",
+    "warp_affine",
+    "warp_affine_pil",
+    "warp_by",
+    "warp_perspective",
+]

@@ -1,0 +1,78 @@
+"""Level statistics of one HWC image, per channel: histograms, PIL's equalization table, and
+the min-max stretch of autocontrast, as torchvision computes them.
+
+- :func:`histogram` counts the levels of an integer image (``(bins, C)`` int32);
+- :func:`equalize_lut` turns those counts into PIL's ``ImageOps.equalize`` lookup table (which
+  torchvision's ``equalize`` reproduces), :func:`lookup` applies a table;
+- :func:`value_range` and :func:`stretch` are torchvision ``autocontrast``: the per-channel
+  minimum and maximum, and ``(x - min) / ((max - min) / bound)`` with a true division.
+
+All are traceable (no Python branch on values) and work on one image; vmap them for a batch.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from augjax.kernels.pixels import bound
+
+__all__ = ["equalize_lut", "histogram", "lookup", "stretch", "value_range"]
+
+
+def histogram(levels: jax.Array, bins: int = 256) -> jax.Array:
+    """The per-channel histogram of an integer image: ``(bins, C)`` int32 counts of each level
+    ``0 .. bins - 1`` in ``levels`` ``(H, W, C)`` (values outside that range are dropped)."""
+    h, w, c = levels.shape
+    flat = levels.reshape(h * w, c).astype(jnp.int32)
+    return jnp.zeros((bins, c), jnp.int32).at[flat, jnp.arange(c)[None, :]].add(1, mode="drop")
+
+
+def equalize_lut(hist: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """PIL's equalization table for each channel's ``hist`` ``(bins, C)``.
+
+    With ``pixels`` the count of the channel and ``step = (pixels - hist[top]) // (bins - 1)``,
+    ``top`` its highest level present: ``lut[0] = 0`` and ``lut[i] = (cumsum(hist)[i - 1] +
+    step // 2) // step``, clipped to ``bins - 1`` (torchvision's ``equalize``). Returns
+    ``(lut, valid)``: the ``(bins, C)`` int32 table, and ``(C,)`` bool, False where ``step`` is
+    0 (one level, or nearly), for which PIL leaves the channel unchanged.
+    """
+    bins = hist.shape[0]
+    cum = jnp.cumsum(hist, axis=0)
+    pixels = cum[-1]
+    top = jnp.argmax(cum == pixels[None, :], axis=0)  # the last non-empty bin
+    step = (pixels - jnp.take_along_axis(hist, top[None, :], axis=0)[0]) // (bins - 1)
+    lut = (cum[:-1] + step // 2) // jnp.maximum(step, 1)
+    lut = jnp.concatenate([jnp.zeros_like(lut[:1]), jnp.clip(lut, 0, bins - 1)], axis=0)
+    return lut, step != 0
+
+
+def lookup(levels: jax.Array, lut: jax.Array) -> jax.Array:
+    """``lut[levels[..., c], c]`` for every pixel: a per-channel table ``(bins, C)`` applied to
+    an integer image ``(H, W, C)``; returns the table's dtype."""
+    h, w, c = levels.shape
+    flat = levels.reshape(h * w, c).astype(jnp.int32)
+    return jnp.take_along_axis(lut, flat, axis=0).reshape(h, w, c)
+
+
+def value_range(x: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Each channel's smallest and largest value of ``x`` ``(H, W, C)``: two ``(C,)`` arrays."""
+    return x.min(axis=(0, 1)), x.max(axis=(0, 1))
+
+
+def stretch(x: jax.Array, lo: jax.Array, hi: jax.Array, dtype) -> jax.Array:
+    """torchvision ``autocontrast``'s level map, bit for bit: ``clip((x - lo) / inv_scale, 0,
+    bound)`` with ``inv_scale = (hi - lo) * (1 / bound)`` per channel (``bound`` 255 for uint8,
+    1 for float), and ``lo = 0``, ``inv_scale = 1`` for a constant channel (``lo == hi``).
+    ``x`` is float32 in ``dtype``'s scale; returns float32 (truncate with
+    :func:`augjax.kernels.to_dtype`).
+
+    XLA rewrites ``a / broadcast(b)`` as ``a * broadcast(1 / b)``, which rounds twice and moves
+    some levels; the divisor is therefore formed per pixel (``inv_scale + 0 * x``, the same value
+    for finite ``x``), which keeps a true division.
+    """
+    top = bound(dtype)
+    flat = hi == lo
+    inv_scale = jnp.where(flat, 1.0, (hi - lo) * (1.0 / top))
+    lo = jnp.where(flat, 0.0, lo)
+    return jnp.clip((x - lo) / (inv_scale + x * 0.0), 0.0, top)
