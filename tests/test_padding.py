@@ -26,6 +26,9 @@ def sample_chain():
     )
 
 
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
 def mixing_chain(mode: str = "batch"):
     return augjax.compose(
         ops.flip.bind(p=0.5),
@@ -86,8 +89,18 @@ def test_mixing_chain_padded_is_bitwise_unpadded(monkeypatch, n):
     out, soft = chain(x[:n], y[:n], key=jax.random.key(5))
     assert augjax.trace_count() == before
     ref, ref_soft = unpadded(monkeypatch, lambda: chain(x[:n], y[:n], key=jax.random.key(5)))
-    np.testing.assert_array_equal(np.asarray(out), np.asarray(ref))
+    out, ref = np.asarray(out), np.asarray(ref)
     np.testing.assert_array_equal(np.asarray(soft), np.asarray(ref_soft))
+    if n % 2 == 0:
+        np.testing.assert_array_equal(out, ref)
+        return
+    # An odd batch's middle sample mixes with a copy of itself that the padded batch computes
+    # at another position: on CPU a compute-bound op (colour jitter) runs in chunks, whose
+    # float rounding may put that copy one uint8 level away (docs/RELIABILITY.md).
+    mid = n // 2
+    np.testing.assert_array_equal(np.delete(out, mid, 0), np.delete(ref, mid, 0))
+    level = 1.0 / (255 * min(IMAGENET_STD))
+    np.testing.assert_allclose(out[mid], ref[mid], atol=1.01 * level, rtol=0)
 
 
 def test_mixing_per_sample_mode_pairs_only_real_samples():
@@ -113,7 +126,7 @@ def test_mixing_per_sample_mode_pairs_only_real_samples():
 
 def test_unknown_batch_level_op_is_not_padded():
     @augjax.op("swap_halves", level="batch", random=False)
-    def swap_halves(images):
+    def swap_halves(images, params):
         """Rolls the batch by half its length (pairs depend on the batch size)."""
         return jnp.roll(images, images.shape[0] // 2, axis=0)
 
