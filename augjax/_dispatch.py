@@ -11,7 +11,7 @@ import numpy as np
 
 from augjax._checking import check_batch, checking_enabled
 from augjax._inputs import as_array, check_label_range
-from augjax import _padding
+import augjax._padding as _padding
 from augjax._keys import sample_keys
 from augjax._partition import array_spans_devices
 from augjax._program import apply_program, array_program, sample_program

@@ -14,7 +14,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from augjax import _padding
+import augjax._padding as _padding
 from augjax._program import seeded_program
 from augjax.errors import InputError
 

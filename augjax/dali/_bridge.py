@@ -8,7 +8,7 @@ import contextvars
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from augjax import _padding
+import augjax._padding as _padding
 from augjax._checking import check_batch, checking_enabled
 from augjax._keys import SEED_HIGH
 from augjax._partition import sharding_spans_devices
