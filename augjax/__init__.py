@@ -28,11 +28,10 @@ from augjax.errors import (
 )
 
 if TYPE_CHECKING:
-    from augjax._magnitude import MagnitudeMap
-    from augjax.config import from_dict, from_json, to_dict, to_json
-    from augjax._keys import index_seeds, keys_from_seeds
     from augjax._checking import checking
     from augjax._compile_cache import compilation_cache_dir
+    from augjax._keys import index_seeds, keys_from_seeds
+    from augjax._magnitude import MagnitudeMap
     from augjax._program import trace_count
     from augjax.chain import (
         Chain,
@@ -44,6 +43,7 @@ if TYPE_CHECKING:
         random_choice,
         some_of,
     )
+    from augjax.config import from_dict, from_json, to_dict, to_json
     from augjax.policies import (
         augmix,
         auto_augment,

@@ -9,9 +9,9 @@ from typing import Any
 import jax
 import numpy as np
 
+import augjax._padding as _padding
 from augjax._checking import check_batch, checking_enabled
 from augjax._inputs import as_array, check_label_range
-import augjax._padding as _padding
 from augjax._keys import sample_keys
 from augjax._partition import array_spans_devices
 from augjax._program import apply_program, array_program, sample_program

@@ -22,9 +22,9 @@ import jax.numpy as jnp
 from augjax._compile_cache import enable as enable_compile_cache
 from augjax._inputs import check_images, check_labels
 from augjax._keys import keys_from_seeds
+from augjax._meta import Meta
 from augjax._partition import tracing
 from augjax._platform import platform_dependent
-from augjax._meta import Meta
 from augjax.errors import InputError, OpDefinitionError
 
 __all__ = [

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from pipeline_bench import JITTER, MEAN, STD, TWIST, _batches, _pipeline, native_rows
 
 B = int(os.environ.get("AUGJAX_BENCH_BATCH", 64))

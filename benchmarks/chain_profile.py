@@ -14,9 +14,17 @@ from __future__ import annotations
 import re
 
 import jax
+from pipeline_bench import (
+    JITTER,
+    MEAN,
+    STD,
+    array_batch,
+    array_parser,
+    time_jax,
+    write_json,
+)
 
 import augjax
-from pipeline_bench import JITTER, MEAN, STD, array_batch, array_parser, time_jax, write_json
 
 OPS = (
     ("flip", lambda ops: ops.flip.bind(p=0.5)),

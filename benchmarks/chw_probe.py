@@ -23,7 +23,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-
 from pipeline_bench import JITTER, MEAN, STD, TWIST, array_batch, array_parser, time_jax
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-
 from pipeline_bench import array_batch, array_parser, time_jax
 
 

@@ -21,9 +21,19 @@ import tempfile
 import time
 
 import jax
-
-from pipeline_bench import (JITTER, MEAN, STD, _batches, _pipeline, _sync, array_batch,
-                            array_parser, augjax_rows, native_rows, write_json)
+from pipeline_bench import (
+    JITTER,
+    MEAN,
+    STD,
+    _batches,
+    _pipeline,
+    _sync,
+    array_batch,
+    array_parser,
+    augjax_rows,
+    native_rows,
+    write_json,
+)
 
 
 def device_activity(xplane_path: str):

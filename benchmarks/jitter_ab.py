@@ -15,16 +15,16 @@ import json
 import jax
 import jax.numpy as jnp
 import numpy as np
+from pipeline_bench import time_jax
 
 from augjax.catalog._jitter import jitter
-from augjax.kernels.pixels import to_dtype
 from augjax.catalog._tv_color import (
     adjust_brightness,
     adjust_contrast,
     adjust_hue,
     adjust_saturation,
 )
-from pipeline_bench import time_jax
+from augjax.kernels.pixels import to_dtype
 
 ADJUST = (adjust_brightness, adjust_contrast, adjust_saturation, adjust_hue)
 

@@ -17,8 +17,8 @@ import re
 import jax
 import jax.numpy as jnp
 import numpy as np
-
 from pipeline_bench import JITTER, MEAN, STD, array_parser, time_jax
+
 
 def kernel_count(compiled_text: str) -> int:
     """Fusions and library calls in the entry computation of optimised HLO."""

@@ -32,7 +32,6 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from jax.experimental import pallas as pl
-
 from kernel_lab import jitter_draws
 from pipeline_bench import array_batch, array_parser, time_jax, write_json
 
@@ -249,8 +248,8 @@ def generic(interpret, hue=True):
     saturation (f, 1, 0), none (1, 0, 0)) and a two-way branch to hue, instead of a five-way
     switch; the active stages first, the inactive ones left out statically."""
     k = _kernel_module()
-    from augjax.kernels.pixels import blend_gray, blend_planes
     from augjax.catalog._tv_color import hue_planes
+    from augjax.kernels.pixels import blend_gray, blend_planes
 
     def stage(p, j, flags_ref, par_ref, dtype, n):
         ratio, weight, other = par_ref[j], par_ref[n + j], par_ref[2 * n + j]

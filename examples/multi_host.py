@@ -340,7 +340,9 @@ def worker(args) -> int:
         initialization_timeout=int(args.init_timeout),
         heartbeat_timeout_seconds=int(args.heartbeat_timeout),
         shutdown_timeout_seconds=int(args.init_timeout))
-    from jax._src import distributed  # the coordinator's key-value store (no public API)
+    from jax._src import (
+        distributed,  # the coordinator's key-value store (no public API)
+    )
 
     client = distributed.global_state.client
     dog = Watchdog(client, args.process_id, args.step_timeout, args.compile_timeout)

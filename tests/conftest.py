@@ -17,7 +17,12 @@ def _release_compiled_programs():
     yield
     import jax
 
-    from augjax._program import apply_program, array_program, sample_program, seeded_program
+    from augjax._program import (
+        apply_program,
+        array_program,
+        sample_program,
+        seeded_program,
+    )
     from augjax.dali._bridge import dali_function
     from augjax.testing import _dali as kit_dali
 

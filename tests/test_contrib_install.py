@@ -18,9 +18,10 @@ import site
 import subprocess
 import sys
 import textwrap
-import tomllib
 import zipfile
 from pathlib import Path
+
+import tomllib
 
 PACK = Path(__file__).resolve().parents[1] / "augjax_contrib"
 DIST, VERSION = "augjax-contrib", "0.2.0"

@@ -21,7 +21,6 @@ import functools
 import importlib.util
 import math
 import sys
-import tomllib
 from pathlib import Path
 
 import jax
@@ -29,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import scipy.ndimage as ndi
+import tomllib
 from helpers import check_grad, images, run_dali, seeds
 
 import augjax

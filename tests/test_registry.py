@@ -162,8 +162,9 @@ def test_builtins_load_from_a_source_tree_without_install_metadata(monkeypatch):
     assert record.distribution == "augjax" and record.version.endswith("+source")
     spec = reg.get("flip")
     assert spec.name == "flip" and callable(spec)
-    import tomllib
     from pathlib import Path
+
+    import tomllib
 
     declared = tomllib.loads((Path(augjax.__file__).parent.parent / "pyproject.toml")
                              .read_text())["project"]["entry-points"]["augjax.ops"]

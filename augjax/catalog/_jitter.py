@@ -46,8 +46,8 @@ import jax.numpy as jnp
 
 from augjax._partition import partitioned
 from augjax._platform import platform_dependent
-from augjax.kernels.pixels import blend_gray, blend_planes, to_dtype
 from augjax.catalog._tv_color import hue_planes
+from augjax.kernels.pixels import blend_gray, blend_planes, to_dtype
 
 __all__ = ["jitter"]
 
@@ -161,7 +161,9 @@ def _gpu_form(image, seq, factors, active):
 def _pallas_form(image, seq, factors, active, interpret):
     """The branching Pallas kernel (``seq``: the active stages first, as :func:`jitter` sorts
     them). Pallas calls have no derivative rule that fits here: see :func:`_pallas_jvp`."""
-    from augjax.catalog import _jitter_kernel as kernel  # imports Pallas (0.1 s): on use
+    from augjax.catalog import (
+        _jitter_kernel as kernel,  # imports Pallas (0.1 s): on use
+    )
 
     stages = jnp.where(jnp.arange(4) < sum(active), seq, kernel.IDENTITY)
     return kernel.jitter_kernel(image, stages, factors, active[1], interpret=interpret)

@@ -40,8 +40,8 @@ try:  # deprecated in JAX 0.11 (DeprecationWarning) in favour of Mosaic GPU; may
 except ImportError:  # pragma: no cover - JAX without the Triton backend
     pl_triton = None
 
-from augjax.kernels.pixels import blend_gray, blend_planes, to_dtype
 from augjax.catalog._tv_color import hue_planes
+from augjax.kernels.pixels import blend_gray, blend_planes, to_dtype
 
 __all__ = ["AVAILABLE", "IDENTITY", "jitter_kernel", "tile_size"]
 

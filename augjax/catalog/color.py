@@ -29,13 +29,13 @@ from augjax._magnitude import ENHANCE
 from augjax._param import Param
 from augjax._spec import op
 from augjax.catalog._jitter import jitter
-from augjax.kernels.pixels import gray, to_dtype
 from augjax.catalog._tv_color import (
     adjust_brightness,
     adjust_contrast,
     adjust_hue,
     adjust_saturation,
 )
+from augjax.kernels.pixels import gray, to_dtype
 
 __all__ = [
     "JITTER_NAMES",

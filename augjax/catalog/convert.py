@@ -12,8 +12,8 @@ import jax.numpy as jnp
 
 from augjax._param import Param
 from augjax._spec import op
-from augjax.kernels.pixels import is_int
 from augjax.errors import InputError
+from augjax.kernels.pixels import is_int
 
 __all__ = ["normalize", "to_float", "to_uint8"]
 

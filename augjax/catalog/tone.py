@@ -25,7 +25,13 @@ import jax.numpy as jnp
 from augjax._magnitude import ENHANCE
 from augjax._param import Param
 from augjax._spec import op
-from augjax.kernels.histogram import equalize_lut, histogram, lookup, stretch, value_range
+from augjax.kernels.histogram import (
+    equalize_lut,
+    histogram,
+    lookup,
+    stretch,
+    value_range,
+)
 from augjax.kernels.pixels import (
     bound,
     from_unit,

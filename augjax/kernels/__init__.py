@@ -14,7 +14,13 @@ from augjax.kernels.filters import (
     pad_reflect,
     reflect_index,
 )
-from augjax.kernels.histogram import equalize_lut, histogram, lookup, stretch, value_range
+from augjax.kernels.histogram import (
+    equalize_lut,
+    histogram,
+    lookup,
+    stretch,
+    value_range,
+)
 from augjax.kernels.matrix import (
     crop_resize_matrix,
     from_centered_inverse,

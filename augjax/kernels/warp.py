@@ -33,8 +33,8 @@ from collections.abc import Sequence
 import jax
 import jax.numpy as jnp
 
-from augjax.kernels.pixels import bound, is_int
 from augjax.errors import InputError
+from augjax.kernels.pixels import bound, is_int
 
 __all__ = [
     "INTERPOLATIONS",

@@ -29,12 +29,12 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+import augjax.policies.tables as T
 from augjax.catalog._gamma import loggamma
-from augjax.kernels.pixels import bound as max_level
-from augjax.kernels.pixels import is_int
 from augjax.chain._element import decision_key
 from augjax.errors import ParamError
-import augjax.policies.tables as T
+from augjax.kernels.pixels import bound as max_level
+from augjax.kernels.pixels import is_int
 from augjax.policies._base import (
     DEFAULT,
     Policy,

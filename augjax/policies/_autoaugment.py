@@ -19,9 +19,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+import augjax.policies.tables as T
 from augjax.chain._element import decision_key
 from augjax.errors import ParamError
-import augjax.policies.tables as T
 from augjax.policies._base import DEFAULT, Policy, check_choice, check_float
 from augjax.policies._engine import (
     Levels,

@@ -30,9 +30,9 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+import augjax.policies.tables as T
 from augjax.chain._element import decision_key
 from augjax.errors import ParamError
-import augjax.policies.tables as T
 from augjax.policies._base import (
     DEFAULT,
     STYLES,

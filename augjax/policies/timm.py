@@ -36,8 +36,8 @@ import math
 import re
 from typing import Any
 
-from augjax.errors import ParamError
 import augjax.policies.tables as T
+from augjax.errors import ParamError
 from augjax.policies._augmix import augmix
 from augjax.policies._autoaugment import auto_augment
 from augjax.policies._randaugment import rand_augment

@@ -20,6 +20,7 @@ import math
 
 import jax
 import jax.numpy as jnp
+
 from augjax import Param, op
 from augjax.kernels import (
     correlate,
@@ -28,7 +29,6 @@ from augjax.kernels import (
     pad_edge,
     to_dtype,
 )
-
 from augjax_contrib._common import API, coin, odd_int, odd_size
 
 __all__ = ["gaussian_blur", "box_blur", "motion_blur", "median_blur", "pixelate"]

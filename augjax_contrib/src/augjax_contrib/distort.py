@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+
 from augjax import Param, op
 from augjax.kernels import (
     check_fill,
@@ -28,7 +29,6 @@ from augjax.kernels import (
     sample,
     to_dtype,
 )
-
 from augjax_contrib._common import API, coin, pair_xy, pixel_grid, uniform
 
 __all__ = ["water", "sphere", "elastic_transform"]

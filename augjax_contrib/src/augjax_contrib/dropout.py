@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+
 from augjax import Param, op
 from augjax.errors import InputError
 from augjax.kernels import is_int
-
 from augjax_contrib._common import API, coin, pixel_grid, uniform
 
 __all__ = ["grid_mask", "channel_dropout", "pixel_dropout"]

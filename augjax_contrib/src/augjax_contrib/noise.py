@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+
 from augjax import Param, op
 from augjax.kernels import bound, is_int, to_dtype
-
 from augjax_contrib._common import API, normal, uniform
 
 __all__ = ["gaussian_noise", "shot_noise", "salt_and_pepper"]
