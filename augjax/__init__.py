@@ -11,10 +11,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from augjax import errors, ops
-from augjax._meta import Meta
-from augjax._param import Param
-from augjax._registry import REGISTRY, OpRecord
-from augjax._spec import API_VERSION, OpSpec, op
+from augjax._core.meta import Meta
+from augjax._core.param import Param
+from augjax._plugins.registry import REGISTRY, OpRecord
+from augjax._core.spec import API_VERSION, OpSpec, op
 from augjax.errors import (
     AugjaxError,
     AugjaxWarning,
@@ -28,11 +28,11 @@ from augjax.errors import (
 )
 
 if TYPE_CHECKING:
-    from augjax._checking import checking
-    from augjax._compile_cache import compilation_cache_dir
-    from augjax._keys import index_seeds, keys_from_seeds
-    from augjax._magnitude import MagnitudeMap
-    from augjax._program import trace_count
+    from augjax._runtime.checking import checking
+    from augjax._runtime.compile_cache import compilation_cache_dir
+    from augjax._runtime.keys import index_seeds, keys_from_seeds
+    from augjax._core.magnitude import MagnitudeMap
+    from augjax._runtime.program import trace_count
     from augjax.chain import (
         Chain,
         Sequential,
@@ -56,12 +56,12 @@ if TYPE_CHECKING:
 # (which must stay fast and import no plugin) then cost no JAX import.
 _LAZY = {
     **dict.fromkeys(("from_dict", "from_json", "to_dict", "to_json"), "augjax.config"),
-    **dict.fromkeys(("index_seeds", "keys_from_seeds"), "augjax._keys"),
-    "trace_count": "augjax._program",
-    "checking": "augjax._checking",
-    "compilation_cache_dir": "augjax._compile_cache",
-    "MagnitudeMap": "augjax._magnitude",
-    "warmup": "augjax._warmup",
+    **dict.fromkeys(("index_seeds", "keys_from_seeds"), "augjax._runtime.keys"),
+    "trace_count": "augjax._runtime.program",
+    "checking": "augjax._runtime.checking",
+    "compilation_cache_dir": "augjax._runtime.compile_cache",
+    "MagnitudeMap": "augjax._core.magnitude",
+    "warmup": "augjax._runtime.warmup",
     "ShardedSource": "augjax.dali._sources",
     **dict.fromkeys(("Chain", "Sequential", "compose", "invert", "matrices", "random_apply",
                      "random_choice", "some_of"), "augjax.chain"),
@@ -155,7 +155,7 @@ def __getattr__(name: str) -> Any:
     if name in _SUBMODULES:
         return importlib.import_module(f"augjax.{name}")
     if name == "__version__":
-        from augjax._registry import importlib_metadata
+        from augjax._plugins.registry import importlib_metadata
 
         try:
             return importlib_metadata.version("augjax")

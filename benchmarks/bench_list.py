@@ -50,7 +50,7 @@ def timed(fn, repeat: int) -> list[float]:
 
 
 def in_process(root: str, names: list[str], repeat: int) -> dict[str, float]:
-    from augjax._registry import Registry
+    from augjax._plugins.registry import Registry
 
     sys.path.insert(0, root)
     try:

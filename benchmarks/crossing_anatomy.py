@@ -66,8 +66,8 @@ def rows(device: str):
     from nvidia.dali.plugin.jax import fn as jax_fn
 
     import augjax
-    from augjax._keys import SEED_HIGH
-    from augjax._program import seeded_program
+    from augjax._runtime.keys import SEED_HIGH
+    from augjax._runtime.program import seeded_program
 
     flip = augjax.ops.flip.bind(p=0.5)
     identity = jax_fn.jax_function(_timed_function(jax.jit(lambda x: x)), output_layouts="HWC")

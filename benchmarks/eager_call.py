@@ -23,7 +23,7 @@ def main(argv=None) -> int:
     ap.add_argument("--reps", type=int, default=7)
     args = ap.parse_args(argv)
     import augjax
-    from augjax._program import array_program
+    from augjax._runtime.program import array_program
 
     ops = augjax.ops
     x = jnp.zeros((4, 8, 8, 3), jnp.uint8)

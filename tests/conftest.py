@@ -1,11 +1,22 @@
 """Shared fixtures. GPU tests (``@pytest.mark.gpu``) are skipped, with the reason, where JAX
-sees no GPU or DALI is missing; run them on the GPU machine with ``pytest -m gpu``."""
+sees no GPU or DALI is missing; run them on the GPU machine with ``pytest -m gpu``.
+
+The tests are grouped by the room of the package they test (core, runtime, catalog, plugins,
+compose, dali, reliability, cli); the shared helpers (``helpers``, ``plugin_site``) live here,
+at the top, and are importable from every room."""
 
 from __future__ import annotations
 
 import gc
+import sys
+from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+pytest.register_assert_rewrite("plugin_site", "helpers")
+
+pytest_plugins = ["plugin_site"]  # the site / global_registry fixtures
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -17,7 +28,7 @@ def _release_compiled_programs():
     yield
     import jax
 
-    from augjax._program import (
+    from augjax._runtime.program import (
         apply_program,
         array_program,
         sample_program,
@@ -38,7 +49,7 @@ def _release_compiled_programs():
 @pytest.fixture(autouse=True)
 def _unpadded_batches(monkeypatch):
     """Each batch size compiles its own program in the tests: many compare an op's output for
-    a batch with its output for part of it, which padding (augjax._padding, on by default)
+    a batch with its output for part of it, which padding (augjax._runtime.padding, on by default)
     would run through the same program. tests/test_padding.py turns padding back on."""
     monkeypatch.setenv("AUGJAX_PAD_BATCHES", "0")
 

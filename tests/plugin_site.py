@@ -58,7 +58,7 @@ def global_registry(site, monkeypatch):
     """``augjax.REGISTRY`` rescanned with ``site`` on the path, and rescanned again without it
     (and with the environment restored) afterwards."""
     augjax.refresh()
-    yield augjax._registry.REGISTRY
+    yield augjax._plugins.registry.REGISTRY
     monkeypatch.undo()
     augjax.refresh()
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from augjax._demo import DemoInputError
-from augjax._registry import REGISTRY
+from augjax._plugins.registry import REGISTRY
 from augjax.errors import AugjaxError
 
 __all__ = ["DEMO_PARAMS", "Row", "Step", "demo_params", "fmt", "jsonable", "parse_rows"]

@@ -18,7 +18,7 @@ from augjax._demo.params import Row, demo_params, fmt, jsonable, parse_rows
 from augjax._demo.pipeline import PipelineConfig, run_pipeline
 from augjax._demo.render import GridRow, display_batch, render_grid, save_png
 from augjax._demo.sources import collect, write_file_list
-from augjax._registry import REGISTRY
+from augjax._plugins.registry import REGISTRY
 from augjax.errors import AugjaxError
 
 __all__ = ["DemoOptions", "DemoResult", "run_demo", "short_error"]

@@ -44,8 +44,8 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from augjax._partition import partitioned
-from augjax._platform import platform_dependent
+from augjax._runtime.partition import partitioned
+from augjax._runtime.platform import platform_dependent
 from augjax.catalog._tv_color import hue_planes
 from augjax.kernels.pixels import blend_gray, blend_planes, to_dtype
 
@@ -111,7 +111,7 @@ def jitter(image: jax.Array, order: jax.Array, factors: jax.Array, active: tuple
             branching kernel of :mod:`augjax.catalog._jitter_kernel`; interpreted where the
             default backend is the CPU), or "auto": "cpu" on CPU, "pallas" on CUDA (where this
             JAX has Pallas' Triton backend and the program is not partitioned over several
-            devices, see :mod:`augjax._partition`), "gpu" elsewhere. Same values.
+            devices, see :mod:`augjax._runtime.partition`), "gpu" elsewhere. Same values.
     """
     active = tuple(bool(a) for a in active)
     act = jnp.asarray(active)
@@ -133,7 +133,7 @@ def jitter(image: jax.Array, order: jax.Array, factors: jax.Array, active: tuple
         return gpu(image)
     if form == "pallas":
         return pallas(image, interpret=jax.default_backend() == "cpu")
-    if partitioned() or not _pallas_available():  # partitioned: see augjax._partition
+    if partitioned() or not _pallas_available():  # partitioned: see augjax._runtime.partition
         return platform_dependent(image, cpu=cpu, default=gpu)
     return platform_dependent(image, cpu=cpu, cuda=pallas, default=gpu)
 

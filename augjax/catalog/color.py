@@ -25,9 +25,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from augjax._magnitude import ENHANCE
-from augjax._param import Param
-from augjax._spec import op
+from augjax._core.magnitude import ENHANCE
+from augjax._core.param import Param
+from augjax._core.spec import op
 from augjax.catalog._jitter import jitter
 from augjax.catalog._tv_color import (
     adjust_brightness,

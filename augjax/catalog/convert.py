@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from augjax._param import Param
-from augjax._spec import op
+from augjax._core.param import Param
+from augjax._core.spec import op
 from augjax.errors import InputError
 from augjax.kernels.pixels import is_int
 

@@ -24,8 +24,8 @@ import math
 import jax
 import jax.numpy as jnp
 
-from augjax._param import Param
-from augjax._spec import op
+from augjax._core.param import Param
+from augjax._core.spec import op
 from augjax.errors import InputError
 from augjax.kernels.matrix import crop_resize_matrix, translation
 from augjax.kernels.pixels import is_int

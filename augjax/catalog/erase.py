@@ -23,8 +23,8 @@ import math
 import jax
 import jax.numpy as jnp
 
-from augjax._param import Param
-from augjax._spec import op
+from augjax._core.param import Param
+from augjax._core.spec import op
 from augjax.errors import ParamError
 from augjax.kernels.pixels import bound, is_int
 from augjax.kernels.warp import uniform_int

@@ -49,8 +49,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from augjax._param import Param
-from augjax._spec import op
+from augjax._core.param import Param
+from augjax._core.spec import op
 from augjax.errors import InputError
 from augjax.kernels.matrix import (
     from_centered_inverse,

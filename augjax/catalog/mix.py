@@ -31,8 +31,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from augjax._param import Param
-from augjax._spec import op
+from augjax._core.param import Param
+from augjax._core.spec import op
 from augjax.catalog._gamma import loggamma
 from augjax.catalog.erase import box_mask, uniforms
 from augjax.errors import InputError

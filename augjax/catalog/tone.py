@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from augjax._magnitude import ENHANCE
-from augjax._param import Param
-from augjax._spec import op
+from augjax._core.magnitude import ENHANCE
+from augjax._core.param import Param
+from augjax._core.spec import op
 from augjax.kernels.histogram import (
     equalize_lut,
     histogram,

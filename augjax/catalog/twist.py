@@ -18,8 +18,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from augjax._param import Param
-from augjax._spec import op
+from augjax._core.param import Param
+from augjax._core.spec import op
 from augjax.kernels.pixels import is_int
 
 __all__ = ["color_twist", "twist_matrix"]

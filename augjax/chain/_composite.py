@@ -26,9 +26,9 @@ from typing import Any, ClassVar
 
 import jax
 
-from augjax._meta import Meta
-from augjax._spec import OpSpec
-from augjax._step import Step
+from augjax._core.meta import Meta
+from augjax._core.spec import OpSpec
+from augjax._core.step import Step
 from augjax.chain._config import KINDS, Node, to_dict
 from augjax.chain._element import leaf_layouts
 

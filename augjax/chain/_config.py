@@ -26,9 +26,9 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from augjax._bound import BoundOp
-from augjax._registry import REGISTRY
-from augjax._spec import OpSpec
+from augjax._runtime.bound import BoundOp
+from augjax._plugins.registry import REGISTRY
+from augjax._core.spec import OpSpec
 from augjax.errors import OpNotFoundError, ParamError, PluginLoadError
 
 __all__ = ["CONFIG_VERSION", "KINDS", "Node", "from_dict", "from_json", "json_value", "to_dict",

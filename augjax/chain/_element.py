@@ -1,7 +1,7 @@
 """One element of a chain (a configured op or a composite) applied to ONE image, inside a traced
 per-sample function: input checks, the output each element promises, and key derivation.
 
-Key scheme inside composites (the top level is in :mod:`augjax._keys`): a composite with key
+Key scheme inside composites (the top level is in :mod:`augjax._runtime.keys`): a composite with key
 ``k`` draws its own decisions (coin, branch, op index, magnitude) from ``decision_key(k)``;
 ``random_apply`` and ``random_choice`` give their op(s) ``k`` itself, so ``random_apply(op, 1.0)``
 and ``random_choice([op])`` draw exactly what ``op`` draws at the same position; sequences
@@ -15,11 +15,11 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from augjax._bound import BoundOp
-from augjax._inputs import check_images
-from augjax._meta import Meta
-from augjax._spec import OpSpec
-from augjax._step import Step
+from augjax._runtime.bound import BoundOp
+from augjax._runtime.inputs import check_images
+from augjax._core.meta import Meta
+from augjax._core.spec import OpSpec
+from augjax._core.step import Step
 from augjax.errors import InputError, OpDefinitionError, ParamError
 
 __all__ = [

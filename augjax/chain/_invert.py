@@ -8,9 +8,9 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from augjax._inputs import LAYOUT_AXES, as_array
-from augjax._meta import Meta
-from augjax._spec import OpSpec
+from augjax._runtime.inputs import LAYOUT_AXES, as_array
+from augjax._core.meta import Meta
+from augjax._core.spec import OpSpec
 from augjax.errors import InputError
 from augjax.kernels.matrix import warp_by
 from augjax.kernels.warp import INTERPOLATIONS, check_fill

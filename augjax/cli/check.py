@@ -13,8 +13,8 @@ import json
 import sys
 import time
 
-from augjax._registry import REGISTRY
-from augjax._registry_load import norm_dist
+from augjax._plugins.registry import REGISTRY
+from augjax._plugins.loader import norm_dist
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

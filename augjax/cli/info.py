@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from augjax._registry import REGISTRY
+from augjax._plugins.registry import REGISTRY
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

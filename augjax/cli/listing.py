@@ -8,7 +8,7 @@ import json
 import sys
 import warnings
 
-from augjax._registry import REGISTRY
+from augjax._plugins.registry import REGISTRY
 from augjax.errors import AugjaxWarning
 
 

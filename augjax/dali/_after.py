@@ -5,7 +5,7 @@ operator inside the pipeline).
 
 The per-sample seeds come out of the pipeline (:func:`sample_seeds`), drawn by the same DALI
 RNG operator the in-pipeline form uses, and the program is the in-pipeline operator's own
-(:func:`augjax._program.seeded_program`): for the same seeds both forms give the same bits, and a
+(:func:`augjax._runtime.program.seeded_program`): for the same seeds both forms give the same bits, and a
 DALI checkpoint restores the stream.
 """
 
@@ -15,8 +15,8 @@ import collections
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from augjax._keys import SEED_HIGH
-from augjax._program import seeded_program
+from augjax._runtime.keys import SEED_HIGH
+from augjax._runtime.program import seeded_program
 from augjax.errors import InputError
 
 __all__ = ["augment_batches", "sample_seeds"]

@@ -8,11 +8,11 @@ import contextvars
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-import augjax._padding as _padding
-from augjax._checking import check_batch, checking_enabled
-from augjax._keys import SEED_HIGH
-from augjax._partition import sharding_spans_devices
-from augjax._program import final_layout, once_cache, seeded_program
+import augjax._runtime.padding as _padding
+from augjax._runtime.checking import check_batch, checking_enabled
+from augjax._runtime.keys import SEED_HIGH
+from augjax._runtime.partition import sharding_spans_devices
+from augjax._runtime.program import final_layout, once_cache, seeded_program
 from augjax.errors import BackendUnavailableError, InputError
 
 __all__ = ["apply_dali", "dali_function", "use_sharding"]
@@ -60,7 +60,7 @@ def dali_function(
     check: bool = False,
 ):
     """The DALI operator (a ``jax_function``) for ``steps``, cached so that building a pipeline
-    again reuses the compiled program; ``check``: checking mode (see :mod:`augjax._checking`).
+    again reuses the compiled program; ``check``: checking mode (see :mod:`augjax._runtime.checking`).
     """
     _, _, jax_fn = _dali()
     program = seeded_program(steps, layout, with_labels, with_seeds, start,

@@ -1,7 +1,7 @@
 """A sharded, counter-seeded file source for data-parallel DALI pipelines.
 
 Each sample carries seeds derived from its global index in the dataset and the epoch
-(:func:`augjax._keys.index_seeds`), so its augmentation is the same whether the global batch is
+(:func:`augjax._runtime.keys.index_seeds`), so its augmentation is the same whether the global batch is
 read by one pipeline or split over many devices and hosts.
 
 The source can run in four forms that give bitwise the same samples (``tests/test_sources.py``);
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from augjax._keys import index_seeds
+from augjax._runtime.keys import index_seeds
 from augjax.errors import InputError
 
 __all__ = ["ShardedSource"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from augjax._registry import REGISTRY
+from augjax._plugins.registry import REGISTRY
 
 
 def __getattr__(name: str) -> Any:

@@ -138,7 +138,7 @@ def registered_entry(name: str, owner: str) -> PolicyOp:
     Raises:
         ParamError: no such op, or it declares no magnitude (or several).
     """
-    from augjax._registry import REGISTRY
+    from augjax._plugins.registry import REGISTRY
     from augjax.errors import AugjaxError
 
     try:

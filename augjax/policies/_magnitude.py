@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from augjax._magnitude import MagnitudeMap, linear
+from augjax._core.magnitude import MagnitudeMap, linear
 
 __all__ = ["MagnitudeMap", "PolicyOp", "linear", "resolve"]
 

@@ -18,11 +18,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from augjax._bound import BoundOp
-from augjax._keys import keys_from_seeds
-from augjax._padding import no_padding
-from augjax._program import trace_count
-from augjax._spec import API_VERSION
+from augjax._runtime.bound import BoundOp
+from augjax._runtime.keys import keys_from_seeds
+from augjax._runtime.padding import no_padding
+from augjax._runtime.program import trace_count
+from augjax._core.spec import API_VERSION
 from augjax.errors import InputError, InputTypeError, KeyRequiredError, ParamError
 from augjax.testing._dali import dali_available, run_dali
 from augjax.testing._examples import (

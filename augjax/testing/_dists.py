@@ -3,7 +3,7 @@
 ``write_distribution`` lays out what ``pip install --target DIR`` would: a
 ``<name>-<version>.dist-info`` directory with ``METADATA`` and ``entry_points.txt``, plus the
 plugin's module files. Put ``DIR`` on ``sys.path`` (``monkeypatch.syspath_prepend``) and use a
-fresh ``augjax._registry.Registry()`` or ``augjax.refresh()``.
+fresh ``augjax._plugins.registry.Registry()`` or ``augjax.refresh()``.
 """
 
 from __future__ import annotations

@@ -1,0 +1,249 @@
+"""Param: one declared parameter of an op (kind, default, valid range, neutral value, magnitude map)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from augjax.errors import ParamError
+
+__all__ = ["Param", "KINDS", "PER_SAMPLE_KINDS", "per_sample_value"]
+
+#: The kinds a parameter can have, and what a value of that kind looks like.
+KINDS = {
+    "float": "a finite number",
+    "int": "an integer",
+    "bool": "True or False",
+    "str": "one of the listed choices",
+    "pair": "a pair (low, high) of finite numbers with low <= high",
+    "float_or_pair": "a finite number or a pair (low, high) with low <= high",
+    "int_or_pair": "an integer or a pair (low, high) of integers with low <= high",
+    "floats": "a sequence of finite numbers",
+    "size": "an int or a pair of ints (height, width)",
+}
+
+#: Kinds whose value augjax draws per sample (a pair is a range; a number is used as is).
+PER_SAMPLE_KINDS = ("float_or_pair", "int_or_pair")
+
+
+@dataclasses.dataclass(frozen=True)
+class Param:
+    """A declared op parameter.
+
+    Args:
+        default: the value used when the caller gives none.
+        kind: one of :data:`KINDS`; inferred from ``default`` when omitted.
+        low: smallest valid value (each element, for pairs and sequences); ``None`` = unbounded.
+        high: largest valid value; ``None`` = unbounded.
+        neutral: the value for which the op is the identity (``None`` if there is none).
+        choices: the allowed values of a ``str`` parameter.
+        optional: whether ``None`` is an allowed value.
+        required: the caller must give a value (the default, ``None``, is only a placeholder).
+        magnitude: how policies (RandAugment and friends) set this parameter from a magnitude:
+            ``(value at magnitude 0, value at the largest magnitude)``, or a full
+            :class:`augjax.MagnitudeMap`. Policies read it (:attr:`magnitude_map`); reference
+            tables only override what a reference does differently.
+        signed: whether policies negate the magnitude-derived value with probability 1/2
+            (reflected about ``neutral``).
+        validate: an extra check ``value -> value`` that raises ``ValueError`` with a message;
+            its return value replaces the given one (normalisation).
+        doc: one line for ``augjax info``.
+    """
+
+    default: Any
+    kind: str | None = None
+    low: float | None = None
+    high: float | None = None
+    neutral: Any = None
+    choices: tuple[Any, ...] | None = None
+    optional: bool = False
+    required: bool = False
+    magnitude: Any = None
+    signed: bool = False
+    validate: Callable[[Any], Any] | None = dataclasses.field(default=None, compare=False)
+    doc: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind is None:
+            object.__setattr__(self, "kind", _infer_kind(self.default))
+        if self.kind not in KINDS:
+            raise ValueError(f"Param kind must be one of {sorted(KINDS)}, got {self.kind!r}")
+        if self.choices is not None:
+            object.__setattr__(self, "choices", tuple(self.choices))
+
+    @property
+    def magnitude_map(self) -> Any:
+        """The declared magnitude as a :class:`augjax.MagnitudeMap` (None without one): a pair
+        ``(start, end)`` is the linear map between them; for ``signed`` parameters the negation
+        reflects about ``neutral`` (``neutral +- |value - neutral|``)."""
+        from augjax._core.magnitude import MagnitudeMap
+
+        m = self.magnitude
+        if m is None or isinstance(m, MagnitudeMap):
+            return m
+        start, end = (float(v) for v in m)
+        if self.signed:
+            centre = float(self.neutral or 0.0)
+            return MagnitudeMap(start - centre, end - centre, signed=True, plus=centre)
+        return MagnitudeMap(start, end)
+
+    @property
+    def per_sample(self) -> bool:
+        """Whether augjax hands the kernel this parameter per sample, in ``params``: ranges
+        (``float_or_pair``/``int_or_pair``) drawn per sample, and parameters with a magnitude
+        map (a policy sets their value per sample)."""
+        return self.kind in PER_SAMPLE_KINDS or self.magnitude is not None
+
+    def describe_range(self) -> str:
+        """The valid values, in words, for messages and ``augjax info``."""
+        if self.kind == "str":
+            text = "one of " + ", ".join(repr(c) for c in self.choices or ())
+        elif self.kind == "bool":
+            text = "True or False"
+        else:
+            lo = "-inf" if self.low is None else _fmt(self.low)
+            hi = "inf" if self.high is None else _fmt(self.high)
+            text = f"{KINDS[self.kind]} in [{lo}, {hi}]"
+        return text + (" or None" if self.optional else "")
+
+    def check(self, op: str, name: str, value: Any) -> Any:
+        """Validates ``value`` and returns it normalised (tuples for sequences, floats for numbers).
+
+        Raises:
+            ParamError: naming the op, the parameter, what was expected and what came.
+        """
+
+        def fail(detail: str = "") -> ParamError:
+            msg = f"{op}: parameter '{name}' expects {self.describe_range()}, got {value!r}"
+            return ParamError(msg + (f" ({detail})" if detail else ""), op=op, param=name)
+
+        if value is None:
+            if self.optional:
+                return None
+            if self.required:
+                raise ParamError(
+                    f"{op}: parameter '{name}' is required ({self.describe_range()})",
+                    op=op,
+                    param=name,
+                )
+            raise fail()
+        try:
+            out = _CHECKS[self.kind](self, value)
+        except (TypeError, ValueError) as err:
+            raise fail(str(err)) from None
+        if self.validate is not None:
+            try:
+                out = self.validate(out)
+            except (TypeError, ValueError) as err:
+                raise fail(str(err)) from None
+        return out
+
+
+def _fmt(x: float) -> str:
+    return f"{x:g}" if isinstance(x, float) else str(x)
+
+
+def _infer_kind(default: Any) -> str:
+    if isinstance(default, bool):
+        return "bool"
+    if isinstance(default, numbers.Integral):
+        return "int"
+    if isinstance(default, numbers.Real):
+        return "float"
+    if isinstance(default, str):
+        return "str"
+    if isinstance(default, Sequence) and len(default) == 2:
+        return "pair"
+    raise ValueError(f"cannot infer the kind of a Param with default {default!r}; pass kind=")
+
+
+def _number(p: Param, v: Any, integral: bool = False) -> float | int:
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise TypeError(f"{type(v).__name__} is not a number")
+    if integral and not isinstance(v, numbers.Integral):
+        if not float(v).is_integer():
+            raise TypeError("not an integer")
+    if not math.isfinite(float(v)):
+        raise ValueError("not finite")
+    if p.low is not None and v < p.low:
+        raise ValueError(f"below {_fmt(p.low)}")
+    if p.high is not None and v > p.high:
+        raise ValueError(f"above {_fmt(p.high)}")
+    return int(v) if integral else float(v)
+
+
+def _pair(p: Param, v: Any) -> tuple[float, float]:
+    if isinstance(v, (str, bytes)) or not isinstance(v, Sequence) or len(v) != 2:
+        raise TypeError("not a pair")
+    lo, hi = (_number(p, x) for x in v)
+    if lo > hi:
+        raise ValueError("low > high")
+    return (lo, hi)
+
+
+def _int_pair(p: Param, v: Any) -> tuple[int, int]:
+    lo, hi = _pair(p, v)
+    if not (float(lo).is_integer() and float(hi).is_integer()):
+        raise TypeError("not a pair of integers")
+    return (int(lo), int(hi))
+
+
+def per_sample_value(param: Param, value: Any, u: Any) -> Any:
+    """The float32 value of a per-sample parameter for one uniform draw ``u`` in [0, 1):
+    ``low + u * (high - low)`` for a float range, ``min(low + floor(u * (high - low + 1)), high)``
+    (a whole number) for an integer range, the value itself otherwise. ``u`` may be an array
+    (one draw per sample)."""
+    import jax.numpy as jnp
+
+    if isinstance(value, tuple):
+        lo, hi = value
+        if param.kind == "int_or_pair":
+            k = jnp.floor(u * jnp.float32(hi - lo + 1))
+            return jnp.minimum(jnp.float32(lo) + k, jnp.float32(hi))
+        return jnp.float32(lo) + u * jnp.float32(hi - lo)
+    return jnp.broadcast_to(jnp.asarray(value, jnp.float32), jnp.shape(u))
+
+
+def _choice(p: Param, v: Any) -> Any:
+    if v not in (p.choices or ()):
+        raise ValueError("not a listed choice")
+    return v
+
+
+def _floats(p: Param, v: Any) -> tuple[float, ...]:
+    if isinstance(v, numbers.Real) and not isinstance(v, bool):
+        return (_number(p, v),)
+    if isinstance(v, (str, bytes)) or not isinstance(v, Sequence) or not v:
+        raise TypeError("not a non-empty sequence of numbers")
+    return tuple(_number(p, x) for x in v)
+
+
+def _size(p: Param, v: Any) -> tuple[int, int]:
+    if isinstance(v, numbers.Integral) and not isinstance(v, bool):
+        v = (v, v)
+    if isinstance(v, (str, bytes)) or not isinstance(v, Sequence) or len(v) != 2:
+        raise TypeError("not an int or a pair of ints")
+    return tuple(_number(p, x, integral=True) for x in v)  # type: ignore[return-value]
+
+
+def _bool(p: Param, v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise TypeError(f"{type(v).__name__} is not a bool")
+    return v
+
+
+_CHECKS: dict[str, Callable[[Param, Any], Any]] = {
+    "float": lambda p, v: _number(p, v),
+    "int": lambda p, v: _number(p, v, integral=True),
+    "bool": _bool,
+    "str": _choice,
+    "pair": _pair,
+    "float_or_pair": lambda p, v: _pair(p, v) if isinstance(v, Sequence) else _number(p, v),
+    "int_or_pair": lambda p, v: _int_pair(p, v) if isinstance(v, Sequence) else
+    _number(p, v, integral=True),
+    "floats": _floats,
+    "size": _size,
+}

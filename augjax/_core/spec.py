@@ -1,0 +1,362 @@
+"""OpSpec and the ``@op`` decorator: the public authoring API (version 2, params-first).
+
+An op is a frozen value: a *sampler* that draws each sample's random values, and a
+deterministic *kernel* that applies them, plus its declared parameters, level, inputs,
+outputs, dtypes and layouts. Declaring one registers nothing; the registry finds ops through
+the ``augjax.ops`` entry points of installed distributions.
+
+Parameters are of two sorts:
+
+- *per-sample* parameters (``Param.per_sample``: kinds ``float_or_pair`` / ``int_or_pair``,
+  and any parameter with a ``magnitude`` map) are drawn by augjax, one float32 value per
+  sample, and reach the kernel in its ``params`` dict under their own name (a range
+  ``(lo, hi)`` is drawn uniformly, a number is used as is; a policy sets the value itself);
+- every other parameter is *static* configuration and reaches the kernel as a keyword.
+
+Draw order (documented, so it can be replayed): with ``k`` an op's key (the sample key folded
+with the op's chain position), augjax draws one uniform per per-sample parameter, in declared
+order, as ``jax.random.uniform(fold_in(k, 0), (count,))``; the op's own ``sample`` hook gets
+``fold_in(k, 1)``.
+
+Kernel and sampler signatures (checked when the op is declared):
+
+- ``level="sample"``: ``kernel(image, params, *, <static params>)`` with one HWC image
+  ``(H, W, C)`` and that sample's ``params`` (a dict of arrays); augjax vmaps it.
+- ``level="batch"``: ``kernel(images, params, *, ...)`` or ``kernel(images, labels, params,
+  *, ...)`` with the whole batch ``(N, H, W, C)`` and params with a leading axis N; it returns
+  ``images`` or ``(images, labels)``.
+- ``sample=fn`` (optional, for structural randomness: coins, boxes, permutations):
+  ``fn(key, meta, params, *, <all params>) -> dict`` gets the op's key, a :class:`Meta` (the
+  image size, channels and dtype; the batch size for batch-level ops), the per-sample values
+  drawn so far, and every parameter's configured value; it returns more fields (arrays, per
+  sample; with a leading axis N for batch-level ops). Fields hold drawn values, never keys.
+
+Kernels always see channels-last images; augjax moves CHW data to HWC and back around them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import re
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from augjax._core.meta import Meta
+from augjax._core.param import Param, per_sample_value
+from augjax._core.step import CALL_KEYWORDS
+from augjax.errors import OpDefinitionError, ParamError
+
+__all__ = ["API_VERSION", "Meta", "OpSpec", "op"]
+
+#: The authoring-API version this augjax implements. Ops declare the version they were written
+#: for; a different major version is refused when the op is loaded. 2.0: params-first
+#: (``sample=`` hook, ``kernel(image, params, *, ...)``); 1.x kernels took a key.
+API_VERSION = "2.0"
+
+#: What a 1.x kernel must change, in every message that refuses one.
+MIGRATION = (
+    "augjax's authoring API 2.0 is params-first: the kernel is deterministic, "
+    "kernel(image, params, *, <static params>) (batch level: kernel(images[, labels], params, "
+    "*, ...)), reading each per-sample value from params['<name>']; per-sample parameters "
+    "(float_or_pair, int_or_pair, or with a magnitude) are drawn by augjax, and other random "
+    "draws (coins, boxes) move into @op(..., sample=fn) with fn(key, meta, params, **config) "
+    "-> dict; see README 'Write your own augmentation pack'"
+)
+
+
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+_LEVELS = ("sample", "batch")
+_IO = (("images",), ("images", "labels"))
+_DTYPES = ("uint8", "float32")
+_LAYOUTS = ("HWC", "CHW")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class OpSpec:
+    """A declared augmentation. Build one with :func:`op`; call it like a function.
+
+    ``spec(images, key=..., **params)`` runs it on a ``jax.Array`` batch; ``spec(node, **params)``
+    inside a ``@pipeline_def`` adds a DALI operator; ``spec.bind(**params)`` configures it
+    without data (for chains).
+    """
+
+    name: str
+    kernel: Callable[..., Any]
+    params: Mapping[str, Param]
+    level: str = "sample"
+    inputs: tuple[str, ...] = ("images",)
+    outputs: tuple[str, ...] = ("images",)
+    dtypes: tuple[str, ...] = _DTYPES
+    layouts: tuple[str, ...] = _LAYOUTS
+    channels: tuple[int, ...] | None = None
+    random: bool = True
+    sampler: Callable[..., Mapping[str, Any]] | None = None
+    matrix: Callable[..., Any] | None = None
+    geometric: bool = False
+    output_size: Callable[..., tuple[int, int]] | None = None
+    output_dtype: str | None = None
+    output_layout: Callable[..., str | None] | None = None
+    check: Callable[..., None] | None = None
+    reference: str = ""
+    api_version: str = API_VERSION
+    doc: str = ""
+    compute_bound: bool = False
+
+    @property
+    def summary(self) -> str:
+        """The first line of the op's documentation."""
+        return self.doc.strip().splitlines()[0] if self.doc.strip() else ""
+
+    def layout_after(self, layout: str, params: Mapping[str, Any]) -> str:
+        """The layout of this op's output for an input of ``layout`` and these parameters."""
+        if self.output_layout is None:
+            return layout
+        return self.output_layout(**params) or layout
+
+    @property
+    def per_sample(self) -> tuple[str, ...]:
+        """The per-sample parameters, in declared (and draw) order."""
+        return tuple(k for k, p in self.params.items() if p.per_sample)
+
+    @property
+    def static(self) -> tuple[str, ...]:
+        """The static parameters: the kernel's keyword arguments."""
+        return tuple(k for k, p in self.params.items() if not p.per_sample)
+
+    def draw(self, key: Any, meta: Meta, config: Mapping[str, Any],
+             overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The params of one sample (or, for batch-level ops, of the batch) under ``config``
+        (validated parameter values): per-sample values, then the ``sample`` hook's fields.
+        ``overrides`` set per-sample values directly (a policy's magnitudes); traced."""
+        import jax
+        import jax.numpy as jnp
+
+        names = self.per_sample
+        shape = () if self.level == "sample" else (meta.batch,)
+        ranged = [n for n in names if isinstance(config[n], tuple)]
+        if ranged and key is None:
+            raise OpDefinitionError(f"op {self.name!r}: a range needs a key")
+        u = (jax.random.uniform(jax.random.fold_in(key, 0), (len(names),) + shape, jnp.float32)
+             if ranged else jnp.zeros((len(names),) + shape, jnp.float32))
+        out: dict[str, Any] = {}
+        for i, n in enumerate(names):
+            if overrides is not None and n in overrides:
+                out[n] = jnp.broadcast_to(jnp.asarray(overrides[n], jnp.float32), shape)
+            else:
+                out[n] = per_sample_value(self.params[n], config[n], u[i])
+        if self.sampler is not None:
+            extra = self.sampler(jax.random.fold_in(key, 1) if key is not None else None, meta,
+                                 dict(out), **config)
+            if not isinstance(extra, Mapping):
+                raise OpDefinitionError(
+                    f"op {self.name!r}: sample= must return a dict of arrays, got "
+                    f"{type(extra).__name__}")
+            out.update(extra)
+        return out
+
+    def run(self, inputs: tuple[Any, ...], params: Mapping[str, Any],
+            config: Mapping[str, Any]) -> Any:
+        """The kernel on ``inputs`` (one image, or the batch [and labels]) with ``params``."""
+        static = {k: config[k] for k in self.static}
+        return self.kernel(*inputs, dict(params), **static)
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        """Each parameter's default value."""
+        return {k: p.default for k, p in self.params.items()}
+
+    def bind(self, **params: Any) -> Any:
+        """Returns this op configured with ``params`` (validated now), ready to apply or chain."""
+        from augjax._runtime.bound import bound
+
+        return bound(self, params)
+
+    def sample(self, *inputs: Any, key: Any, layout: str = "HWC", **params: Any) -> Any:
+        """The per-sample values this op draws for ``inputs`` with ``key``: a dict of arrays
+        with a leading axis N (see :meth:`augjax._runtime.bound.BoundOp.sample`)."""
+        from augjax._runtime.bound import bound
+
+        return bound(self, params).sample(*inputs, key=key, layout=layout)
+
+    def apply(self, *inputs: Any, params: Any, layout: str = "HWC", **op_params: Any) -> Any:
+        """Applies the op with given per-sample values ``params`` (from :meth:`sample`, maybe
+        edited); deterministic (see :meth:`augjax._runtime.bound.BoundOp.apply`)."""
+        from augjax._runtime.bound import bound
+
+        return bound(self, op_params).apply(*inputs, params=params, layout=layout)
+
+    def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
+        """Applies the op; see :meth:`augjax._runtime.bound.BoundOp.__call__` for the call keywords."""
+        from augjax._runtime.bound import bound
+
+        call = {k: kwargs.pop(k) for k in list(kwargs) if k in CALL_KEYWORDS}
+        return bound(self, kwargs)(*inputs, **call)
+
+    def __repr__(self) -> str:
+        return f"<augjax op {self.name!r} level={self.level} params={list(self.params)}>"
+
+
+def op(
+    name: str,
+    *,
+    params: Mapping[str, Param] | None = None,
+    level: str = "sample",
+    inputs: tuple[str, ...] = ("images",),
+    outputs: tuple[str, ...] | None = None,
+    dtypes: tuple[str, ...] = _DTYPES,
+    layouts: tuple[str, ...] = _LAYOUTS,
+    channels: tuple[int, ...] | None = None,
+    random: bool | None = None,
+    sample: Callable[..., Mapping[str, Any]] | None = None,
+    matrix: Callable[..., Any] | None = None,
+    geometric: bool | None = None,
+    output_size: Callable[..., tuple[int, int]] | None = None,
+    output_dtype: str | None = None,
+    output_layout: Callable[..., str | None] | None = None,
+    check: Callable[..., None] | None = None,
+    reference: str = "",
+    api_version: str = API_VERSION,
+    compute_bound: bool = False,
+) -> Callable[[Callable[..., Any]], OpSpec]:
+    """Declares an op: ``@op("name", params={...})`` over its kernel returns an :class:`OpSpec`.
+
+    Args:
+        name: the op's name, ``[a-z][a-z0-9_]*``; it must equal its entry point's name.
+        params: the user-facing parameters, each a :class:`Param`.
+        level: ``"sample"`` (kernel sees one image; augjax vmaps) or ``"batch"``.
+        inputs: ``("images",)`` or ``("images", "labels")`` (batch level only).
+        outputs: defaults to ``inputs``.
+        dtypes: image dtypes accepted (and returned): a subset of ``("uint8", "float32")``.
+        layouts: layouts accepted: a subset of ``("HWC", "CHW")``.
+        channels: channel counts accepted, or ``None`` for any.
+        random: whether the op draws anything (a call then needs a key); default: it has a
+            ``sample`` hook or a per-sample parameter. ``random=False`` with either is an error.
+        sample: ``fn(key, meta, params, **config) -> dict``, the op's own draws (coins, boxes,
+            permutations) as arrays; see the module docstring.
+        matrix: for geometric sample-level ops, ``fn(params, meta, **config) -> (3, 3)``: the
+            sample's forward matrix (input pixel ``(x, y, 1)`` to output, see
+            :mod:`augjax.kernels.matrix`); boxes, keypoints and :func:`augjax.invert` use it.
+        geometric: the op moves pixels (default: it declares a ``matrix``). A geometric op
+            without a matrix (elastic warps) cannot be inverted.
+        output_size: ``f(height, width, **params) -> (out_height, out_width)`` for ops that
+            change the spatial size; ``None`` means the size is kept.
+        output_dtype: the dtype the op returns (e.g. ``"float32"`` for normalize); ``None``
+            means the input's dtype.
+        output_layout: ``f(**params) -> "HWC" | "CHW" | None`` for ops whose output layout
+            depends on a parameter (normalize's CHW output); ``None`` keeps the input layout.
+        check: ``f(**params)`` run on the validated parameters when the op is configured, for
+            constraints between parameters (``min_area <= max_area``); it raises
+            :class:`augjax.ParamError` (or ``ValueError``, which augjax wraps).
+        reference: the reference semantics (e.g. "torchvision RandomHorizontalFlip").
+        api_version: the authoring-API version the op is written for.
+        compute_bound: the kernel does much arithmetic per pixel (HSV, random-order chains). On
+            CPU a run of per-sample ops that holds one goes through the batch in cache-sized
+            chunks; memory-bound ops (flip, normalize) run faster over the whole batch.
+
+    Raises:
+        OpDefinitionError: when the declaration and the kernel disagree.
+    """
+    params = dict(params or {})
+    outputs = inputs if outputs is None else tuple(outputs)
+
+    def decorate(kernel: Callable[..., Any]) -> OpSpec:
+        _check_declaration(name, kernel, params, level, tuple(inputs), outputs, dtypes, layouts)
+        _check_signature(name, kernel, params, level, tuple(inputs))
+        drawn = sample is not None or any(p.per_sample for p in params.values())
+        if random is False and drawn:
+            raise OpDefinitionError(
+                f"op {name!r}: random=False, but the op draws per-sample values (a sample= hook "
+                f"or per-sample parameters: {[k for k, p in params.items() if p.per_sample]})")
+        if matrix is not None and (not callable(matrix) or level != "sample"):
+            raise OpDefinitionError(f"op {name!r}: matrix= must be a callable of a sample-level "
+                                    f"op")
+        if sample is not None and not callable(sample):
+            raise OpDefinitionError(f"op {name!r}: sample= must be callable, got "
+                                    f"{type(sample).__name__}")
+        return OpSpec(
+            name=name,
+            kernel=kernel,
+            params=MappingProxyType(params),
+            level=level,
+            inputs=tuple(inputs),
+            outputs=outputs,
+            dtypes=tuple(dtypes),
+            layouts=tuple(layouts),
+            channels=None if channels is None else tuple(channels),
+            random=drawn if random is None else bool(random),
+            sampler=sample,
+            matrix=matrix,
+            geometric=matrix is not None if geometric is None else bool(geometric),
+            output_size=output_size,
+            output_dtype=output_dtype,
+            output_layout=output_layout,
+            check=check,
+            reference=reference,
+            api_version=api_version,
+            doc=inspect.getdoc(kernel) or "",
+            compute_bound=bool(compute_bound),
+        )
+
+    return decorate
+
+
+def _check_declaration(name, kernel, params, level, inputs, outputs, dtypes, layouts) -> None:
+    def bad(msg: str) -> OpDefinitionError:
+        return OpDefinitionError(f"op {name!r}: {msg}")
+
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise bad(f"the name must match {_NAME.pattern}, got {name!r}")
+    if not callable(kernel):
+        raise bad(f"the kernel must be callable, got {type(kernel).__name__}")
+    if level not in _LEVELS:
+        raise bad(f"level must be one of {_LEVELS}, got {level!r}")
+    if inputs not in _IO or outputs not in _IO:
+        raise bad(f"inputs and outputs must each be one of {_IO}, got {inputs!r} -> {outputs!r}")
+    if "labels" in inputs and level != "batch":
+        raise bad("ops that take labels must be level='batch'")
+    if not dtypes or set(dtypes) - set(_DTYPES):
+        raise bad(f"dtypes must be a non-empty subset of {_DTYPES}, got {dtypes!r}")
+    if not layouts or set(layouts) - set(_LAYOUTS):
+        raise bad(f"layouts must be a non-empty subset of {_LAYOUTS}, got {layouts!r}")
+    for pname, p in params.items():
+        if not isinstance(p, Param):
+            raise bad(f"params[{pname!r}] must be an augjax.Param, got {type(p).__name__}")
+        if pname in _RESERVED:
+            raise bad(f"the parameter name {pname!r} is reserved for the call ({sorted(_RESERVED)})")
+        if not p.required:
+            try:
+                p.check(name, pname, p.default)  # the default itself must be valid
+            except ParamError as err:
+                raise bad(f"invalid default: {err}") from None
+
+
+def _check_signature(name, kernel, params, level, inputs) -> None:
+    try:
+        sig = inspect.signature(kernel)
+    except (TypeError, ValueError) as err:
+        raise OpDefinitionError(f"op {name!r}: cannot read the kernel's signature: {err}") from None
+    positional = [
+        p.name
+        for p in sig.parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    keyword = [p.name for p in sig.parameters.values() if p.kind == p.KEYWORD_ONLY]
+    if positional[:1] == ["key"]:
+        raise OpDefinitionError(
+            f"op {name!r}: the kernel takes a key (authoring API 1.x: {sig}). {MIGRATION}")
+    static = [k for k, p in params.items() if not p.per_sample]
+    expected = (["image"] if level == "sample" else list(inputs)) + ["params"]
+    if (len(positional) != len(expected) or positional[-1:] != ["params"]
+            or sorted(keyword) != sorted(static)):
+        raise OpDefinitionError(
+            f"op {name!r}: the kernel must be def {getattr(kernel, '__name__', 'kernel')}"
+            f"({', '.join(expected)}, *, {', '.join(static)}) for level={level!r} (per-sample "
+            f"parameters {[k for k, p in params.items() if p.per_sample]} come in params); "
+            f"got {sig}"
+        )
+
+
+# Keywords the call itself takes; a parameter may not use them.
+_RESERVED = CALL_KEYWORDS | {"images", "labels", "image", "params"}

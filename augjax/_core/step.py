@@ -1,0 +1,100 @@
+"""The Step contract: what ops (``BoundOp``) and composites (chains, ``random_apply``, policies)
+share, declared once (light: importing it imports no JAX): the call keywords, the structure a step promises (output size, dtype,
+layout), the per-sample params-first contract (``draw``, ``run``, ``matrix``) and the public
+batch calls (``step(...)``, ``step.sample(...)``, ``step.apply(...)``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from augjax.errors import InputError
+
+__all__ = ["CALL_KEYWORDS", "Step"]
+
+#: Keywords of a call that are not op parameters (declared once: ops reserve these names).
+CALL_KEYWORDS = frozenset({"key", "seeds", "seed", "device", "layout"})
+
+
+class Step:
+    """Base of everything a program runs. Subclasses provide ``name``, ``spec`` (the step as
+    an op declaration: level, layouts, output size / dtype / layout), ``kwargs`` and the
+    per-sample contract: ``draw(key, meta) -> params``, ``run(image, params) -> image`` and
+    ``matrix(params, meta) -> (3, 3)``."""
+
+    #: Whether the step's params are one pytree per step it holds (a chain) or its own.
+    chained = False
+
+    # -- structure ---------------------------------------------------------------------------
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """The positional inputs a call takes."""
+        return tuple(self.spec.inputs)
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        """What a call returns."""
+        return tuple(self.spec.outputs)
+
+    def elements(self) -> tuple[Any, ...]:
+        """The steps inside this one (empty for ops and policies)."""
+        return ()
+
+    def program(self) -> tuple[tuple[Any, ...], int]:
+        """The steps a call runs, and the chain position of the first."""
+        return (self,), 0
+
+    # -- public batch calls ------------------------------------------------------------------
+    def __call__(self, *inputs: Any, key: Any = None, seeds: Any = None, seed: int | None = None,
+                 device: str | None = None, layout: str = "HWC") -> Any:
+        """Applies the step.
+
+        Args:
+            *inputs: ``images`` (and ``labels`` for steps that mix labels): ``jax.Array`` /
+                NumPy batches, or DALI ``DataNode`` values inside a ``@pipeline_def``.
+            key: arrays only: a ``jax.random.key`` (split per sample) or one key per sample;
+                required for random steps.
+            seeds: DALI only: a ``DataNode`` of int32 ``(2,)`` seeds per sample to use instead
+                of the ones augjax draws (see :func:`augjax.keys_from_seeds`).
+            seed: DALI only: seed of the DALI RNG op that draws the per-sample seeds (default:
+                derived from the pipeline seed).
+            device: DALI only: ``"cpu"`` or ``"gpu"``; default: the device of ``images``.
+            layout: ``"HWC"`` (default) or ``"CHW"``.
+
+        Returns:
+            ``images``, or ``(images, soft_labels)`` for steps that output labels.
+        """
+        from augjax._runtime.dispatch import apply_steps
+
+        steps, start = self._steps()
+        return apply_steps(steps, inputs, name=self.name, inputs_decl=self.inputs,
+                           outputs_decl=self.outputs, key=key, seeds=seeds, seed=seed,
+                           device=device, layout=layout, start=start)
+
+    def sample(self, *inputs: Any, key: Any, layout: str = "HWC") -> Any:
+        """The values this step draws for ``inputs`` with ``key`` (arrays; only the images'
+        shape and dtype matter, a shape tuple is accepted): a pytree of arrays with a leading
+        axis N, exactly what ``self(*inputs, key=key)`` uses. A chain gives one per step.
+        ``self.apply(*inputs, params=self.sample(*inputs, key=key))`` equals the call bitwise.
+        """
+        from augjax._runtime.dispatch import sample_steps_on
+
+        steps, start = self._steps()
+        params = sample_steps_on(steps, inputs, name=self.name, inputs_decl=self.inputs,
+                                 key=key, layout=layout, start=start)
+        return params if self.chained else params[0]
+
+    def apply(self, *inputs: Any, params: Any, layout: str = "HWC") -> Any:
+        """Applies the step with given ``params`` (from :meth:`sample`, maybe edited):
+        deterministic, no key. Returns what a call returns."""
+        from augjax._runtime.dispatch import apply_with_params
+
+        steps, _ = self._steps()
+        return apply_with_params(steps, inputs, params if self.chained else (params,),
+                                 name=self.name, inputs_decl=self.inputs,
+                                 outputs_decl=self.outputs, layout=layout)
+
+    def _steps(self) -> tuple[tuple[Any, ...], int]:
+        steps, start = self.program()
+        if not steps:
+            raise InputError(f"{self.name}: the chain is empty", op=self.name)
+        return steps, start

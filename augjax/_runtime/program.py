@@ -1,0 +1,343 @@
+"""The program: a sequence of configured ops turned into one traced JAX function.
+
+The same function serves the array path (``jax.jit`` over it, keys given by the caller) and the
+DALI path (one ``jax_function`` whose keys are built from the per-sample seeds DALI draws). Both
+are cached per (ops, layout, inputs), so building a pipeline twice or calling an op again never
+recompiles for shapes already seen.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import itertools
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import einops
+import jax
+import jax.numpy as jnp
+
+from augjax._runtime.compile_cache import enable as enable_compile_cache
+from augjax._runtime.inputs import check_images, check_labels
+from augjax._runtime.keys import keys_from_seeds
+from augjax._core.meta import Meta
+from augjax._runtime.partition import tracing
+from augjax._runtime.platform import platform_dependent
+from augjax.errors import InputError, OpDefinitionError
+
+__all__ = [
+    "apply_params",
+    "array_program",
+    "sample_program",
+    "apply_program",
+    "sample_steps",
+    "final_layout",
+    "once_cache",
+    "seeded_program",
+    "trace_count",
+]
+
+_traces = 0
+_traces_lock = threading.Lock()
+
+
+def trace_count() -> int:
+    """How many times augjax has traced (and so compiled) a program in this process."""
+    return _traces
+
+
+def _count_trace() -> None:
+    global _traces
+    with _traces_lock:
+        _traces += 1
+
+
+def once_cache(maxsize: int = 512):
+    """``functools.lru_cache`` that builds each value once even when threads ask for the same
+    key at the same time (``lru_cache`` may call the function twice then, and two jitted
+    programs for one key would each trace and compile), keyed by the arguments with defaults
+    applied. Keeps ``cache_info``/``cache_clear``."""
+
+    def decorate(fn):
+        cached = functools.lru_cache(maxsize=maxsize)(fn)
+        lock = threading.Lock()
+        signature = inspect.signature(fn)
+        arity = len(signature.parameters)
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            # One key per call, however it is spelled: lru_cache tells f(a, b=1), f(a, 1) and
+            # f(a) apart, and each key would trace and compile its own program.
+            if kwargs or len(args) != arity:  # the full positional form skips the binding
+                bound = signature.bind(*args, **kwargs)
+                bound.apply_defaults()
+                args = bound.args
+            with lock:
+                return cached(*args)
+
+        wrapper.cache_info = cached.cache_info
+        wrapper.cache_clear = cached.cache_clear
+        return wrapper
+
+    return decorate
+
+
+def _to_hwc(x: jax.Array, layout: str) -> jax.Array:
+    return einops.rearrange(x, "n c h w -> n h w c") if layout == "CHW" else x
+
+
+def _from_hwc(x: jax.Array, layout: str) -> jax.Array:
+    return einops.rearrange(x, "n h w c -> n c h w") if layout == "CHW" else x
+
+
+def _check_output(spec: Any, out: jax.Array, src: jax.Array, params: dict[str, Any]) -> None:
+    n, h, w, c = src.shape
+    if spec.output_size is not None:
+        h, w = spec.output_size(h, w, **params)
+    expected_dtype = jnp.dtype(spec.output_dtype or src.dtype)
+    if tuple(out.shape) != (n, h, w, c) or out.dtype != expected_dtype:
+        raise OpDefinitionError(
+            f"op {spec.name!r}: the kernel returned {out.dtype} {tuple(out.shape)}, but its "
+            f"declaration promises {expected_dtype} {(n, h, w, c)} (batch in HWC)"
+        )
+
+
+def _hwc_shape(shape: tuple[int, ...], layout: str) -> tuple[int, int, int, int]:
+    n, a, b, c = shape
+    return (n, b, c, a) if layout == "CHW" else (n, a, b, c)
+
+
+def sample_steps(
+    steps: Sequence[Any],
+    shape: tuple[int, ...],
+    dtype: Any,
+    keys: jax.Array | None,
+    layout: str,
+    start: int = 0,
+) -> tuple[Any, ...]:
+    """Every step's params for a batch of ``shape`` (in ``layout``) and ``dtype``: a tuple with
+    one pytree per step (a dict of arrays with a leading axis N). Traced inside ``jax.jit``.
+
+    Step ``j`` draws from ``fold_in(sample_key, start + j)``; per-sample steps are vmapped over
+    the samples' keys, batch-level steps draw from the first sample's key."""
+    n, h, w, c = _hwc_shape(tuple(shape), layout)
+    dtype = jnp.dtype(dtype)
+    out = []
+    for pos, step in enumerate(steps, start):
+        spec = step.spec
+        if spec.level == "sample":
+            meta = Meta(h, w, c, dtype.name)
+            if spec.random and keys is not None:
+                params = jax.vmap(lambda k, s=step, m=meta: s.draw(jax.random.fold_in(k, pos), m)
+                                  )(keys)
+            else:
+                one = step.draw(None, meta)
+                params = jax.tree_util.tree_map(
+                    lambda v: jnp.broadcast_to(v, (n,) + jnp.shape(v)), one)
+        else:
+            meta = Meta(h, w, c, dtype.name, n)
+            key = jax.random.fold_in(keys[0], pos) if (keys is not None and n) else \
+                (jax.random.key(0) if spec.random else None)
+            params = step.draw(key, meta)
+        out.append(params)
+        (h, w, c), dtype = step.struct_after((h, w, c), dtype)
+    return tuple(out)
+
+
+def apply_params(
+    steps: Sequence[Any],
+    images: jax.Array,
+    labels: jax.Array | None,
+    params: Sequence[Any],
+    layout: str,
+) -> tuple[jax.Array, jax.Array | None]:
+    """Applies configured ops in order with the given params (one pytree per step, as
+    :func:`sample_steps` returns them); deterministic. Traced inside ``jax.jit``."""
+    _count_trace()
+    if len(params) != len(steps):
+        raise InputError(f"apply: expected params for {len(steps)} step(s), got {len(params)}",
+                         argument="params")
+    x = images
+    items = list(zip(steps, params))
+    runs = itertools.groupby(items, key=lambda sp: (sp[0].spec.level, sp[0].spec.compute_bound))
+    for (level, _), run in runs:  # per-sample ops in runs (all compute-bound or none)
+        if level == "sample":
+            x, layout = _sample_segment(list(run), x, layout)
+            continue
+        for step, p in run:
+            x, labels, layout = _batch_step(step, p, x, labels, layout)
+    return x, labels
+
+
+def _batch_step(step, p, x, labels, layout):
+    """Applies one batch-level op; returns (x, labels, layout)."""
+    spec, config = step.spec, step.kwargs
+    n = x.shape[0]
+    check_images(x, spec, layout)
+    hwc = _to_hwc(x, layout)
+    args = [hwc]
+    if "labels" in spec.inputs:
+        if labels is None:
+            raise InputError(
+                f"{spec.name}: argument 'labels' is required (the op mixes labels); "
+                f"call it as {spec.name}(images, labels, ...)",
+                op=spec.name,
+                argument="labels",
+            )
+        args.append(check_labels(labels, n, spec.name))
+    result = step.run_batch(tuple(args), p)
+    if "labels" in spec.outputs:
+        out, labels = result
+        labels = _poison_bad_classes(args[-1], labels, config.get("num_classes"))
+    else:
+        out = result
+    _check_output(spec, out, hwc, config)
+    layout = spec.layout_after(layout, config)
+    return _from_hwc(out, layout), labels, layout
+
+
+#: On CPU a run of compute-bound per-sample ops (``OpSpec.compute_bound``) goes through the
+#: batch this many samples at a time (a loop of vmapped chunks): every stage then finds the
+#: chunk's images in cache, where over the whole batch each would stream it from memory (colour
+#: jitter, B=64 x 224 x 224 on 2 cores: 128 ms vmapped, 66 ms in chunks of 8; the same bits).
+#: Memory-bound ops (flip: 5 -> 18 ms in chunks) and GPUs take the whole batch at once.
+CPU_CHUNK = 8
+
+
+def _sample_segment(segment, x, layout):
+    """Applies consecutive per-sample ops ``[(step, params), ...]``; returns (x, layout)."""
+    out_layout = layout
+    for step, _ in segment:
+        out_layout = step.spec.layout_after(out_layout, step.kwargs)
+
+    def apply(x, ps):
+        lay = layout
+        for (step, _), p in zip(segment, ps):
+            spec, config = step.spec, step.kwargs
+            check_images(x, spec, lay)
+            hwc = _to_hwc(x, lay)
+            out = jax.vmap(step.run)(hwc, p)
+            _check_output(spec, out, hwc, config)
+            lay = spec.layout_after(lay, config)
+            x = _from_hwc(out, lay)
+        return x
+
+    ps = tuple(p for _, p in segment)
+    n, chunk = x.shape[0], CPU_CHUNK
+    if n <= chunk or not segment[0][0].spec.compute_bound:
+        return apply(x, ps), out_layout
+    # Checked on the whole batch first, so that an error names the batch's shapes, not a chunk's.
+    jax.eval_shape(apply, x, ps)
+
+    def chunked(x):
+        m = n // chunk * chunk
+
+        def split(v):
+            return v[:m].reshape(n // chunk, chunk, *v.shape[1:])
+
+        parts = (split(x), jax.tree_util.tree_map(split, ps))
+        head = jax.lax.map(lambda t: apply(*t), parts)
+        head = head.reshape(m, *head.shape[2:])
+        if m == n:
+            return head
+        tail = apply(x[m:], jax.tree_util.tree_map(lambda v: v[m:], ps))
+        return jnp.concatenate([head, tail])
+
+    return platform_dependent(x, cpu=chunked, default=lambda x: apply(x, ps)), out_layout
+
+
+def _poison_bad_classes(ids: jax.Array, soft: jax.Array, num_classes: Any) -> jax.Array:
+    """Soft labels all NaN when an integer class id lies outside ``[0, num_classes)``.
+
+    one_hot would silently give an all-zero row; reading the ids back to raise would cost a
+    device-to-host sync per batch. NaN makes the loss NaN at once (docs/RELIABILITY.md);
+    NumPy labels on arrays are checked before the call and raise InputError instead.
+    """
+    if not isinstance(num_classes, int) or not jnp.issubdtype(ids.dtype, jnp.integer):
+        return soft
+    bad = jnp.any((ids < 0) | (ids >= num_classes))
+    return jnp.where(bad, jnp.nan, soft)
+
+
+def final_layout(steps: Sequence[Any], layout: str) -> str:
+    """The layout of a program's output for an input of ``layout``."""
+    for step in steps:
+        layout = step.spec.layout_after(layout, step.kwargs)
+    return layout
+
+
+@once_cache(maxsize=512)
+def array_program(steps: tuple[Any, ...], layout: str, start: int = 0,
+                  partitioned: bool = False):
+    """The program for arrays: ``f(images, labels, keys) -> (images, labels)``; ``partitioned``
+    for inputs laid out over several devices (no custom kernels).
+
+    It runs the two compiled programs that ``sample`` and ``apply`` run, one after the other
+    (:func:`sample_program`, then :func:`apply_program`), so a call equals
+    ``apply(sample(...))`` bitwise by construction: one fused program could round the kernels'
+    float arithmetic differently (XLA fuses multiply-adds where its fusion decisions allow).
+    """
+    enable_compile_cache()
+    apply = apply_program(steps, layout, partitioned)
+
+    def program(images, labels, keys):
+        sample = sample_program(steps, layout, start, tuple(images.shape),
+                                jnp.dtype(images.dtype).name)
+        return apply(images, labels, sample(keys))
+
+    return program
+
+
+_keys_from_seeds = jax.jit(keys_from_seeds)
+
+
+@once_cache(maxsize=512)
+def seeded_program(
+    steps: tuple[Any, ...], layout: str, with_labels: bool, with_seeds: bool, start: int = 0,
+    partitioned: bool = False,
+):
+    """The program for DALI: ``f(images[, labels][, seeds])`` returning a tuple; ``partitioned``
+    where ``jax_function`` gets a sharding over several devices. The keys come from the seeds
+    (``keys_from_seeds``), then the same compiled programs as on arrays run, so the DALI path
+    equals the array path with ``key=keys_from_seeds(seeds)`` bitwise."""
+    enable_compile_cache()
+    run = array_program(steps, layout, start, partitioned)
+
+    def program(*arrays):
+        images, rest = arrays[0], list(arrays[1:])
+        labels = rest.pop(0) if with_labels else None
+        keys = _keys_from_seeds(rest.pop(0)) if with_seeds else None
+        out, labels = run(images, labels, keys)
+        return (out, labels) if with_labels else (out,)
+
+    return program
+
+
+@once_cache(maxsize=512)
+def sample_program(steps: tuple[Any, ...], layout: str, start: int, shape: tuple[int, ...],
+                   dtype: str):
+    """The jitted sampler for arrays of ``shape`` and ``dtype``: ``f(keys) -> params``."""
+    enable_compile_cache()
+    struct = jax.ShapeDtypeStruct(shape, jnp.dtype(dtype))
+
+    def program(keys):
+        with tracing(False):
+            for step in steps[:1]:
+                check_images(struct, step.spec, layout)
+            return sample_steps(steps, shape, dtype, keys, layout, start)
+
+    return jax.jit(program)
+
+
+@once_cache(maxsize=512)
+def apply_program(steps: tuple[Any, ...], layout: str, partitioned: bool = False):
+    """The jitted deterministic program for arrays: ``f(images, labels, params)``."""
+    enable_compile_cache()
+
+    def program(images, labels, params):
+        with tracing(partitioned):
+            return apply_params(steps, images, labels, params, layout)
+
+    return jax.jit(program)

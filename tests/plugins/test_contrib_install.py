@@ -1,0 +1,184 @@
+"""augjax-contrib installed for real: a wheel built from augjax_contrib/, installed with
+``pip install --no-deps --target``, found by ``augjax list`` through its entry points, used in a
+DALI CPU pipeline as ``augjax.ops.<op>(images)``, and gone once its files are removed.
+
+The checks run in fresh interpreters whose ``sys.path`` is the install target, the standard
+library and a *view* of this environment's site-packages that leaves out every ``augjax_contrib``
+entry (an editable install's ``.pth`` and ``dist-info``, or a regular install): so the wheel is
+the only copy of the pack they can see, whether or not the pack is also installed here.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import shutil
+import site
+import subprocess
+import sys
+import textwrap
+import zipfile
+from pathlib import Path
+
+import tomllib
+
+PACK = Path(__file__).resolve().parents[2] / "augjax_contrib"
+DIST, VERSION = "augjax-contrib", "0.2.0"
+OPS = sorted(tomllib.loads((PACK / "pyproject.toml").read_text())
+             ["project"]["entry-points"]["augjax.ops"])
+
+# Runs in the child interpreter (python -S): first make the filtered site-packages view a site
+# directory (its .pth files run, so an editable augjax keeps working), then one phase.
+CHILD = textwrap.dedent('''
+    import io, json, site, sys
+    from contextlib import redirect_stdout
+    site.addsitedir(sys.argv[1])
+    phase, target = sys.argv[2], sys.argv[3]
+
+    import numpy as np
+    import augjax
+    from augjax.cli.main import main
+
+    def cli(*args):
+        buf = io.StringIO()
+        with redirect_stdout(buf):
+            code = main(list(args))
+        return code, buf.getvalue()
+
+    report = {"phase": phase}
+    report["list_json"] = json.loads(cli("list", "--all", "--json")[1])
+    report["list_text"] = cli("list")[1]
+    if phase == "installed":
+        import jax
+        from nvidia.dali import fn, pipeline_def
+
+        spec = augjax.get_op("sphere")
+        report["sphere_file"] = sys.modules[spec.kernel.__module__].__file__
+        x = np.random.default_rng(0).integers(0, 256, (2, 12, 16, 3), dtype=np.uint8)
+
+        @pipeline_def(batch_size=2, num_threads=1, device_id=None, seed=3, prefetch_queue_depth=1)
+        def pipe():
+            images = fn.external_source(source=lambda: x, batch=True, layout="HWC")
+            return augjax.ops.sphere(images), augjax.ops.box_blur(images, kernel_size=3)
+
+        p = pipe()
+        p.build()
+        sphere_out, blur_out = (np.array(o.as_tensor()) for o in p.run())
+        array_sphere = np.asarray(augjax.ops.sphere(x, key=jax.random.key(0)))
+        array_blur = np.asarray(augjax.ops.box_blur(x, kernel_size=3))
+        report["dali_equals_array"] = bool(np.array_equal(sphere_out, array_sphere)
+                                           and np.array_equal(blur_out, array_blur))
+        report["dali_changed_images"] = bool(not np.array_equal(sphere_out, x))
+        drawn = augjax.ops.sphere.sample(x, key=jax.random.key(0))
+        report["sample_fields"] = sorted(drawn)
+        report["apply_replays_the_call"] = bool(np.array_equal(
+            np.asarray(augjax.ops.sphere.apply(x, params=drawn)), array_sphere))
+        # remove the installed files, rescan in this process: the ops must be gone
+        import pathlib, shutil
+        for entry in pathlib.Path(target).iterdir():
+            shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+        augjax.refresh()
+        report["after_refresh"] = augjax.list_ops()
+    else:
+        try:
+            augjax.ops.sphere
+            report["lookup"] = "found"
+        except augjax.OpNotFoundError as err:
+            report["lookup"] = str(err)
+    print("REPORT " + json.dumps(report))
+''')
+
+
+def site_view(root: Path) -> Path:
+    """A directory of symlinks to this environment's site-packages entries, minus augjax_contrib."""
+    view = root / "site-view"
+    view.mkdir()
+    for sp in [*site.getsitepackages(), site.getusersitepackages()]:
+        if not os.path.isdir(sp):
+            continue
+        for entry in Path(sp).iterdir():
+            low = entry.name.lower().replace("-", "_")
+            if "augjax_contrib" in low or (view / entry.name).exists():
+                continue
+            (view / entry.name).symlink_to(entry)
+    return view
+
+
+def run_child(root: Path, view: Path, target: Path, phase: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "AUGJAX_"))}
+    env.update(PYTHONPATH=str(target), PYTHONNOUSERSITE="1", JAX_PLATFORMS="cpu")
+    proc = subprocess.run(
+        [sys.executable, "-S", str(root / "child.py"), str(view), phase, str(target)],
+        capture_output=True, text=True, env=env, cwd=root, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("REPORT "))
+    return json.loads(line[len("REPORT "):])
+
+
+def build_isolation_args() -> list[str]:
+    """Build against this environment's setuptools when it can build the pack (>= 77, as the
+    pack's build-system asks: offline and fast); otherwise let pip fetch it in an isolated build
+    environment from the configured index (a fresh venv has an older setuptools or none)."""
+    try:
+        major = int(importlib.metadata.version("setuptools").split(".")[0])
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        major = 0
+    return ["--no-build-isolation", "--no-index"] if major >= 77 else []
+
+
+def pip(*args: str, cwd: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "pip", "--disable-pip-version-check",
+                           "--no-input", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_wheel_installs_lists_runs_in_dali_and_uninstalls(tmp_path):
+    # build the wheel from a copy, so the source tree gets no build/ or egg-info
+    src = tmp_path / "build" / "augjax_contrib"
+    shutil.copytree(PACK, src, ignore=shutil.ignore_patterns(
+        "*.egg-info", "__pycache__", "build", "dist"))
+    pip("wheel", "--no-deps", *build_isolation_args(), "-w", str(tmp_path / "dist"), str(src),
+        cwd=tmp_path)
+    (wheel,) = (tmp_path / "dist").glob("*.whl")
+    assert wheel.name == f"augjax_contrib-{VERSION}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel) as zf:
+        names = zf.namelist()
+        eps = zf.read(f"augjax_contrib-{VERSION}.dist-info/entry_points.txt").decode()
+        meta = zf.read(f"augjax_contrib-{VERSION}.dist-info/METADATA").decode()
+    assert {"augjax_contrib/__init__.py", "augjax_contrib/blur.py", "augjax_contrib/noise.py",
+            "augjax_contrib/dropout.py", "augjax_contrib/distort.py",
+            "augjax_contrib/py.typed"} <= set(names)
+    assert not any(n.startswith(("tests/", "src/")) for n in names)
+    assert "[augjax.ops]" in eps and all(f"{op} = augjax_contrib." in eps for op in OPS)
+    assert f"Name: {DIST}\n" in meta and f"Version: {VERSION}\n" in meta
+    (req,) = [ln for ln in meta.splitlines() if ln.startswith("Requires-Dist: augjax")]
+    assert ">=0.2" in req and "<0.3" in req, req  # the release line with authoring API 2.0
+
+    target = tmp_path / "target"
+    pip("install", "--no-deps", "--no-index", "--target", str(target), str(wheel), cwd=tmp_path)
+    (tmp_path / "child.py").write_text(CHILD)
+    view = site_view(tmp_path)
+
+    report = run_child(tmp_path, view, target, "installed")
+    listed = {r["name"]: r for r in report["list_json"] if r["distribution"] == DIST}
+    assert sorted(listed) == OPS
+    for r in listed.values():
+        assert r["version"] == VERSION and r["status"] == "available", r
+        assert r["entry_point"].startswith("augjax_contrib.")
+    text_rows = [ln.split() for ln in report["list_text"].splitlines()]
+    assert sorted(row[0] for row in text_rows if row[1:] == [f"{DIST}=={VERSION}"]) == OPS
+    assert Path(report["sphere_file"]).is_relative_to(target)  # the wheel's copy, not the tree
+    assert report["dali_equals_array"] and report["dali_changed_images"]
+    assert report["sample_fields"] == ["applied"] and report["apply_replays_the_call"]
+    assert not set(OPS) & set(report["after_refresh"])
+    assert "flip" in report["after_refresh"]
+
+    # a fresh interpreter after the files are gone: no contrib op, a clear lookup error
+    assert not any(target.iterdir())
+    report = run_child(tmp_path, view, target, "removed")
+    assert not [r for r in report["list_json"] if r["distribution"] == DIST]
+    assert DIST not in report["list_text"] and "flip" in report["list_text"]
+    assert "no op named 'sphere'" in report["lookup"]

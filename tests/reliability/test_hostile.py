@@ -1,0 +1,388 @@
+"""Hostile inputs: every registered op answers with a typed error or a documented,
+tested behaviour; never a crash, a hang, a NaN it created, or silently wrong output.
+
+- A property test per op (hypothesis): shapes (batch of 1 and up, sides from 1 pixel), dtypes,
+  layouts, channel counts and parameter values drawn from the op's declared Params (ranges with
+  their bounds, choices, kinds, optional). Each draw either raises an augjax error that names the
+  op, or returns the declared shape and dtype, finite values, in [0, 1] for float images in
+  [0, 1], deterministically. On the same compiled program, float images outside [0, 1] and NaN
+  pixels are fed too: no NaN or inf is created, values are clamped or passed through (never
+  extrapolated), and a NaN stays in its sample (or the one sample mixed with it).
+- Deterministic checks over every op: empty batches, wrong rank, dtype, channel count and
+  layout, labels of the wrong length, kind or range, and non-finite, out-of-range or mistyped
+  parameter values.
+- A batch of 4096 and a 1024x1024 image through a chain; out-of-range labels in DALI.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import jax
+import numpy as np
+import pytest
+from _reliability import (
+    base_params,
+    call,
+    channels_for,
+    expected_dtype,
+    expected_shape,
+    is_mixing,
+    keys,
+    lively_params,
+    op_names,
+    params_strategy,
+    random_images,
+    sample_case,
+    spec_or_skip,
+)
+from hypothesis import HealthCheck, Phase, assume, given, settings
+from hypothesis import strategies as st
+
+import augjax
+from augjax._runtime.padding import no_padding
+from augjax.errors import AugjaxError, InputError, ParamError
+
+ALL_OPS = op_names()
+SAMPLE_OPS = op_names(lambda s: not is_mixing(s))
+MIXING_OPS = op_names(is_mixing)
+
+#: Examples per op and variant (each compiles a program: ~0.1-0.5 s for a sample op on CPU,
+#: ~2 s for a mixing op). Raise them locally, e.g. AUGJAX_HYPOTHESIS_EXAMPLES=10.
+EXAMPLES = int(os.environ.get("AUGJAX_HYPOTHESIS_EXAMPLES", "2"))
+#: Variants: uint8 HWC with a batch of one, and float32 CHW with a batch of 2-4 (where the op
+#: declares them), so every op sees both dtypes, both layouts and N = 1.
+VARIANTS = {"uint8-HWC-N1": ("uint8", "HWC", 1), "float32-CHW": ("float32", "CHW", None)}
+
+
+def _settings(n: int):
+    # No shrinking: a failure is reported with the example that failed (shrinking recompiles
+    # the op for every candidate and can take minutes).
+    return settings(max_examples=n, deadline=None, derandomize=True, database=None,
+                    suppress_health_check=list(HealthCheck),
+                    phases=(Phase.explicit, Phase.generate))
+
+
+# -- the property test -------------------------------------------------------------------------
+def _draw_case(data, spec, variant):
+    dtype, layout, n = VARIANTS[variant]
+    dtype = dtype if dtype in spec.dtypes else spec.dtypes[0]
+    layout = layout if layout in spec.layouts else spec.layouts[0]
+    draw = data.draw
+    if n is None:
+        n = draw(st.integers(2, 4), label="n")
+    c = draw(st.sampled_from(spec.channels or (1, 3, 4)), label="channels")
+    h = draw(st.integers(1, 12), label="height")
+    w = draw(st.integers(1, 12), label="width")
+    k = draw(st.integers(2, 5), label="num_classes") if is_mixing(spec) else None
+    params = draw(params_strategy(spec, c, k, (h, w)), label="params")
+    seed = draw(st.integers(0, 2**31 - 1), label="seed")
+    return dtype, layout, n, c, h, w, k, params, seed
+
+
+def _labels(spec, n, k, soft: bool, seed: int):
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(0, k, n).astype(np.int32)
+    if not soft:
+        return ids
+    rows = rng.random((n, k)).astype(np.float32) + 1e-3
+    return rows / rows.sum(-1, keepdims=True)
+
+
+def _nan_at(x, layout):
+    """A copy of float ``x`` with one NaN pixel (every channel) in sample 0."""
+    y = x.copy()
+    if layout == "HWC":
+        y[0, 0, 0, :] = np.nan
+    else:
+        y[0, :, 0, 0] = np.nan
+    return y
+
+
+def _clips(spec, params) -> bool:
+    """Whether the op is asked to keep values in range (``clip=False`` opts out, e.g. noise;
+    an op whose ``clip`` defaults to False, such as DALI's ``color_twist``, opts in with True)."""
+    default = spec.params["clip"].default if "clip" in spec.params else True
+    return params.get("clip", default) is not False
+
+
+def _run_case(spec, data, variant):
+    dtype, layout, n, c, h, w, k, params, seed = _draw_case(data, spec, variant)
+    x = random_images(n, h, w, c, dtype, seed=seed % 1000, layout=layout)
+    labels = _labels(spec, n, k, soft=bool(seed % 2), seed=seed) if is_mixing(spec) else None
+    key = jax.random.key(seed)
+    try:
+        spec.bind(**params)
+    except ParamError as err:  # values valid one by one that clash (min > max): draw again
+        assert spec.name in str(err)
+        assume(False)
+    try:
+        out, soft = call(spec, x, labels, key=key, layout=layout, **params)
+        out = np.asarray(out)
+    except AugjaxError as err:  # a documented refusal (params that clash, a crop too large)
+        assert spec.name in str(err), f"the error does not name the op: {err}"
+        return
+    # Declared shape and dtype, finite values, in range.
+    assert out.shape == expected_shape(spec, x.shape, layout, params), (out.shape, params)
+    assert out.dtype == expected_dtype(spec, x.dtype), (out.dtype, params)
+    if out.dtype.kind == "f":
+        assert np.isfinite(out).all(), f"non-finite output for finite input, params {params}"
+        if spec.output_dtype is None and dtype == "float32" and _clips(spec, params):
+            assert out.min() >= -1e-6 and out.max() <= 1 + 1e-6, (out.min(), out.max(), params)
+    if soft is not None:
+        soft = np.asarray(soft)
+        assert soft.shape == (n, k) and np.isfinite(soft).all()
+        np.testing.assert_allclose(soft.sum(-1), 1.0, atol=1e-5)
+    # Deterministic given the key.
+    again, _ = call(spec, x, labels, key=key, layout=layout, **params)
+    np.testing.assert_array_equal(np.asarray(again), out)
+    if dtype != "float32":
+        return
+    _check_wide_and_nan(spec, x, labels, key, layout, params, out)
+
+
+def _check_wide_and_nan(spec, x, labels, key, layout, params, out):
+    """Same program, hostile values: float images in [-1, 2] give finite values, clamped or
+    passed through (an inversion ``1 - x`` included), never pushed further out; a NaN pixel in
+    sample 0 changes sample 0 only (or also the one sample mixed with it), never the labels."""
+    n = len(x)
+    # Float images outside [0, 1]: no NaN/inf created; values clamped or passed through (an
+    # inversion 1 - x included), never pushed further out.
+    wide = (x * 3.0 - 1.0).astype(np.float32)
+    out_w, _ = call(spec, wide, labels, key=key, layout=layout, **params)
+    out_w = np.asarray(out_w)
+    if out_w.dtype.kind == "f":
+        assert np.isfinite(out_w).all(), f"out-of-range input made non-finite output {params}"
+        if spec.output_dtype is None and _clips(spec, params):
+            x_lo, x_hi = float(wide.min()), float(wide.max())
+            lo, hi = min(0.0, x_lo, 1.0 - x_hi), max(1.0, x_hi, 1.0 - x_lo)
+            assert out_w.min() >= lo - 1e-5 and out_w.max() <= hi + 1e-5, (
+                f"pushed beyond the input's range: {out_w.min()}..{out_w.max()} from "
+                f"{x_lo}..{x_hi}, params {params}")
+    # A NaN pixel in sample 0 stays in its sample (or the one sample mixed with it).
+    if n >= 2:
+        out_n, soft_n = call(spec, _nan_at(x, layout), labels, key=key, layout=layout, **params)
+        out_n = np.asarray(out_n)
+        changed = [i for i in range(n) if not np.array_equal(out_n[i], out[i], equal_nan=True)]
+        if is_mixing(spec):
+            assert len(set(changed) - {0}) <= 1, f"NaN of sample 0 reached samples {changed}"
+            assert np.isfinite(np.asarray(soft_n)).all(), "NaN pixels reached the labels"
+        else:
+            assert set(changed) <= {0}, f"NaN of sample 0 reached samples {changed}"
+
+
+@pytest.mark.parametrize("name", SAMPLE_OPS)
+def test_out_of_range_floats_and_nan_pixels(name):
+    """On the shared case (lively params, float32; compiled once with test_alignment): images
+    in [-1, 2] and a NaN pixel in sample 0 (see :func:`_check_wide_and_nan`)."""
+    spec = spec_or_skip(name)
+    params, x, k, out = sample_case(name)
+    if x.dtype != np.float32 or out is None:
+        pytest.skip(f"{name}: no float32 case (dtypes {spec.dtypes})")
+    _check_wide_and_nan(spec, x, None, k, "HWC", params, out)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("name", SAMPLE_OPS)
+@_settings(EXAMPLES)
+@given(data=st.data())
+def test_op_properties_over_shapes_dtypes_and_params(name, variant, data):
+    _run_case(spec_or_skip(name), data, variant)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("name", MIXING_OPS)
+@_settings(EXAMPLES)
+@given(data=st.data())
+def test_mixing_op_properties_over_shapes_dtypes_and_params(name, variant, data):
+    _run_case(spec_or_skip(name), data, variant)
+
+
+# -- shapes ------------------------------------------------------------------------------------
+def _args(spec, x, n=None, k=3):
+    n = len(x) if n is None else n
+    return (x, np.zeros(n, np.int32)) if is_mixing(spec) else (x,)
+
+
+def _params(spec, hw=(8, 8), k=3):
+    return base_params(spec, num_classes=k, hw=hw)
+
+
+def _key_kw(spec):
+    return {"key": jax.random.key(0)} if spec.random else {}
+
+
+@pytest.mark.parametrize("name", ALL_OPS)
+def test_empty_batch_keeps_its_shape(name):
+    spec = spec_or_skip(name)
+    c = channels_for(spec)
+    x = np.zeros((0, 8, 8, c), np.uint8)
+    params = _params(spec)
+    out = spec(*_args(spec, x), **_key_kw(spec), **params)
+    img = out[0] if is_mixing(spec) else out
+    assert img.shape == expected_shape(spec, x.shape, "HWC", params)
+    if is_mixing(spec):
+        assert out[1].shape == (0, 3)
+
+
+def _expect(exc, fragments, fn, *args, **kwargs):
+    with pytest.raises(exc) as info:
+        fn(*args, **kwargs)
+    for fragment in fragments:
+        assert fragment in str(info.value), (fragment, str(info.value))
+    return info.value
+
+
+@pytest.mark.parametrize("name", ALL_OPS)
+def test_wrong_rank_dtype_channels_and_layout_are_input_errors(name):
+    spec = spec_or_skip(name)
+    c = channels_for(spec)
+    params = _params(spec)
+    x = random_images(2, 8, 8, c, np.uint8)
+
+    def run(images, **kw):
+        return spec(*_args(spec, images, n=2), **_key_kw(spec), **params, **kw)
+
+    _expect(InputError, [name, "'images'", "rank 4", "rank 3"], run, x[0])
+    _expect(InputError, [name, "'images'", "rank 4", "rank 5"], run, x[None])
+    for bad in (np.int16, np.int32, np.float16, np.bool_):
+        _expect(InputError, [name, "'images'", "dtype", np.dtype(bad).name], run, x.astype(bad))
+    if spec.channels is not None:
+        for bad_c in sorted({1, 2, 4, 5} - set(spec.channels)):
+            _expect(InputError, [name, "channels", f"{bad_c} channels"], run,
+                    random_images(2, 8, 8, bad_c, np.uint8))
+        if 3 in spec.channels:  # CHW data given as HWC: the hint names the layout
+            chw = np.ascontiguousarray(random_images(2, 8, 9, 3, np.uint8).transpose(0, 3, 1, 2))
+            _expect(InputError, [name, "layout='CHW'"], run, chw)
+    _expect(InputError, [name, "'layout'", "NHWC"], run, x, layout="NHWC")
+    _expect(InputError, [name, "'images'", "list"],
+            spec, x.tolist(), *_args(spec, x, n=2)[1:], **_key_kw(spec), **params)
+
+
+def test_float64_images_become_float32_as_jax_does():
+    """JAX's default (x64 off) turns float64 NumPy arrays into float32; ops then treat them as
+    float32 images, identically."""
+    x = random_images(3, 8, 8, 3, np.float32)
+    k = jax.random.key(0)
+    a = augjax.ops.brightness(x.astype(np.float64), key=k, factor=(0.5, 1.5))
+    b = augjax.ops.brightness(x, key=k, factor=(0.5, 1.5))
+    assert a.dtype == np.float32
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+# -- labels ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", MIXING_OPS)
+def test_bad_labels_are_input_errors_before_anything_runs(name):
+    spec = spec_or_skip(name)
+    x = random_images(4, 8, 8, 3, np.uint8)
+    params = _params(spec, k=3)
+    before = augjax.trace_count()
+
+    def run(labels):
+        return spec(x, labels, key=jax.random.key(0), **params)
+
+    # Class ids outside [0, num_classes): NumPy labels are checked before the call; device
+    # labels are not read back (a sync per call) and poison the soft labels with NaN instead.
+    for bad in ([0, 1, 2, 3], [-1, 0, 1, 2]):
+        _expect(InputError, [name, "'labels'", "[0, 3)", "num_classes=3"], run,
+                np.array(bad, np.int32))
+    assert augjax.trace_count() == before, "out-of-range labels reached the tracer"
+    for bad in ([0, 1, 2, 3], [-1, 0, 1, 2]):
+        _, soft = run(jax.numpy.asarray(bad, jax.numpy.int32))
+        assert np.isnan(np.asarray(soft)).all()
+    _, soft = run(jax.numpy.asarray([0, 1, 2, 0], jax.numpy.int32))
+    assert np.isfinite(np.asarray(soft)).all()
+    _expect(InputError, [name, "'labels'", "(3,)"], run, np.zeros(3, np.int32))
+    _expect(InputError, [name, "'labels'", "(5, 1)"], run, np.zeros((5, 1), np.int32))
+    _expect(InputError, [name, "'labels'", "float32"], run, np.zeros(4, np.float32))
+    _expect(InputError, [name, "'labels'", "(4, 2)"], run, np.zeros((4, 2), np.int32))
+    _expect(InputError, [name, "'labels'"], run, np.full((4, 5), 0.2, np.float32))
+    _expect(InputError, [name, "2 positional input(s)"], spec, x, key=jax.random.key(0),
+            **params)
+
+
+def test_out_of_range_labels_in_dali_give_nan_soft_labels_for_that_batch():
+    from helpers import run_dali
+
+    spec = spec_or_skip(MIXING_OPS[0]) if MIXING_OPS else pytest.skip("no mixing op")
+    params = _params(spec, k=4)
+    x = random_images(4, 8, 8, 3, np.uint8)
+    ok = np.array([[0], [1], [2], [3]], np.int32)
+    (_, soft), = run_dali(lambda a, b: spec(a, b, **params), x, ok)
+    assert soft.shape == (4, 4) and np.isfinite(soft).all()
+    for bad in ([[0], [1], [9], [3]], [[0], [-2], [1], [3]]):
+        (img, soft), = run_dali(lambda a, b: spec(a, b, **params), x, np.array(bad, np.int32))
+        assert np.isnan(soft).all() and img.shape == x.shape
+
+
+# -- parameters --------------------------------------------------------------------------------
+def _bad_values(p):
+    """Values that must be refused for a Param, by kind."""
+    numeric = p.kind in ("float", "int", "pair", "float_or_pair", "floats", "size")
+    out = []
+    if numeric:
+        for v in (math.nan, math.inf, -math.inf):
+            out.append(v if p.kind in ("float", "int", "float_or_pair", "floats") else (v, v))
+        if p.kind in ("pair", "float_or_pair"):
+            out.append((0.0, math.nan))
+        if p.low is not None:
+            below = p.low - 1
+            out.append(below if p.kind != "pair" else (below, p.low))
+        if p.high is not None:
+            above = p.high + 1
+            out.append(above if p.kind != "pair" else (p.high, above))
+        out += ["x", True, None if not p.optional else "x"]
+    elif p.kind == "bool":
+        out += [1, "yes", None if not p.optional else 0]
+    elif p.kind == "str":
+        out += ["no-such-choice", 3]
+    return out
+
+
+@pytest.mark.parametrize("name", ALL_OPS)
+def test_bad_param_values_are_param_errors_naming_op_and_param(name):
+    spec = spec_or_skip(name)
+    base = _params(spec)
+    checked = 0
+    for pname, p in spec.params.items():
+        for value in _bad_values(p):
+            err = _expect(ParamError, [name, f"'{pname}'"], spec.bind, **{**base, pname: value})
+            assert err.op == name and err.param == pname
+            checked += 1
+    _expect(ParamError, [name, "unknown parameter", "'no_such_param'"], spec.bind, **base,
+            no_such_param=1)
+    assert checked or not spec.params
+
+
+# -- size extremes -----------------------------------------------------------------------------
+def _chain():
+    compose = augjax.compose
+    fit = []
+    for name in SAMPLE_OPS:
+        try:
+            spec = augjax.get_op(name)
+        except AugjaxError:
+            continue
+        if spec.output_size or spec.output_dtype or spec.output_layout or spec.channels == (1,):
+            continue
+        if any(p.required for p in spec.params.values()):
+            continue
+        fit.append(spec.bind(**lively_params(spec, hw=(8, 8))))
+    rng = np.random.default_rng(0)
+    picked = [fit[i] for i in sorted(rng.choice(len(fit), size=min(5, len(fit)), replace=False))]
+    return compose(*picked)
+
+
+def test_a_batch_of_4096_and_a_1024_pixel_image():
+    chain = _chain()
+    x = random_images(4096, 8, 8, 3, np.uint8, seed=1)
+    k = keys(4096, seed=2)
+    out = np.asarray(chain(x, key=k))
+    assert out.shape == x.shape and out.dtype == np.uint8
+    with no_padding():  # a batch of 5 compiled as such, not padded to 4096
+        np.testing.assert_array_equal(out[:5], np.asarray(chain(x[:5], key=k[:5])))
+    big = random_images(1, 1024, 1024, 3, np.float32, seed=3)
+    out = np.asarray(chain(big, key=k[:1]))
+    assert out.shape == big.shape and np.isfinite(out).all()
+    assert 0.0 <= out.min() and out.max() <= 1.0
