@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
 from typing import Any
 
 from augjax._dispatch import apply_steps
+from augjax._param import suggest
 from augjax.errors import ParamError
 
 __all__ = ["BoundOp", "CALL_KEYWORDS", "bound"]
@@ -40,8 +40,8 @@ class BoundOp:
         unknown = sorted(set(params) - set(spec.params))
         if unknown:
             name = unknown[0]
-            close = difflib.get_close_matches(name, list(spec.params), n=3)
-            hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+            hint = suggest(spec.params, name)
+            hint = f"; {hint}" if hint else ""
             raise ParamError(
                 f"{spec.name}: unknown parameter {name!r}; the op takes "
                 f"{', '.join(spec.params) or 'no parameters'}{hint}",

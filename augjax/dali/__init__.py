@@ -4,6 +4,8 @@ This is the only package that imports NVIDIA DALI, and only when a DataNode reac
 """
 
 from augjax.dali._bridge import apply_dali, dali_function, use_sharding
+from augjax.dali._errors import error_cause, is_pipeline_error
 from augjax.dali._sources import ShardedSource
 
-__all__ = ["ShardedSource", "apply_dali", "dali_function", "use_sharding"]
+__all__ = ["ShardedSource", "apply_dali", "dali_function", "error_cause", "is_pipeline_error",
+           "use_sharding"]

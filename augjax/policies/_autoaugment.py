@@ -23,6 +23,7 @@ from augjax.chain._element import decision_key
 from augjax.errors import ParamError
 from augjax.policies import tables as T
 from augjax.policies._base import DEFAULT, Policy, check_choice, check_float
+from augjax.policies._call import data_first
 from augjax.policies._engine import Levels, apply_layers, draw_level, layer_values
 
 __all__ = ["POLICIES", "AutoAugment", "auto_augment"]
@@ -132,6 +133,7 @@ class AutoAugment(Policy):
         return {**plan, "value": jnp.stack(values)}
 
 
+@data_first
 def auto_augment(policy: str = "imagenet", *, mstd: float = 0.0, mmax: float | None = None,
                  fill: Any = DEFAULT, interpolation: str | None = None,
                  translate_const: float = 250, translate_pct: float = 0.45) -> AutoAugment:

@@ -42,6 +42,7 @@ from augjax.policies._base import (
     check_int,
     check_names,
 )
+from augjax.policies._call import data_first
 from augjax.policies._engine import (
     Levels,
     apply_layer,
@@ -186,6 +187,7 @@ class RandAugment(Policy):
         return {**plan, "value": jnp.stack(values) if values else jnp.zeros((0,), jnp.float32)}
 
 
+@data_first
 def rand_augment(n: int = 2, m: float = 9, num_magnitude_bins: int = 31, *, mstd: float = 0.0,
                  mmax: float | None = None, p: float | None = None,
                  increasing: bool | None = None, ops=None, exclude=(), weights=None,
@@ -290,6 +292,7 @@ class TrivialAugmentWide(Policy):
         return {**plan, "value": value[None]}
 
 
+@data_first
 def trivial_augment_wide(num_magnitude_bins: int = 31, *, ops=None, exclude=(),
                          style: str = "torchvision", fill: Any = DEFAULT,
                          interpolation: str | None = None) -> TrivialAugmentWide:
