@@ -56,7 +56,7 @@ _LAZY = {
     **dict.fromkeys(("augmix", "auto_augment", "from_timm", "rand_augment",
                      "trivial_augment_wide"), "augjax.policies"),
 }
-_SUBMODULES = ("chain", "policies", "dali", "testing", "catalog")
+_SUBMODULES = ("chain", "policies", "dali", "testing", "catalog", "data")
 
 __all__ = [
     "API_VERSION",
