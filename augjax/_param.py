@@ -42,9 +42,11 @@ class Param:
         choices: the allowed values of a ``str`` parameter.
         optional: whether ``None`` is an allowed value.
         required: the caller must give a value (the default, ``None``, is only a placeholder).
-        magnitude: ``(value at magnitude 0, value at the largest magnitude)`` for policies
-            (RandAugment and friends) that drive this parameter from a magnitude.
-        signed: whether policies negate the magnitude-derived value with probability 1/2.
+        magnitude: ``(value at strength 0, value at full strength)``: the range ``augjax show``
+            sweeps, the end ``augjax demo`` shows and the conformance kit tests away from
+            ``neutral`` (the policies use their own tables, :mod:`augjax.policies.tables`).
+        signed: whether the op's reference negates the magnitude with probability 1/2
+            (informational: shown by ``augjax info``).
         validate: an extra check ``value -> value`` that raises ``ValueError`` with a message;
             its return value replaces the given one (normalisation).
         doc: one line for ``augjax info``.
