@@ -4,8 +4,50 @@ sees no GPU or DALI is missing; run them on the GPU machine with ``pytest -m gpu
 from __future__ import annotations
 
 import gc
+import os
+import shutil
+import tempfile
 
 import pytest
+
+#: Set to a folder to keep the JAX compilation cache of the test session there (and reuse it in
+#: the next session: the inner loop then compiles only what changed). Unset: a temporary folder
+#: for this session, shared by its xdist workers, removed at the end.
+CACHE_ENV = "AUGJAX_TEST_CACHE_DIR"
+_OWN_CACHE: list[str] = []
+
+
+def _session_cache_dir(config) -> str:
+    given = os.environ.get(CACHE_ENV)
+    if given:
+        return given
+    if not _OWN_CACHE:
+        _OWN_CACHE.append(tempfile.mkdtemp(prefix="augjax-test-jax-cache-"))
+    return _OWN_CACHE[0]
+
+
+def pytest_configure(config):
+    """One persistent JAX compilation cache for the session, shared by the xdist workers:
+    the per-module clearing below drops compiled programs from memory, and without a disk cache
+    every module (and every worker) compiled the same small programs again. Only JAX's
+    configuration is set here (augjax's own cache switches are left alone)."""
+    workerinput = getattr(config, "workerinput", None)
+    folder = workerinput["augjax_jax_cache"] if workerinput else _session_cache_dir(config)
+    import jax
+
+    jax.config.update("jax_compilation_cache_dir", folder)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):  # xdist: hand the controller's cache folder to each worker
+    node.workerinput["augjax_jax_cache"] = _session_cache_dir(node.config)
+
+
+def pytest_unconfigure(config):
+    if getattr(config, "workerinput", None) is None and _OWN_CACHE:
+        shutil.rmtree(_OWN_CACHE.pop(), ignore_errors=True)
 
 
 @pytest.fixture(autouse=True, scope="module")
