@@ -18,10 +18,15 @@ from augjax._core.spec import API_VERSION, OpSpec, op
 from augjax.errors import (
     AugjaxError,
     AugjaxWarning,
+    BackendUnavailableError,
     InputError,
     InputRangeWarning,
+    InputTypeError,
     KeyRequiredError,
     OpConflictError,
+    OpDefinitionError,
+    OpDisabledError,
+    OpIncompatibleError,
     OpNotFoundError,
     ParamError,
     PluginLoadError,
@@ -68,7 +73,7 @@ _LAZY = {
     **dict.fromkeys(("augmix", "auto_augment", "from_timm", "rand_augment",
                      "trivial_augment_wide"), "augjax.policies"),
 }
-_SUBMODULES = ("chain", "policies", "dali", "testing", "catalog", "kernels", "config")
+_SUBMODULES = ("chain", "policies", "dali", "testing", "catalog", "kernels", "config", "data")
 
 __all__ = [
     "API_VERSION",
@@ -91,12 +96,17 @@ __all__ = [
     "trivial_augment_wide",
     "AugjaxError",
     "AugjaxWarning",
+    "BackendUnavailableError",
     "InputError",
     "InputRangeWarning",
+    "InputTypeError",
     "KeyRequiredError",
     "MagnitudeMap",
     "Meta",
     "OpConflictError",
+    "OpDefinitionError",
+    "OpDisabledError",
+    "OpIncompatibleError",
     "OpNotFoundError",
     "OpRecord",
     "OpSpec",

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import numbers
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from augjax.errors import ParamError
 
-__all__ = ["Param", "KINDS", "PER_SAMPLE_KINDS", "per_sample_value"]
+__all__ = ["Param", "KINDS", "PER_SAMPLE_KINDS", "per_sample_value", "suggest"]
 
 #: The kinds a parameter can have, and what a value of that kind looks like.
 KINDS = {
@@ -38,6 +39,9 @@ class Param:
         kind: one of :data:`KINDS`; inferred from ``default`` when omitted.
         low: smallest valid value (each element, for pairs and sequences); ``None`` = unbounded.
         high: largest valid value; ``None`` = unbounded.
+        low_exclusive: ``low`` itself is not valid (``low=0, low_exclusive=True``: > 0); shown
+            as ``(0, ...`` by ``augjax info``.
+        high_exclusive: ``high`` itself is not valid.
         neutral: the value for which the op is the identity (``None`` if there is none).
         choices: the allowed values of a ``str`` parameter.
         optional: whether ``None`` is an allowed value.
@@ -45,12 +49,17 @@ class Param:
         magnitude: how policies (RandAugment and friends) set this parameter from a magnitude:
             ``(value at magnitude 0, value at the largest magnitude)``, or a full
             :class:`augjax.MagnitudeMap`. Policies read it (:attr:`magnitude_map`); reference
-            tables only override what a reference does differently.
+            tables only override what a reference does differently. ``augjax show`` sweeps
+            this range, ``augjax demo`` shows its end, and the conformance kit tests away from
+            ``neutral`` with it.
         signed: whether policies negate the magnitude-derived value with probability 1/2
             (reflected about ``neutral``).
         validate: an extra check ``value -> value`` that raises ``ValueError`` with a message;
             its return value replaces the given one (normalisation).
         doc: one line for ``augjax info``.
+        aliases: names other libraries give this parameter, each mapped to the library, e.g.
+            ``{"probability": "timm"}``: a call that uses one gets "did you mean ..." (accepted
+            as a mapping or a sequence of names; stored as ``((alias, library), ...)``).
     """
 
     default: Any
@@ -65,6 +74,9 @@ class Param:
     signed: bool = False
     validate: Callable[[Any], Any] | None = dataclasses.field(default=None, compare=False)
     doc: str = ""
+    low_exclusive: bool = False
+    high_exclusive: bool = False
+    aliases: Any = ()
 
     def __post_init__(self) -> None:
         if self.kind is None:
@@ -73,6 +85,18 @@ class Param:
             raise ValueError(f"Param kind must be one of {sorted(KINDS)}, got {self.kind!r}")
         if self.choices is not None:
             object.__setattr__(self, "choices", tuple(self.choices))
+        object.__setattr__(self, "aliases", _aliases(self.aliases))
+        for flag, bound in (("low_exclusive", self.low), ("high_exclusive", self.high)):
+            if getattr(self, flag) and bound is None:
+                raise ValueError(f"Param {flag}=True needs a finite {flag.split('_')[0]}")
+
+    @property
+    def interval(self) -> str:
+        """The numeric range in interval notation: ``[0, 1]``, ``(0, inf)``, ``(-inf, inf)``."""
+        lo = "(-inf" if self.low is None else ("(" if self.low_exclusive else "[") + _fmt(self.low)
+        hi = "inf)" if self.high is None else _fmt(self.high) + (
+            ")" if self.high_exclusive else "]")
+        return f"{lo}, {hi}"
 
     @property
     def magnitude_map(self) -> Any:
@@ -104,9 +128,7 @@ class Param:
         elif self.kind == "bool":
             text = "True or False"
         else:
-            lo = "-inf" if self.low is None else _fmt(self.low)
-            hi = "inf" if self.high is None else _fmt(self.high)
-            text = f"{KINDS[self.kind]} in [{lo}, {hi}]"
+            text = f"{KINDS[self.kind]} in {self.interval}"
         return text + (" or None" if self.optional else "")
 
     def check(self, op: str, name: str, value: Any) -> Any:
@@ -142,6 +164,30 @@ class Param:
         return out
 
 
+def suggest(params: Mapping[str, Param], name: str) -> str:
+    """A "did you mean ..." hint for the unknown parameter ``name``: the parameters that declare
+    it as an alias (another library's name for them), else close spellings; "" if none."""
+    owners = [(pname, lib) for pname, p in params.items() for alias, lib in p.aliases
+              if alias == name]
+    if owners:
+        libs = sorted({lib for _, lib in owners if lib})
+        where = f"{'/'.join(libs)} {name!r}" if libs else f"alias {name!r}"
+        return f"did you mean {', '.join(p for p, _ in owners)} ({where})?"
+    close = difflib.get_close_matches(name, list(params), n=3)
+    return f"did you mean {', '.join(map(repr, close))}?" if close else ""
+
+
+def _aliases(value: Any) -> tuple[tuple[str, str], ...]:
+    if isinstance(value, str):
+        value = (value,)
+    items = value.items() if isinstance(value, Mapping) else (
+        (v, "") if isinstance(v, str) else tuple(v) for v in value)
+    out = tuple((str(a), str(lib)) for a, lib in items)
+    if any(not a.isidentifier() for a, _ in out):
+        raise ValueError(f"Param aliases must be parameter names, got {value!r}")
+    return out
+
+
 def _fmt(x: float) -> str:
     return f"{x:g}" if isinstance(x, float) else str(x)
 
@@ -168,10 +214,12 @@ def _number(p: Param, v: Any, integral: bool = False) -> float | int:
             raise TypeError("not an integer")
     if not math.isfinite(float(v)):
         raise ValueError("not finite")
-    if p.low is not None and v < p.low:
-        raise ValueError(f"below {_fmt(p.low)}")
-    if p.high is not None and v > p.high:
-        raise ValueError(f"above {_fmt(p.high)}")
+    if p.low is not None and (v <= p.low if p.low_exclusive else v < p.low):
+        raise ValueError(f"must be > {_fmt(p.low)}" if p.low_exclusive else
+                         f"below {_fmt(p.low)}")
+    if p.high is not None and (v >= p.high if p.high_exclusive else v > p.high):
+        raise ValueError(f"must be < {_fmt(p.high)}" if p.high_exclusive else
+                         f"above {_fmt(p.high)}")
     return int(v) if integral else float(v)
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from importlib import resources
 from pathlib import Path
 
 from augjax._demo import DemoInputError, require_pillow
+from augjax.data import sample_dir
 
 __all__ = ["EXTENSIONS", "Source", "bundled_dir", "collect", "load_rgb", "write_file_list"]
 
@@ -35,7 +35,7 @@ class Source:
 
 def bundled_dir() -> Path:
     """The folder of the sample photographs shipped with augjax (see its LICENSES.md)."""
-    return Path(str(resources.files("augjax") / "data" / "images"))
+    return sample_dir()
 
 
 def _image_files(root: Path) -> list[str]:

@@ -62,6 +62,7 @@ from augjax.errors import (
 __all__ = [
     "CORE_DISTRIBUTION",
     "GROUP",
+    "POLICY_NAMES",
     "REGISTRY",
     "STATUSES",
     "OpRecord",
@@ -70,6 +71,10 @@ __all__ = [
 ]
 
 _USABLE = ("available", "loaded")
+
+#: The automatic-augmentation policies (``augjax.policies.FACTORIES``): not ops, but named
+#: here so that asking the registry for one says where it is without importing JAX.
+POLICY_NAMES = ("rand_augment", "trivial_augment_wide", "auto_augment", "augmix")
 
 
 class _Snapshot:
@@ -236,6 +241,12 @@ class Registry:
                 suggestions=tuple(owners),
             )
         group = snap.by_name.get(name, ())
+        if not group and name in POLICY_NAMES:
+            raise OpNotFoundError(
+                f"augjax: {name!r} is a policy, not a registered op: use augjax.{name}(...) "
+                f"(`augjax info {name}` shows its op space)",
+                name=name,
+            )
         if not group:
             known = sorted({r.name for r in snap.records})
             close = tuple(difflib.get_close_matches(name, known, n=3, cutoff=0.6))

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
 from typing import Any
 
+from augjax._core.param import suggest
 from augjax._core.step import Step
 from augjax.errors import ParamError
 
@@ -41,8 +41,8 @@ class BoundOp(Step):
         unknown = sorted(set(params) - set(spec.params))
         if unknown:
             name = unknown[0]
-            close = difflib.get_close_matches(name, list(spec.params), n=3)
-            hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+            hint = suggest(spec.params, name)
+            hint = f"; {hint}" if hint else ""
             raise ParamError(
                 f"{spec.name}: unknown parameter {name!r}; the op takes "
                 f"{', '.join(spec.params) or 'no parameters'}{hint}",

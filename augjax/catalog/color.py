@@ -77,18 +77,19 @@ def factor_range(value, *, center: float = 1.0, low: float = 0.0, high: float = 
 _FACTOR_DOC = "factor (1 = unchanged); a number is used as is, a pair (lo, hi) is drawn per sample"
 
 
-def _factor(doc: str) -> Param:
+def _factor(doc: str, name: str) -> Param:
     """The enhance-style factor of brightness/contrast/saturation/sharpness: torchvision
     RandAugment's 31-bin map 1 + linspace(0, 0.9), reflected around 1 by policies."""
     return Param((0.6, 1.4), kind="float_or_pair", low=0.0, neutral=1.0, magnitude=ENHANCE,
-                 signed=True, doc=doc)
+                 signed=True, doc=doc,
+                 aliases={f"{name}_factor": "torchvision", name: "torchvision ColorJitter"})
 
 
 def _adjust(fn, image: jax.Array, factor: jax.Array) -> jax.Array:
     return to_dtype(fn(image.astype(jnp.float32), factor, image.dtype), image.dtype)
 
 
-@op("brightness", params={"factor": _factor(_FACTOR_DOC)},
+@op("brightness", params={"factor": _factor(_FACTOR_DOC, "brightness")},
     reference="torchvision.transforms.v2.functional.adjust_brightness")
 def brightness(image, params):
     """Multiplies every pixel by ``factor`` and clamps (torchvision adjust_brightness).
@@ -99,7 +100,7 @@ def brightness(image, params):
     return _adjust(adjust_brightness, image, params["factor"])
 
 
-@op("contrast", params={"factor": _factor(_FACTOR_DOC)}, channels=(1, 3),
+@op("contrast", params={"factor": _factor(_FACTOR_DOC, "contrast")}, channels=(1, 3),
     reference="torchvision.transforms.v2.functional.adjust_contrast")
 def contrast(image, params):
     """Blends the image with the mean of its grayscale version (torchvision adjust_contrast).
@@ -112,7 +113,7 @@ def contrast(image, params):
     return _adjust(adjust_contrast, image, params["factor"])
 
 
-@op("saturation", params={"factor": _factor(_FACTOR_DOC)}, channels=(3,),
+@op("saturation", params={"factor": _factor(_FACTOR_DOC, "saturation")}, channels=(3,),
     reference="torchvision.transforms.v2.functional.adjust_saturation")
 def saturation(image, params):
     """Blends the image with its grayscale version (torchvision adjust_saturation; RandAugment's
@@ -125,6 +126,7 @@ def saturation(image, params):
     "hue",
     params={
         "factor": Param((-0.1, 0.1), kind="float_or_pair", low=-0.5, high=0.5, neutral=0.0,
+                        aliases={"hue_factor": "torchvision", "hue": "torchvision ColorJitter"},
                         doc="hue shift in turns, in [-0.5, 0.5]; a pair is drawn per sample"),
     },
     channels=(3,),

@@ -21,12 +21,6 @@ IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
-def _positive(values: tuple[float, ...]) -> tuple[float, ...]:
-    if any(v <= 0 for v in values):
-        raise ValueError("every std must be positive")
-    return values
-
-
 def _per_channel(values: tuple[float, ...], c: int, name: str) -> tuple[float, ...]:
     if len(values) == 1:
         return values * c
@@ -45,7 +39,7 @@ def _per_channel(values: tuple[float, ...], c: int, name: str) -> tuple[float, .
     params={
         "mean": Param(IMAGENET_MEAN, kind="floats",
                       doc="per-channel mean in the 0..1 scale (one value, or one per channel)"),
-        "std": Param(IMAGENET_STD, kind="floats", validate=_positive,
+        "std": Param(IMAGENET_STD, kind="floats", low=0.0, low_exclusive=True,
                      doc="per-channel standard deviation in the 0..1 scale, > 0"),
         "chw": Param(False, doc="return channels-first (N, C, H, W) whatever the input layout"),
     },

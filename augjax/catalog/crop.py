@@ -98,20 +98,13 @@ def _rrc_matrix(params, meta, *, size, **_):
     return crop_resize_matrix(top, left, h, w, size[0], size[1])
 
 
-def _increasing_positive(value):
-    if value[0] <= 0:
-        raise ValueError("the aspect ratios must be positive")
-    return value
-
-
 @op(
     "random_resized_crop",
     params={
         "size": _size_param("output (height, width), or one int for a square"),
         "scale": Param((0.08, 1.0), kind="pair", low=0.0,
                        doc="range of the box area, as a fraction of the image area"),
-        "ratio": Param((3.0 / 4.0, 4.0 / 3.0), kind="pair", low=0.0,
-                       validate=_increasing_positive,
+        "ratio": Param((3.0 / 4.0, 4.0 / 3.0), kind="pair", low=0.0, low_exclusive=True,
                        doc="range of the box aspect ratio (width / height), drawn log-uniformly"),
         "interpolation": Param("bilinear", choices=INTERPOLATIONS,
                                doc="'bilinear' or 'nearest' resize of the box"),
@@ -237,6 +230,7 @@ def _random_crop_matrix(params, meta, **_):
                       doc="constant padding value, a fraction of the range in [0, 1] (x255 for "
                           "uint8; torchvision's uint8 128 is 128/255), one or one per channel"),
         "pad_mode": Param("constant", choices=("constant", "edge", "reflect", "symmetric"),
+                          aliases={"padding_mode": "torchvision"},
                           doc="padding mode (torchvision padding_mode)"),
     },
     sample=_random_crop_sample,

@@ -39,18 +39,6 @@ IMAGENET_STD = (0.229, 0.224, 0.225)
 ATTEMPTS = 10
 
 
-def _positive(v: float) -> float:
-    if v <= 0:
-        raise ValueError("must be > 0")
-    return v
-
-
-def _positives(v: tuple[float, ...]) -> tuple[float, ...]:
-    if any(x <= 0 for x in v):
-        raise ValueError("every value must be > 0")
-    return v
-
-
 def _fail(op_name: str, param: str, msg: str) -> ParamError:
     return ParamError(f"{op_name}: parameter '{param}' {msg}", op=op_name, param=param)
 
@@ -143,13 +131,16 @@ def _check_erasing(min_area, max_area, min_count, max_count) -> None:
 @op(
     "random_erasing",
     params={
-        "p": Param(0.5, low=0.0, high=1.0, neutral=0.0,
+        "p": Param(0.5, low=0.0, high=1.0, neutral=0.0, aliases={"probability": "timm"},
                    doc="probability that a sample is erased (timm 'probability')"),
-        "min_area": Param(0.02, low=0.0, high=1.0, doc="smallest erased fraction of the image"),
-        "max_area": Param(1 / 3, low=0.0, high=1.0, doc="largest erased fraction of the image"),
-        "min_aspect": Param(0.3, validate=_positive,
+        "min_area": Param(0.02, low=0.0, high=1.0, aliases={"scale": "torchvision"},
+                          doc="smallest erased fraction of the image"),
+        "max_area": Param(1 / 3, low=0.0, high=1.0, aliases={"scale": "torchvision"},
+                          doc="largest erased fraction of the image"),
+        "min_aspect": Param(0.3, low=0.0, low_exclusive=True, aliases={"ratio": "torchvision"},
                             doc="smallest box aspect (height / width), > 0"),
-        "max_aspect": Param(None, kind="float", optional=True, validate=_positive,
+        "max_aspect": Param(None, kind="float", low=0.0, low_exclusive=True, optional=True,
+                            aliases={"ratio": "torchvision"},
                             doc="largest aspect, > 0; None means 1 / min_aspect"),
         "mode": Param("const", choices=("const", "rand", "pixel"),
                       doc="fill: constant, one random colour per box, random per pixel"),
@@ -157,10 +148,11 @@ def _check_erasing(min_area, max_area, min_count, max_count) -> None:
         "max_count": Param(None, kind="int", low=1, optional=True,
                            doc="most boxes (uniform count in [min_count, max_count]); None = min"),
         "fill": Param(None, kind="floats", low=0.0, high=1.0, optional=True,
+                      aliases={"value": "torchvision"},
                       doc="const colour in [0, 1] (one or per channel); None = mean"),
         "mean": Param(IMAGENET_MEAN, kind="floats", low=0.0, high=1.0,
                       doc="normalisation mean the fills are defined against"),
-        "std": Param(IMAGENET_STD, kind="floats", validate=_positives,
+        "std": Param(IMAGENET_STD, kind="floats", low=0.0, low_exclusive=True,
                      doc="normalisation std (> 0) the random fills are defined against"),
     },
     sample=_erasing_sample,
@@ -246,9 +238,10 @@ def _cutout_sample(key, meta, params, *, size, count, p, **_):
 @op(
     "cutout",
     params={
-        "size": Param(16, kind="size", low=0, neutral=0,
+        "size": Param(16, kind="size", low=0, neutral=0, aliases={"length": "Cutout"},
                       doc="hole side in pixels (int, or (height, width))"),
-        "count": Param(1, low=1, doc="number of holes per sample"),
+        "count": Param(1, low=1, aliases={"n_holes": "Cutout", "num_holes": "albumentations"},
+                       doc="number of holes per sample"),
         "p": Param(1.0, low=0.0, high=1.0, neutral=0.0, doc="probability that a sample is cut"),
         "fill": Param(0.0, kind="floats", low=0.0, high=1.0,
                       doc="hole colour in [0, 1] (one or per channel)"),

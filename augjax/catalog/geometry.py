@@ -329,12 +329,6 @@ def _shear_ranges(value):
     return tuple(value)
 
 
-def _positive_pair(value):
-    if value[0] <= 0:
-        raise ValueError("scale factors must be positive")
-    return value
-
-
 def _affine_sample(key, meta, params, *, degrees, translate, scale, shear, **_):
     """torchvision ``RandomAffine.make_params`` for one sample (the angle is ``degrees``, drawn
     by augjax): ``translate`` (tx, ty) whole pixels (``round``), ``scale``, ``shear`` (x, y)."""
@@ -368,7 +362,7 @@ def _affine_inverse(params):
         "translate": Param(None, kind="floats", low=0.0, high=1.0, optional=True,
                            validate=_translate_max,
                            doc="(a, b): shift up to a*width and b*height pixels (whole pixels)"),
-        "scale": Param(None, kind="pair", low=0.0, optional=True, validate=_positive_pair,
+        "scale": Param(None, kind="pair", low=0.0, low_exclusive=True, optional=True,
                        doc="zoom range (lo, hi), drawn uniformly"),
         "shear": Param(None, kind="floats", optional=True, validate=_shear_ranges,
                        doc="shear in degrees: x = x-shear in U[-x, x]; (lo, hi) x-shear; "

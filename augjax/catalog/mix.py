@@ -226,8 +226,9 @@ def _alpha(value: float) -> float:
     return value
 
 
-def _alpha_param(default: float, doc: str) -> Param:
+def _alpha_param(default: float, doc: str, alias: str | None = None) -> Param:
     return Param(default, low=0.0, neutral=0.0, validate=_alpha,
+                 aliases={alias: "timm"} if alias else (),
                  doc=doc + f"; 0 or >= {ALPHA_MIN:g} (float32 Beta draws)")
 
 
@@ -267,15 +268,17 @@ def _common(smoothing: float) -> dict[str, Param]:
 
 _MODE_DOC = "one draw per batch, per pair (i, N-1-i) or per sample"
 _MINMAX = Param(None, kind="pair", low=0.0, high=1.0, optional=True,
+                aliases={"cutmix_minmax": "timm"},
                 doc="box side range as image fractions (timm cutmix_minmax); None = from lam")
 
 
 @op(
     "mixup",
     params={
-        "alpha": _alpha_param(1.0, "lambda ~ Beta(alpha, alpha); 0 disables mixing"),
+        "alpha": _alpha_param(1.0, "lambda ~ Beta(alpha, alpha); 0 disables mixing",
+                              "mixup_alpha"),
         **_common(0.0),
-        "p": Param(1.0, low=0.0, high=1.0, neutral=0.0,
+        "p": Param(1.0, low=0.0, high=1.0, neutral=0.0, aliases={"prob": "timm"},
                    doc="probability of mixing (per batch, pair or sample, by mode)"),
         "mode": Param("batch", choices=MODES, doc=_MODE_DOC),
     },
@@ -311,11 +314,11 @@ def mixup(images, labels, params, *, alpha, num_classes, label_smoothing, p, mod
     "cutmix",
     params={
         "alpha": _alpha_param(1.0, "lambda ~ Beta(alpha, alpha); 0 disables (unless minmax is "
-                                   "set)"),
+                                   "set)", "cutmix_alpha"),
         "minmax": _MINMAX,
         "correct_lam": Param(True, doc="lambda = 1 - pasted area / image area after clipping"),
         **_common(0.0),
-        "p": Param(1.0, low=0.0, high=1.0, neutral=0.0,
+        "p": Param(1.0, low=0.0, high=1.0, neutral=0.0, aliases={"prob": "timm"},
                    doc="probability of mixing (per batch, pair or sample, by mode)"),
         "mode": Param("batch", choices=MODES, doc=_MODE_DOC),
     },

@@ -182,6 +182,7 @@ def autocontrast(image, params):
     params={
         "factor": Param((0.6, 1.4), kind="float_or_pair", low=0.0, neutral=1.0,
                         magnitude=ENHANCE, signed=True,
+                        aliases={"sharpness_factor": "torchvision"},
                         doc="0 = smoothed, 1 = unchanged, > 1 sharper; a pair is drawn "
                             "per sample"),
     },

@@ -2,6 +2,10 @@
 op of a distribution, or on the ops matching a pattern, and prints a report per op.
 
 Exit codes: 0 every check passed (or failed as expected), 1 a check failed, 2 nothing matches.
+An op whose name another distribution also registers (a plugin reusing a built-in name, two
+packs with one name) is checked and reported with a warning: users cannot reach it by its plain
+name. Reasons are printed in full; a failure inside a DALI pipeline shows the error raised in the
+operator, not only DALI's "Critical error in pipeline".
 """
 
 from __future__ import annotations
@@ -54,6 +58,30 @@ def _targets(target: str) -> tuple[list[str], str]:
     return [], f"no op or distribution named {target!r}{hint} (see `augjax list --all`)"
 
 
+def name_warnings(name: str) -> list[str]:
+    """Why users may not get this op by its plain name: other distributions registering the same
+    name (which one wins, how to pick this one), or a policy of that name."""
+    from augjax._plugins.registry import POLICY_NAMES
+
+    record = REGISTRY.record(name)
+    others = [r for r in REGISTRY.records("*", include_all=True)
+              if r.name == record.name and r is not record]
+    out = []
+    if others:
+        owners = ", ".join(f"{r.distribution}=={r.version} ({r.status})" for r in others)
+        if record.status == "conflict":
+            out.append(f"op {record.name!r} of {record.distribution}=={record.version} is "
+                       f"shadowed: {record.reason}. Also registered by: {owners}")
+        else:
+            out.append(f"op {record.name!r} of {record.distribution}=={record.version} is also "
+                       f"registered by {owners}; {record.name!r} selects this one, the others "
+                       f"only by qualified name")
+    if record.name in POLICY_NAMES:
+        out.append(f"op {record.name!r} has the name of augjax's policy augjax.{record.name}; "
+                   f"augjax.ops.{record.name} and augjax.{record.name} are different things")
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     from augjax.testing import (  # imports JAX: only here
         CheckReport,
@@ -73,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
             reason.strip() or "expected to fail (--expect-fail)")
     if not args.json:
         print(f"augjax check: {what}", flush=True)
-    results, start = [], time.perf_counter()
+    results, start, warned = [], time.perf_counter(), 0
     for name in names:
         record = REGISTRY.record(name)
         if record.status == "disabled":
@@ -82,15 +110,24 @@ def run(args: argparse.Namespace) -> int:
             report = check_op(name, on_fail=None, checks=args.check,
                               expected_failed_checks=expected)
         results.extend(report)
+        notes = name_warnings(name)
+        warned += len(notes)
         if not args.json:
             print(f"\n{name}  ({record.distribution}=={record.version})")
+            for note in notes:
+                print(f"  warning: {note}")
             print(CheckReport(report).format(), flush=True)
+        else:
+            for note in notes:
+                print(f"augjax check: warning: {note}", file=sys.stderr)
     counts = {s: sum(r.status == s for r in results)
               for s in ("passed", "failed", "xfail", "xpass", "skipped")}
     if args.json:
         print(json.dumps([r.as_dict() for r in results], indent=2))
     else:
         summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+        if warned:
+            summary += f"; {warned} warning(s)"
         print(f"\n{summary or 'no checks ran'} in {time.perf_counter() - start:.1f}s "
               f"({len(names)} op(s))")
     return 1 if counts["failed"] else 0

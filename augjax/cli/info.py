@@ -1,17 +1,25 @@
-"""``augjax info NAME [--json]``: an op's parameters, ranges, level, dtypes, layouts, source."""
+"""``augjax info NAME [KEY=VALUE ...] [--json]``: an op's parameters, ranges, level, dtypes,
+layouts and source; or a policy's defaults, magnitude scale and op space (its configuration
+set by ``KEY=VALUE`` options, e.g. ``augjax info rand_augment style=timm``)."""
 
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 from typing import Any
 
-from augjax._plugins.registry import REGISTRY
+from augjax._plugins.registry import POLICY_NAMES, REGISTRY
+from augjax.errors import ParamError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("info", help="describe one op (imports it)")
-    p.add_argument("name", help="op name, or distribution:name")
+    p = sub.add_parser("info", help="describe one op (imports it) or one policy")
+    p.add_argument("name", help="op name, distribution:name, or a policy name "
+                                f"({', '.join(POLICY_NAMES)})")
+    p.add_argument("options", nargs="*", metavar="KEY=VALUE",
+                   help="policies only: configuration to describe, e.g. style=timm m=7 "
+                        "(values are Python literals; anything else is a string)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(run=run)
 
@@ -43,8 +51,12 @@ def describe(name: str) -> dict[str, Any]:
                 "kind": p.kind,
                 "default": p.default,
                 "range": p.describe_range(),
+                "interval": None if p.kind in ("str", "bool") else p.interval,
                 "low": p.low,
                 "high": p.high,
+                "low_exclusive": p.low_exclusive,
+                "high_exclusive": p.high_exclusive,
+                "aliases": {alias: lib for alias, lib in p.aliases},
                 "neutral": p.neutral,
                 "required": p.required,
                 "magnitude": p.magnitude,
@@ -56,7 +68,27 @@ def describe(name: str) -> dict[str, Any]:
     }
 
 
+def _options(name: str, items: list[str]) -> dict[str, Any]:
+    out = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip().isidentifier():
+            raise ParamError(f"augjax info: options are KEY=VALUE (e.g. style=timm), got {item!r}",
+                             op=name)
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            value = text
+        out[key.strip()] = value
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.name in POLICY_NAMES:
+        return _run_policy(args)
+    if args.options:
+        raise ParamError(f"augjax info: KEY=VALUE options are for policies "
+                         f"({', '.join(POLICY_NAMES)}); {args.name!r} is an op", op=args.name)
     info = describe(args.name)
     if args.json:
         print(json.dumps(info, indent=2, default=str))
@@ -78,11 +110,61 @@ def run(args: argparse.Namespace) -> int:
             default = "required" if p["required"] else f"default {p['default']!r}"
             neutral = "" if p["neutral"] is None else f", neutral {p['neutral']!r}"
             mag = "" if p["magnitude"] is None else f", magnitude {p['magnitude']}"
-            print(f"    {pname}: {p['range']}; {default}{neutral}{mag}")
+            aliases = ", ".join(f"{lib} {a!r}" if lib else repr(a)
+                                for a, lib in p["aliases"].items())
+            aliases = f"; also called {aliases}" if aliases else ""
+            print(f"    {pname}: {p['range']}; {default}{neutral}{mag}{aliases}")
             if p["doc"]:
                 print(f"        {p['doc']}")
     body = info["doc"].strip().split("\n", 1)
     if len(body) > 1:
         print()
         print("  " + body[1].strip().replace("\n", "\n  "))
+    return 0
+
+
+def _run_policy(args: argparse.Namespace) -> int:
+    from augjax.policies import describe_policy  # imports JAX: only here
+
+    info = describe_policy(args.name, **_options(args.name, args.options))
+    if args.json:
+        print(json.dumps(info, indent=2, default=str))
+        return 0
+    print(f"{info['name']}: {info['summary']}")
+    print("  kind:         policy (one composite step; per-sample op choice in one program)")
+    print(f"  call:         {info['call']}")
+    variant = info["variant"]
+    print(f"  {variant['option'] + ':':<13} {', '.join(variant['choices'])}")
+    print("  defaults:")
+    for key, value in info["defaults"].items():
+        print(f"    {key} = {value!r}")
+    shown = {k: v for k, v in info["config"].items() if k not in ("augjax_config", "type")}
+    if info["options"]:
+        print(f"  configuration ({', '.join(f'{k}={v!r}' for k, v in info['options'].items())}"
+              f"), as resolved:")
+    else:
+        print("  configuration (defaults), as resolved:")
+    print("    " + ", ".join(f"{k}={v!r}" for k, v in shown.items()))
+    print(f"  magnitude scale: {info['scale']['text']}")
+    side = info["image_side"]
+    print(f"  op space ({len(info['ops'])} ops; values for a {side}x{side} image where a map "
+          f"depends on the side):")
+    width = max(len(e["name"]) for e in info["ops"])
+    for e in info["ops"]:
+        target = "identity" if e["op"] is None else e["op"]
+        if e["param"]:
+            target += f"({e['param']})"
+        fixed = "".join(f", {k}={v!r}" for k, v in e["fixed"].items())
+        line = f"    {e['name']:<{width}}  {target}{fixed}"
+        mag = e["magnitude"]
+        if mag is not None:
+            line += (f"  {mag['formula']}: {mag['at_level_0']:.4g} at level 0 .. "
+                     f"{mag['at_max_level']:.4g} at the max")
+            if mag["at_m"] is not None:
+                line += f", {mag['at_m']:.4g} at the configured magnitude"
+        print(line)
+    if "subpolicies" in info:
+        print(f"  sub-policies ({len(info['subpolicies'])}; (op, probability, level)):")
+        for sub in info["subpolicies"]:
+            print("    " + ", ".join(f"({n}, {p:g}, {lvl})" for n, p, lvl in sub))
     return 0

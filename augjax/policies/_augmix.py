@@ -43,6 +43,7 @@ from augjax.policies._base import (
     check_int,
     check_names,
 )
+from augjax.policies._call import data_first
 from augjax.policies._engine import Levels, draw_branches, draw_level, run_layers
 
 __all__ = ["AugMix", "augmix"]
@@ -201,6 +202,7 @@ def _quantize(x: jax.Array, dtype: Any) -> jax.Array:
     return jnp.floor(x) if is_int(dtype) else x
 
 
+@data_first
 def augmix(severity: int = 3, width: int = 3, depth: int = -1, alpha: float = 1.0,
            all_ops: bool = True, *, style: str = "torchvision", mstd: float | None = None,
            blended: bool = False, ops=None, fill: Any = DEFAULT,

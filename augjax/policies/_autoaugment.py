@@ -23,6 +23,7 @@ import augjax.policies.tables as T
 from augjax.chain._element import decision_key
 from augjax.errors import ParamError
 from augjax.policies._base import DEFAULT, Policy, check_choice, check_float
+from augjax.policies._call import data_first
 from augjax.policies._engine import (
     Levels,
     draw_branches,
@@ -135,6 +136,7 @@ class AutoAugment(Policy):
                              meta)
 
 
+@data_first
 def auto_augment(policy: str = "imagenet", *, mstd: float = 0.0, mmax: float | None = None,
                  fill: Any = DEFAULT, interpolation: str | None = None,
                  translate_const: float = 250, translate_pct: float = 0.45) -> AutoAugment:

@@ -43,6 +43,7 @@ from augjax.policies._base import (
     check_names,
     registered_entry,
 )
+from augjax.policies._call import data_first
 from augjax.policies._engine import (
     Levels,
     draw_branches,
@@ -193,6 +194,7 @@ class RandAugment(Policy):
                              meta)
 
 
+@data_first
 def rand_augment(n: int = 2, m: float = 9, num_magnitude_bins: int = 31, *, mstd: float = 0.0,
                  mmax: float | None = None, p: float | None = None,
                  increasing: bool | None = None, ops=None, exclude=(), weights=None,
@@ -300,6 +302,7 @@ class TrivialAugmentWide(Policy):
                              meta)
 
 
+@data_first
 def trivial_augment_wide(num_magnitude_bins: int = 31, *, ops=None, exclude=(),
                          style: str = "torchvision", fill: Any = DEFAULT,
                          interpolation: str | None = None) -> TrivialAugmentWide:

@@ -62,18 +62,19 @@ class CheckReport(list):
         return not self.failed
 
     def format(self) -> str:
-        """One line per check: ``op  check  PASS/FAIL/XFAIL/XPASS/SKIP  reason``."""
+        """One line per check, ``check  PASS/FAIL/XFAIL/XPASS/SKIP  reason``, with the whole
+        reason (its further lines indented below it)."""
         if not self:
             return "(no checks)"
         labels = {"passed": "PASS", "failed": "FAIL", "xfail": "XFAIL", "xpass": "XPASS",
                   "skipped": "SKIP"}
         width = max(len(r.check) for r in self)
+        indent = " " * (2 + width + 2 + 5 + 2)
         lines = []
         for r in self:
-            reason = r.reason.strip().splitlines()[0] if r.reason.strip() else ""
-            if len(reason) > 160:
-                reason = reason[:157] + "..."
-            lines.append(f"  {r.check:<{width}}  {labels[r.status]:<5}  {reason}".rstrip())
+            first, *rest = r.reason.strip().splitlines() or [""]
+            lines.append(f"  {r.check:<{width}}  {labels[r.status]:<5}  {first}".rstrip())
+            lines += [f"{indent}{line}".rstrip() for line in rest]
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -124,6 +125,17 @@ class Check:
 
     def __repr__(self) -> str:
         return f"<augjax check {self.name}>"
+
+
+def failure_text(err: BaseException) -> str:
+    """``"Type: message"`` for a check's failure; for DALI's "Critical error in pipeline" the
+    exception raised inside the operator (an augjax error, the kernel's), not DALI's wrapper."""
+    from augjax.dali._errors import error_cause
+
+    cause = error_cause(err)
+    if cause is not None:
+        return f"the DALI pipeline failed: {cause}"
+    return f"{type(err).__name__}: {err}"
 
 
 def _load_failure(error: PluginLoadError) -> Callable[[Any], None]:
@@ -228,7 +240,7 @@ def check_op(op_or_name: Any, *, on_fail: str | None = "raise",
         except KeyboardInterrupt:
             raise
         except Exception as err:  # noqa: BLE001 - a check failure is data here
-            status, reason, exc = "failed", f"{type(err).__name__}: {err}", err
+            status, reason, exc = "failed", failure_text(err), err
         if check.expected_failure is not None:
             if status == "failed":
                 status, reason = "xfail", f"{check.expected_failure} ({reason})"
