@@ -615,3 +615,27 @@ def test_op_subsets_and_exclusions():
     assert augjax.augmix(all_ops=False).op_names == tuple(tv_aa.AugMix._PARTIAL_AUGMENTATION_SPACE)
     plan = sub.explain((100, 8, 8, 3), key=jax.random.key(0))
     assert (np.asarray(plan["op"]) == 0).all()
+
+
+def test_a_plugin_op_joins_rand_augment_by_its_registered_name():
+    """augjax-contrib's gaussian_blur (another distribution, through its entry point) joins the
+    torchvision space by its registered name, driven by its own declared magnitude map."""
+    record = augjax.op_records("gaussian_blur")[0]
+    assert record.distribution == "augjax-contrib"
+    policy = augjax.rand_augment(n=1, m=15, ops=["Identity", "gaussian_blur"])
+    assert policy.op_names == ("Identity", "gaussian_blur")
+    entry = policy.space[1]
+    declared = augjax.get_op("gaussian_blur").params["sigma"].magnitude_map
+    assert entry.param == "sigma" and entry.magnitude == declared
+    x = images(8, 16, 16, seed=21)
+    key = jax.random.key(22)
+    params = policy.sample(x, key=key)
+    sigma = np.asarray(params["branches"][1]["sigma"])[:, 0]
+    np.testing.assert_allclose(sigma, declared.value(15, 30, False, 16, 16), rtol=1e-6)
+    blurred = {**params, "op": np.ones((8, 1), np.int32)}
+    np.testing.assert_array_equal(
+        policy.apply(x, params=blurred),
+        augjax.ops.gaussian_blur.apply(x, params={"sigma": sigma}))
+    np.testing.assert_array_equal(policy(x, key=key), policy.apply(x, params=params))
+    with pytest.raises(ParamError, match="declares no magnitude"):
+        augjax.rand_augment(ops=["Rotate", "box_blur"])
