@@ -196,6 +196,8 @@ def channel_permute(image, params):
     """
     c = image.shape[-1]
     perm = params["perm"]
+    if c == 1:  # one channel: the only permutation
+        return image
     if c > 4:
         return jnp.take(image, perm, axis=-1)
     # A few channels: selects fuse into one elementwise pass (a per-sample gather does not).

@@ -282,7 +282,9 @@ def test_policy_magnitudes_match_torchvision_randaugment():
         p = augjax.get_op(name).params["factor"]
         bins, signed = RandAugment._AUGMENTATION_SPACE[tv_name]
         mags = bins(31, 32, 32)
-        assert p.magnitude == pytest.approx((1.0 + float(mags[0]), 1.0 + float(mags[-1])))
+        mm = p.magnitude_map
+        assert (mm.plus + mm.start, mm.plus + mm.end) == pytest.approx(
+            (1.0 + float(mags[0]), 1.0 + float(mags[-1])))
         assert p.signed == signed and p.neutral == 1.0 and p.kind == "float_or_pair"
 
 

@@ -187,8 +187,9 @@ def test_policy_magnitudes_match_torchvision_and_timm():
     space = RandAugment._AUGMENTATION_SPACE
     mags = {name: space[name][0](31, 32, 32) for name in ("Sharpness", "Posterize", "Solarize")}
     p = augjax.ops.sharpness.params["factor"]
-    assert p.magnitude == pytest.approx((1 + float(mags["Sharpness"][0]),
-                                         1 + float(mags["Sharpness"][-1])))
+    mm = p.magnitude_map
+    assert (mm.plus + mm.start, mm.plus + mm.end) == pytest.approx(
+        (1 + float(mags["Sharpness"][0]), 1 + float(mags["Sharpness"][-1])))
     assert p.signed and p.neutral == 1.0
     p = augjax.ops.posterize.params["bits"]
     assert p.magnitude == (int(mags["Posterize"][0]), int(mags["Posterize"][-1]))

@@ -137,12 +137,12 @@ def kit_bad_decl(image, params, *, amount):
     (kit_swapped, "check_output_contract", "returned uint8 (2, 14, 12, 3)"),
     (kit_ignores_key, "check_different_keys_differ", "32 different keys"),
     (kit_trace_state, "check_jit_matches_eager", "jit vs eager"),
-    (kit_trace_state, "check_vmap_matches_loop", "batch vs alone"),
+    (kit_numpy_rng, "check_vmap_matches_loop", "batch vs alone"),
     (kit_numpy_rng, "check_jit_matches_eager", "jit vs eager"),
     (kit_not_neutral, "check_neutral_is_identity", "neutral"),
     (kit_unhashed, "check_no_recompilation", "new trace"),
     (kit_bad_decl, "check_declaration", "neutral value 2.0 is outside"),
-    (kit_bad_decl, "check_declaration", "magnitude end 20"),
+    (kit_bad_decl, "check_declaration", "magnitude value 20"),
     (kit_bad_decl, "check_declaration", "no docstring"),
 ])
 def test_each_check_catches_its_fault(bad, check, words):
@@ -152,12 +152,21 @@ def test_each_check_catches_its_fault(bad, check, words):
     assert words in result.reason and isinstance(result.exception, Exception)
 
 
-def test_dali_check_catches_a_program_that_differs_per_trace():
+def test_dali_check_catches_a_pipeline_that_differs_from_the_arrays(monkeypatch):
+    """The DALI path runs the array path's compiled programs, so an op cannot make them differ
+    by itself; a bridge that returned other pixels (a core bug) is what the check catches."""
     if augjax.testing.dali_available() is not None:
         with pytest.raises(CheckSkipped):
             checks.check_dali_matches_array(kit_good.bind())
         return
-    (result,) = check_op(kit_trace_state, on_fail=None, checks="*dali*")
+    real = checks.run_dali
+
+    def shifted(*args, **kwargs):
+        out = real(*args, **kwargs)
+        return [out[0] + 1, *out[1:]]
+
+    monkeypatch.setattr(checks, "run_dali", shifted)
+    (result,) = check_op(kit_good, on_fail=None, checks="*dali*")
     assert result.status == "failed" and "DALI vs array" in result.reason
 
 

@@ -99,7 +99,7 @@ BOOM = f'''
 from augjax import op
 
 @op("boom_op")
-def boom_op(key, image):
+def boom_op(image, params):
     """Raises while being traced."""
     raise ValueError({LONG!r})
 '''

@@ -83,9 +83,11 @@ def required_value(spec, name: str, p, hw: tuple[int, int] = (16, 16),
         cands = [tuple(int(min(max(v // 2, lo), hi)) for v in hw)]
     else:
         mid = (lo + hi) / 2
-        cands = [int(mid) if p.kind == "int" else mid, lo, hi, 1]
+        cands = [int(mid) if p.kind in ("int", "int_or_pair") else mid, lo, hi, 1]
         if p.kind in ("pair", "float_or_pair"):
             cands = [(lo, hi)] + cands
+        if p.kind == "int_or_pair":
+            cands = [(int(lo), int(hi))] + cands
         if p.kind == "floats":
             cands = [(float(mid),)]
         if p.kind == "str":
@@ -218,6 +220,11 @@ def param_strategy(spec, name: str, p, channels: int):
         base = st.one_of(
             _num(p, False),
             st.tuples(_num(p, False), _num(p, False)).map(lambda t: tuple(sorted(t))),
+        )
+    elif kind == "int_or_pair":
+        base = st.one_of(
+            _num(p, True),
+            st.tuples(_num(p, True), _num(p, True)).map(lambda t: tuple(sorted(t))),
         )
     elif kind == "floats":
         base = st.one_of(st.lists(_num(p, False), min_size=1, max_size=1),

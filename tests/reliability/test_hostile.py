@@ -319,13 +319,17 @@ def test_out_of_range_labels_in_dali_give_nan_soft_labels_for_that_batch():
 # -- parameters --------------------------------------------------------------------------------
 def _bad_values(p):
     """Values that must be refused for a Param, by kind."""
-    numeric = p.kind in ("float", "int", "pair", "float_or_pair", "floats", "size")
+    numeric = p.kind in ("float", "int", "pair", "float_or_pair", "int_or_pair", "floats",
+                         "size")
     out = []
     if numeric:
         for v in (math.nan, math.inf, -math.inf):
-            out.append(v if p.kind in ("float", "int", "float_or_pair", "floats") else (v, v))
-        if p.kind in ("pair", "float_or_pair"):
+            out.append(v if p.kind in ("float", "int", "float_or_pair", "int_or_pair", "floats")
+                       else (v, v))
+        if p.kind in ("pair", "float_or_pair", "int_or_pair"):
             out.append((0.0, math.nan))
+        if p.kind == "int_or_pair":
+            out += [0.5, (1.5, 2.0)]  # not whole numbers
         if p.low is not None:
             below = p.low - 1
             out.append(below if p.kind != "pair" else (below, p.low))

@@ -161,8 +161,11 @@ def test_partitioned_programs_trace_without_the_pallas_kernel(partitioned):
     seeds = augjax.index_seeds(np.arange(4))
     arrays = array_program(JITTER_CHAIN, "HWC", 0, partitioned)
     dali = seeded_program(JITTER_CHAIN, "HWC", False, True, 0, partitioned)
+    # Branches for platforms without a backend are not traced (augjax._runtime.platform): the
+    # kernel is in a program only where CUDA is there to run it.
+    cuda = any(d.platform == "gpu" for d in jax.devices())
     for jaxpr in (jax.make_jaxpr(arrays)(x, None, keys), jax.make_jaxpr(dali)(x, seeds)):
-        assert ("pallas_call" in str(jaxpr)) is not partitioned
+        assert ("pallas_call" in str(jaxpr)) is (cuda and not partitioned)
     other = array_program(JITTER_CHAIN, "HWC", 0, not partitioned)
     np.testing.assert_array_equal(np.asarray(arrays(x, None, keys)[0]),
                                   np.asarray(other(x, None, keys)[0]))
