@@ -22,15 +22,9 @@ import numpy as np
 import augjax.policies.tables as T
 from augjax.chain._element import decision_key
 from augjax.errors import ParamError
-from augjax.policies._base import DEFAULT, Policy, check_choice, check_float
+from augjax.policies._base import DEFAULT, LayeredPolicy, check_choice, check_float
 from augjax.policies._call import data_first
-from augjax.policies._engine import (
-    Levels,
-    draw_branches,
-    draw_level,
-    layers_matrix,
-    run_layers,
-)
+from augjax.policies._engine import Levels, draw_branches, draw_level
 
 __all__ = ["POLICIES", "AutoAugment", "auto_augment"]
 
@@ -39,7 +33,7 @@ POLICIES = tuple(T.TV_POLICIES) + tuple(T.TIMM_POLICIES)
 
 
 @dataclasses.dataclass(frozen=True)
-class AutoAugment(Policy):
+class AutoAugment(LayeredPolicy):
     """AutoAugment, per sample (build with :func:`auto_augment`; fields as there)."""
 
     policy: str = "imagenet"
@@ -127,13 +121,6 @@ class AutoAugment(Policy):
                                       jnp.arange(width_), key, meta),
         }
 
-    def run(self, image, params):
-        return run_layers(self.space, self.bound, params["op"], params["applied"],
-                          params["branches"], image, self.kind)
-
-    def matrix(self, params, meta):
-        return layers_matrix(self.bound, params["op"], params["applied"], params["branches"],
-                             meta)
 
 
 @data_first

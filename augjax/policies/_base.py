@@ -17,11 +17,13 @@ from typing import Any
 from augjax.chain._composite import Composite
 from augjax.chain._config import Node, json_value
 from augjax.errors import ParamError
+from augjax.policies._engine import bind_space, layers_matrix, run_layers
 from augjax.policies._magnitude import PolicyOp
 
 __all__ = [
     "DEFAULT",
     "STYLES",
+    "LayeredPolicy",
     "Policy",
     "check_choice",
     "check_fill",
@@ -191,8 +193,6 @@ class Policy(Composite):
 
     @functools.cached_property
     def _bound_space(self):
-        from augjax.policies._engine import bind_space
-
         return bind_space(self.entries, self.fill, self.interpolation, self.kind)
 
     @property
@@ -215,3 +215,16 @@ class Policy(Composite):
     def entries(self):
         """The op space (``PolicyOp`` entries)."""
         raise NotImplementedError
+
+
+class LayeredPolicy(Policy):
+    """A policy whose params are layers in sequence: ``op``, ``applied`` and ``branches`` with a
+    leading layer axis (RandAugment's ``n`` layers, an AutoAugment sub-policy's slots)."""
+
+    def run(self, image, params):
+        return run_layers(self.space, self.bound, params["op"], params["applied"],
+                          params["branches"], image, self.kind)
+
+    def matrix(self, params, meta):
+        return layers_matrix(self.bound, params["op"], params["applied"], params["branches"],
+                             meta)

@@ -18,8 +18,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from augjax._runtime.bound import BoundOp
 from augjax._plugins.registry import REGISTRY
+from augjax._runtime.bound import BoundOp
 from augjax.chain._element import run_op
 from augjax.errors import OpNotFoundError, ParamError, PluginLoadError
 from augjax.policies._magnitude import MagnitudeMap, PolicyOp, resolve

@@ -36,6 +36,7 @@ from augjax.errors import ParamError
 from augjax.policies._base import (
     DEFAULT,
     STYLES,
+    LayeredPolicy,
     Policy,
     check_choice,
     check_float,
@@ -50,7 +51,6 @@ from augjax.policies._engine import (
     draw_level,
     layers_matrix,
     run_layer,
-    run_layers,
 )
 
 __all__ = ["RandAugment", "TrivialAugmentWide", "rand_augment", "trivial_augment_wide"]
@@ -72,7 +72,7 @@ def _space_for(style: str, increasing: bool, translate_const: float, translate_p
 
 
 @dataclasses.dataclass(frozen=True)
-class RandAugment(Policy):
+class RandAugment(LayeredPolicy):
     """RandAugment, per sample (build with :func:`rand_augment`; fields as there)."""
 
     n: int = 2
@@ -185,13 +185,6 @@ class RandAugment(Policy):
                                       jnp.arange(self.n), key, meta),
         }
 
-    def run(self, image, params):
-        return run_layers(self.space, self.bound, params["op"], params["applied"],
-                          params["branches"], image, self.kind)
-
-    def matrix(self, params, meta):
-        return layers_matrix(self.bound, params["op"], params["applied"], params["branches"],
-                             meta)
 
 
 @data_first
