@@ -1,7 +1,8 @@
 """The Step contract: what ops (``BoundOp``) and composites (chains, ``random_apply``, policies)
-share, declared once (light: importing it imports no JAX): the call keywords, the structure a step promises (output size, dtype,
+share, declared once: the call keywords, the structure a step promises (output size, dtype,
 layout), the per-sample params-first contract (``draw``, ``run``, ``matrix``) and the public
-batch calls (``step(...)``, ``step.sample(...)``, ``step.apply(...)``)."""
+batch calls (``step(...)``, ``step.sample(...)``, ``step.apply(...)``). Importing it imports no
+JAX (the dispatch is imported on the first call)."""
 
 from __future__ import annotations
 
