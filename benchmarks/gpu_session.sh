@@ -53,8 +53,8 @@ elif [ "$part" = 3 ]; then
     done
   done
   run 200 "pytest -m gpu (ops after the fill change)" env AUGJAX_GPU_REPORT="$OUT/gpu_parity.json" \
-    python3 -m pytest -m gpu -q -rs -p no:cacheprovider tests/test_gpu.py tests/test_geometry.py \
-    tests/test_crop.py tests/test_mix.py tests/test_chain.py
+    python3 -m pytest -m gpu -q -rs -p no:cacheprovider tests/dali/test_gpu.py tests/catalog/test_geometry.py \
+    tests/catalog/test_crop.py tests/catalog/test_mix.py tests/compose/test_chain.py
 else
   run 240 "pipeline_bench" python3 benchmarks/pipeline_bench.py --device gpu \
     --batch 32 256 1024 --iters 50 --reps 3 --machine "H200 ($(nproc) cores)" --out "$OUT/bench_gpu.json"

@@ -92,7 +92,7 @@ def _release_compiled_programs():
 def _unpadded_batches(monkeypatch):
     """Each batch size compiles its own program in the tests: many compare an op's output for
     a batch with its output for part of it, which padding (augjax._runtime.padding, on by default)
-    would run through the same program. tests/test_padding.py turns padding back on."""
+    would run through the same program. tests/runtime/test_padding.py turns padding back on."""
     monkeypatch.setenv("AUGJAX_PAD_BATCHES", "0")
 
 
@@ -118,73 +118,65 @@ def _gpu_reason() -> str | None:
 #: subprocesses. The fast tier keeps each property through smaller
 #: tests (the conformance kit runs DALI == arrays on every op). Tests marked ``slow`` in their
 #: module (subprocess installs) are left out too.
-#: Test ids name the file, not its room folder (see ``_flat_id``).
 SLOW = frozenset({
-    "tests/test_chain.py::test_cpu_chunks_of_compute_bound_ops_equal_the_whole_batch",
-    "tests/test_color.py::test_color_jitter_op_matches_torchvision_with_its_draws",
-    "tests/test_color.py::test_dali_pipeline_equals_array_path",
-    "tests/test_color.py::test_jitter_forced_orders_match_torchvision",
-    "tests/test_color.py::test_jitter_pallas_form_equals_the_xla_form_at_any_size",
-    "tests/test_color.py::test_jitter_subsets_in_every_order_match_torchvision",
-    "tests/test_concurrency.py::test_ops_first_called_from_many_threads_are_traced_once",
-    "tests/test_concurrency.py::test_pipelines_in_threads_share_one_compiled_chain_and_stay_correct",  # noqa: E501
-    "tests/test_contrib_ops.py::test_dali_cpu_pipeline_equals_the_array_path[gaussian_blur-uint8]",
-    "tests/test_contrib_ops.py::test_dali_cpu_pipeline_equals_the_array_path[gaussian_blur-float32]",  # noqa: E501
-    "tests/test_crop.py::test_dali_path_equals_array_path",
-    "tests/test_crop.py::test_rrc_matches_torchvision_resized_crop",
-    "tests/test_dispatch.py::test_dali_output_layouts_are_set",
-    "tests/test_dispatch.py::test_dali_path_equals_array_path",
-    "tests/test_dispatch.py::test_empty_batch_and_batch_of_one",
-    "tests/test_dispatch.py::test_key_forms_are_equivalent",
-    "tests/test_erase.py::test_dali_pipeline_equals_array_path",
-    "tests/test_erase.py::test_matches_timm_random_erasing_given_the_same_draws",
-    "tests/test_erase.py::test_same_key_same_output_other_key_other_output_and_chw",
-    "tests/test_geometry.py::test_dali_path_equals_array_path",
-    "tests/test_hostile.py::test_a_batch_of_4096_and_a_1024_pixel_image",
-    "tests/test_hostile.py::test_op_properties_over_shapes_dtypes_and_params[median_blur-uint8-HWC-N1]",  # noqa: E501
-    "tests/test_hostile.py::test_out_of_range_floats_and_nan_pixels[color_jitter]",
-    "tests/test_mix.py::test_alphas_that_float32_cannot_draw_are_refused",
-    "tests/test_mix.py::test_dali_pipeline_equals_array_path",
-    "tests/test_mix.py::test_draws_follow_the_beta_the_probabilities_and_timms_box_correction",
-    "tests/test_mix.py::test_float_soft_labels_mix_by_lam",
-    "tests/test_mix.py::test_loop_free_loggamma_follows_the_gamma_distribution",
-    "tests/test_mix.py::test_loop_free_loggamma_handles_the_extreme_alphas",
-    "tests/test_mix.py::test_matches_timm_mixup_given_the_same_draws",
-    "tests/test_mix.py::test_op_runs_the_kernel_with_its_key",
-    "tests/test_policies.py::test_augmix_choices",
-    "tests/test_policies.py::test_augmix_mixing_matches_the_formula",
-    "tests/test_policies.py::test_auto_augment_choices",
-    "tests/test_policies.py::test_dali_equals_arrays_for_policies",
-    "tests/test_policies.py::test_outputs_are_the_chosen_ops",
-    "tests/test_policies.py::test_policies_are_per_sample_and_reproducible",
-    "tests/test_policies.py::test_rand_augment_timm_noise_probability_and_values",
-    "tests/test_policies.py::test_rand_augment_torchvision_choices",
-    "tests/test_randomness.py::test_array_path_reproducible_from_key",
-    "tests/test_randomness.py::test_same_seed_same_batches_bitwise_other_seed_differs",
-    "tests/test_randomness.py::test_samples_get_independent_draws",
-    "tests/test_reproducibility.py::test_another_process_gives_the_same_batches",
-    "tests/test_reproducibility.py::test_the_pipeline_actually_augments",
-    "tests/test_sharding.py::test_arrays_and_shardings_over_several_devices_are_detected",
-    "tests/test_sharding.py::test_example_cpu_shards_match_one_pipeline_bitwise",
-    "tests/test_sharding.py::test_jax_function_sharding_with_one_local_device",
-    "tests/test_sharding.py::test_partitioned_programs_trace_without_the_pallas_kernel",
-    "tests/test_sources.py::test_parallel_workers_match_per_sample_form_bitwise",
-    "tests/test_spec.py::test_remembered_binding_gives_the_uncached_bindings_batch",
-    "tests/test_tone.py::test_dali_pipeline_equals_array_path",
-    "tests/test_user_pipeline.py::test_user_pipeline_runs_and_labels_are_soft",
+    "tests/compose/test_chain.py::test_cpu_chunks_of_compute_bound_ops_equal_the_whole_batch",
+    "tests/catalog/test_color.py::test_color_jitter_op_matches_torchvision_with_its_draws",
+    "tests/catalog/test_color.py::test_dali_pipeline_equals_array_path",
+    "tests/catalog/test_color.py::test_jitter_forced_orders_match_torchvision",
+    "tests/catalog/test_color.py::test_jitter_pallas_form_equals_the_xla_form_at_any_size",
+    "tests/catalog/test_color.py::test_jitter_subsets_in_every_order_match_torchvision",
+    "tests/reliability/test_concurrency.py::test_ops_first_called_from_many_threads_are_traced_once",  # noqa: E501
+    "tests/reliability/test_concurrency.py::test_pipelines_in_threads_share_one_compiled_chain_and_stay_correct",  # noqa: E501
+    "tests/catalog/test_contrib_ops.py::test_dali_cpu_pipeline_equals_the_array_path[gaussian_blur-uint8]",  # noqa: E501
+    "tests/catalog/test_contrib_ops.py::test_dali_cpu_pipeline_equals_the_array_path[gaussian_blur-float32]",  # noqa: E501
+    "tests/catalog/test_crop.py::test_dali_path_equals_array_path",
+    "tests/catalog/test_crop.py::test_rrc_matches_torchvision_resized_crop",
+    "tests/runtime/test_dispatch.py::test_dali_output_layouts_are_set",
+    "tests/runtime/test_dispatch.py::test_dali_path_equals_array_path",
+    "tests/runtime/test_dispatch.py::test_empty_batch_and_batch_of_one",
+    "tests/runtime/test_dispatch.py::test_key_forms_are_equivalent",
+    "tests/catalog/test_erase.py::test_dali_pipeline_equals_array_path",
+    "tests/catalog/test_erase.py::test_matches_timm_random_erasing_given_the_same_draws",
+    "tests/catalog/test_erase.py::test_same_key_same_output_other_key_other_output_and_chw",
+    "tests/catalog/test_geometry.py::test_dali_path_equals_array_path",
+    "tests/reliability/test_hostile.py::test_a_batch_of_4096_and_a_1024_pixel_image",
+    "tests/reliability/test_hostile.py::test_op_properties_over_shapes_dtypes_and_params[median_blur-uint8-HWC-N1]",  # noqa: E501
+    "tests/reliability/test_hostile.py::test_out_of_range_floats_and_nan_pixels[color_jitter]",
+    "tests/catalog/test_mix.py::test_alphas_that_float32_cannot_draw_are_refused",
+    "tests/catalog/test_mix.py::test_dali_pipeline_equals_array_path",
+    "tests/catalog/test_mix.py::test_draws_follow_the_beta_the_probabilities_and_timms_box_correction",  # noqa: E501
+    "tests/catalog/test_mix.py::test_float_soft_labels_mix_by_lam",
+    "tests/catalog/test_mix.py::test_loop_free_loggamma_follows_the_gamma_distribution",
+    "tests/catalog/test_mix.py::test_loop_free_loggamma_handles_the_extreme_alphas",
+    "tests/catalog/test_mix.py::test_matches_timm_mixup_given_the_same_draws",
+    "tests/catalog/test_mix.py::test_op_runs_the_kernel_with_its_key",
+    "tests/compose/test_policies.py::test_augmix_choices",
+    "tests/compose/test_policies.py::test_augmix_mixing_matches_the_formula",
+    "tests/compose/test_policies.py::test_auto_augment_choices",
+    "tests/compose/test_policies.py::test_dali_equals_arrays_for_policies",
+    "tests/compose/test_policies.py::test_outputs_are_the_chosen_ops",
+    "tests/compose/test_policies.py::test_policies_are_per_sample_and_reproducible",
+    "tests/compose/test_policies.py::test_rand_augment_timm_noise_probability_and_values",
+    "tests/compose/test_policies.py::test_rand_augment_torchvision_choices",
+    "tests/core/test_randomness.py::test_array_path_reproducible_from_key",
+    "tests/core/test_randomness.py::test_same_seed_same_batches_bitwise_other_seed_differs",
+    "tests/core/test_randomness.py::test_samples_get_independent_draws",
+    "tests/reliability/test_reproducibility.py::test_another_process_gives_the_same_batches",
+    "tests/reliability/test_reproducibility.py::test_the_pipeline_actually_augments",
+    "tests/runtime/test_sharding.py::test_arrays_and_shardings_over_several_devices_are_detected",
+    "tests/runtime/test_sharding.py::test_example_cpu_shards_match_one_pipeline_bitwise",
+    "tests/runtime/test_sharding.py::test_jax_function_sharding_with_one_local_device",
+    "tests/runtime/test_sharding.py::test_partitioned_programs_trace_without_the_pallas_kernel",
+    "tests/dali/test_sources.py::test_parallel_workers_match_per_sample_form_bitwise",
+    "tests/core/test_spec.py::test_remembered_binding_gives_the_uncached_bindings_batch",
+    "tests/catalog/test_tone.py::test_dali_pipeline_equals_array_path",
+    "tests/dali/test_user_pipeline.py::test_user_pipeline_runs_and_labels_are_soft",
 })
-
-
-def _flat_id(nodeid: str) -> str:
-    """``tests/<room>/test_x.py::name`` as ``tests/test_x.py::name`` (SLOW names files only)."""
-    path, sep, rest = nodeid.partition("::")
-    return f"tests/{Path(path).name}{sep}{rest}"
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        flat = _flat_id(item.nodeid)
-        if flat in SLOW or flat.split("[", 1)[0] in SLOW:
+        if item.nodeid in SLOW or item.nodeid.split("[", 1)[0] in SLOW:
             item.add_marker(pytest.mark.slow)
     reason = _gpu_reason()
     if reason is None:

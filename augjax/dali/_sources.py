@@ -4,7 +4,7 @@ Each sample carries seeds derived from its global index in the dataset and the e
 (:func:`augjax._runtime.keys.index_seeds`), so its augmentation is the same whether the global batch is
 read by one pipeline or split over many devices and hosts.
 
-The source can run in four forms that give bitwise the same samples (``tests/test_sources.py``);
+The source can run in four forms that give bitwise the same samples (``tests/dali/test_sources.py``);
 they differ only in how much Python the pipeline's calling thread runs per sample:
 
 - ``mode="sample"``: one callback per sample (DALI's per-sample ``external_source``).

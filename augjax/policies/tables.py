@@ -14,7 +14,7 @@ RandAugment, TrivialAugmentWide, AutoAugment, AugMix; ``AutoAugment._get_policie
 ``timm/data/auto_augment.py`` (``LEVEL_TO_ARG``, ``NAME_TO_OP``, ``_RAND_*``,
 ``auto_augment_policy_*``, ``_AUGMIX_TRANSFORMS``) and ``nvidia/dali/auto_aug``
 (``get_rand_augment_suite``, ``get_rand_augment_non_monotonic_suite``,
-``get_trivial_augment_wide_suite``); ``tests/test_policies.py`` checks them against those
+``get_trivial_augment_wide_suite``); ``tests/compose/test_policies.py`` checks them against those
 packages' own tables.
 
 Scales: torchvision and DALI index ``num_magnitude_bins`` bins (level ``i`` is

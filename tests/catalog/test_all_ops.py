@@ -1,6 +1,6 @@
 """The conformance kit (``augjax.testing``) over every registered op, augjax's own and every
 installed pack's alike, parametrized from ``augjax.list_ops()`` with ids ``"op-check"``
-(``pytest tests/test_all_ops.py -k flip`` runs one op, ``-k dali`` one check everywhere).
+(``pytest tests/catalog/test_all_ops.py -k flip`` runs one op, ``-k dali`` one check everywhere).
 
 The kit derives each op's test parameters from its declaration. ``PARAMS`` below overrides
 them only where the declaration cannot tell the kit how to exercise the op, each with the
