@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from augjax._runtime.bound import BoundOp
 from augjax._core.spec import OpSpec
+from augjax._runtime.bound import BoundOp
 from augjax.errors import ParamError
 
 __all__ = [

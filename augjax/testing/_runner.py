@@ -12,9 +12,9 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from augjax._runtime.bound import BoundOp
-from augjax._plugins.registry import REGISTRY
 from augjax._core.spec import OpSpec
+from augjax._plugins.registry import REGISTRY
+from augjax._runtime.bound import BoundOp
 from augjax.errors import AugjaxWarning, PluginLoadError
 from augjax.testing._checks import CheckSkipped, applicable_checks
 from augjax.testing._examples import example_op
