@@ -385,8 +385,8 @@ def main(argv=None) -> int:
         "+ DALI flip, color_twist, crop_mirror_normalize",
         "iterator: augjax chain after the iterator, augment_batches(prefetch=2)"]
 
+    import harness
     import jax
-    import nvidia.dali
 
     import augjax
 
@@ -410,9 +410,7 @@ def main(argv=None) -> int:
         "machine": machine,
         "host": {"node": platform.node(), "cpu_count": os.cpu_count(),
                  "platform": platform.platform()},
-        "versions": {"augjax": augjax.__version__, "dali": nvidia.dali.__version__,
-                     "jax": jax.__version__, "python": platform.python_version(),
-                     "devices": str(jax.devices())},
+        "versions": {**harness.versions(gpu), "devices": str(jax.devices())},
         "config": {"batch_sizes": args.batch, "executors": args.executors, "size": args.size,
                    "distinct_images": len(distinct),
                    "images": "generated, ImageNet-like sizes" if args.images else "the 8 bundled photos", "files_listed": len(files),
