@@ -121,7 +121,7 @@ def test_recipe_through_dali(benchmark, batches, who):
     _time_pipeline(benchmark, p, "recipe/dali", who, label)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def timm_loader(batches):
     """timm's transforms in a DataLoader, one worker process per core, each worker on one
     torch thread; batches of B with timm's Mixup applied in the main process."""
@@ -146,7 +146,7 @@ def timm_loader(batches):
         worker_init_fn=lambda _: torch.set_num_threads(1))
     it = iter(loader)
     yield it, cases.timm_mixup()
-    del it, loader
+    it._shutdown_workers()  # the workers end with the test, not at the end of the session
 
 
 @pytest.mark.parametrize("who", ["peer", "augjax"])
