@@ -22,7 +22,7 @@ Modes (every row in its own try/except: a failed row records its error, the othe
   keeps its keys (``decode_crop_img_s``, ``augjax_chain_img_s``, ``augjax_randaug_img_s``,
   ``dali_randaug_img_s`` and the full table); this file holds its summary.
 
-Writes ``benchmarks/results/gpu-<machine>-<date>.json``: ``date``, ``machine``, ``versions``
+Writes ``benchmarks/results/gpu-<machine>-<date>.json`` (machine ``h200`` by default on an H200): ``date``, ``machine``, ``versions``
 (augjax, jax, jaxlib, DALI, CUDA, driver, Python, torch...), ``config`` (modes, batch sizes,
 iterations), ``rows`` (``arrays/op/<name>``, ``arrays/policy/<name>``, ``dali/B=<b>/...``:
 each ``{"augjax_ms", "peers": {label: ms}, "fastest_peer", "ratio_fastest_peer",
@@ -339,8 +339,8 @@ def main(argv=None) -> int:
 
     import jax
 
-    name = args.machine or ("gpu-" + jax.devices()[0].device_kind.replace(" ", "-").lower()
-                            if gpu else "cpu")
+    kind = jax.devices()[0].device_kind.lower().replace("nvidia", "").strip()
+    name = args.machine or ("gpu-" + kind.replace(" ", "-") if gpu else "cpu")
     result = {
         "benchmark": "gpu", "date": harness.today(), "machine": harness.machine(gpu, name),
         "versions": harness.versions(gpu),
@@ -351,7 +351,8 @@ def main(argv=None) -> int:
                    "metric": "median over reps of the mean ms per call / per pipeline run"},
         "rows": {},
     }
-    out = Path(args.out) if args.out else HERE / "results" / f"gpu-{name}-{result['date']}.json"
+    stem = name if name.startswith("gpu-") else f"gpu-{name}"
+    out = Path(args.out) if args.out else HERE / "results" / f"{stem}-{result['date']}.json"
 
     def save():
         out.parent.mkdir(parents=True, exist_ok=True)

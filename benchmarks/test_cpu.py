@@ -22,7 +22,9 @@ The session ends with a table of the ratios (augjax / peer, lower is better) and
 from __future__ import annotations
 
 import itertools
+import math
 import os
+import time
 
 import cases
 import pytest
@@ -32,8 +34,11 @@ from harness import host_batches, labels_for, pipeline
 B = int(os.environ.get("AUGJAX_BENCH_BATCH", 16))
 S = int(os.environ.get("AUGJAX_BENCH_SIZE", 224))
 ROUNDS = int(os.environ.get("AUGJAX_BENCH_ROUNDS", 8))
+#: Seconds of timed work a row aims at: a row whose batch takes longer gets fewer rounds (never
+#: fewer than 3), which keeps the slow kernels from taking the suite's whole time.
+ROW_SECONDS = float(os.environ.get("AUGJAX_BENCH_ROW_SECONDS", 3.0))
 THREADS = os.cpu_count() or 2
-WARMUP = 3  # pipeline runs before timing: compiles augjax's program, fills the prefetch queue
+WARMUP = 2  # runs before timing: compiles augjax's program, fills DALI's prefetch queue
 
 
 @pytest.fixture(scope="module")
@@ -41,11 +46,16 @@ def batches():
     return host_batches(B, S)
 
 
-def _time_pipeline(benchmark, p, group, role, label, rounds=ROUNDS):
+def _measure(benchmark, step, group, role, label, rounds=ROUNDS):
+    """Warms ``step`` up, then times it for ``rounds`` rounds (fewer for a slow step) and files
+    the row under ``group``."""
     for _ in range(WARMUP):
-        p.run()
+        t0 = time.perf_counter()
+        step()
+        last = time.perf_counter() - t0
+    rounds = min(rounds, max(3, math.ceil(ROW_SECONDS / max(last, 1e-6))))
     benchmark.group = group
-    benchmark.pedantic(p.run, rounds=rounds, iterations=1)
+    benchmark.pedantic(step, rounds=rounds, iterations=1)
     record(benchmark, group, role, label, B)
 
 
@@ -77,7 +87,7 @@ def test_policy(benchmark, batches, name, who):
         policy = cases.augjax_policies()[name]
         label = f"augjax {name}"
         p = pipeline("cpu", B, batches, lambda x: augjax.compose(policy)(x), threads=THREADS)
-    _time_pipeline(benchmark, p, f"policy/{name}", who, label)
+    _measure(benchmark, p.run, f"policy/{name}", who, label)
 
 
 @pytest.mark.parametrize("space", ["3ops", "14ops"])
@@ -96,13 +106,8 @@ def test_policy_rand_augment_space(benchmark, batches, space):
     def call():
         return jax.block_until_ready(chain(x, key=jax.random.key(next(counter))))
 
-    for _ in range(2):
-        call()
-    group = "policy/rand_augment-space"
-    benchmark.group = group
-    benchmark.pedantic(call, rounds=ROUNDS, iterations=1)
-    record(benchmark, group, "augjax" if space == "14ops" else "peer",
-           f"augjax rand_augment over {space[:-3]} ops (arrays)", B)
+    _measure(benchmark, call, "policy/rand_augment-space", "augjax" if space == "14ops" else
+             "peer", f"augjax rand_augment over {space[:-3]} ops (arrays)")
 
 
 # --------------------------------------------------------------------------------------------
@@ -118,7 +123,7 @@ def test_recipe_through_dali(benchmark, batches, who):
         chain = cases.augjax_recipe()
         p = pipeline("cpu", B, batches, lambda x, y: chain(x, y), labels=True, threads=THREADS)
         label = "augjax recipe (one crossing)"
-    _time_pipeline(benchmark, p, "recipe/dali", who, label)
+    _measure(benchmark, p.run, "recipe/dali", who, label)
 
 
 @pytest.fixture
@@ -171,12 +176,7 @@ def test_recipe_arrays_vs_timm(benchmark, batches, who, request):
             return jax.block_until_ready(chain(x, y, key=jax.random.key(next(counter))))
 
         label = "augjax recipe on arrays"
-    for _ in range(WARMUP):
-        step()
-    group = "recipe/arrays-vs-timm"
-    benchmark.group = group
-    benchmark.pedantic(step, rounds=ROUNDS, iterations=1)
-    record(benchmark, group, who, label, B)
+    _measure(benchmark, step, "recipe/arrays-vs-timm", who, label)
 
 
 # --------------------------------------------------------------------------------------------
@@ -200,4 +200,4 @@ def test_op(benchmark, batches, name, who):
         body, labels = _augjax_body(cases.op_chain(name))
         label = f"augjax {name}"
         p = pipeline("cpu", B, batches, body, labels=labels, threads=THREADS)
-    _time_pipeline(benchmark, p, f"op/{name}", who, label, rounds=max(3, ROUNDS // 2))
+    _measure(benchmark, p.run, f"op/{name}", who, label, rounds=max(3, ROUNDS // 2))
