@@ -19,7 +19,9 @@ the augjax program's call inside it; the rest is DLPack in and out). ``--profile
 profiler (CUPTI) on a few rows; ``--diagnose`` the rows that isolate where the crossing's time goes
 (a callback that sleeps or spins for 1 ms, executor options, prefetch depth).
 
-Writes ``benchmarks/results/e2e-<machine>-<date>.json`` (``--out`` to override).
+Writes ``benchmarks/results/e2e-<machine>-<date>.json`` (``--out`` to override). This is the
+``e2e`` mode of ``benchmarks/gpu.py`` (which runs it with a time limit and keeps its summary in
+the GPU result file); run it alone for the diagnosis rows (``--diagnose``, ``--profile``).
 """
 
 from __future__ import annotations
@@ -391,8 +393,8 @@ def main(argv=None) -> int:
     import augjax
 
     _instrument_callbacks()
-    machine = args.machine or ("gpu-" + jax.devices()[0].device_kind.replace(" ", "-").lower()
-                               if gpu else "cpu")
+    kind = jax.devices()[0].device_kind.lower().replace("nvidia", "").strip()
+    machine = args.machine or ("gpu-" + kind.replace(" ", "-") if gpu else "cpu")  # as gpu.py
     date = datetime.date.today().isoformat()
     out = Path(args.out) if args.out else RESULTS / f"e2e-{machine}-{date}.json"
     tmp = tempfile.TemporaryDirectory()

@@ -161,12 +161,15 @@ def cpu_table(cpu: dict) -> list[str]:
             f"{v['jax']}, timm {v.get('timm')}, Python {v['python']}; B={cpu['batch']} x "
             f"{cpu['size']}x{cpu['size']}x3 uint8, median ms per batch; ratio = augjax / peer "
             f"(same run, lower is better).")
-    lines = [head, "", "| group | augjax (ms) | peer | peer (ms) | ratio |", "|---|---|---|---|---|"]
+    lines = [head, "", "| group | augjax (ms) | peer | peer (ms) | ratio | images/s augjax / peer |",
+             "|---|---|---|---|---|---|"]
     for group in sorted(cpu["groups"], key=lambda g: (g.startswith("op/"), g)):
         g = cpu["groups"][group]
         a, p = g.get("augjax", {}), g.get("peer", {})
+        ips = (f"{_f(a.get('images_per_s'), 1)} / {_f(p.get('images_per_s'), 1)}"
+               if not group.startswith("op/") else "")
         lines.append(f"| {group} | {_f(a.get('median_ms'))} | {p.get('label', '-')} | "
-                     f"{_f(p.get('median_ms'))} | {_f(g.get('ratio'))} |")
+                     f"{_f(p.get('median_ms'))} | {_f(g.get('ratio'))} | {ips} |")
     return lines
 
 
