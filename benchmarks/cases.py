@@ -3,7 +3,7 @@ in DALI (native operators, or DALI's ``auto_aug`` augmentations) and in torchvis
 policies and their DALI peers, and the timm-style training recipe in augjax, DALI and timm.
 
 A peer is the nearest operator of the other library doing the same kind of work, not a bitwise
-equal one (``PEER_NOTES`` says where the work differs). An op without a peer is timed alone.
+equal one (its label says where the work differs). An op without a peer is timed alone.
 """
 
 from __future__ import annotations
@@ -38,15 +38,6 @@ OP_PARAMS: dict[str, dict[str, Any]] = {
     "mixup_cutmix": dict(mixup_alpha=0.8, cutmix_alpha=1.0, num_classes=CLASSES),
     "random_erasing": dict(p=1.0),
 }
-
-PEER_NOTES = {
-    "grayscale": "DALI returns 1 channel, augjax 3",
-    "to_float": "DALI casts, augjax also scales to [0, 1]",
-    "color_jitter": "torchvision's 4 adjustments in random order vs DALI's one-matrix twist",
-    "random_grayscale": "DALI converts every image",
-    "shear_x": "DALI auto_aug shear_x at magnitude bin 9 of 31",
-}
-
 
 def op_names() -> list[str]:
     """Every registered op (core and installed packs), sorted."""
@@ -130,7 +121,7 @@ def dali_peers(device: str) -> dict[str, tuple[str, Callable]]:
             x, angle=_uniform(-30, 30), keep_size=True, interp_type=types.INTERP_NN,
             fill_value=0)),
         "affine": ("DALI warp_affine (rotation)", rotation),
-        "shear_x": ("DALI auto_aug shear_x", _auto_aug("shear_x")),
+        "shear_x": ("DALI auto_aug shear_x (bin 9 of 31)", _auto_aug("shear_x")),
         "shear_y": ("DALI auto_aug shear_y", _auto_aug("shear_y")),
         "translate_x": ("DALI auto_aug translate_x", _auto_aug("translate_x", shape=[s, s])),
         "translate_y": ("DALI auto_aug translate_y", _auto_aug("translate_y", shape=[s, s])),
@@ -141,7 +132,7 @@ def dali_peers(device: str) -> dict[str, tuple[str, Callable]]:
         "random_crop": ("DALI crop (random anchor)", lambda x: fn.crop(
             x, crop=(200, 200), crop_pos_x=_uniform(0, 1), crop_pos_y=_uniform(0, 1))),
         "center_crop": ("DALI crop", lambda x: fn.crop(x, crop=(200, 200))),
-        "color_jitter": ("DALI color_twist", color_twist),
+        "color_jitter": ("DALI color_twist (one matrix, not torchvision's 4 steps)", color_twist),
         "color_twist": ("DALI color_twist", color_twist),
         "brightness": ("DALI brightness", lambda x: fn.brightness(
             x, brightness=_uniform(0.6, 1.4))),
@@ -149,8 +140,9 @@ def dali_peers(device: str) -> dict[str, tuple[str, Callable]]:
         "saturation": ("DALI saturation", lambda x: fn.saturation(
             x, saturation=_uniform(0.6, 1.4))),
         "hue": ("DALI hue", lambda x: fn.hue(x, hue=_uniform(-36.0, 36.0))),
-        "grayscale": ("DALI color_space_conversion to GRAY", lambda x: fn.color_space_conversion(
-            x, image_type=types.RGB, output_type=types.GRAY)),
+        "grayscale": ("DALI color_space_conversion to GRAY (1 channel out)",
+                      lambda x: fn.color_space_conversion(x, image_type=types.RGB,
+                                                          output_type=types.GRAY)),
         "invert": ("DALI auto_aug invert", _auto_aug("invert")),
         "solarize": ("DALI auto_aug solarize", _auto_aug("solarize")),
         "solarize_add": ("DALI auto_aug solarize_add", _auto_aug("solarize_add")),
@@ -160,7 +152,7 @@ def dali_peers(device: str) -> dict[str, tuple[str, Callable]]:
         "sharpness": ("DALI auto_aug sharpness", _auto_aug("sharpness")),
         "normalize": ("DALI crop_mirror_normalize (float CHW)", lambda x: fn.crop_mirror_normalize(
             x, dtype=types.FLOAT, output_layout="CHW", mean=mean255, std=std255)),
-        "to_float": ("DALI cast to float", lambda x: fn.cast(x, dtype=types.FLOAT)),
+        "to_float": ("DALI cast to float (not scaled)", lambda x: fn.cast(x, dtype=types.FLOAT)),
         "random_erasing": ("DALI erase (random anchor)", lambda x: fn.erase(
             x, anchor=_uniform(0, s - 80, shape=[2]), shape=[80, 80], axis_names="HW",
             fill_value=0)),
@@ -202,7 +194,8 @@ def torchvision_peers() -> dict[str, tuple[str, Callable]]:
         "affine": ("torchvision affine", lambda x: F.affine(
             x, angle=20.0, translate=[0, 0], scale=1.0, shear=[0.0, 0.0])),
         "perspective": ("torchvision perspective", lambda x: F.perspective(
-            x, [[0, 0], [223, 0], [223, 223], [0, 223]], [[10, 5], [213, 0], [223, 218], [5, 223]])),
+            x, [[0, 0], [223, 0], [223, 223], [0, 223]],
+            [[10, 5], [213, 0], [223, 218], [5, 223]])),
         "random_resized_crop": ("torchvision resized_crop", lambda x: F.resized_crop(
             x, 20, 20, 150, 180, [SIZE, SIZE], antialias=True)),
         "center_crop": ("torchvision center_crop", lambda x: F.center_crop(x, [200, 200])),

@@ -22,7 +22,8 @@ Modes (every row in its own try/except: a failed row records its error, the othe
   keeps its keys (``decode_crop_img_s``, ``augjax_chain_img_s``, ``augjax_randaug_img_s``,
   ``dali_randaug_img_s`` and the full table); this file holds its summary.
 
-Writes ``benchmarks/results/gpu-<machine>-<date>.json`` (machine ``h200`` by default on an H200): ``date``, ``machine``, ``versions``
+Writes ``benchmarks/results/gpu-<machine>-<date>.json`` (machine ``h200`` by default on an
+H200): ``date``, ``machine``, ``versions``
 (augjax, jax, jaxlib, DALI, CUDA, driver, Python, torch...), ``config`` (modes, batch sizes,
 iterations), ``rows`` (``arrays/op/<name>``, ``arrays/policy/<name>``, ``dali/B=<b>/...``:
 each ``{"augjax_ms", "peers": {label: ms}, "fastest_peer", "ratio_fastest_peer",

@@ -161,7 +161,8 @@ def cpu_table(cpu: dict) -> list[str]:
             f"{v['jax']}, timm {v.get('timm')}, Python {v['python']}; B={cpu['batch']} x "
             f"{cpu['size']}x{cpu['size']}x3 uint8, median ms per batch; ratio = augjax / peer "
             f"(same run, lower is better).")
-    lines = [head, "", "| group | augjax (ms) | peer | peer (ms) | ratio | images/s augjax / peer |",
+    lines = [head, "",
+             "| group | augjax (ms) | peer | peer (ms) | ratio | images/s augjax / peer |",
              "|---|---|---|---|---|---|"]
     for group in sorted(cpu["groups"], key=lambda g: (g.startswith("op/"), g)):
         g = cpu["groups"][group]
