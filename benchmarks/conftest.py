@@ -33,7 +33,7 @@ def pytest_sessionfinish(session, exitstatus):
     import test_cpu
 
     res = cpu_results.result(test_cpu.B, test_cpu.S, _LOAD[0] if _LOAD else float("nan"),
-                             partial=_partial(session))
+                             partial=_partial(session), executor=test_cpu.EXECUTOR)
     path = cpu_results.write(res, os.environ.get("AUGJAX_BENCH_OUT"))
     session.config._augjax_cpu_result = (res, path)
 
@@ -45,7 +45,8 @@ def pytest_terminal_summary(terminalreporter, config):
     res, path = got
     tr = terminalreporter
     m = res["machine"]
-    tr.section(f"augjax / peer, CPU, B={res['batch']} x {res['size']}^2 uint8, "
+    tr.section(f"augjax / peer, CPU, {res['executor']} executor, B={res['batch']} x "
+               f"{res['size']}^2 uint8, "
                f"{m['cpu_count']} cores, load {m['load_average_1min_start']:.1f} -> "
                f"{m['load_average_1min_end']:.1f}")
     for group, g in sorted(res["groups"].items()):
@@ -53,6 +54,8 @@ def pytest_terminal_summary(terminalreporter, config):
         cells = [f"{group:<32}"]
         cells.append(f"augjax {a['median_ms']:9.2f} ms" if a else f"{'':>19}")
         cells.append(f"peer {p['median_ms']:9.2f} ms ({p['label']})" if p else "no peer")
+        if g.get("ratio_kind") == "paired":
+            cells.append("(paired)")
         if g.get("ratio") is not None:
             cells.insert(2, f"ratio {g['ratio']:6.2f}")
         tr.write_line("  ".join(cells))

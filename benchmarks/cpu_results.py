@@ -1,8 +1,11 @@
 """The CPU suite's rows, paired into groups (augjax against its peer of the same run), and the
 result file ``results/cpu-<date>.json`` with every group's ratio and the targets met or not.
 
-A group holds up to two rows: ``augjax`` and ``peer``; its ratio is augjax's median time over
-the peer's (lower is better; < 1: augjax is faster). ``test_cpu.py`` records each row with
+A group holds up to two rows: ``augjax`` and ``peer``; its ratio is augjax's time over the
+peer's (lower is better; < 1: augjax is faster): the median of the per-round ratios where
+augjax's rounds alternated with the peer's (``paired``, measured under the same load), else the
+ratio of the two rows' medians (``separate``, e.g. timm's DataLoader, whose workers cannot
+pause). ``test_cpu.py`` records each row with
 :func:`record`; ``conftest.py`` writes the file at the end of the session.
 """
 
@@ -10,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from pathlib import Path
 
 from harness import RESULTS, machine, today, versions
@@ -18,13 +22,20 @@ from harness import RESULTS, machine, today, versions
 ROWS: dict[str, dict[str, dict]] = {}
 
 
-def record(benchmark, group: str, role: str, label: str, images: int) -> None:
-    """Files the benchmark's median under ``group``/``role`` and, once both rows of the group
-    are in, puts the ratio into both rows' ``extra_info`` (pytest-benchmark's JSON)."""
-    med = benchmark.stats.stats.median
+def record(benchmark, group: str, role: str, label: str, images: int,
+           partner_s: list[float] | None = None) -> None:
+    """Files the benchmark's median under ``group``/``role`` (with ``partner_s``, the peer's
+    time in each of the same rounds: the paired ratio) and, once both rows of the group are in,
+    puts the ratio into both rows' ``extra_info`` (pytest-benchmark's JSON)."""
+    stats = benchmark.stats.stats
+    med = stats.median
     row = {"label": label, "median_ms": 1e3 * med, "images_per_s": images / med,
-           "rounds": benchmark.stats.stats.rounds, "iqr_ms": 1e3 * benchmark.stats.stats.iqr,
-           "extra_info": benchmark.extra_info}
+           "rounds": stats.rounds, "iqr_ms": 1e3 * stats.iqr, "extra_info": benchmark.extra_info}
+    if partner_s:
+        per_round = [a / p for a, p in zip(stats.data, partner_s)]
+        row["paired_ratio"] = statistics.median(per_round)
+        row["paired_ratios"] = per_round
+        row["partner_median_ms"] = 1e3 * statistics.median(partner_s)
     benchmark.extra_info.update(group=group, role=role, label=label,
                                 images_per_s=row["images_per_s"])
     ROWS.setdefault(group, {})[role] = row
@@ -36,6 +47,16 @@ def record(benchmark, group: str, role: str, label: str, images: int) -> None:
 
 
 def ratio(group: str) -> float:
+    """The group's paired ratio, else the ratio of its two rows' medians (nan: one row)."""
+    pair = ROWS.get(group, {})
+    if "paired_ratio" in pair.get("augjax", {}):
+        return pair["augjax"]["paired_ratio"]
+    if "augjax" not in pair or "peer" not in pair:
+        return math.nan
+    return separate_ratio(group)
+
+
+def separate_ratio(group: str) -> float:
     pair = ROWS.get(group, {})
     if "augjax" not in pair or "peer" not in pair:
         return math.nan
@@ -54,7 +75,7 @@ def evaluate(targets, groups: dict) -> list[dict]:
     return out
 
 
-def result(batch: int, size: int, load_start: float, partial: bool) -> dict:
+def result(batch: int, size: int, load_start: float, partial: bool, executor: str) -> dict:
     """The whole run as one JSON-able dict."""
     from targets import CPU
 
@@ -62,15 +83,19 @@ def result(batch: int, size: int, load_start: float, partial: bool) -> dict:
     for group, pair in ROWS.items():
         groups[group] = {role: {k: v for k, v in row.items() if k != "extra_info"}
                          for role, row in pair.items()}
-        r = ratio(group)
+        r, sep = ratio(group), separate_ratio(group)
         groups[group]["ratio"] = None if math.isnan(r) else r
+        groups[group]["ratio_kind"] = ("paired" if "paired_ratio" in pair.get("augjax", {})
+                                       else "separate")
+        groups[group]["ratio_separate_runs"] = None if math.isnan(sep) else sep
     info = machine()
     info["load_average_1min_start"] = load_start
     info["load_average_1min_end"] = info.pop("load_average_1min")
     return {"benchmark": "cpu", "date": today(), "machine": info, "versions": versions(),
-            "batch": batch, "size": size, "partial": partial,
+            "batch": batch, "size": size, "partial": partial, "executor": executor,
             "metric": "median ms per batch (pipe.run() or one call on arrays) over the rounds; "
-                      "ratio = augjax / peer, same run",
+                      "ratio = augjax / peer, same run: the median of per-round ratios where "
+                      "the rounds alternated (ratio_kind paired), else of the medians",
             "groups": groups, "targets": evaluate(CPU, groups)}
 
 

@@ -44,10 +44,10 @@ def device_batches(device: str, host: list[np.ndarray]) -> list:
 
 def pipeline(device: str, b: int, batches, body, *, labels: bool = False, threads: int = 4,
              conditionals: bool = False, executor: str = "dynamic", prefetch: int = 2,
-             seed: int = 0):
+             seed: int = 0, **options):
     """A built DALI pipeline: ``body(images)`` (or ``body(images, labels)``) after an
     ``external_source`` cycling through ``batches``. ``device="cpu"`` builds a CPU-only pipeline
-    (``device_id=None``)."""
+    (``device_id=None``); ``options`` go to ``pipeline_def`` (``exec_async=False``, ...)."""
     from nvidia.dali import fn, pipeline_def
 
     state = {"i": 0}
@@ -60,7 +60,7 @@ def pipeline(device: str, b: int, batches, body, *, labels: bool = False, thread
 
     @pipeline_def(batch_size=b, num_threads=threads, device_id=0 if device == "gpu" else None,
                   prefetch_queue_depth=prefetch, seed=seed, enable_conditionals=conditionals,
-                  exec_dynamic=executor == "dynamic")
+                  exec_dynamic=executor == "dynamic", **options)
     def pipe():
         x = fn.external_source(source=source, batch=True, layout="HWC",
                                device="gpu" if device == "gpu" else "cpu")

@@ -39,6 +39,11 @@ ROUNDS = int(os.environ.get("AUGJAX_BENCH_ROUNDS", 8))
 ROW_SECONDS = float(os.environ.get("AUGJAX_BENCH_ROW_SECONDS", 3.0))
 THREADS = os.cpu_count() or 2
 WARMUP = 2  # runs before timing: compiles augjax's program, fills DALI's prefetch queue
+#: "sync" (default): ``exec_async=False, exec_pipelined=False``, each ``run()`` is one batch's
+#: whole cost and nothing runs between two timed calls, so augjax's rounds can alternate with
+#: its peer's; "async": DALI's default executor with prefetching (throughput; a pipeline's
+#: prefetch then overlaps the other's timed call, which pulls the paired ratio towards 1).
+EXECUTOR = os.environ.get("AUGJAX_BENCH_EXECUTOR", "sync")
 
 
 @pytest.fixture(scope="module")
@@ -46,17 +51,37 @@ def batches():
     return host_batches(B, S)
 
 
-def _measure(benchmark, step, group, role, label, rounds=ROUNDS):
+def _pipeline(body, **kw):
+    """A CPU pipeline (``device_id=None``), one DALI thread per core, on the suite's executor."""
+    if EXECUTOR == "sync":
+        kw.update(exec_async=False, exec_pipelined=False, prefetch=1)
+    return pipeline("cpu", B, kw.pop("batches"), body, threads=THREADS, **kw)
+
+
+def _measure(benchmark, step, group, role, label, rounds=ROUNDS, partner=None):
     """Warms ``step`` up, then times it for ``rounds`` rounds (fewer for a slow step) and files
-    the row under ``group``."""
+    the row under ``group``. With a ``partner`` (the peer's step), each round first runs the
+    partner, timed apart (pytest-benchmark's untimed ``setup``): the ratio of each round's two
+    times, whose median is the group's paired ratio, is measured under the same load, which on a
+    shared machine varies far more than the ratio."""
     for _ in range(WARMUP):
+        if partner is not None:
+            partner()
         t0 = time.perf_counter()
         step()
         last = time.perf_counter() - t0
     rounds = min(rounds, max(3, math.ceil(ROW_SECONDS / max(last, 1e-6))))
+    partner_s: list[float] = []
+
+    def setup():
+        t0 = time.perf_counter()
+        partner()
+        partner_s.append(time.perf_counter() - t0)
+
     benchmark.group = group
-    benchmark.pedantic(step, rounds=rounds, iterations=1)
-    record(benchmark, group, role, label, B)
+    benchmark.pedantic(step, rounds=rounds, iterations=1,
+                       setup=setup if partner is not None else None)
+    record(benchmark, group, role, label, B, partner_s=partner_s or None)
 
 
 def _augjax_body(chain):
@@ -75,19 +100,21 @@ POLICIES = ["rand_augment", "trivial_augment_wide", "auto_augment", "augmix"]
 @pytest.mark.parametrize("who", ["peer", "augjax"])
 @pytest.mark.parametrize("name", POLICIES)
 def test_policy(benchmark, batches, name, who):
-    peers = cases.dali_policies()
-    if who == "peer":
-        if name not in peers:
-            pytest.skip(f"DALI has no {name}")
-        label, body = peers[name]
-        p = pipeline("cpu", B, batches, body, threads=THREADS, conditionals=True)
-    else:
-        import augjax
+    import augjax
 
-        policy = cases.augjax_policies()[name]
-        label = f"augjax {name}"
-        p = pipeline("cpu", B, batches, lambda x: augjax.compose(policy)(x), threads=THREADS)
-    _measure(benchmark, p.run, f"policy/{name}", who, label)
+    peers = cases.dali_policies()
+    peer = None
+    if name in peers:
+        peer = _pipeline(peers[name][1], batches=batches, conditionals=True)
+    elif who == "peer":
+        pytest.skip(f"DALI has no {name}")
+    if who == "peer":
+        _measure(benchmark, peer.run, f"policy/{name}", who, peers[name][0])
+        return
+    policy = cases.augjax_policies()[name]
+    p = _pipeline(lambda x: augjax.compose(policy)(x), batches=batches)
+    _measure(benchmark, p.run, f"policy/{name}", who, f"augjax {name}",
+             partner=peer.run if peer else None)
 
 
 @pytest.mark.parametrize("space", ["3ops", "14ops"])
@@ -98,16 +125,20 @@ def test_policy_rand_augment_space(benchmark, batches, space):
 
     import augjax
 
-    name = "rand_augment" if space == "14ops" else "rand_augment_3ops"
-    chain = augjax.compose(cases.augjax_policies()[name])
     x = jax.device_put(batches[0])
     counter = itertools.count()
 
-    def call():
-        return jax.block_until_ready(chain(x, key=jax.random.key(next(counter))))
+    def caller(name):
+        chain = augjax.compose(cases.augjax_policies()[name])
+        return lambda: jax.block_until_ready(chain(x, key=jax.random.key(next(counter))))
 
-    _measure(benchmark, call, "policy/rand_augment-space", "augjax" if space == "14ops" else
-             "peer", f"augjax rand_augment over {space[:-3]} ops (arrays)")
+    three = caller("rand_augment_3ops")
+    group = "policy/rand_augment-space"
+    if space == "3ops":
+        _measure(benchmark, three, group, "peer", "augjax rand_augment over 3 ops (arrays)")
+    else:
+        _measure(benchmark, caller("rand_augment"), group, "augjax",
+                 "augjax rand_augment over 14 ops (arrays)", partner=three)
 
 
 # --------------------------------------------------------------------------------------------
@@ -116,14 +147,15 @@ def test_policy_rand_augment_space(benchmark, batches, space):
 
 @pytest.mark.parametrize("who", ["peer", "augjax"])
 def test_recipe_through_dali(benchmark, batches, who):
+    peer = _pipeline(cases.dali_recipe, batches=batches, conditionals=True)
+    label = "DALI flip + rand_augment + color_twist + crop_mirror_normalize"
     if who == "peer":
-        p = pipeline("cpu", B, batches, cases.dali_recipe, threads=THREADS, conditionals=True)
-        label = "DALI flip + rand_augment + color_twist + crop_mirror_normalize"
-    else:
-        chain = cases.augjax_recipe()
-        p = pipeline("cpu", B, batches, lambda x, y: chain(x, y), labels=True, threads=THREADS)
-        label = "augjax recipe (one crossing)"
-    _measure(benchmark, p.run, "recipe/dali", who, label)
+        _measure(benchmark, peer.run, "recipe/dali", who, label)
+        return
+    chain = cases.augjax_recipe()
+    p = _pipeline(lambda x, y: chain(x, y), batches=batches, labels=True)
+    _measure(benchmark, p.run, "recipe/dali", who, "augjax recipe (one crossing)",
+             partner=peer.run)
 
 
 @pytest.fixture
@@ -190,14 +222,15 @@ def _op_cases():
 
 @pytest.mark.parametrize("name, who", _op_cases(), ids=[f"op-{n}-{w}" for n, w in _op_cases()])
 def test_op(benchmark, batches, name, who):
+    peers = cases.dali_peers("cpu")
+    peer = _pipeline(peers[name][1], batches=batches) if name in peers else None
+    rounds = max(3, ROUNDS // 2)
     if who == "peer":
-        peers = cases.dali_peers("cpu")
-        if name not in peers:
+        if peer is None:
             pytest.skip(f"no DALI CPU peer for {name}")
-        label, body = peers[name]
-        p = pipeline("cpu", B, batches, body, threads=THREADS)
-    else:
-        body, labels = _augjax_body(cases.op_chain(name))
-        label = f"augjax {name}"
-        p = pipeline("cpu", B, batches, body, labels=labels, threads=THREADS)
-    _measure(benchmark, p.run, f"op/{name}", who, label, rounds=max(3, ROUNDS // 2))
+        _measure(benchmark, peer.run, f"op/{name}", who, peers[name][0], rounds=rounds)
+        return
+    body, labels = _augjax_body(cases.op_chain(name))
+    p = _pipeline(body, batches=batches, labels=labels)
+    _measure(benchmark, p.run, f"op/{name}", who, f"augjax {name}", rounds=rounds,
+             partner=peer.run if peer else None)
