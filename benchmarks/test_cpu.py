@@ -1,7 +1,7 @@
 """The CPU suite (pytest-benchmark): augjax against DALI's native CPU operators and timm, in
 the same run, B=16 x 224x224x3 uint8 by default, one group per comparison.
 
-    pytest benchmarks/ --benchmark-only                      # everything, a few minutes
+    pytest benchmarks/ --benchmark-only                      # everything, ~10 minutes
     pytest benchmarks/ --benchmark-only -k "policy or recipe" # the targets' rows only
     pytest benchmarks/ --benchmark-only -k "op and flip"      # one op against its peer
 
@@ -11,7 +11,10 @@ Groups: ``policy/<name>`` (augjax's policy through a DALI CPU pipeline vs DALI's
 ``recipe/arrays-vs-timm`` (the recipe on arrays vs timm's per-image transforms in a DataLoader
 with one worker per core), ``op/<name>`` (every registered op through DALI vs its DALI peer).
 augjax runs in DALI through ``jax_function(device="cpu")``, as augjax's DALI operators do; DALI
-pipelines are CPU-only (``device_id=None``) with one DALI thread per core.
+pipelines are CPU-only (``device_id=None``) with one DALI thread per core, synchronous by default
+(``AUGJAX_BENCH_EXECUTOR``). The peer's row is timed on its own, and again inside augjax's test,
+one peer batch before each augjax batch: a group's ratio is the median of those per-round ratios
+(measured under the same load), except for timm's DataLoader, whose workers cannot pause.
 
 The session ends with a table of the ratios (augjax / peer, lower is better) and writes them to
 ``benchmarks/results/cpu-<date>.json`` (``-partial`` when tests were deselected;
