@@ -47,6 +47,8 @@ WARMUP = 2  # runs before timing: compiles augjax's program, fills DALI's prefet
 #: its peer's; "async": DALI's default executor with prefetching (throughput; a pipeline's
 #: prefetch then overlaps the other's timed call, which pulls the paired ratio towards 1).
 EXECUTOR = os.environ.get("AUGJAX_BENCH_EXECUTOR", "sync")
+#: Untimed pause around each partner batch of a paired round (seconds).
+SETTLE_S = 0.01
 
 
 @pytest.fixture(scope="module")
@@ -77,9 +79,11 @@ def _measure(benchmark, step, group, role, label, rounds=ROUNDS, partner=None):
     partner_s: list[float] = []
 
     def setup():
+        time.sleep(SETTLE_S)  # XLA's CPU threads spin for a while after a call: let them park
         t0 = time.perf_counter()
         partner()
         partner_s.append(time.perf_counter() - t0)
+        time.sleep(SETTLE_S)
 
     benchmark.group = group
     benchmark.pedantic(step, rounds=rounds, iterations=1,
