@@ -54,8 +54,8 @@ def pytest_terminal_summary(terminalreporter, config):
         cells = [f"{group:<32}"]
         cells.append(f"augjax {a['median_ms']:9.2f} ms" if a else f"{'':>19}")
         cells.append(f"peer {p['median_ms']:9.2f} ms ({p['label']})" if p else "no peer")
-        if g.get("ratio_kind") == "paired":
-            cells.append("(paired)")
+        if g.get("ratio_paired") is not None:
+            cells.append(f"(paired {g['ratio_paired']:.2f})")
         if g.get("ratio") is not None:
             cells.insert(2, f"ratio {g['ratio']:6.2f}")
         tr.write_line("  ".join(cells))

@@ -162,21 +162,20 @@ def cpu_table(cpu: dict) -> list[str]:
             f"{v['jax']}, timm {v.get('timm')}, Python {v['python']}; B={cpu['batch']} x "
             f"{cpu['size']}x{cpu['size']}x3 uint8, median ms per batch; ratio = augjax / peer "
             f"(same run, lower is better).")
-    lines = [head, "", "\"ratio\" is the median of the per-round ratios where augjax's rounds "
-             "alternated with the peer's (paired, the same load; marked p), else the ratio of "
-             "the two rows' medians; \"rows\" is always the latter (the rows ran one after "
-             "the other, under whatever load each met).", "",
-             "| group | augjax (ms) | peer | peer (ms) | ratio | rows | images/s augjax / peer |",
+    lines = [head, "", "\"paired\" is a second reading: the median of the per-round ratios where "
+             "augjax's rounds alternated with the peer's (the same load, but the two thread "
+             "pools and the scheduler interfere across the alternation; see cpu_results.py).",
+             "",
+             "| group | augjax (ms) | peer | peer (ms) | ratio | paired | images/s augjax / peer |",
              "|---|---|---|---|---|---|---|"]
     for group in sorted(cpu["groups"], key=lambda g: (g.startswith("op/"), g)):
         g = cpu["groups"][group]
         a, p = g.get("augjax", {}), g.get("peer", {})
         ips = (f"{_f(a.get('images_per_s'), 1)} / {_f(p.get('images_per_s'), 1)}"
                if not group.startswith("op/") else "")
-        kind = " p" if g.get("ratio_kind") == "paired" else ""
         lines.append(f"| {group} | {_f(a.get('median_ms'))} | {p.get('label', '-')} | "
-                     f"{_f(p.get('median_ms'))} | {_f(g.get('ratio'))}{kind} | "
-                     f"{_f(g.get('ratio_separate_runs'))} | {ips} |")
+                     f"{_f(p.get('median_ms'))} | {_f(g.get('ratio'))} | "
+                     f"{_f(g.get('ratio_paired'))} | {ips} |")
     return lines
 
 

@@ -12,9 +12,10 @@ Groups: ``policy/<name>`` (augjax's policy through a DALI CPU pipeline vs DALI's
 with one worker per core), ``op/<name>`` (every registered op through DALI vs its DALI peer).
 augjax runs in DALI through ``jax_function(device="cpu")``, as augjax's DALI operators do; DALI
 pipelines are CPU-only (``device_id=None``) with one DALI thread per core, synchronous by default
-(``AUGJAX_BENCH_EXECUTOR``). The peer's row is timed on its own, and again inside augjax's test,
-one peer batch before each augjax batch: a group's ratio is the median of those per-round ratios
-(measured under the same load), except for timm's DataLoader, whose workers cannot pause.
+(``AUGJAX_BENCH_EXECUTOR``). A group's ratio is augjax's median over the peer's, each row timed
+on its own; the peer is also run inside augjax's test, one batch before each augjax batch, for
+a paired reading (the median of the per-round ratios; not for timm's DataLoader, whose workers
+cannot pause).
 
 The session ends with a table of the ratios (augjax / peer, lower is better) and writes them to
 ``benchmarks/results/cpu-<date>.json`` (``-partial`` when tests were deselected;
@@ -47,8 +48,6 @@ WARMUP = 2  # runs before timing: compiles augjax's program, fills DALI's prefet
 #: its peer's; "async": DALI's default executor with prefetching (throughput; a pipeline's
 #: prefetch then overlaps the other's timed call, which pulls the paired ratio towards 1).
 EXECUTOR = os.environ.get("AUGJAX_BENCH_EXECUTOR", "sync")
-#: Untimed pause around each partner batch of a paired round (seconds).
-SETTLE_S = 0.01
 
 
 @pytest.fixture(scope="module")
@@ -66,9 +65,9 @@ def _pipeline(body, **kw):
 def _measure(benchmark, step, group, role, label, rounds=ROUNDS, partner=None):
     """Warms ``step`` up, then times it for ``rounds`` rounds (fewer for a slow step) and files
     the row under ``group``. With a ``partner`` (the peer's step), each round first runs the
-    partner, timed apart (pytest-benchmark's untimed ``setup``): the ratio of each round's two
-    times, whose median is the group's paired ratio, is measured under the same load, which on a
-    shared machine varies far more than the ratio."""
+    partner, timed apart (pytest-benchmark's untimed ``setup``): the median of each round's
+    ratio is the group's paired ratio, a second reading beside the ratio of the two rows'
+    medians (see ``cpu_results``)."""
     for _ in range(WARMUP):
         if partner is not None:
             partner()
@@ -79,11 +78,9 @@ def _measure(benchmark, step, group, role, label, rounds=ROUNDS, partner=None):
     partner_s: list[float] = []
 
     def setup():
-        time.sleep(SETTLE_S)  # XLA's CPU threads spin for a while after a call: let them park
         t0 = time.perf_counter()
         partner()
         partner_s.append(time.perf_counter() - t0)
-        time.sleep(SETTLE_S)
 
     benchmark.group = group
     benchmark.pedantic(step, rounds=rounds, iterations=1,
