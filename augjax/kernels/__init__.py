@@ -7,9 +7,12 @@ in float32 and come back with :func:`to_dtype` (truncating, as torchvision's adj
 """
 
 from augjax.kernels.filters import (
+    box_sum,
     correlate,
+    correlate1d,
     correlate_separable,
     gaussian_kernel1d,
+    median_filter,
     pad_edge,
     pad_reflect,
     reflect_index,
@@ -60,8 +63,10 @@ __all__ = [
     "INTERPOLATIONS",
     "blend",
     "bound",
+    "box_sum",
     "check_fill",
     "correlate",
+    "correlate1d",
     "correlate_separable",
     "crop_resize_matrix",
     "equalize_lut",
@@ -77,6 +82,7 @@ __all__ = [
     "is_int",
     "levels_to_scale",
     "lookup",
+    "median_filter",
     "pad_edge",
     "pad_reflect",
     "perspective_coefficients",

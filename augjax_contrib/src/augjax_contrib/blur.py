@@ -23,10 +23,12 @@ import jax.numpy as jnp
 
 from augjax import Param, op
 from augjax.kernels import (
+    box_sum,
     correlate,
     correlate_separable,
     gaussian_kernel1d,
-    pad_edge,
+    is_int,
+    median_filter,
     to_dtype,
 )
 from augjax_contrib._common import API, coin, odd_int, odd_size
@@ -83,12 +85,17 @@ def box_blur(image, params, *, kernel_size):
     The mean filter of ``scipy.ndimage.uniform_filter`` with ``mode="mirror"`` (reflect-101
     borders), in float32; uint8 results are rounded half to even. Odd sizes only, so the window is
     centred (OpenCV ``blur`` and PIL ``BoxBlur`` use replicated borders instead). Deterministic:
-    no params.
+    no params. uint8 windows are summed exactly in integers and divided once (so the result is
+    the exact mean, rounded); float images are summed in float32 and scaled by ``1 / (kh kw)``.
     """
     kh, kw = kernel_size
-    x = correlate_separable(image.astype(jnp.float32), jnp.full((kh,), 1.0 / kh),
-                            jnp.full((kw,), 1.0 / kw))
-    return to_dtype(x, image.dtype, rounding="round")
+    if is_int(image.dtype):
+        acc = jnp.uint16 if 255 * kh * kw < 65536 else jnp.int32
+        total = box_sum(image.astype(acc), kh, kw)
+        return to_dtype(total.astype(jnp.float32) / jnp.float32(kh * kw), image.dtype,
+                        rounding="round")
+    x = box_sum(image.astype(jnp.float32), kh, kw) * jnp.float32(1.0 / (kh * kw))
+    return x.astype(image.dtype)
 
 
 def motion_kernel(size: int, angle: jax.Array, direction: jax.Array) -> jax.Array:
@@ -162,12 +169,7 @@ def median_blur(image, params, *, kernel_size, p):
     values, so the result is exact in both dtypes. DALI's ``experimental.median_blur`` is
     GPU-only and not used as a reference. Params: ``applied`` (bool, ``uniform < p``).
     """
-    k = kernel_size
-    r = k // 2
-    h, w = image.shape[0], image.shape[1]
-    padded = pad_edge(image, r, r)
-    windows = jnp.stack([padded[i:i + h, j:j + w] for i in range(k) for j in range(k)])
-    med = jnp.sort(windows, axis=0)[(k * k) // 2]
+    med = median_filter(image, kernel_size)
     return jnp.where(params["applied"], med, image)
 
 
