@@ -20,7 +20,6 @@ __all__ = [
     "correlate",
     "correlate1d",
     "correlate_separable",
-    "correlation_matrix",
     "box_sum",
     "median_filter",
     "gaussian_kernel1d",
@@ -140,19 +139,6 @@ def correlate_separable(x: jax.Array, k_rows: jax.Array, k_cols: jax.Array) -> j
     (reflect-101 borders); :func:`correlate` with ``outer(k_rows, k_cols)`` up to rounding.
     Two :func:`correlate1d` passes."""
     return correlate1d(correlate1d(x, k_cols, axis=1), k_rows, axis=0)
-
-
-def correlation_matrix(n: int, kernel: jax.Array) -> jax.Array:
-    """The ``(n, n)`` float32 matrix ``M`` with ``M @ x == correlate1d(x, kernel, axis=0)`` for
-    ``x`` of ``n`` rows (odd ``kernel``, reflect-101 borders, any pad size): ``M[i, j]`` sums the
-    taps ``kernel[t]`` whose reflected source ``i + t - r`` is ``j``. For long kernels a
-    matrix product (one per axis) does fewer passes over the image than the shifted views."""
-    kernel = jnp.asarray(kernel, jnp.float32)
-    taps = kernel.shape[0]
-    src = reflect_index(np.arange(n)[:, None] + np.arange(taps)[None, :] - taps // 2, n)
-    rows = np.broadcast_to(np.arange(n)[:, None], src.shape)
-    taps_at = jnp.broadcast_to(kernel[None, :], src.shape)
-    return jnp.zeros((n, n), jnp.float32).at[rows, src].add(taps_at)
 
 
 def box_sum(x: jax.Array, kh: int, kw: int) -> jax.Array:
