@@ -29,7 +29,6 @@ may be traced scalars) and works on one image; augjax vmaps it over the batch.
 from __future__ import annotations
 
 import math
-
 from collections.abc import Sequence
 
 import jax
@@ -296,7 +295,7 @@ def resize_taps(out_size: int, in_size: int, start, length, interpolation: str,
         src = jnp.minimum(jnp.floor(i * scale), length - 1.0) + start_f
         return jnp.clip(src, 0, in_size - 1).astype(jnp.int32), jnp.ones_like(src)
     widest = max(in_size / out_size, 1.0) if antialias else 1.0
-    taps = int(math.ceil(2.0 * widest)) + 1  # taps in (c - s, c + s), from floor(c - s)
+    taps = math.ceil(2.0 * widest) + 1  # taps in (c - s, c + s), from floor(c - s)
     invscale = jnp.where(scale >= 1.0, 1.0 / scale, 1.0) if antialias else 1.0
     center = scale * (i + 0.5)
     # The first tap, floor(center - 0.5 - half), in integers: float rounding (which XLA may

@@ -17,8 +17,6 @@ draws ``sigma``, ``factor`` and ``prob`` (a range ``(low, high)`` uniformly, a n
 
 from __future__ import annotations
 
-import math
-
 import jax
 import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
@@ -192,7 +190,9 @@ def _quantile_levels(u, levels, lam_levels):
         return k0.reshape(-1)[flat_levels] + count.astype(jnp.float32)
 
     def per_value():
-        at = lambda t: t.reshape(-1)[flat_levels]  # noqa: E731
+        def at(table):
+            return table.reshape(-1)[flat_levels]
+
         return _poisson_quantile_loop(u, at(lam_levels), at(k0), at(p0),
                                       n[:, None, None, None])
 
