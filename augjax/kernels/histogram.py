@@ -27,7 +27,7 @@ __all__ = ["equalize_lut", "histogram", "lookup", "stretch", "value_range"]
 def histogram(levels: jax.Array, bins: int = 256) -> jax.Array:
     """The per-channel histogram of an integer image: ``(bins, C)`` int32 counts of each level
     ``0 .. bins - 1`` in ``levels`` ``(H, W, C)`` (values outside that range are dropped)."""
-    return _histogram_fn(bins)(levels)
+    return _histogram_fn(bins)(jax.lax.stop_gradient(levels))  # counts: no gradient
 
 
 def _flat_histogram(levels: jax.Array, bins: int) -> jax.Array:

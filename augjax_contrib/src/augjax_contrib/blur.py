@@ -227,12 +227,25 @@ def _block_means_batch(x: jax.Array, b: jax.Array) -> jax.Array:
     return spread / (extent(h)[:, :, None, None] * extent(w)[:, None, :, None])
 
 
-@custom_vmap
+@jax.custom_jvp
 def _block_means(image, b):
+    return _block_means_vmappable(image, b)
+
+
+@_block_means.defjvp
+def _block_means_jvp(primals, tangents):
+    """Block means are linear in the image: the tangent is the block means of the tangent,
+    computed with plain primitives (which reverse mode can transpose; a custom_vmap cannot)."""
+    image, b = primals
+    return _block_means(image, b), _block_means_batch(tangents[0][None], b[None])[0]
+
+
+@custom_vmap
+def _block_means_vmappable(image, b):
     return _block_means_batch(image[None], b[None])[0]
 
 
-@_block_means.def_vmap
+@_block_means_vmappable.def_vmap
 def _block_means_batched(axis_size, in_batched, image, b):
     """A batch: one scatter per pass over the whole batch (no per-image batched indices)."""
     image, b = (v if bat else jnp.broadcast_to(v, (axis_size, *jnp.shape(v)))

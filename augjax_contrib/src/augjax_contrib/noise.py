@@ -227,8 +227,10 @@ def poisson_quantile_levels(u: jax.Array, levels: jax.Array, lam_levels: jax.Arr
     the table holds (``lam`` above about 560), the batch takes the per-value loop instead.
     Under ``vmap`` the batch shares one table loop, one search and one branch.
     """
-    lam_levels = jax.lax.stop_gradient(jnp.asarray(lam_levels, jnp.float32))  # counts are flat
-    return _quantile_levels_one(jnp.asarray(u, jnp.float32), levels, lam_levels)
+    # The counts are piecewise constant in u and lam: no gradient reaches the custom_vmap.
+    lam_levels = jax.lax.stop_gradient(jnp.asarray(lam_levels, jnp.float32))
+    u = jax.lax.stop_gradient(jnp.asarray(u, jnp.float32))
+    return _quantile_levels_one(u, levels, lam_levels)
 
 
 def _events_field(key, meta, params, **config):
