@@ -153,9 +153,10 @@ def equalize(image, params):
     and returned as ``level / 255`` (so their gradient is zero).
     """
     dtype = image.dtype
-    q = (image if is_int(dtype) else from_unit(image, jnp.uint8)).astype(jnp.int32)
+    q = image if is_int(dtype) else from_unit(image, jnp.uint8)
     lut, valid = equalize_lut(histogram(q))
-    out = jnp.where(valid, lookup(q, lut), q)
+    identity = jnp.arange(lut.shape[0], dtype=lut.dtype)[:, None]
+    out = lookup(q, jnp.where(valid, lut, identity).astype(jnp.uint8))  # a uint8 table
     if is_int(dtype):
         return out.astype(dtype)
     return (out.astype(jnp.float32) * (1.0 / 255.0)).astype(dtype)

@@ -18,7 +18,10 @@ __all__ = [
     "pad_reflect",
     "pad_edge",
     "correlate",
+    "correlate1d",
     "correlate_separable",
+    "box_sum",
+    "median_filter",
     "gaussian_kernel1d",
 ]
 
@@ -34,21 +37,43 @@ def reflect_index(index, n: int):
     return np.minimum(m, period - m) if isinstance(m, np.ndarray) else jnp.minimum(m, period - m)
 
 
+def _pad_axis(x: jax.Array, before: int, after: int, axis: int, mode: str) -> jax.Array:
+    """Pads one axis reflect-101 (``mode="reflect"``) or by repeating the edge (``"edge"``).
+    Slices and reversals where the pad is shorter than the axis (no gather), else a gather of
+    the reflected indices."""
+    n = x.shape[axis]
+    if before == 0 and after == 0:
+        return x
+    if mode == "reflect" and max(before, after) < n:
+        lo = jax.lax.rev(jax.lax.slice_in_dim(x, 1, before + 1, axis=axis), (axis,))
+        hi = jax.lax.rev(jax.lax.slice_in_dim(x, n - 1 - after, n - 1, axis=axis), (axis,))
+        return jnp.concatenate([lo, x, hi], axis=axis)
+    if mode == "edge":
+        first = jax.lax.slice_in_dim(x, 0, 1, axis=axis)
+        last = jax.lax.slice_in_dim(x, n - 1, n, axis=axis)
+        shape = list(x.shape)
+        parts = []
+        if before:
+            shape[axis] = before
+            parts.append(jnp.broadcast_to(first, tuple(shape)))
+        parts.append(x)
+        if after:
+            shape[axis] = after
+            parts.append(jnp.broadcast_to(last, tuple(shape)))
+        return jnp.concatenate(parts, axis=axis)
+    idx = reflect_index(np.arange(-before, n + after), n)
+    return jnp.take(x, idx, axis=axis)
+
+
 def pad_reflect(x: jax.Array, ph: int, pw: int) -> jax.Array:
     """Pads an ``(H, W, C)`` image by ``ph`` rows and ``pw`` columns on each side, reflect-101."""
-    h, w = x.shape[0], x.shape[1]
-    rows = reflect_index(np.arange(-ph, h + ph), h)
-    cols = reflect_index(np.arange(-pw, w + pw), w)
-    return x[rows][:, cols]
+    return _pad_axis(_pad_axis(x, ph, ph, 0, "reflect"), pw, pw, 1, "reflect")
 
 
 def pad_edge(x: jax.Array, ph: int, pw: int) -> jax.Array:
     """Pads an ``(H, W, C)`` image by repeating its border pixels (OpenCV ``BORDER_REPLICATE``,
     scipy ``mode="nearest"``)."""
-    h, w = x.shape[0], x.shape[1]
-    rows = np.clip(np.arange(-ph, h + ph), 0, h - 1)
-    cols = np.clip(np.arange(-pw, w + pw), 0, w - 1)
-    return x[rows][:, cols]
+    return _pad_axis(_pad_axis(x, ph, ph, 0, "edge"), pw, pw, 1, "edge")
 
 
 def correlate(x: jax.Array, kernel: jax.Array) -> jax.Array:
@@ -71,11 +96,122 @@ def correlate(x: jax.Array, kernel: jax.Array) -> jax.Array:
     return out[0]
 
 
+def _shifted(padded: jax.Array, size: int, taps: int, axis: int) -> list[jax.Array]:
+    """The ``taps`` windows ``padded[t : t + size]`` along ``axis``."""
+    return [jax.lax.slice_in_dim(padded, t, t + size, axis=axis) for t in range(taps)]
+
+
+def _windows(x: jax.Array, before: int, after: int, axis: int, mode: str) -> list[jax.Array]:
+    """The ``before + after + 1`` shifted copies of an ``(H, W, C)`` image along ``axis`` (0 rows,
+    1 columns), ``out[t][i] = padded[i + t]``, each of ``x``'s shape.
+
+    Column shifts are taken on the ``(H, W * C)`` view (a shift of one pixel is ``C`` values),
+    so XLA's CPU loops run over long contiguous rows instead of an innermost axis of 3.
+    """
+    h, w, c = x.shape
+    padded = _pad_axis(x, before, after, axis, mode)
+    taps = before + after + 1
+    if axis == 0:
+        flat = padded.reshape(padded.shape[0], w * c)
+        return [v.reshape(h, w, c) for v in _shifted(flat, h, taps, 0)]
+    flat = padded.reshape(h, padded.shape[1] * c)
+    return [jax.lax.slice_in_dim(flat, t * c, (t + w) * c, axis=1).reshape(h, w, c)
+            for t in range(taps)]
+
+
+def correlate1d(x: jax.Array, kernel: jax.Array, axis: int) -> jax.Array:
+    """1D cross-correlation of a float ``(H, W, C)`` image along ``axis`` (0 rows, 1 columns)
+    with an odd ``kernel`` (static length, values may be traced), reflect-101 borders,
+    same-size output: ``sum_t kernel[t] * x[i + t - r]`` summed in tap order, as shifted views
+    of the padded image (no convolution primitive: XLA fuses the taps into one loop)."""
+    kernel = jnp.asarray(kernel, jnp.float32)
+    taps = kernel.shape[0]
+    r = taps // 2
+    views = _windows(x, r, r, axis, "reflect")
+    out = views[0] * kernel[0]
+    for t in range(1, taps):
+        out = out + views[t] * kernel[t]
+    return out
+
+
 def correlate_separable(x: jax.Array, k_rows: jax.Array, k_cols: jax.Array) -> jax.Array:
     """Separable correlation: ``k_cols`` along the width, then ``k_rows`` along the height
-    (reflect-101 borders); :func:`correlate` with ``outer(k_rows, k_cols)`` up to rounding."""
-    x = correlate(x, jnp.asarray(k_cols)[None, :])
-    return correlate(x, jnp.asarray(k_rows)[:, None])
+    (reflect-101 borders); :func:`correlate` with ``outer(k_rows, k_cols)`` up to rounding.
+    Two :func:`correlate1d` passes."""
+    return correlate1d(correlate1d(x, k_cols, axis=1), k_rows, axis=0)
+
+
+def box_sum(x: jax.Array, kh: int, kw: int) -> jax.Array:
+    """The sum of the ``kh`` x ``kw`` window (odd sizes) around each value of an ``(H, W, C)``
+    image, reflect-101 borders, in ``x``'s dtype (exact for integers that do not overflow:
+    pass int32 levels, or uint16 for uint8 levels when ``255 * kh * kw < 65536``). Two 1D
+    passes of shifted views."""
+    for axis, k in ((1, kw), (0, kh)):
+        views = _windows(x, k // 2, k // 2, axis, "reflect")
+        acc = views[0]
+        for v in views[1:]:
+            acc = acc + v
+        x = acc
+    return x
+
+
+def _batcher_pairs(n: int) -> list[tuple[int, int]]:
+    """Batcher's odd-even merge sort network on the next power of two >= ``n``, without the
+    comparators that touch an index >= ``n`` (those inputs act as +inf, so those comparators
+    never swap)."""
+    size = 1
+    while size < n:
+        size *= 2
+    pairs = []
+    p = 1
+    while p < size:
+        k = p
+        while k >= 1:
+            for j in range(k % p, size - k, 2 * k):
+                for i in range(min(k, size - j - k)):
+                    if (i + j) // (2 * p) == (i + j + k) // (2 * p) and i + j + k < n:
+                        pairs.append((i + j, i + j + k))
+            k //= 2
+        p *= 2
+    return pairs
+
+
+def _median3(a, b, c):
+    return jnp.maximum(jnp.minimum(a, b), jnp.minimum(jnp.maximum(a, b), c))
+
+
+def median_filter(x: jax.Array, k: int) -> jax.Array:
+    """The median of the ``k`` x ``k`` window (odd ``k``) around each value of an ``(H, W, C)``
+    image, per channel, with replicated borders (OpenCV ``medianBlur``, scipy
+    ``median_filter(mode="nearest")``); exact in any dtype (the median is one of the values).
+
+    Built from elementwise ``minimum``/``maximum`` of shifted views, no sort: for ``k = 3``
+    each column of three is sorted once and the median of the window is
+    ``med3(max(lows), med3(mids), min(highs))`` of its three sorted columns; for ``k <= 7``
+    a Batcher sorting network over the ``k * k`` views, of which only the comparators that
+    reach the middle output are kept; larger windows sort the stack of views.
+    """
+    r = k // 2
+    if k == 1:
+        return x
+    if k == 3:
+        a, b, c = _windows(x, 1, 1, 0, "edge")
+        lo, hi = jnp.minimum(a, b), jnp.maximum(a, b)
+        mid = jnp.minimum(hi, c)
+        hi = jnp.maximum(hi, c)
+        lo, mid = jnp.minimum(lo, mid), jnp.maximum(lo, mid)  # each column sorted: lo <= mid <= hi
+        lo3 = _windows(lo, 1, 1, 1, "edge")
+        mid3 = _windows(mid, 1, 1, 1, "edge")
+        hi3 = _windows(hi, 1, 1, 1, "edge")
+        low = jnp.maximum(jnp.maximum(lo3[0], lo3[1]), lo3[2])
+        high = jnp.minimum(jnp.minimum(hi3[0], hi3[1]), hi3[2])
+        return _median3(low, _median3(*mid3), high)
+    views = [v for rows in _windows(x, r, r, 0, "edge") for v in _windows(rows, r, r, 1, "edge")]
+    if k > 7:
+        return jnp.sort(jnp.stack(views), axis=0)[(k * k) // 2]
+    for i, j in _batcher_pairs(k * k):  # unused comparators are dead code for XLA
+        views[i], views[j] = jnp.minimum(views[i], views[j]), jnp.maximum(views[i], views[j])
+    return views[(k * k) // 2]
 
 
 def gaussian_kernel1d(size: int, sigma) -> jax.Array:

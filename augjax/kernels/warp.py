@@ -28,6 +28,7 @@ may be traced scalars) and works on one image; augjax vmaps it over the batch.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import jax
@@ -47,6 +48,7 @@ __all__ = [
     "warp_affine_pil",
     "warp_perspective",
     "resize_weights",
+    "resize_taps",
     "resize_crop",
     "uniform_int",
 ]
@@ -277,21 +279,66 @@ def resize_weights(out_size: int, in_size: int, start, length, interpolation: st
     return wt / jnp.maximum(wt.sum(axis=1, keepdims=True), 1e-30)
 
 
+def resize_taps(out_size: int, in_size: int, start, length, interpolation: str,
+                antialias: bool) -> tuple[jax.Array, jax.Array]:
+    """The nonzero entries of :func:`resize_weights`' rows: ``(index, weight)``, each
+    ``(out_size, K)``, with ``resize_weights(...)[o, index[o, k]] == weight[o, k]`` (the same
+    float32 values; taps beyond a row's support have weight 0 and an index clamped into the
+    axis). ``K`` is static: 1 for nearest, ``ceil(2 s) + 1`` for bilinear, where ``s`` is the
+    filter's half-width, 1, or with ``antialias`` the largest shrink factor ``in_size /
+    out_size`` when that exceeds 1."""
+    length = jnp.asarray(length, _F32)
+    start_f = jnp.asarray(start, _F32)
+    scale = exact_div(length, float(out_size))
+    i = jnp.arange(out_size, dtype=_F32)[:, None]
+    if interpolation == "nearest":
+        src = jnp.minimum(jnp.floor(i * scale), length - 1.0) + start_f
+        return jnp.clip(src, 0, in_size - 1).astype(jnp.int32), jnp.ones_like(src)
+    widest = max(in_size / out_size, 1.0) if antialias else 1.0
+    taps = math.ceil(2.0 * widest) + 1  # taps in (c - s, c + s), from floor(c - s)
+    invscale = jnp.where(scale >= 1.0, 1.0 / scale, 1.0) if antialias else 1.0
+    center = scale * (i + 0.5)
+    # The first tap, floor(center - 0.5 - half), in integers: float rounding (which XLA may
+    # contract differently in each fusion) must not move the taps that the weights describe.
+    n = jnp.asarray(length).astype(jnp.int32)
+    o2 = 2 * out_size
+    widen = jnp.maximum(n, out_size) if antialias else out_size  # half * out_size
+    first = jnp.floor_divide(n * (2 * jnp.arange(out_size, dtype=jnp.int32) + 1) - out_size
+                             - 2 * widen, o2)
+    j = first[:, None] + jnp.arange(taps, dtype=jnp.int32)[None, :]
+    jf = j.astype(_F32)
+    wt = jnp.maximum(0.0, 1.0 - jnp.abs((jf - center + 0.5) * invscale))
+    wt = jnp.where((jf >= 0) & (jf < length), wt, 0.0)
+    wt = wt / jnp.maximum(wt.sum(axis=1, keepdims=True), 1e-30)
+    return jnp.clip(j + jnp.asarray(start).astype(jnp.int32), 0, in_size - 1), wt
+
+
+def _taps_pass(x: jax.Array, index: jax.Array, weight: jax.Array, axis: int) -> jax.Array:
+    """``out[o] = sum_k weight[o, k] * x[index[o, k]]`` along ``axis`` of float ``x``."""
+    out = None
+    for k in range(index.shape[1]):
+        shape = [1] * x.ndim
+        shape[axis] = index.shape[0]
+        term = jnp.take(x, index[:, k], axis=axis) * weight[:, k].reshape(shape)
+        out = term if out is None else out + term
+    return out
+
+
 def resize_crop(image: jax.Array, box, size: tuple[int, int], interpolation: str,
                 antialias: bool) -> jax.Array:
     """torchvision ``resized_crop``: crops ``box = (top, left, height, width)`` (traced ints) of
     ``image`` (H, W, C) and resizes it to ``size`` (static). Width pass first, then height; uint8
-    images are rounded between the passes as ATen's native uint8 kernel does."""
+    images are rounded between the passes as ATen's native uint8 kernel does. Each pass gathers
+    its few taps per output (:func:`resize_taps`) instead of multiplying by the dense
+    :func:`resize_weights` matrix."""
     h, w, _ = image.shape
     top, left, ch, cw = box
-    wy = resize_weights(size[0], h, top, ch, interpolation, antialias)
-    wx = resize_weights(size[1], w, left, cw, interpolation, antialias)
-    hi = jax.lax.Precision.HIGHEST
-    x = image.astype(_F32)
-    x = jnp.einsum("ow,hwc->hoc", wx, x, precision=hi)
+    iy, wy = resize_taps(size[0], h, top, ch, interpolation, antialias)
+    ix, wx = resize_taps(size[1], w, left, cw, interpolation, antialias)
+    x = _taps_pass(image.astype(_F32), ix, wx, axis=1)
     if is_int(image.dtype):
         x = jnp.floor(x + 0.5)  # ATen uint8 passes round half up
-    x = jnp.einsum("ph,hoc->poc", wy, x, precision=hi)
+    x = _taps_pass(x, iy, wy, axis=0)
     if is_int(image.dtype):
         return jnp.clip(jnp.floor(x + 0.5), 0.0, 255.0).astype(image.dtype)
     return x.astype(image.dtype)

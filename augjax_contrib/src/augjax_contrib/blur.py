@@ -20,13 +20,16 @@ import math
 
 import jax
 import jax.numpy as jnp
+from jax.custom_batching import custom_vmap
 
 from augjax import Param, op
 from augjax.kernels import (
+    box_sum,
     correlate,
     correlate_separable,
     gaussian_kernel1d,
-    pad_edge,
+    is_int,
+    median_filter,
     to_dtype,
 )
 from augjax_contrib._common import API, coin, odd_int, odd_size
@@ -83,12 +86,17 @@ def box_blur(image, params, *, kernel_size):
     The mean filter of ``scipy.ndimage.uniform_filter`` with ``mode="mirror"`` (reflect-101
     borders), in float32; uint8 results are rounded half to even. Odd sizes only, so the window is
     centred (OpenCV ``blur`` and PIL ``BoxBlur`` use replicated borders instead). Deterministic:
-    no params.
+    no params. uint8 windows are summed exactly in integers and divided once (so the result is
+    the exact mean, rounded); float images are summed in float32 and scaled by ``1 / (kh kw)``.
     """
     kh, kw = kernel_size
-    x = correlate_separable(image.astype(jnp.float32), jnp.full((kh,), 1.0 / kh),
-                            jnp.full((kw,), 1.0 / kw))
-    return to_dtype(x, image.dtype, rounding="round")
+    if is_int(image.dtype):
+        acc = jnp.uint16 if 255 * kh * kw < 65536 else jnp.int32
+        total = box_sum(image.astype(acc), kh, kw)
+        return to_dtype(total.astype(jnp.float32) / jnp.float32(kh * kw), image.dtype,
+                        rounding="round")
+    x = box_sum(image.astype(jnp.float32), kh, kw) * jnp.float32(1.0 / (kh * kw))
+    return x.astype(image.dtype)
 
 
 def motion_kernel(size: int, angle: jax.Array, direction: jax.Array) -> jax.Array:
@@ -162,12 +170,7 @@ def median_blur(image, params, *, kernel_size, p):
     values, so the result is exact in both dtypes. DALI's ``experimental.median_blur`` is
     GPU-only and not used as a reference. Params: ``applied`` (bool, ``uniform < p``).
     """
-    k = kernel_size
-    r = k // 2
-    h, w = image.shape[0], image.shape[1]
-    padded = pad_edge(image, r, r)
-    windows = jnp.stack([padded[i:i + h, j:j + w] for i in range(k) for j in range(k)])
-    med = jnp.sort(windows, axis=0)[(k * k) // 2]
+    med = median_filter(image, kernel_size)
     return jnp.where(params["applied"], med, image)
 
 
@@ -189,23 +192,62 @@ def pixelate(image, params, *, p):
     probability ``p``. Tiles cut by the right or bottom edge average only the pixels they hold.
     When the block divides the image this equals PIL ``resize(size // block, BOX)`` followed by
     ``resize(size, NEAREST)``; uint8 means are rounded half to even (PIL rounds half up).
-    Computed as ``A_rows @ image @ A_cols^T`` with block-averaging matrices (exact in float32
-    up to summation order). Params: ``block`` (a whole number), ``applied`` (bool,
-    ``uniform < p``).
+    Computed as block sums (two scatter-adds: rows into row blocks, then the columns of the
+    transposed sums into column blocks; exact for uint8, whose sums are whole numbers below
+    2^24 in float32) spread back over the blocks by one gather and divided by each block's
+    area. Params: ``block`` (a whole number), ``applied`` (bool, ``uniform < p``).
     """
-    b = params["block"].astype(jnp.int32)
-    h, w = image.shape[0], image.shape[1]
-    x = image.astype(jnp.float32)
-    a_rows, a_cols = _block_average(h, b), _block_average(w, b)
-    hp = jax.lax.Precision.HIGHEST
-    x = jnp.einsum("ij,jwc->iwc", a_rows, x, precision=hp)
-    x = jnp.einsum("vw,iwc->ivc", a_cols, x, precision=hp)
-    out = to_dtype(x, image.dtype, rounding="round")
+    out = _block_means(image, jnp.maximum(params["block"].astype(jnp.int32), 1))
+    out = to_dtype(out, image.dtype, rounding="round")
     return jnp.where(params["applied"], out, image)
 
 
-def _block_average(n: int, b: jax.Array) -> jax.Array:
-    """``(n, n)`` matrix averaging each index over its block ``i // b`` (partial last block)."""
-    idx = jnp.arange(n, dtype=jnp.int32) // b
-    same = (idx[:, None] == idx[None, :]).astype(jnp.float32)
-    return same / jnp.sum(same, axis=1, keepdims=True)
+def _block_means_batch(x: jax.Array, b: jax.Array) -> jax.Array:
+    """Each value's block mean, float32, for images ``x`` ``(N, H, W, C)`` with block sides
+    ``b`` ``(N,)`` int32 (blocks anchored at the top-left corner, partial at the edges)."""
+    n, h, w, c = x.shape
+    img = jnp.arange(n, dtype=jnp.int32)[:, None]
+    ids_r = (img * h + jnp.arange(h, dtype=jnp.int32)[None, :] // b[:, None]).reshape(-1)
+    ids_c = (img * w + jnp.arange(w, dtype=jnp.int32)[None, :] // b[:, None]).reshape(-1)
+    rows = jnp.zeros((n * h, w * c), jnp.float32).at[ids_r].add(
+        x.astype(jnp.float32).reshape(n * h, w * c), indices_are_sorted=True)
+    rows = rows.reshape(n, h, w, c).transpose(0, 2, 1, 3).reshape(n * w, h * c)
+    sums = jnp.zeros((n * w, h * c), jnp.float32).at[ids_c].add(rows, indices_are_sorted=True)
+    bb = b[:, None, None, None]
+    at = ((jnp.arange(n, dtype=jnp.int32)[:, None, None, None] * w
+           + jnp.arange(w, dtype=jnp.int32)[None, None, :, None] // bb) * h
+          + jnp.arange(h, dtype=jnp.int32)[None, :, None, None] // bb) * c \
+        + jnp.arange(c, dtype=jnp.int32)[None, None, None, :]
+    spread = sums.reshape(-1)[at]  # (N, H, W, C): the sum of each value's block
+
+    def extent(size):  # each index's block length (the last block may be cut)
+        start = (jnp.arange(size, dtype=jnp.int32)[None, :] // b[:, None]) * b[:, None]
+        return (jnp.minimum(start + b[:, None], size) - start).astype(jnp.float32)
+
+    return spread / (extent(h)[:, :, None, None] * extent(w)[:, None, :, None])
+
+
+@jax.custom_jvp
+def _block_means(image, b):
+    return _block_means_vmappable(image, b)
+
+
+@_block_means.defjvp
+def _block_means_jvp(primals, tangents):
+    """Block means are linear in the image: the tangent is the block means of the tangent,
+    computed with plain primitives (which reverse mode can transpose; a custom_vmap cannot)."""
+    image, b = primals
+    return _block_means(image, b), _block_means_batch(tangents[0][None], b[None])[0]
+
+
+@custom_vmap
+def _block_means_vmappable(image, b):
+    return _block_means_batch(image[None], b[None])[0]
+
+
+@_block_means_vmappable.def_vmap
+def _block_means_batched(axis_size, in_batched, image, b):
+    """A batch: one scatter per pass over the whole batch (no per-image batched indices)."""
+    image, b = (v if bat else jnp.broadcast_to(v, (axis_size, *jnp.shape(v)))
+                for v, bat in zip((image, b), in_batched))
+    return _block_means_batch(image, b), True

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jax.custom_batching import custom_vmap
 
 from augjax import Param, op
 from augjax.kernels import bound, is_int, to_dtype
@@ -65,6 +66,22 @@ def gaussian_noise(image, params, *, mean, clip):
     return (jnp.clip(out, 0.0, 1.0) if clip else out).astype(image.dtype)
 
 
+def _poisson_window(lam: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """The first count ``k0 = max(0, floor(lam - 8 sqrt(lam) - 8))`` summed by
+    :func:`poisson_quantile` and its number of further terms ``ceil(lam + 12 sqrt(lam) + 12) -
+    k0`` (float32)."""
+    sd = jnp.sqrt(lam)
+    k0 = jnp.maximum(jnp.floor(lam - 8.0 * sd - 8.0), 0.0)
+    return k0, jnp.ceil(lam + 12.0 * sd + 12.0) - k0
+
+
+def _poisson_p0(lam: jax.Array, k0: jax.Array) -> jax.Array:
+    """``P(X = k0)`` for ``X ~ Poisson(lam)``, float32."""
+    log_p0 = (jnp.where(k0 > 0, k0 * jnp.log(jnp.maximum(lam, 1e-30)), 0.0) - lam
+              - jax.lax.lgamma(k0 + 1.0))
+    return jnp.exp(log_p0)
+
+
 def poisson_quantile(u: jax.Array, lam: jax.Array) -> jax.Array:
     """The Poisson(``lam``) quantile of uniform draws ``u`` (elementwise, float32): the smallest
     ``k`` with ``P(X <= k) >= u``.
@@ -77,19 +94,24 @@ def poisson_quantile(u: jax.Array, lam: jax.Array) -> jax.Array:
     The loop runs ``20 sqrt(max lam) + 20`` steps, twice.
     """
     lam = jnp.asarray(lam, jnp.float32)
-    sd = jnp.sqrt(lam)
-    k0 = jnp.maximum(jnp.floor(lam - 8.0 * sd - 8.0), 0.0)
-    n = jnp.max(jnp.ceil(lam + 12.0 * sd + 12.0) - k0)
-    log_p0 = (jnp.where(k0 > 0, k0 * jnp.log(jnp.maximum(lam, 1e-30)), 0.0) - lam
-              - jax.lax.lgamma(k0 + 1.0))
-    p0 = jnp.exp(log_p0)
+    k0, terms = _poisson_window(lam)
+    return _poisson_quantile_loop(u, lam, k0, _poisson_p0(lam, k0), jnp.max(terms))
+
+
+def _poisson_quantile_loop(u, lam, k0, p0, n):
+    """:func:`poisson_quantile` summing terms ``k0 .. k0 + n`` (``p0 = P(X = k0)``) for every
+    value; ``n`` broadcasts against the values (the loop runs to the largest, values with a
+    smaller ``n`` add exact zeros after theirs)."""
+    n = jnp.asarray(n, jnp.float32)
+    n_max = jnp.max(n)
 
     def over_terms(body, init):
         def step(state):
             j, p, acc = state
-            return j + 1.0, p * lam / (k0 + j + 1.0), body(p, acc)
+            return j + 1.0, p * lam / (k0 + j + 1.0), body(jnp.where(j <= n, p, 0.0), acc)
 
-        return jax.lax.while_loop(lambda s: s[0] <= n, step, (jnp.float32(0.0), p0, init))[2]
+        return jax.lax.while_loop(lambda s: s[0] <= n_max, step,
+                                  (jnp.float32(0.0), p0, init))[2]
 
     total = over_terms(lambda p, acc: acc + p, jnp.zeros_like(lam))
     target = u * total
@@ -100,6 +122,115 @@ def poisson_quantile(u: jax.Array, lam: jax.Array) -> jax.Array:
         return cdf, k + (cdf < target).astype(jnp.float32)
 
     return k0 + over_terms(count, (jnp.zeros_like(lam), jnp.zeros_like(lam)))[1]
+
+
+#: Width of the per-level CDF tables of :func:`poisson_quantile_levels` (a power of two): the
+#: tables hold every rate up to ``lam`` of about 560 (``20 sqrt(lam) + 21 < 512`` terms).
+TABLE_TERMS = 512
+
+
+def _cdf_rows(lam, k0, p0, n):
+    """The running sums of :func:`poisson_quantile`'s loop for rates ``lam`` ``(..., L)``: the
+    totals over ``j <= n`` (``n`` broadcast against ``lam``'s leading axes) and the table
+    ``(..., L, TABLE_TERMS)`` of the sums after each term, ``+inf`` past ``n``. The loop runs to
+    the largest ``n``; rows with a smaller ``n`` add exact zeros after theirs."""
+    n = jnp.asarray(n, jnp.float32)[..., None]
+
+    def body(state):
+        j, p, acc, cdf = state
+        acc = acc + jnp.where(j <= n, p, 0.0)
+        column = jnp.where(j <= n, acc, jnp.inf)[..., None]
+        cdf = jax.lax.dynamic_update_slice_in_dim(cdf, column, j.astype(jnp.int32), axis=-1)
+        return j + 1.0, p * lam / (k0 + j + 1.0), acc, cdf
+
+    init = (jnp.float32(0.0), p0, jnp.zeros_like(lam),
+            jnp.full((*lam.shape, TABLE_TERMS), jnp.inf, jnp.float32))
+    _, _, total, cdf = jax.lax.while_loop(lambda s: s[0] <= jnp.max(n), body, init)
+    return total, cdf
+
+
+def _search_rows(u, levels, cdf, total):
+    """``#{j : cdf[i, level, j] < u * total[i, level]}`` for every value of image ``i``
+    (``cdf`` ``(N, L, T)``, ``levels`` ``(N, ...)``): a binary search (``T`` a power of two),
+    each step one gather from the flattened tables (XLA's CPU gather is several times faster
+    on one flat index than on batched ones), one step per loop iteration (so that XLA cannot
+    fuse the steps and recompute each count twice)."""
+    images, n_levels, w = cdf.shape
+    lv = levels.reshape(images, -1) + (jnp.arange(images, dtype=jnp.int32) * n_levels)[:, None]
+    target = u.reshape(images, -1) * total.reshape(-1)[lv]
+    row = lv * w
+    flat = cdf.reshape(-1)
+
+    def body(i, count):
+        half = jnp.right_shift(jnp.int32(w // 2), i)
+        below = flat[row + count + (half - 1)] < target
+        return count + jnp.where(below, half, 0)
+
+    count = jax.lax.fori_loop(0, w.bit_length() - 1, body, jnp.zeros(lv.shape, jnp.int32))
+    last = flat[row + w - 1] < target  # count may reach w
+    count = count + (last & (count == w - 1)).astype(jnp.int32)
+    return count.reshape(levels.shape)
+
+
+def _quantile_levels(u, levels, lam_levels):
+    """:func:`poisson_quantile_levels` for ``N`` images at once: ``u``, ``levels``
+    ``(N, H, W, C)``, ``lam_levels`` ``(N, L)``."""
+    images = levels.shape[0]
+    levels = levels.astype(jnp.int32)
+    k0, terms = _poisson_window(lam_levels)
+    p0 = _poisson_p0(lam_levels, k0)
+    n_levels = lam_levels.shape[1]
+    flat_levels = levels + (jnp.arange(images, dtype=jnp.int32) * n_levels)[:, None, None, None]
+    n_value = terms.reshape(-1)[flat_levels]
+    n = jnp.max(n_value.reshape(images, -1), axis=1)  # each image's window, as poisson_quantile's
+
+    def from_table():
+        total, cdf = _cdf_rows(lam_levels, k0, p0, n)
+        count = _search_rows(u, levels, cdf, total)
+        return k0.reshape(-1)[flat_levels] + count.astype(jnp.float32)
+
+    def per_value():
+        def at(table):
+            return table.reshape(-1)[flat_levels]
+
+        return _poisson_quantile_loop(u, at(lam_levels), at(k0), at(p0),
+                                      n[:, None, None, None])
+
+    return jax.lax.cond(jnp.all(n < TABLE_TERMS), from_table, per_value)
+
+
+@custom_vmap
+def _quantile_levels_one(u, levels, lam_levels):
+    return _quantile_levels(u[None], levels[None], lam_levels[None])[0]
+
+
+@_quantile_levels_one.def_vmap
+def _quantile_levels_batched(axis_size, in_batched, u, levels, lam_levels):
+    """A batch of images: one table loop to the batch's longest window, one search, and one
+    branch (table or per-value loop) for the whole batch, so that ``vmap`` turns neither loop
+    nor the branch into selects over every value."""
+    u, levels, lam_levels = (x if b else jnp.broadcast_to(x, (axis_size, *jnp.shape(x)))
+                             for x, b in zip((u, levels, lam_levels), in_batched))
+    return _quantile_levels(u, levels, lam_levels), True
+
+
+def poisson_quantile_levels(u: jax.Array, levels: jax.Array, lam_levels: jax.Array) -> jax.Array:
+    """:func:`poisson_quantile` ``(u, lam_levels[levels])`` for an image of integer ``levels``
+    ``(H, W, C)`` (each in ``[0, L)``) whose rate depends on the level only: the same sums in
+    the same order, computed once per level instead of once per value, so the counts are the
+    same.
+
+    The loop of :func:`poisson_quantile` runs over the ``L`` rates and stores each running
+    sum, the CDF table ``cdf[level, j]`` (``TABLE_TERMS`` wide, ``+inf`` past the last term);
+    each value's count is then the number of entries below ``u * total[level]``, found by a
+    binary search (``log2(TABLE_TERMS)`` gathers per value). When a rate needs more terms than
+    the table holds (``lam`` above about 560), the batch takes the per-value loop instead.
+    Under ``vmap`` the batch shares one table loop, one search and one branch.
+    """
+    # The counts are piecewise constant in u and lam: no gradient reaches the custom_vmap.
+    lam_levels = jax.lax.stop_gradient(jnp.asarray(lam_levels, jnp.float32))
+    u = jax.lax.stop_gradient(jnp.asarray(u, jnp.float32))
+    return _quantile_levels_one(u, levels, lam_levels)
 
 
 def _events_field(key, meta, params, **config):
@@ -124,14 +255,20 @@ def shot_noise(image, params):
     uint8 levels for both dtypes: float images are scaled by 255 before and after (DALI applies
     ``factor`` to raw float values), and clamped to [0, 1]. The Poisson count of each value is
     :func:`poisson_quantile` of its uniform draw ``events_u`` at ``lam = v / factor`` (inversion,
-    so a count depends on the draw and the pixel only; the loop's length grows with
-    ``sqrt(255 / factor)``). Params: ``factor``, ``events_u`` ((H, W, C) uniform).
+    so a count depends on the draw and the pixel only). uint8 images sum the CDF once per level
+    (:func:`poisson_quantile_levels`); float images once per value, in a loop whose length grows
+    with ``sqrt(255 / factor)``. Params: ``factor``, ``events_u`` ((H, W, C) uniform).
     """
     f = params["factor"]
     scale = 255.0 / bound(image.dtype)
-    v = image.astype(jnp.float32) * scale
-    lam = jnp.maximum(v / jnp.maximum(f, 1e-6), 0.0)
-    events = poisson_quantile(params["events_u"], lam)
+    if is_int(image.dtype):  # 256 levels: the CDF sums once per level
+        lam_levels = jnp.arange(256, dtype=jnp.float32) / jnp.maximum(f, 1e-6)
+        lam_levels = jnp.where(f > 0, lam_levels, 0.0)  # f = 0 is the identity: no work
+        events = poisson_quantile_levels(params["events_u"], image, lam_levels)
+    else:
+        v = image.astype(jnp.float32) * scale
+        lam = jnp.maximum(v / jnp.maximum(f, 1e-6), 0.0)
+        events = poisson_quantile(params["events_u"], jnp.where(f > 0, lam, 0.0))
     out = jnp.clip(events * f / scale, 0.0, bound(image.dtype))
     return jnp.where(f > 0, to_dtype(out, image.dtype, rounding="round"), image)
 

@@ -1,0 +1,112 @@
+"""The filter, histogram and resize helpers of ``augjax.kernels`` and the shot-noise quantile
+table, against independent references: scipy.ndimage (mirror = reflect-101, nearest = edge),
+NumPy's bincount, the dense ``resize_weights`` matrix, and the per-value Poisson loop and
+scipy's ``poisson.ppf``. Windows larger than the image (the reflection repeats) and the
+median's three code paths (3x3 columns, sorting network, sort) are covered."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.ndimage as ndi
+
+from augjax.kernels import (
+    box_sum,
+    correlate1d,
+    correlate_separable,
+    gaussian_kernel1d,
+    histogram,
+    lookup,
+    median_filter,
+    resize_taps,
+    resize_weights,
+)
+from helpers import images
+
+
+@pytest.mark.parametrize("k", [1, 3, 5, 7, 9])
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+def test_median_filter_matches_scipy_nearest(k, dtype):
+    x = images(2, 13, 11, dtype=dtype, seed=k)
+    x[0, :4] = x[0, 0, 0]  # flat regions: ties
+    got = np.asarray(jax.jit(jax.vmap(lambda a: median_filter(a, k)))(x))
+    np.testing.assert_array_equal(got, ndi.median_filter(x, size=(1, k, k, 1), mode="nearest"))
+
+
+@pytest.mark.parametrize("taps,size", [(3, 11), (7, 11), (15, 6)])  # 15 > 2 * 6: repeats
+def test_correlate1d_matches_scipy_mirror(taps, size):
+    x = images(1, size, size + 2, dtype=np.float32, seed=taps)[0]
+    k = np.asarray(gaussian_kernel1d(taps, 1.7))
+    for axis in (0, 1):
+        got = np.asarray(correlate1d(jnp.asarray(x), k, axis=axis))
+        ref = ndi.correlate1d(x.astype(np.float64), k.astype(np.float64), axis=axis,
+                              mode="mirror")
+        assert np.abs(got - ref).max() <= 1e-6
+    got = np.asarray(correlate_separable(jnp.asarray(x), k, k[::-1]))
+    ref = ndi.correlate(x.astype(np.float64), np.outer(k, k[::-1])[:, :, None], mode="mirror")
+    assert np.abs(got - ref).max() <= 1e-6
+
+
+@pytest.mark.parametrize("kh,kw", [(3, 3), (5, 1), (9, 13)])
+def test_box_sum_is_exact_in_integers(kh, kw):
+    x = images(1, 7, 10, dtype=np.uint8, seed=kh)[0]
+    got = np.asarray(box_sum(jnp.asarray(x).astype(jnp.int32), kh, kw))
+    ref = ndi.correlate(x.astype(np.int64), np.ones((kh, kw, 1), np.int64), mode="mirror")
+    np.testing.assert_array_equal(got, ref)
+
+
+def test_histogram_and_lookup_match_numpy_alone_and_batched():
+    x = images(3, 9, 7, dtype=np.uint8, seed=4)
+    ref = np.stack([np.stack([np.bincount(x[i, ..., c].ravel(), minlength=256)
+                              for c in range(3)], 1) for i in range(3)])
+    np.testing.assert_array_equal(np.asarray(histogram(jnp.asarray(x[1]))), ref[1])
+    np.testing.assert_array_equal(np.asarray(jax.jit(jax.vmap(histogram))(x)), ref)
+    # levels outside [0, bins) are dropped, not counted in a neighbouring channel
+    shifted = jnp.asarray(x[0]).astype(jnp.int32) - 100
+    got = np.asarray(histogram(shifted, bins=100))
+    for c in range(3):
+        v = x[0, ..., c].astype(np.int64).ravel() - 100
+        np.testing.assert_array_equal(got[:, c], np.bincount(v[(v >= 0) & (v < 100)],
+                                                             minlength=100))
+    lut = np.random.default_rng(5).integers(0, 256, (3, 256, 3)).astype(np.uint8)
+    ref = np.stack([np.stack([lut[i][x[i, ..., c], c] for c in range(3)], -1)
+                    for i in range(3)])
+    np.testing.assert_array_equal(np.asarray(jax.jit(jax.vmap(lookup))(x, lut)), ref)
+
+
+@pytest.mark.parametrize("out_size,in_size,interp,antialias", [
+    (24, 24, "bilinear", True), (10, 40, "bilinear", True), (10, 40, "bilinear", False),
+    (31, 12, "bilinear", True), (9, 20, "nearest", True)])
+def test_resize_taps_are_the_nonzeros_of_resize_weights(out_size, in_size, interp, antialias):
+    rng = np.random.default_rng(out_size)
+    for _ in range(20):
+        length = int(rng.integers(1, in_size + 1))
+        start = int(rng.integers(0, in_size - length + 1))
+        dense = np.asarray(resize_weights(out_size, in_size, start, length, interp, antialias))
+        # jitted, as XLA may round the tap positions differently from eager mode
+        idx, wt = jax.jit(lambda s, n: resize_taps(out_size, in_size, s, n, interp,
+                                                   antialias))(start, length)
+        rebuilt = np.zeros_like(dense)
+        for o in range(out_size):
+            np.add.at(rebuilt[o], np.asarray(idx)[o], np.asarray(wt)[o])
+        assert np.abs(rebuilt - dense).max() <= 2e-7, (start, length)
+
+
+@pytest.mark.parametrize("factor", [20.0, 3.0, 0.3])  # 0.3: rates beyond the table
+def test_shot_noise_level_table_equals_the_per_value_loop(factor):
+    from scipy.stats import poisson
+
+    from augjax_contrib.noise import poisson_quantile, poisson_quantile_levels
+
+    rng = np.random.default_rng(int(factor * 10))
+    levels = rng.integers(0, 256, (2, 30, 20, 3)).astype(np.uint8)
+    u = rng.random(levels.shape).astype(np.float32)
+    u[0, 0, :4, 0] = [0.0, 1e-9, 0.99999994, 0.5]
+    lam = np.arange(256, dtype=np.float32) / np.float32(factor)
+    got = np.asarray(jax.jit(jax.vmap(poisson_quantile_levels, (0, 0, None)))(u, levels, lam))
+    loop = np.asarray(jax.jit(jax.vmap(poisson_quantile))(u, lam[levels]))
+    np.testing.assert_array_equal(got, loop)  # same sums in the same order
+    ref = poisson.ppf(u.astype(np.float64), lam[levels].astype(np.float64))
+    assert (got == np.where(levels == 0, 0.0, ref)).mean() >= 0.999
