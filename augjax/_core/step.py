@@ -106,6 +106,14 @@ class Step:
         """Whether the step may move pixels (so boxes and keypoints must follow its matrix)."""
         return any(el.geometric for el in self.elements())
 
+    def stages(self, params: Any, meta: Any) -> tuple[tuple[Any, tuple[int, int]], ...]:
+        """One sample's geometry for boxes and keypoints, stage by stage: ``((matrix, (height,
+        width)), ...)``, each box clamped to its stage's size (torchvision moves boxes op by op).
+        Default: the step's one matrix, or nothing for a step that moves no pixel."""
+        if not self.geometric:
+            return ()
+        return ((self.matrix(params, meta), self.size_after(meta.height, meta.width)),)
+
     def run_masks(self, mask: Any, params: Any) -> Any:
         """The step on one mask, encoded as an HWC uint8 image whose last channel is 255
         inside the image (see :mod:`augjax._runtime.targets`); the same sampling as the image,

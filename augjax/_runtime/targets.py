@@ -63,6 +63,11 @@ class TargetSpec(NamedTuple):
                      or (k.endswith("_valid") and k[:-6] in self.names))
 
 
+def is_data_node(x: Any) -> bool:
+    """Whether ``x`` is a DALI DataNode, decided without importing DALI."""
+    return type(x).__module__.startswith("nvidia.dali") and type(x).__name__ == "DataNode"
+
+
 def _fail(op: str, argument: str, expected: str, got: str) -> InputError:
     return InputError(f"{op}: argument '{argument}' expects {expected}, got {got}", op=op,
                       argument=argument)
@@ -117,8 +122,6 @@ def prepare_targets(op: str, targets: Mapping[str, Any], n: int, h: int, w: int,
     Raises:
         InputError: a bad target (rank, dtype, size, batch, box order, fill).
     """
-    from augjax._runtime.dispatch import is_data_node
-
     given = {k: v for k, v in targets.items() if v is not None and k != "mask_fill"}
     fill = targets.get("mask_fill", 0)
     if not any(k in given for k in ("masks", "boxes", "keypoints")):
@@ -292,6 +295,22 @@ def _moves_points(step: Any) -> bool:
     return rule != KEEP
 
 
+def point_stages(step: Any, params: Any, meta: Meta) -> tuple[tuple[Any, tuple[int, int]], ...]:
+    """A step's stages for boxes and keypoints (see ``Step.stages``): an op gives its matrix
+    (or nothing, or refuses, by its ``targets`` rule); a composite its own stages."""
+    if hasattr(step, "params"):  # an op
+        if not _moves_points(step):
+            return ()
+        return ((step.matrix(params, meta), step.size_after(meta.height, meta.width)),)
+    return step.stages(params, meta)
+
+
+def gated(stages: Sequence[Any], on: jax.Array) -> tuple[Any, ...]:
+    """``stages`` where ``on``, identity matrices elsewhere."""
+    eye = jnp.eye(3, dtype=_F32)
+    return tuple((jnp.where(on, m, eye), size) for m, size in stages)
+
+
 # -- the pass over a program's steps -------------------------------------------------------------
 def follow_targets(steps: Sequence[Any], params: Sequence[Any], spec: TargetSpec,
                    arrays: Sequence[Any], shape: tuple[int, int, int, int], dtype: Any,
@@ -316,21 +335,31 @@ def follow_targets(steps: Sequence[Any], params: Sequence[Any], spec: TargetSpec
         else:
             if "masks" in t:
                 t["masks"] = jax.vmap(step.run_masks)(t["masks"], p)
-            if ("boxes" in t or "keypoints" in t) and _moves_points(step):
-                meta = Meta(h, w, c, dtype.name)
-                ms = jax.vmap(lambda q: step.matrix(q, meta), axis_size=n)(p)
-                if "boxes" in t:
-                    t["boxes"], t["boxes_valid"] = jax.vmap(
-                        lambda m, b, v: move_boxes(m, b, v, h2, w2))(ms, t["boxes"],
-                                                                    t["boxes_valid"])
-                if "keypoints" in t:
-                    t["keypoints"], t["keypoints_valid"] = jax.vmap(
-                        lambda m, k, v: move_keypoints(m, k, v, h2, w2))(ms, t["keypoints"],
-                                                                         t["keypoints_valid"])
+            if "boxes" in t or "keypoints" in t:
+                t = _move_points(step, p, t, Meta(h, w, c, dtype.name), n)
         h, w, c, dtype = h2, w2, c2, jnp.dtype(dtype2)
     if "masks" in t:
         t["masks"] = decode_masks(t["masks"], mask_dtype, mask_rank, spec.mask_fill)
     return tuple(t[k] for k in spec.outputs)
+
+
+def _move_points(step: Any, p: Any, t: dict[str, Any], meta: Meta, n: int) -> dict[str, Any]:
+    sizes = [size for _, size in point_stages(step, jax.tree_util.tree_map(lambda v: v[0], p),
+                                              meta)] if n else []
+    if not sizes:
+        return t
+    ms = jax.vmap(lambda q: tuple(m for m, _ in point_stages(step, q, meta)), axis_size=n)(p)
+    t = dict(t)
+    for m, (h, w) in zip(ms, sizes):
+        if "boxes" in t:
+            t["boxes"], t["boxes_valid"] = jax.vmap(
+                lambda a, b, v, h=h, w=w: move_boxes(a, b, v, h, w))(m, t["boxes"],
+                                                                   t["boxes_valid"])
+        if "keypoints" in t:
+            t["keypoints"], t["keypoints_valid"] = jax.vmap(
+                lambda a, k, v, h=h, w=w: move_keypoints(a, k, v, h, w))(
+                    m, t["keypoints"], t["keypoints_valid"])
+    return t
 
 
 def _batch_targets(step: Any, params: Any, t: dict[str, Any]) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from augjax._runtime.targets import gated, point_stages
 from augjax.chain._composite import Composite
 from augjax.chain._config import Node, encode, json_value
 from augjax.chain._element import (
@@ -217,6 +218,13 @@ class Chain(Composite):
             mask = el.run_masks(mask, p)
         return mask
 
+    def stages(self, params, meta):
+        out = []
+        for el, p in zip(self.steps, params["steps"]):
+            out.extend(point_stages(el, p, meta))
+            meta = meta_after(el, meta)
+        return tuple(out)
+
     def matrix(self, params, meta):
         m = jnp.eye(3, dtype=jnp.float32)
         for el, p in zip(self.steps, params["steps"]):
@@ -293,6 +301,9 @@ class RandomApply(Composite):
 
     def run_masks(self, mask, params):
         return jnp.where(params["applied"], self.op.run_masks(mask, params["op"]), mask)
+
+    def stages(self, params, meta):
+        return gated(point_stages(self.op, params["op"], meta), params["applied"])
 
     def matrix(self, params, meta):
         m = element_matrix(self.op, params["op"], meta)
@@ -492,6 +503,12 @@ class SomeOf(Composite):
             out = el.run_masks(mask, params["ops"][j])
             mask = jnp.where(params["applied"][j], out, mask)
         return mask
+
+    def stages(self, params, meta):
+        out = []
+        for j, el in enumerate(self.ops):
+            out.extend(gated(point_stages(el, params["ops"][j], meta), params["applied"][j]))
+        return tuple(out)
 
     def matrix(self, params, meta):
         m = jnp.eye(3, dtype=jnp.float32)

@@ -19,7 +19,7 @@ from augjax.chain._config import Node, json_value
 from augjax.errors import ParamError
 from augjax.policies._engine import bind_space, layers_matrix, run_layers
 from augjax.policies._magnitude import PolicyOp
-from augjax.policies._targets import geometric_space, run_mask_layers
+from augjax.policies._targets import geometric_space, layer_stages, run_mask_layers
 
 __all__ = [
     "DEFAULT",
@@ -238,3 +238,7 @@ class LayeredPolicy(Policy):
     def run_masks(self, mask, params):
         return run_mask_layers(self.bound, params["op"], params["applied"],
                                params["branches"], mask)
+
+    def stages(self, params, meta):
+        return layer_stages(self.bound, params["op"], params["applied"], params["branches"],
+                            meta)

@@ -9,7 +9,9 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-__all__ = ["geometric_space", "run_mask_layer", "run_mask_layers"]
+from augjax.policies._engine import layer_matrix
+
+__all__ = ["geometric_space", "layer_stages", "run_mask_layer", "run_mask_layers"]
 
 
 def geometric_space(bound: tuple[Any, ...]) -> bool:
@@ -46,3 +48,17 @@ def run_mask_layers(bound, op_index: jax.Array, applied: jax.Array, branches: tu
 
     out, _ = jax.lax.scan(body, mask, (op_index, applied, branches))
     return out
+
+
+def layer_stages(bound, op_index: jax.Array, applied: jax.Array, branches: tuple[Any, ...],
+                 meta: Any) -> tuple[Any, ...]:
+    """One stage per layer for boxes and keypoints (torchvision moves boxes op by op): each
+    layer's matrix at the input's size (policy ops keep the size)."""
+    if not geometric_space(bound):
+        return ()
+    out = []
+    for i in range(op_index.shape[0]):
+        b = jax.tree_util.tree_map(lambda v, i=i: v[i], branches)
+        out.append((layer_matrix(bound, op_index[i], applied[i], b, meta),
+                    (meta.height, meta.width)))
+    return tuple(out)
