@@ -24,6 +24,10 @@ The kernel mixes images as ``lam * x_i + (1 - lam) * x_perm[i]`` (mixup) or past
 ``correct_lam`` (always with ``cutmix_minmax``) ``1 - box area / image area``.
 ``op.apply(images, labels, params={...})`` mixes with exact weights and partners; setting
 ``lam`` to 1 gives the images unchanged.
+
+Targets (:func:`mix_masks`): ``masks=`` follow the mixing (cutmix: the partner's mask inside the
+pasted box; mixup: the mask of the image with the larger weight, its own at ``lam >= 0.5``);
+boxes and keypoints are refused with an InputError, as torchvision's CutMix/MixUp refuse them.
 """
 
 from __future__ import annotations

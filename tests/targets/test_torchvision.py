@@ -28,7 +28,10 @@ import augjax  # noqa: E402
 from augjax import ops  # noqa: E402
 
 N, H, W = 6, 24, 32
-BOX_TOL = 2e-3  # pixels: float32 matrices (torchvision builds them in float64)
+BOX_TOL = 1e-4  # pixels: float32 matrices (torchvision: float64); measured <= 5e-6
+#: Nearest sampling may pick the other pixel at exact half-pixel ties (float rounding order,
+#: see augjax.kernels.warp): two pixels of 768 allowed; measured 0 on these batches.
+TIE = 2.0 / (H * W)
 
 
 def _data(seed: int = 0):
@@ -122,7 +125,7 @@ def test_rotate():
     _, m, b, k, params, out = _run(ops.rotate.bind(degrees=(-60.0, 60.0)), 1)
     refs = [_tv(F.rotate, m[i], b[i], k[i], angle=float(params["degrees"][i]))
             for i in range(N)]
-    stats = _compare("rotate", out, refs, exact_keypoints=False, mask_tol=0.01)
+    stats = _compare("rotate", out, refs, exact_keypoints=False, mask_tol=TIE)
     assert stats["kp_raw_err"] > 0.05  # the documented keypoint convention difference
 
 
@@ -134,7 +137,7 @@ def test_affine():
                 translate=[float(v) for v in params["translate"][i]],
                 scale=float(params["scale"][i]), shear=[float(v) for v in params["shear"][i]])
             for i in range(N)]
-    _compare("affine", out, refs, exact_keypoints=False, mask_tol=0.01)
+    _compare("affine", out, refs, exact_keypoints=False, mask_tol=TIE)
 
 
 @pytest.mark.parametrize("axis", ["x", "y"])
@@ -146,7 +149,7 @@ def test_shear(axis):
         deg = math.degrees(math.atan(float(params["shear"][i])))
         refs.append(_tv(F.affine, m[i], b[i], k[i], angle=0.0, translate=[0.0, 0.0], scale=1.0,
                         shear=[deg, 0.0] if axis == "x" else [0.0, deg], center=[0, 0]))
-    _compare(f"shear_{axis}", out, refs, exact_keypoints=False, mask_tol=0.01)
+    _compare(f"shear_{axis}", out, refs, exact_keypoints=False, mask_tol=TIE)
 
 
 @pytest.mark.parametrize("axis", ["x", "y"])
@@ -169,7 +172,7 @@ def test_perspective():
     refs = [_tv(F.perspective, m[i], b[i], k[i], startpoints=start,
                 endpoints=params["endpoints"][i].astype(int).tolist()) for i in range(N)]
     # torchvision solves the homography in float64 least squares, augjax in float32 closed form.
-    _compare("perspective", out, refs, exact_keypoints=False, mask_tol=0.01)
+    _compare("perspective", out, refs, exact_keypoints=False, mask_tol=TIE)
 
 
 def test_random_resized_crop():
