@@ -11,6 +11,10 @@ declaration unless the op passes ``targets=``:
 - a batch-level op (mixing): refused, unless it declares a ``batch`` hook
   ``fn(targets, params, **config) -> targets`` (augjax's mixing ops do, for masks).
 
+A kernel that carries masks is called on a uint8 image of any channel count (the ids' bytes,
+then a channel that is 255 inside the image), with ``interpolation="nearest"``,
+``antialias=False`` and a zero ``fill`` where the op has those parameters.
+
 Importing this module imports no JAX.
 """
 

@@ -264,3 +264,18 @@ def test_box_counts_and_validity_pass_through():
     chain = compose(ops.translate_x.bind(translate=0.5), ops.translate_x.bind(translate=-0.5))
     out = chain(x, key=jax.random.key(0), boxes=far)
     assert not np.asarray(out["boxes_valid"]).any()
+
+
+def test_a_partial_batch_runs_padded_with_its_targets():
+    """A smaller batch reuses the compiled program (padded); its targets are cut back with the
+    images and equal the larger batch's rows for the same per-sample keys."""
+    x, m, b = _instances(10)
+    keys = jax.random.split(jax.random.key(4), N)
+    chain = compose(ops.rotate, ops.random_resized_crop.bind(size=(12, 12)))
+    full = chain(x, key=keys, masks=m, boxes=b)
+    before = augjax.trace_count()
+    part = chain(x[:4], key=keys[:4], masks=m[:4], boxes=b[:4])
+    assert augjax.trace_count() == before  # no new program
+    for name in full:
+        assert part[name].shape[0] == 4
+        np.testing.assert_array_equal(np.asarray(part[name]), np.asarray(full[name])[:4], name)
