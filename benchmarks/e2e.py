@@ -19,7 +19,9 @@ the augjax program's call inside it; the rest is DLPack in and out). ``--profile
 profiler (CUPTI) on a few rows; ``--diagnose`` the rows that isolate where the crossing's time goes
 (a callback that sleeps or spins for 1 ms, executor options, prefetch depth).
 
-Writes ``benchmarks/results/e2e-<machine>-<date>.json`` (``--out`` to override).
+Writes ``benchmarks/results/e2e-<machine>-<date>.json`` (``--out`` to override). This is the
+``e2e`` mode of ``benchmarks/gpu.py`` (which runs it with a time limit and keeps its summary in
+the GPU result file); run it alone for the diagnosis rows (``--diagnose``, ``--profile``).
 """
 
 from __future__ import annotations
@@ -385,14 +387,14 @@ def main(argv=None) -> int:
         "+ DALI flip, color_twist, crop_mirror_normalize",
         "iterator: augjax chain after the iterator, augment_batches(prefetch=2)"]
 
+    import harness
     import jax
-    import nvidia.dali
 
     import augjax
 
     _instrument_callbacks()
-    machine = args.machine or ("gpu-" + jax.devices()[0].device_kind.replace(" ", "-").lower()
-                               if gpu else "cpu")
+    kind = jax.devices()[0].device_kind.lower().replace("nvidia", "").strip()
+    machine = args.machine or ("gpu-" + kind.replace(" ", "-") if gpu else "cpu")  # as gpu.py
     date = datetime.date.today().isoformat()
     out = Path(args.out) if args.out else RESULTS / f"e2e-{machine}-{date}.json"
     tmp = tempfile.TemporaryDirectory()
@@ -410,9 +412,7 @@ def main(argv=None) -> int:
         "machine": machine,
         "host": {"node": platform.node(), "cpu_count": os.cpu_count(),
                  "platform": platform.platform()},
-        "versions": {"augjax": augjax.__version__, "dali": nvidia.dali.__version__,
-                     "jax": jax.__version__, "python": platform.python_version(),
-                     "devices": str(jax.devices())},
+        "versions": {**harness.versions(gpu), "devices": str(jax.devices())},
         "config": {"batch_sizes": args.batch, "executors": args.executors, "size": args.size,
                    "distinct_images": len(distinct),
                    "images": "generated, ImageNet-like sizes" if args.images else "the 8 bundled photos", "files_listed": len(files),

@@ -19,8 +19,8 @@ batches one output is copied to the host and checked: finite images, soft labels
 
 Usage (on the GPU machine)::
 
-    python benchmarks/soak_gpu.py                       # 2,000 batches of 256 x 224 x 224
-    python benchmarks/soak_gpu.py --batches 500 --batch-size 64
+    python tests/reliability/soak_gpu.py                       # 2,000 batches of 256 x 224 x 224
+    python tests/reliability/soak_gpu.py --batches 500 --batch-size 64
 
 It prints a short summary and writes ``benchmarks/results/soak-gpu-<date>.json``. Exit status 0
 when there was no recompilation, no bad batch, and the device-memory slope is under
@@ -43,9 +43,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from soak import jax_caches  # noqa: E402  (JAX's compile caches, shared with the CPU soak)
+from soak_cpu import jax_caches  # noqa: E402  (JAX's compile caches, shared with the CPU soak)
 
-RESULTS = Path(__file__).parent / "results"
+RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
 
 
 def rss_kb() -> float:

@@ -13,7 +13,7 @@ jitter, random erasing, mixup on the reader's labels, normalize to float CHW) fu
   (``_cache_size()``), the number of live JAX arrays and of Python objects;
 - every batch's images finite and soft labels summing to 1; ms per batch.
 
-Usage: ``python benchmarks/soak.py [--batches 10000] [--batch-size 16] [--json PATH]``.
+Usage: ``python tests/reliability/soak_cpu.py [--batches 10000] [--batch-size 16] [--json PATH]``.
 The results JSON (date, machine, versions, config, results) goes to
 ``benchmarks/results/soak-cpu-<date>.json`` by default.
 """
@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-RESULTS = Path(__file__).parent / "results"
+RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
 
 
 def rss_kb() -> float:

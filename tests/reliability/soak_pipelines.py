@@ -3,8 +3,8 @@
 memory must stay flat and no pipeline may fail. (Once, in a long benchmark process on the H200,
 ``random_resized_crop`` at B=256 failed with "Critical error in pipeline" after ~30 pipelines.)
 
-    python benchmarks/soak_pipelines.py --pipelines 100                  # GPU
-    python benchmarks/soak_pipelines.py --device cpu --pipelines 8 --batch 4 8 --size 32
+    python tests/reliability/soak_pipelines.py --pipelines 100                  # GPU
+    python tests/reliability/soak_pipelines.py --device cpu --pipelines 8 --batch 4 8 --size 32
 
 Each pipeline runs ``--batches`` batches; every output is checked (finite images, soft labels
 summing to 1). After each pipeline is deleted it records JAX's device memory in use
@@ -22,16 +22,17 @@ import gc
 import json
 import platform
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+RESULTS = HERE.parents[1] / "benchmarks" / "results"
 sys.path.insert(0, str(HERE))
-from e2e import CLASSES, augjax_chains, make_images  # noqa: E402
 from soak_gpu import device_memory, rss_kb, slope_per_1000  # noqa: E402
+
+CLASSES = 1000
 
 
 def dali_device_mb() -> float | None:
@@ -49,10 +50,22 @@ def dali_device_mb() -> float | None:
 
 
 def chains():
+    """The chains cycled through: the e2e benchmark's two (with and without RandAugment), flip
+    alone, flip + normalize."""
     import augjax
 
     ops = augjax.ops
-    out = augjax_chains()
+    out = {
+        "chain": augjax.compose(
+            ops.flip.bind(p=0.5),
+            ops.color_jitter.bind(brightness=0.4, contrast=0.4, saturation=0.4, hue=0.1),
+            ops.normalize.bind(chw=True), ops.random_erasing.bind(p=0.25),
+            ops.mixup_cutmix.bind(num_classes=CLASSES)),
+        "randaug": augjax.compose(
+            ops.flip.bind(p=0.5), augjax.policies.rand_augment(n=2, m=9),
+            ops.normalize.bind(chw=True), ops.random_erasing.bind(p=0.25),
+            ops.mixup_cutmix.bind(num_classes=CLASSES)),
+    }
     out["flip"] = augjax.compose(ops.flip.bind(p=0.5))
     out["flip + normalize"] = augjax.compose(ops.flip.bind(p=0.5), ops.normalize.bind(chw=True))
     return out
@@ -94,7 +107,6 @@ def main(argv=None) -> int:
     ap.add_argument("--batches", type=int, default=5)
     ap.add_argument("--batch", type=int, nargs="+", default=[32, 64, 128, 256])
     ap.add_argument("--size", type=int, default=224)
-    ap.add_argument("--images", type=int, default=256)
     ap.add_argument("--settle", type=int, default=20)
     ap.add_argument("--max-slope-mb", type=float, default=16.0)
     ap.add_argument("--out", default=None)
@@ -106,8 +118,8 @@ def main(argv=None) -> int:
 
     import augjax
 
-    tmp = tempfile.TemporaryDirectory()
-    distinct = make_images(Path(tmp.name), args.images)
+    distinct = sorted(str(p) for p in
+                      (Path(augjax.__file__).parent / "data" / "images").glob("*.jpg"))
     files = distinct * max(1, -(-2 * max(args.batch) // len(distinct)))
     labels = [i % CLASSES for i in range(len(files))]
     table = chains()
@@ -160,7 +172,7 @@ def main(argv=None) -> int:
         "records": records,
     }
     out = Path(args.out) if args.out else (
-        HERE / "results" / f"soak-pipelines-{args.device}-{result['date']}.json")
+        RESULTS / f"soak-pipelines-{args.device}-{result['date']}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1) + "\n")
     print(f"{len(records)} pipelines, {len(failures)} failed; after pipeline {args.settle}: JAX "
