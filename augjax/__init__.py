@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from augjax import errors, ops
 from augjax._core.meta import Meta
+from augjax._core.targets import Follow
 from augjax._core.param import Param
 from augjax._plugins.registry import REGISTRY, OpRecord
 from augjax._core.spec import API_VERSION, OpSpec, op
@@ -103,6 +104,7 @@ __all__ = [
     "KeyRequiredError",
     "MagnitudeMap",
     "Meta",
+    "Follow",
     "OpConflictError",
     "OpDefinitionError",
     "OpDisabledError",

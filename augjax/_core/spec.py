@@ -46,6 +46,7 @@ from typing import Any
 from augjax._core.meta import Meta
 from augjax._core.param import Param, per_sample_value
 from augjax._core.step import CALL_KEYWORDS
+from augjax._core.targets import TARGET_KEYWORDS, Follow, default_follow
 from augjax.errors import OpDefinitionError, ParamError
 
 __all__ = ["API_VERSION", "Meta", "OpSpec", "op"]
@@ -103,6 +104,7 @@ class OpSpec:
     api_version: str = API_VERSION
     doc: str = ""
     compute_bound: bool = False
+    targets: Follow = Follow()
 
     @property
     def summary(self) -> str:
@@ -182,16 +184,18 @@ class OpSpec:
 
     def apply(self, *inputs: Any, params: Any, layout: str = "HWC", **op_params: Any) -> Any:
         """Applies the op with given per-sample values ``params`` (from :meth:`sample`, maybe
-        edited); deterministic (see :meth:`augjax._runtime.bound.BoundOp.apply`)."""
+        edited); deterministic (see :meth:`augjax._runtime.bound.BoundOp.apply`). Targets
+        (``masks=``, ``boxes=``, ...) are taken as in a call."""
         from augjax._runtime.bound import bound
 
-        return bound(self, op_params).apply(*inputs, params=params, layout=layout)
+        targets = {k: op_params.pop(k) for k in list(op_params) if k in TARGET_KEYWORDS}
+        return bound(self, op_params).apply(*inputs, params=params, layout=layout, **targets)
 
     def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
         """Applies the op; see :meth:`augjax._runtime.bound.BoundOp.__call__` for the call keywords."""
         from augjax._runtime.bound import bound
 
-        call = {k: kwargs.pop(k) for k in list(kwargs) if k in CALL_KEYWORDS}
+        call = {k: kwargs.pop(k) for k in list(kwargs) if k in CALL_KEYWORDS | TARGET_KEYWORDS}
         return bound(self, kwargs)(*inputs, **call)
 
     def __repr__(self) -> str:
@@ -219,6 +223,7 @@ def op(
     reference: str = "",
     api_version: str = API_VERSION,
     compute_bound: bool = False,
+    targets: Follow | None = None,
 ) -> Callable[[Callable[..., Any]], OpSpec]:
     """Declares an op: ``@op("name", params={...})`` over its kernel returns an :class:`OpSpec`.
 
@@ -254,6 +259,9 @@ def op(
         compute_bound: the kernel does much arithmetic per pixel (HSV, random-order chains). On
             CPU a run of per-sample ops that holds one goes through the batch in cache-sized
             chunks; memory-bound ops (flip, normalize) run faster over the whole batch.
+        targets: how masks, boxes and keypoints follow the op (:class:`augjax.Follow`);
+            default: kept by ops that do not move pixels, masks through the kernel (nearest)
+            and points through ``matrix`` for geometric ops, refused by batch-level ops.
 
     Raises:
         OpDefinitionError: when the declaration and the kernel disagree.
@@ -275,6 +283,10 @@ def op(
         if sample is not None and not callable(sample):
             raise OpDefinitionError(f"op {name!r}: sample= must be callable, got "
                                     f"{type(sample).__name__}")
+        moves = matrix is not None if geometric is None else bool(geometric)
+        if targets is not None and not isinstance(targets, Follow):
+            raise OpDefinitionError(f"op {name!r}: targets= must be an augjax.Follow, got "
+                                    f"{type(targets).__name__}")
         return OpSpec(
             name=name,
             kernel=kernel,
@@ -288,7 +300,7 @@ def op(
             random=drawn if random is None else bool(random),
             sampler=sample,
             matrix=matrix,
-            geometric=matrix is not None if geometric is None else bool(geometric),
+            geometric=moves,
             output_size=output_size,
             output_dtype=output_dtype,
             output_layout=output_layout,
@@ -297,6 +309,7 @@ def op(
             api_version=api_version,
             doc=inspect.getdoc(kernel) or "",
             compute_bound=bool(compute_bound),
+            targets=targets or default_follow(level, moves, matrix is not None),
         )
 
     return decorate
@@ -359,4 +372,4 @@ def _check_signature(name, kernel, params, level, inputs) -> None:
 
 
 # Keywords the call itself takes; a parameter may not use them.
-_RESERVED = CALL_KEYWORDS | {"images", "labels", "image", "params"}
+_RESERVED = CALL_KEYWORDS | TARGET_KEYWORDS | {"images", "labels", "image", "params"}

@@ -46,7 +46,7 @@ class Step:
 
     # -- public batch calls ------------------------------------------------------------------
     def __call__(self, *inputs: Any, key: Any = None, seeds: Any = None, seed: int | None = None,
-                 device: str | None = None, layout: str = "HWC") -> Any:
+                 device: str | None = None, layout: str = "HWC", **targets: Any) -> Any:
         """Applies the step.
 
         Args:
@@ -60,16 +60,22 @@ class Step:
                 derived from the pipeline seed).
             device: DALI only: ``"cpu"`` or ``"gpu"``; default: the device of ``images``.
             layout: ``"HWC"`` (default) or ``"CHW"``.
+            **targets: ``masks=`` ((N, H, W) or (N, H, W, K) integer masks), ``boxes=``
+                ((N, M, 4) XYXY pixels), ``keypoints=`` ((N, K, 2) x, y), ``boxes_valid=`` /
+                ``keypoints_valid=`` ((N, M) / (N, K) bool; boxes also (N,) counts),
+                ``mask_fill=`` (int, default 0); see :mod:`augjax._runtime.targets`.
 
         Returns:
-            ``images``, or ``(images, soft_labels)`` for steps that output labels.
+            ``images``, or ``(images, soft_labels)`` for steps that output labels; with any
+            target, a dict ``{"images", "labels"?, "masks"?, "boxes"?, "boxes_valid"?,
+            "keypoints"?, "keypoints_valid"?}``.
         """
         from augjax._runtime.dispatch import apply_steps
 
         steps, start = self._steps()
         return apply_steps(steps, inputs, name=self.name, inputs_decl=self.inputs,
                            outputs_decl=self.outputs, key=key, seeds=seeds, seed=seed,
-                           device=device, layout=layout, start=start)
+                           device=device, layout=layout, start=start, targets=targets)
 
     def sample(self, *inputs: Any, key: Any, layout: str = "HWC") -> Any:
         """The values this step draws for ``inputs`` with ``key`` (arrays; only the images'
@@ -84,15 +90,43 @@ class Step:
                                  key=key, layout=layout, start=start)
         return params if self.chained else params[0]
 
-    def apply(self, *inputs: Any, params: Any, layout: str = "HWC") -> Any:
+    def apply(self, *inputs: Any, params: Any, layout: str = "HWC", **targets: Any) -> Any:
         """Applies the step with given ``params`` (from :meth:`sample`, maybe edited):
-        deterministic, no key. Returns what a call returns."""
+        deterministic, no key. Takes the targets a call takes; returns what a call returns."""
         from augjax._runtime.dispatch import apply_with_params
 
         steps, _ = self._steps()
         return apply_with_params(steps, inputs, params if self.chained else (params,),
                                  name=self.name, inputs_decl=self.inputs,
-                                 outputs_decl=self.outputs, layout=layout)
+                                 outputs_decl=self.outputs, layout=layout, targets=targets)
+
+    # -- targets (masks, boxes, keypoints) ---------------------------------------------------
+    @property
+    def geometric(self) -> bool:
+        """Whether the step may move pixels (so boxes and keypoints must follow its matrix)."""
+        return any(el.geometric for el in self.elements())
+
+    def stages(self, params: Any, meta: Any) -> tuple[tuple[Any, tuple[int, int]], ...]:
+        """One sample's geometry for boxes and keypoints, stage by stage: ``((matrix, (height,
+        width)), ...)``, each box clamped to its stage's size (torchvision moves boxes op by op).
+        Default: the step's one matrix, or nothing for a step that moves no pixel."""
+        if not self.geometric:
+            return ()
+        return ((self.matrix(params, meta), self.size_after(meta.height, meta.width)),)
+
+    def run_masks(self, mask: Any, params: Any) -> Any:
+        """The step on one mask, encoded as an HWC uint8 image whose last channel is 255
+        inside the image (see :mod:`augjax._runtime.targets`); the same sampling as the image,
+        nearest, and zero where pixels come from outside. Steps that move no pixel return it
+        unchanged.
+
+        Raises:
+            InputError: the step moves pixels in a way masks cannot follow.
+        """
+        if not self.geometric:
+            return mask
+        raise InputError(f"{self.name}: masks cannot follow this step (it moves pixels and "
+                         f"declares no mask rule)", op=self.name, argument="masks")
 
     def _steps(self) -> tuple[tuple[Any, ...], int]:
         steps, start = self.program()

@@ -126,6 +126,22 @@ class BoundOp(Step):
                              op=spec.name)
         return jnp.eye(3, dtype=jnp.float32)
 
+    @property
+    def geometric(self) -> bool:
+        """Whether the op moves pixels (its targets then follow it)."""
+        return bool(self.spec.geometric)
+
+    def run_masks(self, mask: Any, params: Any) -> Any:
+        """The op on one encoded mask (see :mod:`augjax._runtime.targets`), as its
+        ``targets`` rule says: unchanged, or the kernel with nearest sampling and zero fill.
+
+        Raises:
+            InputError: the op refuses masks.
+        """
+        from augjax._runtime.targets import run_op_on_mask
+
+        return run_op_on_mask(self, mask, params)
+
     def run_batch(self, inputs: tuple[Any, ...], params: Any) -> Any:
         """A batch-level kernel on ``(images[, labels])`` with the batch's params."""
         return self.spec.run(inputs, params, self.kwargs)

@@ -15,6 +15,7 @@ from augjax._runtime.inputs import as_array, check_label_range
 from augjax._runtime.keys import sample_keys
 from augjax._runtime.partition import array_spans_devices
 from augjax._runtime.program import apply_program, array_program, sample_program
+from augjax._runtime.targets import prepare_targets
 from augjax.errors import InputError
 
 __all__ = ["apply_steps", "apply_with_params", "is_data_node", "sample_steps_on"]
@@ -43,9 +44,12 @@ def apply_steps(
     device: str | None,
     layout: str,
     start: int = 0,
+    targets: Any = None,
 ) -> Any:
     """Applies configured ops to ``inputs`` on the backend their type selects; ``start`` is the
-    chain position of the first op (its keys are ``fold_in(key, start)``)."""
+    chain position of the first op (its keys are ``fold_in(key, start)``); ``targets`` the
+    call's target keywords (see :mod:`augjax._runtime.targets`)."""
+    targets = dict(targets or {})
     if len(inputs) != len(inputs_decl):
         raise InputError(
             f"{name}: expects {len(inputs_decl)} positional input(s) ({', '.join(inputs_decl)}), "
@@ -78,7 +82,7 @@ def apply_steps(
 
         return apply_dali(
             steps, inputs, name=name, outputs_decl=outputs_decl, seeds=seeds, seed=seed,
-            device=device, layout=layout, start=start,
+            device=device, layout=layout, start=start, targets=targets,
         )
     for arg, value in (("seeds", seeds), ("seed", seed), ("device", device)):
         if value is not None:
@@ -100,12 +104,41 @@ def apply_steps(
         check_label_range(inputs[1], steps)
     if images.ndim < 1:
         raise InputError(f"{name}: argument 'images' must be a batch, got a scalar", op=name)
+    tspec, arrays = _targets(name, targets, images, layout)
     random = any(step.spec.random for step in steps)
     keys = sample_keys(key, images.shape[0], name) if random else None
-    program = array_program(tuple(steps), layout, start, array_spans_devices(images))
+    program = array_program(tuple(steps), layout, start, array_spans_devices(images), tspec)
     # A batch smaller than one this program ran with runs padded to it: no new compile.
-    out, labels = _padding.call(program, steps, (images, labels, keys))
-    return (out, labels) if "labels" in outputs_decl else out
+    out, labels, *moved = _padding.call(program, steps, (images, labels, keys, *arrays))
+    return _result(out, labels, outputs_decl, tspec, moved)
+
+
+def _targets(name: str, targets: dict[str, Any], images: Any, layout: str) -> tuple[Any, tuple]:
+    """``(TargetSpec or None, target arrays)`` of a call on arrays, checked."""
+    if not targets:
+        return None, ()
+    if images.ndim != 4:
+        return None, ()  # the images' own check names the problem
+    n, h, w, _ = (images.shape[0], *_hw(images.shape, layout), 0)
+    tspec, arrays = prepare_targets(name, targets, n, h, w, concrete=True)
+    return tspec, tuple(as_array(a, name, k) for a, k in zip(arrays, tspec.names)) \
+        if tspec is not None else ()
+
+
+def _hw(shape: tuple[int, ...], layout: str) -> tuple[int, int]:
+    return (shape[2], shape[3]) if layout == "CHW" else (shape[1], shape[2])
+
+
+def _result(out: Any, labels: Any, outputs_decl: tuple[str, ...], tspec: Any,
+            moved: list[Any]) -> Any:
+    """What a call returns: images (and labels), or with targets the dict."""
+    if tspec is None:
+        return (out, labels) if "labels" in outputs_decl else out
+    result = {"images": out}
+    if "labels" in outputs_decl:
+        result["labels"] = labels
+    result.update(zip(tspec.outputs, moved[0]))
+    return result
 
 
 def _array_inputs(inputs: Sequence[Any], name: str, inputs_decl: tuple[str, ...],
@@ -157,9 +190,10 @@ def sample_steps_on(steps: Sequence[Any], inputs: Sequence[Any], *, name: str,
 
 def apply_with_params(steps: Sequence[Any], inputs: Sequence[Any], params: Sequence[Any], *,
                       name: str, inputs_decl: tuple[str, ...], outputs_decl: tuple[str, ...],
-                      layout: str) -> Any:
+                      layout: str, targets: Any = None) -> Any:
     """Applies ``steps`` to ``inputs`` with given params (one pytree per step); deterministic."""
     images, labels = _array_inputs(inputs, name, inputs_decl, layout, "apply")
+    tspec, arrays = _targets(name, dict(targets or {}), images, layout)
     if not isinstance(params, (tuple, list)) or len(params) != len(steps):
         raise InputError(
             f"{name}.apply: argument 'params' expects {len(steps)} step params (what "
@@ -168,10 +202,12 @@ def apply_with_params(steps: Sequence[Any], inputs: Sequence[Any], params: Seque
             op=name, argument="params")
     if len(inputs) > 1 and isinstance(inputs[1], np.ndarray):
         check_label_range(inputs[1], steps)
-    program = apply_program(tuple(steps), layout, array_spans_devices(images))
+    program = apply_program(tuple(steps), layout, array_spans_devices(images), tspec)
     try:
-        out, labels = program(images, labels, tuple(params))
+        out, labels, *moved = program(images, labels, tuple(params), *arrays)
+    except InputError:
+        raise
     except (TypeError, ValueError) as err:
         raise InputError(f"{name}.apply: the params do not fit the op(s) and the batch "
                          f"{tuple(images.shape)}: {err}", op=name, argument="params") from None
-    return (out, labels) if "labels" in outputs_decl else out
+    return _result(out, labels, outputs_decl, tspec, moved)

@@ -25,6 +25,7 @@ from augjax._runtime.keys import keys_from_seeds
 from augjax._core.meta import Meta
 from augjax._runtime.partition import tracing
 from augjax._runtime.platform import platform_dependent
+from augjax._runtime.targets import follow_targets
 from augjax.errors import InputError, OpDefinitionError
 
 __all__ = [
@@ -270,7 +271,7 @@ def final_layout(steps: Sequence[Any], layout: str) -> str:
 
 @once_cache(maxsize=512)
 def array_program(steps: tuple[Any, ...], layout: str, start: int = 0,
-                  partitioned: bool = False):
+                  partitioned: bool = False, targets: Any = None):
     """The program for arrays: ``f(images, labels, keys) -> (images, labels)``; ``partitioned``
     for inputs laid out over several devices (no custom kernels).
 
@@ -280,12 +281,12 @@ def array_program(steps: tuple[Any, ...], layout: str, start: int = 0,
     float arithmetic differently (XLA fuses multiply-adds where its fusion decisions allow).
     """
     enable_compile_cache()
-    apply = apply_program(steps, layout, partitioned)
+    apply = apply_program(steps, layout, partitioned, targets)
 
-    def program(images, labels, keys):
+    def program(images, labels, keys, *arrays):
         sample = sample_program(steps, layout, start, tuple(images.shape),
                                 jnp.dtype(images.dtype).name)
-        return apply(images, labels, sample(keys))
+        return apply(images, labels, sample(keys), *arrays)
 
     return program
 
@@ -296,21 +297,22 @@ _keys_from_seeds = jax.jit(keys_from_seeds)
 @once_cache(maxsize=512)
 def seeded_program(
     steps: tuple[Any, ...], layout: str, with_labels: bool, with_seeds: bool, start: int = 0,
-    partitioned: bool = False,
+    partitioned: bool = False, targets: Any = None,
 ):
     """The program for DALI: ``f(images[, labels][, seeds])`` returning a tuple; ``partitioned``
     where ``jax_function`` gets a sharding over several devices. The keys come from the seeds
     (``keys_from_seeds``), then the same compiled programs as on arrays run, so the DALI path
     equals the array path with ``key=keys_from_seeds(seeds)`` bitwise."""
     enable_compile_cache()
-    run = array_program(steps, layout, start, partitioned)
+    run = array_program(steps, layout, start, partitioned, targets)
 
     def program(*arrays):
         images, rest = arrays[0], list(arrays[1:])
         labels = rest.pop(0) if with_labels else None
         keys = _keys_from_seeds(rest.pop(0)) if with_seeds else None
-        out, labels = run(images, labels, keys)
-        return (out, labels) if with_labels else (out,)
+        out, labels, *moved = run(images, labels, keys, *rest)
+        moved = tuple(moved[0]) if moved else ()
+        return ((out, labels) if with_labels else (out,)) + moved
 
     return program
 
@@ -332,12 +334,25 @@ def sample_program(steps: tuple[Any, ...], layout: str, start: int, shape: tuple
 
 
 @once_cache(maxsize=512)
-def apply_program(steps: tuple[Any, ...], layout: str, partitioned: bool = False):
-    """The jitted deterministic program for arrays: ``f(images, labels, params)``."""
+def apply_program(steps: tuple[Any, ...], layout: str, partitioned: bool = False,
+                  targets: Any = None):
+    """The jitted deterministic program for arrays: ``f(images, labels, params, *targets)``
+    returning ``(images, labels)``, or ``(images, labels, moved targets)`` when ``targets`` (a
+    :class:`augjax._runtime.targets.TargetSpec`) names target arrays."""
     enable_compile_cache()
 
-    def program(images, labels, params):
+    def program(images, labels, params, *arrays):
         with tracing(partitioned):
-            return apply_params(steps, images, labels, params, layout)
+            out, new_labels = apply_params(steps, images, labels, params, layout)
+            if targets is None:
+                return out, new_labels
+            shape = _hwc_shape(tuple(images.shape), layout)
+            moved = follow_targets(steps, params, targets, arrays, shape, images.dtype,
+                                   _first_name(steps))
+            return out, new_labels, moved
 
     return jax.jit(program)
+
+
+def _first_name(steps: Sequence[Any]) -> str:
+    return getattr(steps[0], "name", "augjax") if steps else "augjax"

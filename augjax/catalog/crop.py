@@ -15,6 +15,11 @@ Params (``op.sample``; one value per sample, leading axis N): ``random_resized_c
 padding); ``center_crop`` draws nothing. ``op.apply(x, params={"box": ...})`` crops exact
 boxes. Every op's ``matrix`` maps input pixel coordinates to output ones
 (:func:`augjax.kernels.crop_resize_matrix`, :func:`augjax.kernels.translation`).
+
+Targets (:mod:`augjax._runtime.targets`): boxes and keypoints follow that matrix (a translation
+and a scale); masks are cropped (and resized with nearest, ``antialias`` off) by the same
+kernel, and padding (``random_crop``'s ``padding``, ``center_crop``'s zero padding) gets
+``mask_fill`` with ``pad_mode="constant"``, or the mask's own edge/reflection otherwise.
 """
 
 from __future__ import annotations

@@ -43,6 +43,11 @@ sample is mirrored); ``rot90``: ``k`` (int32 quarter turns; only with ``k=None``
 degrees); ``shear_x``/``shear_y``: ``shear``; ``translate_x``/``translate_y``: ``translate``;
 ``perspective``: ``endpoints`` ((4, 2) corner positions x, y) and ``applied``. Every op's
 ``matrix`` gives the sample's forward 3x3 matrix (:mod:`augjax.kernels.matrix`).
+
+Targets (``masks=``, ``boxes=``, ``keypoints=``; :mod:`augjax._runtime.targets`): every op here
+moves masks through its own kernel with ``interpolation="nearest"`` (pixels from outside get
+``mask_fill``, not ``fill``) and boxes and keypoints through its ``matrix``, as torchvision's
+kernels for ``tv_tensors.Mask`` / ``BoundingBoxes`` / ``KeyPoints`` do.
 """
 
 from __future__ import annotations

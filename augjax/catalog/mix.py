@@ -24,6 +24,10 @@ The kernel mixes images as ``lam * x_i + (1 - lam) * x_perm[i]`` (mixup) or past
 ``correct_lam`` (always with ``cutmix_minmax``) ``1 - box area / image area``.
 ``op.apply(images, labels, params={...})`` mixes with exact weights and partners; setting
 ``lam`` to 1 gives the images unchanged.
+
+Targets (:func:`mix_masks`): ``masks=`` follow the mixing (cutmix: the partner's mask inside the
+pasted box; mixup: the mask of the image with the larger weight, its own at ``lam >= 0.5``);
+boxes and keypoints are refused with an InputError, as torchvision's CutMix/MixUp refuse them.
 """
 
 from __future__ import annotations
@@ -33,13 +37,14 @@ import jax.numpy as jnp
 
 from augjax._core.param import Param
 from augjax._core.spec import op
+from augjax._core.targets import Follow
 from augjax.catalog._gamma import loggamma
 from augjax.catalog.erase import box_mask, uniforms
 from augjax.errors import InputError
 from augjax.kernels.pixels import to_dtype
 from augjax.kernels.warp import uniform_int
 
-__all__ = ["mixup", "cutmix", "mixup_cutmix", "soft_targets", "mix_sample", "mix_batch",
+__all__ = ["mixup", "cutmix", "mixup_cutmix", "soft_targets", "mix_sample", "mix_batch", "mix_masks",
            "rand_bbox", "rand_bbox_minmax", "symmetric_betas"]
 
 MODES = ("batch", "pair", "elem")
@@ -217,6 +222,32 @@ def mix_batch(images: jax.Array, soft: jax.Array, params: dict[str, jax.Array], 
     return to_dtype(out, images.dtype, rounding="round"), mixed_y
 
 
+def mix_masks(targets: dict[str, jax.Array], params: dict[str, jax.Array],
+              **_: object) -> dict[str, jax.Array]:
+    """How masks follow the mixing ops (their ``targets`` hook): a cutmix sample takes its
+    partner's mask inside the pasted box (the pixels there are the partner's); a mixup sample
+    keeps the mask of the image with the larger weight (its own when ``lam >= 0.5``), since ids
+    cannot be blended. Boxes and keypoints are refused (torchvision's CutMix/MixUp refuse them
+    too)."""
+    m = targets["masks"]
+    _, height, width, _ = m.shape
+    partner = jnp.take(m, params["perm"], axis=0)
+    lam = params["lam"]
+    active = lam != 1.0
+    cut = params["use_cutmix"] & active
+    swap = active & ~cut & (lam < 0.5)
+    out = jnp.where(swap[:, None, None, None], partner, m)
+    box = params["box"]
+    inside = box_mask(height, width, box[:, 0], box[:, 1], box[:, 2], box[:, 3]) & \
+        cut[:, None, None]
+    return {"masks": jnp.where(inside[..., None], partner, out)}
+
+
+_TARGETS = Follow(masks="hook", points="refuse", batch=mix_masks,
+                  reason="mixing two images has no single box or keypoint set (torchvision's "
+                         "CutMix/MixUp refuse them too); mix before adding boxes, or drop them")
+
+
 def _alpha(value: float) -> float:
     """Param validate of the Beta alphas: 0 (off) or at least ``ALPHA_MIN``."""
     if 0.0 < value < ALPHA_MIN:
@@ -284,6 +315,7 @@ _MINMAX = Param(None, kind="pair", low=0.0, high=1.0, optional=True,
     },
     level="batch",
     inputs=("images", "labels"),
+    targets=_TARGETS,
     sample=_mixup_sample,
     reference="timm.data.Mixup (mixup_alpha, prob, mode, label_smoothing; cutmix_alpha=0)",
 )
@@ -324,6 +356,7 @@ def mixup(images, labels, params, *, alpha, num_classes, label_smoothing, p, mod
     },
     level="batch",
     inputs=("images", "labels"),
+    targets=_TARGETS,
     sample=_cutmix_sample,
     reference="timm.data.Mixup (cutmix_alpha, cutmix_minmax, correct_lam; mixup_alpha=0)",
 )
@@ -368,6 +401,7 @@ def cutmix(images, labels, params, *, alpha, minmax, correct_lam, num_classes, l
     },
     level="batch",
     inputs=("images", "labels"),
+    targets=_TARGETS,
     sample=_mixup_cutmix_sample,
     reference="timm.data.Mixup",
 )

@@ -5,7 +5,8 @@ drawn uniformly per sample, and reaches the kernel in ``params`` under its own n
 torchvision's ``_apply_op`` (``F.affine`` about a corner, whole-pixel shifts) or, with
 ``convention="pil"``, PIL's affine transform as timm uses it. Sampling, fill and tolerances are
 those of :mod:`augjax.catalog.geometry`; each op's ``matrix`` gives the sample's forward 3x3
-matrix (:mod:`augjax.kernels.matrix`).
+matrix (:mod:`augjax.kernels.matrix`), which also moves boxes and keypoints; masks go through
+the kernel with nearest sampling (:mod:`augjax._runtime.targets`).
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from augjax._runtime.targets import gated, point_stages
 from augjax.chain._composite import Composite
 from augjax.chain._config import Node, encode, json_value
 from augjax.chain._element import (
@@ -212,6 +213,18 @@ class Chain(Composite):
             image = run_element(el, image, p, "compose")
         return image
 
+    def run_masks(self, mask, params):
+        for el, p in zip(self.steps, params["steps"]):
+            mask = el.run_masks(mask, p)
+        return mask
+
+    def stages(self, params, meta):
+        out = []
+        for el, p in zip(self.steps, params["steps"]):
+            out.extend(point_stages(el, p, meta))
+            meta = meta_after(el, meta)
+        return tuple(out)
+
     def matrix(self, params, meta):
         m = jnp.eye(3, dtype=jnp.float32)
         for el, p in zip(self.steps, params["steps"]):
@@ -285,6 +298,12 @@ class RandomApply(Composite):
     def run(self, image, params):
         out = run_element(self.op, image, params["op"], self.name)
         return jnp.where(params["applied"], out, image)
+
+    def run_masks(self, mask, params):
+        return jnp.where(params["applied"], self.op.run_masks(mask, params["op"]), mask)
+
+    def stages(self, params, meta):
+        return gated(point_stages(self.op, params["op"], meta), params["applied"])
 
     def matrix(self, params, meta):
         m = element_matrix(self.op, params["op"], meta)
@@ -387,6 +406,13 @@ class RandomChoice(Composite):
             return branches[0](image)
         return jax.lax.switch(params["index"], branches, image)
 
+    def run_masks(self, mask, params):
+        branches = [(lambda x, el=el, p=p: el.run_masks(x, p))
+                    for el, p in zip(self.ops, params["ops"])]
+        if len(branches) == 1:
+            return branches[0](mask)
+        return jax.lax.switch(params["index"], branches, mask)
+
     def matrix(self, params, meta):
         ms = jnp.stack([element_matrix(el, p, meta) for el, p in zip(self.ops, params["ops"])])
         return ms[params["index"]]
@@ -471,6 +497,18 @@ class SomeOf(Composite):
             out = run_element(el, image, params["ops"][j], self.name)
             image = jnp.where(params["applied"][j], out, image)
         return image
+
+    def run_masks(self, mask, params):
+        for j, el in enumerate(self.ops):
+            out = el.run_masks(mask, params["ops"][j])
+            mask = jnp.where(params["applied"][j], out, mask)
+        return mask
+
+    def stages(self, params, meta):
+        out = []
+        for j, el in enumerate(self.ops):
+            out.extend(gated(point_stages(el, params["ops"][j], meta), params["applied"][j]))
+        return tuple(out)
 
     def matrix(self, params, meta):
         m = jnp.eye(3, dtype=jnp.float32)

@@ -42,6 +42,7 @@ def describe(name: str) -> dict[str, Any]:
         "layouts": list(spec.layouts),
         "channels": None if spec.channels is None else list(spec.channels),
         "changes_size": spec.output_size is not None,
+        "targets": {"masks": spec.targets.masks, "points": spec.targets.points},
         "distribution": record.distribution,
         "version": record.version,
         "entry_point": record.entry_point,

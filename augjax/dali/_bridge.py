@@ -58,16 +58,20 @@ def dali_function(
     start: int = 0,
     sharding: Any = None,
     check: bool = False,
+    targets: Any = None,
 ):
     """The DALI operator (a ``jax_function``) for ``steps``, cached so that building a pipeline
     again reuses the compiled program; ``check``: checking mode (see :mod:`augjax._runtime.checking`).
     """
     _, _, jax_fn = _dali()
     program = seeded_program(steps, layout, with_labels, with_seeds, start,
-                             partitioned=sharding_spans_devices(sharding))
+                             partitioned=sharding_spans_devices(sharding), targets=targets)
     outputs = ("images", "labels") if with_labels else ("images",)
     out_layout = final_layout(steps, layout)
     layouts = (out_layout, "") if with_labels else (out_layout,)
+    if targets is not None:
+        outputs += targets.outputs
+        layouts += tuple("" for _ in targets.outputs)
     first = getattr(steps[0], "name", "augjax")
 
     def function(*arrays: Any) -> Any:
@@ -99,9 +103,15 @@ def apply_dali(
     device: str | None,
     layout: str,
     start: int = 0,
+    targets: Any = None,
 ) -> Any:
-    """Adds the operator for ``steps`` to the pipeline being defined and returns its outputs."""
+    """Adds the operator for ``steps`` to the pipeline being defined and returns its outputs
+    (with targets, a dict of DataNodes: the targets are more inputs and outputs of the same
+    ``jax_function``)."""
+    from augjax._runtime.targets import prepare_targets
+
     fn, types, _ = _dali()
+    tspec, target_nodes = prepare_targets(name, dict(targets or {}), 0, 0, 0, concrete=False)
     images = inputs[0]
     labels = inputs[1] if len(inputs) > 1 else None
     source = _node_device(images)
@@ -145,10 +155,18 @@ def apply_dali(
                 range=[0, SEED_HIGH], shape=[2], dtype=types.INT32, device=device, **kwargs
             )
         )
+    args.extend(place(node) for node in target_nodes)
     op = dali_function(
         tuple(steps), layout, labels is not None, bool(random or seeds is not None), device, start,
-        _SHARDING.get(), checking_enabled(),
+        _SHARDING.get(), checking_enabled(), tspec,
     )
     out = op(*args)
     out = out if isinstance(out, (list, tuple)) else (out,)
+    if tspec is not None:
+        head = 2 if labels is not None else 1
+        result = {"images": out[0]}
+        if "labels" in outputs_decl:
+            result["labels"] = out[1]
+        result.update(zip(tspec.outputs, out[head:]))
+        return result
     return tuple(out) if "labels" in outputs_decl else out[0]

@@ -19,6 +19,7 @@ from augjax.chain._config import Node, json_value
 from augjax.errors import ParamError
 from augjax.policies._engine import bind_space, layers_matrix, run_layers
 from augjax.policies._magnitude import PolicyOp
+from augjax.policies._targets import geometric_space, layer_stages, run_mask_layers
 
 __all__ = [
     "DEFAULT",
@@ -216,6 +217,11 @@ class Policy(Composite):
         """The op space (``PolicyOp`` entries)."""
         raise NotImplementedError
 
+    @property
+    def geometric(self) -> bool:
+        """Whether an op of the space moves pixels."""
+        return geometric_space(self.bound)
+
 
 class LayeredPolicy(Policy):
     """A policy whose params are layers in sequence: ``op``, ``applied`` and ``branches`` with a
@@ -228,3 +234,11 @@ class LayeredPolicy(Policy):
     def matrix(self, params, meta):
         return layers_matrix(self.bound, params["op"], params["applied"], params["branches"],
                              meta)
+
+    def run_masks(self, mask, params):
+        return run_mask_layers(self.bound, params["op"], params["applied"],
+                               params["branches"], mask)
+
+    def stages(self, params, meta):
+        return layer_stages(self.bound, params["op"], params["applied"], params["branches"],
+                            meta)

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from augjax._core.step import CALL_KEYWORDS
+from augjax._core.targets import TARGET_KEYWORDS
 from augjax._runtime.dispatch import is_data_node
 from augjax.errors import ParamError
 
@@ -75,7 +76,7 @@ def data_first(factory: Callable[..., Any]) -> Callable[..., Any]:
         images = None
         if args and is_batch(args[0]):
             images, args = args[0], args[1:]
-        call = {k: kwargs.pop(k) for k in list(kwargs) if k in CALL_KEYWORDS}
+        call = {k: kwargs.pop(k) for k in list(kwargs) if k in CALL_KEYWORDS | TARGET_KEYWORDS}
         for keyword in kwargs:
             if keyword not in params:
                 raise _unknown(name, keyword, params, aliases)

@@ -45,6 +45,7 @@ from augjax.policies._base import (
     registered_entry,
 )
 from augjax.policies._call import data_first
+from augjax.policies._targets import layer_stages, run_mask_layers
 from augjax.policies._engine import (
     Levels,
     draw_branches,
@@ -293,6 +294,14 @@ class TrivialAugmentWide(Policy):
     def matrix(self, params, meta):
         return layers_matrix(self.bound, params["op"], params["applied"], params["branches"],
                              meta)
+
+    def run_masks(self, mask, params):
+        return run_mask_layers(self.bound, params["op"], params["applied"],
+                               params["branches"], mask)
+
+    def stages(self, params, meta):
+        return layer_stages(self.bound, params["op"], params["applied"], params["branches"],
+                            meta)
 
 
 @data_first

@@ -1,0 +1,406 @@
+"""Targets that follow the image: masks, boxes and keypoints (torchvision v2 ``tv_tensors``).
+
+A call takes them as keywords, ``op(images, key=k, masks=m, boxes=b, keypoints=p)``, and then
+returns a dict ``{"images", "labels"?, "masks"?, "boxes"?, "boxes_valid"?, "keypoints"?,
+"keypoints_valid"?}``. They run inside the same compiled program as the images (on arrays one
+jitted call, in DALI the same ``jax_function``), with the same params, step by step:
+
+- **masks** ``(N, H, W)`` or ``(N, H, W, K)``, integer or bool (class or instance ids): every
+  op that moves pixels runs its own kernel on them with ``interpolation="nearest"`` (and
+  ``antialias=False``), so a mask pixel goes exactly where the image pixel goes. The ids are
+  carried as their bytes (an int32 mask is four uint8 channels), so any value is exact, plus one
+  channel that is 255 inside the image: pixels that come from outside (rotation corners, padding)
+  get ``mask_fill`` (default 0; torchvision's ``fill={tv_tensors.Mask: v}``). Colour ops and
+  erasing leave masks unchanged; ``cutmix`` pastes the partner's mask with its box, ``mixup``
+  keeps the mask of the image with the larger weight (see :mod:`augjax.catalog.mix`).
+- **boxes** ``(N, M, 4)`` XYXY in pixel *edges* (pixel ``j`` spans ``[j, j + 1]``, a box over the
+  whole image is ``(0, 0, W, H)``), as torchvision: each op's forward matrix moves the 4 corners,
+  the box becomes their enclosing box, clamped to ``[0, W] x [0, H]``; a box is flagged invalid
+  (``boxes_valid``) once it fails torchvision's ``SanitizeBoundingBoxes`` rule (``min_size=1``,
+  ``min_area=1``) after a geometric op, and stays invalid. ``boxes_valid=`` takes an ``(N, M)``
+  bool mask or ``(N,)`` counts (the first ``count`` boxes are real); default all valid.
+- **keypoints** ``(N, K, 2)`` x, y in pixel *indices* (pixel ``j``'s centre at ``j``, as augjax's
+  matrices and torchvision's keypoint flips): moved by the forward matrix, not clamped, flagged
+  invalid (``keypoints_valid``) once outside ``[0, W) x [0, H)`` (torchvision's
+  ``SanitizeKeyPoints`` rule), and they stay invalid.
+
+Outputs: masks in their dtype and rank, boxes and keypoints float32, validity bool. Steps move
+boxes one by one, and composites stage by stage (a chain per op, a policy per layer), as
+torchvision's transforms do; a box that fails the rule at any stage stays invalid.
+
+Against torchvision 0.29 on the same params (``tests/targets/test_torchvision.py``; 24 x 32
+images, flips, rotate, affine, shears, translations, perspective, resized / random / center
+crops, resize): masks equal pixel for pixel (nearest ties as in :mod:`augjax.kernels.warp`),
+boxes within 5e-6 pixel (float32 matrices; torchvision float64), keypoints equal for flips,
+crops and whole-pixel shifts. Differences:
+
+- keypoints: torchvision's affine, perspective and resize kernels treat keypoints as pixel
+  edges (rotation about ``(W/2, H/2)``, resize ``x * scale``) while its flips treat them as pixel
+  indices (``W - 1 - x``); augjax uses indices throughout, so after rotations, affine warps,
+  perspective and resizes its keypoints differ from torchvision's by up to 0.62 pixel (rotate
+  +-60 deg), 0.58 (resized crop), 0.40 (affine), 0.37 (perspective), 0.11 (shear): exactly
+  torchvision's result on ``p + 0.5``, minus 0.5;
+- validity: augjax clamps boxes after every op; torchvision's ``resized_crop`` does not clamp
+  after its resize, so float32 scales leave ``x2 = 28.000002`` on a 28-wide canvas and its own
+  ``SanitizeBoundingBoxes`` then drops full-width boxes (4 of 5 in one test sample) that augjax
+  keeps valid (the test compares with ``ClampBoundingBoxes`` + ``SanitizeBoundingBoxes``);
+- masks in ``center_crop``'s zero padding get ``mask_fill`` (torchvision: 0 always); a scalar
+  ``fill`` of an op never reaches masks (torchvision applies a non-dict ``fill`` to masks too);
+- resizes sample masks with torchvision's legacy nearest (source index ``floor(dst * in /
+  out)``), half an output pixel up-left of the centre-aligned geometry the boxes follow, as
+  torchvision does; so a mask pixel's centre may lie up to 0.5 pixel outside its moved box
+  there, and through a chain of warps up to about 0.5 pixel per further warp.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from augjax._core.meta import Meta
+from augjax._core.targets import HOOK, KEEP, REFUSE
+from augjax.errors import InputError
+
+__all__ = ["ORDER", "TargetSpec", "follow_targets", "prepare_targets", "run_op_on_mask",
+           "encode_masks", "decode_masks", "move_boxes", "move_keypoints"]
+
+#: The target arrays a program carries, in this order.
+ORDER = ("masks", "boxes", "boxes_valid", "keypoints", "keypoints_valid")
+
+_F32 = jnp.float32
+
+
+class TargetSpec(NamedTuple):
+    """The static part of a call's targets (it keys the compiled programs): the arrays present
+    (a subset of :data:`ORDER`, in that order) and the masks' fill."""
+
+    names: tuple[str, ...]
+    mask_fill: int = 0
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        """The arrays a program returns: the targets given and their validity."""
+        return tuple(k for k in ORDER if k in self.names
+                     or (k.endswith("_valid") and k[:-6] in self.names))
+
+
+def is_data_node(x: Any) -> bool:
+    """Whether ``x`` is a DALI DataNode, decided without importing DALI."""
+    return type(x).__module__.startswith("nvidia.dali") and type(x).__name__ == "DataNode"
+
+
+def _fail(op: str, argument: str, expected: str, got: str) -> InputError:
+    return InputError(f"{op}: argument '{argument}' expects {expected}, got {got}", op=op,
+                      argument=argument)
+
+
+def _describe(x: Any) -> str:
+    return f"{np.dtype(x.dtype).name} {tuple(x.shape)}"
+
+
+def _integer_or_bool(dtype: Any) -> bool:
+    dt = np.dtype(dtype)
+    return dt == np.bool_ or np.issubdtype(dt, np.integer)
+
+
+def check_target_shapes(op: str, arrays: Mapping[str, Any], n: int, h: int, w: int) -> None:
+    """Checks ranks, dtypes and sizes of the target arrays against a batch of ``n`` images of
+    ``h`` x ``w`` (static shapes: free, and safe inside a trace).
+
+    Raises:
+        InputError: naming the op, the argument, what was expected and what came.
+    """
+    if "masks" in arrays:
+        m = arrays["masks"]
+        if m.ndim not in (3, 4) or tuple(m.shape[:3]) != (n, h, w):
+            raise _fail(op, "masks", f"shape (N, H, W) or (N, H, W, K) = ({n}, {h}, {w}[, K]) "
+                        f"like the images", _describe(m))
+        if not _integer_or_bool(m.dtype):
+            raise _fail(op, "masks", "integer or bool class/instance ids (masks are not "
+                        "interpolated; cast float masks with .astype(int32))", _describe(m))
+    for name, width in (("boxes", 4), ("keypoints", 2)):
+        if name not in arrays:
+            continue
+        b = arrays[name]
+        if b.ndim != 3 or b.shape[0] != n or b.shape[2] != width:
+            shape = "(N, M, 4) XYXY" if width == 4 else "(N, K, 2) x, y"
+            raise _fail(op, name, f"shape {shape} with N = {n}", _describe(b))
+        if np.dtype(b.dtype) == np.bool_ or not (np.issubdtype(np.dtype(b.dtype), np.number)):
+            raise _fail(op, name, "numbers (float or int pixels)", _describe(b))
+        valid = arrays.get(f"{name}_valid")
+        if valid is not None and (tuple(valid.shape) != tuple(b.shape[:2])
+                                  or np.dtype(valid.dtype) != np.bool_):
+            raise _fail(op, f"{name}_valid", f"bool {tuple(b.shape[:2])} (one flag per "
+                        f"{name[:-1] if name == 'boxes' else 'keypoint'})", _describe(valid))
+
+
+def prepare_targets(op: str, targets: Mapping[str, Any], n: int, h: int, w: int,
+                    concrete: bool) -> tuple[TargetSpec | None, tuple[Any, ...]]:
+    """Validates the target keywords of a call and returns ``(spec, arrays)`` in :data:`ORDER`
+    (``(None, ())`` without targets). ``concrete``: the arrays are data to read (NumPy / jax
+    arrays, not DALI nodes), so box order is checked too.
+
+    Raises:
+        InputError: a bad target (rank, dtype, size, batch, box order, fill).
+    """
+    given = {k: v for k, v in targets.items() if v is not None and k != "mask_fill"}
+    fill = targets.get("mask_fill", 0)
+    if not any(k in given for k in ("masks", "boxes", "keypoints")):
+        for k in given:
+            raise _fail(op, k, f"{k[:-6]}= as well", f"{k} alone")
+        return None, ()
+    if isinstance(fill, bool) or not isinstance(fill, (int, np.integer)):
+        raise _fail(op, "mask_fill", "an int (the id of pixels from outside the image)",
+                    repr(fill))
+    arrays: dict[str, Any] = {}
+    for k, v in given.items():
+        if is_data_node(v):
+            arrays[k] = v
+            continue
+        if not concrete:
+            raise _fail(op, k, "a DALI DataNode like the images", type(v).__name__)
+        if not isinstance(v, (jax.Array, np.ndarray)):
+            raise _fail(op, k, "a jax.Array or NumPy array", type(v).__name__)
+        arrays[k] = v
+    if concrete:
+        arrays = _default_validity(op, arrays, n)
+        check_target_shapes(op, arrays, n, h, w)
+        if "boxes" in arrays:
+            _check_box_order(op, arrays["boxes"], arrays["boxes_valid"])
+    names = tuple(k for k in ORDER if k in arrays)
+    return TargetSpec(names, int(fill)), tuple(arrays[k] for k in names)
+
+
+def _default_validity(op: str, arrays: dict[str, Any], n: int) -> dict[str, Any]:
+    out = dict(arrays)
+    for name in ("boxes", "keypoints"):
+        key = f"{name}_valid"
+        if name not in out:
+            continue
+        count = out[name].shape[1]
+        v = out.get(key)
+        if v is None:
+            out[key] = jnp.ones((n, count), jnp.bool_)
+        elif v.ndim == 1 and name == "boxes" and np.issubdtype(np.dtype(v.dtype), np.integer):
+            if v.shape[0] != n:
+                raise _fail(op, key, f"(N,) counts with N = {n}", _describe(v))
+            out[key] = jnp.arange(count)[None, :] < jnp.asarray(v)[:, None]
+    return out
+
+
+def _check_box_order(op: str, boxes: Any, valid: Any) -> None:
+    """Boxes must be XYXY (x1 <= x2, y1 <= y2) where valid: read from NumPy for free, from a
+    jax.Array only in checking mode (reading it is a device sync); traced boxes are not read."""
+    from augjax._runtime.checking import checking_enabled
+
+    if isinstance(boxes, jax.core.Tracer) or isinstance(valid, jax.core.Tracer):
+        return
+    if not isinstance(boxes, np.ndarray) and not checking_enabled():
+        return
+    b, v = np.asarray(boxes), np.asarray(valid)
+    bad = ((b[..., 2] < b[..., 0]) | (b[..., 3] < b[..., 1])) & v
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        raise _fail(op, "boxes", "XYXY boxes (x1 <= x2 and y1 <= y2; convert XYWH or CXCYWH "
+                    "first)", f"boxes[{i}, {j}] = {b[i, j].tolist()}")
+
+
+# -- masks ---------------------------------------------------------------------------------------
+def encode_masks(masks: jax.Array) -> jax.Array:
+    """``(N, H, W[, K])`` integer/bool masks as an ``(N, H, W, C)`` uint8 image: each id's bytes,
+    then one channel that is 255 inside the image."""
+    m = masks if masks.ndim == 4 else masks[..., None]
+    if m.dtype == jnp.bool_:
+        b = m.astype(jnp.uint8)
+    else:
+        b = jax.lax.bitcast_convert_type(m, jnp.uint8)
+        if b.ndim == 5:
+            b = b.reshape(*b.shape[:3], -1)
+    inside = jnp.full(b.shape[:3] + (1,), 255, jnp.uint8)
+    return jnp.concatenate([b, inside], axis=-1)
+
+
+def decode_masks(enc: jax.Array, dtype: Any, rank: int, fill: int) -> jax.Array:
+    """The masks back from :func:`encode_masks`'s image, ``fill`` where the pixel came from
+    outside the image."""
+    dtype = jnp.dtype(dtype)
+    inside = enc[..., -1] >= 128
+    b = enc[..., :-1]
+    if dtype == jnp.bool_:
+        v = b != 0
+    elif dtype.itemsize == 1:
+        v = jax.lax.bitcast_convert_type(b, dtype)
+    else:
+        v = jax.lax.bitcast_convert_type(b.reshape(*b.shape[:3], -1, dtype.itemsize), dtype)
+    v = jnp.where(inside[..., None], v, jnp.asarray(fill).astype(dtype))
+    return v[..., 0] if rank == 3 else v
+
+
+def _mask_config(spec: Any, config: dict[str, Any]) -> dict[str, Any]:
+    out = dict(config)
+    if "interpolation" in spec.params:
+        out["interpolation"] = "nearest"
+    if "antialias" in spec.params:
+        out["antialias"] = False
+    if "fill" in spec.params:
+        p = spec.params["fill"]
+        out["fill"] = None if p.optional else ((0.0,) if p.kind == "floats" else 0.0)
+    return out
+
+
+def run_op_on_mask(step: Any, mask: jax.Array, params: Any) -> jax.Array:
+    """A sample-level op on one encoded mask ``(H, W, C)`` uint8 by its ``targets`` rule."""
+    spec = step.spec
+    rule = spec.targets.masks
+    if rule == KEEP:
+        return mask
+    if rule != "kernel":
+        raise InputError(f"{spec.name}: masks cannot follow this op"
+                         f"{': ' + spec.targets.reason if spec.targets.reason else ''}",
+                         op=spec.name, argument="masks")
+    config = _mask_config(spec, step.kwargs)
+    as_float = "uint8" not in spec.dtypes
+    x = mask.astype(_F32) / 255.0 if as_float else mask
+    out = spec.run((x,), params, config)
+    if as_float:
+        out = jnp.clip(jnp.round(out * 255.0), 0, 255)
+    return out.astype(jnp.uint8)
+
+
+# -- boxes and keypoints -------------------------------------------------------------------------
+def _transform(m: jax.Array, xy: jax.Array) -> jax.Array:
+    x, y = xy[..., 0], xy[..., 1]
+    den = m[2, 0] * x + m[2, 1] * y + m[2, 2]
+    return jnp.stack([(m[0, 0] * x + m[0, 1] * y + m[0, 2]) / den,
+                      (m[1, 0] * x + m[1, 1] * y + m[1, 2]) / den], axis=-1)
+
+
+def sanitize_boxes(boxes: jax.Array, h: int, w: int) -> jax.Array:
+    """torchvision ``SanitizeBoundingBoxes`` (``min_size=1``, ``min_area=1``) on XYXY boxes."""
+    ws, hs = boxes[..., 2] - boxes[..., 0], boxes[..., 3] - boxes[..., 1]
+    return ((ws >= 1.0) & (hs >= 1.0) & (ws * hs >= 1.0) & jnp.all(boxes >= 0.0, axis=-1)
+            & (boxes[..., 0] <= w) & (boxes[..., 2] <= w) & (boxes[..., 1] <= h)
+            & (boxes[..., 3] <= h))
+
+
+def move_boxes(m: jax.Array, boxes: jax.Array, valid: jax.Array, h: int,
+               w: int) -> tuple[jax.Array, jax.Array]:
+    """One sample's XYXY ``boxes`` (M, 4) through the forward matrix ``m`` to an output of
+    ``h`` x ``w``: the enclosing box of the 4 moved corners, clamped; validity updated."""
+    x1, y1, x2, y2 = (boxes[:, i] for i in range(4))
+    corners = jnp.stack([jnp.stack([x1, y1], -1), jnp.stack([x2, y1], -1),
+                         jnp.stack([x2, y2], -1), jnp.stack([x1, y2], -1)], axis=1)
+    moved = _transform(m, corners - 0.5) + 0.5  # edges -> pixel centres -> edges
+    lo, hi = moved.min(axis=1), moved.max(axis=1)
+    out = jnp.concatenate([lo, hi], axis=-1)
+    out = jnp.clip(out, 0.0, jnp.array([w, h, w, h], _F32))
+    return out, valid & sanitize_boxes(out, h, w)
+
+
+def move_keypoints(m: jax.Array, points: jax.Array, valid: jax.Array, h: int,
+                   w: int) -> tuple[jax.Array, jax.Array]:
+    """One sample's keypoints (K, 2) through ``m``; flagged once outside ``[0, w) x [0, h)``."""
+    out = _transform(m, points)
+    inside = (out[:, 0] >= 0) & (out[:, 0] < w) & (out[:, 1] >= 0) & (out[:, 1] < h)
+    return out, valid & inside
+
+
+def _moves_points(step: Any) -> bool:
+    rule = step.spec.targets.points if hasattr(step, "params") else None
+    if rule is None:  # a composite
+        return step.geometric
+    if rule == REFUSE:
+        raise InputError(f"{step.name}: boxes and keypoints cannot follow this op"
+                         f"{': ' + step.spec.targets.reason if step.spec.targets.reason else ''}",
+                         op=step.name, argument="boxes")
+    return rule != KEEP
+
+
+def point_stages(step: Any, params: Any, meta: Meta) -> tuple[tuple[Any, tuple[int, int]], ...]:
+    """A step's stages for boxes and keypoints (see ``Step.stages``): an op gives its matrix
+    (or nothing, or refuses, by its ``targets`` rule); a composite its own stages."""
+    if hasattr(step, "params"):  # an op
+        if not _moves_points(step):
+            return ()
+        return ((step.matrix(params, meta), step.size_after(meta.height, meta.width)),)
+    return step.stages(params, meta)
+
+
+def gated(stages: Sequence[Any], on: jax.Array) -> tuple[Any, ...]:
+    """``stages`` where ``on``, identity matrices elsewhere."""
+    eye = jnp.eye(3, dtype=_F32)
+    return tuple((jnp.where(on, m, eye), size) for m, size in stages)
+
+
+# -- the pass over a program's steps -------------------------------------------------------------
+def follow_targets(steps: Sequence[Any], params: Sequence[Any], spec: TargetSpec,
+                   arrays: Sequence[Any], shape: tuple[int, int, int, int], dtype: Any,
+                   name: str) -> tuple[jax.Array, ...]:
+    """The targets after ``steps`` with ``params`` (traced): ``arrays`` in ``spec.names`` order
+    for a batch of HWC ``shape`` and ``dtype``; returns the same names, moved."""
+    n, h, w, c = shape
+    t = _default_validity(name, dict(zip(spec.names, arrays)), n)
+    check_target_shapes(name, t, n, h, w)
+    mask_dtype, mask_rank = None, 0
+    if "masks" in t:
+        mask_dtype, mask_rank = t["masks"].dtype, t["masks"].ndim
+        t["masks"] = encode_masks(t["masks"])
+    for key in ("boxes", "keypoints"):
+        if key in t:
+            t[key] = t[key].astype(_F32)
+    dtype = jnp.dtype(dtype)
+    for step, p in zip(steps, params):
+        (h2, w2, c2), dtype2 = step.struct_after((h, w, c), dtype)
+        if step.spec.level == "batch":
+            t = _batch_targets(step, p, t)
+        else:
+            if "masks" in t:
+                t["masks"] = jax.vmap(step.run_masks)(t["masks"], p)
+            if "boxes" in t or "keypoints" in t:
+                t = _move_points(step, p, t, Meta(h, w, c, dtype.name), n)
+        h, w, c, dtype = h2, w2, c2, jnp.dtype(dtype2)
+    if "masks" in t:
+        t["masks"] = decode_masks(t["masks"], mask_dtype, mask_rank, spec.mask_fill)
+    return tuple(t[k] for k in spec.outputs)
+
+
+def _move_points(step: Any, p: Any, t: dict[str, Any], meta: Meta, n: int) -> dict[str, Any]:
+    sizes = [size for _, size in point_stages(step, jax.tree_util.tree_map(lambda v: v[0], p),
+                                              meta)] if n else []
+    if not sizes:
+        return t
+    ms = jax.vmap(lambda q: tuple(m for m, _ in point_stages(step, q, meta)), axis_size=n)(p)
+    t = dict(t)
+    for m, (h, w) in zip(ms, sizes):
+        if "boxes" in t:
+            t["boxes"], t["boxes_valid"] = jax.vmap(
+                lambda a, b, v, h=h, w=w: move_boxes(a, b, v, h, w))(m, t["boxes"],
+                                                                   t["boxes_valid"])
+        if "keypoints" in t:
+            t["keypoints"], t["keypoints_valid"] = jax.vmap(
+                lambda a, k, v, h=h, w=w: move_keypoints(a, k, v, h, w))(
+                    m, t["keypoints"], t["keypoints_valid"])
+    return t
+
+
+def _batch_targets(step: Any, params: Any, t: dict[str, Any]) -> dict[str, Any]:
+    rule = step.spec.targets
+    for kind, present in (("masks", "masks" in t),
+                          ("points", "boxes" in t or "keypoints" in t)):
+        mode = rule.masks if kind == "masks" else rule.points
+        if present and mode == REFUSE:
+            what = "masks" if kind == "masks" else ("boxes" if "boxes" in t else "keypoints")
+            raise InputError(f"{step.name}: {what} cannot follow this op"
+                             f"{': ' + rule.reason if rule.reason else ''}", op=step.name,
+                             argument=what)
+    hooked = {k: v for k, v in t.items()
+              if (k == "masks" and rule.masks == HOOK) or (k != "masks" and rule.points == HOOK)}
+    if not hooked:
+        return t
+    out = dict(t)
+    out.update(rule.batch(hooked, params, **step.kwargs))
+    return out
