@@ -103,6 +103,7 @@ class OpSpec:
     api_version: str = API_VERSION
     doc: str = ""
     compute_bound: bool = False
+    ragged: Callable[..., Any] | None = None
 
     @property
     def summary(self) -> str:
@@ -219,6 +220,7 @@ def op(
     reference: str = "",
     api_version: str = API_VERSION,
     compute_bound: bool = False,
+    ragged: Callable[..., Any] | None = None,
 ) -> Callable[[Callable[..., Any]], OpSpec]:
     """Declares an op: ``@op("name", params={...})`` over its kernel returns an :class:`OpSpec`.
 
@@ -254,6 +256,11 @@ def op(
         compute_bound: the kernel does much arithmetic per pixel (HSV, random-order chains). On
             CPU a run of per-sample ops that holds one goes through the batch in cache-sized
             chunks; memory-bound ops (flip, normalize) run faster over the whole batch.
+        ragged: ``f(params, height, width, **config) -> Window`` for ops that take images of
+            different sizes as a chain's first op (crops, resize): the sample's source box, the
+            size it is resampled to and the output window (:class:`augjax._core.meta.Window`),
+            from its params drawn with the image's true (traced) size. DALI resamples and crops
+            the ragged images natively by it; on arrays augjax does.
 
     Raises:
         OpDefinitionError: when the declaration and the kernel disagree.
@@ -297,6 +304,7 @@ def op(
             api_version=api_version,
             doc=inspect.getdoc(kernel) or "",
             compute_bound=bool(compute_bound),
+            ragged=ragged,
         )
 
     return decorate
