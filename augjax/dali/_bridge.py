@@ -13,6 +13,8 @@ from augjax._runtime.checking import check_batch, checking_enabled
 from augjax._runtime.keys import SEED_HIGH
 from augjax._runtime.partition import sharding_spans_devices
 from augjax._runtime.program import final_layout, once_cache, seeded_program
+from augjax._runtime.ragged import ragged_count
+from augjax.dali._ragged import ragged_read
 from augjax.errors import BackendUnavailableError, InputError
 
 __all__ = ["apply_dali", "dali_function", "use_sharding"]
@@ -83,6 +85,15 @@ def dali_function(
     )
 
 
+def _ragged_prefix(steps: tuple[Any, ...], layout: str, name: str) -> int:
+    """How many leading steps DALI runs on the images at their own sizes (0: none; the
+    images must then be uniform): a chain starting with an op that declares ``ragged=``."""
+    spec = getattr(steps[0], "spec", None)
+    if layout != "HWC" or getattr(spec, "ragged", None) is None:
+        return 0
+    return ragged_count(steps, name)
+
+
 def _node_device(node: Any) -> str:
     dev = getattr(node, "device", "cpu")
     return "gpu" if dev in ("gpu", "mixed") else "cpu"
@@ -132,10 +143,27 @@ def apply_dali(
     def place(node: Any) -> Any:
         return node.gpu() if device == "gpu" and _node_device(node) == "cpu" else node
 
+    steps = tuple(steps)
+    random = any(step.spec.random for step in steps)
+    n = _ragged_prefix(steps, layout, name)
+    if n:
+        # The ragged prefix is drawn on the CPU (its windows steer DALI's own operators).
+        if seeds is None and random:
+            kwargs = {} if seed is None else {"seed": int(seed)}
+            seeds = fn.random.uniform(range=[0, SEED_HIGH], shape=[2], dtype=types.INT32,
+                                      device="cpu", **kwargs)
+        ragged = any(step.spec.random for step in steps[:n])
+        images = ragged_read(steps[:n], images, seeds if ragged else None, start)
+        steps, start = steps[n:], start + n
+        if not steps:
+            return images
+        random = any(step.spec.random for step in steps)
+        if not random:
+            seeds = None
+
     args = [place(images)]
     if labels is not None:
         args.append(place(labels))
-    random = any(step.spec.random for step in steps)
     if seeds is not None:
         args.append(place(seeds))
     elif random:
