@@ -124,7 +124,7 @@ def _ragged_prefix(steps: Sequence[Any], images: Sequence[Any], key: Any, layout
                          f"'HWC', got layout={layout!r}", op=name, argument="layout")
     padded, sizes = pad_images(images, name)
     steps = tuple(steps)
-    n = ragged_count(steps, name)
+    n = ragged_count(steps, _first_name(steps, name))
     random = any(step.spec.random for step in steps)
     keys = sample_keys(key, len(sizes), name) if random else None
     if sample:

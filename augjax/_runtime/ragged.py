@@ -25,7 +25,7 @@ import numpy as np
 
 from augjax._core.meta import Meta, Window
 from augjax._runtime.program import once_cache
-from augjax.errors import InputError
+from augjax.errors import InputError, InputTypeError
 
 __all__ = ["RAGGED_OPS", "pad_images", "plan_program", "ragged_apply", "ragged_count",
            "ragged_message"]
@@ -67,9 +67,10 @@ def _plan_one(steps: Sequence[Any], h, w, c, dtype: str, key, start: int):
                                  out=second.out, fill=second.fill)
 
 
-def ragged_count(steps: Sequence[Any], name: str) -> int:
+def ragged_count(steps: Sequence[Any], name: str, open_end: bool = False) -> int:
     """How many leading steps read the images at their own sizes (1 or 2), checked on the
-    plan's structure without running it.
+    plan's structure without running it. ``open_end``: the prefix may end in images of
+    different sizes (a DALI ``resize`` with one int that ends the chain).
 
     Raises:
         InputError: the first step cannot take images of different sizes, or the prefix does
@@ -89,7 +90,7 @@ def ragged_count(steps: Sequence[Any], name: str) -> int:
         if a.anchor is None and a.size is not None and b.box is None and b.size is None:
             n = 2
     win = _structure(steps[:n])
-    if win.out is None:
+    if win.out is None and not (open_end and n == len(steps)):
         first = steps[0].name
         raise InputError(
             f"{first}: on images of different sizes its output size depends on each image "
@@ -146,6 +147,12 @@ def pad_images(images: Sequence[Any], name: str) -> tuple[np.ndarray, np.ndarray
         InputError: an image that is not ``(H, W, C)``, or images of different dtypes or
             channel counts.
     """
+    kinds = {type(x) for x in images if not isinstance(x, (np.ndarray, jax.Array))}
+    if kinds:
+        raise InputTypeError(
+            f"{name}: argument 'images' as a list expects one array per image (NumPy or "
+            f"jax.Array, HWC), got {', '.join(sorted(k.__name__ for k in kinds))} items",
+            op=name, argument="images")
     arrays = [np.asarray(x) for x in images]
     if not arrays:
         raise InputError(f"{name}: argument 'images' is an empty list", op=name,

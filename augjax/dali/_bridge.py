@@ -91,7 +91,7 @@ def _ragged_prefix(steps: tuple[Any, ...], layout: str, name: str) -> int:
     spec = getattr(steps[0], "spec", None)
     if layout != "HWC" or getattr(spec, "ragged", None) is None:
         return 0
-    return ragged_count(steps, name)
+    return ragged_count(steps, name, open_end=True)
 
 
 def _node_device(node: Any) -> str:
@@ -148,17 +148,17 @@ def apply_dali(
     n = _ragged_prefix(steps, layout, name)
     if n:
         # The ragged prefix is drawn on the CPU (its windows steer DALI's own operators).
-        if seeds is None and random:
+        given = seeds is not None
+        if not given and random:
             kwargs = {} if seed is None else {"seed": int(seed)}
             seeds = fn.random.uniform(range=[0, SEED_HIGH], shape=[2], dtype=types.INT32,
                                       device="cpu", **kwargs)
-        ragged = any(step.spec.random for step in steps[:n])
-        images = ragged_read(steps[:n], images, seeds if ragged else None, start)
+        images = ragged_read(steps[:n], images, seeds, start)
         steps, start = steps[n:], start + n
         if not steps:
             return images
         random = any(step.spec.random for step in steps)
-        if not random:
+        if not (random or given):
             seeds = None
 
     args = [place(images)]

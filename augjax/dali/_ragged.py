@@ -65,7 +65,7 @@ def _fill_values(fill: tuple[float, ...]) -> list[float]:
 def ragged_read(steps: tuple[Any, ...], images: Any, seeds: Any, start: int) -> Any:
     """Adds the DALI operators that read ``images`` (any sizes) through ``steps`` (the chain's
     ragged prefix) and returns the uniform batch, on the images' device. ``seeds`` is a CPU
-    DataNode of per-sample seeds (or None when no step is random)."""
+    DataNode of per-sample seeds (or None when no step is random and none were given)."""
     from augjax.dali._bridge import _dali
 
     fn, types, _ = _dali()
@@ -77,9 +77,8 @@ def ragged_read(steps: tuple[Any, ...], images: Any, seeds: Any, start: int) -> 
             f"(their windows are drawn there); pass seeds= from a CPU operator",
             op=steps[0].name, argument="seeds")
     shapes = images.shape(dtype=types.INT32, device="cpu")
-    random = any(step.spec.random for step in steps)
-    plan = plan_function(steps, start, random)
-    outs = plan(shapes, seeds) if random else plan(shapes)
+    plan = plan_function(steps, start, seeds is not None)
+    outs = plan(shapes, seeds) if seeds is not None else plan(shapes)
     outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
     x = images
     if struct.box is not None:
