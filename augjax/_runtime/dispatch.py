@@ -15,8 +15,8 @@ from augjax._runtime.inputs import as_array, check_label_range
 from augjax._runtime.keys import sample_keys
 from augjax._runtime.partition import array_spans_devices
 from augjax._runtime.program import apply_program, array_program, sample_program
-from augjax._runtime.ragged import (_structure, pad_images, plan_program, ragged_apply,
-                                    ragged_count)
+from augjax._runtime.ragged import (_structure, check_list, pad_images, plan_program,
+                                    ragged_apply, ragged_count)
 from augjax.errors import InputError
 
 __all__ = ["apply_steps", "apply_with_params", "is_data_node", "sample_steps_on"]
@@ -122,14 +122,19 @@ def _ragged_prefix(steps: Sequence[Any], images: Sequence[Any], key: Any, layout
     if layout != "HWC":
         raise InputError(f"{name}: a list of images of different sizes is taken in layout "
                          f"'HWC', got layout={layout!r}", op=name, argument="layout")
-    padded, sizes = pad_images(images, name)
     steps = tuple(steps)
     n = ragged_count(steps, _first_name(steps, name))
     random = any(step.spec.random for step in steps)
-    keys = sample_keys(key, len(sizes), name) if random else None
-    if sample:
-        params, _ = plan_program(steps[:n], start, padded.dtype.name)(sizes, keys)
+    if sample:  # the windows need the sizes only
+        kinds = {type(x) for x in images if not isinstance(x, (np.ndarray, jax.Array))}
+        if kinds:
+            pad_images(images, name)  # raises the error for non-arrays
+        sizes = check_list(images, name)
+        keys = sample_keys(key, len(sizes), name) if random else None
+        params, _ = plan_program(steps[:n], start, np.dtype(images[0].dtype).name)(sizes, keys)
         return steps[n:], start + n, _structure(steps[:n]).out, params
+    padded, sizes = pad_images(images, name)
+    keys = sample_keys(key, len(sizes), name) if random else None
     out, _, n = ragged_apply(steps, padded, sizes, keys, start, name)
     return steps[n:], start + n, out
 

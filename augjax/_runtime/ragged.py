@@ -154,22 +154,32 @@ def pad_images(images: Sequence[Any], name: str) -> tuple[np.ndarray, np.ndarray
             f"jax.Array, HWC), got {', '.join(sorted(k.__name__ for k in kinds))} items",
             op=name, argument="images")
     arrays = [np.asarray(x) for x in images]
-    if not arrays:
-        raise InputError(f"{name}: argument 'images' is an empty list", op=name,
-                         argument="images")
-    bad = [i for i, a in enumerate(arrays) if a.ndim != 3]
-    kinds = {(a.dtype.name, a.shape[-1]) for a in arrays if a.ndim == 3}
-    if bad or len(kinds) != 1:
-        raise InputError(
-            f"{name}: argument 'images' as a list expects HWC images (H, W, C) of one dtype and "
-            f"channel count, got shapes {[a.shape for a in arrays]} and dtypes "
-            f"{sorted({a.dtype.name for a in arrays})}", op=name, argument="images")
-    sizes = np.array([a.shape[:2] for a in arrays], np.int32)
+    sizes = check_list(arrays, name)
     h, w = sizes.max(0)
     out = np.zeros((len(arrays), h, w, arrays[0].shape[2]), arrays[0].dtype)
     for i, a in enumerate(arrays):
         out[i, :a.shape[0], :a.shape[1]] = a
     return out, sizes
+
+
+def check_list(arrays: Sequence[Any], name: str) -> np.ndarray:
+    """The int32 ``(N, 2)`` sizes of a list of HWC images of one dtype and channel count.
+
+    Raises:
+        InputError: an empty list, an image that is not ``(H, W, C)``, or images of different
+            dtypes or channel counts.
+    """
+    if not arrays:
+        raise InputError(f"{name}: argument 'images' is an empty list", op=name,
+                         argument="images")
+    bad = [i for i, a in enumerate(arrays) if a.ndim != 3]
+    kinds = {(np.dtype(a.dtype).name, a.shape[-1]) for a in arrays if a.ndim == 3}
+    if bad or len(kinds) != 1:
+        raise InputError(
+            f"{name}: argument 'images' as a list expects HWC images (H, W, C) of one dtype and "
+            f"channel count, got shapes {[a.shape for a in arrays]} and dtypes "
+            f"{sorted({np.dtype(a.dtype).name for a in arrays})}", op=name, argument="images")
+    return np.array([a.shape[:2] for a in arrays], np.int32)
 
 
 @once_cache(maxsize=256)
