@@ -386,9 +386,9 @@ def check_no_recompilation(op: BoundOp) -> None:
 
 
 #: DALI vs array, for ops that DALI resamples itself (a ``ragged=`` window that resizes, read by
-#: ``fn.resize``): the same windows, DALI's resampling. Measured on 160 photo crops (README
-#: "Different image sizes"): max 5 levels, mean 0.13; the kit's noise images: max 5.
-DALI_RESAMPLE_TOLERANCE = 8.0
+#: ``fn.resize``): the same windows, DALI's resampling, which differs most at the box's border
+#: (README "Different image sizes": mean 0.13 level, 99.9% within 3, border pixels up to 11).
+DALI_RESAMPLE_TOLERANCE = 16.0
 
 
 def _dali_tolerance(op: BoundOp, dtype: str, layout: str) -> float:
