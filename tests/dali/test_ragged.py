@@ -186,3 +186,22 @@ def test_resize_to_a_shorter_side_then_a_non_crop_is_refused_when_defined(jpeg_r
 
     with pytest.raises(InputError, match=r"resize: .*center_crop or random_crop"):
         pipe()
+
+
+def test_readme_section_runs():
+    import pathlib
+    import re
+
+    readme = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("## Different image sizes", 1)[1].split("\n## ", 1)[0]
+    code = re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
+    scope: dict = {}
+    exec(compile(code, "README.md (Different image sizes)", "exec"), scope)
+    decoded, train, evaluation = scope["decoded"], scope["train"], scope["evaluation"]
+    assert len({im.shape for im in decoded}) >= 5
+    for out in (train, evaluation, scope["replay"]):
+        assert np.asarray(out.as_tensor() if hasattr(out, "as_tensor") else out).shape == (
+            8, 224, 224, 3)
+    boxes = np.asarray(scope["boxes"])
+    assert all(b[0] + b[2] <= im.shape[0] and b[1] + b[3] <= im.shape[1]
+               for b, im in zip(boxes, decoded))
