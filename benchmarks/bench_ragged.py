@@ -47,7 +47,7 @@ def pipelines(root: str):
         jpegs, _ = fn.readers.file(file_root=root, random_shuffle=True, seed=0)
         return fn.decoders.image(jpegs, output_type=types.RGB)
 
-    kw = dict(batch_size=B, num_threads=2, device_id=None, seed=1)
+    kw = {"batch_size": B, "num_threads": 2, "device_id": None, "seed": 1}
 
     @pipeline_def(**kw)
     def native():

@@ -15,8 +15,14 @@ from augjax._runtime.inputs import as_array, check_label_range
 from augjax._runtime.keys import sample_keys
 from augjax._runtime.partition import array_spans_devices
 from augjax._runtime.program import apply_program, array_program, sample_program
-from augjax._runtime.ragged import (_structure, check_list, pad_images, plan_program,
-                                    ragged_apply, ragged_count)
+from augjax._runtime.ragged import (
+    _structure,
+    check_list,
+    pad_images,
+    plan_program,
+    ragged_apply,
+    ragged_count,
+)
 from augjax.errors import InputError
 
 __all__ = ["apply_steps", "apply_with_params", "is_data_node", "sample_steps_on"]

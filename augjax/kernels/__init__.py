@@ -49,12 +49,12 @@ from augjax.kernels.warp import (
     pil_rotate_coefficients,
     resize_crop,
     resize_weights,
-    window_weights,
     sample,
     uniform_int,
     warp_affine,
     warp_affine_pil,
     warp_perspective,
+    window_weights,
 )
 
 __all__ = [

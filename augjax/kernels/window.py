@@ -29,7 +29,7 @@ def read_window(image: jax.Array, height, width, window: Any, out: tuple[int, in
     resampling is ATen's ``resized_crop`` (width pass, uint8 rounding, height pass); a copy
     uses nearest weights of scale 1, which copy pixels exactly.
     """
-    h_pad, w_pad, c = image.shape
+    h_pad, w_pad, _ = image.shape
     hh, ww = jnp.asarray(height, jnp.int32), jnp.asarray(width, jnp.int32)
     box = (jnp.stack([0, 0, hh, ww]) if window.box is None else window.box)
     size = box[2:] if window.size is None else window.size

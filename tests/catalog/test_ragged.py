@@ -56,15 +56,15 @@ def _get_params_reference(u, h, w):
     for t in range(10):
         target = area * (SCALE[0] + (SCALE[1] - SCALE[0]) * u[t])
         aspect = math.exp(log_ratio[0] + (log_ratio[1] - log_ratio[0]) * u[10 + t])
-        cw = int(round(math.sqrt(target * aspect)))
-        ch = int(round(math.sqrt(target / aspect)))
+        cw = round(math.sqrt(target * aspect))
+        ch = round(math.sqrt(target / aspect))
         if 0 < cw <= w and 0 < ch <= h:
             return (int(u[20] * (h - ch + 1)), int(u[21] * (w - cw + 1)), ch, cw)
     in_ratio = w / h
     if in_ratio < min(RATIO):
-        cw, ch = w, int(round(w / min(RATIO)))
+        cw, ch = w, round(w / min(RATIO))
     elif in_ratio > max(RATIO):
-        ch, cw = h, int(round(h * max(RATIO)))
+        ch, cw = h, round(h * max(RATIO))
     else:
         cw, ch = w, h
     return ((h - ch) // 2, (w - cw) // 2, ch, cw)

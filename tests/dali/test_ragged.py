@@ -196,7 +196,7 @@ def test_readme_section_runs():
     section = readme.split("## Different image sizes", 1)[1].split("\n## ", 1)[0]
     code = re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
     scope: dict = {}
-    exec(compile(code, "README.md (Different image sizes)", "exec"), scope)
+    exec(compile(code, "README.md (Different image sizes)", "exec"), scope)  # noqa: S102
     decoded, train, evaluation = scope["decoded"], scope["train"], scope["evaluation"]
     assert len({im.shape for im in decoded}) >= 5
     for out in (train, evaluation, scope["replay"]):
