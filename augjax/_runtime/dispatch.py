@@ -16,12 +16,12 @@ from augjax._runtime.keys import sample_keys
 from augjax._runtime.partition import array_spans_devices
 from augjax._runtime.program import apply_program, array_program, sample_program
 from augjax._runtime.ragged import (
-    _structure,
     check_list,
     pad_images,
     plan_program,
     ragged_apply,
     ragged_count,
+    window_structure,
 )
 from augjax.errors import InputError
 
@@ -138,7 +138,7 @@ def _ragged_prefix(steps: Sequence[Any], images: Sequence[Any], key: Any, layout
         sizes = check_list(images, name)
         keys = sample_keys(key, len(sizes), name) if random else None
         params, _ = plan_program(steps[:n], start, np.dtype(images[0].dtype).name)(sizes, keys)
-        return steps[n:], start + n, _structure(steps[:n]).out, params
+        return steps[n:], start + n, window_structure(steps[:n]).out, params
     padded, sizes = pad_images(images, name)
     keys = sample_keys(key, len(sizes), name) if random else None
     out, _, n = ragged_apply(steps, padded, sizes, keys, start, name)

@@ -27,8 +27,8 @@ from augjax._core.meta import Meta, Window
 from augjax._runtime.program import once_cache
 from augjax.errors import InputError, InputTypeError
 
-__all__ = ["RAGGED_OPS", "pad_images", "plan_program", "ragged_apply", "ragged_count",
-           "ragged_message"]
+__all__ = ["RAGGED_OPS", "check_list", "pad_images", "plan_program", "ragged_apply",
+           "ragged_count", "ragged_message", "window_structure"]
 
 #: augjax's ops that take images of different sizes (any op declaring ``ragged=`` does).
 RAGGED_OPS = ("random_resized_crop", "random_crop", "center_crop", "resize")
@@ -85,11 +85,11 @@ def ragged_count(steps: Sequence[Any], name: str, open_end: bool = False) -> int
                          argument="images")
     n = 1
     if len(steps) > 1 and ragged(steps[1]):
-        a = _structure(steps[:1])
-        b = _structure(steps[1:2])
+        a = window_structure(steps[:1])
+        b = window_structure(steps[1:2])
         if a.anchor is None and a.size is not None and b.box is None and b.size is None:
             n = 2
-    win = _structure(steps[:n])
+    win = window_structure(steps[:n])
     if win.out is None and not (open_end and n == len(steps)):
         first = steps[0].name
         raise InputError(
@@ -99,7 +99,7 @@ def ragged_count(steps: Sequence[Any], name: str, open_end: bool = False) -> int
     return n
 
 
-def _structure(steps: Sequence[Any]) -> Window:
+def window_structure(steps: Sequence[Any]) -> Window:
     """The combined window of ``steps`` for an abstract image (only which parts are None and
     the static fields matter)."""
     found: list[Window] = []
@@ -188,7 +188,7 @@ def _read_program(steps: tuple[Any, ...], out: tuple[int, int]):
     config = step.kwargs
     interpolation = config.get("interpolation", "bilinear")
     antialias = config.get("antialias", True)
-    fill = _structure(steps).fill
+    fill = window_structure(steps).fill
 
     def program(padded, sizes, box, size, anchor):
         from augjax.kernels.window import read_window
@@ -211,6 +211,6 @@ def ragged_apply(steps: tuple[Any, ...], padded: Any, sizes: Any, keys: Any, sta
     prefix = steps[:n]
     params, (box, size, anchor) = plan_program(prefix, start, np.dtype(padded.dtype).name)(
         sizes, keys)
-    out = _structure(prefix).out
+    out = window_structure(prefix).out
     images = _read_program(prefix, out)(padded, sizes, box, size, anchor)
     return images, params, n

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 
 from augjax._runtime.keys import keys_from_seeds
 from augjax._runtime.program import once_cache
-from augjax._runtime.ragged import _structure, plan_program
+from augjax._runtime.ragged import window_structure, plan_program
 from augjax.errors import InputError
 
 __all__ = ["ragged_read"]
@@ -38,7 +38,7 @@ def plan_function(steps: tuple[Any, ...], start: int, with_seeds: bool):
 
     _, _, jax_fn = _dali()
     plan = plan_program(steps, start)
-    struct = _structure(steps)
+    struct = window_structure(steps)
 
     @jax.jit
     def program(shapes, seeds=None):
@@ -69,7 +69,7 @@ def ragged_read(steps: tuple[Any, ...], images: Any, seeds: Any, start: int) -> 
     from augjax.dali._bridge import _dali
 
     fn, types, _ = _dali()
-    struct = _structure(steps)
+    struct = window_structure(steps)
     config = steps[0].kwargs
     if seeds is not None and getattr(seeds, "device", "cpu") != "cpu":
         raise InputError(

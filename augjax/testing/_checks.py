@@ -392,9 +392,9 @@ DALI_RESAMPLE_TOLERANCE = 16.0
 
 
 def _dali_tolerance(op: BoundOp, dtype: str, layout: str) -> float:
-    from augjax._runtime.ragged import _structure
+    from augjax._runtime.ragged import window_structure
 
-    if layout != "HWC" or op.spec.ragged is None or _structure((op,)).size is None:
+    if layout != "HWC" or op.spec.ragged is None or window_structure((op,)).size is None:
         return 0.0
     return DALI_RESAMPLE_TOLERANCE / (255.0 if dtype == "float32" else 1.0)
 
