@@ -13,9 +13,10 @@ from augjax._runtime.checking import check_batch, checking_enabled
 from augjax._runtime.keys import SEED_HIGH
 from augjax._runtime.partition import sharding_spans_devices
 from augjax._runtime.program import final_layout, once_cache, seeded_program
-from augjax._runtime.ragged import ragged_count
+from augjax._runtime.ragged import ragged_count, window_structure
+from augjax.dali._backend import _dali
 from augjax.dali._ragged import ragged_read
-from augjax.errors import BackendUnavailableError, InputError
+from augjax.errors import InputError
 
 __all__ = ["apply_dali", "dali_function", "use_sharding"]
 
@@ -36,18 +37,6 @@ def use_sharding(sharding: Any) -> Iterator[None]:
         yield
     finally:
         _SHARDING.reset(token)
-
-
-def _dali():
-    try:
-        from nvidia.dali import fn, types
-        from nvidia.dali.plugin.jax import fn as jax_fn
-    except ImportError as err:  # pragma: no cover - exercised only without DALI
-        raise BackendUnavailableError(
-            "augjax: DALI pipelines need NVIDIA DALI with its JAX plugin: "
-            "pip install 'augjax[dali]' (CPU or CUDA 12) or 'augjax[cuda12]'"
-        ) from err
-    return fn, types, jax_fn
 
 
 @once_cache(maxsize=512)
@@ -90,6 +79,10 @@ def _ragged_prefix(steps: tuple[Any, ...], layout: str, name: str) -> int:
     images must then be uniform): a chain starting with an op that declares ``ragged=``."""
     spec = getattr(steps[0], "spec", None)
     if layout != "HWC" or getattr(spec, "ragged", None) is None:
+        return 0
+    try:
+        window_structure(steps[:1])
+    except InputError:  # a configuration DALI cannot read ragged (random_crop pad_mode='reflect')
         return 0
     return ragged_count(steps, name, open_end=True)
 

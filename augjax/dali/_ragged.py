@@ -25,6 +25,7 @@ import jax.numpy as jnp
 from augjax._runtime.keys import keys_from_seeds
 from augjax._runtime.program import once_cache
 from augjax._runtime.ragged import window_structure, plan_program
+from augjax.dali._backend import _dali
 from augjax.errors import InputError
 
 __all__ = ["ragged_read"]
@@ -34,8 +35,6 @@ __all__ = ["ragged_read"]
 def plan_function(steps: tuple[Any, ...], start: int, with_seeds: bool):
     """The ``jax_function`` (CPU) ``(shapes[, seeds]) -> (box start, box shape, size,
     anchor)``, the parts the window has, as int32 / float32 per-sample vectors."""
-    from augjax.dali._bridge import _dali
-
     _, _, jax_fn = _dali()
     plan = plan_program(steps, start)
     struct = window_structure(steps)
@@ -66,8 +65,6 @@ def ragged_read(steps: tuple[Any, ...], images: Any, seeds: Any, start: int) -> 
     """Adds the DALI operators that read ``images`` (any sizes) through ``steps`` (the chain's
     ragged prefix) and returns the uniform batch, on the images' device. ``seeds`` is a CPU
     DataNode of per-sample seeds (or None when no step is random and none were given)."""
-    from augjax.dali._bridge import _dali
-
     fn, types, _ = _dali()
     struct = window_structure(steps)
     config = steps[0].kwargs
