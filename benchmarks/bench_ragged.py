@@ -2,9 +2,12 @@
 ``fn.random_resized_crop`` and against a bounded pad (pad the batch to its largest image, crop
 and resize in JAX), B=16, JPEGs of 16 sizes (256x341 .. 640x480) made from the bundled photos.
 
-    python benchmarks/bench_ragged.py [--iters 20] [--rounds 5]
+    python benchmarks/bench_ragged.py [--iters 20] [--rounds 5] [--sync]
 
-Prints images/s per pipeline (median over rounds, pipelines interleaved in each round).
+Prints images/s per pipeline (median over rounds, pipelines interleaved in each round) from the
+wall clock and from the process's CPU time (all threads; steadier on a shared machine).
+``--sync`` runs the pipelines without prefetch (``exec_async=False, exec_pipelined=False``), so
+each ``run()`` is exactly one batch's work.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ def make_jpegs(root: pathlib.Path) -> None:
         im.save(root / "c0" / f"{i:02d}.jpg", quality=90)
 
 
-def pipelines(root: str):
+def pipelines(root: str, sync: bool = False):
     import jax
     from nvidia.dali import fn, pipeline_def, types
     from nvidia.dali.plugin.jax import fn as jax_fn
@@ -48,6 +51,8 @@ def pipelines(root: str):
         return fn.decoders.image(jpegs, output_type=types.RGB)
 
     kw = {"batch_size": B, "num_threads": 2, "device_id": None, "seed": 1}
+    if sync:
+        kw.update(exec_async=False, exec_pipelined=False)
 
     @pipeline_def(**kw)
     def native():
@@ -86,28 +91,32 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--sync", action="store_true")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         make_jpegs(pathlib.Path(tmp))
-        pipes = {k: v() for k, v in pipelines(tmp).items()}
+        pipes = {k: v() for k, v in pipelines(tmp, args.sync).items()}
         for p in pipes.values():
             p.build()
             for _ in range(5):
                 p.run()
-        times: dict[str, list[float]] = {k: [] for k in pipes}
+        wall: dict[str, list[float]] = {k: [] for k in pipes}
+        cpu: dict[str, list[float]] = {k: [] for k in pipes}
         rng = np.random.default_rng(0)
         for _ in range(args.rounds):
             for k in rng.permutation(list(pipes)):
                 p = pipes[k]
-                t = time.perf_counter()
+                t, c = time.perf_counter(), time.process_time()
                 for _ in range(args.iters):
                     p.run()
-                times[k].append(B * args.iters / (time.perf_counter() - t))
-        base = statistics.median(times["dali_native"])
-        for k, v in times.items():
-            m = statistics.median(v)
-            print(f"{k:22s} {m:8.1f} img/s  ({m / base:.2f}x native)  rounds {[round(x) for x in v]}")
-
+                wall[k].append(B * args.iters / (time.perf_counter() - t))
+                cpu[k].append(B * args.iters / (time.process_time() - c))
+        base_w, base_c = (statistics.median(x["dali_native"]) for x in (wall, cpu))
+        for k in pipes:
+            w, c = statistics.median(wall[k]), statistics.median(cpu[k])
+            print(f"{k:20s} wall {w:7.1f} img/s ({w / base_w:.2f}x native)   "
+                  f"cpu {c:7.1f} img/cpu-s ({c / base_c:.2f}x native)   "
+                  f"wall rounds {[round(x) for x in wall[k]]}")
 
 if __name__ == "__main__":
     main()
