@@ -16,6 +16,7 @@ from augjax._runtime.keys import sample_keys
 from augjax._runtime.partition import array_spans_devices
 from augjax._runtime.program import apply_program, array_program, sample_program
 from augjax._runtime.ragged import (
+    as_arrays,
     check_list,
     pad_images,
     plan_program,
@@ -128,16 +129,15 @@ def _ragged_prefix(steps: Sequence[Any], images: Sequence[Any], key: Any, layout
     if layout != "HWC":
         raise InputError(f"{name}: a list of images of different sizes is taken in layout "
                          f"'HWC', got layout={layout!r}", op=name, argument="layout")
+    arrays = as_arrays(images, name)
     steps = tuple(steps)
     n = ragged_count(steps, _first_name(steps, name))
     random = any(step.spec.random for step in steps)
     if sample:  # the windows need the sizes only
-        kinds = {type(x) for x in images if not isinstance(x, (np.ndarray, jax.Array))}
-        if kinds:
-            pad_images(images, name)  # raises the error for non-arrays
-        sizes = check_list(images, name)
-        keys = sample_keys(key, len(sizes), name) if random else None
-        params, _ = plan_program(steps[:n], start, np.dtype(images[0].dtype).name)(sizes, keys)
+        check_list(arrays, name)
+        shapes = np.array([a.shape for a in arrays], np.int32)
+        keys = sample_keys(key, len(shapes), name) if random else None
+        params, _ = plan_program(steps[:n], start, arrays[0].dtype.name)(shapes, keys)
         return steps[n:], start + n, window_structure(steps[:n]).out, params
     padded, sizes = pad_images(images, name)
     keys = sample_keys(key, len(sizes), name) if random else None

@@ -27,7 +27,7 @@ from augjax._core.meta import Meta, Window
 from augjax._runtime.program import once_cache
 from augjax.errors import InputError, InputTypeError
 
-__all__ = ["RAGGED_OPS", "check_list", "pad_images", "plan_program", "ragged_apply",
+__all__ = ["RAGGED_OPS", "as_arrays", "check_list", "pad_images", "plan_program", "ragged_apply",
            "ragged_count", "ragged_message", "window_structure"]
 
 #: augjax's ops that take images of different sizes (any op declaring ``ragged=`` does).
@@ -101,7 +101,12 @@ def ragged_count(steps: Sequence[Any], name: str, open_end: bool = False) -> int
 
 def window_structure(steps: Sequence[Any]) -> Window:
     """The combined window of ``steps`` for an abstract image (only which parts are None and
-    the static fields matter)."""
+    the static fields matter: the parts are the strings "box", "size", "anchor")."""
+    return _window_structure(tuple(steps))
+
+
+@once_cache(maxsize=256)
+def _window_structure(steps: tuple[Any, ...]) -> Window:
     found: list[Window] = []
 
     def run(h, w, key):
@@ -119,14 +124,14 @@ def window_structure(steps: Sequence[Any]) -> Window:
 
 @once_cache(maxsize=256)
 def plan_program(steps: tuple[Any, ...], start: int, dtype: str = "uint8"):
-    """The jitted plan: ``f(shapes, keys) -> (params, window)`` for int32 ``shapes`` ``(N, 2)``
-    or ``(N, 3)`` (height, width[, channels]) and per-sample keys (or None): each step's params
+    """The jitted plan: ``f(shapes, keys) -> (params, window)`` for int32 ``shapes`` ``(N, 3)``
+    (height, width, channels) and per-sample keys (or None): each step's params
     with a leading axis N (what ``.sample`` returns) and the combined window's traced fields
     with a leading axis N."""
 
     def program(shapes, keys):
         shapes = jnp.asarray(shapes, jnp.int32)
-        c = shapes[:, 2] if shapes.shape[1] > 2 else jnp.full(shapes.shape[:1], 3, jnp.int32)
+        c = shapes[:, 2]
 
         def one(shape, ch, key):
             params, win = _plan_one(steps, shape[0], shape[1], ch, dtype, key, start)
@@ -144,8 +149,23 @@ def pad_images(images: Sequence[Any], name: str) -> tuple[np.ndarray, np.ndarray
     ``(N, 2)`` sizes.
 
     Raises:
-        InputError: an image that is not ``(H, W, C)``, or images of different dtypes or
-            channel counts.
+        InputTypeError: an item that is not an array.
+        InputError: see :func:`check_list`.
+    """
+    arrays = as_arrays(images, name)
+    sizes = check_list(arrays, name)
+    h, w = sizes.max(0)
+    out = np.zeros((len(arrays), h, w, arrays[0].shape[2]), arrays[0].dtype)
+    for i, a in enumerate(arrays):
+        out[i, :a.shape[0], :a.shape[1]] = a
+    return out, sizes
+
+
+def as_arrays(images: Sequence[Any], name: str) -> list[np.ndarray]:
+    """The list's images as NumPy arrays.
+
+    Raises:
+        InputTypeError: an item that is not a NumPy array or a ``jax.Array``.
     """
     kinds = {type(x) for x in images if not isinstance(x, (np.ndarray, jax.Array))}
     if kinds:
@@ -153,13 +173,7 @@ def pad_images(images: Sequence[Any], name: str) -> tuple[np.ndarray, np.ndarray
             f"{name}: argument 'images' as a list expects one array per image (NumPy or "
             f"jax.Array, HWC), got {', '.join(sorted(k.__name__ for k in kinds))} items",
             op=name, argument="images")
-    arrays = [np.asarray(x) for x in images]
-    sizes = check_list(arrays, name)
-    h, w = sizes.max(0)
-    out = np.zeros((len(arrays), h, w, arrays[0].shape[2]), arrays[0].dtype)
-    for i, a in enumerate(arrays):
-        out[i, :a.shape[0], :a.shape[1]] = a
-    return out, sizes
+    return [np.asarray(x) for x in images]
 
 
 def check_list(arrays: Sequence[Any], name: str) -> np.ndarray:
@@ -209,8 +223,9 @@ def ragged_apply(steps: tuple[Any, ...], padded: Any, sizes: Any, keys: Any, sta
     params, n)``."""
     n = ragged_count(steps, name)
     prefix = steps[:n]
+    shapes = np.concatenate([sizes, np.full((len(sizes), 1), padded.shape[-1], np.int32)], 1)
     params, (box, size, anchor) = plan_program(prefix, start, np.dtype(padded.dtype).name)(
-        sizes, keys)
+        shapes, keys)
     out = window_structure(prefix).out
     images = _read_program(prefix, out)(padded, sizes, box, size, anchor)
     return images, params, n
