@@ -15,6 +15,11 @@ Params (``op.sample``; one value per sample, leading axis N): ``random_resized_c
 padding); ``center_crop`` draws nothing. ``op.apply(x, params={"box": ...})`` crops exact
 boxes. Every op's ``matrix`` maps input pixel coordinates to output ones
 (:func:`augjax.kernels.crop_resize_matrix`, :func:`augjax.kernels.translation`).
+
+Images of different sizes (``ragged=``): each op draws its params from the image's true size
+(traced) and says by its :class:`augjax._core.meta.Window` which box it resamples and which
+window it cuts, so a chain can start with it on ``fn.decoders.image`` output or a list of images
+(:mod:`augjax._runtime.ragged`). ``random_crop`` then pads with a constant only.
 """
 
 from __future__ import annotations
