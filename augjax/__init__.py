@@ -11,7 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from augjax import errors, ops
-from augjax._core.meta import Meta
+from augjax._core.meta import Meta, Window
 from augjax._core.targets import Follow
 from augjax._core.param import Param
 from augjax._plugins.registry import REGISTRY, OpRecord
@@ -115,6 +115,7 @@ __all__ = [
     "Param",
     "ParamError",
     "PluginLoadError",
+    "Window",
     "errors",
     "get_op",
     "index_seeds",

@@ -105,6 +105,7 @@ class OpSpec:
     doc: str = ""
     compute_bound: bool = False
     targets: Follow = Follow()
+    ragged: Callable[..., Any] | None = None
 
     @property
     def summary(self) -> str:
@@ -224,6 +225,7 @@ def op(
     api_version: str = API_VERSION,
     compute_bound: bool = False,
     targets: Follow | None = None,
+    ragged: Callable[..., Any] | None = None,
 ) -> Callable[[Callable[..., Any]], OpSpec]:
     """Declares an op: ``@op("name", params={...})`` over its kernel returns an :class:`OpSpec`.
 
@@ -262,6 +264,11 @@ def op(
         targets: how masks, boxes and keypoints follow the op (:class:`augjax.Follow`);
             default: kept by ops that do not move pixels, masks through the kernel (nearest)
             and points through ``matrix`` for geometric ops, refused by batch-level ops.
+        ragged: ``f(params, height, width, **config) -> Window`` for ops that take images of
+            different sizes as a chain's first op (crops, resize): the sample's source box, the
+            size it is resampled to and the output window (:class:`augjax._core.meta.Window`),
+            from its params drawn with the image's true (traced) size. DALI resamples and crops
+            the ragged images natively by it; on arrays augjax does.
 
     Raises:
         OpDefinitionError: when the declaration and the kernel disagree.
@@ -310,6 +317,7 @@ def op(
             doc=inspect.getdoc(kernel) or "",
             compute_bound=bool(compute_bound),
             targets=targets or default_follow(level, moves, matrix is not None),
+            ragged=ragged,
         )
 
     return decorate

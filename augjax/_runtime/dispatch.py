@@ -16,6 +16,15 @@ from augjax._runtime.keys import sample_keys
 from augjax._runtime.partition import array_spans_devices
 from augjax._runtime.program import apply_program, array_program, sample_program
 from augjax._runtime.targets import prepare_targets
+from augjax._runtime.ragged import (
+    as_arrays,
+    check_list,
+    pad_images,
+    plan_program,
+    ragged_apply,
+    ragged_count,
+    window_structure,
+)
 from augjax.errors import InputError
 
 __all__ = ["apply_steps", "apply_with_params", "is_data_node", "sample_steps_on"]
@@ -91,6 +100,11 @@ def apply_steps(
                 op=name,
                 argument=arg,
             )
+    if isinstance(inputs[0], (list, tuple)):  # images of different sizes
+        steps, start, images = _ragged_prefix(steps, inputs[0], key, layout, start, name)
+        if not steps:
+            return images
+        inputs = (images, *inputs[1:])
     images = as_array(inputs[0], name, "images")
     # Float values outside [0, 1]: NumPy batches are read for free (a warning); jax.Arrays
     # only in checking mode (an error; reading them is a device sync).
@@ -141,6 +155,29 @@ def _result(out: Any, labels: Any, outputs_decl: tuple[str, ...], tspec: Any,
     return result
 
 
+def _ragged_prefix(steps: Sequence[Any], images: Sequence[Any], key: Any, layout: str,
+                   start: int, name: str, sample: bool = False) -> tuple[Any, ...]:
+    """Runs (or, with ``sample``, draws) the chain's leading steps that take a list of images of
+    different sizes; returns ``(remaining steps, their start, uniform batch[, params])``."""
+    if layout != "HWC":
+        raise InputError(f"{name}: a list of images of different sizes is taken in layout "
+                         f"'HWC', got layout={layout!r}", op=name, argument="layout")
+    arrays = as_arrays(images, name)
+    steps = tuple(steps)
+    n = ragged_count(steps, _first_name(steps, name))
+    random = any(step.spec.random for step in steps)
+    if sample:  # the windows need the sizes only
+        check_list(arrays, name)
+        shapes = np.array([a.shape for a in arrays], np.int32)
+        keys = sample_keys(key, len(shapes), name) if random else None
+        params, _ = plan_program(steps[:n], start, arrays[0].dtype.name)(shapes, keys)
+        return steps[n:], start + n, window_structure(steps[:n]).out, params
+    padded, sizes = pad_images(images, name)
+    keys = sample_keys(key, len(sizes), name) if random else None
+    out, _, n = ragged_apply(steps, padded, sizes, keys, start, name)
+    return steps[n:], start + n, out
+
+
 def _array_inputs(inputs: Sequence[Any], name: str, inputs_decl: tuple[str, ...],
                   layout: str, what: str) -> tuple[Any, Any]:
     n_images = 1 if what == "sample" else len(inputs_decl)
@@ -180,6 +217,17 @@ def sample_steps_on(steps: Sequence[Any], inputs: Sequence[Any], *, name: str,
                     start: int = 0) -> tuple[Any, ...]:
     """Every step's params for ``inputs`` with ``key`` (arrays only): a tuple, one pytree per
     step, exactly the values a call with the same key uses."""
+    if inputs and isinstance(inputs[0], (list, tuple)) and not (
+            inputs[0] and all(isinstance(d, int) for d in inputs[0])):
+        rest, rest_start, out, params = _ragged_prefix(steps, inputs[0], key, layout, start,
+                                                       name, sample=True)
+        if not rest:
+            return tuple(params)
+        first = np.asarray(inputs[0][0])
+        shape = jax.ShapeDtypeStruct((len(inputs[0]), *out, first.shape[-1]), first.dtype)
+        more = sample_steps_on(rest, (shape,), name=name, inputs_decl=inputs_decl, key=key,
+                               layout=layout, start=rest_start)
+        return tuple(params) + tuple(more)
     images, _ = _array_inputs(inputs, name, inputs_decl, layout, "sample")
     random = any(step.spec.random for step in steps)
     keys = sample_keys(key, images.shape[0], name) if random else None

@@ -20,6 +20,10 @@ Targets (:mod:`augjax._runtime.targets`): boxes and keypoints follow that matrix
 and a scale); masks are cropped (and resized with nearest, ``antialias`` off) by the same
 kernel, and padding (``random_crop``'s ``padding``, ``center_crop``'s zero padding) gets
 ``mask_fill`` with ``pad_mode="constant"``, or the mask's own edge/reflection otherwise.
+Images of different sizes (``ragged=``): each op draws its params from the image's true size
+(traced) and says by its :class:`augjax._core.meta.Window` which box it resamples and which
+window it cuts, so a chain can start with it on ``fn.decoders.image`` output or a list of images
+(:mod:`augjax._runtime.ragged`). ``random_crop`` then pads with a constant only.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import math
 import jax
 import jax.numpy as jnp
 
+from augjax._core.meta import Window
 from augjax._core.param import Param
 from augjax._core.spec import op
 from augjax.errors import InputError
@@ -62,29 +67,29 @@ def _resized_crop_box(u_area, u_ratio, u_top, u_left, h: int, w: int, scale, rat
     ``(round(sqrt(A*r)), round(sqrt(A/r)))``; the first attempt that fits is placed at
     ``top = floor(u_top * (H - h + 1))``, ``left = floor(u_left * (W - w + 1))``. When none fits,
     the box is torchvision's central fallback (the whole image, or the largest centred box whose
-    aspect ratio is clamped into ``ratio``). Returns int32 ``(top, left, height, width)``.
+    aspect ratio is clamped into ``ratio``). ``h`` and ``w`` may be traced (the true size of
+    one image of a ragged batch). Returns int32 ``(top, left, height, width)``.
     """
-    area = jnp.float32(h * w)
+    h, w = jnp.asarray(h, jnp.int32), jnp.asarray(w, jnp.int32)  # traced for ragged batches
+    hf, wf = h.astype(jnp.float32), w.astype(jnp.float32)
+    area = (h * w).astype(jnp.float32)
     target = area * (scale[0] + (scale[1] - scale[0]) * u_area)
     log_lo, log_hi = math.log(ratio[0]), math.log(ratio[1])
     aspect = jnp.exp(log_lo + (log_hi - log_lo) * u_ratio)
     cw = jnp.round(jnp.sqrt(target * aspect))
     ch = jnp.round(jnp.sqrt(target / aspect))
-    fits = (cw > 0) & (cw <= w) & (ch > 0) & (ch <= h)
+    fits = (cw > 0) & (cw <= wf) & (ch > 0) & (ch <= hf)
     first = jnp.argmax(fits)
-    # Fallback (static: it depends only on the image size and the ratio range).
-    in_ratio = w / h
-    if in_ratio < min(ratio):
-        fw, fh = w, int(round(w / min(ratio)))
-    elif in_ratio > max(ratio):
-        fh, fw = h, int(round(h * max(ratio)))
-    else:
-        fw, fh = w, h
+    # Fallback: the whole image, or the largest centred box with its ratio clamped into range.
+    in_ratio = wf / hf
+    narrow, wide = in_ratio < min(ratio), in_ratio > max(ratio)
+    fw = jnp.where(wide, jnp.round(hf * max(ratio)), wf)
+    fh = jnp.where(narrow, jnp.round(wf / min(ratio)), hf)
     found = fits.any()
     bh = jnp.where(found, ch[first], fh)
     bw = jnp.where(found, cw[first], fw)
-    top = jnp.where(found, jnp.floor(u_top * (h - bh + 1)), (h - fh) // 2)
-    left = jnp.where(found, jnp.floor(u_left * (w - bw + 1)), (w - fw) // 2)
+    top = jnp.where(found, jnp.floor(u_top * (hf - bh + 1)), jnp.floor((hf - fh) / 2))
+    left = jnp.where(found, jnp.floor(u_left * (wf - bw + 1)), jnp.floor((wf - fw) / 2))
     return jnp.stack([top, left, bh, bw]).astype(jnp.int32)
 
 
@@ -96,6 +101,10 @@ def _rrc_sample(key, meta, params, *, scale, ratio, **_):
     box = _resized_crop_box(u[:ATTEMPTS], u[ATTEMPTS:2 * ATTEMPTS], u[-2], u[-1], meta.height,
                             meta.width, scale, ratio)
     return {"box": box}
+
+
+def _rrc_window(params, h, w, *, size, **_):
+    return Window(box=params["box"], size=jnp.asarray(size, jnp.int32), out=tuple(size))
 
 
 def _rrc_matrix(params, meta, *, size, **_):
@@ -118,6 +127,7 @@ def _rrc_matrix(params, meta, *, size, **_):
     },
     sample=_rrc_sample,
     matrix=_rrc_matrix,
+    ragged=_rrc_window,
     output_size=_output_size,
     reference="torchvision.transforms.v2.RandomResizedCrop",
 )
@@ -207,16 +217,41 @@ def _crop_padding(h: int, w: int, size, padding, pad_if_needed: bool):
     return left, top, right, bottom
 
 
+def _traced_padding(h, w, size, padding, pad_if_needed: bool):
+    """:func:`_crop_padding` for a traced image size (a ragged batch): nothing is raised; an
+    image smaller than the (padded) crop is read with ``fill`` beyond its padding."""
+    left, top, right, bottom = padding or (0, 0, 0, 0)
+    if pad_if_needed:
+        dh = jnp.maximum(size[0] - (h + top + bottom), 0)
+        dw = jnp.maximum(size[1] - (w + left + right), 0)
+        top, bottom, left, right = top + dh, bottom + dh, left + dw, right + dw
+    return left, top, right, bottom
+
+
 def _random_crop_sample(key, meta, params, *, size, padding, pad_if_needed, **_):
     """One sample's ``offset``: the window's top-left corner, uniform over the positions of
     the padded image (``uniform_int(jax.random.uniform(key, (2,)), 0, positions)``), given in
     input pixels (the padded image's corner minus the padding)."""
-    left, top, right, bottom = _crop_padding(meta.height, meta.width, size, padding,
-                                             pad_if_needed)
-    positions = jnp.array([meta.height + top + bottom - size[0] + 1,
-                           meta.width + left + right - size[1] + 1])
+    h, w = meta.height, meta.width
+    if isinstance(h, int) and isinstance(w, int):
+        left, top, right, bottom = _crop_padding(h, w, size, padding, pad_if_needed)
+    else:
+        left, top, right, bottom = _traced_padding(h, w, size, padding, pad_if_needed)
+    positions = jnp.maximum(jnp.stack([jnp.asarray(h + top + bottom - size[0] + 1),
+                                       jnp.asarray(w + left + right - size[1] + 1)]), 1)
     corner = uniform_int(jax.random.uniform(key, (2,)), 0, positions)
-    return {"offset": corner - jnp.array([top, left], jnp.int32)}
+    return {"offset": corner - jnp.stack([jnp.asarray(top), jnp.asarray(left)]).astype(jnp.int32)}
+
+
+def _random_crop_window(params, h, w, *, size, fill, pad_mode, **_):
+    if pad_mode != "constant":
+        raise InputError(
+            f"random_crop: images of different sizes are padded with a constant; argument "
+            f"'pad_mode' expects 'constant' for them, got {pad_mode!r}",
+            op="random_crop",
+            argument="pad_mode",
+        )
+    return Window(anchor=params["offset"], out=tuple(size), fill=tuple(fill))
 
 
 def _random_crop_matrix(params, meta, **_):
@@ -240,6 +275,7 @@ def _random_crop_matrix(params, meta, **_):
     },
     sample=_random_crop_sample,
     matrix=_random_crop_matrix,
+    ragged=_random_crop_window,
     output_size=_output_size,
     reference="torchvision.transforms.v2.RandomCrop",
 )
@@ -293,11 +329,21 @@ def _center_matrix(params, meta, *, size):
     return translation(pad_l - left, pad_t - top)
 
 
+def _center_window(params, h, w, *, size):
+    ch, cw = size
+    pad_t, pad_l = jnp.maximum(ch - h, 0) // 2, jnp.maximum(cw - w, 0) // 2
+    top = jnp.round((jnp.maximum(h, ch) - ch) / 2.0)  # half to even, as Python's round
+    left = jnp.round((jnp.maximum(w, cw) - cw) / 2.0)
+    return Window(anchor=jnp.stack([top - pad_t, left - pad_l]).astype(jnp.int32),
+                  out=tuple(size))
+
+
 @op(
     "center_crop",
     params={"size": _size_param("crop (height, width), or one int for a square")},
     random=False,
     matrix=_center_matrix,
+    ragged=_center_window,
     output_size=_output_size,
     reference="torchvision.transforms.v2.CenterCrop",
 )

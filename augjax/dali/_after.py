@@ -75,7 +75,9 @@ class augment_batches(Iterator[dict]):  # noqa: N801 - used like a function
         layout: "HWC" or "CHW", as for the op call.
 
     The outputs are the in-pipeline operator's for the same seeds, bit for bit: the program is
-    the same compiled function.
+    the same compiled function. (Chains that start with a resampling crop or ``resize``: in the
+    pipeline DALI resamples the windows, here JAX does; same windows, README "Different image
+    sizes".)
     """
 
     def __init__(self, batches: Iterable[Mapping[str, Any]], chain: Any, *,

@@ -13,7 +13,10 @@ from augjax._runtime.checking import check_batch, checking_enabled
 from augjax._runtime.keys import SEED_HIGH
 from augjax._runtime.partition import sharding_spans_devices
 from augjax._runtime.program import final_layout, once_cache, seeded_program
-from augjax.errors import BackendUnavailableError, InputError
+from augjax._runtime.ragged import ragged_count, window_structure
+from augjax.dali._backend import _dali
+from augjax.dali._ragged import ragged_read
+from augjax.errors import InputError
 
 __all__ = ["apply_dali", "dali_function", "use_sharding"]
 
@@ -34,18 +37,6 @@ def use_sharding(sharding: Any) -> Iterator[None]:
         yield
     finally:
         _SHARDING.reset(token)
-
-
-def _dali():
-    try:
-        from nvidia.dali import fn, types
-        from nvidia.dali.plugin.jax import fn as jax_fn
-    except ImportError as err:  # pragma: no cover - exercised only without DALI
-        raise BackendUnavailableError(
-            "augjax: DALI pipelines need NVIDIA DALI with its JAX plugin: "
-            "pip install 'augjax[dali]' (CPU or CUDA 12) or 'augjax[cuda12]'"
-        ) from err
-    return fn, types, jax_fn
 
 
 @once_cache(maxsize=512)
@@ -85,6 +76,19 @@ def dali_function(
         function, num_outputs=len(outputs), output_layouts=layouts, device=device,
         sharding=sharding,
     )
+
+
+def _ragged_prefix(steps: tuple[Any, ...], layout: str, name: str) -> int:
+    """How many leading steps DALI runs on the images at their own sizes (0: none; the
+    images must then be uniform): a chain starting with an op that declares ``ragged=``."""
+    spec = getattr(steps[0], "spec", None)
+    if layout != "HWC" or getattr(spec, "ragged", None) is None:
+        return 0
+    try:
+        window_structure(steps[:1])
+    except InputError:  # a configuration DALI cannot read ragged (random_crop pad_mode='reflect')
+        return 0
+    return ragged_count(steps, name, open_end=True)
 
 
 def _node_device(node: Any) -> str:
@@ -142,10 +146,27 @@ def apply_dali(
     def place(node: Any) -> Any:
         return node.gpu() if device == "gpu" and _node_device(node) == "cpu" else node
 
+    steps = tuple(steps)
+    random = any(step.spec.random for step in steps)
+    n = _ragged_prefix(steps, layout, name)
+    if n:
+        # The ragged prefix is drawn on the CPU (its windows steer DALI's own operators).
+        given = seeds is not None
+        if not given and random:
+            kwargs = {} if seed is None else {"seed": int(seed)}
+            seeds = fn.random.uniform(range=[0, SEED_HIGH], shape=[2], dtype=types.INT32,
+                                      device="cpu", **kwargs)
+        images = ragged_read(steps[:n], images, seeds, start)
+        steps, start = steps[n:], start + n
+        if not steps:
+            return images
+        random = any(step.spec.random for step in steps)
+        if not (random or given):
+            seeds = None
+
     args = [place(images)]
     if labels is not None:
         args.append(place(labels))
-    random = any(step.spec.random for step in steps)
     if seeds is not None:
         args.append(place(seeds))
     elif random:

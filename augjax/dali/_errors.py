@@ -12,7 +12,25 @@ __all__ = ["error_cause", "is_pipeline_error"]
 _MARK = "Critical error in pipeline"
 _OPERATOR = re.compile(r"Error in (\w+) operator `([^`]+)`")
 # What DALI and JAX append after the operator's exception text.
+_RAGGED = 'Assert on "is_uniform(input.shape())"'
+_FRAME = re.compile(r'File "([^"]+)", line (\d+), in \w+\n([^\n]*)')
 _TAILS = ("\n__notes__", "\nAt:\n", "\nCurrent pipeline object is no longer valid")
+
+
+def _ragged_cause(text: str) -> str:
+    """The cause for images of different sizes reaching an augjax operator that takes one size:
+    names the call (the last pipeline-definition frame outside augjax and DALI) and the ops
+    that take images of different sizes."""
+    from augjax._runtime.ragged import RAGGED_OPS
+
+    frames = _FRAME.findall(text.split("encountered:", 1)[0])
+    user = [f for f in frames if "/augjax/" not in f[0] and "/nvidia/dali/" not in f[0]]
+    where = (f" (called at {user[-1][0]}:{user[-1][1]}: {user[-1][2].strip()})" if user
+             else "")
+    return (f"InputError: an augjax operator got images of different sizes{where}, but only "
+            f"a chain that starts with {', '.join(RAGGED_OPS)} takes them (resize with one int "
+            f"needs a crop after it); other ops take one image size per batch. DALI: "
+            f"{_RAGGED} failed")
 
 
 def is_pipeline_error(err: BaseException) -> bool:
@@ -37,6 +55,8 @@ def error_cause(err: BaseException | str) -> str | None:
     cause = cause[:cut].strip()
     if not cause:
         return None
+    if _RAGGED in cause:
+        return _ragged_cause(text)
     where = _OPERATOR.findall(text)
     if where:
         backend, name = where[-1]

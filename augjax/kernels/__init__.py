@@ -58,6 +58,7 @@ from augjax.kernels.warp import (
     warp_affine,
     warp_affine_pil,
     warp_perspective,
+    window_weights,
 )
 
 __all__ = [
@@ -93,6 +94,7 @@ __all__ = [
     "resize_crop",
     "resize_taps",
     "resize_weights",
+    "window_weights",
     "sample",
     "stretch",
     "to_dtype",

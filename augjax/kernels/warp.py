@@ -264,11 +264,24 @@ def resize_weights(out_size: int, in_size: int, start, length, interpolation: st
     outside the window dropped and the rest renormalised (the same as clamping at the edges).
     ``"nearest"``: ATen's legacy nearest, source ``min(floor(i * scale), length - 1)``.
     """
+    return window_weights(out_size, 0, out_size, in_size, start, length, interpolation,
+                          antialias)
+
+
+def window_weights(rows: int, offset, out_size, in_size: int, start, length,
+                   interpolation: str, antialias: bool) -> jax.Array:
+    """Rows ``offset .. offset + rows - 1`` of :func:`resize_weights` for an output of
+    ``out_size`` pixels, where ``offset`` and ``out_size`` may be traced (images of different
+    sizes): a ``(rows, in_size)`` matrix whose rows outside ``[0, out_size)`` are zero (the
+    padding of a crop window that leaves the resized image)."""
     length = jnp.asarray(length, _F32)
-    scale = exact_div(length, float(out_size))  # ATen: (float)input_size / output_size
-    i = jnp.arange(out_size, dtype=_F32)[:, None]
+    if isinstance(out_size, (int, float)):
+        scale = exact_div(length, float(out_size))  # ATen: (float)input_size / output_size
+    else:
+        scale = length / jnp.asarray(out_size, _F32)
+    i = jnp.arange(rows, dtype=_F32)[:, None] + jnp.asarray(offset, _F32)
     j = jnp.arange(in_size, dtype=_F32)[None, :] - jnp.asarray(start, _F32)
-    inside = (j >= 0) & (j < length)
+    inside = (j >= 0) & (j < length) & (i >= 0) & (i < jnp.asarray(out_size, _F32))
     if interpolation == "nearest":
         src = jnp.minimum(jnp.floor(i * scale), length - 1.0)
         return ((j == src) & inside).astype(_F32)

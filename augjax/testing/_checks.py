@@ -385,10 +385,25 @@ def check_no_recompilation(op: BoundOp) -> None:
                          f"parameters hashable and normalised? {op.kwargs})")
 
 
+#: DALI vs array, for ops that DALI resamples itself (a ``ragged=`` window that resizes, read by
+#: ``fn.resize``): the same windows, DALI's resampling, which differs most at the box's border
+#: (README "Different image sizes": mean 0.13 level, interior within 1, border pixels up to 11).
+DALI_RESAMPLE_TOLERANCE = 16.0
+
+
+def _dali_tolerance(op: BoundOp, dtype: str, layout: str) -> float:
+    from augjax._runtime.ragged import window_structure
+
+    if layout != "HWC" or op.spec.ragged is None or window_structure((op,)).size is None:
+        return 0.0
+    return DALI_RESAMPLE_TOLERANCE / (255.0 if dtype == "float32" else 1.0)
+
+
 def check_dali_matches_array(op: BoundOp) -> None:
     """In a DALI CPU pipeline, with given per-sample seeds, the op gives bitwise the output of
     the array path with ``key=augjax.keys_from_seeds(seeds)`` (for the first declared dtype:
-    the bridge treats dtypes alike, and each compile costs)."""
+    the bridge treats dtypes alike, and each compile costs). Ops that DALI resamples itself
+    (``ragged=`` windows that resize) are within :data:`DALI_RESAMPLE_TOLERANCE` levels."""
     reason = dali_available()
     if reason is not None:
         raise CheckSkipped(reason)
@@ -401,7 +416,8 @@ def check_dali_matches_array(op: BoundOp) -> None:
     array = _run(op, x, labels, keys_from_seeds(seeds), layout)
     assert len(dali) == len(array), f"DALI gave {len(dali)} outputs, arrays {len(array)}"
     for i, (d, a) in enumerate(zip(dali, array)):
-        _assert_close(f"{dtype} output {i}: DALI vs array", d, a, 0.0)
+        _assert_close(f"{dtype} output {i}: DALI vs array", d, a,
+                      _dali_tolerance(op, dtype, layout))
 
 
 #: Every check, in the order the kit runs them, with the condition (on the bound op) under

@@ -1,0 +1,231 @@
+"""Images of different sizes: a chain whose first op declares ``ragged=`` (crops, resize).
+
+Such an op turns images of any size into one output size, so it can read a ragged batch: each
+sample's params are drawn from the image's true size (``Meta.height``/``width`` traced), with
+the key a uniform batch would give it, and the op's :class:`augjax._core.meta.Window` says
+which box is resampled to which size and which output window is cut from it. A ``resize``
+that does not crop may be followed by a crop that does not resample (timm's eval transform,
+``resize(256)`` then ``center_crop(224)``): the two read the image as one window.
+
+The plan (:func:`plan_program`) is shared by both backends, so a DALI pipeline and the array
+replay (``key=keys_from_seeds(seeds)``) draw the same windows. On arrays the images are padded
+to the largest one and :func:`augjax.kernels.window.read_window` reads each window; in DALI
+the plan's boxes, sizes and anchors drive DALI's own ``fn.slice`` and ``fn.resize``
+(``augjax.dali._ragged``), so memory stays bounded by the output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from augjax._core.meta import Meta, Window
+from augjax._runtime.program import once_cache
+from augjax.errors import InputError, InputTypeError
+
+__all__ = ["RAGGED_OPS", "as_arrays", "check_list", "pad_images", "plan_program", "ragged_apply",
+           "ragged_count", "ragged_message", "window_structure"]
+
+#: augjax's ops that take images of different sizes (any op declaring ``ragged=`` does).
+RAGGED_OPS = ("random_resized_crop", "random_crop", "center_crop", "resize")
+
+
+def ragged_message(name: str, what: str) -> str:
+    """The error for images of different sizes reaching ``name``, which cannot take them."""
+    return (f"{name}: argument 'images' holds {what}, but {name} takes one image size per "
+            f"batch; start the chain with an op that takes images of different sizes and "
+            f"returns one size ({', '.join(RAGGED_OPS)}; resize with one int needs a crop "
+            f"after it), e.g. augjax.compose([augjax.ops.random_resized_crop.bind(size=224), "
+            f"...])")
+
+
+def _window(step: Any, params: Any, h: Any, w: Any) -> Window:
+    return step.spec.ragged(params, h, w, **step.kwargs)
+
+
+def _plan_one(steps: Sequence[Any], h, w, c, dtype: str, key, start: int):
+    """One sample's params (one dict per step) and its combined window."""
+    params, windows = [], []
+    for pos, step in enumerate(steps, start):
+        k = jax.random.fold_in(key, pos) if (key is not None and step.spec.random) else None
+        p = step.draw(k, Meta(h, w, c, dtype))
+        win = _window(step, p, h, w)
+        params.append(p)
+        windows.append(win)
+        if win.anchor is not None:
+            h, w = win.out
+        elif win.size is not None:
+            h, w = win.size[0], win.size[1]
+    if len(windows) == 1:
+        return tuple(params), windows[0]
+    first, second = windows
+    return tuple(params), Window(box=first.box, size=first.size, anchor=second.anchor,
+                                 out=second.out, fill=second.fill)
+
+
+def ragged_count(steps: Sequence[Any], name: str, open_end: bool = False) -> int:
+    """How many leading steps read the images at their own sizes (1 or 2), checked on the
+    plan's structure without running it. ``open_end``: the prefix may end in images of
+    different sizes (a DALI ``resize`` with one int that ends the chain).
+
+    Raises:
+        InputError: the first step cannot take images of different sizes, or the prefix does
+            not end in one output size (``resize`` with one int and no crop after it).
+    """
+    def ragged(step):
+        return getattr(getattr(step, "spec", None), "ragged", None) is not None
+
+    if not steps or not ragged(steps[0]):
+        first = getattr(steps[0], "name", name) if steps else name
+        raise InputError(ragged_message(first, "images of different sizes"), op=first,
+                         argument="images")
+    n = 1
+    if len(steps) > 1 and ragged(steps[1]):
+        a = window_structure(steps[:1])
+        b = window_structure(steps[1:2])
+        if a.anchor is None and a.size is not None and b.box is None and b.size is None:
+            n = 2
+    win = window_structure(steps[:n])
+    if win.out is None and not (open_end and n == len(steps)):
+        first = steps[0].name
+        raise InputError(
+            f"{first}: on images of different sizes its output size depends on each image "
+            f"(resize with one int); give size=(height, width) or follow it with center_crop "
+            f"or random_crop", op=first, argument="size")
+    return n
+
+
+def window_structure(steps: Sequence[Any]) -> Window:
+    """The combined window of ``steps`` for an abstract image (only which parts are None and
+    the static fields matter: the parts are the strings "box", "size", "anchor")."""
+    return _window_structure(tuple(steps))
+
+
+@once_cache(maxsize=256)
+def _window_structure(steps: tuple[Any, ...]) -> Window:
+    found: list[Window] = []
+
+    def run(h, w, key):
+        params, win = _plan_one(steps, h, w, 3, "uint8", key, 0)
+        found.append(win)
+        return params
+
+    jax.eval_shape(run, jax.ShapeDtypeStruct((), jnp.int32), jax.ShapeDtypeStruct((), jnp.int32),
+                   jax.random.key(0))
+    win = found[0]
+    return Window(box=None if win.box is None else "box",
+                  size=None if win.size is None else "size",
+                  anchor=None if win.anchor is None else "anchor", out=win.out, fill=win.fill)
+
+
+@once_cache(maxsize=256)
+def plan_program(steps: tuple[Any, ...], start: int, dtype: str = "uint8"):
+    """The jitted plan: ``f(shapes, keys) -> (params, window)`` for int32 ``shapes`` ``(N, 3)``
+    (height, width, channels) and per-sample keys (or None): each step's params
+    with a leading axis N (what ``.sample`` returns) and the combined window's traced fields
+    with a leading axis N."""
+
+    def program(shapes, keys):
+        shapes = jnp.asarray(shapes, jnp.int32)
+        c = shapes[:, 2]
+
+        def one(shape, ch, key):
+            params, win = _plan_one(steps, shape[0], shape[1], ch, dtype, key, start)
+            return params, (win.box, win.size, win.anchor)
+
+        if keys is None:
+            return jax.vmap(lambda s, ch: one(s, ch, None))(shapes, c)
+        return jax.vmap(one)(shapes, c, keys)
+
+    return jax.jit(program)
+
+
+def pad_images(images: Sequence[Any], name: str) -> tuple[np.ndarray, np.ndarray]:
+    """A list of HWC images of different sizes as one zero-padded batch and their int32
+    ``(N, 2)`` sizes.
+
+    Raises:
+        InputTypeError: an item that is not an array.
+        InputError: see :func:`check_list`.
+    """
+    arrays = as_arrays(images, name)
+    sizes = check_list(arrays, name)
+    h, w = sizes.max(0)
+    out = np.zeros((len(arrays), h, w, arrays[0].shape[2]), arrays[0].dtype)
+    for i, a in enumerate(arrays):
+        out[i, :a.shape[0], :a.shape[1]] = a
+    return out, sizes
+
+
+def as_arrays(images: Sequence[Any], name: str) -> list[np.ndarray]:
+    """The list's images as NumPy arrays.
+
+    Raises:
+        InputTypeError: an item that is not a NumPy array or a ``jax.Array``.
+    """
+    kinds = {type(x) for x in images if not isinstance(x, (np.ndarray, jax.Array))}
+    if kinds:
+        raise InputTypeError(
+            f"{name}: argument 'images' as a list expects one array per image (NumPy or "
+            f"jax.Array, HWC), got {', '.join(sorted(k.__name__ for k in kinds))} items",
+            op=name, argument="images")
+    return [np.asarray(x) for x in images]
+
+
+def check_list(arrays: Sequence[Any], name: str) -> np.ndarray:
+    """The int32 ``(N, 2)`` sizes of a list of HWC images of one dtype and channel count.
+
+    Raises:
+        InputError: an empty list, an image that is not ``(H, W, C)``, or images of different
+            dtypes or channel counts.
+    """
+    if not arrays:
+        raise InputError(f"{name}: argument 'images' is an empty list", op=name,
+                         argument="images")
+    bad = [i for i, a in enumerate(arrays) if a.ndim != 3]
+    kinds = {(np.dtype(a.dtype).name, a.shape[-1]) for a in arrays if a.ndim == 3}
+    if bad or len(kinds) != 1:
+        raise InputError(
+            f"{name}: argument 'images' as a list expects HWC images (H, W, C) of one dtype and "
+            f"channel count, got shapes {[a.shape for a in arrays]} and dtypes "
+            f"{sorted({np.dtype(a.dtype).name for a in arrays})}", op=name, argument="images")
+    return np.array([a.shape[:2] for a in arrays], np.int32)
+
+
+@once_cache(maxsize=256)
+def _read_program(steps: tuple[Any, ...], out: tuple[int, int]):
+    step = steps[0]
+    config = step.kwargs
+    interpolation = config.get("interpolation", "bilinear")
+    antialias = config.get("antialias", True)
+    fill = window_structure(steps).fill
+
+    def program(padded, sizes, box, size, anchor):
+        from augjax.kernels.window import read_window
+
+        def one(img, hw, b, s, a):
+            win = Window(box=b, size=s, anchor=a, out=out, fill=fill)
+            return read_window(img, hw[0], hw[1], win, out, interpolation, antialias,
+                               op=step.name)
+
+        return jax.vmap(one)(padded, sizes, box, size, anchor)
+
+    return jax.jit(program)
+
+
+def ragged_apply(steps: tuple[Any, ...], padded: Any, sizes: Any, keys: Any, start: int,
+                 name: str) -> tuple[jax.Array, tuple[Any, ...], int]:
+    """The first ``n`` steps on a padded batch with true ``sizes``: ``(uniform batch, their
+    params, n)``."""
+    n = ragged_count(steps, name)
+    prefix = steps[:n]
+    shapes = np.concatenate([sizes, np.full((len(sizes), 1), padded.shape[-1], np.int32)], 1)
+    params, (box, size, anchor) = plan_program(prefix, start, np.dtype(padded.dtype).name)(
+        shapes, keys)
+    out = window_structure(prefix).out
+    images = _read_program(prefix, out)(padded, sizes, box, size, anchor)
+    return images, params, n

@@ -1,0 +1,246 @@
+"""Images of different sizes on arrays: a list of HWC images through the crop ops and resize.
+
+References: torchvision v2 (``F.resized_crop``, ``F.resize``, ``F.center_crop``, ``F.pad`` +
+``F.crop``) on the windows augjax draws, and torchvision's ``RandomResizedCrop.get_params``
+loop re-run in float64 on augjax's uniform draws.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import numpy as np
+import pytest
+
+import augjax
+from augjax.errors import InputError, InputTypeError
+
+torch = pytest.importorskip("torch")
+F = pytest.importorskip("torchvision.transforms.v2.functional")
+
+#: (height, width) of the test images: portrait, landscape, square, tiny, very wide and tall.
+SIZES = [(40, 56), (57, 33), (48, 48), (9, 70), (70, 12), (31, 45), (64, 50)]
+SCALE, RATIO = (0.08, 1.0), (3 / 4, 4 / 3)
+
+
+def _images(dtype=np.uint8, sizes=SIZES):
+    rng = np.random.default_rng(0)
+    out = []
+    for h, w in sizes:
+        yy, xx = np.mgrid[:h, :w]
+        smooth = np.stack([yy * 255 / h, xx * 255 / w, (yy + xx) * 127 / (h + w)], -1)
+        img = np.clip(smooth + rng.normal(0, 20, (h, w, 3)), 0, 255).astype(np.uint8)
+        out.append(img if dtype == np.uint8 else (img / 255.0).astype(np.float32))
+    return out
+
+
+def _tv(img):
+    return torch.from_numpy(np.ascontiguousarray(img)).permute(2, 0, 1)
+
+
+def _np(t):
+    return t.permute(1, 2, 0).numpy()
+
+
+def _diff(a, b):
+    return np.abs(np.asarray(a).astype(np.float64) - np.asarray(b).astype(np.float64))
+
+
+def _get_params_reference(u, h, w):
+    """torchvision ``RandomResizedCrop.get_params`` (float64), with augjax's documented draws
+    in place of torch's: ``u[:10]`` areas, ``u[10:20]`` log-ratios, ``u[20]``/``u[21]`` the
+    top/left placement (``randint(0, H - h + 1)`` as ``floor(u * (H - h + 1))``)."""
+    area = h * w
+    log_ratio = (math.log(RATIO[0]), math.log(RATIO[1]))
+    for t in range(10):
+        target = area * (SCALE[0] + (SCALE[1] - SCALE[0]) * u[t])
+        aspect = math.exp(log_ratio[0] + (log_ratio[1] - log_ratio[0]) * u[10 + t])
+        cw = round(math.sqrt(target * aspect))
+        ch = round(math.sqrt(target / aspect))
+        if 0 < cw <= w and 0 < ch <= h:
+            return (int(u[20] * (h - ch + 1)), int(u[21] * (w - cw + 1)), ch, cw)
+    in_ratio = w / h
+    if in_ratio < min(RATIO):
+        cw, ch = w, round(w / min(RATIO))
+    elif in_ratio > max(RATIO):
+        ch, cw = h, round(h * max(RATIO))
+    else:
+        cw, ch = w, h
+    return ((h - ch) // 2, (w - cw) // 2, ch, cw)
+
+
+def test_rrc_windows_follow_torchvision_get_params_on_each_true_size():
+    op = augjax.ops.random_resized_crop.bind(size=16)
+    sizes = SIZES * 30
+    images = [np.zeros((h, w, 3), np.uint8) for h, w in sizes]
+    keys = jax.random.split(jax.random.key(3), len(images))
+    boxes = np.asarray(op.sample(images, key=keys)["box"])
+    # The sampler's key: sample key -> op position 0 -> the sample hook's fold_in(., 1).
+    u = np.asarray(jax.vmap(lambda k: jax.random.uniform(
+        jax.random.fold_in(jax.random.fold_in(k, 0), 1), (22,)))(keys), np.float64)
+    want = np.array([_get_params_reference(u[i], h, w) for i, (h, w) in enumerate(sizes)])
+    # float32 vs float64 can move round(sqrt(.)) by one where it lies within rounding of .5
+    close = np.abs(boxes - want).max(1) <= 1
+    assert close.all() and (boxes == want).all(1).mean() > 0.99, (boxes[~close], want[~close])
+
+
+def test_rrc_windows_satisfy_scale_and_ratio_or_are_the_fallback():
+    op = augjax.ops.random_resized_crop.bind(size=16, scale=(0.2, 0.9), ratio=(0.5, 2.0))
+    rng = np.random.default_rng(1)
+    sizes = [(int(h), int(w)) for h, w in rng.integers(5, 400, (400, 2))]
+    images = [np.zeros((h, w, 1), np.uint8) for h, w in sizes]
+    boxes = np.asarray(op.sample(images, key=jax.random.key(5))["box"])
+    fallback = 0
+    for (h, w), (top, left, bh, bw) in zip(sizes, boxes):
+        assert 0 <= top and top + bh <= h and 0 <= left and left + bw <= w and bh > 0 and bw > 0
+        ok_scale = 0.2 * h * w - (bh + bw) <= bh * bw <= 0.9 * h * w + (bh + bw)  # rounding
+        ok_ratio = 0.5 - 1.0 / bh - 1e-6 <= bw / bh <= 2.0 + 1.0 / bh + 1e-6
+        if not (ok_scale and ok_ratio):
+            # torchvision's fallback: centred, the whole image or its ratio clamped into range
+            fallback += 1
+            assert (top, left) == ((h - bh) // 2, (w - bw) // 2)
+            assert bh == h or bw == w
+    assert fallback < 0.2 * len(sizes)
+
+
+def test_rrc_window_distribution_matches_the_reference_algorithm():
+    # The float64 reference on independent NumPy draws gives the expected distribution.
+    op = augjax.ops.random_resized_crop.bind(size=16)
+    n = 3000
+    for h, w in [(300, 400), (200, 150)]:
+        boxes = np.asarray(op.sample((n, h, w, 1), key=jax.random.key(7))["box"])
+        ref = np.array([_get_params_reference(u, h, w)
+                        for u in np.random.default_rng(h).random((n, 22))])
+        for b in (boxes, ref):
+            assert (b[:, 0] >= 0).all() and (b[:, 0] + b[:, 2] <= h).all()
+            assert (b[:, 1] >= 0).all() and (b[:, 1] + b[:, 3] <= w).all()
+        area, ref_area = (b[:, 2] * b[:, 3] / (h * w) for b in (boxes, ref))
+        ratio, ref_ratio = (np.log(b[:, 3] / b[:, 2]) for b in (boxes, ref))
+        # standard errors: area ~0.005, log-ratio ~0.003 at n=3000
+        assert abs(area.mean() - ref_area.mean()) < 0.025
+        assert abs(area.std() - ref_area.std()) < 0.02
+        assert abs(ratio.mean() - ref_ratio.mean()) < 0.015
+        assert abs(np.mean(boxes[:, 0] / np.maximum(h - boxes[:, 2], 1))
+                   - np.mean(ref[:, 0] / np.maximum(h - ref[:, 2], 1))) < 0.03
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+def test_rrc_on_a_list_matches_torchvision_and_the_single_image_path(dtype):
+    images = _images(dtype)
+    keys = jax.random.split(jax.random.key(0), len(images))
+    op = augjax.ops.random_resized_crop.bind(size=(20, 24))
+    out = np.asarray(op(images, key=keys))
+    assert out.shape == (len(images), 20, 24, 3) and out.dtype == dtype
+    boxes = np.asarray(op.sample(images, key=keys)["box"])
+    tol = 1.0 if dtype == np.uint8 else 1e-5
+    for i, img in enumerate(images):
+        t, l, h, w = (int(v) for v in boxes[i])
+        ref = _np(F.resized_crop(_tv(img), t, l, h, w, [20, 24], antialias=True))
+        assert _diff(out[i], ref).max() <= tol
+    for i in (0, 3):  # same key, same window, same pixels as the image alone (float32: 1 ulp)
+        alone = np.asarray(op(images[i][None], key=keys[i:i + 1]))[0]
+        assert _diff(out[i], alone).max() <= (0 if dtype == np.uint8 else 1e-6)
+
+
+def test_timm_eval_transform_on_a_list_matches_torchvision():
+    images = _images()
+    chain = augjax.compose([augjax.ops.resize.bind(size=40), augjax.ops.center_crop.bind(
+        size=36)])
+    out = np.asarray(chain(images))
+    assert out.shape == (len(images), 36, 36, 3)
+    for i, img in enumerate(images):
+        ref = _np(F.center_crop(F.resize(_tv(img), [40], antialias=True), [36]))
+        assert _diff(out[i], ref).max() <= 1
+
+
+def test_random_crop_with_padding_on_a_list_is_torchvision_pad_then_crop():
+    images = _images()
+    op = augjax.ops.random_crop.bind(size=(32, 30), padding=4, pad_if_needed=True,
+                                     fill=128 / 255)
+    keys = jax.random.split(jax.random.key(2), len(images))
+    out = np.asarray(op(images, key=keys))
+    offsets = np.asarray(op.sample(images, key=keys)["offset"])
+    for i, img in enumerate(images):
+        h, w = img.shape[:2]
+        # torchvision RandomCrop: padding, then pad_if_needed's shortfall on both sides
+        top = left = 4
+        dh, dw = max(32 - (h + 8), 0), max(30 - (w + 8), 0)
+        padded = F.pad(_tv(img), [left + dw, top + dh, left + dw, top + dh], fill=128)
+        t, l = offsets[i] + np.array([top + dh, left + dw])
+        assert 0 <= t <= padded.shape[1] - 32 and 0 <= l <= padded.shape[2] - 30
+        np.testing.assert_array_equal(out[i], _np(F.crop(padded, int(t), int(l), 32, 30)))
+    for i in (1, 4):
+        alone = np.asarray(op(images[i][None], key=keys[i:i + 1]))[0]
+        np.testing.assert_array_equal(out[i], alone)
+
+
+def test_center_crop_on_a_list_pads_like_torchvision():
+    images = _images()
+    out = np.asarray(augjax.ops.center_crop(images, size=(45, 47)))
+    for i, img in enumerate(images):
+        np.testing.assert_array_equal(out[i], _np(F.center_crop(_tv(img), [45, 47])))
+
+
+@pytest.mark.parametrize("size,max_size", [(32, None), ((30, 41), None), (24, 40)])
+@pytest.mark.parametrize("interpolation", ["bilinear", "nearest"])
+def test_resize_matches_torchvision(size, max_size, interpolation):
+    img = _images(sizes=[(57, 33)])[0]
+    mode = {"bilinear": F.InterpolationMode.BILINEAR,
+            "nearest": F.InterpolationMode.NEAREST}[interpolation]
+    ref = _np(F.resize(_tv(img), [size] if isinstance(size, int) else list(size),
+                       interpolation=mode, max_size=max_size, antialias=True))
+    out = np.asarray(augjax.ops.resize(img[None], size=size, max_size=max_size,
+                                       interpolation=interpolation))[0]
+    assert out.shape == ref.shape
+    assert _diff(out, ref).max() <= (1 if interpolation == "bilinear" else 0)
+
+
+def test_resize_to_a_size_on_a_list_returns_one_batch():
+    images = _images()
+    out = np.asarray(augjax.ops.resize(images, size=(21, 23)))
+    assert out.shape == (len(images), 21, 23, 3)
+    for i, img in enumerate(images):
+        assert _diff(out[i], _np(F.resize(_tv(img), [21, 23], antialias=True))).max() <= 1
+
+
+def test_a_chain_starting_with_a_crop_takes_a_list():
+    images = _images()
+    keys = jax.random.split(jax.random.key(4), len(images))
+    chain = augjax.compose([augjax.ops.random_resized_crop.bind(size=16),
+                            augjax.ops.flip.bind(p=0.5), augjax.ops.brightness.bind(
+                                factor=(0.8, 1.2))])
+    out = np.asarray(chain(images, key=keys))
+    alone = np.asarray(chain(images[4][None], key=keys[4:5]))[0]
+    np.testing.assert_array_equal(out[4], alone)
+    rrc, flip, bright = chain.sample(images, key=keys)
+    np.testing.assert_array_equal(rrc["box"], augjax.ops.random_resized_crop.sample(
+        images, size=16, key=keys)["box"])
+    for params in (flip, bright):
+        assert all(np.shape(v)[0] == len(images) for v in params.values())
+
+
+def test_images_of_different_sizes_into_an_op_that_cannot_take_them():
+    with pytest.raises(InputError, match=r"flip: .*different sizes.*random_resized_crop"):
+        augjax.ops.flip(_images(), key=jax.random.key(0))
+    chain = augjax.compose([augjax.ops.flip.bind(), augjax.ops.center_crop.bind(size=8)])
+    with pytest.raises(InputError, match=r"flip: .*center_crop"):
+        chain(_images(), key=jax.random.key(0))
+
+
+def test_resize_to_a_shorter_side_needs_a_crop_on_a_list():
+    with pytest.raises(InputError, match=r"resize: .*size=\(height, width\).*center_crop"):
+        augjax.ops.resize(_images(), size=32)
+
+
+def test_bad_lists_are_refused():
+    images = _images()
+    with pytest.raises(InputTypeError, match="one array per image"):
+        augjax.ops.center_crop([img.tolist() for img in images], size=8)
+    with pytest.raises(InputError, match="one dtype and channel count"):
+        augjax.ops.center_crop([images[0], images[1][..., :1]], size=8)
+    with pytest.raises(InputError, match="layout 'HWC'"):
+        augjax.ops.center_crop(images, size=8, layout="CHW")
+    with pytest.raises(InputError, match="pad_mode"):
+        augjax.ops.random_crop(images, size=8, padding=2, pad_mode="reflect",
+                               key=jax.random.key(0))

@@ -1,0 +1,208 @@
+"""Decoded JPEGs of different sizes straight into augjax ops in a DALI CPU pipeline.
+
+The JPEGs (7 sizes, made from the bundled photos at test time) go through ``fn.decoders.image``
+(a ragged batch) into ``random_resized_crop``, ``random_crop`` (with padding), ``center_crop``,
+timm's eval transform (``resize(256)`` + ``center_crop(224)``, scaled down) and a chain that starts
+with a crop. Checked: shapes and dtypes, the windows against the array replay with
+``keys_from_seeds``, and the pixels against torchvision on those windows (DALI resamples:
+tolerance below), and the errors for ops that cannot take images of different sizes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import augjax
+from augjax.errors import InputError
+
+pytest.importorskip("nvidia.dali.plugin.jax")
+torch = pytest.importorskip("torch")
+F = pytest.importorskip("torchvision.transforms.v2.functional")
+
+SIZES = [(75, 100), (100, 75), (67, 100), (96, 128), (102, 102), (60, 90), (128, 96),
+         (41, 120)]
+B = len(SIZES)
+OUT = 48
+#: DALI's fn.resize vs torchvision on the same window (antialiased triangle filter both; DALI
+#: rounds once in float, ATen between its two passes; at the box's border DALI's wide
+#: downscaling filter reads the edge pixel again where ATen renormalises): max, 99.9th
+#: percentile and mean |diff| in uint8 levels (README "Different image sizes").
+RESAMPLE_MAX, RESAMPLE_P999, RESAMPLE_MEAN = 16, 3, 0.5
+
+
+def _assert_resampled(d):
+    assert (d.max() <= RESAMPLE_MAX and np.percentile(d, 99.9) <= RESAMPLE_P999
+            and d.mean() <= RESAMPLE_MEAN), (d.max(), np.percentile(d, 99.9), d.mean())
+    assert d[:, 2:-2, 2:-2].max() <= 1  # away from the border: rounding only
+
+
+@pytest.fixture(scope="module")
+def jpeg_root(tmp_path_factory):
+    from PIL import Image
+
+    photos = augjax.data.sample_images(None)
+    root = tmp_path_factory.mktemp("ragged_jpegs")
+    (root / "c0").mkdir()
+    for i, (h, w) in enumerate(SIZES):
+        im = Image.fromarray(photos[i % len(photos)]).resize((w, h), Image.BILINEAR)
+        im.save(root / "c0" / f"{i:02d}.jpg", quality=90)
+    return str(root)
+
+
+def _steps(*ops):
+    return tuple(op for op in ops)
+
+
+RRC = augjax.ops.random_resized_crop.bind(size=OUT)
+CROP = augjax.ops.random_crop.bind(size=(80, 90), padding=6, pad_if_needed=True)
+CENTER = augjax.ops.center_crop.bind(size=(90, 110))
+EVAL = augjax.compose([augjax.ops.resize.bind(size=56), augjax.ops.center_crop.bind(size=OUT)])
+CHAIN = augjax.compose([RRC, augjax.ops.flip.bind(p=0.5),
+                        augjax.ops.brightness.bind(factor=(0.7, 1.3))])
+
+
+@pytest.fixture(scope="module")
+def outputs(jpeg_root):
+    from nvidia.dali import fn, pipeline_def, types
+
+    from augjax.dali._ragged import plan_function
+
+    @pipeline_def(batch_size=B, num_threads=2, device_id=None, seed=3)
+    def pipe():
+        jpegs, _ = fn.readers.file(file_root=jpeg_root, random_shuffle=True, seed=1)
+        images = fn.decoders.image(jpegs, output_type=types.RGB)
+        seeds = augjax.dali.sample_seeds(device="cpu")
+        shapes = images.shape(dtype=types.INT32, device="cpu")
+        box_start, box_shape, _ = plan_function((RRC,), 0, True)(shapes, seeds)
+        return (images, seeds, box_start, box_shape, RRC(images, seeds=seeds),
+                CROP(images, seeds=seeds), CENTER(images), EVAL(images),
+                CHAIN(images, seeds=seeds))
+
+    p = pipe()
+    p.build()
+    runs = []
+    for _ in range(2):
+        outs = p.run()
+        images = [np.array(outs[0][i]) for i in range(B)]
+        rest = [np.array(o.as_tensor()) for o in outs[1:]]
+        runs.append((images, *rest))
+    return runs
+
+
+def _tv(img):
+    return torch.from_numpy(np.ascontiguousarray(img)).permute(2, 0, 1)
+
+
+def _np(t):
+    return t.permute(1, 2, 0).numpy()
+
+
+def _diff(a, b):
+    return np.abs(np.asarray(a).astype(np.float64) - np.asarray(b).astype(np.float64))
+
+
+def test_decoded_batch_is_ragged_and_outputs_are_uniform(outputs):
+    for images, seeds, _, _, rrc, crop, center, ev, chain in outputs:
+        assert len({im.shape for im in images}) >= 5
+        assert rrc.shape == (B, OUT, OUT, 3) and rrc.dtype == np.uint8
+        assert crop.shape == (B, 80, 90, 3) and center.shape == (B, 90, 110, 3)
+        assert ev.shape == (B, OUT, OUT, 3) and chain.shape == (B, OUT, OUT, 3)
+        assert all(o.dtype == np.uint8 for o in (crop, center, ev, chain))
+
+
+def test_windows_equal_the_array_replay(outputs):
+    for images, seeds, box_start, box_shape, *_ in outputs:
+        keys = augjax.keys_from_seeds(seeds)
+        boxes = np.asarray(augjax.ops.random_resized_crop.sample(images, size=OUT,
+                                                                 key=keys)["box"])
+        np.testing.assert_array_equal(np.concatenate([box_start, box_shape], 1), boxes)
+
+
+def test_random_resized_crop_pixels_vs_torchvision(outputs):
+    diffs = []
+    for images, seeds, box_start, box_shape, rrc, *_ in outputs:
+        for i, img in enumerate(images):
+            (t, l), (h, w) = box_start[i], box_shape[i]
+            ref = _np(F.resized_crop(_tv(img), int(t), int(l), int(h), int(w), [OUT, OUT],
+                                     antialias=True))
+            diffs.append(_diff(rrc[i], ref))
+    _assert_resampled(np.stack(diffs))
+
+
+def test_crops_are_exact_replays_of_the_array_path(outputs):
+    for images, seeds, _, _, _, crop, center, *_ in outputs:
+        keys = augjax.keys_from_seeds(seeds)
+        np.testing.assert_array_equal(crop, np.asarray(CROP(images, key=keys)))
+        np.testing.assert_array_equal(center, np.asarray(CENTER(images)))
+        for i, img in enumerate(images):
+            np.testing.assert_array_equal(center[i], _np(F.center_crop(_tv(img), [90, 110])))
+
+
+def test_timm_eval_transform_vs_torchvision(outputs):
+    diffs = []
+    for images, *_, ev, _ in outputs:
+        for i, img in enumerate(images):
+            ref = _np(F.center_crop(F.resize(_tv(img), [56], antialias=True), [OUT]))
+            diffs.append(_diff(ev[i], ref))
+    _assert_resampled(np.stack(diffs))
+
+
+def test_chain_after_a_ragged_crop_replays_on_arrays(outputs):
+    for images, seeds, *_, chain in outputs:
+        keys = augjax.keys_from_seeds(seeds)
+        want = np.asarray(CHAIN(images, key=keys))
+        d = _diff(chain, want)
+        # the same windows, flips and factors; only the resampling differs (scaled by <= 1.3)
+        assert d.max() <= 1.3 * RESAMPLE_MAX + 1 and d.mean() <= RESAMPLE_MEAN, (d.max(),
+                                                                                 d.mean())
+
+
+def test_an_op_that_cannot_take_ragged_images_says_which_can(jpeg_root):
+    from nvidia.dali import fn, pipeline_def, types
+
+    @pipeline_def(batch_size=B, num_threads=2, device_id=None, seed=3)
+    def pipe():
+        jpegs, _ = fn.readers.file(file_root=jpeg_root)
+        return augjax.ops.flip(fn.decoders.image(jpegs, output_type=types.RGB))
+
+    p = pipe()
+    p.build()
+    with pytest.raises(RuntimeError) as info:
+        p.run()
+    cause = augjax.dali.error_cause(info.value)
+    assert "images of different sizes" in cause and "random_resized_crop" in cause
+    assert "augjax.ops.flip(" in cause  # the call that got them
+
+
+def test_resize_to_a_shorter_side_then_a_non_crop_is_refused_when_defined(jpeg_root):
+    from nvidia.dali import fn, pipeline_def, types
+
+    chain = augjax.compose([augjax.ops.resize.bind(size=32), augjax.ops.flip.bind()])
+
+    @pipeline_def(batch_size=B, num_threads=2, device_id=None)
+    def pipe():
+        jpegs, _ = fn.readers.file(file_root=jpeg_root)
+        return chain(fn.decoders.image(jpegs, output_type=types.RGB))
+
+    with pytest.raises(InputError, match=r"resize: .*center_crop or random_crop"):
+        pipe()
+
+
+def test_readme_section_runs():
+    import pathlib
+    import re
+
+    readme = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("## Different image sizes", 1)[1].split("\n## ", 1)[0]
+    code = re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
+    scope: dict = {}
+    exec(compile(code, "README.md (Different image sizes)", "exec"), scope)  # noqa: S102
+    decoded, train, evaluation = scope["decoded"], scope["train"], scope["evaluation"]
+    assert len({im.shape for im in decoded}) >= 5
+    for out in (train, evaluation, scope["replay"]):
+        assert np.asarray(out.as_tensor() if hasattr(out, "as_tensor") else out).shape == (
+            8, 224, 224, 3)
+    boxes = np.asarray(scope["boxes"])
+    assert all(b[0] + b[2] <= im.shape[0] and b[1] + b[3] <= im.shape[1]
+               for b, im in zip(boxes, decoded))
