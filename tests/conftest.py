@@ -44,6 +44,9 @@ def pytest_configure(config):
     configuration is set here (augjax's own cache switches are left alone)."""
     workerinput = getattr(config, "workerinput", None)
     folder = workerinput["augjax_jax_cache"] if workerinput else _session_cache_dir(config)
+    # Traced programs are not kept on disk across the tests (many count traces);
+    # tests/runtime/test_program_store.py turns the store on in its own processes.
+    os.environ.setdefault("AUGJAX_PROGRAM_CACHE", "0")
     import jax
 
     jax.config.update("jax_compilation_cache_dir", folder)
