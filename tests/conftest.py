@@ -177,9 +177,34 @@ SLOW = frozenset({
 })
 
 
+#: The conformance kit's heavy checks (each builds a DALI pipeline or compiles several programs
+#: for the op: 1-3 s an op each on an idle 2-core machine, about half the fast tier's time over
+#: 52 ops) run in the fast tier on the ops of KIT_FAST_OPS only, one or two per kernel module
+#: (per-sample, geometric, size-changing, dtype-changing, compute-bound, batch-level with labels,
+#: the contrib pack's modules); CI runs them on every op. Every op's own tests stay in the tier.
+KIT_HEAVY_CHECKS = frozenset({
+    "check_dali_matches_array", "check_output_contract", "check_input_errors",
+    "check_differentiable", "check_vmap_matches_loop", "check_jit_matches_eager",
+})
+KIT_FAST_OPS = frozenset({
+    "affine", "rot90", "equalize", "color_jitter", "random_resized_crop", "color_twist",
+    "mixup_cutmix", "random_erasing", "translate_x", "normalize", "gaussian_blur", "grid_mask",
+    "water", "gaussian_noise",
+})
+KIT_TEST = "tests/catalog/test_all_ops.py::test_op_conforms["
+
+
+def _slow_kit_check(nodeid: str) -> bool:
+    if not nodeid.startswith(KIT_TEST):
+        return False
+    op, _, check = nodeid[len(KIT_TEST):-1].rpartition("-check_")
+    return f"check_{check}" in KIT_HEAVY_CHECKS and op not in KIT_FAST_OPS
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if item.nodeid in SLOW or item.nodeid.split("[", 1)[0] in SLOW:
+        if (item.nodeid in SLOW or item.nodeid.split("[", 1)[0] in SLOW
+                or _slow_kit_check(item.nodeid)):
             item.add_marker(pytest.mark.slow)
     reason = _gpu_reason()
     if reason is None:
