@@ -173,6 +173,8 @@ SLOW = frozenset({
     "tests/dali/test_sources.py::test_parallel_workers_match_per_sample_form_bitwise",
     "tests/core/test_spec.py::test_remembered_binding_gives_the_uncached_bindings_batch",
     "tests/catalog/test_tone.py::test_dali_pipeline_equals_array_path",
+    "tests/runtime/test_program_store.py::test_an_edited_kernel_file_or_another_parameter_traces_afresh",  # noqa: E501
+    "tests/runtime/test_program_store.py::test_the_switch_turns_it_off",
     "tests/dali/test_user_pipeline.py::test_user_pipeline_runs_and_labels_are_soft",
 })
 
