@@ -189,6 +189,7 @@ class StoredProgram:
         self._jitted = jitted
         self._describe = describe  # () -> (kind, steps, config), or None: never kept
         self._ident: str | None = None
+        self._checked = False
         self._runs: dict[Any, Any] = {}
         self._lock = threading.Lock()
 
@@ -198,6 +199,11 @@ class StoredProgram:
     def __call__(self, *args: Any) -> Any:
         if self._describe is None:
             return self._jitted(*args)
+        if not self._checked:  # decided once per program: off costs nothing per call after
+            self._checked = True
+            if store_dir() is None:
+                self._describe = None
+                return self._jitted(*args)
         leaves, tree = jax.tree_util.tree_flatten(args)
         sig = []
         for leaf in leaves:
