@@ -11,8 +11,8 @@ before), writes it, and runs it. Either way the process runs the same exported m
 compiled executable is shared by cold and warm processes and results do not depend on the cache.
 
 The file name hashes everything the traced program depends on: the steps' config (every
-parameter), layout, chain position, the inputs' shapes, dtypes and platform, the JAX, jaxlib
-and augjax versions, the JAX settings that change tracing, and the source files (path, size,
+parameter), layout, chain position, the inputs' shapes, dtypes and platform, the JAX and jaxlib
+versions, the JAX settings that change tracing, and the source files (path, size,
 modification time) of augjax and of every module that defines the steps' kernels (a pack, or
 ``__main__``). Warnings the trace gave (a channels-first batch given as HWC) are kept with the
 program and given again when it is loaded.
@@ -137,14 +137,21 @@ def _settings() -> list[Any]:
     return [str(getattr(c, name, None)) for name in names]
 
 
+def _encode(step: Any) -> Any:
+    """A step's config (as augjax.chain's configs write it, read off the step itself)."""
+    if getattr(step, "kind", None) and hasattr(step, "to_config"):  # composites, policies
+        return {"type": step.kind, **step.to_config()}
+    spec, params = getattr(step, "spec", None), getattr(step, "params", None)
+    if spec is None or not isinstance(params, tuple):
+        raise TypeError(f"no config form for {type(step).__name__}")
+    return {"type": "op", "name": spec.name, "params": [list(p) for p in params]}
+
+
 def program_ident(kind: str, steps: tuple[Any, ...], **config: Any) -> str | None:
     """What a program depends on, apart from its inputs: a string (hashed with the input
     signature into the file name), or None when the steps cannot be written as a config."""
-    from augjax import __version__
-    from augjax.chain._config import encode
-
     try:
-        encoded = json.dumps([encode(step) for step in steps], sort_keys=True, default=repr)
+        encoded = json.dumps([_encode(step) for step in steps], sort_keys=True, default=repr)
     except Exception:  # noqa: BLE001  (a step without a config form: not stored)
         return None
     tops: set[str] = {"augjax"}
@@ -156,8 +163,7 @@ def program_ident(kind: str, steps: tuple[Any, ...], **config: Any) -> str | Non
     import jaxlib
 
     return json.dumps({"kind": kind, "steps": encoded, "config": config, "code": code,
-                       "versions": [jax.__version__, jaxlib.__version__, __version__,
-                                    sys.version_info[:2]],
+                       "versions": [jax.__version__, jaxlib.__version__, sys.version_info[:2]],
                        "settings": _settings()}, sort_keys=True, default=repr)
 
 
