@@ -44,6 +44,9 @@ def pytest_configure(config):
     configuration is set here (augjax's own cache switches are left alone)."""
     workerinput = getattr(config, "workerinput", None)
     folder = workerinput["augjax_jax_cache"] if workerinput else _session_cache_dir(config)
+    # Traced programs are not kept on disk across the tests (many count traces);
+    # tests/runtime/test_program_store.py turns the store on in its own processes.
+    os.environ.setdefault("AUGJAX_PROGRAM_CACHE", "0")
     import jax
 
     jax.config.update("jax_compilation_cache_dir", folder)
@@ -170,13 +173,48 @@ SLOW = frozenset({
     "tests/dali/test_sources.py::test_parallel_workers_match_per_sample_form_bitwise",
     "tests/core/test_spec.py::test_remembered_binding_gives_the_uncached_bindings_batch",
     "tests/catalog/test_tone.py::test_dali_pipeline_equals_array_path",
+    "tests/runtime/test_program_store.py::test_an_edited_kernel_file_or_another_parameter_traces_afresh",  # noqa: E501
+    "tests/runtime/test_program_store.py::test_the_switch_turns_it_off",
+    # 2026-12-02 (pytest -n 2 --durations=150, fast tier, load 15): multi-process and install
+    # subprocesses, and the contrib DALI parity that the kit's DALI check repeats (gaussian_blur
+    # keeps it in the fast tier, KIT_FAST_OPS).
+    "tests/catalog/test_contrib_ops.py::test_dali_cpu_pipeline_equals_the_array_path",
+    "tests/dali/test_multi_host.py::test_two_processes_match_one_process_bitwise",
+    "tests/dali/test_multi_host.py::test_a_process_that_dies_stops_the_other_within_bounded_time",
+    "tests/plugins/test_contrib_install.py::test_wheel_installs_lists_runs_in_dali_and_uninstalls",
     "tests/dali/test_user_pipeline.py::test_user_pipeline_runs_and_labels_are_soft",
 })
 
 
+#: The conformance kit's heavy checks (each builds a DALI pipeline or compiles several programs
+#: for the op: 1-3 s an op each on an idle 2-core machine, about half the fast tier's time over
+#: 52 ops) run in the fast tier on the ops of KIT_FAST_OPS only, one or two per kernel module
+#: (per-sample, geometric, size-changing, dtype-changing, batch-level with labels, the contrib
+#: pack's modules; color_jitter's four took 108 s under load: its own tests cover its forms); CI
+#: runs them on every op. Every op's own tests stay in the tier.
+KIT_HEAVY_CHECKS = frozenset({
+    "check_dali_matches_array", "check_output_contract", "check_input_errors",
+    "check_differentiable", "check_vmap_matches_loop", "check_jit_matches_eager",
+})
+KIT_FAST_OPS = frozenset({
+    "affine", "rot90", "equalize", "brightness", "random_resized_crop", "color_twist",
+    "mixup_cutmix", "random_erasing", "translate_x", "normalize", "gaussian_blur", "grid_mask",
+    "water", "gaussian_noise",
+})
+KIT_TEST = "tests/catalog/test_all_ops.py::test_op_conforms["
+
+
+def _slow_kit_check(nodeid: str) -> bool:
+    if not nodeid.startswith(KIT_TEST):
+        return False
+    op, _, check = nodeid[len(KIT_TEST):-1].rpartition("-check_")
+    return f"check_{check}" in KIT_HEAVY_CHECKS and op not in KIT_FAST_OPS
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if item.nodeid in SLOW or item.nodeid.split("[", 1)[0] in SLOW:
+        if (item.nodeid in SLOW or item.nodeid.split("[", 1)[0] in SLOW
+                or _slow_kit_check(item.nodeid)):
             item.add_marker(pytest.mark.slow)
     reason = _gpu_reason()
     if reason is None:

@@ -25,6 +25,7 @@ from augjax._runtime.keys import keys_from_seeds
 from augjax._core.meta import Meta
 from augjax._runtime.partition import tracing
 from augjax._runtime.platform import platform_dependent
+from augjax._runtime.program_store import StoredProgram
 from augjax._runtime.targets import follow_targets
 from augjax.errors import InputError, OpDefinitionError
 
@@ -330,7 +331,8 @@ def sample_program(steps: tuple[Any, ...], layout: str, start: int, shape: tuple
                 check_images(struct, step.spec, layout)
             return sample_steps(steps, shape, dtype, keys, layout, start)
 
-    return jax.jit(program)
+    return StoredProgram(jax.jit(program), lambda: ("sample", steps, dict(
+        layout=layout, start=start, shape=shape, dtype=dtype)))
 
 
 @once_cache(maxsize=512)
@@ -351,7 +353,9 @@ def apply_program(steps: tuple[Any, ...], layout: str, partitioned: bool = False
                                    _first_name(steps))
             return out, new_labels, moved
 
-    return jax.jit(program)
+    # Partitioned programs run over several devices: not kept (the store is per device).
+    return StoredProgram(jax.jit(program), None if partitioned else lambda: (
+        "apply", steps, dict(layout=layout, targets=targets)))
 
 
 def _first_name(steps: Sequence[Any]) -> str:
