@@ -103,6 +103,9 @@ class OpSpec:
     api_version: str = API_VERSION
     doc: str = ""
     compute_bound: bool = False
+    #: Internal: how a policy layer may compute this op together with others of its family
+    #: (members from :mod:`augjax.catalog._fuse`, set with its ``fused`` decorator).
+    fuse: tuple[Any, ...] = ()
 
     @property
     def summary(self) -> str:

@@ -4,9 +4,10 @@ applying one *layer* (one op chosen per sample among the space, with its magnitu
 A layer's per-sample decisions are four scalars: ``op`` (index into the space), ``level``
 (float32), ``negative`` (the sign of signed maps) and ``applied``, and ``branches``: every
 entry's params at that layer (the entry's magnitude value already in its op's parameter, and
-whatever else the op draws), so that a replay needs no key. The layer runs
-``lax.switch(op, branches, image)``; under ``vmap`` that is a select over every branch, so one
-compiled program serves every sample's choice.
+whatever else the op draws), so that a replay needs no key. The layer computes each family
+of ops once (one warp, one blend, one level map; :mod:`augjax.policies._families`) and the
+entries outside every family by ``lax.switch``; one compiled program serves every sample's
+choice. :func:`run_layer_switch` is the per-op switch over the whole space (the reference).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from augjax._plugins.registry import REGISTRY
 from augjax._runtime.bound import BoundOp
 from augjax.chain._element import run_op
 from augjax.errors import OpNotFoundError, ParamError, PluginLoadError
+from augjax.policies._families import run_families
 from augjax.policies._magnitude import MagnitudeMap, PolicyOp, resolve
 
 __all__ = [
@@ -33,8 +35,12 @@ __all__ = [
     "layer_values",
     "layers_matrix",
     "run_layer",
+    "run_layer_switch",
     "run_layers",
 ]
+
+#: Layers computed by families (False: the per-op switch, the reference; read when tracing).
+FUSED = True
 
 
 class Levels:
@@ -146,6 +152,14 @@ def draw_branches(entries, bound, levels: Levels, level: jax.Array, negative: ja
 def run_layer(entries, bound, op_index: jax.Array, applied: jax.Array, branches: tuple[Any, ...],
               image: jax.Array, owner: str) -> jax.Array:
     """One layer on one HWC image: the chosen op with its params, where ``applied``."""
+    if FUSED:
+        return run_families(entries, bound, op_index, applied, branches, image, owner)
+    return run_layer_switch(entries, bound, op_index, applied, branches, image, owner)
+
+
+def run_layer_switch(entries, bound, op_index: jax.Array, applied: jax.Array,
+                     branches: tuple[Any, ...], image: jax.Array, owner: str) -> jax.Array:
+    """:func:`run_layer` as a ``lax.switch`` over every entry (each op's own kernel)."""
 
     def branch(j: int):
         entry, op = entries[j], bound[j]
