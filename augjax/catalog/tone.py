@@ -20,6 +20,7 @@ The histogram arithmetic of ``equalize`` and ``autocontrast`` is public in
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 
 from augjax._core.magnitude import ENHANCE
@@ -215,7 +216,7 @@ def sharpness(image, params):
     if h <= 2 or w <= 2:
         return image
     x = image.astype(jnp.float32)
-    out = sharpen(x, sharpness_smooth(x, dtype), params["factor"])
+    out = sharpen(x, sharpness_smooth(x, dtype), params["factor"], dtype)
     return to_dtype(jnp.clip(out, 0.0, bound(dtype)), dtype)
 
 
@@ -235,13 +236,30 @@ def sharpness_smooth(x, dtype):
     return jnp.round(smooth) if is_int(dtype) else smooth
 
 
-def sharpen(x, smooth, factor):
-    """``x + (1 - factor) * (smooth - x)`` inside, ``x`` on the one-pixel border (unclamped)."""
+def sharpen(x, smooth, factor, dtype):
+    """``x + (1 - factor) * (smooth - x)`` inside, ``x`` on the one-pixel border (unclamped).
+
+    uint8: the product is rounded to float32 before the sum, as torchvision computes it, in a
+    form no compiler can change: XLA contracts a product and a sum into one multiply-add in
+    some programs and not in others, and one rounding more or less moves a truncated level
+    (the op alone and a policy layer that computes it among other blends would differ). The
+    difference ``smooth - x`` is a whole number of at most 9 bits, so splitting ``1 - factor``
+    into its top 12 significant bits and the rest makes both partial products exact, and their
+    sum is the product rounded once, contracted or not.
+    """
     h, w = x.shape[:2]
     rows = jnp.arange(h)[:, None, None]
     cols = jnp.arange(w)[None, :, None]
     border = (rows == 0) | (rows == h - 1) | (cols == 0) | (cols == w - 1)
-    return jnp.where(border, x, x + (1.0 - factor) * (smooth - x))
+    c = jnp.asarray(1.0 - factor, jnp.float32)
+    a = smooth - x
+    if is_int(dtype):
+        bits = jax.lax.bitcast_convert_type(c, jnp.uint32) & jnp.uint32(0xFFFFF000)
+        c_hi = jax.lax.bitcast_convert_type(bits, jnp.float32)
+        step = c_hi * a + (c - c_hi) * a
+    else:
+        step = c * a
+    return jnp.where(border, x, x + step)
 
 
 @op(

@@ -132,7 +132,7 @@ def _blend(image: jax.Array, items, pos: jax.Array) -> jax.Array:
         d = jnp.where(kind == 2, stats.gray[..., None], d)
     v = x * f + d * (1.0 - f)  # pixels.blend (brightness: d = 0)
     if "smooth" in kinds:  # sharpness's own formula; small images are returned unchanged
-        sharp = sharpen(x, sharpness_smooth(x, dtype), f) if h > 2 and w > 2 else x
+        sharp = sharpen(x, sharpness_smooth(x, dtype), f, dtype) if h > 2 and w > 2 else x
         v = jnp.where(kind == 3, sharp, v)
     return to_dtype(jnp.clip(v, 0.0, bound(dtype)), dtype)
 
