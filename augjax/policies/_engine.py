@@ -21,6 +21,7 @@ import jax.numpy as jnp
 
 from augjax._plugins.registry import REGISTRY
 from augjax._runtime.bound import BoundOp
+from augjax._runtime.platform import platform_dependent
 from augjax.chain._element import run_op
 from augjax.errors import OpNotFoundError, ParamError, PluginLoadError
 from augjax.policies._families import run_families
@@ -39,8 +40,9 @@ __all__ = [
     "run_layers",
 ]
 
-#: Layers computed by families (False: the per-op switch, the reference; read when tracing).
-FUSED = True
+#: How a layer runs over a batch (read when tracing): "auto" (one by one on a CPU, by families
+#: elsewhere), "families" (everywhere), "switch" (the per-op switch, the reference).
+LAYER = "auto"
 
 
 class Levels:
@@ -151,10 +153,57 @@ def draw_branches(entries, bound, levels: Levels, level: jax.Array, negative: ja
 
 def run_layer(entries, bound, op_index: jax.Array, applied: jax.Array, branches: tuple[Any, ...],
               image: jax.Array, owner: str) -> jax.Array:
-    """One layer on one HWC image: the chosen op with its params, where ``applied``."""
-    if FUSED:
+    """One layer on one HWC image: the chosen op with its params, where ``applied``.
+
+    Over a batch (under ``vmap``) the samples' choices differ, and a select over the choices
+    computes every one of them for every sample. On a GPU the layer computes each family of
+    ops once (:mod:`augjax.policies._families`: one warp, one blend, one level map); on a CPU,
+    where a loop costs little and each op is many times the cost of the loop, the samples go
+    one by one and each computes only its chosen op (a real conditional). Both give the
+    pixels of the chosen op applied alone."""
+    mode = LAYER
+    if mode == "switch":
+        return run_layer_switch(entries, bound, op_index, applied, branches, image, owner)
+
+    @jax.custom_batching.custom_vmap
+    def layer(op_index, applied, branches, image):
         return run_families(entries, bound, op_index, applied, branches, image, owner)
-    return run_layer_switch(entries, bound, op_index, applied, branches, image, owner)
+
+    @layer.def_vmap
+    def _batched(axis_size, in_batched, *args):
+        args = jax.tree_util.tree_map(
+            lambda v, b: v if b else jnp.broadcast_to(v, (axis_size,) + jnp.shape(v)),
+            args, tuple(in_batched))
+
+        def one_by_one(*args):
+            return jax.lax.map(lambda a: _chosen_only(entries, bound, owner, *a), args)
+
+        def families(*args):
+            return jax.vmap(layer)(*args)
+
+        if mode == "families":
+            return families(*args), True
+        return platform_dependent(*args, cpu=one_by_one, default=families), True
+
+    return layer(op_index, applied, branches, image)
+
+
+def _chosen_only(entries, bound, owner, op_index, applied, branches, image):
+    """One sample's layer by real conditionals (unbatched): only the chosen op runs."""
+
+    def branch(j: int):
+        def run(x):
+            if bound[j] is None:
+                return x
+            return run_op(bound[j], x, branches[j], f"{owner}/{entries[j].name}")
+
+        return run
+
+    def chosen(x):
+        fns = [branch(j) for j in range(len(entries))]
+        return fns[0](x) if len(fns) == 1 else jax.lax.switch(op_index, fns, x)
+
+    return jax.lax.cond(applied, chosen, lambda x: x, image)
 
 
 def run_layer_switch(entries, bound, op_index: jax.Array, applied: jax.Array,

@@ -63,10 +63,11 @@ def _layers(policy, params, chain):
 
 
 def _fused(policy, x, params, chain=None):
-    """The policy's layers as the policy runs them: its public apply, or AugMix's chain
-    ``chain`` through the layer runner AugMix calls."""
+    """The policy's layers as the policy runs them (traced now, so that the layer mode set by
+    the test applies): its ``run``, or AugMix's chain ``chain`` through the layer runner AugMix
+    calls."""
     if chain is None:
-        return np.asarray(policy.apply(x, params=params))
+        return np.asarray(jax.jit(jax.vmap(policy.run))(x, params))
     op, applied, branches = _layers(policy, params, chain)
     run = jax.vmap(lambda im, o, a, b: _engine.run_layers(policy.space, policy.bound, o, a, b,
                                                           im, policy.kind))
@@ -112,9 +113,17 @@ def _chains(name):
     return (0, 1) if name.startswith("augmix") else (None,)
 
 
+@pytest.fixture(params=["families", "auto"])
+def layer_mode(request, monkeypatch):
+    """Each test runs with the layer by families (the GPU path) and as it runs on this
+    machine (on a CPU: sample by sample, only the chosen op)."""
+    monkeypatch.setattr(_engine, "LAYER", request.param)
+    return request.param
+
+
 @pytest.mark.parametrize("dtype", [np.uint8, np.float32], ids=["uint8", "float32"])
 @pytest.mark.parametrize("name", list(POLICIES))
-def test_every_entry_equals_the_op_alone(name, dtype):
+def test_every_entry_equals_the_op_alone(name, dtype, layer_mode):
     policy = POLICIES[name]()
     x = _batch(dtype)
     params = policy.sample(x, key=jax.random.key(5))
@@ -128,7 +137,7 @@ def test_every_entry_equals_the_op_alone(name, dtype):
 @pytest.mark.parametrize("dtype", [np.uint8, np.float32], ids=["uint8", "float32"])
 @pytest.mark.parametrize("name", ["ra-torchvision", "ra-timm", "aa-imagenet", "augmix-timm",
                                   "ra-pack-op"])
-def test_drawn_plans_equal_the_ops_alone(name, dtype):
+def test_drawn_plans_equal_the_ops_alone(name, dtype, layer_mode):
     """Per-sample choices mixed in one batch, layers applied or not."""
     policy = POLICIES[name]()
     x = _batch(dtype, n=16, seed=9)
@@ -136,8 +145,11 @@ def test_drawn_plans_equal_the_ops_alone(name, dtype):
     assert len(np.unique(np.asarray(params["op"]))) > 3
     for chain in _chains(name):
         _assert_same(_fused(policy, x, params, chain), _alone(policy, x, params, chain), name)
-    np.testing.assert_array_equal(np.asarray(policy.apply(x, params=params)),
-                                  np.asarray(policy(x, key=jax.random.key(11))))
+    if layer_mode == "auto":  # the public path (its compiled program is cached: default mode)
+        public = np.asarray(policy.apply(x, params=params))
+        _assert_same(public, _alone(policy, x, params) if not name.startswith("augmix")
+                     else public, name)
+        np.testing.assert_array_equal(public, np.asarray(policy(x, key=jax.random.key(11))))
 
 
 @pytest.mark.parametrize("name", ["ra-torchvision", "ra-timm", "ra-pack-op"])
@@ -148,8 +160,8 @@ def test_the_switch_reference_gives_the_same_uint8_pixels(name, monkeypatch):
     x = _batch(np.uint8, n=16, seed=4)
     params = policy.sample(x, key=jax.random.key(2))
     outs = []
-    for fused in (True, False):
-        monkeypatch.setattr(_engine, "FUSED", fused)
+    for mode in ("families", "switch"):
+        monkeypatch.setattr(_engine, "LAYER", mode)
         outs.append(np.asarray(jax.jit(jax.vmap(policy.run))(x, params)))  # traced now
     np.testing.assert_array_equal(*outs)
 
