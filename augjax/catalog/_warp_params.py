@@ -6,7 +6,12 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from augjax._core.param import Param
-from augjax.catalog._fuse import EXACT_COPY, EXACT_HALF, EXACT_QUARTER, EXACT_THREE_QUARTERS
+from augjax.catalog._fuse import (
+    EXACT_COPY,
+    EXACT_HALF,
+    EXACT_QUARTER,
+    EXACT_THREE_QUARTERS,
+)
 from augjax.kernels.warp import INTERPOLATIONS, check_fill, warp_affine, warp_affine_pil
 
 __all__ = [

@@ -87,11 +87,11 @@ from augjax.kernels.warp import (
 )
 
 __all__ = [
+    "affine",
     "flip",
+    "perspective",
     "rot90",
     "rotate",
-    "affine",
-    "perspective",
 ]
 
 def _flip_sample(key, meta, params, *, p, horizontal, vertical):

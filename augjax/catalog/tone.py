@@ -39,13 +39,13 @@ from augjax.kernels.pixels import (
 
 __all__ = [
     "autocontrast",
-    "sharpen",
-    "sharpness_smooth",
     "equalize",
     "gamma",
     "invert",
     "posterize",
+    "sharpen",
     "sharpness",
+    "sharpness_smooth",
     "solarize",
     "solarize_add",
 ]
