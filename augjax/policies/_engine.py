@@ -1,13 +1,14 @@
 """What every policy shares: binding its op space to augjax ops, drawing magnitude levels, and
-applying one *layer* (one op chosen per sample among the space, with its magnitude) branch-free.
+applying one *layer* (one op chosen per sample among the space, with its magnitude).
 
 A layer's per-sample decisions are four scalars: ``op`` (index into the space), ``level``
 (float32), ``negative`` (the sign of signed maps) and ``applied``, and ``branches``: every
 entry's params at that layer (the entry's magnitude value already in its op's parameter, and
-whatever else the op draws), so that a replay needs no key. The layer computes each family
-of ops once (one warp, one blend, one level map; :mod:`augjax.policies._families`) and the
-entries outside every family by ``lax.switch``; one compiled program serves every sample's
-choice. :func:`run_layer_switch` is the per-op switch over the whole space (the reference).
+whatever else the op draws), so that a replay needs no key. Over a batch, a layer computes
+each family of ops once (one warp, one blend, one level map; :mod:`augjax.policies._families`)
+on a GPU, and runs the samples one by one through a real conditional on a CPU (see
+:func:`run_layer`); one compiled program serves every sample's choice.
+:func:`run_layer_switch` is the per-op switch over the whole space (the reference).
 """
 
 from __future__ import annotations
@@ -179,7 +180,8 @@ def run_layer(entries, bound, op_index: jax.Array, applied: jax.Array, branches:
             return jax.lax.map(lambda a: _chosen_only(entries, bound, owner, *a), args)
 
         def families(*args):
-            return jax.vmap(layer)(*args)
+            return jax.vmap(lambda o, a, b, x: run_families(entries, bound, o, a, b, x, owner)
+                            )(*args)
 
         if mode == "families":
             return families(*args), True
