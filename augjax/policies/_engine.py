@@ -22,6 +22,7 @@ import jax.numpy as jnp
 
 from augjax._plugins.registry import REGISTRY
 from augjax._runtime.bound import BoundOp
+from augjax._runtime.partition import partitioned
 from augjax._runtime.platform import platform_dependent
 from augjax.chain._element import run_op
 from augjax.errors import OpNotFoundError, ParamError, PluginLoadError
@@ -183,7 +184,7 @@ def run_layer(entries, bound, op_index: jax.Array, applied: jax.Array, branches:
             return jax.vmap(lambda o, a, b, x: run_families(entries, bound, o, a, b, x, owner)
                             )(*args)
 
-        if mode == "families":
+        if mode == "families" or partitioned():  # a loop would serialize a sharded batch
             return families(*args), True
         return platform_dependent(*args, cpu=one_by_one, default=families), True
 
