@@ -206,9 +206,10 @@ def _image_gathers(jaxpr, pixels):
     return count
 
 
-def test_a_layer_costs_one_op_per_family():
+def test_a_layer_costs_one_op_per_family(monkeypatch):
     """The cost follows the families, not the space: one layer of the 14-op space samples
     images (warps, level tables) as often as the 3-op space with one warp and one table."""
+    monkeypatch.setattr(_engine, "LAYER", "families")
     x = _batch(np.uint8, n=2, h=32, w=32)
 
     def gathers(policy):
