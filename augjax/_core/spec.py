@@ -106,6 +106,9 @@ class OpSpec:
     compute_bound: bool = False
     targets: Follow = Follow()
     ragged: Callable[..., Any] | None = None
+    #: Internal: how a policy layer may compute this op together with others of its family
+    #: (members from :mod:`augjax.catalog._fuse`, set with its ``fused`` decorator).
+    fuse: tuple[Any, ...] = ()
 
     @property
     def summary(self) -> str:

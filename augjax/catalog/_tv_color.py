@@ -13,7 +13,8 @@ import jax.numpy as jnp
 from augjax.kernels.pixels import blend, blend_gray, bound, is_int, requantize
 
 __all__ = [
-    "adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue", "hue_planes",
+    "adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue", "gray_for_blend",
+    "hue_planes",
 ]
 
 
@@ -22,7 +23,8 @@ def adjust_brightness(x: jax.Array, factor: jax.Array, dtype) -> jax.Array:
     return requantize(x * factor, dtype)
 
 
-def _gray_for_blend(x: jax.Array, dtype) -> jax.Array:
+def gray_for_blend(x: jax.Array, dtype) -> jax.Array:
+    """The (H, W) grayscale contrast and saturation blend with (floored for uint8)."""
     if x.shape[-1] == 1:  # torchvision: a one-channel image is its own grayscale
         return x[..., 0]
     return blend_gray(x[..., 0], x[..., 1], x[..., 2], dtype)
@@ -31,13 +33,13 @@ def _gray_for_blend(x: jax.Array, dtype) -> jax.Array:
 def adjust_contrast(x: jax.Array, factor: jax.Array, dtype) -> jax.Array:
     """Blend with the mean of the (floored, for uint8) grayscale image; one-channel images blend
     with their own mean."""
-    mean = jnp.mean(_gray_for_blend(x, dtype))
+    mean = jnp.mean(gray_for_blend(x, dtype))
     return blend(x, mean, factor, dtype)
 
 
 def adjust_saturation(x: jax.Array, factor: jax.Array, dtype) -> jax.Array:
     """Blend with the (floored, for uint8) grayscale image."""
-    return blend(x, _gray_for_blend(x, dtype)[..., None], factor, dtype)
+    return blend(x, gray_for_blend(x, dtype)[..., None], factor, dtype)
 
 
 def _rgb_to_hsv(r: jax.Array, g: jax.Array, b: jax.Array

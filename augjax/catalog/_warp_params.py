@@ -3,13 +3,22 @@ magnitude) and the warp that follows the convention."""
 
 from __future__ import annotations
 
+import jax.numpy as jnp
+
 from augjax._core.param import Param
+from augjax.catalog._fuse import (
+    EXACT_COPY,
+    EXACT_HALF,
+    EXACT_QUARTER,
+    EXACT_THREE_QUARTERS,
+)
 from augjax.kernels.warp import INTERPOLATIONS, check_fill, warp_affine, warp_affine_pil
 
 __all__ = [
     "CONVENTIONS",
     "TRANSLATE_MAX",
     "convention_param",
+    "exact_paths",
     "fill_param",
     "interpolation_param",
     "magnitude_param",
@@ -54,3 +63,15 @@ def warp_by_convention(image, inverse6, coeffs, convention: str, interpolation: 
 def magnitude_param(default: float, high: float, doc: str) -> Param:
     return Param((-default, default), kind="float_or_pair", neutral=0.0, magnitude=(0.0, high),
                  signed=True, doc=doc)
+
+
+def exact_paths(image, out, code):
+    """``out`` where ``code`` is ``EXACT_NONE``, else the exact copy or turn of ``image`` it
+    names (PIL rotate's paths; the quarter turns only on square images)."""
+    h, w = image.shape[:2]
+    out = jnp.where(code == EXACT_COPY, image, out)
+    out = jnp.where(code == EXACT_HALF, image[::-1, ::-1], out)
+    if h == w:
+        out = jnp.where(code == EXACT_QUARTER, jnp.rot90(image, 1, axes=(0, 1)), out)
+        out = jnp.where(code == EXACT_THREE_QUARTERS, jnp.rot90(image, 3, axes=(0, 1)), out)
+    return out

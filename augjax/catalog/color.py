@@ -28,14 +28,14 @@ import jax.numpy as jnp
 from augjax._core.magnitude import ENHANCE
 from augjax._core.param import Param
 from augjax._core.spec import op
+from augjax.catalog._fuse import Blend, ImageStats, Tone, fused
 from augjax.catalog._jitter import jitter
 from augjax.catalog._tv_color import (
     adjust_brightness,
-    adjust_contrast,
     adjust_hue,
     adjust_saturation,
 )
-from augjax.kernels.pixels import gray, to_dtype
+from augjax.kernels.pixels import blend, gray, to_dtype
 
 __all__ = [
     "JITTER_NAMES",
@@ -89,6 +89,7 @@ def _adjust(fn, image: jax.Array, factor: jax.Array) -> jax.Array:
     return to_dtype(fn(image.astype(jnp.float32), factor, image.dtype), image.dtype)
 
 
+@fused(Tone(), Blend("zero"))
 @op("brightness", params={"factor": _factor(_FACTOR_DOC, "brightness")},
     reference="torchvision.transforms.v2.functional.adjust_brightness")
 def brightness(image, params):
@@ -100,6 +101,13 @@ def brightness(image, params):
     return _adjust(adjust_brightness, image, params["factor"])
 
 
+def _contrast_levels(values, params, stats):
+    """Contrast's blend of ``values`` with the mean gray of the image of ``stats``."""
+    x = values.astype(jnp.float32)
+    return to_dtype(blend(x, stats.gray_mean, params["factor"], values.dtype), values.dtype)
+
+
+@fused(Tone(_contrast_levels), Blend("mean"))
 @op("contrast", params={"factor": _factor(_FACTOR_DOC, "contrast")}, channels=(1, 3),
     reference="torchvision.transforms.v2.functional.adjust_contrast")
 def contrast(image, params):
@@ -110,9 +118,10 @@ def contrast(image, params):
     PIL ImageEnhance.Contrast rounds the mean to a whole level first (<= 1 level apart).
     One-channel images blend with their own mean. Params: ``factor``.
     """
-    return _adjust(adjust_contrast, image, params["factor"])
+    return _contrast_levels(image, params, ImageStats(image))
 
 
+@fused(Blend("gray"))
 @op("saturation", params={"factor": _factor(_FACTOR_DOC, "saturation")}, channels=(3,),
     reference="torchvision.transforms.v2.functional.adjust_saturation")
 def saturation(image, params):

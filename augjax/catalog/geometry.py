@@ -57,8 +57,18 @@ import jax.numpy as jnp
 
 from augjax._core.param import Param
 from augjax._core.spec import op
+from augjax.catalog._fuse import (
+    EXACT_COPY,
+    EXACT_HALF,
+    EXACT_NONE,
+    EXACT_QUARTER,
+    EXACT_THREE_QUARTERS,
+    Affine,
+    fused,
+)
 from augjax.catalog._warp_params import (
     convention_param,
+    exact_paths,
     fill_param,
     interpolation_param,
     magnitude_param,
@@ -82,11 +92,11 @@ from augjax.kernels.warp import (
 )
 
 __all__ = [
+    "affine",
     "flip",
+    "perspective",
     "rot90",
     "rotate",
-    "affine",
-    "perspective",
 ]
 
 def _flip_sample(key, meta, params, *, p, horizontal, vertical):
@@ -207,6 +217,30 @@ def _rotate_matrix(params, meta, *, convention, **_):
     return from_centered_inverse(_rotate_inverse(params["degrees"]), meta.height, meta.width)
 
 
+def _rotate_coeffs(params, h, w, *, convention, **_):
+    angle = params["degrees"]
+    if convention == "pil":
+        return pil_rotate_coefficients(angle, h, w)
+    return _rotate_inverse(angle)
+
+
+def _rotate_exact(params, h, w, *, convention, **_):
+    """Image.rotate's exact paths (copy, transpose), whatever the resampling filter."""
+    if convention != "pil":
+        return jnp.int32(EXACT_NONE)
+    m = jnp.mod(jnp.asarray(params["degrees"], jnp.float32), 360.0)
+    quarter = (m == 90.0) & (h == w)
+    three = (m == 270.0) & (h == w)
+    codes = [EXACT_COPY, EXACT_HALF, EXACT_QUARTER, EXACT_THREE_QUARTERS]
+    return jnp.select([m == 0.0, m == 180.0, quarter, three], codes, EXACT_NONE).astype(jnp.int32)
+
+
+def _rotate_inverse(angle):
+    # torchvision rotate: the inverse matrix of affine(-angle), about the centre.
+    return inverse_affine_matrix((0.0, 0.0), -angle, (0.0, 0.0), 1.0, (0.0, 0.0))
+
+
+@fused(Affine(_rotate_coeffs, _rotate_exact))
 @op(
     "rotate",
     params={
@@ -249,19 +283,9 @@ def rotate(image, params, *, interpolation, fill, convention):
                 "rotate")
     if convention != "pil":
         return out
-    # Image.rotate's exact paths (copy, transpose), whatever the resampling filter.
-    m = jnp.mod(jnp.asarray(angle, jnp.float32), 360.0)
-    out = jnp.where(m == 0.0, image, out)
-    out = jnp.where(m == 180.0, image[::-1, ::-1], out)
-    if h == w:
-        out = jnp.where(m == 90.0, jnp.rot90(image, 1, axes=(0, 1)), out)
-        out = jnp.where(m == 270.0, jnp.rot90(image, 3, axes=(0, 1)), out)
-    return out
+    return exact_paths(image, out, _rotate_exact(params, h, w, convention=convention))
 
 
-def _rotate_inverse(angle):
-    # torchvision rotate: the inverse matrix of affine(-angle), about the centre.
-    return inverse_affine_matrix((0.0, 0.0), -angle, (0.0, 0.0), 1.0, (0.0, 0.0))
 
 
 def _degrees_range(value):

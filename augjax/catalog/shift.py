@@ -16,6 +16,7 @@ import jax.numpy as jnp
 
 from augjax._core.param import Param
 from augjax._core.spec import op
+from augjax.catalog._fuse import Affine, fused
 from augjax.catalog._warp_params import (
     TRANSLATE_MAX,
     convention_param,
@@ -59,10 +60,20 @@ def _shear_op_matrix(axis: str):
     return matrix
 
 
+def _shear_fuse(axis: str) -> Affine:
+    def coeffs(params, h, w, *, convention, **_):
+        if convention == "pil":
+            return _shear_coeffs(params["shear"], axis)
+        return _shear_matrix(params["shear"], h, w, axis)
+
+    return Affine(coeffs)
+
+
 _SHEAR_DOC = ("shear factor: a number is used as is, a pair (lo, hi) is drawn uniformly per sample;"
               " RandAugment range 0..0.3, randomly negated")
 
 
+@fused(_shear_fuse("x"))
 @op(
     "shear_x",
     params={
@@ -101,6 +112,7 @@ def shear_x(image, params, *, interpolation, fill, convention):
                  convention, interpolation, fill, "shear_x")
 
 
+@fused(_shear_fuse("y"))
 @op(
     "shear_y",
     params={
@@ -178,6 +190,15 @@ def _translate_matrix(axis: str):
     return matrix
 
 
+def _translate_fuse(axis: str) -> Affine:
+    def coeffs(params, h, w, *, relative, convention, **_):
+        if convention == "pil":
+            return _translate_coeffs(params["translate"], h, w, relative, axis)
+        return _translate_inverse(params["translate"], h, w, relative, axis)
+
+    return Affine(coeffs)
+
+
 _TRANSLATE_DOC = ("shift: a fraction of the {side} (relative=True) or pixels, truncated to whole "
                   "pixels (convention='pil': not rounded); a number is used as is, a pair "
                   "(lo, hi) is drawn uniformly per sample; RandAugment range 0..150/331, "
@@ -194,6 +215,7 @@ def _translate_params(side: str) -> dict[str, Param]:
     }
 
 
+@fused(_translate_fuse("x"))
 @op(
     "translate_x",
     params=_translate_params("width"),
@@ -227,6 +249,7 @@ def translate_x(image, params, *, relative, interpolation, fill, convention):
                       "x")
 
 
+@fused(_translate_fuse("y"))
 @op(
     "translate_y",
     params=_translate_params("height"),

@@ -20,18 +20,14 @@ The histogram arithmetic of ``equalize`` and ``autocontrast`` is public in
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 
 from augjax._core.magnitude import ENHANCE
 from augjax._core.param import Param
 from augjax._core.spec import op
-from augjax.kernels.histogram import (
-    equalize_lut,
-    histogram,
-    lookup,
-    stretch,
-    value_range,
-)
+from augjax.catalog._fuse import Blend, ImageStats, Tone, fused
+from augjax.kernels.histogram import lookup, stretch
 from augjax.kernels.pixels import (
     bound,
     from_unit,
@@ -47,12 +43,15 @@ __all__ = [
     "gamma",
     "invert",
     "posterize",
+    "sharpen",
     "sharpness",
+    "sharpness_smooth",
     "solarize",
     "solarize_add",
 ]
 
 
+@fused(Tone())
 @op("invert", random=False, reference="torchvision.transforms.v2.functional.invert")
 def invert(image, params):
     """Inverts every level: ``255 - x`` for uint8, ``1 - x`` for float (PIL ImageOps.invert)."""
@@ -61,6 +60,7 @@ def invert(image, params):
     return 1.0 - image
 
 
+@fused(Tone())
 @op(
     "solarize",
     params={
@@ -84,6 +84,7 @@ def solarize(image, params):
     return jnp.where(image.astype(jnp.float32) >= t, inverted, image)
 
 
+@fused(Tone())
 @op(
     "solarize_add",
     params={
@@ -112,6 +113,7 @@ def solarize_add(image, params, *, threshold):
     return to_dtype(out, dtype, rounding="round")
 
 
+@fused(Tone())
 @op(
     "posterize",
     params={
@@ -139,6 +141,19 @@ def posterize(image, params):
     return jnp.where(b >= 8, image, quantized).astype(image.dtype)
 
 
+def _equalize_levels(values, params, stats):
+    """Equalize's level map of ``values`` by the table of the image of ``stats``."""
+    dtype = values.dtype
+    q = values if is_int(dtype) else from_unit(values, jnp.uint8)
+    lut, valid = stats.equalize
+    identity = jnp.arange(lut.shape[0], dtype=lut.dtype)[:, None]
+    out = lookup(q, jnp.where(valid, lut, identity).astype(jnp.uint8))  # a uint8 table
+    if is_int(dtype):
+        return out.astype(dtype)
+    return (out.astype(jnp.float32) * (1.0 / 255.0)).astype(dtype)
+
+
+@fused(Tone(_equalize_levels))
 @op("equalize", random=False, reference="PIL.ImageOps.equalize (as torchvision equalize)")
 def equalize(image, params):
     """Equalizes the histogram of each channel with PIL's lookup table (PIL ImageOps.equalize).
@@ -152,16 +167,17 @@ def equalize(image, params):
     by a few levels. Float images are first quantized like torchvision (``trunc(x * 255.999)``)
     and returned as ``level / 255`` (so their gradient is zero).
     """
-    dtype = image.dtype
-    q = image if is_int(dtype) else from_unit(image, jnp.uint8)
-    lut, valid = equalize_lut(histogram(q))
-    identity = jnp.arange(lut.shape[0], dtype=lut.dtype)[:, None]
-    out = lookup(q, jnp.where(valid, lut, identity).astype(jnp.uint8))  # a uint8 table
-    if is_int(dtype):
-        return out.astype(dtype)
-    return (out.astype(jnp.float32) * (1.0 / 255.0)).astype(dtype)
+    return _equalize_levels(image, params, ImageStats(image))
 
 
+def _autocontrast_levels(values, params, stats):
+    """Autocontrast's level map of ``values`` by the range of the image of ``stats``."""
+    dtype = values.dtype
+    lo, hi = stats.range
+    return to_dtype(stretch(values.astype(jnp.float32), lo, hi, dtype), dtype)
+
+
+@fused(Tone(_autocontrast_levels))
 @op("autocontrast", random=False,
     reference="PIL.ImageOps.autocontrast / torchvision.transforms.v2.functional.autocontrast")
 def autocontrast(image, params):
@@ -172,12 +188,10 @@ def autocontrast(image, params):
     (float images use 1 for 255); a constant channel is left unchanged
     (:func:`augjax.kernels.stretch`). PIL maps through a rounded table: <= 1 level apart.
     """
-    dtype = image.dtype
-    x = image.astype(jnp.float32)
-    lo, hi = value_range(x)
-    return to_dtype(stretch(x, lo, hi, dtype), dtype)
+    return _autocontrast_levels(image, params, ImageStats(image))
 
 
+@fused(Blend("smooth"))
 @op(
     "sharpness",
     params={
@@ -202,8 +216,16 @@ def sharpness(image, params):
     h, w = image.shape[:2]
     if h <= 2 or w <= 2:
         return image
-    f = params["factor"]
     x = image.astype(jnp.float32)
+    out = sharpen(x, sharpness_smooth(x, dtype), params["factor"], dtype)
+    return to_dtype(jnp.clip(out, 0.0, bound(dtype)), dtype)
+
+
+def sharpness_smooth(x, dtype):
+    """Sharpness's smoothed copy of the float32 image ``x`` (values in ``dtype``'s scale):
+    the 3x3 kernel over the whole image, rounded to whole levels for uint8 (the border is
+    :func:`sharpen`'s to keep)."""
+    h, w = x.shape[:2]
     # Full-size shifted views of a zero-padded copy and a border select: pad, slices and
     # arithmetic fuse into one elementwise pass (no separate interior write).
     xp = jnp.pad(x, ((1, 1), (1, 1), (0, 0)))
@@ -212,13 +234,33 @@ def sharpness(image, params):
         for j in range(3):
             total = total + xp[i:h + i, j:w + j]
     smooth = total * (1.0 / 13.0)
-    if is_int(dtype):
-        smooth = jnp.round(smooth)
+    return jnp.round(smooth) if is_int(dtype) else smooth
+
+
+def sharpen(x, smooth, factor, dtype):
+    """``x + (1 - factor) * (smooth - x)`` inside, ``x`` on the one-pixel border (unclamped).
+
+    uint8: the product is rounded to float32 before the sum, as torchvision computes it, in a
+    form no compiler can change: XLA contracts a product and a sum into one multiply-add in
+    some programs and not in others, and one rounding more or less moves a truncated level
+    (the op alone and a policy layer that computes it among other blends would differ). The
+    difference ``smooth - x`` is a whole number of at most 9 bits, so splitting ``1 - factor``
+    into its top 12 significant bits and the rest makes both partial products exact, and their
+    sum is the product rounded once, contracted or not.
+    """
+    h, w = x.shape[:2]
     rows = jnp.arange(h)[:, None, None]
     cols = jnp.arange(w)[None, :, None]
     border = (rows == 0) | (rows == h - 1) | (cols == 0) | (cols == w - 1)
-    out = jnp.where(border, x, x + (1.0 - f) * (smooth - x))
-    return to_dtype(jnp.clip(out, 0.0, bound(dtype)), dtype)
+    c = jnp.asarray(1.0 - factor, jnp.float32)
+    a = smooth - x
+    if is_int(dtype):
+        bits = jax.lax.bitcast_convert_type(c, jnp.uint32) & jnp.uint32(0xFFFFF000)
+        c_hi = jax.lax.bitcast_convert_type(bits, jnp.float32)
+        step = c_hi * a + (c - c_hi) * a
+    else:
+        step = c * a
+    return jnp.where(border, x, x + step)
 
 
 @op(

@@ -26,6 +26,7 @@ __all__ = [
     "DECISION_TAG",
     "as_element",
     "as_sample_element",
+    "check_op_input",
     "decision_key",
     "draw_element",
     "element_matrix",
@@ -128,6 +129,14 @@ def _check_input(spec: Any, image: jax.Array, where: str) -> None:
     check_images(jax.ShapeDtypeStruct(shape, image.dtype), spec, layout, op=where)
 
 
+def check_op_input(el: BoundOp, image: jax.Array, where: str) -> None:
+    """The input checks :func:`run_op` makes (one HWC image the op accepts), without running
+    the op."""
+    if image.ndim != 3:
+        raise InputError(f"{where}: expects one HWC image per sample, got shape {image.shape}")
+    _check_input(el.spec, image, where)
+
+
 def meta_after(el: Any, meta: Meta) -> Meta:
     """The :class:`Meta` of ``el``'s output for an input described by ``meta``."""
     (h, w, c), dtype = struct_after(el, (meta.height, meta.width, meta.channels), meta.dtype)
@@ -151,9 +160,7 @@ def run_op(el: BoundOp, image: jax.Array, params: dict[str, Any], where: str) ->
     """Runs a sample-level op's kernel on one HWC image with its params, checking the input
     and the promised output."""
     spec = el.spec
-    if image.ndim != 3:
-        raise InputError(f"{where}: expects one HWC image per sample, got shape {image.shape}")
-    _check_input(spec, image, where)
+    check_op_input(el, image, where)
     out = el.run(image, params)
     expected = struct_after(el, tuple(image.shape), image.dtype)
     if (tuple(out.shape), jnp.dtype(out.dtype)) != expected:

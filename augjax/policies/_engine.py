@@ -1,12 +1,14 @@
 """What every policy shares: binding its op space to augjax ops, drawing magnitude levels, and
-applying one *layer* (one op chosen per sample among the space, with its magnitude) branch-free.
+applying one *layer* (one op chosen per sample among the space, with its magnitude).
 
 A layer's per-sample decisions are four scalars: ``op`` (index into the space), ``level``
 (float32), ``negative`` (the sign of signed maps) and ``applied``, and ``branches``: every
 entry's params at that layer (the entry's magnitude value already in its op's parameter, and
-whatever else the op draws), so that a replay needs no key. The layer runs
-``lax.switch(op, branches, image)``; under ``vmap`` that is a select over every branch, so one
-compiled program serves every sample's choice.
+whatever else the op draws), so that a replay needs no key. Over a batch, a layer computes
+each family of ops once (one warp, one blend, one level map; :mod:`augjax.policies._families`)
+on a GPU, and runs the samples one by one through a real conditional on a CPU (see
+:func:`run_layer`); one compiled program serves every sample's choice.
+:func:`run_layer_switch` is the per-op switch over the whole space (the reference).
 """
 
 from __future__ import annotations
@@ -20,8 +22,11 @@ import jax.numpy as jnp
 
 from augjax._plugins.registry import REGISTRY
 from augjax._runtime.bound import BoundOp
+from augjax._runtime.partition import partitioned
+from augjax._runtime.platform import platform_dependent
 from augjax.chain._element import run_op
 from augjax.errors import OpNotFoundError, ParamError, PluginLoadError
+from augjax.policies._families import run_families
 from augjax.policies._magnitude import MagnitudeMap, PolicyOp, resolve
 
 __all__ = [
@@ -33,8 +38,13 @@ __all__ = [
     "layer_values",
     "layers_matrix",
     "run_layer",
+    "run_layer_switch",
     "run_layers",
 ]
+
+#: How a layer runs over a batch (read when tracing): "auto" (one by one on a CPU, by families
+#: elsewhere), "families" (everywhere), "switch" (the per-op switch, the reference).
+LAYER = "auto"
 
 
 class Levels:
@@ -145,7 +155,63 @@ def draw_branches(entries, bound, levels: Levels, level: jax.Array, negative: ja
 
 def run_layer(entries, bound, op_index: jax.Array, applied: jax.Array, branches: tuple[Any, ...],
               image: jax.Array, owner: str) -> jax.Array:
-    """One layer on one HWC image: the chosen op with its params, where ``applied``."""
+    """One layer on one HWC image: the chosen op with its params, where ``applied``.
+
+    Over a batch (under ``vmap``) the samples' choices differ, and a select over the choices
+    computes every one of them for every sample. On a GPU the layer computes each family of
+    ops once (:mod:`augjax.policies._families`: one warp, one blend, one level map); on a CPU,
+    where a loop costs little and each op is many times the cost of the loop, the samples go
+    one by one and each computes only its chosen op (a real conditional). Both give the
+    pixels of the chosen op applied alone."""
+    mode = LAYER
+    if mode == "switch":
+        return run_layer_switch(entries, bound, op_index, applied, branches, image, owner)
+
+    @jax.custom_batching.custom_vmap
+    def layer(op_index, applied, branches, image):
+        return run_families(entries, bound, op_index, applied, branches, image, owner)
+
+    @layer.def_vmap
+    def _batched(axis_size, in_batched, *args):
+        args = jax.tree_util.tree_map(
+            lambda v, b: v if b else jnp.broadcast_to(v, (axis_size,) + jnp.shape(v)),
+            args, tuple(in_batched))
+
+        def one_by_one(*args):
+            return jax.lax.map(lambda a: _chosen_only(entries, bound, owner, *a), args)
+
+        def families(*args):
+            return jax.vmap(lambda o, a, b, x: run_families(entries, bound, o, a, b, x, owner)
+                            )(*args)
+
+        if mode == "families" or partitioned():  # a loop would serialize a sharded batch
+            return families(*args), True
+        return platform_dependent(*args, cpu=one_by_one, default=families), True
+
+    return layer(op_index, applied, branches, image)
+
+
+def _chosen_only(entries, bound, owner, op_index, applied, branches, image):
+    """One sample's layer by real conditionals (unbatched): only the chosen op runs."""
+
+    def branch(j: int):
+        def run(x):
+            if bound[j] is None:
+                return x
+            return run_op(bound[j], x, branches[j], f"{owner}/{entries[j].name}")
+
+        return run
+
+    def chosen(x):
+        fns = [branch(j) for j in range(len(entries))]
+        return fns[0](x) if len(fns) == 1 else jax.lax.switch(op_index, fns, x)
+
+    return jax.lax.cond(applied, chosen, lambda x: x, image)
+
+
+def run_layer_switch(entries, bound, op_index: jax.Array, applied: jax.Array,
+                     branches: tuple[Any, ...], image: jax.Array, owner: str) -> jax.Array:
+    """:func:`run_layer` as a ``lax.switch`` over every entry (each op's own kernel)."""
 
     def branch(j: int):
         entry, op = entries[j], bound[j]

@@ -1,0 +1,115 @@
+"""How an op joins a family that a policy layer computes once for every sample (internal).
+
+A policy layer applies one op per sample, chosen among its op space. Ops of one *family* share
+their costly part, so the layer computes each family once and selects per sample
+(:mod:`augjax.policies._families`). An op declares its membership with :func:`fused` on its
+spec; the member gives the per-sample part of the family computation, built from the same
+functions as the op's kernel, so that the layer's pixels are the op's own:
+
+- :class:`Affine`: the op is one warp by per-sample coefficients (torchvision's centred
+  inverse, or PIL's affine data for ``convention="pil"``), plus exact paths (PIL rotate's
+  copies and transposes) as a code.
+- :class:`Blend`: ``x * f + d * (1 - f)`` with a degenerate image ``d`` (zeros, the mean
+  gray, the gray, the smoothed copy: sharpness's own formula), clamped and truncated.
+- :class:`Tone`: a level map given statistics of the image (its range, mean gray, histogram
+  table): on uint8 every one is a per-channel 256-entry table, applied by one lookup.
+
+:class:`ImageStats` holds those statistics of one image, computed on first use.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from augjax.catalog._tv_color import gray_for_blend
+from augjax.kernels.histogram import equalize_lut, histogram, value_range
+from augjax.kernels.pixels import from_unit, is_int
+
+__all__ = ["Affine", "Blend", "ImageStats", "Tone", "fused"]
+
+#: Exact-path codes of an affine member (PIL rotate): the warp, a copy, a half turn, a quarter
+#: turn and three quarter turns (the turns only on square images).
+EXACT_NONE, EXACT_COPY, EXACT_HALF, EXACT_QUARTER, EXACT_THREE_QUARTERS = range(5)
+
+
+@dataclasses.dataclass(frozen=True)
+class Affine:
+    """A warp member. ``coeffs(params, height, width, **config)`` gives the (6,) float32
+    coefficients the op warps by under its ``convention``; ``exact(params, height, width,
+    **config)`` (optional) the int32 exact-path code (``EXACT_*``)."""
+
+    coeffs: Callable[..., jax.Array]
+    exact: Callable[..., jax.Array] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Blend:
+    """A blend member: ``degenerate`` is ``"zero"``, ``"mean"`` (the mean gray),
+    ``"gray"`` or ``"smooth"`` (sharpness's smoothed copy and formula); the factor is
+    ``params[param]``."""
+
+    degenerate: str
+    param: str = "factor"
+
+
+@dataclasses.dataclass(frozen=True)
+class Tone:
+    """A level-map member: ``fn(values, params, stats, **config)`` maps values of the image's
+    dtype given the image's :class:`ImageStats`; None means the op's kernel is itself
+    pointwise."""
+
+    fn: Callable[..., jax.Array] | None = None
+
+
+def fused(*members: Any) -> Callable[[Any], Any]:
+    """Decorates an op spec (above ``@op``) with its family members."""
+
+    def decorate(spec: Any) -> Any:
+        return dataclasses.replace(spec, fuse=tuple(members))
+
+    return decorate
+
+
+class ImageStats:
+    """Statistics of one HWC image (its own dtype), each computed when first read."""
+
+    def __init__(self, image: jax.Array) -> None:
+        self.image = image
+        self.dtype = image.dtype
+
+    @functools.cached_property
+    def range(self) -> tuple[jax.Array, jax.Array]:
+        """Each channel's smallest and largest value (float32)."""
+        return value_range(self.image.astype(jnp.float32))
+
+    @functools.cached_property
+    def gray(self) -> jax.Array:
+        """The (H, W) grayscale torchvision blends contrast and saturation with."""
+        return gray_for_blend(self.image.astype(jnp.float32), self.dtype)
+
+    @functools.cached_property
+    def gray_mean(self) -> jax.Array:
+        """The mean of :attr:`gray` (contrast's degenerate value)."""
+        return jnp.mean(self.gray)
+
+    @functools.cached_property
+    def levels(self) -> jax.Array:
+        """The image as int32 uint8 levels (float images quantized as torchvision's equalize)."""
+        x = self.image
+        return (x if is_int(self.dtype) else from_unit(x, jnp.uint8)).astype(jnp.int32)
+
+    @functools.cached_property
+    def equalize(self) -> tuple[jax.Array, jax.Array]:
+        """PIL's equalization table of :attr:`levels` and the channels it applies to."""
+        return equalize_lut(histogram(self.levels))
+
+
+def member(spec: Any, kind: type) -> Any:
+    """The member of ``spec`` of class ``kind``, or None."""
+    return next((m for m in getattr(spec, "fuse", ()) if isinstance(m, kind)), None)

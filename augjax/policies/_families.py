@@ -1,0 +1,183 @@
+"""One policy layer computed family by family: each sample's chosen op, at the cost of one op
+per family rather than one per entry of the op space.
+
+Under ``vmap`` a ``lax.switch`` over the op space computes every entry for every sample and
+selects. Here the entries whose ops declare a family member (:mod:`augjax.catalog._fuse`) are
+grouped, and each group is computed once per sample with the chosen entry's per-sample part:
+
+- affine ops (rotate, shears, translations; per sampling convention, interpolation and fill):
+  the chosen op's coefficients, then ONE warp (and PIL rotate's exact paths);
+- blend ops (brightness, contrast, saturation, sharpness): one blend with the chosen op's
+  degenerate image and factor;
+- tone ops (identity-like level maps: invert, solarize, solarize_add, posterize,
+  autocontrast, equalize, and on uint8 brightness and contrast): on uint8 the chosen op's
+  256-entry table per channel, applied by one lookup; on float32 the level maps under selects
+  (one fused elementwise pass).
+
+Entries without a member (a pack's op) go through a ``lax.switch`` over those entries only.
+Every family computes with the functions the ops' kernels call, so the pixels are the ops'
+own (``tests/compose/test_policy_families.py`` checks them against the per-op switch).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from augjax.catalog._fuse import Affine, Blend, ImageStats, Tone, member
+from augjax.catalog._warp_params import exact_paths
+from augjax.catalog.tone import sharpen, sharpness_smooth
+from augjax.chain._element import check_op_input, run_op
+from augjax.kernels.histogram import lookup
+from augjax.kernels.pixels import bound, is_int, to_dtype
+from augjax.kernels.warp import check_fill, warp_affine, warp_affine_pil
+
+__all__ = ["plan_layer", "run_families"]
+
+#: The family an op with several members joins, per image kind: on uint8 a level map is one
+#: table lookup (cheaper than a blend); on float32 brightness and contrast blend.
+_PREFERENCE = {True: (Tone, Blend, Affine), False: (Blend, Affine, Tone)}
+
+#: Degenerate images of the blend family, by code.
+_DEGENERATES = ("zero", "mean", "gray", "smooth")
+
+
+def _group_key(m: Any, op: Any) -> tuple[Any, ...]:
+    if isinstance(m, Affine):
+        cfg = op.kwargs
+        fill = cfg.get("fill")
+        fill = tuple(fill) if isinstance(fill, (list, tuple)) else fill
+        return ("affine", cfg.get("convention", "torchvision"), cfg.get("interpolation"), fill)
+    return ("blend",) if isinstance(m, Blend) else ("tone",)
+
+
+@functools.lru_cache(maxsize=256)
+def plan_layer(bound_ops: tuple[Any, ...], integer: bool):
+    """The static grouping of an op space: ``(groups, rest)`` with ``groups`` a tuple of
+    ``(key, ((entry index, member), ...))`` and ``rest`` the indices of the entries computed
+    by the switch (identity entries are in neither)."""
+    groups: dict[tuple[Any, ...], list[tuple[int, Any]]] = {}
+    rest = []
+    for j, op in enumerate(bound_ops):
+        if op is None:
+            continue
+        m = next((m for kind in _PREFERENCE[integer] if (m := member(op.spec, kind))), None)
+        if m is None:
+            rest.append(j)
+        else:
+            groups.setdefault(_group_key(m, op), []).append((j, m))
+    return tuple((k, tuple(v)) for k, v in groups.items()), tuple(rest)
+
+
+def _position(op_index: jax.Array, js: tuple[int, ...], count: int) -> tuple[jax.Array, ...]:
+    """Whether the chosen entry is one of ``js``, and its position among them."""
+    table = [0] * count
+    chosen = [False] * count
+    for i, j in enumerate(js):
+        table[j], chosen[j] = i, True
+    return jnp.asarray(chosen)[op_index], jnp.asarray(table, jnp.int32)[op_index]
+
+
+def _static(op: Any) -> dict[str, Any]:
+    """The op's static parameters (its kernel's keywords)."""
+    cfg = op.kwargs
+    return {k: cfg[k] for k in op.spec.static}
+
+
+def _pick(values: list[jax.Array], pos: jax.Array) -> jax.Array:
+    return values[0] if len(values) == 1 else jnp.stack(values)[pos]
+
+
+def _select(values: list[jax.Array], pos: jax.Array) -> jax.Array:
+    """``values[pos]`` by selects (fused into the producers' elementwise pass)."""
+    out = values[0]
+    for i, v in enumerate(values[1:], 1):
+        out = jnp.where(pos == i, v, out)
+    return out
+
+
+def _affine(image: jax.Array, items, pos: jax.Array) -> jax.Array:
+    h, w = image.shape[:2]
+    op0 = items[0][0]
+    cfg = op0.kwargs
+    coeffs = _pick([m.coeffs(p, h, w, **_static(op)) for op, p, m in items], pos)
+    fill = check_fill(cfg.get("fill"), image, op0.name)
+    interpolation = cfg.get("interpolation", "nearest")
+    if cfg.get("convention", "torchvision") == "pil":
+        out = warp_affine_pil(image, coeffs, interpolation, fill)
+    else:
+        out = warp_affine(image, coeffs, interpolation, fill)
+    if not any(m.exact is not None for _, _, m in items):
+        return out
+    codes = [m.exact(p, h, w, **_static(op)) if m.exact is not None else jnp.int32(0)
+             for op, p, m in items]
+    return exact_paths(image, out, _pick(codes, pos))
+
+
+def _blend(image: jax.Array, items, pos: jax.Array) -> jax.Array:
+    dtype = image.dtype
+    x = image.astype(jnp.float32)
+    h, w = x.shape[:2]
+    kinds = {m.degenerate for _, _, m in items}
+    f = _pick([jnp.asarray(p[m.param], jnp.float32) for _, p, m in items], pos)
+    kind = _pick([jnp.int32(_DEGENERATES.index(m.degenerate)) for _, _, m in items], pos)
+    stats = ImageStats(image)
+    d = jnp.float32(0.0)
+    if "mean" in kinds:
+        d = jnp.where(kind == 1, stats.gray_mean, d)
+    if "gray" in kinds:
+        d = jnp.where(kind == 2, stats.gray[..., None], d)
+    v = x * f + d * (1.0 - f)  # pixels.blend (brightness: d = 0)
+    if "smooth" in kinds:  # sharpness's own formula; small images are returned unchanged
+        sharp = sharpen(x, sharpness_smooth(x, dtype), f, dtype) if h > 2 and w > 2 else x
+        v = jnp.where(kind == 3, sharp, v)
+    return to_dtype(jnp.clip(v, 0.0, bound(dtype)), dtype)
+
+
+def _level_map(op: Any, params: Any, m: Tone, values: jax.Array, stats: ImageStats):
+    if m.fn is None:
+        return op.run(values, params)
+    return m.fn(values, params, stats, **_static(op))
+
+
+def _tone(image: jax.Array, items, pos: jax.Array) -> jax.Array:
+    stats = ImageStats(image)
+    if not is_int(image.dtype):
+        return _select([_level_map(op, p, m, image, stats) for op, p, m in items], pos)
+    c = image.shape[-1]
+    ramp = jnp.broadcast_to(jnp.arange(256, dtype=image.dtype)[:, None, None], (256, 1, c))
+    tables = [_level_map(op, p, m, ramp, stats) for op, p, m in items]
+    return lookup(image, _pick(tables, pos)[:, 0, :])
+
+
+_FAMILIES = {"affine": _affine, "blend": _blend, "tone": _tone}
+
+
+def run_families(entries, bound_ops, op_index: jax.Array, applied: jax.Array,
+                 branches: tuple[Any, ...], image: jax.Array, owner: str) -> jax.Array:
+    """One layer on one HWC image: the chosen entry's op with its params, where ``applied``,
+    each family computed once."""
+    groups, rest = plan_layer(tuple(bound_ops), bool(is_int(image.dtype)))
+    count = len(bound_ops)
+    out = image
+    for key, items in groups:
+        js = tuple(j for j, _ in items)
+        for j in js:
+            check_op_input(bound_ops[j], image, f"{owner}/{entries[j].name}")
+        chosen, pos = _position(op_index, js, count)
+        y = _FAMILIES[key[0]](image, [(bound_ops[j], branches[j], m) for j, m in items], pos)
+        out = jnp.where(chosen, y, out)
+    if rest:
+        fns = [functools.partial(_run_entry, entries[j], bound_ops[j], branches[j], owner)
+               for j in rest]
+        chosen, pos = _position(op_index, rest, count)
+        y = fns[0](image) if len(fns) == 1 else jax.lax.switch(pos, fns, image)
+        out = jnp.where(chosen, y, out)
+    return jnp.where(applied, out, image)
+
+
+def _run_entry(entry, op, params, owner, x):
+    return run_op(op, x, params, f"{owner}/{entry.name}")
