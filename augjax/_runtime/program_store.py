@@ -239,7 +239,8 @@ class StoredProgram:
                 return self._jitted
         from jax import export
 
-        platform = signature[1][0][3] if signature[1] else jax.default_backend()
+        platform = _lowering_platform(signature[1][0][3] if signature[1] else
+                                      jax.default_backend())
         digest = hashlib.sha256(f"{self._ident}\n{signature[0]}\n{signature[1]}".encode())
         path = folder / f"{digest.hexdigest()[:40]}{_SUFFIX}"
         loaded = _read(path)
@@ -260,6 +261,16 @@ class StoredProgram:
         for category, message in caught:
             warnings.warn(message, category, stacklevel=5)
         return jax.jit(exported.call)
+
+
+def _lowering_platform(device_platform: str) -> str:
+    """The platform name ``jax.export`` lowers for (a CUDA device's platform is ``"gpu"``, its
+    lowering platform ``"cuda"``)."""
+    from jax import export
+
+    if device_platform == jax.default_backend():
+        return export.default_export_platform()
+    return {"gpu": "cuda"}.get(device_platform, device_platform)
 
 
 def _read(path: Path):
