@@ -101,6 +101,13 @@ def apply_steps(
                 argument=arg,
             )
     if isinstance(inputs[0], (list, tuple)):  # images of different sizes
+        given = sorted(k for k, v in targets.items() if v is not None and k != "mask_fill")
+        if given:
+            raise InputError(
+                f"{name}: targets ({', '.join(given)}) with a list of images of different sizes "
+                f"are taken in a DALI pipeline only; on arrays pad the images to one size (or "
+                f"crop each first) and pass the targets with that batch", op=name,
+                argument=given[0])
         steps, start, images = _ragged_prefix(steps, inputs[0], key, layout, start, name)
         if not steps:
             return images

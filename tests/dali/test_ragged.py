@@ -291,3 +291,4 @@ def test_targets_follow_a_chain_that_starts_with_a_ragged_crop(target_outputs):
                                                b[i, 0, 3]]
         np.testing.assert_allclose(cb[i, 0], want, atol=1e-4)
         np.testing.assert_array_equal(cbv[i], bv[i])
+
