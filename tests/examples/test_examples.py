@@ -141,3 +141,15 @@ def test_scripts_run_as_a_user_runs_them(tmp_path):
                          capture_output=True, text=True, timeout=300, check=False)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     assert "masks (4, 64, 64, 1) uint8" in res.stdout and "checks ok" in res.stdout
+
+
+@pytest.mark.gpu
+def test_scripts_on_the_gpu():
+    for script, expect in (("detection.py", "checks ok"),
+                           ("segmentation.py", "mask/colour agreement min")):
+        extra = ["--no-color"] if script == "segmentation.py" else []
+        res = subprocess.run([sys.executable, str(EXAMPLES / script), "--device", "gpu",
+                              "--iters", "3", *extra], capture_output=True, text=True,
+                             timeout=300, check=False)
+        assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+        assert expect in res.stdout and "checks ok" in res.stdout, res.stdout[-2000:]
