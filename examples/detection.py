@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sample_dataset import make_dataset  # noqa: E402  (examples/sample_dataset.py)
+from sample_dataset import make_dataset  # examples/sample_dataset.py, beside this file
 
 
 def chain(size: int, color: bool = True):

@@ -51,8 +51,9 @@ def make_dataset(root: str | Path, seed: int = 0) -> dict[str, list]:
     """Writes the dataset under ``root`` (see the module docstring) and returns
     ``{"images": [...jpg paths], "masks": [...png paths], "boxes": [(K, 4) XYXY], "classes":
     [(K,) ids]}``, in file order."""
-    import augjax
     from PIL import Image
+
+    import augjax
 
     root = Path(root)
     (root / "images").mkdir(parents=True, exist_ok=True)

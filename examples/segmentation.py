@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sample_dataset import CLASSES, make_dataset  # noqa: E402  (examples/sample_dataset.py)
+from sample_dataset import CLASSES, make_dataset
 
 #: the mask id of pixels that come from outside the image (rotation corners)
 IGNORE = 255
@@ -70,7 +70,7 @@ def build_pipeline(root: str | Path, *, batch_size: int = 8, size: int = 256,
                   device_id=0 if device == "gpu" else None, seed=seed)
     def pipe():
         # The same seed and settings: both readers shuffle the same way.
-        read = dict(random_shuffle=shuffle, seed=seed + 1)
+        read = {"random_shuffle": shuffle, "seed": seed + 1}
         if boxes:
             from detection import pad_boxes
 

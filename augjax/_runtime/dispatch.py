@@ -15,7 +15,6 @@ from augjax._runtime.inputs import as_array, check_label_range
 from augjax._runtime.keys import sample_keys
 from augjax._runtime.partition import array_spans_devices
 from augjax._runtime.program import apply_program, array_program, sample_program
-from augjax._runtime.targets import prepare_targets
 from augjax._runtime.ragged import (
     as_arrays,
     check_list,
@@ -25,6 +24,7 @@ from augjax._runtime.ragged import (
     ragged_count,
     window_structure,
 )
+from augjax._runtime.targets import prepare_targets
 from augjax.errors import InputError
 
 __all__ = ["apply_steps", "apply_with_params", "is_data_node", "sample_steps_on"]

@@ -30,7 +30,7 @@ import jax.numpy as jnp
 
 from augjax._runtime.keys import keys_from_seeds
 from augjax._runtime.program import once_cache
-from augjax._runtime.ragged import window_structure, plan_program
+from augjax._runtime.ragged import plan_program, window_structure
 from augjax._runtime.targets import TargetSpec, move_boxes, move_keypoints
 from augjax.dali._backend import _dali
 from augjax.errors import InputError
@@ -164,7 +164,7 @@ def ragged_read(steps: tuple[Any, ...], images: Any, seeds: Any, start: int,
     With ``targets`` (a :class:`TargetSpec` and its DataNodes, in its order) returns
     ``(images, spec, nodes)``: the masks read through the same windows, boxes and keypoints
     moved by them, each with its validity (so ``spec`` names them all)."""
-    fn, types, _ = _dali()
+    _, types, _ = _dali()
     struct = window_structure(steps)
     config = steps[0].kwargs
     if seeds is not None and getattr(seeds, "device", "cpu") != "cpu":

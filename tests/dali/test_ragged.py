@@ -255,7 +255,7 @@ def target_outputs():
 
 
 def test_targets_follow_a_ragged_crop(target_outputs):
-    (images, masks, boxes, points), outs = target_outputs
+    (images, _, boxes, points), outs = target_outputs
     seeds, im, m, b, bv, kp, kv, *_ = outs
     windows = np.asarray(augjax.ops.random_resized_crop.sample(
         images, size=OUT, scale=(0.2, 1.0), key=augjax.keys_from_seeds(seeds))["box"])
@@ -282,7 +282,7 @@ def test_targets_follow_a_ragged_crop(target_outputs):
 
 def test_targets_follow_a_chain_that_starts_with_a_ragged_crop(target_outputs):
     _, outs = target_outputs
-    _, im, m, b, bv, _, _, ci, cm, cb, cbv = outs
+    _, im, _, b, bv, _, _, ci, cm, cb, cbv = outs
     np.testing.assert_array_equal(cm[..., 0] * 30, ci[..., 0])  # still read as the image
     flipped = np.array([not np.array_equal(ci[i], im[i]) for i in range(B)])
     assert flipped.any() and not flipped.all()
