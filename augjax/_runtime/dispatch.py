@@ -15,7 +15,6 @@ from augjax._runtime.inputs import as_array, check_label_range
 from augjax._runtime.keys import sample_keys
 from augjax._runtime.partition import array_spans_devices
 from augjax._runtime.program import apply_program, array_program, sample_program
-from augjax._runtime.targets import prepare_targets
 from augjax._runtime.ragged import (
     as_arrays,
     check_list,
@@ -25,6 +24,7 @@ from augjax._runtime.ragged import (
     ragged_count,
     window_structure,
 )
+from augjax._runtime.targets import prepare_targets
 from augjax.errors import InputError
 
 __all__ = ["apply_steps", "apply_with_params", "is_data_node", "sample_steps_on"]
@@ -101,6 +101,13 @@ def apply_steps(
                 argument=arg,
             )
     if isinstance(inputs[0], (list, tuple)):  # images of different sizes
+        given = sorted(k for k, v in targets.items() if v is not None and k != "mask_fill")
+        if given:
+            raise InputError(
+                f"{name}: targets ({', '.join(given)}) with a list of images of different sizes "
+                f"are taken in a DALI pipeline only; on arrays pad the images to one size (or "
+                f"crop each first) and pass the targets with that batch", op=name,
+                argument=given[0])
         steps, start, images = _ragged_prefix(steps, inputs[0], key, layout, start, name)
         if not steps:
             return images

@@ -156,10 +156,18 @@ def apply_dali(
             kwargs = {} if seed is None else {"seed": int(seed)}
             seeds = fn.random.uniform(range=[0, SEED_HIGH], shape=[2], dtype=types.INT32,
                                       device="cpu", **kwargs)
-        images = ragged_read(steps[:n], images, seeds, start)
+        if tspec is None:
+            images = ragged_read(steps[:n], images, seeds, start)
+        else:
+            images, tspec, target_nodes = ragged_read(steps[:n], images, seeds, start,
+                                                      (tspec, target_nodes))
         steps, start = steps[n:], start + n
         if not steps:
-            return images
+            if tspec is None:
+                return images
+            result = {"images": images}
+            result.update(zip(tspec.names, target_nodes))
+            return result
         random = any(step.spec.random for step in steps)
         if not (random or given):
             seeds = None

@@ -10,6 +10,12 @@
    torchvision's ``antialias=True``), ``fn.slice`` with padding cuts the output window;
 3. the uniform batch goes on to the chain's remaining ops: one ``jax_function``, as always.
 
+Targets (:mod:`augjax._runtime.targets`) follow the same windows: masks (ragged like the images)
+through the same ``fn.slice`` / ``fn.resize`` with nearest sampling and no antialiasing (padding
+gets ``mask_fill``), boxes and keypoints (uniform, padded to ``M``) through each window's matrix
+in a second small CPU ``jax_function`` (:func:`target_function`), clamped and flagged as after
+any geometric op.
+
 Memory is bounded by each image and the output, never by the largest image of the batch.
 Pixels differ from torchvision's (and the array path's) by DALI's resampling only: measured in
 README "Different image sizes".
@@ -24,7 +30,8 @@ import jax.numpy as jnp
 
 from augjax._runtime.keys import keys_from_seeds
 from augjax._runtime.program import once_cache
-from augjax._runtime.ragged import window_structure, plan_program
+from augjax._runtime.ragged import plan_program, window_structure
+from augjax._runtime.targets import TargetSpec, move_boxes, move_keypoints
 from augjax.dali._backend import _dali
 from augjax.errors import InputError
 
@@ -56,16 +63,108 @@ def plan_function(steps: tuple[Any, ...], start: int, with_seeds: bool):
     return jax_fn.jax_function(program, num_outputs=count, device="cpu")
 
 
+def _window_matrix(box, size, anchor, shape):
+    """One sample's forward matrix (pixel indices, centre-aligned resampling) of its window and
+    the output's height and width."""
+    h, w = shape[0].astype(jnp.float32), shape[1].astype(jnp.float32)
+    top, left, bh, bw = ((0.0, 0.0, h, w) if box is None
+                         else tuple(box[i].astype(jnp.float32) for i in range(4)))
+    sh, sw = (bh, bw) if size is None else (size[0].astype(jnp.float32),
+                                          size[1].astype(jnp.float32))
+    ay, ax = (0.0, 0.0) if anchor is None else (anchor[0].astype(jnp.float32),
+                                                anchor[1].astype(jnp.float32))
+    sy, sx = sh / bh, sw / bw
+    m = jnp.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]], jnp.float32)
+    m = m.at[0, 0].set(sx).at[0, 2].set((0.5 - left) * sx - 0.5 - ax)
+    m = m.at[1, 1].set(sy).at[1, 2].set((0.5 - top) * sy - 0.5 - ay)
+    return m, sh, sw
+
+
+@once_cache(maxsize=256)
+def target_function(steps: tuple[Any, ...], start: int, with_seeds: bool, names: tuple[str, ...]):
+    """The ``jax_function`` (CPU) ``(shapes[, seeds], *points) -> moved points`` for the boxes
+    and keypoints among ``names`` (each followed by its validity, given or not)."""
+    _, _, jax_fn = _dali()
+    plan = plan_program(steps, start)
+    struct = window_structure(steps)
+
+    @jax.jit
+    def program(shapes, *arrays):
+        if with_seeds:
+            keys, arrays = keys_from_seeds(arrays[0]), arrays[1:]
+        else:
+            keys = None
+        given = dict(zip(names, arrays))
+        _, (box, size, anchor) = plan(shapes, keys)
+        n = shapes.shape[0]
+        outs = []
+        for name, move in (("boxes", move_boxes), ("keypoints", move_keypoints)):
+            if name not in given:
+                continue
+            points = given[name].astype(jnp.float32)
+            valid = given.get(f"{name}_valid")
+            if valid is None:
+                valid = jnp.ones(points.shape[:2], jnp.bool_)
+            elif valid.ndim == 1:  # counts: the first count are real
+                valid = jnp.arange(points.shape[1])[None, :] < valid[:, None]
+            valid = valid.astype(jnp.bool_)
+
+            def one(shape, pts, ok, b, s, a, move=move):
+                m, oh, ow = _window_matrix(None if box is None else b,
+                                           None if size is None else s,
+                                           None if anchor is None else a, shape)
+                if struct.out is not None:
+                    oh, ow = float(struct.out[0]), float(struct.out[1])
+                return move(m, pts, ok, oh, ow)
+
+            moved, ok = jax.vmap(one)(shapes, points, valid,
+                                      box if box is not None else jnp.zeros((n, 4), jnp.int32),
+                                      size if size is not None else jnp.zeros((n, 2), jnp.int32),
+                                      anchor if anchor is not None else jnp.zeros((n, 2),
+                                                                                 jnp.int32))
+            outs += [moved, ok]
+        return tuple(outs)
+
+    return jax_fn.jax_function(program, num_outputs=2 * sum(k in names for k in
+                                                            ("boxes", "keypoints")),
+                               device="cpu")
+
+
 def _fill_values(fill: tuple[float, ...]) -> list[float]:
     # DALI cannot tell the images' dtype while the pipeline is defined: decoders give uint8.
     return [float(round(f * 255.0)) for f in fill]
 
 
-def ragged_read(steps: tuple[Any, ...], images: Any, seeds: Any, start: int) -> Any:
+def _read(x: Any, outs: list[Any], struct: Any, config: dict[str, Any], mask_fill: Any = None):
+    """``x`` through the window's DALI operators; ``mask_fill``: read a mask (nearest, no
+    antialiasing, padding with that id)."""
+    fn, types, _ = _dali()
+    outs = list(outs)
+    if struct.box is not None:
+        box_start, box_shape = outs.pop(0), outs.pop(0)
+        x = fn.slice(x, start=box_start, shape=box_shape, axis_names="HW")
+    if struct.size is not None:
+        nearest = mask_fill is not None or config.get("interpolation") == "nearest"
+        x = fn.resize(x, size=outs.pop(0),
+                      interp_type=types.INTERP_NN if nearest else types.INTERP_LINEAR,
+                      antialias=mask_fill is None and bool(config.get("antialias", True)))
+    if struct.anchor is not None:
+        fill = [float(mask_fill)] if mask_fill is not None else _fill_values(struct.fill)
+        x = fn.slice(x, start=outs.pop(0), shape=list(struct.out), axis_names="HW",
+                     out_of_bounds_policy="pad", fill_values=fill)
+    return x
+
+
+def ragged_read(steps: tuple[Any, ...], images: Any, seeds: Any, start: int,
+                targets: tuple[Any, tuple[Any, ...]] = (None, ())) -> Any:
     """Adds the DALI operators that read ``images`` (any sizes) through ``steps`` (the chain's
     ragged prefix) and returns the uniform batch, on the images' device. ``seeds`` is a CPU
-    DataNode of per-sample seeds (or None when no step is random and none were given)."""
-    fn, types, _ = _dali()
+    DataNode of per-sample seeds (or None when no step is random and none were given).
+
+    With ``targets`` (a :class:`TargetSpec` and its DataNodes, in its order) returns
+    ``(images, spec, nodes)``: the masks read through the same windows, boxes and keypoints
+    moved by them, each with its validity (so ``spec`` names them all)."""
+    _, types, _ = _dali()
     struct = window_structure(steps)
     config = steps[0].kwargs
     if seeds is not None and getattr(seeds, "device", "cpu") != "cpu":
@@ -77,16 +176,29 @@ def ragged_read(steps: tuple[Any, ...], images: Any, seeds: Any, start: int) -> 
     plan = plan_function(steps, start, seeds is not None)
     outs = plan(shapes, seeds) if seeds is not None else plan(shapes)
     outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
-    x = images
-    if struct.box is not None:
-        box_start, box_shape = outs.pop(0), outs.pop(0)
-        x = fn.slice(x, start=box_start, shape=box_shape, axis_names="HW")
-    if struct.size is not None:
-        interp = (types.INTERP_NN if config.get("interpolation") == "nearest"
-                  else types.INTERP_LINEAR)
-        x = fn.resize(x, size=outs.pop(0), interp_type=interp,
-                      antialias=bool(config.get("antialias", True)))
-    if struct.anchor is not None:
-        x = fn.slice(x, start=outs.pop(0), shape=list(struct.out), axis_names="HW",
-                     out_of_bounds_policy="pad", fill_values=_fill_values(struct.fill))
-    return x
+    x = _read(images, outs, struct, config)
+    tspec, nodes = targets
+    if tspec is None:
+        return x
+    given = dict(zip(tspec.names, nodes))
+    moved: dict[str, Any] = {}
+    if "masks" in given:
+        moved["masks"] = _read(given["masks"], outs, struct, config, mask_fill=tspec.mask_fill)
+    points = tuple(k for k in tspec.names if k != "masks")
+    if points:
+        for k in points:
+            if getattr(given[k], "device", "cpu") != "cpu":
+                raise InputError(
+                    f"{steps[0].name}: on images of different sizes argument '{k}' is moved on "
+                    f"the CPU (with the windows); pass it from a CPU operator",
+                    op=steps[0].name, argument=k)
+        move = target_function(steps, start, seeds is not None, points)
+        args = [shapes] + ([seeds] if seeds is not None else []) + [given[k] for k in points]
+        res = move(*args)
+        res = list(res) if isinstance(res, (list, tuple)) else [res]
+        for name in ("boxes", "keypoints"):
+            if name in points:
+                moved[name], moved[f"{name}_valid"] = res.pop(0), res.pop(0)
+    spec = TargetSpec(tuple(k for k in ("masks", "boxes", "boxes_valid", "keypoints",
+                                        "keypoints_valid") if k in moved), tspec.mask_fill)
+    return x, spec, tuple(moved[k] for k in spec.names)

@@ -206,3 +206,89 @@ def test_readme_section_runs():
     boxes = np.asarray(scope["boxes"])
     assert all(b[0] + b[2] <= im.shape[0] and b[1] + b[3] <= im.shape[1]
                for b, im in zip(boxes, decoded))
+
+
+def _targets_batch(rng):
+    """Ragged images whose red channel is a random mask of ids, the masks, one box per image
+    around a bright block (and an empty padding slot), the block's corner pixel as a keypoint."""
+    images, masks, boxes, points = [], [], [], []
+    for h, w in SIZES:
+        m = rng.integers(0, 7, (h, w, 1)).astype(np.uint8)
+        im = np.concatenate([m * 30, np.zeros((h, w, 2), np.uint8)], -1)
+        y0, x0, y1, x1 = h // 4, w // 3, h // 4 + h // 3, w // 3 + w // 3
+        im[y0:y1, x0:x1, 1] = 255
+        images.append(im)
+        masks.append(m)
+        boxes.append(np.array([[x0, y0, x1, y1], [0, 0, 0, 0]], np.float32))
+        points.append(np.array([[x0, y0]], np.float32))
+    return images, masks, boxes, points
+
+
+@pytest.fixture(scope="module")
+def target_outputs():
+    from nvidia.dali import fn, pipeline_def
+
+    data = _targets_batch(np.random.default_rng(0))
+    rrc = augjax.ops.random_resized_crop.bind(size=OUT, scale=(0.2, 1.0), interpolation="nearest")
+    chain = augjax.compose([rrc, augjax.ops.flip.bind(p=0.5)])
+
+    def source(batch):  # DALI passes an iteration number to a callable that takes one
+        return lambda: batch
+
+    @pipeline_def(batch_size=B, num_threads=2, device_id=None, seed=11)
+    def pipe():
+        images, masks, boxes, points = (
+            fn.external_source(source=source(data[k]), batch=True,
+                               layout="HWC" if k < 2 else "") for k in range(4))
+        counts = fn.external_source(source=lambda: [np.array(1, np.int32)] * B, batch=True)
+        seeds = augjax.dali.sample_seeds(device="cpu")
+        alone = rrc(images, seeds=seeds, masks=masks, boxes=boxes, boxes_valid=counts,
+                    keypoints=points, mask_fill=9)
+        chained = chain(images, seeds=seeds, masks=masks, boxes=boxes, boxes_valid=counts)
+        return (seeds, alone["images"], alone["masks"], alone["boxes"], alone["boxes_valid"],
+                alone["keypoints"], alone["keypoints_valid"], chained["images"],
+                chained["masks"], chained["boxes"], chained["boxes_valid"])
+
+    p = pipe()
+    p.build()
+    return data, [np.array(o.as_tensor()) for o in p.run()]
+
+
+def test_targets_follow_a_ragged_crop(target_outputs):
+    (images, _, boxes, points), outs = target_outputs
+    seeds, im, m, b, bv, kp, kv, *_ = outs
+    windows = np.asarray(augjax.ops.random_resized_crop.sample(
+        images, size=OUT, scale=(0.2, 1.0), key=augjax.keys_from_seeds(seeds))["box"])
+    assert m.shape == (B, OUT, OUT, 1) and m.dtype == np.uint8
+    # masks: read as the image (nearest, the same window): the image's red channel is the mask
+    np.testing.assert_array_equal(m[..., 0] * 30, im[..., 0])
+    for i, (t, l, h, w) in enumerate(windows):
+        sx, sy = OUT / w, OUT / h
+        # boxes: edges moved by the window (reference from the drawn window), clamped
+        want = np.clip((boxes[i][0] - [l, t, l, t]) * [sx, sy, sx, sy], 0, OUT)
+        np.testing.assert_allclose(b[i, 0], want, atol=1e-3)
+        sides = want[2:] - want[:2]
+        assert bv[i, 0] == bool(np.all(sides >= 1)) and not bv[i, 1]
+        # keypoints: pixel centres moved by the window, flagged once outside
+        want_p = (points[i][0] + 0.5 - [l, t]) * [sx, sy] - 0.5
+        np.testing.assert_allclose(kp[i, 0], want_p, atol=1e-3)
+        assert kv[i, 0] == bool(np.all((want_p >= 0) & (want_p < OUT)))
+        # the box's block (green) lies inside the moved box where it is in view
+        ys, xs = np.nonzero(im[i, ..., 1] > 128)
+        if len(xs) and bv[i, 0]:
+            assert xs.min() >= b[i, 0, 0] - 1 and xs.max() + 1 <= b[i, 0, 2] + 1
+            assert ys.min() >= b[i, 0, 1] - 1 and ys.max() + 1 <= b[i, 0, 3] + 1
+
+
+def test_targets_follow_a_chain_that_starts_with_a_ragged_crop(target_outputs):
+    _, outs = target_outputs
+    _, im, _, b, bv, _, _, ci, cm, cb, cbv = outs
+    np.testing.assert_array_equal(cm[..., 0] * 30, ci[..., 0])  # still read as the image
+    flipped = np.array([not np.array_equal(ci[i], im[i]) for i in range(B)])
+    assert flipped.any() and not flipped.all()
+    for i in range(B):
+        want = b[i, 0] if not flipped[i] else [OUT - b[i, 0, 2], b[i, 0, 1], OUT - b[i, 0, 0],
+                                               b[i, 0, 3]]
+        np.testing.assert_allclose(cb[i, 0], want, atol=1e-4)
+        np.testing.assert_array_equal(cbv[i], bv[i])
+
