@@ -149,6 +149,10 @@ def apply_dali(
     steps = tuple(steps)
     random = any(step.spec.random for step in steps)
     n = _ragged_prefix(steps, layout, name)
+    if n and seeds is not None and _node_device(seeds) != "cpu":
+        # The windows of images of different sizes are drawn on the CPU, and DALI cannot bring
+        # GPU seeds back: with GPU seeds the chain takes batches of one size, read in JAX.
+        n = 0
     if n:
         # The ragged prefix is drawn on the CPU (its windows steer DALI's own operators).
         given = seeds is not None

@@ -39,6 +39,19 @@ __all__ = ["ragged_read"]
 
 
 @once_cache(maxsize=256)
+def on_cpu(program: Any) -> Any:
+    """``program`` run on the CPU device: on a machine with a GPU, DALI's CPU ``jax_function``
+    may hand JAX some inputs on the default (GPU) device, and a CPU operator must return CPU
+    arrays."""
+
+    cpu = jax.devices("cpu")[0]
+
+    def run(*arrays):
+        return program(*(jax.device_put(a, cpu) for a in arrays))
+
+    return run
+
+
 def plan_function(steps: tuple[Any, ...], start: int, with_seeds: bool):
     """The ``jax_function`` (CPU) ``(shapes[, seeds]) -> (box start, box shape, size,
     anchor)``, the parts the window has, as int32 / float32 per-sample vectors."""
@@ -60,7 +73,7 @@ def plan_function(steps: tuple[Any, ...], start: int, with_seeds: bool):
         return tuple(outs)
 
     count = 2 * (struct.box is not None) + (struct.size is not None) + (struct.anchor is not None)
-    return jax_fn.jax_function(program, num_outputs=count, device="cpu")
+    return jax_fn.jax_function(on_cpu(program), num_outputs=count, device="cpu")
 
 
 def _window_matrix(box, size, anchor, shape):
@@ -125,7 +138,7 @@ def target_function(steps: tuple[Any, ...], start: int, with_seeds: bool, names:
             outs += [moved, ok]
         return tuple(outs)
 
-    return jax_fn.jax_function(program, num_outputs=2 * sum(k in names for k in
+    return jax_fn.jax_function(on_cpu(program), num_outputs=2 * sum(k in names for k in
                                                             ("boxes", "keypoints")),
                                device="cpu")
 
