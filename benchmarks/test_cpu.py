@@ -178,7 +178,15 @@ def timm_loader(batches):
             return len(images)
 
         def __getitem__(self, i):
-            return transform(images[i]), i % cases.CLASSES
+            # timm 1.0's Posterize can ask Pillow 13 for 0 bits at this magnitude with its
+            # magnitude noise (ValueError: bits must be between or equal to 1 and 8): the image
+            # is drawn again, which costs a rare extra transform.
+            while True:
+                try:
+                    return transform(images[i]), i % cases.CLASSES
+                except ValueError as err:
+                    if "bits must be" not in str(err):
+                        raise
 
     sampler = torch.utils.data.RandomSampler(Images(), replacement=True, num_samples=10**9)
     loader = torch.utils.data.DataLoader(

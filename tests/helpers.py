@@ -99,3 +99,37 @@ def check_grad(fn: Callable[..., object], x: np.ndarray, *, eps: float = 2e-5,
     an = float(np.sum(g.astype(np.float64) * v))
     assert abs(fd - an) <= rtol * max(abs(an), abs(fd), 1.0), (an, fd)
     return g
+
+
+def write_jpegs(root, sizes: Sequence[tuple[int, int]]) -> str:
+    """Writes the bundled photos resized to ``sizes`` ((height, width) each) as JPEGs under
+    ``root/c0`` (a ``fn.readers.file`` root); returns ``root`` as a string."""
+    from pathlib import Path
+
+    from PIL import Image
+
+    import augjax
+
+    photos = augjax.data.sample_images(None)
+    (Path(root) / "c0").mkdir(parents=True, exist_ok=True)
+    for i, (h, w) in enumerate(sizes):
+        im = Image.fromarray(photos[i % len(photos)]).resize((w, h), Image.BILINEAR)
+        im.save(Path(root) / "c0" / f"{i:02d}.jpg", quality=90)
+    return str(root)
+
+
+def hwc_to_torch(img):
+    """An HWC NumPy image as a CHW torch tensor."""
+    import torch
+
+    return torch.from_numpy(np.ascontiguousarray(img)).permute(2, 0, 1)
+
+
+def torch_to_hwc(t) -> np.ndarray:
+    """A CHW torch tensor as an HWC NumPy image."""
+    return t.permute(1, 2, 0).numpy()
+
+
+def abs_diff(a, b) -> np.ndarray:
+    """``|a - b|`` in float64."""
+    return np.abs(np.asarray(a).astype(np.float64) - np.asarray(b).astype(np.float64))

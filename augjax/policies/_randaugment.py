@@ -37,7 +37,6 @@ from augjax.policies._base import (
     DEFAULT,
     STYLES,
     LayeredPolicy,
-    Policy,
     check_choice,
     check_float,
     check_int,
@@ -45,12 +44,10 @@ from augjax.policies._base import (
     registered_entry,
 )
 from augjax.policies._call import data_first
-from augjax.policies._targets import layer_stages, run_mask_layers
 from augjax.policies._engine import (
     Levels,
     draw_branches,
     draw_level,
-    layers_matrix,
     run_layer,
 )
 
@@ -232,7 +229,7 @@ def rand_augment(n: int = 2, m: float = 9, num_magnitude_bins: int = 31, *, mstd
 
 
 @dataclasses.dataclass(frozen=True)
-class TrivialAugmentWide(Policy):
+class TrivialAugmentWide(LayeredPolicy):
     """TrivialAugmentWide (build with :func:`trivial_augment_wide`): one op per sample, its
     bin drawn uniformly from ``[0, num_magnitude_bins)``."""
 
@@ -290,18 +287,6 @@ class TrivialAugmentWide(Policy):
         branches = jax.tree_util.tree_map(lambda v: v[0], params["branches"])
         return run_layer(self.space, self.bound, params["op"][0], params["applied"][0],
                          branches, image, self.kind)
-
-    def matrix(self, params, meta):
-        return layers_matrix(self.bound, params["op"], params["applied"], params["branches"],
-                             meta)
-
-    def run_masks(self, mask, params):
-        return run_mask_layers(self.bound, params["op"], params["applied"],
-                               params["branches"], mask)
-
-    def stages(self, params, meta):
-        return layer_stages(self.bound, params["op"], params["applied"], params["branches"],
-                            meta)
 
 
 @data_first

@@ -12,6 +12,7 @@ import math
 import jax
 import numpy as np
 import pytest
+from helpers import abs_diff, hwc_to_torch, torch_to_hwc
 
 import augjax
 from augjax.errors import InputError, InputTypeError
@@ -35,16 +36,7 @@ def _images(dtype=np.uint8, sizes=SIZES):
     return out
 
 
-def _tv(img):
-    return torch.from_numpy(np.ascontiguousarray(img)).permute(2, 0, 1)
-
-
-def _np(t):
-    return t.permute(1, 2, 0).numpy()
-
-
-def _diff(a, b):
-    return np.abs(np.asarray(a).astype(np.float64) - np.asarray(b).astype(np.float64))
+_tv, _np, _diff = hwc_to_torch, torch_to_hwc, abs_diff
 
 
 def _get_params_reference(u, h, w):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import run_dali, seeds
+from helpers import run_dali, seeds, write_jpegs
 
 import augjax
 from augjax import compose, ops
@@ -27,15 +27,7 @@ OUT = 48
 
 @pytest.fixture(scope="module")
 def jpeg_root(tmp_path_factory):
-    from PIL import Image
-
-    photos = augjax.data.sample_images(None)
-    root = tmp_path_factory.mktemp("ragged_gpu_jpegs")
-    (root / "c0").mkdir()
-    for i, (h, w) in enumerate(SIZES):
-        im = Image.fromarray(photos[i % len(photos)]).resize((w, h), Image.BILINEAR)
-        im.save(root / "c0" / f"{i:02d}.jpg", quality=90)
-    return str(root)
+    return write_jpegs(tmp_path_factory.mktemp("ragged_gpu_jpegs"), SIZES)
 
 
 def test_ragged_nvjpeg_batch_through_a_chain_replays_on_arrays(jpeg_root):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import abs_diff, hwc_to_torch, torch_to_hwc, write_jpegs
 
 import augjax
 from augjax.errors import InputError
@@ -39,15 +40,7 @@ def _assert_resampled(d):
 
 @pytest.fixture(scope="module")
 def jpeg_root(tmp_path_factory):
-    from PIL import Image
-
-    photos = augjax.data.sample_images(None)
-    root = tmp_path_factory.mktemp("ragged_jpegs")
-    (root / "c0").mkdir()
-    for i, (h, w) in enumerate(SIZES):
-        im = Image.fromarray(photos[i % len(photos)]).resize((w, h), Image.BILINEAR)
-        im.save(root / "c0" / f"{i:02d}.jpg", quality=90)
-    return str(root)
+    return write_jpegs(tmp_path_factory.mktemp("ragged_jpegs"), SIZES)
 
 
 def _steps(*ops):
@@ -90,16 +83,7 @@ def outputs(jpeg_root):
     return runs
 
 
-def _tv(img):
-    return torch.from_numpy(np.ascontiguousarray(img)).permute(2, 0, 1)
-
-
-def _np(t):
-    return t.permute(1, 2, 0).numpy()
-
-
-def _diff(a, b):
-    return np.abs(np.asarray(a).astype(np.float64) - np.asarray(b).astype(np.float64))
+_tv, _np, _diff = hwc_to_torch, torch_to_hwc, abs_diff
 
 
 def test_decoded_batch_is_ragged_and_outputs_are_uniform(outputs):
