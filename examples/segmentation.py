@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from detection import to_numpy
 from sample_dataset import CLASSES, make_dataset
 
 #: the mask id of pixels that come from outside the image (rotation corners)
@@ -94,15 +95,6 @@ def build_pipeline(root: str | Path, *, batch_size: int = 8, size: int = 256,
     p = pipe()
     p.build()
     return p
-
-
-def to_numpy(outputs) -> list[np.ndarray]:
-    """A pipeline run's outputs (CPU or GPU TensorLists of one shape) as NumPy batches."""
-    arrays = []
-    for o in outputs:
-        o = o.as_cpu() if hasattr(o, "as_cpu") else o
-        arrays.append(np.stack([np.asarray(o.at(i)) for i in range(len(o))]))
-    return arrays
 
 
 def _erode(region: np.ndarray, r: int) -> np.ndarray:

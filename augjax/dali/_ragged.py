@@ -44,7 +44,7 @@ def on_cpu(program: Any) -> Any:
     may hand JAX some inputs on the default (GPU) device, and a CPU operator must return CPU
     arrays."""
 
-    cpu = jax.devices("cpu")[0]
+    cpu = jax.local_devices(backend="cpu")[0]  # this process's (under jax.distributed too)
 
     def run(*arrays):
         return program(*(jax.device_put(a, cpu) for a in arrays))

@@ -176,6 +176,8 @@ def _quantile_levels(u, levels, lam_levels):
     """:func:`poisson_quantile_levels` for ``N`` images at once: ``u``, ``levels``
     ``(N, H, W, C)``, ``lam_levels`` ``(N, L)``."""
     images = levels.shape[0]
+    if images == 0:  # an empty batch: no counts (the flat indexing needs an image)
+        return jnp.zeros(levels.shape, jnp.float32)
     levels = levels.astype(jnp.int32)
     k0, terms = _poisson_window(lam_levels)
     p0 = _poisson_p0(lam_levels, k0)
