@@ -90,6 +90,11 @@ def _is_typed(key: jax.Array) -> bool:
     return _is_key_dtype(key.dtype)
 
 
+#: ``jax.random.split`` compiled per batch size: called eagerly it dispatches op by op, which
+#: cost more than a small batch's whole augmentation (the same keys, bit for bit).
+_split = jax.jit(jax.random.split, static_argnums=1)
+
+
 def sample_keys(key: object, batch_size: int, op: str) -> jax.Array:
     """One typed key per sample from ``key``: a single key (typed or legacy uint32 ``(2,)``),
     which is split ``batch_size`` ways, or a batch of ``batch_size`` keys.
@@ -122,7 +127,7 @@ def sample_keys(key: object, batch_size: int, op: str) -> jax.Array:
         key = jax.random.wrap_key_data(key)
     shape = key.shape
     if not shape:
-        return jax.random.split(key, batch_size)
+        return _split(key, batch_size)
     if shape != (batch_size,):
         raise InputError(
             f"{op}: argument 'key' expects one key or {batch_size} keys (one per sample), "

@@ -38,6 +38,7 @@ from typing import Any
 
 import jax
 import numpy as np
+from jax.sharding import SingleDeviceSharding
 
 __all__ = ["call", "enabled", "layout", "no_padding", "paddable", "record"]
 
@@ -98,22 +99,33 @@ def layout(n: int, size: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _signature(args: Sequence[Any]) -> tuple[Any, ...] | None:
+    """What, besides the batch size, a compiled program is specialised to: each arg's trailing
+    shape and dtype, and the device of the first (the images). None where the call is not
+    padded (traced inputs, arrays over several devices). Runs on every call: it reads no
+    computed property of a key array (a typed key's ``sharding`` costs microseconds)."""
     sig = []
+    first = None
     for a in args:
         if a is None:
             sig.append(None)
             continue
-        if isinstance(a, jax.core.Tracer) or not hasattr(a, "sharding"):
+        if isinstance(a, jax.core.Tracer) or not isinstance(a, jax.Array):
             return None
-        if len(a.sharding.device_set) != 1:
-            return None
-        sig.append((tuple(a.shape[1:]), str(a.dtype), a.sharding))
-    return tuple(sig)
+        if first is None:
+            first = a
+        sig.append((a.shape[1:], a.dtype))
+    if first is None:
+        return None
+    sharding = first.sharding
+    if type(sharding) is not SingleDeviceSharding and len(sharding.device_set) != 1:
+        return None
+    return tuple(sig), sharding
 
 
-def record(program: Any, args: Sequence[Any]) -> None:
-    """Notes that ``program`` ran (so compiled) for ``args``' batch size."""
-    sig = _signature(args)
+def record(program: Any, args: Sequence[Any], sig: Any = None) -> None:
+    """Notes that ``program`` ran (so compiled) for ``args``' batch size (``sig``: their
+    :func:`_signature`, when the caller has it)."""
+    sig = _signature(args) if sig is None else sig
     if sig is None:
         return
     n = next(a.shape[0] for a in args if a is not None)
@@ -141,7 +153,7 @@ def call(program: Callable[..., Any], steps: Sequence[Any], args: Sequence[Any])
     if size is None:
         out = program(*args)
         if sig is not None:
-            record(program, args)
+            record(program, args, sig)
         return out
     source, position = layout(n, size)
     out = program(*_take(tuple(args), source))

@@ -284,9 +284,14 @@ def array_program(steps: tuple[Any, ...], layout: str, start: int = 0,
     enable_compile_cache()
     apply = apply_program(steps, layout, partitioned, targets)
 
+    samplers: dict[tuple[Any, ...], Any] = {}
+
     def program(images, labels, keys, *arrays):
-        sample = sample_program(steps, layout, start, tuple(images.shape),
-                                jnp.dtype(images.dtype).name)
+        shape, dtype = tuple(images.shape), images.dtype
+        sample = samplers.get((shape, dtype))
+        if sample is None:  # the cached lookup hashes every step: once per input shape
+            sample = samplers[shape, dtype] = sample_program(steps, layout, start, shape,
+                                                             jnp.dtype(dtype).name)
         return apply(images, labels, sample(keys), *arrays)
 
     return program

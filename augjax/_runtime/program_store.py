@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
+from jax.sharding import SingleDeviceSharding
 
 __all__ = ["StoredProgram", "enabled", "store_dir"]
 
@@ -187,6 +188,28 @@ def _leaf_signature(leaf: Any) -> Any:
     return (tuple(shape), str(dtype), False, jax.default_backend())
 
 
+def _fast_signature(leaf: Any) -> Any:
+    """What a call's input is specialised to, cheaply (every call reads it): an array's
+    shape, dtype, weak type and device; None where the store is not used. The spelled-out
+    :func:`_leaf_signature` names the stored file."""
+    kind = _KINDS.get(type(leaf))
+    if kind is None:
+        kind = _KINDS[type(leaf)] = {"ArrayImpl": "array", "PRNGKeyArray": "key"}.get(
+            type(leaf).__name__, "other")
+    if kind == "array":
+        sharding = leaf.sharding
+        if type(sharding) is SingleDeviceSharding:
+            return (leaf.shape, leaf.dtype, leaf.weak_type, sharding)
+    elif kind == "key":  # a typed key's sharding is computed; its devices are not
+        devices = leaf.devices()
+        if len(devices) == 1:
+            return (leaf.shape, leaf.dtype, next(iter(devices)))
+    return _leaf_signature(leaf)
+
+
+_KINDS: dict[type, str] = {}
+
+
 class StoredProgram:
     """A jitted program (``jax.jit``) whose traced form is kept on disk per input signature;
     anything else (``lower``, ``trace``, ``eval_shape``) goes to the jitted program."""
@@ -211,26 +234,30 @@ class StoredProgram:
                 self._describe = None
                 return self._jitted(*args)
         leaves, tree = jax.tree_util.tree_flatten(args)
-        sig = []
+        fast = []
         for leaf in leaves:
-            s = _leaf_signature(leaf)
+            s = _fast_signature(leaf)
             if s is None:
                 return self._jitted(*args)
-            sig.append(s)
-        signature = (tree, tuple(sig))
-        run = self._runs.get(signature)
+            fast.append(s)
+        lookup = (tree, tuple(fast))
+        run = self._runs.get(lookup)
         if run is None:
             with self._lock:
-                run = self._runs.get(signature)
+                run = self._runs.get(lookup)
                 if run is None:
-                    run = self._prepare(args, signature)
-                    self._runs[signature] = run
+                    run = self._prepare(args, leaves, tree)
+                    self._runs[lookup] = run
         return run(*args)
 
-    def _prepare(self, args: tuple[Any, ...], signature: Any):
+    def _prepare(self, args: tuple[Any, ...], leaves: list[Any], tree: Any):
         folder = store_dir()
         if folder is None:
             return self._jitted
+        sig = [_leaf_signature(leaf) for leaf in leaves]
+        if any(s is None for s in sig):
+            return self._jitted
+        signature = (tree, tuple(sig))
         if self._ident is None:
             kind, steps, config = self._describe()
             self._ident = program_ident(kind, steps, **config)

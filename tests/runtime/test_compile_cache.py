@@ -73,7 +73,7 @@ def test_a_directory_the_user_configured_is_kept(tmp_path):
 
 
 @pytest.mark.slow
-def test_second_process_compiles_nothing_and_reaches_the_first_batch_faster(tmp_path):
+def test_second_process_compiles_nothing_and_pads_the_partial_batch(tmp_path):
     pytest.importorskip("nvidia.dali")
     out = tmp_path / "first_batch.json"
     path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
@@ -87,9 +87,8 @@ def test_second_process_compiles_nothing_and_reaches_the_first_batch_faster(tmp_
         cold, warm = results[path]["cold"], results[path]["warm"]
         assert cold["first_compiled"] >= 1 and warm["first_compiled"] == 0, (path, cold, warm)
         assert warm["first_cache_hits"] >= 1
-        # 3.8x to 7x on the loaded 2-core machine (5-7x idle): trace and lower stay (RELIABILITY
-        # section 9), so the bound here is below the benchmark's numbers, to hold under load
-        assert cold["first_batch_s"] >= 3 * warm["first_batch_s"], (path, cold, warm)
+        # How much sooner the warm process gets there is a benchmark figure
+        # (benchmarks/first_batch.py), not a test: a timed bound fails on a loaded machine.
         assert cold["partial_traces"] == warm["partial_traces"] == 0  # partial batch: padded
 
 
