@@ -62,9 +62,16 @@ class Blend:
 class Tone:
     """A level-map member: ``fn(values, params, stats, **config)`` maps values of the image's
     dtype given the image's :class:`ImageStats`; None means the op's kernel is itself
-    pointwise."""
+    pointwise. ``stats`` names the :class:`ImageStats` properties ``fn`` reads (None: not
+    declared, any); a layer then computes a declared statistic only for the samples whose
+    chosen op reads it."""
 
     fn: Callable[..., jax.Array] | None = None
+    stats: tuple[str, ...] | None = None
+
+    def reads(self) -> tuple[str, ...] | None:
+        """The statistics the member reads: none for a pointwise kernel."""
+        return () if self.fn is None else self.stats
 
 
 def fused(*members: Any) -> Callable[[Any], Any]:
@@ -77,11 +84,15 @@ def fused(*members: Any) -> Callable[[Any], Any]:
 
 
 class ImageStats:
-    """Statistics of one HWC image (its own dtype), each computed when first read."""
+    """Statistics of one HWC image (its own dtype), each computed when first read.
+    ``needed`` maps a statistic's name to a bool: whether this sample reads it (a policy layer
+    knows which op each sample chose); where False a statistic's value is not meaningful and
+    may cost nothing. Unnamed statistics are computed for every sample."""
 
-    def __init__(self, image: jax.Array) -> None:
+    def __init__(self, image: jax.Array, needed: dict[str, jax.Array] | None = None) -> None:
         self.image = image
         self.dtype = image.dtype
+        self.needed = needed or {}
 
     @functools.cached_property
     def range(self) -> tuple[jax.Array, jax.Array]:
@@ -107,7 +118,7 @@ class ImageStats:
     @functools.cached_property
     def equalize(self) -> tuple[jax.Array, jax.Array]:
         """PIL's equalization table of :attr:`levels` and the channels it applies to."""
-        return equalize_lut(histogram(self.levels))
+        return equalize_lut(histogram(self.levels, needed=self.needed.get("equalize")))
 
 
 def member(spec: Any, kind: type) -> Any:

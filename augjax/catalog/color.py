@@ -107,7 +107,7 @@ def _contrast_levels(values, params, stats):
     return to_dtype(blend(x, stats.gray_mean, params["factor"], values.dtype), values.dtype)
 
 
-@fused(Tone(_contrast_levels), Blend("mean"))
+@fused(Tone(_contrast_levels, stats=("gray_mean",)), Blend("mean"))
 @op("contrast", params={"factor": _factor(_FACTOR_DOC, "contrast")}, channels=(1, 3),
     reference="torchvision.transforms.v2.functional.adjust_contrast")
 def contrast(image, params):

@@ -153,7 +153,7 @@ def _equalize_levels(values, params, stats):
     return (out.astype(jnp.float32) * (1.0 / 255.0)).astype(dtype)
 
 
-@fused(Tone(_equalize_levels))
+@fused(Tone(_equalize_levels, stats=("equalize",)))
 @op("equalize", random=False, reference="PIL.ImageOps.equalize (as torchvision equalize)")
 def equalize(image, params):
     """Equalizes the histogram of each channel with PIL's lookup table (PIL ImageOps.equalize).
@@ -177,7 +177,7 @@ def _autocontrast_levels(values, params, stats):
     return to_dtype(stretch(values.astype(jnp.float32), lo, hi, dtype), dtype)
 
 
-@fused(Tone(_autocontrast_levels))
+@fused(Tone(_autocontrast_levels, stats=("range",)))
 @op("autocontrast", random=False,
     reference="PIL.ImageOps.autocontrast / torchvision.transforms.v2.functional.autocontrast")
 def autocontrast(image, params):

@@ -19,41 +19,86 @@ import jax
 import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
 
+from augjax._runtime.platform import platform_dependent
 from augjax.kernels.pixels import bound
 
 __all__ = ["equalize_lut", "histogram", "lookup", "stretch", "value_range"]
 
 
-def histogram(levels: jax.Array, bins: int = 256) -> jax.Array:
+def histogram(levels: jax.Array, bins: int = 256, needed: jax.Array | None = None) -> jax.Array:
     """The per-channel histogram of an integer image: ``(bins, C)`` int32 counts of each level
-    ``0 .. bins - 1`` in ``levels`` ``(H, W, C)`` (values outside that range are dropped)."""
-    return _histogram_fn(bins)(jax.lax.stop_gradient(levels))  # counts: no gradient
+    ``0 .. bins - 1`` in ``levels`` ``(H, W, C)`` (values outside that range are dropped).
+
+    ``needed`` (a bool scalar, batched with the image under ``vmap``) marks the images whose
+    counts are read: the others get zeros, and on a GPU cost almost nothing (a policy layer
+    needs the histogram only for the samples that chose equalize)."""
+    levels = jax.lax.stop_gradient(levels)  # counts: no gradient
+    if needed is None:
+        return _histogram_fn(bins)(levels)
+    return _masked_histogram_fn(bins)(levels, jnp.asarray(needed, bool))
 
 
-def _flat_histogram(levels: jax.Array, bins: int) -> jax.Array:
+#: Sub-histograms per image and channel on a GPU: neighbouring pixels count into different
+#: copies, so the atomic adds of one warp rarely meet on one address (a photo's values cluster
+#: on few levels). 32 copies measured 3.4x faster than one on an H200 (B=256, 224x224x3).
+GPU_LANES = 32
+
+
+def _flat_histogram(levels: jax.Array, bins: int, needed: jax.Array | None = None,
+                    lanes: int = 1) -> jax.Array:
     """``(..., H, W, C)`` levels to ``(..., bins, C)`` counts with one scatter-add over a flat
-    index (image, channel, level): XLA's CPU scatter is several times faster on one flat index
-    than on the ``(level, channel)`` pairs, or on the batched indices ``vmap`` would make."""
+    index (image, lane, channel, level): XLA's CPU scatter is several times faster on one flat
+    index than on the ``(level, channel)`` pairs, or on the batched indices ``vmap`` would make.
+    ``lanes`` copies of each histogram take the pixels in turn (summed at the end); the images
+    where ``needed`` (``lead``-shaped bool) is False add nothing."""
     *lead, h, w, c = levels.shape
     images = math.prod(lead)
     q = levels.reshape(images, h * w, c).astype(jnp.int32)
-    base = (jnp.arange(images, dtype=jnp.int32)[:, None, None] * c
+    lane = (jnp.arange(h * w, dtype=jnp.int32) % lanes)[None, :, None]
+    base = ((jnp.arange(images, dtype=jnp.int32)[:, None, None] * lanes + lane) * c
             + jnp.arange(c, dtype=jnp.int32)[None, None, :]) * bins
-    total = images * c * bins
-    idx = jnp.where((q >= 0) & (q < bins), q + base, total).reshape(-1)
+    total = images * lanes * c * bins
+    keep = (q >= 0) & (q < bins)
+    if needed is not None:
+        keep = keep & needed.reshape(images, 1, 1)
+    idx = jnp.where(keep, q + base, total).reshape(-1)
     counts = jnp.zeros((total,), jnp.int32).at[idx].add(1, mode="drop")
+    counts = counts.reshape(images, lanes, c, bins).sum(axis=1)
     return jnp.swapaxes(counts.reshape(*lead, c, bins), -1, -2)
+
+
+def _any_histogram(levels: jax.Array, bins: int, needed: jax.Array | None = None) -> jax.Array:
+    """:func:`_flat_histogram` with one lane on a CPU, :data:`GPU_LANES` elsewhere."""
+    return platform_dependent(
+        levels, needed,
+        cpu=lambda v, m: _flat_histogram(v, bins, m),
+        default=lambda v, m: _flat_histogram(v, bins, m, GPU_LANES))
 
 
 @functools.cache
 def _histogram_fn(bins: int):
     @custom_vmap
     def hist(levels):
-        return _flat_histogram(levels, bins)
+        return _any_histogram(levels, bins)
 
     @hist.def_vmap
     def _batched(axis_size, in_batched, levels):  # a batch of images: still one flat scatter
-        return _flat_histogram(levels, bins), in_batched[0]
+        return _any_histogram(levels, bins), in_batched[0]
+
+    return hist
+
+
+@functools.cache
+def _masked_histogram_fn(bins: int):
+    @custom_vmap
+    def hist(levels, needed):
+        return _any_histogram(levels, bins, needed)
+
+    @hist.def_vmap
+    def _batched(axis_size, in_batched, levels, needed):
+        levels, needed = (v if b else jnp.broadcast_to(v, (axis_size, *jnp.shape(v)))
+                          for v, b in zip((levels, needed), in_batched))
+        return _any_histogram(levels, bins, needed), True
 
     return hist
 

@@ -99,7 +99,7 @@ def _select(values: list[jax.Array], pos: jax.Array) -> jax.Array:
     return out
 
 
-def _affine(image: jax.Array, items, pos: jax.Array) -> jax.Array:
+def _affine(image: jax.Array, items, pos: jax.Array, chosen: jax.Array) -> jax.Array:
     h, w = image.shape[:2]
     op0 = items[0][0]
     cfg = op0.kwargs
@@ -117,7 +117,7 @@ def _affine(image: jax.Array, items, pos: jax.Array) -> jax.Array:
     return exact_paths(image, out, _pick(codes, pos))
 
 
-def _blend(image: jax.Array, items, pos: jax.Array) -> jax.Array:
+def _blend(image: jax.Array, items, pos: jax.Array, chosen: jax.Array) -> jax.Array:
     dtype = image.dtype
     x = image.astype(jnp.float32)
     h, w = x.shape[:2]
@@ -143,8 +143,22 @@ def _level_map(op: Any, params: Any, m: Tone, values: jax.Array, stats: ImageSta
     return m.fn(values, params, stats, **_static(op))
 
 
-def _tone(image: jax.Array, items, pos: jax.Array) -> jax.Array:
-    stats = ImageStats(image)
+def _needed(items, pos: jax.Array) -> dict[str, jax.Array] | None:
+    """For each statistic the members declare, whether this sample's chosen member reads it;
+    None (every statistic for every sample) when a member does not declare what it reads."""
+    reads = [m.reads() for _, _, m in items]
+    if any(r is None for r in reads):
+        return None
+    needed: dict[str, jax.Array] = {}
+    for i, names in enumerate(reads):
+        for name in names:
+            needed[name] = needed.get(name, False) | (pos == i)
+    return needed
+
+
+def _tone(image: jax.Array, items, pos: jax.Array, chosen: jax.Array) -> jax.Array:
+    needed = _needed(items, pos)
+    stats = ImageStats(image, needed and {k: v & chosen for k, v in needed.items()})
     if not is_int(image.dtype):
         return _select([_level_map(op, p, m, image, stats) for op, p, m in items], pos)
     c = image.shape[-1]
@@ -168,7 +182,8 @@ def run_families(entries, bound_ops, op_index: jax.Array, applied: jax.Array,
         for j in js:
             check_op_input(bound_ops[j], image, f"{owner}/{entries[j].name}")
         chosen, pos = _position(op_index, js, count)
-        y = _FAMILIES[key[0]](image, [(bound_ops[j], branches[j], m) for j, m in items], pos)
+        y = _FAMILIES[key[0]](image, [(bound_ops[j], branches[j], m) for j, m in items], pos,
+                              chosen & applied)
         out = jnp.where(chosen, y, out)
     if rest:
         fns = [functools.partial(_run_entry, entries[j], bound_ops[j], branches[j], owner)

@@ -76,6 +76,23 @@ def test_histogram_and_lookup_match_numpy_alone_and_batched():
     np.testing.assert_array_equal(np.asarray(jax.jit(jax.vmap(lookup))(x, lut)), ref)
 
 
+@pytest.mark.parametrize("lanes", [1, 32])  # 32: the GPU's layout, checked here on the CPU
+def test_histogram_counts_only_the_needed_images_in_any_lane_layout(lanes):
+    from augjax.kernels.histogram import _flat_histogram
+
+    x = images(4, 9, 7, dtype=np.uint8, seed=6)
+    ref = np.stack([np.stack([np.bincount(x[i, ..., c].ravel(), minlength=256)
+                              for c in range(3)], 1) for i in range(4)])
+    needed = np.array([True, False, True, False])
+    got = np.asarray(jax.jit(_flat_histogram, static_argnums=(1, 3))(x, 256, needed, lanes))
+    np.testing.assert_array_equal(got[needed], ref[needed])
+    np.testing.assert_array_equal(got[~needed], 0)
+    # the public helper under vmap, with the mask batched (a policy layer's form)
+    got = np.asarray(jax.jit(jax.vmap(lambda v, m: histogram(v, needed=m)))(x, needed))
+    np.testing.assert_array_equal(got[needed], ref[needed])
+    np.testing.assert_array_equal(got[~needed], 0)
+
+
 @pytest.mark.parametrize("out_size,in_size,interp,antialias", [
     (24, 24, "bilinear", True), (10, 40, "bilinear", True), (10, 40, "bilinear", False),
     (31, 12, "bilinear", True), (9, 20, "nearest", True)])
