@@ -8,6 +8,7 @@ import jax.numpy as jnp
 from augjax._core.param import Param
 from augjax.catalog._fuse import (
     EXACT_COPY,
+    EXACT_NONE,
     EXACT_HALF,
     EXACT_QUARTER,
     EXACT_THREE_QUARTERS,
@@ -67,11 +68,19 @@ def magnitude_param(default: float, high: float, doc: str) -> Param:
 
 def exact_paths(image, out, code):
     """``out`` where ``code`` is ``EXACT_NONE``, else the exact copy or turn of ``image`` it
-    names (PIL rotate's paths; the quarter turns only on square images)."""
+    names (PIL rotate's paths; the quarter turns only on square images).
+
+    The copy and the turns are one gather at integer positions chosen by ``code``: as
+    transposes, a batch computing every path and selecting would put all of the layer's pixel
+    work into XLA's (slower) transpose kernel on a GPU."""
     h, w = image.shape[:2]
-    out = jnp.where(code == EXACT_COPY, image, out)
-    out = jnp.where(code == EXACT_HALF, image[::-1, ::-1], out)
-    if h == w:
-        out = jnp.where(code == EXACT_QUARTER, jnp.rot90(image, 1, axes=(0, 1)), out)
-        out = jnp.where(code == EXACT_THREE_QUARTERS, jnp.rot90(image, 3, axes=(0, 1)), out)
-    return out
+    i = jnp.arange(h, dtype=jnp.int32)[:, None]
+    j = jnp.arange(w, dtype=jnp.int32)[None, :]
+    rows = jnp.where(code == EXACT_HALF, h - 1 - i, i)
+    cols = jnp.where(code == EXACT_HALF, w - 1 - j, j)
+    if h == w:  # rot90(image, 1)[i, j] = image[j, w-1-i]; rot90(image, 3)[i, j] = image[h-1-j, i]
+        rows = jnp.where(code == EXACT_QUARTER, j, rows)
+        cols = jnp.where(code == EXACT_QUARTER, w - 1 - i, cols)
+        rows = jnp.where(code == EXACT_THREE_QUARTERS, h - 1 - j, rows)
+        cols = jnp.where(code == EXACT_THREE_QUARTERS, i, cols)
+    return jnp.where(code == EXACT_NONE, out, image[rows, cols])

@@ -76,6 +76,16 @@ def test_histogram_and_lookup_match_numpy_alone_and_batched():
     np.testing.assert_array_equal(np.asarray(jax.jit(jax.vmap(lookup))(x, lut)), ref)
 
 
+@pytest.mark.parametrize("shape", [(64, 48, 3), (9, 7, 3), (32, 1, 1)])
+def test_value_range_is_each_channels_min_and_max(shape):
+    from augjax.kernels import value_range
+
+    x = np.random.default_rng(7).normal(0, 50, shape).astype(np.float32)
+    lo, hi = jax.jit(value_range)(x)
+    np.testing.assert_array_equal(np.asarray(lo), x.min(axis=(0, 1)))
+    np.testing.assert_array_equal(np.asarray(hi), x.max(axis=(0, 1)))
+
+
 @pytest.mark.parametrize("lanes", [1, 32])  # 32: the GPU's layout, checked here on the CPU
 def test_histogram_counts_only_the_needed_images_in_any_lane_layout(lanes):
     from augjax.kernels.histogram import _flat_histogram
