@@ -217,8 +217,13 @@ def sharpness(image, params):
     if h <= 2 or w <= 2:
         return image
     x = image.astype(jnp.float32)
-    out = sharpen(x, sharpness_smooth(x, dtype), params["factor"], dtype)
-    return to_dtype(jnp.clip(out, 0.0, bound(dtype)), dtype)
+    smooth = sharpness_smooth(x, dtype)
+    out = sharpen(x, smooth, params["factor"], dtype, keep_border=False)
+    out = jax.lax.optimization_barrier(to_dtype(jnp.clip(out, 0.0, bound(dtype)), dtype))
+    # The one-pixel border is the input's, set apart from the pixel pass: XLA's CPU backend
+    # vectorises that pass only without the border's select (3-4x faster; same values).
+    edge = to_dtype(jnp.clip(x, 0.0, bound(dtype)), dtype)
+    return edge.at[1:-1, 1:-1].set(out[1:-1, 1:-1])
 
 
 def sharpness_smooth(x, dtype):
@@ -237,8 +242,9 @@ def sharpness_smooth(x, dtype):
     return jnp.round(smooth) if is_int(dtype) else smooth
 
 
-def sharpen(x, smooth, factor, dtype):
-    """``x + (1 - factor) * (smooth - x)`` inside, ``x`` on the one-pixel border (unclamped).
+def sharpen(x, smooth, factor, dtype, keep_border=True):
+    """``x + (1 - factor) * (smooth - x)`` inside, ``x`` on the one-pixel border (unclamped;
+    without ``keep_border`` the border is computed as the inside, for the caller to replace).
 
     uint8: the product is rounded to float32 before the sum, as torchvision computes it, in a
     form no compiler can change: XLA contracts a product and a sum into one multiply-add in
@@ -260,7 +266,7 @@ def sharpen(x, smooth, factor, dtype):
         step = c_hi * a + (c - c_hi) * a
     else:
         step = c * a
-    return jnp.where(border, x, x + step)
+    return jnp.where(border, x, x + step) if keep_border else x + step
 
 
 @op(
