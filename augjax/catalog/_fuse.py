@@ -26,11 +26,10 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from augjax.catalog._tv_color import gray_for_blend
 from augjax.kernels.histogram import equalize_lut, histogram, value_range
-from augjax.kernels.pixels import from_unit, is_int
+from augjax.kernels.pixels import from_unit, is_int, mean_gray
 
 __all__ = ["Affine", "Blend", "ImageStats", "Tone", "fused"]
 
@@ -107,16 +106,8 @@ class ImageStats:
 
     @functools.cached_property
     def gray_mean(self) -> jax.Array:
-        """The mean of :attr:`gray` (contrast's degenerate value).
-
-        An integer image's gray is whole levels: their sum is exact in int32, in rows of 32
-        (XLA's CPU float reduction of the fused gray was 25x slower), then scaled by
-        ``1 / pixels`` in float32 as ``jnp.mean`` is."""
-        g = self.gray
-        if is_int(self.dtype) and g.size % 32 == 0 and g.size * 255 < 2**31:
-            total = g.astype(jnp.int32).reshape(-1, 32).sum(axis=0).sum()
-            return total.astype(jnp.float32) * (np.float32(1) / np.float32(g.size))
-        return jnp.mean(g)
+        """The mean of :attr:`gray` (contrast's degenerate value)."""
+        return mean_gray(self.gray, self.dtype)
 
     @functools.cached_property
     def levels(self) -> jax.Array:

@@ -47,7 +47,7 @@ import jax.numpy as jnp
 from augjax._runtime.partition import partitioned
 from augjax._runtime.platform import platform_dependent
 from augjax.catalog._tv_color import hue_planes
-from augjax.kernels.pixels import blend_gray, blend_planes, to_dtype
+from augjax.kernels.pixels import blend_gray, blend_planes, mean_gray, to_dtype
 
 __all__ = ["jitter"]
 
@@ -65,7 +65,7 @@ def _generic(p: Planes, which: jax.Array, factor: jax.Array, mean: jax.Array | N
     """Brightness (``which`` 0), contrast (1, with ``mean``, or this image's own mean if None)
     or saturation (2)."""
     g = blend_gray(*p, dtype)
-    other = jnp.where(which == 1, jnp.mean(g) if mean is None else mean, g)
+    other = jnp.where(which == 1, mean_gray(g, dtype) if mean is None else mean, g)
     other = jnp.where(which == 0, 0.0, other)
     return blend_planes(p, other, factor, dtype)
 

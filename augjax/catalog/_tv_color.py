@@ -10,7 +10,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from augjax.kernels.pixels import blend, blend_gray, bound, is_int, requantize
+from augjax.kernels.pixels import blend, blend_gray, bound, is_int, mean_gray, requantize
 
 __all__ = [
     "adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue", "gray_for_blend",
@@ -33,7 +33,7 @@ def gray_for_blend(x: jax.Array, dtype) -> jax.Array:
 def adjust_contrast(x: jax.Array, factor: jax.Array, dtype) -> jax.Array:
     """Blend with the mean of the (floored, for uint8) grayscale image; one-channel images blend
     with their own mean."""
-    mean = jnp.mean(gray_for_blend(x, dtype))
+    mean = mean_gray(gray_for_blend(x, dtype), dtype)
     return blend(x, mean, factor, dtype)
 
 

@@ -7,7 +7,6 @@ import jax.numpy as jnp
 
 from augjax._core.param import Param
 from augjax.catalog._fuse import (
-    EXACT_COPY,
     EXACT_NONE,
     EXACT_HALF,
     EXACT_QUARTER,
