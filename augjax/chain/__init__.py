@@ -7,13 +7,11 @@ decides per sample, branch-free. See :mod:`augjax.chain._containers` for the key
 """
 
 from augjax.chain._composite import Composite
-from augjax.chain._containers import (
-    Chain,
+from augjax.chain._containers import Chain, Sequential, compose
+from augjax.chain._random import (
     RandomApply,
     RandomChoice,
-    Sequential,
     SomeOf,
-    compose,
     random_apply,
     random_choice,
     some_of,

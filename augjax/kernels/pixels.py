@@ -79,7 +79,7 @@ def mean_gray(g: jax.Array, dtype) -> jax.Array:
     ``dtype``. An integer image's gray is whole levels: their sum is exact in int32, taken in
     rows of 32 (XLA's CPU float reduction of a fused gray is ~10x slower), then scaled by
     ``1 / size`` in float32 as ``jnp.mean`` does."""
-    if is_int(dtype) and g.size % 32 == 0 and g.size * 255 < 2**31:
+    if is_int(dtype) and 0 < g.size and g.size % 32 == 0 and g.size * 255 < 2**31:
         total = g.astype(jnp.int32).reshape(-1, 32).sum(axis=0).sum()
         return total.astype(jnp.float32) * (np.float32(1) / np.float32(g.size))
     return jnp.mean(g)

@@ -1,0 +1,313 @@
+"""The random containers: :func:`random_apply` (an element with probability ``p``),
+:func:`random_choice` (one of several, by weight) and :func:`some_of` (``n`` of several, in
+their order). Each decides per sample from its own key (the scheme of
+:mod:`augjax.chain._containers`), branch-free, and runs as one program with the chain.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from augjax._runtime.targets import gated, point_stages
+from augjax.chain._composite import Composite
+from augjax.chain._config import Node, encode, json_value
+from augjax.chain._element import (
+    as_sample_element,
+    decision_key,
+    draw_element,
+    dtype_after,
+    element_matrix,
+    layout_effect,
+    run_element,
+    size_after,
+)
+from augjax.chain._containers import _check_layouts, check_same_outputs, compose
+from augjax.errors import ParamError
+
+
+def _probability(owner: str, name: str, p: Any) -> float:
+    if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 <= float(p) <= 1.0:
+        raise ParamError(f"{owner}: parameter '{name}' expects a number in [0, 1], got {p!r}",
+                         op=owner, param=name)
+    return float(p)
+
+
+@dataclasses.dataclass(frozen=True)
+class RandomApply(Composite):
+    """Applies an op (or a chain) to each sample with probability ``p`` (build with
+    :func:`random_apply`). The op gets the composite's key, the coin comes from
+    ``decision_key``: ``random_apply(op, 1.0)`` is ``op``."""
+
+    op: Any
+    p: float = 0.5
+    kind = "random_apply"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "p", _probability(self.kind, "p", self.p))
+        _check_layouts(self.kind, [self.op], optional=True)
+
+    @property
+    def name(self) -> str:
+        return f"random_apply({self.op.name})"
+
+    def to_config(self):
+        return {"op": encode(self.op), "p": self.p}
+
+    @classmethod
+    def from_config(cls, node: Node):
+        node.keys(("op",), ("p",))
+        return random_apply(node.child("op"), node.get("p", 0.5))
+
+    def elements(self):
+        return (self.op,)
+
+    def struct_after(self, shape, dtype):
+        return check_same_outputs(self.name, [self.op], shape, dtype, include_input=True)
+
+    def draw(self, key, meta):
+        return {"applied": jax.random.bernoulli(decision_key(key), self.p),
+                "op": draw_element(self.op, key, meta)}
+
+    def run(self, image, params):
+        out = run_element(self.op, image, params["op"], self.name)
+        return jnp.where(params["applied"], out, image)
+
+    def run_masks(self, mask, params):
+        return jnp.where(params["applied"], self.op.run_masks(mask, params["op"]), mask)
+
+    def stages(self, params, meta):
+        return gated(point_stages(self.op, params["op"], meta), params["applied"])
+
+    def matrix(self, params, meta):
+        m = element_matrix(self.op, params["op"], meta)
+        return jnp.where(params["applied"], m, jnp.eye(3, dtype=jnp.float32))
+
+
+def random_apply(op: Any, p: float = 0.5) -> RandomApply:
+    """Applies ``op`` to each sample with probability ``p`` (torchvision ``RandomApply``).
+
+    Args:
+        op: an op, a composite, or a list of ops (applied together, as one chain).
+        p: probability of applying it, per sample.
+    """
+    if isinstance(op, (list, tuple)):
+        op = compose(*op)
+    return RandomApply(as_sample_element(op, "random_apply", "op"), p)
+
+
+def _weights(owner: str, weights: Any, n: int) -> tuple[float, ...] | None:
+    if weights is None:
+        return None
+    if isinstance(weights, (str, bytes)) or not isinstance(weights, Sequence):
+        raise ParamError(f"{owner}: parameter 'weights' expects {n} numbers, got {weights!r}",
+                         op=owner, param="weights")
+    ws = tuple(weights)
+    ok = len(ws) == n and all(
+        isinstance(w, numbers.Real) and not isinstance(w, bool) and math.isfinite(w) and w >= 0
+        for w in ws
+    )
+    if not ok or sum(ws) <= 0:
+        raise ParamError(
+            f"{owner}: parameter 'weights' expects {n} finite numbers >= 0 (one per op) with a "
+            f"positive sum, got {weights!r}",
+            op=owner,
+            param="weights",
+        )
+    return tuple(float(w) for w in ws)
+
+
+@dataclasses.dataclass(frozen=True)
+class RandomChoice(Composite):
+    """Applies one op per sample, picked with ``weights`` (build with :func:`random_choice`).
+    Every op gets the composite's key: ``random_choice([op])`` is ``op``."""
+
+    ops: tuple[Any, ...]
+    weights: tuple[float, ...] | None = None
+    kind = "random_choice"
+
+    def __post_init__(self) -> None:
+        if not self.ops:
+            raise ParamError("random_choice: argument 'ops' is empty", op=self.kind, param="ops")
+        object.__setattr__(self, "weights", _weights(self.kind, self.weights, len(self.ops)))
+        _check_layouts(self.kind, self.ops, optional=False)
+
+    @property
+    def name(self) -> str:
+        return "random_choice"
+
+    def to_config(self):
+        return {"ops": [encode(s) for s in self.ops], "weights": json_value(self.weights)}
+
+    @classmethod
+    def from_config(cls, node: Node):
+        node.keys(("ops",), ("weights",))
+        return random_choice(node.children("ops"), node.get("weights"))
+
+    def elements(self):
+        return self.ops
+
+    def size_after(self, height, width):
+        return size_after(self.ops[0], height, width)
+
+    def dtype_after(self):
+        kinds = {dtype_after(el) for el in self.ops}
+        return kinds.pop() if len(kinds) == 1 else None
+
+    def struct_after(self, shape, dtype):
+        return check_same_outputs(self.name, self.ops, shape, dtype, include_input=False)
+
+    def layout_effect(self):
+        return layout_effect(self.ops[0])
+
+    def draw(self, key, meta):
+        k = decision_key(key)
+        n = len(self.ops)
+        if self.weights is None:
+            index = jax.random.randint(k, (), 0, n)
+        else:
+            p = jnp.asarray(self.weights, jnp.float32)
+            index = jax.random.choice(k, n, p=p / p.sum())
+        return {"index": index.astype(jnp.int32),
+                "ops": tuple(draw_element(el, key, meta) for el in self.ops)}
+
+    def run(self, image, params):
+        branches = [
+            (lambda x, el=el, p=p: run_element(el, x, p, self.name))
+            for el, p in zip(self.ops, params["ops"])
+        ]
+        if len(branches) == 1:
+            return branches[0](image)
+        return jax.lax.switch(params["index"], branches, image)
+
+    def run_masks(self, mask, params):
+        branches = [(lambda x, el=el, p=p: el.run_masks(x, p))
+                    for el, p in zip(self.ops, params["ops"])]
+        if len(branches) == 1:
+            return branches[0](mask)
+        return jax.lax.switch(params["index"], branches, mask)
+
+    def matrix(self, params, meta):
+        ms = jnp.stack([element_matrix(el, p, meta) for el, p in zip(self.ops, params["ops"])])
+        return ms[params["index"]]
+
+
+def random_choice(ops: Sequence[Any], weights: Sequence[float] | None = None) -> RandomChoice:
+    """Applies one of ``ops`` per sample (torchvision ``RandomChoice``), branch-free.
+
+    Args:
+        ops: the alternatives (ops, composites, chains); each must give the same output shape
+            and dtype.
+        weights: relative weights (normalised), default uniform.
+    """
+    if isinstance(ops, (str, bytes)) or not isinstance(ops, Sequence):
+        raise ParamError(f"random_choice: argument 'ops' expects a list of ops, got {ops!r}",
+                         op="random_choice", param="ops")
+    els = tuple(as_sample_element(op, "random_choice", f"ops[{i}]") for i, op in enumerate(ops))
+    return RandomChoice(els, None if weights is None else tuple(weights))
+
+
+def _count(n: Any, total: int) -> tuple[int, int]:
+    pair = n if isinstance(n, (list, tuple)) else (n, n)
+    ok = len(pair) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in pair)
+    if not ok or not 0 <= pair[0] <= pair[1] <= total:
+        raise ParamError(
+            f"some_of: parameter 'n' expects an int or an (min, max) pair of ints with "
+            f"0 <= min <= max <= {total} (the number of ops), got {n!r}",
+            op="some_of",
+            param="n",
+        )
+    return (int(pair[0]), int(pair[1]))
+
+
+@dataclasses.dataclass(frozen=True)
+class SomeOf(Composite):
+    """Applies ``n`` distinct ops per sample, in their listed order (build with
+    :func:`some_of`). Op ``j`` gets the key ``fold_in(k, j)``."""
+
+    ops: tuple[Any, ...]
+    n: tuple[int, int] = (1, 1)
+    kind = "some_of"
+
+    def __post_init__(self) -> None:
+        if not self.ops:
+            raise ParamError("some_of: argument 'ops' is empty", op=self.kind, param="ops")
+        object.__setattr__(self, "n", _count(self.n, len(self.ops)))
+        _check_layouts(self.kind, self.ops, optional=True)
+
+    @property
+    def name(self) -> str:
+        return "some_of"
+
+    def to_config(self):
+        return {"ops": [encode(s) for s in self.ops], "n": list(self.n)}
+
+    @classmethod
+    def from_config(cls, node: Node):
+        node.keys(("ops",), ("n",))
+        return some_of(node.children("ops"), node.get("n", 1))
+
+    def elements(self):
+        return self.ops
+
+    def struct_after(self, shape, dtype):
+        for el in self.ops:
+            check_same_outputs(self.name, [el], shape, dtype, include_input=True)
+        return tuple(shape), jnp.dtype(dtype)
+
+    def draw(self, key, meta):
+        k_count, k_pick = jax.random.split(decision_key(key))
+        total = len(self.ops)
+        lo, hi = self.n
+        count = jax.random.randint(k_count, (), lo, hi + 1) if lo < hi else jnp.int32(lo)
+        rank = jnp.argsort(jax.random.uniform(k_pick, (total,)))  # a uniform random order
+        chosen = jnp.zeros(total, bool).at[rank].set(jnp.arange(total) < count)
+        return {"applied": chosen, "count": jnp.asarray(count, jnp.int32),
+                "ops": tuple(draw_element(el, jax.random.fold_in(key, j), meta)
+                             for j, el in enumerate(self.ops))}
+
+    def run(self, image, params):
+        for j, el in enumerate(self.ops):
+            out = run_element(el, image, params["ops"][j], self.name)
+            image = jnp.where(params["applied"][j], out, image)
+        return image
+
+    def run_masks(self, mask, params):
+        for j, el in enumerate(self.ops):
+            out = el.run_masks(mask, params["ops"][j])
+            mask = jnp.where(params["applied"][j], out, mask)
+        return mask
+
+    def stages(self, params, meta):
+        out = []
+        for j, el in enumerate(self.ops):
+            out.extend(gated(point_stages(el, params["ops"][j], meta), params["applied"][j]))
+        return tuple(out)
+
+    def matrix(self, params, meta):
+        m = jnp.eye(3, dtype=jnp.float32)
+        for j, el in enumerate(self.ops):
+            mj = element_matrix(el, params["ops"][j], meta)
+            m = jnp.where(params["applied"][j], mj, jnp.eye(3, dtype=jnp.float32)) @ m
+        return m
+
+
+def some_of(ops: Sequence[Any], n: int | tuple[int, int] = 1) -> SomeOf:
+    """Applies ``n`` distinct ops, chosen uniformly per sample, in their listed order
+    (albumentations ``SomeOf``; imgaug's ``(min, max)`` count).
+
+    Args:
+        ops: the candidate ops; each must keep the image's shape and dtype.
+        n: how many, or a ``(min, max)`` pair (the count is uniform in it, per sample).
+    """
+    if isinstance(ops, (str, bytes)) or not isinstance(ops, Sequence):
+        raise ParamError(f"some_of: argument 'ops' expects a list of ops, got {ops!r}",
+                         op="some_of", param="ops")
+    els = tuple(as_sample_element(op, "some_of", f"ops[{i}]") for i, op in enumerate(ops))
+    return SomeOf(els, n)
