@@ -263,6 +263,42 @@ FAST_PARAMS: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in {
     "tests/dali/test_multi_host.py::test_processes_with_different_configs_stop_at_start_up_naming_the_field": (  # noqa: E501
         "chain",),
     "tests/cli/test_cli.py::test_console_script_runs": ("args0",),
+    # op x dtype grids: each op once, the dtypes alternating over the ops
+    "tests/catalog/test_tone.py::test_sample_then_apply_is_the_call_bitwise": (
+        "invert-uint8", "solarize-float32", "solarize_add-uint8", "posterize-float32",
+        "equalize-uint8", "autocontrast-float32", "sharpness-uint8", "gamma-float32"),
+    "tests/catalog/test_erase.py::test_sample_then_apply_is_the_call_bitwise": (
+        "random_erasing-kw0-fields0-float32", "random_erasing-kw1-fields1-uint8",
+        "random_erasing-kw2-fields2-float32", "cutout-kw3-fields3-uint8"),
+    "tests/catalog/test_mix.py::test_sample_then_apply_is_the_call_bitwise": (
+        "config0-elem-uint8", "config1-batch-float32", "config2-pair-uint8"),
+    "tests/catalog/test_crop.py::test_sample_then_apply_is_the_call_bitwise": (
+        "random_resized_crop-params0-uint8-HWC", "random_crop-params1-float32-CHW",
+        "center_crop-params2-uint8-HWC"),
+    "tests/catalog/test_color.py::test_apply_takes_exact_factors_per_sample": (
+        "brightness-uint8", "contrast-float32", "saturation-uint8", "hue-float32"),
+    "tests/catalog/test_color.py::test_single_adjustments_match_torchvision": (
+        "brightness-uint8", "contrast-float32", "saturation-uint8", "hue-float32"),
+    "tests/catalog/test_geometry.py::test_perspective_matches_torchvision_on_its_draws": (
+        "nearest-uint8", "bilinear-float32"),
+    "tests/catalog/test_geometry.py::test_affine_matches_torchvision_on_its_draws": (
+        "nearest-uint8", "bilinear-float32"),
+    "tests/catalog/test_crop.py::test_random_crop_is_a_window_of_torchvision_pad": (
+        "uint8-constant-4-0.0", "float32-constant-padding1-fill1", "uint8-constant-1-0.6",
+        "uint8-edge-padding3-0.0", "float32-reflect-3-0.0", "float32-symmetric-padding5-0.0"),
+    # layouts and keys: the ops of each module in turn (every op keeps its reference tests)
+    "tests/catalog/test_geometry.py::test_chw_equals_hwc_and_keys_reproduce": (
+        "rotate-params0", "shear_x-params2", "translate_y-params5", "rot90-params7"),
+    "tests/catalog/test_tone.py::test_chw_equals_hwc_and_keys_drive_the_draws": (
+        "invert", "solarize_add", "equalize", "sharpness"),
+    "tests/catalog/test_color.py::test_chw_equals_hwc_and_keys_drive_the_draws": (
+        "brightness", "hue", "random_grayscale"),
+    "tests/core/test_params.py::test_matrix_maps_a_pixel_where_the_op_moves_it": (
+        "flip-{'p': 1.0}-{}", "rot90-{'k': 1}-{}", "rotate-{'degrees': 90.0}-{}",
+        "shear_x-{'shear': 0.5}-{}", "translate_y-{'translate': -4.0, 'relative': False}-{}",
+        "perspective-{'p': 1.0, 'distortion_scale': 0.5}-{}"),
+    "tests/catalog/test_crop.py::test_rrc_box_matches_torchvision_make_params": (
+        "24-32-scale0-ratio0-fallbacks0", "40-12-scale3-ratio3-fallbacks3"),
 }.items()}
 
 #: Tests parametrized over every registered op (the id starts with the op's name): the fast tier
