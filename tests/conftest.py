@@ -12,6 +12,7 @@ import os
 import shutil
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 
 import pytest
@@ -183,23 +184,154 @@ SLOW = frozenset({
     "tests/dali/test_multi_host.py::test_a_process_that_dies_stops_the_other_within_bounded_time",
     "tests/plugins/test_contrib_install.py::test_wheel_installs_lists_runs_in_dali_and_uninstalls",
     "tests/dali/test_user_pipeline.py::test_user_pipeline_runs_and_labels_are_soft",
+    # 2026-12-02 (full suite with --junitxml, 2 workers, load 4-7; seconds under that load):
+    # subprocesses and the costliest single checks whose property a cheaper test keeps in the
+    # tier (colour jitter: its gradient through apply, sample/apply; shot noise: its kernel
+    # tests; targets: the single ops, the chain and the errors; padding: the mixing chain and
+    # DALI's partial batch).
+    "tests/catalog/test_color.py::test_color_jitter_gradient_in_every_form",
+    "tests/catalog/test_color.py::test_edited_fields_change_the_output_as_expected",
+    "tests/catalog/test_color.py::test_importing_augjax_does_not_import_pallas",
+    "tests/catalog/test_contrib_ops.py::test_shot_noise_matches_dali_statistics",
+    "tests/examples/test_examples.py::test_scripts_run_as_a_user_runs_them",
+    "tests/targets/test_properties.py::test_policies_carry_targets",
+    "tests/targets/test_properties.py::test_trivial_augment_carries_masks",
+    "tests/targets/test_properties.py::test_dali_chain_carries_targets_in_one_crossing",
+    "tests/targets/test_properties.py::test_a_partial_batch_runs_padded_with_its_targets",
+    "tests/runtime/test_padding.py::test_smaller_array_batch_does_not_retrace_and_matches_unpadded",
+    "tests/targets/test_properties.py::test_a_box_encloses_its_mask_through_a_chain",
+    "tests/catalog/test_erase.py::test_pixel_mode_is_standard_normal_once_normalised",
+    "tests/targets/test_errors.py::test_augmix_with_geometric_ops_refuses_masks",
+    "tests/core/test_params.py::test_invert_needs_the_input_size_when_the_size_changed_and_refuses_mixtures",  # noqa: E501
+    # fresh processes (each imports JAX and DALI): test_compile_cache keeps two in the tier
+    "tests/runtime/test_program_store.py::test_a_second_process_runs_the_stored_programs_without_tracing",  # noqa: E501
+    "tests/runtime/test_compile_cache.py::test_augjax_cache_dir_moves_it",
+    "tests/runtime/test_compile_cache.py::test_a_directory_the_user_configured_is_kept",
+})
+
+#: Parametrized tests that the fast tier runs for some parameter sets only (CI runs them all):
+#: test -> the ids it keeps. The sets kept are the cheaper ones that still take each path the
+#: test distinguishes (both dtypes across the sets, each policy family and style mode, a
+#: geometric and a size-changing op, ...); the ones left out repeat a path on a costlier op or
+#: size (same 2026-12-02 measurements). An id that no longer exists is reported (a warning).
+FAST_PARAMS: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in {
+    "tests/compose/test_policy_families.py::test_every_entry_equals_the_op_alone": (
+        "families-ra-torchvision-uint8", "auto-ra-pack-op-uint8"),
+    "tests/compose/test_policy_families.py::test_drawn_plans_equal_the_ops_alone": (
+        "families-aa-imagenet-uint8", "auto-ra-pack-op-float32"),
+    "tests/compose/test_policy_families.py::test_the_switch_reference_gives_the_same_uint8_pixels": (  # noqa: E501
+        "ra-pack-op",),
+    "tests/catalog/test_color.py::test_gradient_with_respect_to_float_images": (
+        "brightness", "contrast", "saturation", "grayscale", "random_grayscale"),
+    "tests/catalog/test_color.py::test_sample_then_apply_is_the_call_bitwise": (
+        "brightness-uint8", "brightness-float32", "contrast-uint8", "saturation-float32",
+        "hue-uint8", "hue-float32", "grayscale-uint8", "random_grayscale-float32"),
+    "tests/catalog/test_references.py::test_pil_convention_matches_timm_uint8": (
+        "nearest-17x23", "bilinear-31x45"),
+    "tests/catalog/test_references.py::test_pil_convention_matches_pil_float32": ("nearest",),
+    "tests/targets/test_properties.py::test_a_box_encloses_its_moved_mask": (
+        "rotate", "shear_x", "flip", "random_crop", "center_crop"),
+    "tests/targets/test_properties.py::test_keypoints_stay_on_their_pixel": (
+        "op0", "op1", "op4"),
+    "tests/targets/test_properties.py::test_mask_dtypes_ranks_and_fill": ("uint8-255", "bool-1"),
+    "tests/catalog/test_kernels.py::test_resize_taps_are_the_nonzeros_of_resize_weights": (
+        "10-40-bilinear-False", "9-20-nearest-True"),
+    "tests/catalog/test_kernels.py::test_correlate1d_matches_scipy_mirror": ("3-11",),
+    "tests/catalog/test_kernels.py::test_shot_noise_level_table_equals_the_per_value_loop": (
+        "3.0",),
+    "tests/catalog/test_kernels.py::test_median_filter_matches_scipy_nearest": (
+        "uint8-1", "uint8-3", "float32-5"),
+    "tests/catalog/test_kernels.py::test_box_sum_is_exact_in_integers": ("5-1",),
+    "tests/catalog/test_mix.py::test_mode_structure_and_odd_batches": ("batch",),
+    "tests/catalog/test_mix.py::test_mixing_programs_have_no_while_loop_on_gpu": (
+        "mixup", "cutmix"),
+    "tests/catalog/test_ragged_arrays.py::test_rrc_on_a_list_matches_torchvision_and_the_single_image_path": (  # noqa: E501
+        "float32",),
+    "tests/catalog/test_contrib_ops.py::test_gradients_through_apply_match_finite_differences": (
+        "box_blur-None", "gaussian_noise-None", "sphere-params6", "elastic_transform-None"),
+    "tests/catalog/test_contrib_ops.py::test_grid_mask_matches_dali": ("uint8",),
+    "tests/catalog/test_contrib_ops.py::test_gaussian_blur_matches_torchvision_and_dali": ("uint8",),
+    "tests/catalog/test_contrib_ops.py::test_water_and_sphere_match_dali": ("uint8",),
+    "tests/catalog/test_tone.py::test_matches_torchvision": ("uint8",),
+    "tests/catalog/test_crop.py::test_apply_is_differentiable_in_the_image": (
+        "random_crop-params1",),
+    "tests/catalog/test_erase.py::test_apply_is_differentiable_in_the_image": ("cutout-kw1",),
+    "tests/catalog/test_geometry.py::test_one_fill_config_serves_both_dtypes": (
+        "rotate-params0-nearest", "shear_y-params1-bilinear", "translate_x-params2-nearest",
+        "affine-params4-bilinear"),
+    "tests/core/test_params.py::test_invert_restores_the_interior": ("shear-flip",),
+    "tests/runtime/test_sharding.py::test_per_sample_output_independent_of_device_count": ("2",),
+    "tests/runtime/test_padding.py::test_mixing_chain_padded_matches_unpadded": ("6",),
+    "tests/dali/test_multi_host.py::test_processes_with_different_configs_stop_at_start_up_naming_the_field": (  # noqa: E501
+        "chain",),
+    "tests/cli/test_cli.py::test_console_script_runs": ("args0",),
+    # op x dtype grids: each op once, the dtypes alternating over the ops
+    "tests/catalog/test_tone.py::test_sample_then_apply_is_the_call_bitwise": (
+        "invert-uint8", "solarize-float32", "solarize_add-uint8", "posterize-float32",
+        "equalize-uint8", "autocontrast-float32", "sharpness-uint8", "gamma-float32"),
+    "tests/catalog/test_erase.py::test_sample_then_apply_is_the_call_bitwise": (
+        "random_erasing-kw0-fields0-float32", "random_erasing-kw1-fields1-uint8",
+        "random_erasing-kw2-fields2-float32", "cutout-kw3-fields3-uint8"),
+    "tests/catalog/test_mix.py::test_sample_then_apply_is_the_call_bitwise": (
+        "config0-elem-uint8", "config1-batch-float32", "config2-pair-uint8"),
+    "tests/catalog/test_crop.py::test_sample_then_apply_is_the_call_bitwise": (
+        "random_resized_crop-params0-uint8-HWC", "random_crop-params1-float32-CHW",
+        "center_crop-params2-uint8-HWC"),
+    "tests/catalog/test_color.py::test_apply_takes_exact_factors_per_sample": (
+        "brightness-uint8", "contrast-float32", "saturation-uint8", "hue-float32"),
+    "tests/catalog/test_color.py::test_single_adjustments_match_torchvision": (
+        "brightness-uint8", "contrast-float32", "saturation-uint8", "hue-float32"),
+    "tests/catalog/test_geometry.py::test_perspective_matches_torchvision_on_its_draws": (
+        "nearest-uint8", "bilinear-float32"),
+    "tests/catalog/test_geometry.py::test_affine_matches_torchvision_on_its_draws": (
+        "nearest-uint8", "bilinear-float32"),
+    "tests/catalog/test_crop.py::test_random_crop_is_a_window_of_torchvision_pad": (
+        "uint8-constant-4-0.0", "float32-constant-padding1-fill1", "uint8-constant-1-0.6",
+        "uint8-edge-padding3-0.0", "float32-reflect-3-0.0", "float32-symmetric-padding5-0.0"),
+    # layouts and keys: the ops of each module in turn (every op keeps its reference tests)
+    "tests/catalog/test_geometry.py::test_chw_equals_hwc_and_keys_reproduce": (
+        "rotate-params0", "shear_x-params2", "translate_y-params5", "rot90-params7"),
+    "tests/catalog/test_tone.py::test_chw_equals_hwc_and_keys_drive_the_draws": (
+        "invert", "solarize_add", "equalize", "sharpness"),
+    "tests/catalog/test_color.py::test_chw_equals_hwc_and_keys_drive_the_draws": (
+        "brightness", "hue", "random_grayscale"),
+    "tests/core/test_params.py::test_matrix_maps_a_pixel_where_the_op_moves_it": (
+        "flip-{'p': 1.0}-{}", "rot90-{'k': 1}-{}", "rotate-{'degrees': 90.0}-{}",
+        "shear_x-{'shear': 0.5}-{}", "translate_y-{'translate': -4.0, 'relative': False}-{}",
+        "perspective-{'p': 1.0, 'distortion_scale': 0.5}-{}"),
+    "tests/catalog/test_crop.py::test_rrc_box_matches_torchvision_make_params": (
+        "24-32-scale0-ratio0-fallbacks0", "40-12-scale3-ratio3-fallbacks3"),
+}.items()}
+
+#: Tests parametrized over every registered op (the id starts with the op's name): the fast tier
+#: runs them on KIT_FAST_OPS (below); CI on every op.
+OP_SWEEPS = frozenset({
+    "tests/targets/test_targets_all_ops.py::test_every_op_carries_masks_and_boxes_by_its_rule",
+    "tests/reliability/test_hostile.py::test_op_properties_over_shapes_dtypes_and_params",
+    "tests/reliability/test_alignment.py::test_sample_op_output_i_is_op_of_input_i",
+    "tests/reliability/test_hostile.py::test_mixing_op_properties_over_shapes_dtypes_and_params",
+    "tests/reliability/test_hostile.py::test_out_of_range_floats_and_nan_pixels",
+    "tests/reliability/test_hostile.py::test_empty_batch_keeps_its_shape",
 })
 
 
 #: The conformance kit's heavy checks (each builds a DALI pipeline or compiles several programs
 #: for the op: 1-3 s an op each on an idle 2-core machine, about half the fast tier's time over
-#: 52 ops) run in the fast tier on the ops of KIT_FAST_OPS only, one or two per kernel module
-#: (per-sample, geometric, size-changing, dtype-changing, batch-level with labels, the contrib
-#: pack's modules; color_jitter's four took 108 s under load: its own tests cover its forms); CI
-#: runs them on every op. Every op's own tests stay in the tier.
+#: 52 ops) run in the fast tier on the ops of KIT_FAST_OPS only, one per kind of kernel
+#: (per-sample colour and tone, geometric, size-changing, dtype-changing, erasing, batch-level
+#: with labels, the contrib pack's blur and noise; color_jitter's four took 108 s under load:
+#: its own tests cover its forms); CI runs them on every op. check_sample_apply is one of them
+#: since 2026-12-02 (it compiles four programs an op: 49 s of the tier over the 52 ops): every
+#: op's own module tests sample/apply against the call. Every op's own tests stay in the tier,
+#: and so do the kit's cheap checks on every op.
 KIT_HEAVY_CHECKS = frozenset({
     "check_dali_matches_array", "check_output_contract", "check_input_errors",
     "check_differentiable", "check_vmap_matches_loop", "check_jit_matches_eager",
+    "check_sample_apply",
 })
 KIT_FAST_OPS = frozenset({
-    "affine", "rot90", "equalize", "brightness", "random_resized_crop", "color_twist",
-    "mixup_cutmix", "random_erasing", "translate_x", "normalize", "gaussian_blur", "grid_mask",
-    "water", "gaussian_noise",
+    "affine", "equalize", "brightness", "random_resized_crop", "color_twist", "mixup_cutmix",
+    "random_erasing", "normalize", "gaussian_blur", "gaussian_noise",
 })
 KIT_TEST = "tests/catalog/test_all_ops.py::test_op_conforms["
 
@@ -211,11 +343,34 @@ def _slow_kit_check(nodeid: str) -> bool:
     return f"check_{check}" in KIT_HEAVY_CHECKS and op not in KIT_FAST_OPS
 
 
+def _slow_in_the_fast_tier(nodeid: str) -> bool:
+    base, _, param = nodeid.partition("[")
+    param = param[:-1]
+    return (nodeid in SLOW or base in SLOW or _slow_kit_check(nodeid)
+            or (base in FAST_PARAMS and param not in FAST_PARAMS[base])
+            or (base in OP_SWEEPS and param.split("-", 1)[0] not in KIT_FAST_OPS))
+
+
+def _check_fast_params(items) -> None:
+    """Warns about FAST_PARAMS ids that none of the collected parameter sets has (a renamed
+    parameter would otherwise drop the test from the fast tier unnoticed)."""
+    collected: dict[str, set[str]] = {}
+    for item in items:
+        base, _, param = item.nodeid.partition("[")
+        if base in FAST_PARAMS:
+            collected.setdefault(base, set()).add(param[:-1])
+    for base, params in collected.items():
+        missing = FAST_PARAMS[base] - params
+        if len(params) > 1 and missing:
+            warnings.warn(f"tests/conftest.py FAST_PARAMS: {base} has no parameter set "
+                          f"{sorted(missing)} (collected: {sorted(params)})", stacklevel=1)
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if (item.nodeid in SLOW or item.nodeid.split("[", 1)[0] in SLOW
-                or _slow_kit_check(item.nodeid)):
+        if _slow_in_the_fast_tier(item.nodeid):
             item.add_marker(pytest.mark.slow)
+    _check_fast_params(items)
     reason = _gpu_reason()
     if reason is None:
         return

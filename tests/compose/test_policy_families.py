@@ -59,16 +59,23 @@ def _layers(policy, params, chain):
             _slice(branches, slice(None), chain))
 
 
-def _fused(policy, x, params, chain=None):
-    """The policy's layers as the policy runs them (traced now, so that the layer mode set by
-    the test applies): its ``run``, or AugMix's chain ``chain`` through the layer runner AugMix
-    calls."""
+def _fused(policy, chain=None):
+    """The policy's layers as the policy runs them, as one jitted function ``(x, params) ->
+    pixels`` (traced at its first call, so that the layer mode set by the test applies): its
+    ``run``, or AugMix's chain ``chain`` through the layer runner AugMix calls. A test makes it
+    once and calls it for every forced entry: the params keep their shapes and dtypes, so one
+    program serves them all (the entry is data, as in the policy's own program)."""
     if chain is None:
-        return np.asarray(jax.jit(jax.vmap(policy.run))(x, params))
-    op, applied, branches = _layers(policy, params, chain)
-    run = jax.vmap(lambda im, o, a, b: _engine.run_layers(policy.space, policy.bound, o, a, b,
-                                                          im, policy.kind))
-    return np.asarray(jax.jit(run)(x, op, applied, branches))
+        run = jax.jit(jax.vmap(policy.run))
+        return lambda x, params: np.asarray(run(x, params))
+    layers = jax.jit(jax.vmap(lambda im, o, a, b: _engine.run_layers(
+        policy.space, policy.bound, o, a, b, im, policy.kind)))
+
+    def fused(x, params):
+        op, applied, branches = _layers(policy, params, chain)
+        return np.asarray(layers(x, op, applied, branches))
+
+    return fused
 
 
 def _alone(policy, x, params, chain=None):
@@ -131,10 +138,11 @@ def test_every_entry_equals_the_op_alone(mode, name, dtype, monkeypatch):
     policy = POLICIES[name]()
     x = _batch(dtype)
     params = policy.sample(x, key=jax.random.key(5))
+    fused = {chain: _fused(policy, chain) for chain in _chains(name)}
     for j, entry in enumerate(policy.space):
         forced = _forced(params, j)
         for chain in _chains(name):
-            _assert_same(_fused(policy, x, forced, chain), _alone(policy, x, forced, chain),
+            _assert_same(fused[chain](x, forced), _alone(policy, x, forced, chain),
                          f"{name}: {entry.name}")
 
 
@@ -147,7 +155,7 @@ def test_drawn_plans_equal_the_ops_alone(name, dtype, layer_mode):
     params = policy.sample(x, key=jax.random.key(11))
     assert len(np.unique(np.asarray(params["op"]))) > 3
     for chain in _chains(name):
-        _assert_same(_fused(policy, x, params, chain), _alone(policy, x, params, chain), name)
+        _assert_same(_fused(policy, chain)(x, params), _alone(policy, x, params, chain), name)
     if layer_mode == "auto":  # the public path (its compiled program is cached: default mode)
         public = np.asarray(policy.apply(x, params=params))
         _assert_same(public, _alone(policy, x, params) if not name.startswith("augmix")
