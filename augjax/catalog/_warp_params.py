@@ -12,7 +12,8 @@ from augjax.catalog._fuse import (
     EXACT_QUARTER,
     EXACT_THREE_QUARTERS,
 )
-from augjax.kernels.warp import INTERPOLATIONS, check_fill, warp_affine, warp_affine_pil
+from augjax.kernels.warp import INTERPOLATIONS, check_fill, warp_affine
+from augjax.kernels.warp_pil import warp_affine_pil
 
 __all__ = [
     "CONVENTIONS",

@@ -24,7 +24,7 @@ with the side: measured 3e-5 for rotate and 1.4e-4 for perspective at 224x224).
 
 ``convention="pil"`` (on ``rotate``, ``shear_x``, ``shear_y``, ``translate_x``, ``translate_y``)
 samples as PIL's ``Image.transform``/``Image.rotate`` instead, which timm's policies use
-(:func:`augjax.kernels.warp.warp_affine_pil`): an output pixel whose source point falls outside
+(:func:`augjax.kernels.warp_pil.warp_affine_pil`): an output pixel whose source point falls outside
 takes the fill and edge samples are clamped (no blend with the fill), uint8 bilinear results are
 truncated (torchvision rounds), shifts keep their fraction (torchvision truncates them to whole
 pixels). Measured against timm 1.0 / Pillow 13 by ``tests/catalog/test_references.py``: nearest is
@@ -85,11 +85,11 @@ from augjax.kernels.warp import (
     check_fill,
     inverse_affine_matrix,
     perspective_coefficients,
-    pil_rotate_coefficients,
     uniform_int,
     warp_affine,
     warp_perspective,
 )
+from augjax.kernels.warp_pil import pil_rotate_coefficients
 
 __all__ = [
     "affine",
@@ -270,7 +270,7 @@ def rotate(image, params, *, interpolation, fill, convention):
     point falls outside takes the fill, edge samples are clamped) and its exact paths at 0 and
     180 degrees (and 90/270 on square images). Nearest matches PIL bitwise in the tests;
     bilinear uint8 values may be one level off (PIL interpolates in float64 and truncates,
-    augjax in float32; see :func:`augjax.kernels.warp.warp_affine_pil`).
+    augjax in float32; see :func:`augjax.kernels.warp_pil.warp_affine_pil`).
 
     ``fill`` is a fraction of the value range in [0, 1] (one value or one per channel; times
     255 for uint8 images: torchvision's uint8 ``fill=128`` is ``fill=128/255``); ``None`` is

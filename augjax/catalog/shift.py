@@ -100,7 +100,7 @@ def shear_x(image, params, *, interpolation, fill, convention):
     the fill and edge samples are clamped (torchvision blends border pixels with the fill).
     Nearest matches PIL bitwise in the tests; bilinear uint8 values may be one level off (PIL
     interpolates in float64 and truncates, augjax in float32; see
-    :func:`augjax.kernels.warp.warp_affine_pil`).
+    :func:`augjax.kernels.warp_pil.warp_affine_pil`).
 
     ``fill`` is a fraction of the value range in [0, 1] (one value or one per channel; times
     255 for uint8 images: torchvision's uint8 ``fill=128`` is ``fill=128/255``); ``None`` is
@@ -139,7 +139,7 @@ def shear_y(image, params, *, interpolation, fill, convention):
     the fill and edge samples are clamped (torchvision blends border pixels with the fill).
     Nearest matches PIL bitwise in the tests; bilinear uint8 values may be one level off (PIL
     interpolates in float64 and truncates, augjax in float32; see
-    :func:`augjax.kernels.warp.warp_affine_pil`).
+    :func:`augjax.kernels.warp_pil.warp_affine_pil`).
 
     ``fill`` is a fraction of the value range in [0, 1] (one value or one per channel; times
     255 for uint8 images: torchvision's uint8 ``fill=128`` is ``fill=128/255``); ``None`` is

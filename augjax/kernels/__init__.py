@@ -49,17 +49,16 @@ from augjax.kernels.warp import (
     check_fill,
     inverse_affine_matrix,
     perspective_coefficients,
-    pil_rotate_coefficients,
     resize_crop,
     resize_taps,
     resize_weights,
     sample,
     uniform_int,
     warp_affine,
-    warp_affine_pil,
     warp_perspective,
     window_weights,
 )
+from augjax.kernels.warp_pil import pil_rotate_coefficients, warp_affine_pil
 
 __all__ = [
     "INTERPOLATIONS",

@@ -65,7 +65,7 @@ def from_perspective_coefficients(coeffs: jax.Array) -> jax.Array:
 def from_pil_coefficients(coeffs: jax.Array) -> jax.Array:
     """The forward matrix of a PIL affine transform given by its data ``(a, b, c, d, e, f)``
     (the output-to-input map in PIL's coordinates, where pixel ``j``'s centre is at ``j + 0.5``,
-    as :func:`augjax.kernels.warp.warp_affine_pil` takes it)."""
+    as :func:`augjax.kernels.warp_pil.warp_affine_pil` takes it)."""
     half = translation(0.5, 0.5)
     inverse = jnp.linalg.inv(half) @ _rows(coeffs) @ half
     return jnp.linalg.inv(inverse)

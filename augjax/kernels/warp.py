@@ -16,10 +16,10 @@ nearest sampling a pixel whose mask is below 0.5 takes the fill value, with bili
 result is ``mask * (warped - fill) + fill``, so border pixels blend towards the fill by the fraction
 of their footprint outside the image. Integer images are rounded half to even at the end.
 
-:func:`warp_affine_pil` is the other convention: PIL's ``Image.transform(..., Image.AFFINE)``
+:func:`augjax.kernels.warp_pil.warp_affine_pil` is the other convention: PIL's ``Image.transform(..., Image.AFFINE)``
 (what timm's geometric ops call), with PIL's edge rule (an output pixel whose source point falls
 outside the image takes the fill; samples next to the edge are clamped, not blended with the
-fill) and its truncating uint8 bilinear; :func:`pil_rotate_coefficients` gives
+fill) and its truncating uint8 bilinear; :func:`~augjax.kernels.warp_pil.pil_rotate_coefficients` gives
 ``Image.rotate``'s data.
 
 Everything here is trace-safe in the transform's parameters (angles, shears, shifts, crop boxes
@@ -44,8 +44,6 @@ __all__ = [
     "inverse_affine_matrix",
     "warp_affine",
     "perspective_coefficients",
-    "pil_rotate_coefficients",
-    "warp_affine_pil",
     "warp_perspective",
     "resize_weights",
     "resize_taps",
@@ -357,7 +355,3 @@ def resize_crop(image: jax.Array, box, size: tuple[int, int], interpolation: str
     return x.astype(image.dtype)
 
 
-
-# ---------------------------------------------------------------------------------------------
-# PIL's affine transform (Pillow libImaging/Geometry.c) lives in warp_pil; re-exported here.
-from augjax.kernels.warp_pil import pil_rotate_coefficients, warp_affine_pil  # noqa: E402

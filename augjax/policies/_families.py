@@ -33,7 +33,8 @@ from augjax.catalog.tone import sharpen, sharpness_smooth
 from augjax.chain._element import check_op_input, run_op
 from augjax.kernels.histogram import lookup
 from augjax.kernels.pixels import bound, is_int, to_dtype
-from augjax.kernels.warp import check_fill, warp_affine, warp_affine_pil
+from augjax.kernels.warp import check_fill, warp_affine
+from augjax.kernels.warp_pil import warp_affine_pil
 
 __all__ = ["plan_layer", "run_families"]
 
