@@ -63,8 +63,8 @@ class Tone:
     """A level-map member: ``fn(values, params, stats, **config)`` maps values of the image's
     dtype given the image's :class:`ImageStats`; None means the op's kernel is itself
     pointwise. ``stats`` names the :class:`ImageStats` properties ``fn`` reads (None: not
-    declared, any); a layer then computes a declared statistic only for the samples whose
-    chosen op reads it."""
+    declared, any); a layer tells :class:`ImageStats` which samples read each declared one
+    (today only the histogram of ``equalize`` skips the others; the rest are cheap)."""
 
     fn: Callable[..., jax.Array] | None = None
     stats: tuple[str, ...] | None = None
