@@ -11,6 +11,7 @@ import numpy as np
 
 import augjax._runtime.padding as _padding
 from augjax._runtime.checking import check_batch, checking_enabled
+from augjax._runtime.compile_cache import enable as enable_compile_cache
 from augjax._runtime.inputs import as_array, check_label_range
 from augjax._runtime.keys import sample_keys
 from augjax._runtime.partition import array_spans_devices
@@ -112,6 +113,7 @@ def apply_steps(
         if not steps:
             return images
         inputs = (images, *inputs[1:])
+    enable_compile_cache()  # before the first compile here (the input transfer, the keys)
     images = as_array(inputs[0], name, "images")
     # Float values outside [0, 1]: NumPy batches are read for free (a warning); jax.Arrays
     # only in checking mode (an error; reading them is a device sync).

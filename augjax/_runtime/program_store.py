@@ -214,8 +214,13 @@ class StoredProgram:
     """A jitted program (``jax.jit``) whose traced form is kept on disk per input signature;
     anything else (``lower``, ``trace``, ``eval_shape``) goes to the jitted program."""
 
-    def __init__(self, jitted: Any, describe: Any):
-        self._jitted = jitted
+    def __init__(self, fn: Any, describe: Any, compiler_options: dict[str, Any] | None = None):
+        self._jitted = jax.jit(fn)
+        # XLA options apply to a top-level call only (JAX refuses them on a jit inside a
+        # trace): such a call runs ``_top``, a call under a trace the plain program.
+        self._options = compiler_options
+        self._top = jax.jit(fn, compiler_options=compiler_options) if compiler_options else \
+            self._jitted
         self._describe = describe  # () -> (kind, steps, config), or None: never kept
         self._ident: str | None = None
         self._checked = False
@@ -226,13 +231,15 @@ class StoredProgram:
         return getattr(self._jitted, name)
 
     def __call__(self, *args: Any) -> Any:
-        if self._describe is None:
+        if self._options is not None and not _top_level():
             return self._jitted(*args)
+        if self._describe is None:
+            return self._top(*args)
         if not self._checked:  # decided once per program: off costs nothing per call after
             self._checked = True
             if store_dir() is None:
                 self._describe = None
-                return self._jitted(*args)
+                return self._top(*args)
         leaves, tree = jax.tree_util.tree_flatten(args)
         fast = []
         for leaf in leaves:
@@ -253,17 +260,17 @@ class StoredProgram:
     def _prepare(self, args: tuple[Any, ...], leaves: list[Any], tree: Any):
         folder = store_dir()
         if folder is None:
-            return self._jitted
+            return self._top
         sig = [_leaf_signature(leaf) for leaf in leaves]
         if any(s is None for s in sig):
-            return self._jitted
+            return self._top
         signature = (tree, tuple(sig))
         if self._ident is None:
             kind, steps, config = self._describe()
             self._ident = program_ident(kind, steps, **config)
             if self._ident is None:
                 self._describe = None
-                return self._jitted
+                return self._top
         from jax import export
 
         platform = _lowering_platform(signature[1][0][3] if signature[1] else
@@ -283,11 +290,22 @@ class StoredProgram:
                             "__gpu$xla.gpu.triton")])(*args)
                 caught = [(w.category, str(w.message)) for w in caught_now]
             except Exception:  # noqa: BLE001  (not exportable, or a bad input: trace as before,
-                return self._jitted  # which raises the input's error)
+                return self._top  # which raises the input's error)
             _write(path, exported, caught)
         for category, message in caught:
             warnings.warn(message, category, stacklevel=5)
-        return jax.jit(exported.call)
+        return jax.jit(exported.call, compiler_options=self._options)
+
+
+def _top_level() -> bool:
+    """Whether this call is outside any JAX trace (a jit, vmap or grad of the caller's)."""
+    return _trace_state_clean is not None and _trace_state_clean()
+
+
+try:  # JAX's own test of the trace state; where it is missing, every call counts as traced
+    from jax._src.core import trace_state_clean as _trace_state_clean
+except ImportError:  # pragma: no cover
+    _trace_state_clean = None
 
 
 def _lowering_platform(device_platform: str) -> str:

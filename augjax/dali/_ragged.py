@@ -23,13 +23,14 @@ README "Different image sizes".
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
 from augjax._runtime.keys import keys_from_seeds
-from augjax._runtime.program import once_cache
+from augjax._runtime.program import once_cache, sampler_compiler_options
 from augjax._runtime.ragged import plan_program, window_structure
 from augjax._runtime.targets import TargetSpec, move_boxes, move_keypoints
 from augjax.dali._backend import _dali
@@ -59,7 +60,7 @@ def plan_function(steps: tuple[Any, ...], start: int, with_seeds: bool):
     plan = plan_program(steps, start)
     struct = window_structure(steps)
 
-    @jax.jit
+    @functools.partial(jax.jit, compiler_options=sampler_compiler_options())
     def program(shapes, seeds=None):
         keys = keys_from_seeds(seeds) if seeds is not None else None
         _, (box, size, anchor) = plan(shapes, keys)

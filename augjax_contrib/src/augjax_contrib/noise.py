@@ -129,44 +129,68 @@ def _poisson_quantile_loop(u, lam, k0, p0, n):
 TABLE_TERMS = 512
 
 
+#: Terms summed per iteration of the table loop: a GPU copies each iteration's loop condition to
+#: the host, so fewer, longer iterations (the extra terms past the last add exact zeros).
+TABLE_UNROLL = 8
+
+
 def _cdf_rows(lam, k0, p0, n):
     """The running sums of :func:`poisson_quantile`'s loop for rates ``lam`` ``(..., L)``: the
     totals over ``j <= n`` (``n`` broadcast against ``lam``'s leading axes) and the table
     ``(..., L, TABLE_TERMS)`` of the sums after each term, ``+inf`` past ``n``. The loop runs to
-    the largest ``n``; rows with a smaller ``n`` add exact zeros after theirs."""
+    the largest ``n``, :data:`TABLE_UNROLL` terms per iteration; rows with a smaller ``n`` add
+    exact zeros after theirs; an iteration's spare terms past the table's width go to
+    :data:`TABLE_UNROLL` spare columns, cut off at the end."""
     n = jnp.asarray(n, jnp.float32)[..., None]
 
-    def body(state):
+    def term(state):
         j, p, acc, cdf = state
         acc = acc + jnp.where(j <= n, p, 0.0)
         column = jnp.where(j <= n, acc, jnp.inf)[..., None]
         cdf = jax.lax.dynamic_update_slice_in_dim(cdf, column, j.astype(jnp.int32), axis=-1)
         return j + 1.0, p * lam / (k0 + j + 1.0), acc, cdf
 
+    def body(state):
+        for _ in range(TABLE_UNROLL):
+            state = term(state)
+        return state
+
     init = (jnp.float32(0.0), p0, jnp.zeros_like(lam),
-            jnp.full((*lam.shape, TABLE_TERMS), jnp.inf, jnp.float32))
+            jnp.full((*lam.shape, TABLE_TERMS + TABLE_UNROLL), jnp.inf, jnp.float32))
     _, _, total, cdf = jax.lax.while_loop(lambda s: s[0] <= jnp.max(n), body, init)
-    return total, cdf
+    return total, cdf[..., :TABLE_TERMS]
 
 
 def _search_rows(u, levels, cdf, total):
     """``#{j : cdf[i, level, j] < u * total[i, level]}`` for every value of image ``i``
     (``cdf`` ``(N, L, T)``, ``levels`` ``(N, ...)``): a binary search (``T`` a power of two),
     each step one gather from the flattened tables (XLA's CPU gather is several times faster
-    on one flat index than on batched ones), one step per loop iteration (so that XLA cannot
-    fuse the steps and recompute each count twice)."""
+    on one flat index than on batched ones). Each step is kept apart from the next (XLA would
+    otherwise fuse the steps and recompute each count twice): on a CPU as one loop iteration,
+    elsewhere, where each iteration of a loop copies its condition to the host, unrolled with
+    an optimisation barrier between the steps."""
     images, n_levels, w = cdf.shape
     lv = levels.reshape(images, -1) + (jnp.arange(images, dtype=jnp.int32) * n_levels)[:, None]
     target = u.reshape(images, -1) * total.reshape(-1)[lv]
     row = lv * w
     flat = cdf.reshape(-1)
+    steps = w.bit_length() - 1
 
     def body(i, count):
         half = jnp.right_shift(jnp.int32(w // 2), i)
         below = flat[row + count + (half - 1)] < target
         return count + jnp.where(below, half, 0)
 
-    count = jax.lax.fori_loop(0, w.bit_length() - 1, body, jnp.zeros(lv.shape, jnp.int32))
+    def looped(count):
+        return jax.lax.fori_loop(0, steps, body, count)
+
+    def unrolled(count):
+        for i in range(steps):
+            count = jax.lax.optimization_barrier(body(jnp.int32(i), count))
+        return count
+
+    count = jax.lax.platform_dependent(jnp.zeros(lv.shape, jnp.int32), cpu=looped,
+                                       default=unrolled)
     last = flat[row + w - 1] < target  # count may reach w
     count = count + (last & (count == w - 1)).astype(jnp.int32)
     return count.reshape(levels.shape)
