@@ -39,8 +39,10 @@ def test_cpu_pipeline_soak_memory_flat_and_no_recompilation(tmp_path):
     assert not r["xla_compilations_after_warmup"]
     assert r["batches_with_non_finite_images"] == 0 and r["batches_with_bad_label_sums"] == 0
     # 10,000 batches measured -23 KB per 1000 batches; a leak of one batch per step would be
-    # 16 x 32 x 32 x 3 x 4 B = 196 KB per batch, 196 MB per 1000 batches
-    assert r["rss_slope_second_half_kb_per_1000_batches"] < 4096, r
+    # 16 x 32 x 32 x 3 x 4 B = 196 KB per batch, 196 MB per 1000 batches. The bound is an
+    # eighth of that: a clean run's second half (~5 readings over 700 batches) once read
+    # 4.4 MB per 1000 batches, one allocator step among few points (2026-12-02, loaded cores).
+    assert r["rss_slope_second_half_kb_per_1000_batches"] < 24 * 1024, r
     assert rc == 0
 
 
