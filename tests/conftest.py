@@ -87,7 +87,8 @@ def _release_compiled_programs():
         kit_dali._CACHE.clear()
     for cache in (array_program, sample_program, apply_program, seeded_program, dali_function):
         cache.cache_clear()
-    gc.collect()
+    # One collection after JAX's caches are cleared frees as much as one before and one after
+    # did (the same memory mappings left, measured) for one pass over the heap.
     jax.clear_caches()
     gc.collect()
 
