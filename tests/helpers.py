@@ -73,15 +73,19 @@ def tv(fn: Callable[..., object], x: np.ndarray, **kw) -> np.ndarray:
 
 
 def check_grad(fn: Callable[..., object], x: np.ndarray, *, eps: float = 2e-5,
-               rtol: float = 1e-2, seed: int = 0) -> np.ndarray:
+               rtol: float = 1e-2, seed: int = 0, jit: bool = False) -> np.ndarray:
     """Checks ``jax.grad`` of ``sum(fn(x) * w)`` (``w`` fixed random weights) on a float32 batch
     against a central finite difference along a random direction ``v``: ``grad . v`` and
     ``(L(x + eps v) - L(x - eps v)) / (2 eps)`` (``L`` summed in float64) agree to ``rtol``.
     Returns the gradient (finite). For functions continuous around ``x`` and smooth but for
-    kinks (clamps, sector changes) that few pixels lie within ``eps`` of."""
+    kinks (clamps, sector changes) that few pixels lie within ``eps`` of. ``jit``: ``fn`` and
+    its gradient compiled (for a kernel function; run eagerly, a kernel of many small
+    operations dispatches and compiles each alone)."""
     import jax
     import jax.numpy as jnp
 
+    if jit:
+        fn = jax.jit(fn)
     rng = np.random.default_rng(seed)
     x = jnp.asarray(x, jnp.float32)
     w = rng.standard_normal(np.shape(fn(x))).astype(np.float32)
@@ -92,7 +96,7 @@ def check_grad(fn: Callable[..., object], x: np.ndarray, *, eps: float = 2e-5,
     def loss64(z):
         return float(np.sum(np.asarray(fn(z), np.float64) * w))
 
-    g = np.asarray(jax.grad(loss)(x))
+    g = np.asarray((jax.jit(jax.grad(loss)) if jit else jax.grad(loss))(x))
     assert g.shape == x.shape and np.isfinite(g).all()
     v = rng.standard_normal(x.shape).astype(np.float32)
     fd = (loss64(x + eps * v) - loss64(x - eps * v)) / (2 * eps)

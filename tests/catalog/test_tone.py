@@ -122,14 +122,15 @@ def test_histogram_helpers_match_numpy_and_pil():
     from augjax.kernels import equalize_lut, histogram, lookup
 
     x = DATA["few"]
-    hist = np.asarray(jax.vmap(histogram)(jnp.asarray(x)))
+    # compiled, as the ops run them (eagerly each small operation dispatches and compiles)
+    hist = np.asarray(jax.jit(jax.vmap(histogram))(jnp.asarray(x)))
     assert hist.shape == (4, 256, 3) and hist.dtype == np.int32
     for i in range(4):
         for c in range(3):
             np.testing.assert_array_equal(hist[i, :, c], np.bincount(x[i, ..., c].ravel(),
                                                                      minlength=256))
-    lut, valid = jax.vmap(equalize_lut)(jnp.asarray(hist))
-    out = np.asarray(jax.vmap(lookup)(jnp.asarray(x), lut))
+    lut, valid = jax.jit(jax.vmap(equalize_lut))(jnp.asarray(hist))
+    out = np.asarray(jax.jit(jax.vmap(lookup))(jnp.asarray(x), lut))
     valid = np.asarray(valid)
     top = np.array([[x[i, ..., c].max() for c in range(3)] for i in range(4)])
     steps = (16 * 20 - np.take_along_axis(hist, top[:, None, :], axis=1)[:, 0]) // 255

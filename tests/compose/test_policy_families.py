@@ -59,23 +59,36 @@ def _layers(policy, params, chain):
             _slice(branches, slice(None), chain))
 
 
-def _fused(policy, chain=None):
+def _fused(policy, chain=None, layers=None):
     """The policy's layers as the policy runs them, as one jitted function ``(x, params) ->
     pixels`` (traced at its first call, so that the layer mode set by the test applies): its
     ``run``, or AugMix's chain ``chain`` through the layer runner AugMix calls. A test makes it
     once and calls it for every forced entry: the params keep their shapes and dtypes, so one
-    program serves them all (the entry is data, as in the policy's own program)."""
+    program serves them all (the entry is data, as in the policy's own program). AugMix's
+    chains have the same shapes: pass the first chain's ``.layers`` for the others (one
+    program for every chain)."""
     if chain is None:
         run = jax.jit(jax.vmap(policy.run))
         return lambda x, params: np.asarray(run(x, params))
-    layers = jax.jit(jax.vmap(lambda im, o, a, b: _engine.run_layers(
-        policy.space, policy.bound, o, a, b, im, policy.kind)))
+    if layers is None:
+        layers = jax.jit(jax.vmap(lambda im, o, a, b: _engine.run_layers(
+            policy.space, policy.bound, o, a, b, im, policy.kind)))
 
     def fused(x, params):
         op, applied, branches = _layers(policy, params, chain)
         return np.asarray(layers(x, op, applied, branches))
 
+    fused.layers = layers
     return fused
+
+
+def _fused_chains(policy, name):
+    """``{chain: _fused(policy, chain)}`` for the policy's chains, sharing one program."""
+    out, layers = {}, None
+    for chain in _chains(name):
+        out[chain] = _fused(policy, chain, layers)
+        layers = getattr(out[chain], "layers", None)
+    return out
 
 
 def _alone(policy, x, params, chain=None):
@@ -138,7 +151,7 @@ def test_every_entry_equals_the_op_alone(mode, name, dtype, monkeypatch):
     policy = POLICIES[name]()
     x = _batch(dtype)
     params = policy.sample(x, key=jax.random.key(5))
-    fused = {chain: _fused(policy, chain) for chain in _chains(name)}
+    fused = _fused_chains(policy, name)
     for j, entry in enumerate(policy.space):
         forced = _forced(params, j)
         for chain in _chains(name):
@@ -154,8 +167,8 @@ def test_drawn_plans_equal_the_ops_alone(name, dtype, layer_mode):
     x = _batch(dtype, n=16, seed=9)
     params = policy.sample(x, key=jax.random.key(11))
     assert len(np.unique(np.asarray(params["op"]))) > 3
-    for chain in _chains(name):
-        _assert_same(_fused(policy, chain)(x, params), _alone(policy, x, params, chain), name)
+    for chain, fused in _fused_chains(policy, name).items():
+        _assert_same(fused(x, params), _alone(policy, x, params, chain), name)
     if layer_mode == "auto":  # the public path (its compiled program is cached: default mode)
         public = np.asarray(policy.apply(x, params=params))
         _assert_same(public, _alone(policy, x, params) if not name.startswith("augmix")
