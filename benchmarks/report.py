@@ -56,11 +56,13 @@ def newest(kind: str) -> tuple[Path, dict] | tuple[None, None]:
         if kind == "e2e" and ("summary" not in data or str(data.get("machine")) == "cpu"):
             continue
         size = len(data.get("groups") or data.get("rows") or data.get("summary") or ())
-        found.append((data.get("date", ""), size, path.stat().st_mtime, path, data))
+        found.append((data.get("date", ""), size, path.stem, path.stat().st_mtime, path, data))
     if not found:
         return None, None
-    # the newest date; of one day's files the most complete one, then the last written
-    *_, path, data = max(found, key=lambda t: t[:3])
+    # The newest date; of one day's files the most complete one, then the one whose name
+    # sorts last (a day's later runs are named "<kind>-<machine>-<date>-<run>": a clone's
+    # modification times say nothing), then the last written.
+    *_, path, data = max(found, key=lambda t: t[:4])
     return path, data
 
 
