@@ -270,6 +270,10 @@ def final_layout(steps: Sequence[Any], layout: str) -> str:
     return layout
 
 
+#: Samplers an array program keeps at hand by input shape (beyond, the shared cache serves).
+_SAMPLERS_PER_PROGRAM = 64
+
+
 @once_cache(maxsize=512)
 def array_program(steps: tuple[Any, ...], layout: str, start: int = 0,
                   partitioned: bool = False, targets: Any = None):
@@ -290,6 +294,8 @@ def array_program(steps: tuple[Any, ...], layout: str, start: int = 0,
         shape, dtype = tuple(images.shape), images.dtype
         sample = samplers.get((shape, dtype))
         if sample is None:  # the cached lookup hashes every step: once per input shape
+            if len(samplers) >= _SAMPLERS_PER_PROGRAM:  # many shapes: hold no program alive
+                samplers.clear()
             sample = samplers[shape, dtype] = sample_program(steps, layout, start, shape,
                                                              jnp.dtype(dtype).name)
         return apply(images, labels, sample(keys), *arrays)
