@@ -48,6 +48,7 @@ from jax.custom_batching import custom_vmap
 from augjax._runtime.partition import partitioned
 from augjax._runtime.platform import platform_dependent
 from augjax.catalog._tv_color import hue_planes
+from augjax.kernels.batching import broadcast_unbatched
 from augjax.kernels.pixels import blend_gray, blend_planes, mean_gray, to_dtype
 
 __all__ = ["jitter"]
@@ -182,8 +183,7 @@ def _branching_fn(active: tuple[bool, ...]):
 
     @one.def_vmap
     def _batched(axis_size, in_batched, image, seq, factors):
-        args = tuple(a if b else jnp.broadcast_to(a, (axis_size, *jnp.shape(a)))
-                     for a, b in zip((image, seq, factors), in_batched))
+        args = broadcast_unbatched(axis_size, in_batched, (image, seq, factors))
         return jax.lax.map(lambda a: _branching(*a, active), args), True
 
     return one

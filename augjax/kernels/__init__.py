@@ -6,6 +6,7 @@ in float32 and come back with :func:`to_dtype` (truncating, as torchvision's adj
 ``to_dtype(x, dtype, rounding="round")`` (as its warps and resizes do).
 """
 
+from augjax.kernels.batching import broadcast_unbatched
 from augjax.kernels.filters import (
     box_sum,
     correlate,
@@ -65,6 +66,7 @@ __all__ = [
     "blend",
     "bound",
     "box_sum",
+    "broadcast_unbatched",
     "check_fill",
     "correlate",
     "correlate1d",

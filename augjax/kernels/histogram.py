@@ -20,6 +20,7 @@ import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
 
 from augjax._runtime.platform import platform_dependent
+from augjax.kernels.batching import broadcast_unbatched
 from augjax.kernels.pixels import bound
 
 __all__ = ["equalize_lut", "histogram", "lookup", "stretch", "value_range"]
@@ -96,8 +97,7 @@ def _masked_histogram_fn(bins: int):
 
     @hist.def_vmap
     def _batched(axis_size, in_batched, levels, needed):
-        levels, needed = (v if b else jnp.broadcast_to(v, (axis_size, *jnp.shape(v)))
-                          for v, b in zip((levels, needed), in_batched))
+        levels, needed = broadcast_unbatched(axis_size, in_batched, (levels, needed))
         return _any_histogram(levels, bins, needed), True
 
     return hist

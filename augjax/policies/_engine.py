@@ -26,6 +26,7 @@ from augjax._runtime.partition import partitioned
 from augjax._runtime.platform import platform_dependent
 from augjax.chain._element import run_op
 from augjax.errors import OpNotFoundError, ParamError, PluginLoadError
+from augjax.kernels.batching import broadcast_unbatched
 from augjax.policies._families import run_families
 from augjax.policies._magnitude import MagnitudeMap, PolicyOp, resolve
 
@@ -173,9 +174,7 @@ def run_layer(entries, bound, op_index: jax.Array, applied: jax.Array, branches:
 
     @layer.def_vmap
     def _batched(axis_size, in_batched, *args):
-        args = jax.tree_util.tree_map(
-            lambda v, b: v if b else jnp.broadcast_to(v, (axis_size,) + jnp.shape(v)),
-            args, tuple(in_batched))
+        args = broadcast_unbatched(axis_size, in_batched, args)
 
         def one_by_one(*args):
             return jax.lax.map(lambda a: _chosen_only(entries, bound, owner, *a), args)

@@ -107,6 +107,28 @@ def test_histogram_counts_only_the_needed_images_in_any_lane_layout(lanes):
     np.testing.assert_array_equal(got[~needed], 0)
 
 
+def test_broadcast_unbatched_gives_every_argument_the_batch_axis():
+    """Inside a custom_vmap rule: unbatched arguments (pytrees too) get the leading batch axis,
+    batched ones pass through; checked against the rule's view of an explicit per-sample loop."""
+    from augjax.kernels import broadcast_unbatched
+
+    @jax.custom_batching.custom_vmap
+    def f(x, tree):
+        return x * tree["a"] + tree["b"]
+
+    @f.def_vmap
+    def _rule(axis_size, in_batched, x, tree):
+        x, tree = broadcast_unbatched(axis_size, in_batched, (x, tree))
+        assert x.shape[0] == axis_size and tree["a"].shape[0] == axis_size
+        return x * tree["a"][:, None] + tree["b"][:, None], True
+
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    a = np.float32(2.0)
+    b = np.arange(4, dtype=np.float32)
+    got = jax.vmap(f, in_axes=(0, {"a": None, "b": 0}))(x, {"a": a, "b": b})
+    np.testing.assert_array_equal(np.asarray(got), x * a + b[:, None])
+
+
 @pytest.mark.parametrize("out_size,in_size,interp,antialias", [
     (24, 24, "bilinear", True), (10, 40, "bilinear", True), (10, 40, "bilinear", False),
     (31, 12, "bilinear", True), (9, 20, "nearest", True)])

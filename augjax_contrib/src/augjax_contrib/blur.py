@@ -25,6 +25,7 @@ from jax.custom_batching import custom_vmap
 from augjax import Param, op
 from augjax.kernels import (
     box_sum,
+    broadcast_unbatched,
     correlate,
     correlate_separable,
     gaussian_kernel1d,
@@ -248,6 +249,5 @@ def _block_means_vmappable(image, b):
 @_block_means_vmappable.def_vmap
 def _block_means_batched(axis_size, in_batched, image, b):
     """A batch: one scatter per pass over the whole batch (no per-image batched indices)."""
-    image, b = (v if bat else jnp.broadcast_to(v, (axis_size, *jnp.shape(v)))
-                for v, bat in zip((image, b), in_batched))
+    image, b = broadcast_unbatched(axis_size, in_batched, (image, b))
     return _block_means_batch(image, b), True

@@ -22,7 +22,7 @@ import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
 
 from augjax import Param, op
-from augjax.kernels import bound, is_int, to_dtype
+from augjax.kernels import bound, broadcast_unbatched, is_int, to_dtype
 from augjax_contrib._common import API, normal, uniform
 
 __all__ = ["gaussian_noise", "shot_noise", "salt_and_pepper"]
@@ -235,8 +235,7 @@ def _quantile_levels_batched(axis_size, in_batched, u, levels, lam_levels):
     """A batch of images: one table loop to the batch's longest window, one search, and one
     branch (table or per-value loop) for the whole batch, so that ``vmap`` turns neither loop
     nor the branch into selects over every value."""
-    u, levels, lam_levels = (x if b else jnp.broadcast_to(x, (axis_size, *jnp.shape(x)))
-                             for x, b in zip((u, levels, lam_levels), in_batched))
+    u, levels, lam_levels = broadcast_unbatched(axis_size, in_batched, (u, levels, lam_levels))
     return _quantile_levels(u, levels, lam_levels), True
 
 
