@@ -88,6 +88,14 @@ class AutoAugment(LayeredPolicy):
         return self._table[0]
 
     @property
+    def shares(self) -> tuple[float, ...]:
+        _, ops, _, probs = self._table
+        per_slot = np.zeros((ops.shape[1], len(self.entries)))
+        for slot in range(ops.shape[1]):
+            np.add.at(per_slot[slot], ops[:, slot], probs[:, slot] / ops.shape[0])
+        return tuple(float(v) for v in per_slot.max(axis=0))
+
+    @property
     def subpolicies(self) -> tuple[tuple[tuple[str, float, int | None], ...], ...]:
         """The sub-policies, as the reference lists them."""
         table = T.TV_POLICIES if self.style == "torchvision" else T.TIMM_POLICIES

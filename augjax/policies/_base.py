@@ -229,7 +229,13 @@ class LayeredPolicy(Policy):
 
     def run(self, image, params):
         return run_layers(self.space, self.bound, params["op"], params["applied"],
-                          params["branches"], image, self.kind)
+                          params["branches"], image, self.kind, self.shares)
+
+    @property
+    def shares(self) -> tuple[float, ...] | None:
+        """Each entry's probability of being chosen and applied at a layer (the largest over
+        the layers), which sizes a layer's compacted sub-batches on a GPU; None: uniform."""
+        return None
 
     def matrix(self, params, meta):
         return layers_matrix(self.bound, params["op"], params["applied"], params["branches"],

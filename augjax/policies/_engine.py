@@ -5,9 +5,10 @@ A layer's per-sample decisions are four scalars: ``op`` (index into the space), 
 (float32), ``negative`` (the sign of signed maps) and ``applied``, and ``branches``: every
 entry's params at that layer (the entry's magnitude value already in its op's parameter, and
 whatever else the op draws), so that a replay needs no key. Over a batch, a layer computes
-each family of ops once (one warp, one blend, one level map; :mod:`augjax.policies._families`)
-on a GPU, and runs the samples one by one through a real conditional on a CPU (see
-:func:`run_layer`); one compiled program serves every sample's choice.
+each family of ops once, and only for the samples that chose it (one warp, one blend, one level
+map on compacted sub-batches; :mod:`augjax.policies._compact`) on a GPU, and runs the samples
+one by one through a real conditional on a CPU (see :func:`run_layer`); one compiled program
+serves every sample's choice.
 :func:`run_layer_switch` is the per-op switch over the whole space (the reference).
 """
 
@@ -27,6 +28,7 @@ from augjax._runtime.platform import platform_dependent
 from augjax.chain._element import run_op
 from augjax.errors import OpNotFoundError, ParamError, PluginLoadError
 from augjax.kernels.batching import broadcast_unbatched
+from augjax.policies._compact import run_compact
 from augjax.policies._families import run_families
 from augjax.policies._magnitude import MagnitudeMap, PolicyOp, resolve
 
@@ -43,8 +45,9 @@ __all__ = [
     "run_layers",
 ]
 
-#: How a layer runs over a batch (read when tracing): "auto" (one by one on a CPU, by families
-#: elsewhere), "families" (everywhere), "switch" (the per-op switch, the reference).
+#: How a layer runs over a batch (read when tracing): "auto" (one by one on a CPU, compacted
+#: families elsewhere), "compact" (compacted families everywhere), "families" (each family for
+#: every sample, everywhere), "switch" (the per-op switch, the reference).
 LAYER = "auto"
 
 
@@ -155,15 +158,18 @@ def draw_branches(entries, bound, levels: Levels, level: jax.Array, negative: ja
 
 
 def run_layer(entries, bound, op_index: jax.Array, applied: jax.Array, branches: tuple[Any, ...],
-              image: jax.Array, owner: str) -> jax.Array:
+              image: jax.Array, owner: str, shares: tuple[float, ...] | None = None
+              ) -> jax.Array:
     """One layer on one HWC image: the chosen op with its params, where ``applied``.
 
     Over a batch (under ``vmap``) the samples' choices differ, and a select over the choices
     computes every one of them for every sample. On a GPU the layer computes each family of
-    ops once (:mod:`augjax.policies._families`: one warp, one blend, one level map); on a CPU,
-    where a loop costs little and each op is many times the cost of the loop, the samples go
-    one by one and each computes only its chosen op (a real conditional). Both give the
-    pixels of the chosen op applied alone."""
+    ops once, on the sub-batch of the samples that chose it (:mod:`augjax.policies._compact`:
+    one warp, one blend, one level map; ``shares``, each entry's probability of being chosen
+    and applied, sizes the sub-batches); on a CPU, where a loop costs little and each op is
+    many times the cost of the loop, the samples go one by one and each computes only its
+    chosen op (a real conditional). Every way gives the pixels of the chosen op applied
+    alone."""
     mode = LAYER
     if mode == "switch":
         return run_layer_switch(entries, bound, op_index, applied, branches, image, owner)
@@ -183,9 +189,15 @@ def run_layer(entries, bound, op_index: jax.Array, applied: jax.Array, branches:
             return jax.vmap(lambda o, a, b, x: run_families(entries, bound, o, a, b, x, owner)
                             )(*args)
 
-        if mode == "families" or partitioned():  # a loop would serialize a sharded batch
+        def compact(*args):
+            return run_compact(entries, bound, *args, owner, shares)
+
+        # a sharded batch neither loops (serial) nor compacts (a gather across devices)
+        if mode == "families" or partitioned():
             return families(*args), True
-        return platform_dependent(*args, cpu=one_by_one, default=families), True
+        if mode == "compact":
+            return compact(*args), True
+        return platform_dependent(*args, cpu=one_by_one, default=compact), True
 
     return layer(op_index, applied, branches, image)
 
@@ -247,15 +259,17 @@ def layers_matrix(bound, op_index, applied, branches, meta) -> jax.Array:
 
 
 def run_layers(entries, bound, op_index: jax.Array, applied: jax.Array,
-               branches: tuple[Any, ...], image: jax.Array, owner: str) -> jax.Array:
+               branches: tuple[Any, ...], image: jax.Array, owner: str,
+               shares: tuple[float, ...] | None = None) -> jax.Array:
     """Layers in sequence (leading layer axis on every argument), as one ``lax.scan`` so that
-    the layer body compiles once."""
+    the layer body compiles once (``shares``: as :func:`run_layer`'s, the largest over the
+    layers)."""
     if op_index.shape[0] == 0:
         return image
 
     def body(x, xs):
         o, a, b = xs
-        return run_layer(entries, bound, o, a, b, x, owner), None
+        return run_layer(entries, bound, o, a, b, x, owner, shares), None
 
     out, _ = jax.lax.scan(body, image, (op_index, applied, branches))
     return out

@@ -36,7 +36,7 @@ from augjax.kernels.pixels import bound, is_int, to_dtype
 from augjax.kernels.warp import check_fill, warp_affine
 from augjax.kernels.warp_pil import warp_affine_pil
 
-__all__ = ["plan_layer", "run_families"]
+__all__ = ["FAMILIES", "plan_layer", "position", "run_families", "run_rest"]
 
 #: The family an op with several members joins, per image kind: on uint8 a level map is one
 #: table lookup (cheaper than a blend); on float32 brightness and contrast blend.
@@ -73,7 +73,7 @@ def plan_layer(bound_ops: tuple[Any, ...], integer: bool):
     return tuple((k, tuple(v)) for k, v in groups.items()), tuple(rest)
 
 
-def _position(op_index: jax.Array, js: tuple[int, ...], count: int) -> tuple[jax.Array, ...]:
+def position(op_index: jax.Array, js: tuple[int, ...], count: int) -> tuple[jax.Array, ...]:
     """Whether the chosen entry is one of ``js``, and its position among them."""
     table = [0] * count
     chosen = [False] * count
@@ -157,9 +157,12 @@ def _needed(items, pos: jax.Array) -> dict[str, jax.Array] | None:
     return needed
 
 
-def _tone(image: jax.Array, items, pos: jax.Array, chosen: jax.Array) -> jax.Array:
+def _tone(image: jax.Array, items, pos: jax.Array, chosen: jax.Array,
+          preset: dict[str, Any] | None = None) -> jax.Array:
+    """``preset``: statistics already computed for this sample (by name), used as they are."""
     needed = _needed(items, pos)
     stats = ImageStats(image, needed and {k: v & chosen for k, v in needed.items()})
+    stats.__dict__.update(preset or {})  # the cached properties' values
     if not is_int(image.dtype):
         return _select([_level_map(op, p, m, image, stats) for op, p, m in items], pos)
     c = image.shape[-1]
@@ -168,7 +171,9 @@ def _tone(image: jax.Array, items, pos: jax.Array, chosen: jax.Array) -> jax.Arr
     return lookup(image, _pick(tables, pos)[:, 0, :])
 
 
-_FAMILIES = {"affine": _affine, "blend": _blend, "tone": _tone}
+#: The family computations by group kind: ``fn(image, items, pos, chosen)`` on one image, with
+#: ``items`` the group's ``(op, params, member)`` and ``pos`` the chosen member's position.
+FAMILIES = {"affine": _affine, "blend": _blend, "tone": _tone}
 
 
 def run_families(entries, bound_ops, op_index: jax.Array, applied: jax.Array,
@@ -182,17 +187,31 @@ def run_families(entries, bound_ops, op_index: jax.Array, applied: jax.Array,
         js = tuple(j for j, _ in items)
         for j in js:
             check_op_input(bound_ops[j], image, f"{owner}/{entries[j].name}")
-        chosen, pos = _position(op_index, js, count)
-        y = _FAMILIES[key[0]](image, [(bound_ops[j], branches[j], m) for j, m in items], pos,
+        chosen, pos = position(op_index, js, count)
+        y = FAMILIES[key[0]](image, [(bound_ops[j], branches[j], m) for j, m in items], pos,
                               chosen & applied)
         out = jnp.where(chosen, y, out)
     if rest:
-        fns = [functools.partial(_run_entry, entries[j], bound_ops[j], branches[j], owner)
-               for j in rest]
-        chosen, pos = _position(op_index, rest, count)
-        y = fns[0](image) if len(fns) == 1 else jax.lax.switch(pos, fns, image)
+        chosen, y = run_rest(entries, bound_ops, rest, op_index, branches, image, owner)
         out = jnp.where(chosen, y, out)
     return jnp.where(applied, out, image)
+
+
+def run_rest(entries, bound_ops, rest: tuple[int, ...], op_index: jax.Array,
+             branches: tuple[Any, ...], image: jax.Array, owner: str,
+             batched: bool = False) -> tuple[jax.Array, jax.Array]:
+    """The entries without a family (``rest``) by a switch over them: ``(chosen, output)``,
+    ``chosen`` whether the sample's op is one of them. ``batched``: the arguments have a
+    leading batch axis (the switch is vmapped)."""
+    count = len(bound_ops)
+
+    def one(o, br, x):
+        fns = [functools.partial(_run_entry, entries[j], bound_ops[j], br[j], owner)
+               for j in rest]
+        chosen, pos = position(o, rest, count)
+        return chosen, (fns[0](x) if len(fns) == 1 else jax.lax.switch(pos, fns, x))
+
+    return jax.vmap(one)(op_index, branches, image) if batched else one(op_index, branches, image)
 
 
 def _run_entry(entry, op, params, owner, x):

@@ -158,6 +158,15 @@ class RandAugment(LayeredPolicy):
         discrete = self.mstd == 0 and float(min(self.m, top)).is_integer()
         return Levels(denominator, top, discrete)
 
+    @property
+    def shares(self) -> tuple[float, ...]:
+        count = len(self.entries)
+        if self.weights is None:
+            return (self.p / count,) * count
+        # without replacement a light entry's chance grows at later layers: n w / W bounds it
+        total = sum(self.weights)
+        return tuple(min(1.0, self.n * w / total) * self.p for w in self.weights)
+
     def _draw_levels(self, key: jax.Array) -> jax.Array:
         keys = jax.random.split(key, self.n)
         return jax.vmap(lambda k: draw_level(k, self.m, self.mstd, self.levels.limit))(keys)

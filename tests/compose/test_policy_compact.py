@@ -1,0 +1,119 @@
+"""A policy layer on compacted sub-batches (the GPU path: each costly family computed only for
+the samples that chose it) gives the pixels of the layer computed family by family over the
+whole batch, which ``test_policy_families.py`` checks against each op alone: the same pixels
+whether the batch's counts fit the capacities or overflow them (the whole-batch fallback)."""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import numpy as np
+import pytest
+from test_policy_families import POLICIES, _alone, _assert_same, _batch, _fused_chains
+
+import augjax
+from augjax.policies import _compact, _engine
+from augjax.policies._families import plan_layer
+
+#: A batch large enough that the capacities are below it (so the layer really compacts).
+BATCH = 128
+
+
+def _compacting(policy, batch):
+    """The capacities of the policy's layer at ``batch`` that are below the batch."""
+    caps, stat_caps = _compact._plan(tuple(policy.bound), True, policy_shares(policy), batch)
+    return [k for k in caps if 0 < k < batch] + [
+        k for st in stat_caps for k in st.values() if 0 < k < batch]
+
+
+def policy_shares(policy):
+    shares = getattr(policy, "shares", None)
+    return shares if shares is not None else (1.0 / len(policy.bound),) * len(policy.bound)
+
+
+def _by_mode(policy, name, x, params, mode, monkeypatch):
+    monkeypatch.setattr(_engine, "LAYER", mode)
+    return {chain: fused(x, params) for chain, fused in _fused_chains(policy, name).items()}
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32], ids=["uint8", "float32"])
+@pytest.mark.parametrize("name", ["ra-torchvision", "ra-timm", "aa-imagenet", "ta-torchvision",
+                                  "augmix-timm", "ra-pack-op"])
+def test_compacted_layers_equal_the_whole_batch_layers(name, dtype, monkeypatch):
+    policy = POLICIES[name]()
+    if name != "ra-pack-op":  # 5 entries, each a fifth of the batch: nothing to compact
+        assert _compacting(policy, BATCH), "the capacities should be below the batch"
+    x = _batch(dtype, n=BATCH, h=12, w=16, seed=21)
+    params = policy.sample(x, key=jax.random.key(8))
+    whole = _by_mode(policy, name, x, params, "families", monkeypatch)
+    compact = _by_mode(policy, name, x, params, "compact", monkeypatch)
+    for chain in whole:
+        if dtype == np.uint8:
+            np.testing.assert_array_equal(compact[chain], whole[chain], err_msg=name)
+        else:
+            _assert_same(compact[chain], whole[chain], name)
+
+
+@pytest.mark.parametrize("name", ["ra-torchvision", "aa-imagenet"])
+def test_an_overflowing_batch_takes_the_whole_batch_path(name, monkeypatch):
+    """Capacities far below the counts: every layer falls back, with the same pixels; and
+    with every sample forced to one entry (each family's count is the batch or zero)."""
+    monkeypatch.setattr(_engine, "LAYER", "compact")
+    monkeypatch.setattr(_compact, "SIGMAS", -3.0)
+    _compact._plan.cache_clear()
+    try:
+        policy = POLICIES[name]()
+        x = _batch(np.uint8, n=64, h=12, w=16, seed=5)
+        params = policy.sample(x, key=jax.random.key(3))
+        fused = _fused_chains(policy, name)[None]
+        _assert_same(fused(x, params), _alone(policy, x, params), name)
+    finally:
+        _compact._plan.cache_clear()
+    monkeypatch.setattr(_compact, "SIGMAS", 4.0)
+    forced = dict(params)
+    rotate = policy.op_names.index("Rotate")
+    forced["op"] = np.full_like(np.asarray(params["op"]), rotate)
+    forced["applied"] = np.ones_like(np.asarray(params["applied"]))
+    _assert_same(fused(x, forced), _alone(policy, x, forced), f"{name}: all Rotate")
+
+
+def _binomial_tail(n: int, p: float, k: int) -> float:
+    """P(Binomial(n, p) > k)."""
+    return sum(math.comb(n, i) * p**i * (1 - p)**(n - i) for i in range(k + 1, n + 1))
+
+
+@pytest.mark.parametrize("batch", [32, 64, 256, 1024])
+def test_capacity_makes_the_fallback_rare(batch):
+    for share in (0.0, 0.02, 1 / 14, 0.2, 5 / 14, 0.5, 0.9, 1.0):
+        k = _compact.capacity(batch, share)
+        if k == 0:  # not compacted: the whole batch computes the family
+            continue
+        assert k <= batch and (k % 8 == 0 or k == batch)
+        assert _binomial_tail(batch, share, k) < 1e-4, (batch, share, k)
+
+
+def test_the_policies_declare_their_shares():
+    """RandAugment: uniform times p; AutoAugment: each entry's largest per-slot probability
+    over the sub-policies (its table)."""
+    ra = augjax.rand_augment(n=2, m=9, style="timm")
+    assert ra.shares == pytest.approx((0.5 / len(ra.entries),) * len(ra.entries))
+    aa = augjax.auto_augment("imagenet")
+    subs = aa.subpolicies
+    expected = []
+    for name in aa.op_names:
+        expected.append(max(sum(p for op, p, _ in (s[slot] for s in subs if len(s) > slot)
+                                if op == name) / len(subs) for slot in range(2)))
+    assert aa.shares == pytest.approx(tuple(expected))
+
+
+def test_a_layer_compacts_only_the_costly_families():
+    """The 14-op space at B=256 gathers the warp's and the blend's samples and the statistics'
+    readers; the tone family's lookup stays one pass over the batch."""
+    policy = augjax.rand_augment(n=2, m=9)
+    groups, _ = plan_layer(policy.bound, True)
+    caps, stat_caps = _compact._plan(tuple(policy.bound), True, policy_shares(policy), 256)
+    kinds = {key[0]: (k, st) for (key, _), k, st in zip(groups, caps, stat_caps)}
+    assert kinds["tone"][0] == 0
+    assert set(kinds["tone"][1]) == {"equalize", "range", "gray_mean"}
+    assert 0 < kinds["affine"][0] < 256 and 0 < kinds["blend"][0] < 256
