@@ -33,7 +33,13 @@ import jax.numpy as jnp
 from augjax.catalog._fuse import ImageStats
 from augjax.chain._element import check_op_input
 from augjax.kernels.pixels import is_int
-from augjax.policies._families import FAMILIES, plan_layer, position, run_families, run_rest
+from augjax.policies._families import (
+    FAMILIES,
+    plan_layer,
+    position,
+    run_families,
+    run_rest,
+)
 
 __all__ = ["capacity", "run_compact"]
 
@@ -116,6 +122,85 @@ def _plan(bound_ops: tuple[Any, ...], integer: bool, shares: tuple[float, ...], 
     return tuple(caps), tuple(stat_caps)
 
 
+def _family(kind: str, items, bound_ops):
+    """The family's computation on one image: ``fn(image, params, pos, chosen, **kw)`` with
+    ``params`` the group's entries' params (in ``items`` order)."""
+    def fn(image, params, pos, chosen, **kw):
+        members = [(bound_ops[j], params[i], m) for i, (j, m) in enumerate(items)]
+        return FAMILIES[kind](image, members, pos, chosen, **kw)
+
+    return fn
+
+
+def _stat_fn(name: str):
+    return lambda image: getattr(ImageStats(image), name)
+
+
+def _rows(mask: jax.Array) -> jax.Array:
+    return mask[:, None, None, None]
+
+
+class _Group:
+    """One family group of a layer over a batch: who chose it, and its capacities."""
+
+    def __init__(self, key, items, capacity_, stat_caps, op_index, applied, bound_ops, count):
+        self.kind = key[0]
+        self.items = items
+        self.js = tuple(j for j, _ in items)
+        self.capacity = capacity_
+        self.stat_caps = stat_caps
+        chosen, self.pos = position(op_index, self.js, count)
+        self.chosen = chosen & applied
+        members = [(bound_ops[j], None, m) for j, m in items]
+        self.readers = {name: self.chosen & _stat_readers(members, self.pos, name)
+                        for name, k in stat_caps.items() if k}
+
+    def fits(self) -> jax.Array:
+        ok = jnp.bool_(True)
+        if self.capacity:
+            ok = ok & (jnp.sum(self.chosen) <= self.capacity)
+        for name, mask in self.readers.items():
+            ok = ok & (jnp.sum(mask) <= self.stat_caps[name])
+        return ok
+
+    def params(self, branches):
+        return tuple(branches[j] for j in self.js)
+
+
+def _merge(out: jax.Array, chosen: jax.Array, idx: jax.Array, y: jax.Array) -> jax.Array:
+    """``out`` with the rows of ``chosen`` replaced by the sub-batch ``y`` (rows ``idx``)."""
+    if MERGE == "gather":  # the k-th chosen row is y's row k (idx is in order)
+        slot = jnp.cumsum(chosen.astype(jnp.int32)) - 1
+        return jnp.where(_rows(chosen), jnp.take(y, slot, axis=0, mode="clip"), out)
+    return out.at[idx].set(y, mode="drop", unique_indices=True)
+
+
+def _tone(group: _Group, bound_ops, branches, x: jax.Array, out: jax.Array) -> jax.Array:
+    """The tone family over the batch, its statistics from compacted sub-batches."""
+    b = x.shape[0]
+    preset = {}
+    for name, mask in group.readers.items():
+        idx = _indices(mask, group.stat_caps[name])
+        preset[name] = _put(b, idx, jax.vmap(_stat_fn(name))(_take(x, idx)))
+    fn = _family("tone", group.items, bound_ops)
+    y = jax.vmap(lambda xx, p, pos, c, ps: fn(xx, p, pos, c, preset=ps))(
+        x, group.params(branches), group.pos, group.chosen, preset)
+    return jnp.where(_rows(group.chosen), y, out)
+
+
+def _gathered(group: _Group, bound_ops, branches, x: jax.Array, out: jax.Array) -> jax.Array:
+    """A family on the sub-batch of the samples that chose it (or over the whole batch when it
+    has no capacity)."""
+    fn = _family(group.kind, group.items, bound_ops)
+    if not group.capacity:
+        y = jax.vmap(fn)(x, group.params(branches), group.pos, group.chosen)
+        return jnp.where(_rows(group.chosen), y, out)
+    idx = _indices(group.chosen, group.capacity)
+    sub = _take((x, group.params(branches), group.pos), idx)
+    y = jax.vmap(lambda xx, p, pos: fn(xx, p, pos, jnp.bool_(True)))(*sub)
+    return _merge(out, group.chosen, idx, y)
+
+
 def run_compact(entries, bound_ops, op_index: jax.Array, applied: jax.Array,
                 branches: tuple[Any, ...], images: jax.Array, owner: str,
                 shares: Sequence[float] | None = None) -> jax.Array:
@@ -123,83 +208,40 @@ def run_compact(entries, bound_ops, op_index: jax.Array, applied: jax.Array,
     sample's chosen op where ``applied``, as :func:`run_families` computes it, with the costly
     families on compacted sub-batches. ``shares``: each entry's probability of being chosen and
     applied at this layer (default: uniform over the entries)."""
-    b = images.shape[0]
     count = len(bound_ops)
     shares = tuple(shares) if shares is not None else (1.0 / count,) * count
     integer = bool(is_int(images.dtype))
-    groups, rest = plan_layer(tuple(bound_ops), integer)
-    caps, stat_caps = _plan(tuple(bound_ops), integer, shares, b)
-    sample = images[0]
+    layout, rest = plan_layer(tuple(bound_ops), integer)
+    caps, stat_caps = _plan(tuple(bound_ops), integer, shares, images.shape[0])
 
     def full(args):
-        o, a, br, x = args
-        return jax.vmap(lambda o, a, bb, xx: run_families(entries, bound_ops, o, a, bb, xx, owner)
-                        )(o, a, br, x)
+        def one(o, a, br, x):
+            return run_families(entries, bound_ops, o, a, br, x, owner)
 
-    # Where each sample goes, and whether every compacted group fits its capacity.
-    plans, fits = [], jnp.bool_(True)
-    for (key, items), k, stats in zip(groups, caps, stat_caps):
-        js = tuple(j for j, _ in items)
-        for j in js:
-            check_op_input(bound_ops[j], sample, f"{owner}/{entries[j].name}")
-        chosen, pos = position(op_index, js, count)
-        chosen = chosen & applied
-        if k:
-            fits = fits & (jnp.sum(chosen) <= k)
-        readers = {}
-        group_items = [(bound_ops[j], None, m) for j, m in items]
-        for name, kn in stats.items():
-            readers[name] = chosen & _stat_readers(group_items, pos, name)
-            if kn:
-                fits = fits & (jnp.sum(readers[name]) <= kn)
-        plans.append((key, items, js, chosen, pos, k, stats, readers))
+        return jax.vmap(one)(*args)
 
-    if not any(caps) and not any(kn for st in stat_caps for kn in st.values()):
-        return full((op_index, applied, branches, images))
+    operands = (op_index, applied, branches, images)
+    if not any(caps) and not any(k for st in stat_caps for k in st.values()):
+        return full(operands)
+    for _, items in layout:
+        for j, _ in items:
+            check_op_input(bound_ops[j], images[0], f"{owner}/{entries[j].name}")
+    groups = [_Group(key, items, k, st, op_index, applied, bound_ops, count)
+              for (key, items), k, st in zip(layout, caps, stat_caps)]
 
     def compact(args):
         o, a, br, x = args
         out = x
-        scattered = []
-        for key, items, js, chosen, pos, k, stats, readers in plans:
-            kind = key[0]
-            if kind == "tone":
-                preset = {}
-                for name, kn in stats.items():
-                    if not kn:
-                        continue
-                    idx = _indices(readers[name], kn)
-                    sub = jax.vmap(lambda v, name=name: getattr(ImageStats(v), name))(
-                        _take(x, idx))
-                    preset[name] = _put(b, idx, sub)
-                y = jax.vmap(lambda xx, bb, p, c, ps: FAMILIES["tone"](
-                    xx, [(bound_ops[j], bb[i], m) for i, (j, m) in enumerate(items)], p, c,
-                    preset=ps))(x, tuple(br[j] for j in js), pos, chosen, preset)
-                out = jnp.where(chosen[:, None, None, None], y, out)
-            else:
-                scattered.append((kind, items, js, chosen, pos, k))
+        for g in groups:  # the elementwise families first: one pass over the batch
+            if g.kind == "tone":
+                out = _tone(g, bound_ops, br, x, out)
         if rest:
             chosen, y = run_rest(entries, bound_ops, rest, o, br, x, owner, batched=True)
-            out = jnp.where((chosen & a)[:, None, None, None], y, out)
-        for kind, items, js, chosen, pos, k in scattered:
-            if not k:
-                y = jax.vmap(lambda xx, bb, p, c: FAMILIES[kind](
-                    xx, [(bound_ops[j], bb[i], m) for i, (j, m) in enumerate(items)], p,
-                    c))(x, tuple(br[j] for j in js), pos, chosen)
-                out = jnp.where(chosen[:, None, None, None], y, out)
-                continue
-            idx = _indices(chosen, k)
-            sub_x, sub_pos = _take(x, idx), _take(pos, idx)
-            sub_br = _take(tuple(br[j] for j in js), idx)
-            y = jax.vmap(lambda xx, bb, p: FAMILIES[kind](
-                xx, [(bound_ops[j], bb[i], m) for i, (j, m) in enumerate(items)], p,
-                jnp.bool_(True)))(sub_x, sub_br, sub_pos)
-            if MERGE == "gather":
-                slot = jnp.cumsum(chosen.astype(jnp.int32)) - 1
-                out = jnp.where(chosen[:, None, None, None],
-                                jnp.take(y, slot, axis=0, mode="clip"), out)
-            else:
-                out = out.at[idx].set(y, mode="drop", unique_indices=True)
+            out = jnp.where(_rows(chosen & a), y, out)
+        for g in groups:
+            if g.kind != "tone":
+                out = _gathered(g, bound_ops, br, x, out)
         return out
 
-    return jax.lax.cond(fits, compact, full, (op_index, applied, branches, images))
+    fits = functools.reduce(jnp.logical_and, [g.fits() for g in groups], jnp.bool_(True))
+    return jax.lax.cond(fits, compact, full, operands)
