@@ -175,7 +175,7 @@ def mode_arrays(args, budget: Budget, rows: dict, save) -> None:
         _print(key, rows[key])
         save()
     peers = cases.dali_peers(args.device)
-    names = args.ops or cases.op_names()
+    names = [] if args.policies_only else args.ops or cases.op_names()
     for name in names:
         key = f"arrays/op/{name}"
         if budget.left() <= 0:
@@ -333,6 +333,8 @@ def main(argv=None) -> int:
                     help="fewer iterations, fewer batch sizes (about 2 minutes)")
     ap.add_argument("--device", choices=("gpu", "cpu"), default="gpu")
     ap.add_argument("--ops", nargs="*", default=None, help="only these ops (arrays, dali)")
+    ap.add_argument("--policies-only", action="store_true",
+                    help="arrays mode: the policies only, no op rows")
     ap.add_argument("--all-ops", action="store_true",
                     help="dali mode: every op with a DALI peer, not only the few of DALI_OPS")
     ap.add_argument("--size", type=int, default=cases.SIZE)
@@ -363,6 +365,7 @@ def main(argv=None) -> int:
                    "batch_sizes": {"arrays": [args.array_batch], "dali": args.dali_batch,
                                    "e2e": args.e2e_batch},
                    "iters": args.iters, "reps": args.reps, "executor": "dynamic (dali mode)",
+                   "ops": args.ops or None,
                    "metric": "median over reps of the mean ms per call / per pipeline run"},
         "rows": {},
     }

@@ -92,3 +92,28 @@ def test_the_marked_sections_are_rewritten_and_checked(report, tmp_path, monkeyp
     assert text.startswith("intro\n") and text.endswith(f"{report.SECTION[1]}\nafter\n")
     assert "old" not in text and "0.80x | **yes**" in text
     assert report.main([*args, "--check"]) == 0
+
+
+def test_a_gpu_target_reads_the_newest_run_that_measured_it(report, tmp_path, capsys):
+    """A later run of the policies only: their targets come from it, the per-op targets (and
+    the table of every op) from the older complete run."""
+    def gpu(date, rows, ops=None):
+        return {"benchmark": "gpu", "date": date, "machine": {"cpu_count": 16},
+                "config": {"batch_sizes": {"arrays": [256]}, "ops": ops},
+                "versions": {"gpu": "H200", "dali": "2.4.0", "jax": "0.11.2", "python": "3.12"},
+                "rows": {"arrays/copy_floor": {"ms": 0.05}, **rows}}
+
+    old = {"arrays/policy/rand_augment": {"augjax_ms": 1.5},
+           "arrays/op/flip": {"augjax_ms": 0.9, "x_copy_floor": 18.0, "peers": {}}}
+    _write(tmp_path, "gpu-h200-2026-12-01.json", gpu("2026-12-01", old))
+    _write(tmp_path, "gpu-h200-2026-12-02-policies.json", gpu("2026-12-02", {
+        "arrays/policy/rand_augment": {"augjax_ms": 0.5},
+        "arrays/op/flip": {"skipped": "--policies-only"}}))
+    _write(tmp_path, "gpu-h200-2026-12-03-one-op.json", gpu("2026-12-03", {
+        "arrays/op/flip": {"augjax_ms": 0.06, "x_copy_floor": 1.2, "peers": {}}}, ops=["flip"]))
+    assert report.main(["--results", str(tmp_path), "--print"]) == 0
+    out = capsys.readouterr().out
+    ra = next(line for line in out.splitlines() if "RandAugment(n=2, m=9) <=" in line)
+    assert "0.50 ms | **yes** | gpu-h200-2026-12-02-policies.json" in ra
+    ops = next(line for line in out.splitlines() if "every core and contrib op" in line)
+    assert "flip 0.90 ms | no | gpu-h200-2026-12-01.json" in ops
