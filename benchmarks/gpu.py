@@ -359,7 +359,9 @@ def main(argv=None) -> int:
     kind = jax.devices()[0].device_kind.lower().replace("nvidia", "").strip()
     name = args.machine or ("gpu-" + kind.replace(" ", "-") if gpu else "cpu")
     result = {
-        "benchmark": "gpu", "date": harness.today(), "machine": harness.machine(gpu, name),
+        "benchmark": "gpu", "date": harness.today(),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": harness.machine(gpu, name),
         "versions": harness.versions(gpu),
         "config": {"modes": args.modes, "quick": args.quick, "size": args.size,
                    "batch_sizes": {"arrays": [args.array_batch], "dali": args.dali_batch,

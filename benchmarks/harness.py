@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import importlib
 import platform
 import statistics
 import subprocess
@@ -129,7 +130,7 @@ def median(xs: list[float]) -> float:
 
 def _version(module: str) -> str | None:
     try:
-        mod = __import__(module)
+        mod = importlib.import_module(module)
     except Exception:  # noqa: BLE001 - absent or broken: recorded as None
         return None
     return getattr(mod, "__version__", None)
@@ -172,12 +173,11 @@ def versions(gpu: bool = False) -> dict[str, str | None]:
     the driver."""
     import jax
     import jaxlib
-    import nvidia.dali
 
     import augjax
 
     out = {"augjax": augjax.__version__, "jax": jax.__version__, "jaxlib": jaxlib.__version__,
-           "dali": nvidia.dali.__version__, "numpy": np.__version__,
+           "dali": _version("nvidia.dali"), "numpy": np.__version__,
            "python": platform.python_version()}
     for name in ("torch", "torchvision", "timm", "cupy"):
         out[name] = _version(name)

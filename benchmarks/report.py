@@ -62,11 +62,13 @@ def candidates(kind: str) -> list[tuple[Path, dict]]:
         if kind == "e2e" and ("summary" not in data or str(data.get("machine")) == "cpu"):
             continue
         size = len(data.get("groups") or data.get("rows") or data.get("summary") or ())
-        found.append((data.get("date", ""), size, path.stem, path.stat().st_mtime, path, data))
-    # The newest date; of one day's files the most complete one, then the one whose name
-    # sorts last (a day's later runs are named "<kind>-<machine>-<date>-<run>": a clone's
-    # modification times say nothing), then the last written.
-    found.sort(key=lambda t: t[:4], reverse=True)
+        found.append((data.get("date", ""), data.get("started") or "", size, path.stem,
+                      path.stat().st_mtime, path, data))
+    # The newest date; of one day's files the one started last (the GPU script records the
+    # time), then the most complete one, then the one whose name sorts last (a day's later
+    # runs are named "<kind>-<machine>-<date>-<run>": a clone's modification times say
+    # nothing), then the last written.
+    found.sort(key=lambda t: t[:5], reverse=True)
     return [(path, data) for *_, path, data in found]
 
 

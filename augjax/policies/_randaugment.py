@@ -48,7 +48,7 @@ from augjax.policies._engine import (
     Levels,
     draw_branches,
     draw_level,
-    run_layer,
+    run_layers,
 )
 
 __all__ = ["RandAugment", "TrivialAugmentWide", "rand_augment", "trivial_augment_wide"]
@@ -293,9 +293,10 @@ class TrivialAugmentWide(LayeredPolicy):
         }
 
     def run(self, image, params):
-        branches = jax.tree_util.tree_map(lambda v: v[0], params["branches"])
-        return run_layer(self.space, self.bound, params["op"][0], params["applied"][0],
-                         branches, image, self.kind)
+        # one layer, as a scan of one like RandAugment's layers: a GPU runs the layer's
+        # conditional (compacted or whole batch) inside the loop's command buffer
+        return run_layers(self.space, self.bound, params["op"], params["applied"],
+                          params["branches"], image, self.kind)
 
 
 @data_first

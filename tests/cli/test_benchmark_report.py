@@ -97,8 +97,9 @@ def test_the_marked_sections_are_rewritten_and_checked(report, tmp_path, monkeyp
 def test_a_gpu_target_reads_the_newest_run_that_measured_it(report, tmp_path, capsys):
     """A later run of the policies only: their targets come from it, the per-op targets (and
     the table of every op) from the older complete run."""
-    def gpu(date, rows, ops=None):
-        return {"benchmark": "gpu", "date": date, "machine": {"cpu_count": 16},
+    def gpu(date, rows, ops=None, started=None):
+        return {"benchmark": "gpu", "date": date, "started": started,
+                "machine": {"cpu_count": 16},
                 "config": {"batch_sizes": {"arrays": [256]}, "ops": ops},
                 "versions": {"gpu": "H200", "dali": "2.4.0", "jax": "0.11.2", "python": "3.12"},
                 "rows": {"arrays/copy_floor": {"ms": 0.05}, **rows}}
@@ -108,7 +109,11 @@ def test_a_gpu_target_reads_the_newest_run_that_measured_it(report, tmp_path, ca
     _write(tmp_path, "gpu-h200-2026-12-01.json", gpu("2026-12-01", old))
     _write(tmp_path, "gpu-h200-2026-12-02-policies.json", gpu("2026-12-02", {
         "arrays/policy/rand_augment": {"augjax_ms": 0.5},
-        "arrays/op/flip": {"skipped": "--policies-only"}}))
+        "arrays/op/flip": {"skipped": "--policies-only"}}, started="2026-12-02T13:00:00Z"))
+    _write(tmp_path, "gpu-h200-2026-12-02-zz.json", gpu("2026-12-02", {  # earlier, more rows
+        "arrays/policy/rand_augment": {"augjax_ms": 0.9}, "arrays/policy/augmix": {"augjax_ms": 9},
+        "arrays/op/flip": {"augjax_ms": 0.9, "x_copy_floor": 18.0, "peers": {}}},
+        started="2026-12-02T08:00:00Z"))
     _write(tmp_path, "gpu-h200-2026-12-03-one-op.json", gpu("2026-12-03", {
         "arrays/op/flip": {"augjax_ms": 0.06, "x_copy_floor": 1.2, "peers": {}}}, ops=["flip"]))
     assert report.main(["--results", str(tmp_path), "--print"]) == 0
@@ -116,4 +121,4 @@ def test_a_gpu_target_reads_the_newest_run_that_measured_it(report, tmp_path, ca
     ra = next(line for line in out.splitlines() if "RandAugment(n=2, m=9) <=" in line)
     assert "0.50 ms | **yes** | gpu-h200-2026-12-02-policies.json" in ra
     ops = next(line for line in out.splitlines() if "every core and contrib op" in line)
-    assert "flip 0.90 ms | no | gpu-h200-2026-12-01.json" in ops
+    assert "flip 0.90 ms | no | gpu-h200-2026-12-02-zz.json" in ops

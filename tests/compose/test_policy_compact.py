@@ -108,12 +108,13 @@ def test_the_policies_declare_their_shares():
 
 
 def test_a_layer_compacts_only_the_costly_families():
-    """The 14-op space at B=256 gathers the warp's and the blend's samples and the statistics'
-    readers; the tone family's lookup stays one pass over the batch."""
+    """The 14-op space at B=256 gathers the blend's samples (a seventh of the batch) and the
+    statistics' readers; the warp (five ops of 14, over a third of the batch) and the tone
+    family's lookup stay passes over the whole batch."""
     policy = augjax.rand_augment(n=2, m=9)
     groups, _ = plan_layer(policy.bound, True)
     caps, stat_caps = _compact._plan(tuple(policy.bound), True, policy_shares(policy), 256)
     kinds = {key[0]: (k, st) for (key, _), k, st in zip(groups, caps, stat_caps)}
     assert kinds["tone"][0] == 0
     assert set(kinds["tone"][1]) == {"equalize", "range", "gray_mean"}
-    assert 0 < kinds["affine"][0] < 256 and 0 < kinds["blend"][0] < 256
+    assert kinds["affine"][0] == 0 and 0 < kinds["blend"][0] <= 0.3 * 256
