@@ -43,13 +43,16 @@ def _load(path: Path) -> dict | None:
 
 
 def newest(kind: str) -> tuple[Path, dict] | tuple[None, None]:
-    """The newest result file of ``kind`` ("cpu", "gpu", "e2e") in the current schema."""
-    found = candidates(kind)
+    """The newest result file of ``kind`` ("cpu", "gpu", "e2e") in the current schema: of one
+    day's files the most complete one (the tables show one whole run)."""
+    found = candidates(kind, latest_first=False)
     return found[0] if found else (None, None)
 
 
-def candidates(kind: str) -> list[tuple[Path, dict]]:
-    """The result files of ``kind`` in the current schema, newest first (see :func:`newest`)."""
+def candidates(kind: str, latest_first: bool = True) -> list[tuple[Path, dict]]:
+    """The result files of ``kind`` in the current schema, newest date first; of one day's
+    files the one started last first (``latest_first``; the GPU script records the time) or
+    the most complete one first."""
     found = []
     for path in RESULTS_DIR[0].glob(f"{kind}-*.json"):
         data = _load(path)
@@ -62,12 +65,12 @@ def candidates(kind: str) -> list[tuple[Path, dict]]:
         if kind == "e2e" and ("summary" not in data or str(data.get("machine")) == "cpu"):
             continue
         size = len(data.get("groups") or data.get("rows") or data.get("summary") or ())
-        found.append((data.get("date", ""), data.get("started") or "", size, path.stem,
-                      path.stat().st_mtime, path, data))
-    # The newest date; of one day's files the one started last (the GPU script records the
-    # time), then the most complete one, then the one whose name sorts last (a day's later
-    # runs are named "<kind>-<machine>-<date>-<run>": a clone's modification times say
-    # nothing), then the last written.
+        started = data.get("started") or ""
+        order = (started, size) if latest_first else (size, started)
+        found.append((data.get("date", ""), *order, path.stem, path.stat().st_mtime, path, data))
+    # Then the one whose name sorts last (a day's later runs are named
+    # "<kind>-<machine>-<date>-<run>": a clone's modification times say nothing), then the
+    # last written.
     found.sort(key=lambda t: t[:5], reverse=True)
     return [(path, data) for *_, path, data in found]
 
@@ -243,6 +246,25 @@ def gpu_tables(gpu: dict) -> list[str]:
     return lines
 
 
+def newer_rows(gpus, table_file) -> list[str]:
+    """The arrays rows that a run later than the table's file measured again (a run of the
+    policies only, say): each with its newest reading and file."""
+    seen, out = set(), []
+    for path, gpu in gpus:
+        if path == table_file:
+            break
+        for key, row in gpu["rows"].items():
+            if key.startswith(("arrays/op/", "arrays/policy/")) and "augjax_ms" in row \
+                    and key not in seen:
+                seen.add(key)
+                out.append(f"| {key.split('/', 2)[2]} | {_f(row['augjax_ms'], 3)} | "
+                           f"{_f(row.get('x_copy_floor'), 1)} | {path.name} |")
+    if not out:
+        return []
+    return ["", "Rows measured again by later runs (the table above is one run):", "",
+            "| op / policy | augjax (ms) | x copy floor | file |", "|---|---|---|---|", *out]
+
+
 E2E_ROWS = [("decode + crop", "decode_crop_img_s", None),
             ("+ DALI flip, color_twist, crop_mirror_normalize", "dali_native_img_s", None),
             ("+ augjax chain (one crossing)", "augjax_chain_img_s", "augjax_chain_vs_decode_crop"),
@@ -288,7 +310,7 @@ def build() -> tuple[str, str | None]:
     if data["cpu"]:
         lines += [""] + cpu_table(data["cpu"])
     if data["gpu"]:
-        lines += [""] + gpu_tables(data["gpu"])
+        lines += [""] + gpu_tables(data["gpu"]) + newer_rows(candidates("gpu"), files["gpu"])
     if data["e2e"]:
         lines += [""] + e2e_table(data["e2e"])
     lines += ["", SECTION[1]]
