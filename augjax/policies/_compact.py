@@ -6,7 +6,8 @@ Here the batch is compacted per family instead:
 
 - the samples that chose an affine op (a blend op) are gathered into a sub-batch of static
   *capacity* ``K`` (indices padded past the batch), warped (blended) there, and scattered back
-  into the layer's output, so the warp costs ``K`` images, not ``B``;
+  into the layer's output, so the warp costs ``K`` images, not ``B`` (a family that most of
+  the batch chooses is computed over the whole batch: see :data:`MAX_SHARE`);
 - the tone family's lookup is one elementwise pass over the batch, but the statistics its
   members read (equalize's histogram, autocontrast's range, contrast's mean gray) are computed
   on compacted sub-batches of the samples that read each one;
@@ -85,14 +86,6 @@ def _put(full_shape_of: Any, idx: jax.Array, values: Any) -> Any:
     return jax.tree_util.tree_map(
         lambda v: jnp.zeros((full_shape_of, *v.shape[1:]), v.dtype).at[idx].set(v, mode="drop"),
         values)
-
-
-def _stat_names(items) -> tuple[str, ...] | None:
-    """The statistics the tone members read (None: a member does not declare them)."""
-    reads = [m.reads() for _, _, m in items]
-    if any(r is None for r in reads):
-        return None
-    return tuple(sorted({name for r in reads for name in r}))
 
 
 def _stat_readers(items, pos: jax.Array, name: str) -> jax.Array:

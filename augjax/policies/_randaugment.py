@@ -44,12 +44,7 @@ from augjax.policies._base import (
     registered_entry,
 )
 from augjax.policies._call import data_first
-from augjax.policies._engine import (
-    Levels,
-    draw_branches,
-    draw_level,
-    run_layers,
-)
+from augjax.policies._engine import Levels, draw_branches, draw_level
 
 __all__ = ["RandAugment", "TrivialAugmentWide", "rand_augment", "trivial_augment_wide"]
 
@@ -163,9 +158,15 @@ class RandAugment(LayeredPolicy):
         count = len(self.entries)
         if self.weights is None:
             return (self.p / count,) * count
-        # without replacement a light entry's chance grows at later layers: n w / W bounds it
-        total = sum(self.weights)
-        return tuple(min(1.0, self.n * w / total) * self.p for w in self.weights)
+        # without replacement an entry's chance grows at later layers: at layer i (from 0) at
+        # least the weight of the others but the i heaviest is left beside its own
+        ws, total = self.weights, sum(self.weights)
+        out = []
+        for j, w in enumerate(ws):
+            others = sorted((v for k, v in enumerate(ws) if k != j), reverse=True)
+            out.append(max((w / (total - sum(others[:i])) if w else 0.0)
+                           for i in range(self.n)) * self.p)
+        return tuple(out)
 
     def _draw_levels(self, key: jax.Array) -> jax.Array:
         keys = jax.random.split(key, self.n)
@@ -292,11 +293,6 @@ class TrivialAugmentWide(LayeredPolicy):
                                       jnp.zeros((1,), jnp.int32), key, meta),
         }
 
-    def run(self, image, params):
-        # one layer, as a scan of one like RandAugment's layers: a GPU runs the layer's
-        # conditional (compacted or whole batch) inside the loop's command buffer
-        return run_layers(self.space, self.bound, params["op"], params["applied"],
-                          params["branches"], image, self.kind)
 
 
 @data_first

@@ -107,6 +107,25 @@ def test_the_policies_declare_their_shares():
     assert aa.shares == pytest.approx(tuple(expected))
 
 
+@pytest.mark.parametrize("policy", [
+    augjax.rand_augment(n=3, m=9, style="timm", ops={"Rotate": 20.0, "Equalize": 1.0,
+                                                     "Invert": 1.0, "Posterize": 4.0}),
+    augjax.auto_augment("v0"),
+    augjax.rand_augment(n=2, m=9, p=0.7),
+], ids=["ra-weighted", "aa-v0", "ra-p"])
+def test_the_shares_bound_every_layers_frequencies(policy):
+    """Drawn plans: each entry's frequency of being chosen and applied at every layer stays
+    under its declared share (a binomial margin of 4 sd over 4000 samples)."""
+    n = 4000
+    params = policy.sample(np.zeros((n, 4, 4, 3), np.uint8), key=jax.random.key(7))
+    op, applied = np.asarray(params["op"]), np.asarray(params["applied"])
+    for j, share in enumerate(policy.shares):
+        for layer in range(op.shape[1]):
+            freq = np.mean((op[:, layer] == j) & applied[:, layer])
+            margin = 4 * math.sqrt(max(share * (1 - share), 1e-4) / n)
+            assert freq <= share + margin, (policy.op_names[j], layer, freq, share)
+
+
 def test_a_layer_compacts_only_the_costly_families():
     """The 14-op space at B=256 gathers the blend's samples (a seventh of the batch) and the
     statistics' readers; the warp (five ops of 14, over a third of the batch) and the tone
