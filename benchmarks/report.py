@@ -319,8 +319,9 @@ def build() -> tuple[str, str | None]:
         gpu_evals = [e for e in evals if e["target"].source in ("gpu", "e2e")]
         summary = "\n".join([SUMMARY[0], "",
                              f"{data['gpu']['versions'].get('gpu')}, {data['gpu']['date']} "
-                             f"(`benchmarks/results/{files['gpu'].name}`; every table in "
-                             "[benchmarks/README.md](benchmarks/README.md)):", ""]
+                             f"(the tables: `benchmarks/results/{files['gpu'].name}`, in "
+                             "[benchmarks/README.md](benchmarks/README.md); each target's run "
+                             "in its row):", ""]
                             + targets_table(gpu_evals) + ["", SUMMARY[1]])
     return "\n".join(lines), summary
 
