@@ -87,12 +87,15 @@ class ImageStats:
     """Statistics of one HWC image (its own dtype), each computed when first read.
     ``needed`` maps a statistic's name to a bool: whether this sample reads it (a policy layer
     knows which op each sample chose); where False a statistic's value is not meaningful and
-    may cost nothing. Unnamed statistics are computed for every sample."""
+    may cost nothing. Unnamed statistics are computed for every sample. ``known`` gives
+    statistics already computed elsewhere (by name), used as they are."""
 
-    def __init__(self, image: jax.Array, needed: dict[str, jax.Array] | None = None) -> None:
+    def __init__(self, image: jax.Array, needed: dict[str, jax.Array] | None = None,
+                 known: dict[str, Any] | None = None) -> None:
         self.image = image
         self.dtype = image.dtype
         self.needed = needed or {}
+        self.__dict__.update(known or {})  # the cached properties' values
 
     @functools.cached_property
     def range(self) -> tuple[jax.Array, jax.Array]:

@@ -161,8 +161,7 @@ def _tone(image: jax.Array, items, pos: jax.Array, chosen: jax.Array,
           preset: dict[str, Any] | None = None) -> jax.Array:
     """``preset``: statistics already computed for this sample (by name), used as they are."""
     needed = _needed(items, pos)
-    stats = ImageStats(image, needed and {k: v & chosen for k, v in needed.items()})
-    stats.__dict__.update(preset or {})  # the cached properties' values
+    stats = ImageStats(image, needed and {k: v & chosen for k, v in needed.items()}, preset)
     if not is_int(image.dtype):
         return _select([_level_map(op, p, m, image, stats) for op, p, m in items], pos)
     c = image.shape[-1]
