@@ -38,7 +38,7 @@ from augjax.policies._families import (
     FAMILIES,
     plan_layer,
     position,
-    run_families,
+    run_families_batch,
     run_rest,
 )
 
@@ -89,9 +89,9 @@ def _put(full_shape_of: Any, idx: jax.Array, values: Any) -> Any:
 
 
 def _stat_readers(items, pos: jax.Array, name: str) -> jax.Array:
-    """Per sample: whether its chosen member (``pos``) reads the statistic ``name``."""
-    reads = jnp.asarray([name in m.reads() for _, _, m in items])
-    return reads[pos]
+    """Per sample: whether its chosen member (``pos`` into ``items``, ``(entry, member)``
+    pairs) reads the statistic ``name``."""
+    return jnp.asarray([name in m.reads() for _, m in items])[pos]
 
 
 @functools.lru_cache(maxsize=256)
@@ -137,7 +137,7 @@ def _rows(mask: jax.Array) -> jax.Array:
 class _Group:
     """One family group of a layer over a batch: who chose it, and its capacities."""
 
-    def __init__(self, key, items, capacity_, stat_caps, op_index, applied, bound_ops, count):
+    def __init__(self, key, items, capacity_, stat_caps, op_index, applied, count):
         self.kind = key[0]
         self.items = items
         self.js = tuple(j for j, _ in items)
@@ -145,8 +145,7 @@ class _Group:
         self.stat_caps = stat_caps
         chosen, self.pos = position(op_index, self.js, count)
         self.chosen = chosen & applied
-        members = [(bound_ops[j], None, m) for j, m in items]
-        self.readers = {name: self.chosen & _stat_readers(members, self.pos, name)
+        self.readers = {name: self.chosen & _stat_readers(items, self.pos, name)
                         for name, k in stat_caps.items() if k}
 
     def fits(self) -> jax.Array:
@@ -208,10 +207,7 @@ def run_compact(entries, bound_ops, op_index: jax.Array, applied: jax.Array,
     caps, stat_caps = _plan(tuple(bound_ops), integer, shares, images.shape[0])
 
     def full(args):
-        def one(o, a, br, x):
-            return run_families(entries, bound_ops, o, a, br, x, owner)
-
-        return jax.vmap(one)(*args)
+        return run_families_batch(entries, bound_ops, *args, owner)
 
     operands = (op_index, applied, branches, images)
     if not any(caps) and not any(k for st in stat_caps for k in st.values()):
@@ -219,7 +215,7 @@ def run_compact(entries, bound_ops, op_index: jax.Array, applied: jax.Array,
     for _, items in layout:
         for j, _ in items:
             check_op_input(bound_ops[j], images[0], f"{owner}/{entries[j].name}")
-    groups = [_Group(key, items, k, st, op_index, applied, bound_ops, count)
+    groups = [_Group(key, items, k, st, op_index, applied, count)
               for (key, items), k, st in zip(layout, caps, stat_caps)]
 
     def compact(args):

@@ -29,7 +29,7 @@ from augjax.chain._element import run_op
 from augjax.errors import OpNotFoundError, ParamError, PluginLoadError
 from augjax.kernels.batching import broadcast_unbatched
 from augjax.policies._compact import run_compact
-from augjax.policies._families import run_families
+from augjax.policies._families import run_families, run_families_batch
 from augjax.policies._magnitude import MagnitudeMap, PolicyOp, resolve
 
 __all__ = [
@@ -186,8 +186,7 @@ def run_layer(entries, bound, op_index: jax.Array, applied: jax.Array, branches:
             return jax.lax.map(lambda a: _chosen_only(entries, bound, owner, *a), args)
 
         def families(*args):
-            return jax.vmap(lambda o, a, b, x: run_families(entries, bound, o, a, b, x, owner)
-                            )(*args)
+            return run_families_batch(entries, bound, *args, owner)
 
         def compact(*args):
             return run_compact(entries, bound, *args, owner, shares)

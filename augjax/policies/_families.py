@@ -36,7 +36,8 @@ from augjax.kernels.pixels import bound, is_int, to_dtype
 from augjax.kernels.warp import check_fill, warp_affine
 from augjax.kernels.warp_pil import warp_affine_pil
 
-__all__ = ["FAMILIES", "plan_layer", "position", "run_families", "run_rest"]
+__all__ = ["FAMILIES", "plan_layer", "position", "run_families", "run_families_batch",
+           "run_rest"]
 
 #: The family an op with several members joins, per image kind: on uint8 a level map is one
 #: table lookup (cheaper than a blend); on float32 brightness and contrast blend.
@@ -194,6 +195,16 @@ def run_families(entries, bound_ops, op_index: jax.Array, applied: jax.Array,
         chosen, y = run_rest(entries, bound_ops, rest, op_index, branches, image, owner)
         out = jnp.where(chosen, y, out)
     return jnp.where(applied, out, image)
+
+
+def run_families_batch(entries, bound_ops, op_index: jax.Array, applied: jax.Array,
+                       branches: tuple[Any, ...], images: jax.Array, owner: str) -> jax.Array:
+    """:func:`run_families` over a batch (every argument with a leading batch axis): each
+    family computed for every sample."""
+    def one(o, a, br, x):
+        return run_families(entries, bound_ops, o, a, br, x, owner)
+
+    return jax.vmap(one)(op_index, applied, branches, images)
 
 
 def run_rest(entries, bound_ops, rest: tuple[int, ...], op_index: jax.Array,
