@@ -9,8 +9,8 @@ loop (prefetch queue 2), an array row is ms per call with one sync at the end of
 from __future__ import annotations
 
 import datetime
-import os
 import importlib
+import os
 import platform
 import statistics
 import subprocess

@@ -22,12 +22,13 @@ BATCH = 128
 
 def _compacting(policy, batch):
     """The capacities of the policy's layer at ``batch`` that are below the batch."""
-    caps, stat_caps = _compact._plan(tuple(policy.bound), True, policy_shares(policy), batch)
+    caps, stat_caps = _compact._plan(tuple(policy.bound), True, _shares(policy), batch)
     return [k for k in caps if 0 < k < batch] + [
         k for st in stat_caps for k in st.values() if 0 < k < batch]
 
 
-def policy_shares(policy):
+def _shares(policy):
+    """The policy's declared shares, or the uniform ones a layer assumes without them."""
     shares = getattr(policy, "shares", None)
     return shares if shares is not None else (1.0 / len(policy.bound),) * len(policy.bound)
 
@@ -87,8 +88,6 @@ def _binomial_tail(n: int, p: float, k: int) -> float:
 def test_capacity_makes_the_fallback_rare(batch):
     for share in (0.0, 0.02, 1 / 14, 0.2, 5 / 14, 0.5, 0.9, 1.0):
         k = _compact.capacity(batch, share)
-        if k == 0:  # not compacted: the whole batch computes the family
-            continue
         assert k <= batch and (k % 8 == 0 or k == batch)
         assert _binomial_tail(batch, share, k) < 1e-4, (batch, share, k)
 
@@ -132,7 +131,7 @@ def test_a_layer_compacts_only_the_costly_families():
     family's lookup stay passes over the whole batch."""
     policy = augjax.rand_augment(n=2, m=9)
     groups, _ = plan_layer(policy.bound, True)
-    caps, stat_caps = _compact._plan(tuple(policy.bound), True, policy_shares(policy), 256)
+    caps, stat_caps = _compact._plan(tuple(policy.bound), True, _shares(policy), 256)
     kinds = {key[0]: (k, st) for (key, _), k, st in zip(groups, caps, stat_caps)}
     assert kinds["tone"][0] == 0
     assert set(kinds["tone"][1]) == {"equalize", "range", "gray_mean"}
