@@ -45,6 +45,7 @@ from augjax.kernels.pixels import (
     to_dtype,
     to_unit,
 )
+from augjax.kernels.taps import correlate_taps, filter_taps, nonzero_taps
 from augjax.kernels.warp import (
     INTERPOLATIONS,
     check_fill,
@@ -71,8 +72,10 @@ __all__ = [
     "correlate",
     "correlate1d",
     "correlate_separable",
+    "correlate_taps",
     "crop_resize_matrix",
     "equalize_lut",
+    "filter_taps",
     "from_centered_inverse",
     "from_perspective_coefficients",
     "from_pil_coefficients",
@@ -86,6 +89,7 @@ __all__ = [
     "levels_to_scale",
     "lookup",
     "median_filter",
+    "nonzero_taps",
     "pad_edge",
     "pad_reflect",
     "perspective_coefficients",

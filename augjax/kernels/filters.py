@@ -137,8 +137,12 @@ def correlate1d(x: jax.Array, kernel: jax.Array, axis: int) -> jax.Array:
 def correlate_separable(x: jax.Array, k_rows: jax.Array, k_cols: jax.Array) -> jax.Array:
     """Separable correlation: ``k_cols`` along the width, then ``k_rows`` along the height
     (reflect-101 borders); :func:`correlate` with ``outer(k_rows, k_cols)`` up to rounding.
-    Two :func:`correlate1d` passes."""
-    return correlate1d(correlate1d(x, k_cols, axis=1), k_rows, axis=0)
+    Two :func:`correlate1d` passes, the first stored before the second reads it: fused, XLA
+    would compute each first-pass value once per tap of the second (elastic_transform's 41-tap
+    blur of its displacement field: 0.99 -> 0.64 ms on an H200 at B=256; 5-tap Gaussian blurs
+    unchanged)."""
+    return correlate1d(jax.lax.optimization_barrier(correlate1d(x, k_cols, axis=1)), k_rows,
+                       axis=0)
 
 
 def box_sum(x: jax.Array, kh: int, kw: int) -> jax.Array:

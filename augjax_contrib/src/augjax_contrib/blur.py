@@ -26,8 +26,8 @@ from augjax import Param, op
 from augjax.kernels import (
     box_sum,
     broadcast_unbatched,
-    correlate,
     correlate_separable,
+    filter_taps,
     gaussian_kernel1d,
     is_int,
     median_filter,
@@ -144,11 +144,13 @@ def motion_blur(image, params, *, kernel_size):
     correlated with :func:`motion_kernel` (reflect-101 borders; uint8 rounded). The parameters
     follow kornia ``RandomMotionBlur`` (kernel size, angle, direction in [-1, 1]); the kernel is
     drawn with bilinear splats in closed form instead of kornia's rotated image, so it is exactly
-    specified (see :func:`motion_kernel`). Params: ``angle``, ``direction``.
+    specified (see :func:`motion_kernel`). The kernel has at most three nonzero cells per row or
+    column (the band ``|q_y| < 1`` is 2 wide), so :func:`augjax.kernels.filter_taps` reads at
+    most ``3 * kernel_size`` cells per pixel (on CUDA only those, for uint8 images). Params:
+    ``angle``, ``direction``.
     """
     kernel = motion_kernel(kernel_size, params["angle"], params["direction"])
-    out = correlate(image.astype(jnp.float32), kernel)
-    return to_dtype(out, image.dtype, rounding="round")
+    return filter_taps(image, kernel, max_taps=3 * kernel_size)
 
 
 @op(
