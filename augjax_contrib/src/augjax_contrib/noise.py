@@ -210,7 +210,8 @@ def _quantile_levels(u, levels, lam_levels):
     flat_levels = levels + (jnp.arange(images, dtype=jnp.int32) * n_levels)[:, None, None, None]
     # Each image's window: the longest of its rates' (not only of the levels it holds, which
     # would read every value). The terms a longer window adds lie beyond ``lam + 12 sqrt(lam)
-    # + 12``, below 1e-30 of the total, and leave every float32 sum as it was.
+    # + 12`` (each below 1e-24 of the total, at most a few hundred of them) and leave every
+    # float32 sum as it was.
     n = jnp.max(terms, axis=1)
     n_max = jnp.max(n)
 
