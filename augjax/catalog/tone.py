@@ -187,8 +187,15 @@ def autocontrast(image, params):
     sample and channel, ``(x - min) / ((max - min) * (1 / 255))``, clamped, truncated for uint8
     (float images use 1 for 255); a constant channel is left unchanged
     (:func:`augjax.kernels.stretch`). PIL maps through a rounded table: <= 1 level apart.
+    uint8 images map each channel's 256 levels once and look the pixels up (the same values;
+    one division per level instead of per pixel: CPU, B=16, 2.7 -> 1.0 ms).
     """
-    return _autocontrast_levels(image, params, ImageStats(image))
+    stats = ImageStats(image)
+    if image.dtype != jnp.uint8:
+        return _autocontrast_levels(image, params, stats)
+    c = image.shape[-1]
+    ramp = jnp.broadcast_to(jnp.arange(256, dtype=jnp.uint8)[:, None, None], (256, 1, c))
+    return lookup(image, _autocontrast_levels(ramp, params, stats)[:, 0, :])
 
 
 @fused(Blend("smooth"))
@@ -213,31 +220,35 @@ def sharpness(image, params):
     Images of height or width <= 2 are returned unchanged. Params: ``factor``.
     """
     dtype = image.dtype
-    h, w = image.shape[:2]
+    h, w, c = image.shape
     if h <= 2 or w <= 2:
         return image
-    x = image.astype(jnp.float32)
-    smooth = sharpness_smooth(x, dtype)
-    out = sharpen(x, smooth, params["factor"], dtype, keep_border=False)
-    out = jax.lax.optimization_barrier(to_dtype(jnp.clip(out, 0.0, bound(dtype)), dtype))
-    # The one-pixel border is the input's, set apart from the pixel pass: XLA's CPU backend
-    # vectorises that pass only without the border's select (3-4x faster; same values).
-    edge = to_dtype(jnp.clip(x, 0.0, bound(dtype)), dtype)
-    return edge.at[1:-1, 1:-1].set(out[1:-1, 1:-1])
+    # On the (H, W * C) rows (a pixel's neighbour is C values away): XLA's CPU backend
+    # vectorises a pass along whole rows, not one over an innermost axis of 3 (CPU, B=16:
+    # 6.0 -> 1.2 ms; the same values).
+    rows = image.reshape(h, w * c).astype(jnp.float32)
+    out = _sharpen_rows(rows, _smooth_rows(rows, c, dtype), params["factor"], dtype, c)
+    return to_dtype(jnp.clip(out, 0.0, bound(dtype)), dtype).reshape(h, w, c)
 
 
 def sharpness_smooth(x, dtype):
     """Sharpness's smoothed copy of the float32 image ``x`` (values in ``dtype``'s scale):
     the 3x3 kernel over the whole image, rounded to whole levels for uint8 (the border is
     :func:`sharpen`'s to keep)."""
-    h, w = x.shape[:2]
-    # Full-size shifted views of a zero-padded copy and a border select: pad, slices and
-    # arithmetic fuse into one elementwise pass (no separate interior write).
-    xp = jnp.pad(x, ((1, 1), (1, 1), (0, 0)))
-    total = 4.0 * x
+    h, w, c = x.shape
+    return _smooth_rows(x.reshape(h, w * c), c, dtype).reshape(h, w, c)
+
+
+def _smooth_rows(rows, c, dtype):
+    """:func:`sharpness_smooth` on the ``(H, W * C)`` rows of an image of ``c`` channels."""
+    h, wc = rows.shape
+    # Full-size shifted views of a zero-padded copy: pad, slices and arithmetic fuse into one
+    # elementwise pass (no separate interior write).
+    xp = jnp.pad(rows, ((1, 1), (c, c)))
+    total = 4.0 * rows
     for i in range(3):
         for j in range(3):
-            total = total + xp[i:h + i, j:w + j]
+            total = total + xp[i:h + i, j * c:wc + j * c]
     smooth = total * (1.0 / 13.0)
     return jnp.round(smooth) if is_int(dtype) else smooth
 
@@ -254,19 +265,27 @@ def sharpen(x, smooth, factor, dtype, keep_border=True):
     into its top 12 significant bits and the rest makes both partial products exact, and their
     sum is the product rounded once, contracted or not.
     """
-    h, w = x.shape[:2]
-    rows = jnp.arange(h)[:, None, None]
-    cols = jnp.arange(w)[None, :, None]
-    border = (rows == 0) | (rows == h - 1) | (cols == 0) | (cols == w - 1)
-    c = jnp.asarray(1.0 - factor, jnp.float32)
-    a = smooth - x
+    h, w, c = x.shape
+    out = _sharpen_rows(x.reshape(h, w * c), smooth.reshape(h, w * c), factor, dtype, c,
+                        keep_border)
+    return out.reshape(h, w, c)
+
+
+def _sharpen_rows(rows, smooth, factor, dtype, c, keep_border=True):
+    """:func:`sharpen` on the ``(H, W * C)`` rows of an image of ``c`` channels."""
+    h, wc = rows.shape
+    r = jnp.arange(h)[:, None]
+    col = jnp.arange(wc)[None, :]
+    border = (r == 0) | (r == h - 1) | (col < c) | (col >= wc - c)
+    cf = jnp.asarray(1.0 - factor, jnp.float32)
+    a = smooth - rows
     if is_int(dtype):
-        bits = jax.lax.bitcast_convert_type(c, jnp.uint32) & jnp.uint32(0xFFFFF000)
+        bits = jax.lax.bitcast_convert_type(cf, jnp.uint32) & jnp.uint32(0xFFFFF000)
         c_hi = jax.lax.bitcast_convert_type(bits, jnp.float32)
-        step = c_hi * a + (c - c_hi) * a
+        step = c_hi * a + (cf - c_hi) * a
     else:
-        step = c * a
-    return jnp.where(border, x, x + step) if keep_border else x + step
+        step = cf * a
+    return jnp.where(border, rows, rows + step) if keep_border else rows + step
 
 
 @op(

@@ -116,10 +116,28 @@ def equalize_lut(hist: jax.Array) -> tuple[jax.Array, jax.Array]:
     cum = jnp.cumsum(hist, axis=0)
     pixels = cum[-1]
     top = jnp.argmax(cum == pixels[None, :], axis=0)  # the last non-empty bin
-    step = (pixels - jnp.take_along_axis(hist, top[None, :], axis=0)[0]) // (bins - 1)
-    lut = (cum[:-1] + step // 2) // jnp.maximum(step, 1)
+    # Counts are non-negative: truncating divisions (lax.div) are the floor divisions, without
+    # the sign corrections of ``//`` that XLA's CPU backend would fuse into the lookup's pass
+    # and repeat for every pixel (with the table :func:`lookup` stores, equalize 6.0 -> 2.0 ms at B=16
+    # on 2 cores).
+    step = _div(pixels - jnp.take_along_axis(hist, top[None, :], axis=0)[0], bins - 1)
+    lut = _div(cum[:-1] + _div(step, 2), jnp.maximum(step, 1))
     lut = jnp.concatenate([jnp.zeros_like(lut[:1]), jnp.clip(lut, 0, bins - 1)], axis=0)
     return lut, step != 0
+
+
+def _div(a: jax.Array, b) -> jax.Array:
+    """``a // b`` for non-negative integers, as one truncating division."""
+    a = jnp.asarray(a)
+    return jax.lax.div(a, jnp.broadcast_to(jnp.asarray(b, a.dtype), a.shape))
+
+
+def _stored(table: jax.Array) -> jax.Array:
+    """``table`` (integers, ``(bins, C)``) as XLA's CPU backend stores it: a cumulative sum
+    (a reduce-window, which XLA does not fuse into its consumers) of the table's differences."""
+    t = table.astype(jnp.int32)
+    steps = jnp.concatenate([t[:1], t[1:] - t[:-1]], axis=0)
+    return jnp.cumsum(steps, axis=0).astype(table.dtype)
 
 
 def lookup(levels: jax.Array, lut: jax.Array) -> jax.Array:
@@ -128,8 +146,12 @@ def lookup(levels: jax.Array, lut: jax.Array) -> jax.Array:
     h, w, c = levels.shape
     flat = levels.reshape(h * w, c).astype(jnp.int32)
     # The barrier keeps XLA from fusing the table's arithmetic (a cumsum, for equalize) into
-    # the gather, where it would be recomputed for every pixel.
+    # the gather, where it would be recomputed for every pixel. XLA's CPU backend drops
+    # barriers before it fuses; there an integer table goes through a running sum of its
+    # differences (the same values), which XLA computes on its own.
     lut = jax.lax.optimization_barrier(lut)
+    if jnp.issubdtype(lut.dtype, jnp.integer):
+        lut = platform_dependent(lut, cpu=_stored, default=lambda t: t)
     return jnp.take_along_axis(lut, flat, axis=0).reshape(h, w, c)
 
 
