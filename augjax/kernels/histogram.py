@@ -118,8 +118,8 @@ def equalize_lut(hist: jax.Array) -> tuple[jax.Array, jax.Array]:
     top = jnp.argmax(cum == pixels[None, :], axis=0)  # the last non-empty bin
     # Counts are non-negative: truncating divisions (lax.div) are the floor divisions, without
     # the sign corrections of ``//`` that XLA's CPU backend would fuse into the lookup's pass
-    # and repeat for every pixel (with the table :func:`lookup` stores, equalize 6.0 -> 2.0 ms at B=16
-    # on 2 cores).
+    # and repeat for every pixel (with the table :func:`lookup` stores: equalize 6.0 -> 2.0 ms
+    # at B=16 on 2 cores).
     step = _div(pixels - jnp.take_along_axis(hist, top[None, :], axis=0)[0], bins - 1)
     lut = _div(cum[:-1] + _div(step, 2), jnp.maximum(step, 1))
     lut = jnp.concatenate([jnp.zeros_like(lut[:1]), jnp.clip(lut, 0, bins - 1)], axis=0)
