@@ -144,10 +144,10 @@ def motion_blur(image, params, *, kernel_size):
     correlated with :func:`motion_kernel` (reflect-101 borders; uint8 rounded). The parameters
     follow kornia ``RandomMotionBlur`` (kernel size, angle, direction in [-1, 1]); the kernel is
     drawn with bilinear splats in closed form instead of kornia's rotated image, so it is exactly
-    specified (see :func:`motion_kernel`). The kernel has at most three nonzero cells per row or
-    column (the band ``|q_y| < 1`` is 2 wide), so :func:`augjax.kernels.filter_taps` reads at
-    most ``3 * kernel_size`` cells per pixel (on CUDA only those, for uint8 images). Params:
-    ``angle``, ``direction``.
+    specified (see :func:`motion_kernel`). The band ``|q_y| < 1`` is 2 wide, so the kernel has
+    at most three nonzero cells in each column (each row, for a steep line), and
+    :func:`augjax.kernels.filter_taps` reads at most ``3 * kernel_size`` cells per pixel (on
+    CUDA only those, for uint8 images). Params: ``angle``, ``direction``.
     """
     kernel = motion_kernel(kernel_size, params["angle"], params["direction"])
     return filter_taps(image, kernel, max_taps=3 * kernel_size)
