@@ -46,8 +46,8 @@ def _reflect(t, n: int, reach: int):
     """Reflect-101 of integer indices ``t`` in ``[-reach, n - 1 + reach]`` into ``[0, n)``.
     Where ``reach < n`` (an image larger than the kernel) one reflection is enough: two
     compares and selects; else any distance by the period ``2n - 2`` (a whole number of
-    periods added first, as ``rem`` keeps the sign). An integer division per cell and value
-    made the kernel 3x slower on an H200."""
+    periods added first, as ``rem`` keeps the sign). A remainder per cell and value made the
+    kernel 1.5x slower on an H200 (0.68 against 0.45 ms at B=256)."""
     if n == 1:
         return t * 0
     if reach < n:
