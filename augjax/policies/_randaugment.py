@@ -294,7 +294,6 @@ class TrivialAugmentWide(LayeredPolicy):
         }
 
 
-
 @data_first
 def trivial_augment_wide(num_magnitude_bins: int = 31, *, ops=None, exclude=(),
                          style: str = "torchvision", fill: Any = DEFAULT,
