@@ -44,7 +44,13 @@ from augjax.policies._base import (
     check_names,
 )
 from augjax.policies._call import data_first
-from augjax.policies._engine import Levels, draw_branches, draw_level, run_layers
+from augjax.policies._engine import (
+    Levels,
+    draw_branches,
+    draw_level,
+    run_layers,
+    scan_layers,
+)
 
 __all__ = ["AugMix", "augmix"]
 
@@ -186,7 +192,7 @@ class AugMix(Policy):
             return acc + weight * out, None
 
         start = x if blended else jnp.zeros_like(x)
-        acc, _ = jax.lax.scan(chain, start, (fields, mix))
+        acc = scan_layers(chain, start, (fields, mix))
         if self.style == "torchvision":
             out = jnp.clip(m * x + acc, 0.0, top)
         elif blended:

@@ -36,8 +36,8 @@ from augjax.kernels.pixels import bound, is_int, to_dtype
 from augjax.kernels.warp import check_fill, warp_affine
 from augjax.kernels.warp_pil import warp_affine_pil
 
-__all__ = ["FAMILIES", "plan_layer", "position", "run_families", "run_families_batch",
-           "run_rest"]
+__all__ = ["FAMILIES", "affine_coeffs", "plan_layer", "position", "run_families",
+           "run_families_batch", "run_rest", "tone_table"]
 
 #: The family an op with several members joins, per image kind: on uint8 a level map is one
 #: table lookup (cheaper than a blend); on float32 brightness and contrast blend.
@@ -101,11 +101,16 @@ def _select(values: list[jax.Array], pos: jax.Array) -> jax.Array:
     return out
 
 
+def affine_coeffs(items, pos: jax.Array, h: int, w: int) -> jax.Array:
+    """The chosen affine member's ``(6,)`` coefficients for an ``h`` x ``w`` image."""
+    return _pick([m.coeffs(p, h, w, **_static(op)) for op, p, m in items], pos)
+
+
 def _affine(image: jax.Array, items, pos: jax.Array, chosen: jax.Array) -> jax.Array:
     h, w = image.shape[:2]
     op0 = items[0][0]
     cfg = op0.kwargs
-    coeffs = _pick([m.coeffs(p, h, w, **_static(op)) for op, p, m in items], pos)
+    coeffs = affine_coeffs(items, pos, h, w)
     fill = check_fill(cfg.get("fill"), image, op0.name)
     interpolation = cfg.get("interpolation", "nearest")
     if cfg.get("convention", "torchvision") == "pil":
@@ -158,17 +163,30 @@ def _needed(items, pos: jax.Array) -> dict[str, jax.Array] | None:
     return needed
 
 
-def _tone(image: jax.Array, items, pos: jax.Array, chosen: jax.Array,
-          preset: dict[str, Any] | None = None) -> jax.Array:
-    """``preset``: statistics already computed for this sample (by name), used as they are."""
+def _stats(image: jax.Array, items, pos: jax.Array, chosen: jax.Array,
+           preset: dict[str, Any] | None) -> ImageStats:
     needed = _needed(items, pos)
-    stats = ImageStats(image, needed and {k: v & chosen for k, v in needed.items()}, preset)
-    if not is_int(image.dtype):
-        return _select([_level_map(op, p, m, image, stats) for op, p, m in items], pos)
+    return ImageStats(image, needed and {k: v & chosen for k, v in needed.items()}, preset)
+
+
+def tone_table(image: jax.Array, items, pos: jax.Array, chosen: jax.Array,
+               preset: dict[str, Any] | None = None) -> jax.Array:
+    """The chosen tone member's ``(256, C)`` table for an integer image (arguments as
+    :func:`_tone`'s)."""
+    stats = _stats(image, items, pos, chosen, preset)
     c = image.shape[-1]
     ramp = jnp.broadcast_to(jnp.arange(256, dtype=image.dtype)[:, None, None], (256, 1, c))
     tables = [_level_map(op, p, m, ramp, stats) for op, p, m in items]
-    return lookup(image, _pick(tables, pos)[:, 0, :])
+    return _pick(tables, pos)[:, 0, :]
+
+
+def _tone(image: jax.Array, items, pos: jax.Array, chosen: jax.Array,
+          preset: dict[str, Any] | None = None) -> jax.Array:
+    """``preset``: statistics already computed for this sample (by name), used as they are."""
+    if not is_int(image.dtype):
+        stats = _stats(image, items, pos, chosen, preset)
+        return _select([_level_map(op, p, m, image, stats) for op, p, m in items], pos)
+    return lookup(image, tone_table(image, items, pos, chosen, preset))
 
 
 #: The family computations by group kind: ``fn(image, items, pos, chosen)`` on one image, with

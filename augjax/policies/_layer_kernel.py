@@ -1,0 +1,340 @@
+"""A policy layer's pixel work as Pallas (Triton) kernels: each image computes only its own op.
+
+Under ``vmap`` an XLA program cannot branch per sample, so a layer either computes every family
+for every image and selects, or gathers each family's images into a sub-batch of static size
+(:mod:`augjax.policies._compact`), which costs gathers, scatters back and a conditional whose
+predicate the host reads. A Pallas program works on one tile of one image and branches on that
+image's choice: one pass over the batch writes every image's output.
+
+Two kernels, both per image (``vmap`` adds the batch to the grid), over tiles of ``block``
+pixels read straight from the interleaved uint8 ``(H, W, C)`` image (one strided load per
+channel):
+
+- :func:`stats_kernel`: the statistics the tone ops read (equalize's histogram, autocontrast's
+  range, contrast's gray sum), each only for the images whose op reads it; the other images'
+  programs return at once.
+- :func:`layer_kernel`: per image one of
+
+  - ``KEEP``: a copy (identity, not applied, or an op computed elsewhere);
+  - ``TONE``: a per-channel 256-entry table, looked up;
+  - ``AFFINE``: torchvision's inverse-mapping warp (``augjax.kernels.warp.sample``: nearest or
+    bilinear, zero padding or a fill), from the per-image grid coefficients;
+  - ``BLEND``: the gray blend (saturation) or sharpness's smoothed copy and formula.
+
+The arithmetic is the XLA forms', operation by operation (the divisions are done by XLA
+before the kernel: Triton's are not correctly rounded), so the images are those of the ops
+alone; ``tests/compose/test_layer_kernel.py`` checks it interpreted on a CPU, and on a GPU
+against the XLA layer.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.experimental import pallas as pl
+
+from augjax.kernels.histogram import histogram
+from augjax.kernels.pixels import LUMA
+
+try:  # deprecated in JAX 0.11 (DeprecationWarning) in favour of Mosaic GPU; may go away
+    from jax.experimental.pallas import triton as pl_triton
+except ImportError:  # pragma: no cover - JAX without the Triton backend
+    pl_triton = None
+
+__all__ = ["AFFINE", "AVAILABLE", "BLEND", "KEEP", "LANES", "TONE", "layer_kernel",
+           "stats_kernel"]
+
+#: Whether this JAX has Pallas' Triton backend.
+AVAILABLE = pl_triton is not None
+#: The per-image op codes of :func:`layer_kernel`.
+KEEP, TONE, AFFINE, BLEND = range(4)
+#: Blend kinds (``par[7]``): the gray image (saturation), the smoothed copy (sharpness).
+GRAY, SMOOTH = 2, 3
+#: Pixels per program.
+BLOCK = 1024
+#: Warps per program.
+NUM_WARPS = 4
+#: Sub-histograms per channel: neighbouring pixels count into different copies, so the atomic
+#: adds of one warp rarely meet on one address (as :data:`augjax.kernels.histogram.GPU_LANES`).
+#: The counts are float32 (exact below 2**24 in any order): JAX's Triton lowering turns an
+#: atomic add of an int32 *vector* into a float add of its bits (it tests the value's type for
+#: an integer, and a vector's type is a tensor), which made the counts garbage on an H200.
+LANES = 32
+#: The per-image float parameters of :func:`layer_kernel`: the warp's grid coefficients
+#: ``rx`` (3) and ``ry`` (3), the blend factor, the blend kind.
+PARAMS = 8
+
+
+def _tile(pixels: int) -> int:
+    return min(BLOCK, 1 << (pixels.bit_length() - 1))
+
+
+def _start(pixels: int, block: int):
+    """The tile's first pixel, moved back for the last tile to end at the image's end."""
+    return jnp.minimum(pl.program_id(0) * block, pixels - block)
+
+
+def _round_half_even(x):
+    """``jnp.round`` (half to even) from floor and compares, for any float below 2**23 in
+    magnitude (Triton has no rounding instruction that JAX lowers)."""
+    f = jnp.floor(x)
+    d = x - f
+    odd = f - 2.0 * jnp.floor(f * 0.5)
+    return jnp.where(d > 0.5, f + 1.0, jnp.where(d < 0.5, f, f + odd))
+
+
+def _to_uint8(v):
+    """``augjax.kernels.warp._cast``: clamped, rounded half to even."""
+    return _round_half_even(jnp.clip(v, 0.0, 255.0)).astype(jnp.uint8)
+
+
+def _planes(x_ref, start, block: int, c: int):
+    return tuple(x_ref[pl.ds(start * c + k, block, stride=c)] for k in range(c))
+
+
+def _gather(x_ref, index):
+    return pl_triton.load(x_ref.at[index])
+
+
+# --- the statistics ---------------------------------------------------------------------------
+
+def _stats_kernel(reads_ref, x_ref, _zeros_ref, hist_ref, lo_ref, hi_ref, gray_ref, *, h, w, c, block,
+                  count):
+    pixels = h * w
+    start = _start(pixels, block)
+    tile = pl.program_id(0)
+    reads = reads_ref[0]
+
+    @pl.when(reads != 0)
+    def _():
+        p = start + jnp.arange(block, dtype=jnp.int32)
+        owned = p >= tile * block  # pixels no earlier tile holds (counted once)
+        planes = [v.astype(jnp.int32) for v in _planes(x_ref, start, block, c)]
+
+        if count:  # static: False where interpreted
+            @pl.when((reads & 1) != 0)
+            def _():
+                lane = (p % LANES) * (c * 256)
+                one = jnp.ones((block,), jnp.float32)
+                for k, v in enumerate(planes):
+                    pl_triton.atomic_add(hist_ref, lane + k * 256 + v, one, mask=owned)
+
+        @pl.when((reads & 2) != 0)
+        def _():
+            for k, v in enumerate(planes):
+                lo_ref[tile * c + k] = jnp.min(v)
+                hi_ref[tile * c + k] = jnp.max(v)
+
+        @pl.when((reads & 4) != 0)
+        def _():
+            if c == 1:
+                g = planes[0]
+            else:  # augjax.kernels.pixels.blend_gray, floored: whole levels
+                r, gg, b = (v.astype(jnp.float32) for v in planes)
+                g = jnp.floor(r * LUMA[0] + gg * LUMA[1] + b * LUMA[2]).astype(jnp.int32)
+            gray_ref[tile] = jnp.sum(jnp.where(owned, g, 0))
+
+
+def stats_kernel(image: jax.Array, reads: jax.Array, interpret: bool = False):
+    """Statistics of one uint8 ``(H, W, C)`` image, computed only where ``reads`` asks.
+
+    Args:
+        image: the image.
+        reads: int32 bits: 1 the histogram, 2 the range, 4 the gray sum (C is 1 or 3).
+        interpret: run with Pallas' interpreter (CPU, tests); the histogram is then XLA's
+            (:func:`augjax.kernels.histogram`): the interpreter does not add an atomic add's
+            repeated indices.
+
+    Returns:
+        ``(hist, lo, hi, gray)``: ``hist`` ``(256, C)`` int32 counts (zeros unless asked);
+        ``lo``, ``hi`` ``(C,)`` int32 and ``gray`` the int32 sum of the floored gray (each
+        meaningless unless asked).
+    """
+    h, w, c = image.shape
+    pixels = h * w
+    block = _tile(pixels)
+    tiles = pl.cdiv(pixels, block)
+    reads = jnp.asarray(reads, jnp.int32)
+    counted = None
+    if interpret:  # the interpreter sets, not adds, an atomic add's repeated indices
+        counted = histogram(image.astype(jnp.int32), needed=(reads & 1) != 0)
+        reads = reads & ~1
+    kernel = functools.partial(_stats_kernel, h=h, w=w, c=c, block=block,
+                               count=counted is None)
+    i32 = jnp.int32
+    hist, lo, hi, gray = pl.pallas_call(
+        kernel,
+        out_shape=(jax.ShapeDtypeStruct((LANES * c * 256,), jnp.float32),
+                   jax.ShapeDtypeStruct((tiles * c,), i32),
+                   jax.ShapeDtypeStruct((tiles * c,), i32),
+                   jax.ShapeDtypeStruct((tiles,), i32)),
+        grid=(tiles,),
+        input_output_aliases={2: 0},
+        interpret=interpret,
+        # Triton, not Mosaic GPU (JAX's default for pallas_call on GPU)
+        compiler_params=pl_triton.CompilerParams(num_warps=NUM_WARPS, num_stages=1),
+    )(jnp.reshape(reads, (1,)).astype(i32), image.reshape(pixels * c),
+      jnp.zeros((LANES * c * 256,), jnp.float32))
+    if counted is None:
+        counted = hist.astype(i32).reshape(LANES, c, 256).sum(axis=0).T
+    hist = counted
+    return (hist, lo.reshape(tiles, c).min(axis=0), hi.reshape(tiles, c).max(axis=0),
+            gray.sum())
+
+
+# --- the layer --------------------------------------------------------------------------------
+
+def _affine(x_ref, par, fill_ref, p, *, h, w, c, interpolation, fill):
+    """``warp_affine`` + ``sample`` for the tile's pixels ``p``, torchvision's convention."""
+    i = p // w
+    j = p - i * w
+    xs = j.astype(jnp.float32) - (w - 1) / 2.0
+    ys = i.astype(jnp.float32) - (h - 1) / 2.0
+    gx = xs * par[0] + ys * par[1] + par[2]
+    gy = xs * par[3] + ys * par[4] + par[5]
+    sx = (gx + 1.0) * (w / 2.0) - 0.5
+    sy = (gy + 1.0) * (h / 2.0) - 0.5
+
+    def tap(ix, iy):
+        inside = (ix >= 0) & (ix <= w - 1) & (iy >= 0) & (iy <= h - 1)
+        row = jnp.clip(iy, 0, h - 1).astype(jnp.int32)
+        src = (row * w + jnp.clip(ix, 0, w - 1).astype(jnp.int32)) * c
+        return src, inside
+
+    if interpolation == "nearest":
+        src, inside = tap(_round_half_even(sx), _round_half_even(sy))
+        out = []
+        for k in range(c):
+            outside = jnp.uint8(0) if not fill else _to_uint8(fill_ref[k])
+            out.append(jnp.where(inside, _gather(x_ref, src + k), outside))
+        return tuple(out)
+    x0, y0 = jnp.floor(sx), jnp.floor(sy)
+    e_w = sx - x0
+    e_s = sy - y0
+    weights = ((1.0 - e_s) * (1.0 - e_w), (1.0 - e_s) * e_w, e_s * (1.0 - e_w), e_s * e_w)
+    values = [0.0] * c
+    mask = 0.0
+    for (dx, dy), wt in zip(((0, 0), (1, 0), (0, 1), (1, 1)), weights, strict=True):
+        src, inside = tap(x0 + dx, y0 + dy)
+        wt = jnp.where(inside, wt, 0.0)
+        for k in range(c):
+            values[k] = values[k] + _gather(x_ref, src + k).astype(jnp.float32) * wt
+        mask = mask + wt
+    out = []
+    for k in range(c):
+        v = values[k]
+        if fill:
+            v = (v - fill_ref[k]) * mask + fill_ref[k]
+        out.append(_to_uint8(v))
+    return tuple(out)
+
+
+def _smooth(x_ref, planes, p, *, h, w, c):
+    """sharpness_smooth (3x3, centre weight 5, zero outside the image, /13 rounded) and the
+    border mask, for the tile's pixels."""
+    i = p // w
+    j = p - i * w
+    out = []
+    for k in range(c):
+        total = 4.0 * planes[k]
+        for di in (-1, 0, 1):
+            for dj in (-1, 0, 1):
+                ii, jj = i + di, j + dj
+                ok = (ii >= 0) & (ii <= h - 1) & (jj >= 0) & (jj <= w - 1)
+                src = (jnp.clip(ii, 0, h - 1) * w + jnp.clip(jj, 0, w - 1)) * c + k
+                v = pl_triton.load(x_ref.at[src], mask=ok, other=0)
+                total = total + v.astype(jnp.float32)
+        out.append(_round_half_even(total * (1.0 / 13.0)))
+    border = (i == 0) | (i == h - 1) | (j == 0) | (j == w - 1)
+    return out, border
+
+
+def _blend(x_ref, par, planes, p, *, h, w, c):
+    """``augjax.policies._families._blend`` on uint8 for the gray and smooth kinds."""
+    x = [v.astype(jnp.float32) for v in planes]
+    f = par[6]
+    kind = par[7]
+    if c == 1:
+        d = x[0]
+    else:  # blend_gray, floored
+        d = jnp.floor(x[0] * LUMA[0] + x[1] * LUMA[1] + x[2] * LUMA[2])
+    v = [xk * f + d * (1.0 - f) for xk in x]
+    if h > 2 and w > 2:
+        def sharp(_):
+            smooth, border = _smooth(x_ref, x, p, h=h, w=w, c=c)
+            cf = 1.0 - f
+            bits = lax.bitcast_convert_type(cf, jnp.uint32) & jnp.uint32(0xFFFFF000)
+            c_hi = lax.bitcast_convert_type(bits, jnp.float32)
+            out = []
+            for xk, sk in zip(x, smooth, strict=True):
+                a = sk - xk
+                out.append(jnp.where(border, xk, xk + (c_hi * a + (cf - c_hi) * a)))
+            return tuple(out)
+
+        v = lax.cond(kind == SMOOTH, sharp, lambda _: tuple(v), None)
+    return tuple(jnp.floor(jnp.clip(vk, 0.0, 255.0)).astype(jnp.uint8) for vk in v)
+
+
+def _layer_kernel(code_ref, par_ref, lut_ref, fill_ref, x_ref, o_ref, *, h, w, c, block,
+                  interpolation, fill):
+    pixels = h * w
+    start = _start(pixels, block)
+    p = start + jnp.arange(block, dtype=jnp.int32)
+    par = [par_ref[k] for k in range(PARAMS)]
+
+    def keep():
+        return _planes(x_ref, start, block, c)
+
+    def tone():
+        return tuple(_gather(lut_ref, v.astype(jnp.int32) * c + k).astype(jnp.uint8)
+                     for k, v in enumerate(_planes(x_ref, start, block, c)))
+
+    def affine():
+        return _affine(x_ref, par, fill_ref, p, h=h, w=w, c=c, interpolation=interpolation,
+                       fill=fill)
+
+    def blend():
+        return _blend(x_ref, par, _planes(x_ref, start, block, c), p, h=h, w=w, c=c)
+
+    out = lax.switch(code_ref[0], (keep, tone, affine, blend))
+    for k in range(c):
+        o_ref[pl.ds(start * c + k, block, stride=c)] = out[k]
+
+
+def layer_kernel(image: jax.Array, code: jax.Array, par: jax.Array, lut: jax.Array,
+                 fill: jax.Array | None, interpolation: str, interpret: bool = False
+                 ) -> jax.Array:
+    """One policy layer on one uint8 ``(H, W, C)`` image.
+
+    Args:
+        image: the image.
+        code: int32, ``KEEP``, ``TONE``, ``AFFINE`` or ``BLEND``.
+        par: ``(PARAMS,)`` float32: the warp's ``rx`` and ``ry`` (the inverse matrix's rows
+            divided by ``W / 2`` and ``H / 2``), the blend factor and kind (``GRAY`` or
+            ``SMOOTH``).
+        lut: ``(256, C)`` int32 table (``TONE``).
+        fill: the warp's ``(C,)`` float32 fill in uint8 levels (``check_fill``), or None
+            (zeros).
+        interpolation: the warp's, ``"nearest"`` or ``"bilinear"`` (static).
+        interpret: run with Pallas' interpreter (CPU, tests).
+    """
+    h, w, c = image.shape
+    pixels = h * w
+    if pixels == 0:
+        return image
+    block = _tile(pixels)
+    kernel = functools.partial(_layer_kernel, h=h, w=w, c=c, block=block,
+                               interpolation=interpolation, fill=fill is not None)
+    fill_arg = jnp.zeros((c,), jnp.float32) if fill is None else fill.astype(jnp.float32)
+    out = pl.pallas_call(
+        kernel,
+        out_shape=jax.ShapeDtypeStruct((pixels * c,), image.dtype),
+        grid=(pl.cdiv(pixels, block),),
+        interpret=interpret,
+        compiler_params=pl_triton.CompilerParams(num_warps=NUM_WARPS, num_stages=1),
+    )(jnp.reshape(code, (1,)).astype(jnp.int32), par.astype(jnp.float32),
+      lut.reshape(256 * c).astype(jnp.int32), fill_arg, image.reshape(pixels * c))
+    return out.reshape(h, w, c)

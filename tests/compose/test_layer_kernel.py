@@ -1,0 +1,139 @@
+"""A policy layer as the Pallas kernels (the CUDA path for uint8 batches,
+:mod:`augjax.policies._fused`) gives the pixels of each op alone.
+
+On a CPU the kernels run in Pallas' interpreter (compiled by XLA's CPU backend): every tone
+and blend entry, rotations and translations are bitwise the op's; a shear's nearest sample
+sits exactly on a half-pixel tie on whole rows (shear 0.3 at ``0.3 * (y + 0.5) = 0.5 + k``),
+where the pick follows the compiler's contraction of the coordinate's multiply-adds, so a
+few values may differ there (the op alone differs the same way between CPU and GPU). On the
+H200 the compiled kernels matched the XLA layer bitwise for every entry
+(``test_the_kernels_match_the_xla_layer_on_the_gpu``).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from test_policy_families import POLICIES, _alone, _batch, _forced, _fused_chains
+
+from augjax.kernels.histogram import histogram
+from augjax.policies import _engine
+from augjax.policies._fused import supported
+
+#: The policies whose layers qualify for the kernels (torchvision's warp convention).
+KERNEL_POLICIES = ["ra-torchvision", "ra-dali", "ta-torchvision", "aa-imagenet",
+                   "augmix-torchvision", "ra-pack-op"]
+#: The policies whose layers do not (PIL's warp): they keep the compact layer.
+OTHER_POLICIES = ["ra-timm", "aa-v0", "augmix-timm", "ra-mixed-conventions"]
+#: Entries whose nearest samples fall on exact half-pixel ties (see the module docstring).
+TIES = {"ShearX", "ShearY", "shear_x", "shear_y"}
+
+
+def _check(got, want, entry, msg):
+    differ = got != want
+    if entry in TIES:
+        assert differ.mean() <= 0.01, f"{msg}: {differ.sum()} values differ"
+        return
+    np.testing.assert_array_equal(got, want, err_msg=msg)
+
+
+@pytest.mark.parametrize("name", KERNEL_POLICIES)
+def test_each_entry_through_the_kernels_is_the_op_alone(name, monkeypatch):
+    policy = POLICIES[name]()
+    x = _batch(np.uint8, n=8, h=20, w=24, seed=11)
+    assert supported(tuple(policy.bound), x.shape[1:], x.dtype)
+    params = policy.sample(x, key=jax.random.key(4))
+    monkeypatch.setattr(_engine, "LAYER", "fused")
+    chains = _fused_chains(policy, name)
+    for j, entry in enumerate(policy.space):
+        forced = _forced(params, j)
+        for chain, fused in chains.items():
+            _check(fused(x, forced), _alone(policy, x, forced, chain), entry.name,
+                   f"{name}: {entry.name}, chain {chain}")
+
+
+@pytest.mark.parametrize("name", ["ra-torchvision", "aa-imagenet"])
+def test_a_mixed_batch_through_the_kernels_is_the_switch(name, monkeypatch):
+    """Each sample its own op and magnitude, some not applied: the per-op switch's pixels."""
+    policy = POLICIES[name]()
+    x = _batch(np.uint8, n=32, h=16, w=16, seed=2)
+    params = policy.sample(x, key=jax.random.key(9))
+    out = {}
+    for mode in ("switch", "fused"):
+        monkeypatch.setattr(_engine, "LAYER", mode)
+        out[mode] = _fused_chains(policy, name)[None](x, params)
+    chosen = {policy.space[j].name for j in np.unique(np.asarray(params["op"]))}
+    if chosen & TIES:
+        assert (out["fused"] != out["switch"]).mean() <= 0.01
+    else:
+        np.testing.assert_array_equal(out["fused"], out["switch"])
+
+
+@pytest.mark.parametrize("name", OTHER_POLICIES)
+def test_layers_with_pil_warps_do_not_take_the_kernels(name):
+    policy = POLICIES[name]()
+    assert not supported(tuple(policy.bound), (20, 24, 3), np.uint8)
+
+
+def test_only_uint8_images_of_one_or_three_channels_qualify():
+    bound = tuple(POLICIES["ra-torchvision"]().bound)
+    assert supported(bound, (8, 8, 3), np.uint8)
+    assert supported(bound, (8, 8, 1), np.uint8)
+    assert not supported(bound, (8, 8, 3), np.float32)
+    assert not supported(bound, (8, 8, 4), np.uint8)
+    # contrast reads the mean gray, whose integer sum needs a whole number of 32-pixel rows
+    assert not supported(bound, (7, 9, 3), np.uint8)
+    no_gray_mean = tuple(POLICIES["ra-pack-op"]().bound)  # no Contrast
+    assert supported(no_gray_mean, (7, 9, 3), np.uint8)
+
+
+def test_the_statistics_kernel_reads_only_what_is_asked():
+    from augjax.policies._layer_kernel import stats_kernel
+
+    x = _batch(np.uint8, n=4, h=12, w=40, seed=6)
+    reads = jnp.asarray([7, 2, 4, 0], jnp.int32)
+    hist, lo, hi, gray = jax.vmap(lambda im, r: stats_kernel(im, r, interpret=True))(x, reads)
+    hist, lo, hi, gray = (np.asarray(v) for v in (hist, lo, hi, gray))
+    want = np.stack([np.stack([np.bincount(im[..., c].ravel(), minlength=256)
+                               for c in range(3)], axis=1) for im in x])
+    np.testing.assert_array_equal(hist[0], want[0])
+    assert not hist[1:].any()  # not asked: zeros
+    for i in (0, 1):
+        np.testing.assert_array_equal(lo[i], x[i].min(axis=(0, 1)))
+        np.testing.assert_array_equal(hi[i], x[i].max(axis=(0, 1)))
+    f = x.astype(np.float32)
+    g = np.floor(f[..., 0] * np.float32(0.2989) + f[..., 1] * np.float32(0.587)
+                 + f[..., 2] * np.float32(0.114))
+    for i in (0, 2):
+        assert gray[i] == int(g[i].sum())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(jax.default_backend() != "gpu", reason="needs a CUDA GPU (the kernels)")
+def test_the_kernels_match_the_xla_layer_on_the_gpu(monkeypatch):
+    """Compiled by Triton: the histogram's atomic adds against XLA's scatter, and every entry
+    of the qualifying policies against the per-op switch on the same GPU, bitwise."""
+    from augjax.policies._layer_kernel import stats_kernel
+
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 256, (32, 224, 224, 3), dtype=np.uint8)
+    x[:8] = x[:8] // 4 + 60  # narrow ranges, clustered levels
+    reads = jnp.asarray([1, 0] * 16, jnp.int32)
+    hist = np.asarray(jax.jit(jax.vmap(lambda im, r: stats_kernel(im, r)[0]))(x, reads))
+    want = np.asarray(jax.jit(jax.vmap(lambda im: histogram(im.astype(jnp.int32))))(x))
+    np.testing.assert_array_equal(hist[::2], want[::2])
+    assert not hist[1::2].any()
+    for name in KERNEL_POLICIES:
+        policy = POLICIES[name]()
+        params = policy.sample(x, key=jax.random.key(8))
+        for j, entry in enumerate(policy.space):
+            forced = _forced(params, j)
+            out = {}
+            for mode in ("switch", "auto"):
+                monkeypatch.setattr(_engine, "LAYER", mode)
+                out[mode] = {c: f(x, forced) for c, f in _fused_chains(policy, name).items()}
+            for chain, want in out["switch"].items():
+                np.testing.assert_array_equal(out["auto"][chain], want,
+                                              err_msg=f"{name}: {entry.name}, chain {chain}")
