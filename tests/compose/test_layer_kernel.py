@@ -128,12 +128,13 @@ def test_the_kernels_match_the_xla_layer_on_the_gpu(monkeypatch):
     for name in KERNEL_POLICIES:
         policy = POLICIES[name]()
         params = policy.sample(x, key=jax.random.key(8))
+        out = {}
+        for mode in ("switch", "auto"):  # one program per mode (traced at its first call)
+            monkeypatch.setattr(_engine, "LAYER", mode)
+            chains = _fused_chains(policy, name)
+            out[mode] = [{c: f(x, _forced(params, j)) for c, f in chains.items()}
+                         for j in range(len(policy.space))]
         for j, entry in enumerate(policy.space):
-            forced = _forced(params, j)
-            out = {}
-            for mode in ("switch", "auto"):
-                monkeypatch.setattr(_engine, "LAYER", mode)
-                out[mode] = {c: f(x, forced) for c, f in _fused_chains(policy, name).items()}
-            for chain, want in out["switch"].items():
-                np.testing.assert_array_equal(out["auto"][chain], want,
+            for chain, want in out["switch"][j].items():
+                np.testing.assert_array_equal(out["auto"][j][chain], want,
                                               err_msg=f"{name}: {entry.name}, chain {chain}")
