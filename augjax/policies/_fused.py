@@ -27,7 +27,6 @@ from augjax.chain._element import check_op_input
 from augjax.kernels.histogram import equalize_lut
 from augjax.kernels.warp import check_fill, exact_div
 from augjax.policies._families import (
-    _DEGENERATES,
     _pick,
     affine_coeffs,
     plan_layer,
@@ -150,7 +149,7 @@ def _tables(images, members, params, pos, chosen, interpret):
     """Each sample's chosen tone table ``(B, 256, C)``, the statistics from the kernel
     (the :class:`~augjax.catalog._fuse.ImageStats` names of :data:`_READS`)."""
     K = _kernels()
-    b, h, w, c = images.shape
+    b, h, w, _ = images.shape
     names = sorted({n for _, m in members for n in m.reads()})
     reads = jnp.zeros((b,), jnp.int32)
     for name in names:
