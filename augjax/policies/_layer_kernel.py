@@ -264,19 +264,21 @@ def _blend(x_ref, par, planes, p, *, h, w, c):
     else:  # blend_gray, floored
         d = jnp.floor(x[0] * LUMA[0] + x[1] * LUMA[1] + x[2] * LUMA[2])
     v = [xk * f + d * (1.0 - f) for xk in x]
-    if h > 2 and w > 2:
-        def sharp(_):
-            smooth, border = _smooth(x_ref, x, p, h=h, w=w, c=c)
-            cf = 1.0 - f
-            bits = lax.bitcast_convert_type(cf, jnp.uint32) & jnp.uint32(0xFFFFF000)
-            c_hi = lax.bitcast_convert_type(bits, jnp.float32)
-            out = []
-            for xk, sk in zip(x, smooth, strict=True):
-                a = sk - xk
-                out.append(jnp.where(border, xk, xk + (c_hi * a + (cf - c_hi) * a)))
-            return tuple(out)
 
-        v = lax.cond(kind == SMOOTH, sharp, lambda _: tuple(v), None)
+    def sharp(_):
+        if h <= 2 or w <= 2:  # sharpness leaves images without an inside unchanged
+            return tuple(x)
+        smooth, border = _smooth(x_ref, x, p, h=h, w=w, c=c)
+        cf = 1.0 - f
+        bits = lax.bitcast_convert_type(cf, jnp.uint32) & jnp.uint32(0xFFFFF000)
+        c_hi = lax.bitcast_convert_type(bits, jnp.float32)
+        out = []
+        for xk, sk in zip(x, smooth, strict=True):
+            a = sk - xk
+            out.append(jnp.where(border, xk, xk + (c_hi * a + (cf - c_hi) * a)))
+        return tuple(out)
+
+    v = lax.cond(kind == SMOOTH, sharp, lambda _: tuple(v), None)
     return tuple(jnp.floor(jnp.clip(vk, 0.0, 255.0)).astype(jnp.uint8) for vk in v)
 
 

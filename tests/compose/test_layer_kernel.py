@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from test_policy_families import POLICIES, _alone, _batch, _forced, _fused_chains
 
+import augjax
 from augjax.kernels.histogram import histogram
 from augjax.policies import _engine
 from augjax.policies._fused import supported
@@ -52,6 +53,24 @@ def test_each_entry_through_the_kernels_is_the_op_alone(name, monkeypatch):
         for chain, fused in chains.items():
             _check(fused(x, forced), _alone(policy, x, forced, chain), entry.name,
                    f"{name}: {entry.name}, chain {chain}")
+
+
+@pytest.mark.parametrize(("h", "w", "c"), [(2, 16, 3), (3, 32, 3), (8, 12, 1)],
+                         ids=["no-inside", "one-row-inside", "one-channel"])
+def test_small_and_one_channel_images_through_the_kernels(h, w, c, monkeypatch):
+    """Images of 2 rows (sharpness leaves them as they are), 3 rows, and one channel (the
+    gray is the image itself), every entry of a space without saturation (3 channels only)."""
+    policy = augjax.rand_augment(n=1, m=9, ops=["Sharpness", "Rotate", "TranslateX",
+                                                "Equalize", "AutoContrast", "Contrast"])
+    x = _batch(np.uint8, n=6, h=h, w=w, seed=h + c)[..., :c]
+    assert supported(tuple(policy.bound), x.shape[1:], x.dtype)
+    params = policy.sample(x, key=jax.random.key(1))
+    monkeypatch.setattr(_engine, "LAYER", "fused")
+    fused = _fused_chains(policy, "ra")[None]
+    for j, entry in enumerate(policy.space):
+        forced = _forced(params, j)
+        np.testing.assert_array_equal(fused(x, forced), _alone(policy, x, forced),
+                                      err_msg=f"{entry.name} on {x.shape}")
 
 
 @pytest.mark.parametrize("name", ["ra-torchvision", "aa-imagenet"])
