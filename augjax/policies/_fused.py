@@ -9,8 +9,9 @@ scatters back and no conditional (:mod:`augjax.policies._compact` needs all thre
 
 :func:`supported` says which layers qualify: uint8 images of 1 or 3 channels; blend members
 of the gray and smooth kinds; at most one affine group, of torchvision's convention (PIL's
-warp and its exact paths stay with the compact layer); and, where a member reads the mean
-gray, images whose gray sum is exact in int32 rows (``mean_gray``'s integer form). Entries
+warp and its exact paths stay with the compact layer); at most 2**24 pixels per image (the
+histogram's float32 counts stay exact); and, where a member reads the mean gray, images whose
+gray sum is exact in int32 rows (``mean_gray``'s integer form). Entries
 without a family go through the per-entry switch over the batch, as in the other forms.
 """
 
@@ -59,7 +60,9 @@ def supported(bound_ops: tuple[Any, ...], shape: tuple[int, ...], dtype: Any) ->
     """Whether a layer over the op space ``bound_ops`` on images of ``shape`` (H, W, C) and
     ``dtype`` can run as the kernels."""
     h, w, c = shape
-    if not _kernels().AVAILABLE or jnp.dtype(dtype) != jnp.uint8 or c not in (1, 3) or h * w == 0:
+    if not _kernels().AVAILABLE or jnp.dtype(dtype) != jnp.uint8 or c not in (1, 3):
+        return False
+    if not 0 < h * w <= 2**24:  # histogram counts are float32, exact below 2**24
         return False
     groups, _ = plan_layer(bound_ops, True)
     affine = 0

@@ -106,6 +106,8 @@ def test_only_uint8_images_of_one_or_three_channels_qualify():
     assert not supported(bound, (7, 9, 3), np.uint8)
     no_gray_mean = tuple(POLICIES["ra-pack-op"]().bound)  # no Contrast
     assert supported(no_gray_mean, (7, 9, 3), np.uint8)
+    assert supported(no_gray_mean, (4096, 4096, 3), np.uint8)
+    assert not supported(no_gray_mean, (4097, 4096, 3), np.uint8)  # over 2**24 pixels
 
 
 def test_the_statistics_kernel_reads_only_what_is_asked():
