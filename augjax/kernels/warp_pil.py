@@ -16,7 +16,7 @@ import jax.numpy as jnp
 from augjax.kernels.pixels import is_int
 from augjax.kernels.warp import _cast
 
-__all__ = ["pil_rotate_coefficients", "warp_affine_pil"]
+__all__ = ["fixed_affine", "pil_rotate_coefficients", "split_coefficient", "warp_affine_pil"]
 
 _F32 = jnp.float32
 
@@ -57,15 +57,29 @@ def _fix(*terms: jax.Array) -> jax.Array:
     return whole + jnp.floor(frac + 0.5).astype(jnp.int32)
 
 
+def fixed_affine(a: jax.Array, h: int, w: int) -> tuple[jax.Array, jax.Array]:
+    """PIL's 16.16 fixed-point form of the affine data ``a`` (``affine_fixed``): the int32
+    ``(A0, A1, A2, A3, A4, A5)`` with ``x_in = (A2 + y A1 + x A0) >> 16`` (and ``y_in`` from
+    ``A3..A5``), and whether PIL takes it for an ``h`` x ``w`` image (not a pure scale/shift,
+    and every corner within the fixed-point range)."""
+    a0, a1, a3, a4 = (_fix(a[i]) for i in (0, 1, 3, 4))
+    a2 = _fix(a[2], a[0] * 0.5, a[1] * 0.5)
+    a5 = _fix(a[5], a[3] * 0.5, a[4] * 0.5)
+    corners = [(0.0, 0.0), (float(w), float(h)), (0.0, float(h)), (float(w), 0.0)]
+    fits = jnp.all(jnp.stack([
+        (jnp.abs(cx * a[0] + cy * a[1] + a[2]) < 32768.0)
+        & (jnp.abs(cx * a[3] + cy * a[4] + a[5]) < 32768.0) for cx, cy in corners]))
+    use_fixed = fits & ~((a[1] == 0.0) & (a[3] == 0.0))
+    return jnp.stack([a0, a1, a2, a3, a4, a5]), use_fixed
+
+
 def _pil_nearest_index(a: jax.Array, h: int, w: int) -> tuple[jax.Array, jax.Array]:
     """The source column and row of every output pixel under PIL's nearest-neighbour affine
     transform (``ImagingTransformAffine``), -1 where the source point falls outside."""
     ys = jnp.arange(h, dtype=jnp.int32)[:, None]
     xs = jnp.arange(w, dtype=jnp.int32)[None, :]
     # Fixed point (affine_fixed): x_in = (A2 + y A1 + x A0) >> 16, an arithmetic shift (floor).
-    a0, a1, a3, a4 = (_fix(a[i]) for i in (0, 1, 3, 4))
-    a2 = _fix(a[2], a[0] * 0.5, a[1] * 0.5)
-    a5 = _fix(a[5], a[3] * 0.5, a[4] * 0.5)
+    (a0, a1, a2, a3, a4, a5), use_fixed = fixed_affine(a, h, w)
     fx = jnp.right_shift(a2 + ys * a1 + xs * a0, 16)
     fy = jnp.right_shift(a5 + ys * a4 + xs * a3, 16)
     # Floating point (ImagingScaleAffine when a1 = a3 = 0, and the fallback when a corner lies
@@ -76,12 +90,15 @@ def _pil_nearest_index(a: jax.Array, h: int, w: int) -> tuple[jax.Array, jax.Arr
     gy = jnp.floor((a[5] + a[4] * xf) + a[3] * xc)
     gx = jnp.clip(gx, -1.0, w).astype(jnp.int32)
     gy = jnp.clip(gy, -1.0, h).astype(jnp.int32)
-    corners = [(0.0, 0.0), (float(w), float(h)), (0.0, float(h)), (float(w), 0.0)]
-    fits = jnp.all(jnp.stack([
-        (jnp.abs(cx * a[0] + cy * a[1] + a[2]) < 32768.0)
-        & (jnp.abs(cx * a[3] + cy * a[4] + a[5]) < 32768.0) for cx, cy in corners]))
-    use_fixed = fits & ~((a[1] == 0.0) & (a[3] == 0.0))
     return jnp.where(use_fixed, fx, gx), jnp.where(use_fixed, fy, gy)
+
+
+def split_coefficient(c: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """A float32 ``c`` as its top 12 significant bits and the rest (``c_hi + c_lo == c``,
+    exactly): a product of either part with a whole number below 2**12 is exact."""
+    bits = jax.lax.bitcast_convert_type(c, jnp.uint32)
+    c_hi = jax.lax.bitcast_convert_type(bits & jnp.uint32(0xFFFFF000), _F32)
+    return c_hi, c - c_hi  # exact: the masked-off bits
 
 
 def _split_products(c: jax.Array, n: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -90,9 +107,7 @@ def _split_products(c: jax.Array, n: jax.Array) -> tuple[jax.Array, jax.Array]:
     12 significant bits and the rest (by masking its bits) and ``n`` into multiples of 256 and
     the rest, so each partial product is exact in float32 (and stays exact if XLA fuses it into
     a multiply-add)."""
-    bits = jax.lax.bitcast_convert_type(c, jnp.uint32)
-    c_hi = jax.lax.bitcast_convert_type(bits & jnp.uint32(0xFFFFF000), _F32)
-    c_lo = c - c_hi  # exact: the masked-off bits
+    c_hi, c_lo = split_coefficient(c)
     n_lo = jnp.mod(n, 256.0)
     n_hi = n - n_lo
     whole = jnp.zeros(n.shape, jnp.int32)

@@ -22,10 +22,11 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+import augjax.policies._fused as fused_layer
 from augjax._plugins.registry import REGISTRY
 from augjax._runtime.bound import BoundOp
 from augjax._runtime.partition import partitioned
-from augjax._runtime.platform import platform_dependent
+from augjax._runtime.platform import live_platforms, platform_dependent
 from augjax.chain._element import run_op
 from augjax.errors import OpNotFoundError, ParamError, PluginLoadError
 from augjax.kernels.batching import broadcast_unbatched
@@ -197,12 +198,14 @@ def run_layer(entries, bound, op_index: jax.Array, applied: jax.Array, branches:
         def compact(*args):
             return run_compact(entries, bound, *args, owner, shares)
 
-        def qualifies():
+        def qualifies(cuda: bool):
             image = args[3]
-            return supported(tuple(bound), image.shape[1:], image.dtype)
+            return supported(tuple(bound), image.shape[1:], image.dtype,
+                             pil=fused_layer.PIL_ON_CUDA or not cuda)
 
         def fused(*args):
-            return run_fused(entries, bound, *args, owner) if qualifies() else compact(*args)
+            return run_fused(entries, bound, *args, owner) if qualifies(True) else \
+                compact(*args)
 
         # a sharded batch neither loops (serial) nor compacts (a gather across devices)
         if mode == "families" or partitioned():
@@ -210,7 +213,7 @@ def run_layer(entries, bound, op_index: jax.Array, applied: jax.Array, branches:
         if mode == "compact":
             return compact(*args), True
         if mode == "fused":  # the kernels, interpreted off CUDA (tests)
-            if not qualifies():
+            if not qualifies("cuda" in live_platforms()):
                 return compact(*args), True
             return platform_dependent(
                 *args, cuda=fused,

@@ -36,7 +36,7 @@ from augjax.kernels.pixels import bound, is_int, to_dtype
 from augjax.kernels.warp import check_fill, warp_affine
 from augjax.kernels.warp_pil import warp_affine_pil
 
-__all__ = ["FAMILIES", "affine_coeffs", "plan_layer", "position", "run_families",
+__all__ = ["FAMILIES", "affine_coeffs", "affine_exact", "plan_layer", "position", "run_families",
            "run_families_batch", "run_rest", "tone_table"]
 
 #: The family an op with several members joins, per image kind: on uint8 a level map is one
@@ -106,6 +106,15 @@ def affine_coeffs(items, pos: jax.Array, h: int, w: int) -> jax.Array:
     return _pick([m.coeffs(p, h, w, **_static(op)) for op, p, m in items], pos)
 
 
+def affine_exact(items, pos: jax.Array, h: int, w: int) -> jax.Array | None:
+    """The chosen affine member's exact-path code, or None where no member has exact paths."""
+    if not any(m.exact is not None for _, _, m in items):
+        return None
+    codes = [m.exact(p, h, w, **_static(op)) if m.exact is not None else jnp.int32(0)
+             for op, p, m in items]
+    return _pick(codes, pos)
+
+
 def _affine(image: jax.Array, items, pos: jax.Array, chosen: jax.Array) -> jax.Array:
     h, w = image.shape[:2]
     op0 = items[0][0]
@@ -117,11 +126,8 @@ def _affine(image: jax.Array, items, pos: jax.Array, chosen: jax.Array) -> jax.A
         out = warp_affine_pil(image, coeffs, interpolation, fill)
     else:
         out = warp_affine(image, coeffs, interpolation, fill)
-    if not any(m.exact is not None for _, _, m in items):
-        return out
-    codes = [m.exact(p, h, w, **_static(op)) if m.exact is not None else jnp.int32(0)
-             for op, p, m in items]
-    return exact_paths(image, out, _pick(codes, pos))
+    code = affine_exact(items, pos, h, w)
+    return out if code is None else exact_paths(image, out, code)
 
 
 def _blend(image: jax.Array, items, pos: jax.Array, chosen: jax.Array) -> jax.Array:

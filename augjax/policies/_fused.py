@@ -8,8 +8,8 @@ layer pass writes every image through its own op. There are no gathers into sub-
 scatters back and no conditional (:mod:`augjax.policies._compact` needs all three).
 
 :func:`supported` says which layers qualify: uint8 images of 1 or 3 channels; blend members
-of the gray and smooth kinds; at most one affine group, of torchvision's convention (PIL's
-warp and its exact paths stay with the compact layer); at most 2**24 pixels per image (the
+of the gray and smooth kinds; at most one affine group, of torchvision's or PIL's convention
+(PIL's only where :data:`PIL_ON_CUDA` allows it on CUDA); at most 2**24 pixels per image (the
 histogram's float32 counts stay exact); and, where a member reads the mean gray, images whose
 gray sum is exact in int32 rows (``mean_gray``'s integer form). Entries
 without a family go through the per-entry switch over the batch, as in the other forms.
@@ -27,9 +27,11 @@ import numpy as np
 from augjax.chain._element import check_op_input
 from augjax.kernels.histogram import equalize_lut
 from augjax.kernels.warp import check_fill, exact_div
+from augjax.kernels.warp_pil import fixed_affine, split_coefficient
 from augjax.policies._families import (
     _pick,
     affine_coeffs,
+    affine_exact,
     plan_layer,
     position,
     run_rest,
@@ -46,19 +48,26 @@ _KINDS = {"gray": 2, "smooth": 3}
 
 def _kernels():
     """:mod:`augjax.policies._layer_kernel`, imported on first use (Pallas takes 0.1 s)."""
-    from augjax.policies import _layer_kernel
+    import augjax.policies._layer_kernel as kernels
 
-    return _layer_kernel
+    return kernels
 
 
 def _convention(op: Any) -> str:
     return op.kwargs.get("convention", "torchvision")
 
 
+#: Whether layers with PIL's warp (timm's style) take the kernels on CUDA. The PIL warp of
+#: :mod:`augjax.policies._layer_warps` has been checked in Pallas' interpreter only; it is
+#: turned on once ``test_the_kernels_match_the_xla_layer_on_the_gpu`` has passed on a GPU.
+PIL_ON_CUDA = False
+
+
 @functools.lru_cache(maxsize=256)
-def supported(bound_ops: tuple[Any, ...], shape: tuple[int, ...], dtype: Any) -> bool:
+def supported(bound_ops: tuple[Any, ...], shape: tuple[int, ...], dtype: Any,
+              pil: bool = True) -> bool:
     """Whether a layer over the op space ``bound_ops`` on images of ``shape`` (H, W, C) and
-    ``dtype`` can run as the kernels."""
+    ``dtype`` can run as the kernels (``pil``: with PIL's warp convention too)."""
     h, w, c = shape
     if not _kernels().AVAILABLE or jnp.dtype(dtype) != jnp.uint8 or c not in (1, 3):
         return False
@@ -69,7 +78,9 @@ def supported(bound_ops: tuple[Any, ...], shape: tuple[int, ...], dtype: Any) ->
     for key, items in groups:
         if key[0] == "affine":
             affine += 1
-            if any(_convention(bound_ops[j]) != "torchvision" for j, _ in items):
+            conventions = {_convention(bound_ops[j]) for j, _ in items}
+            if len(conventions) > 1 or not conventions <= ({"torchvision", "pil"} if pil
+                                                           else {"torchvision"}):
                 return False
             if key[2] not in ("nearest", "bilinear"):
                 return False
@@ -103,8 +114,9 @@ def run_fused(entries, bound_ops, op_index: jax.Array, applied: jax.Array,
     groups, rest = plan_layer(tuple(bound_ops), True)
     code = jnp.full((b,), K.KEEP, jnp.int32)
     par = jnp.zeros((b, K.PARAMS), jnp.float32)
+    ipar = jnp.zeros((b, K.IPARAMS), jnp.int32)
     lut = jnp.zeros((b, 256, c), jnp.int32)
-    fill, interpolation = None, "nearest"
+    fill, interpolation, convention, exact = None, "nearest", "torchvision", False
     for key, items in groups:
         for j, _ in items:
             check_op_input(bound_ops[j], images[0], f"{owner}/{entries[j].name}")
@@ -121,13 +133,10 @@ def run_fused(entries, bound_ops, op_index: jax.Array, applied: jax.Array,
             cfg = members[0][0].kwargs
             fill = check_fill(cfg.get("fill"), images[0], members[0][0].name)
             interpolation = cfg.get("interpolation", "nearest")
-
-            def grid(p, pos_, members=members):
-                m = affine_coeffs([(op, pp, mm) for (op, mm), pp in zip(members, p)], pos_, h,
-                                  w)
-                return jnp.concatenate([exact_div(m[:3], 0.5 * w), exact_div(m[3:], 0.5 * h)])
-
-            par = par.at[:, :6].set(jax.vmap(grid)(params, pos))
+            convention = _convention(members[0][0])
+            fpar, iwarp, exact = warp_params(members, params, pos, convention, h, w)
+            par = par.at[:, :6].set(fpar[:, :6]).at[:, 8:].set(fpar[:, 6:])
+            ipar = iwarp
         else:
             code = jnp.where(chosen, K.BLEND, code)
 
@@ -137,15 +146,40 @@ def run_fused(entries, bound_ops, op_index: jax.Array, applied: jax.Array,
                 kind = _pick([jnp.float32(_KINDS[m.degenerate]) for _, m in members], pos_)
                 return jnp.stack([f, kind])
 
-            par = par.at[:, 6:].set(jax.vmap(blend)(params, pos))
+            par = par.at[:, 6:8].set(jax.vmap(blend)(params, pos))
     kernel = functools.partial(K.layer_kernel, fill=fill, interpolation=interpolation,
-                               interpret=interpret)
-    out = jax.vmap(kernel)(images, code, par, lut)
+                               convention=convention, exact=exact, interpret=interpret)
+    out = jax.vmap(kernel)(images, code, par, ipar, lut)
     if rest:
         chosen, y = run_rest(entries, bound_ops, rest, op_index, branches, images, owner,
                              batched=True)
         out = jnp.where((chosen & applied)[:, None, None, None], y, out)
     return out
+
+
+def warp_params(members, params, pos, convention: str, h: int, w: int):
+    """Each sample's warp scalars for the kernel: ``(par, ipar, exact)`` with ``par``
+    ``(B, 14)`` float32 (the 6 coefficients, then PIL's 8 split coefficients), ``ipar``
+    ``(B, 8)`` int32 (PIL's fixed-point data, its use, the exact-path code) and ``exact``
+    whether the group has exact paths (static); computed as the XLA warps compute them."""
+    exact = any(m.exact is not None for _, m in members) and convention == "pil"
+
+    def one(p, pos_):
+        items = [(op, pp, m) for (op, m), pp in zip(members, p)]
+        a = affine_coeffs(items, pos_, h, w)
+        if convention != "pil":
+            grid = jnp.concatenate([exact_div(a[:3], 0.5 * w), exact_div(a[3:], 0.5 * h)])
+            return (jnp.concatenate([grid, jnp.zeros(8, jnp.float32)]),
+                    jnp.zeros(8, jnp.int32))
+        split = [part for k in (0, 1, 3, 4) for part in split_coefficient(a[k] * 0.5)]
+        fixed, use = fixed_affine(a, h, w)
+        code = affine_exact(items, pos_, h, w) if exact else None
+        ints = [fixed, use.astype(jnp.int32)[None],
+                jnp.zeros(1, jnp.int32) if code is None else code.astype(jnp.int32)[None]]
+        return jnp.concatenate([a, jnp.stack(split)]), jnp.concatenate(ints)
+
+    fpar, ipar = jax.vmap(one)(params, pos)
+    return fpar, ipar, exact
 
 
 def _tables(images, members, params, pos, chosen, interpret):

@@ -17,8 +17,7 @@ channel):
 
   - ``KEEP``: a copy (identity, not applied, or an op computed elsewhere);
   - ``TONE``: a per-channel 256-entry table, looked up;
-  - ``AFFINE``: torchvision's inverse-mapping warp (``augjax.kernels.warp.sample``: nearest or
-    bilinear, zero padding or a fill), from the per-image grid coefficients;
+  - ``AFFINE``: torchvision's or PIL's warp (:mod:`augjax.policies._layer_warps`);
   - ``BLEND``: the gray blend (saturation) or sharpness's smoothed copy and formula.
 
 The arithmetic is the XLA forms', operation by operation (the divisions are done by XLA
@@ -38,6 +37,12 @@ from jax.experimental import pallas as pl
 
 from augjax.kernels.histogram import histogram
 from augjax.kernels.pixels import LUMA
+from augjax.policies._layer_warps import (
+    gather,
+    round_half_even,
+    warp_pil,
+    warp_torchvision,
+)
 
 try:  # deprecated in JAX 0.11 (DeprecationWarning) in favour of Mosaic GPU; may go away
     from jax.experimental.pallas import triton as pl_triton
@@ -65,9 +70,12 @@ NUM_WARPS = 4
 #: atomic add of an int32 *vector* into a float add of its bits (it tests the value's type for
 #: an integer, and a vector's type is a tensor), which made the counts garbage on an H200.
 LANES = 8
-#: The per-image float parameters of :func:`layer_kernel`: the warp's grid coefficients
-#: ``rx`` (3) and ``ry`` (3), the blend factor, the blend kind.
-PARAMS = 8
+#: The per-image float parameters of :func:`layer_kernel`: the warp's 6 coefficients, the
+#: blend factor and kind, and for PIL's bilinear warp its 4 split coefficients (8 values).
+PARAMS = 16
+#: The per-image int32 parameters: PIL's fixed-point affine data (6), whether PIL uses it,
+#: the exact-path code.
+IPARAMS = 8
 
 
 def _tile(pixels: int) -> int:
@@ -79,32 +87,14 @@ def _start(pixels: int, block: int):
     return jnp.minimum(pl.program_id(0) * block, pixels - block)
 
 
-def _round_half_even(x):
-    """``jnp.round`` (half to even) from floor and compares, for any float below 2**23 in
-    magnitude (Triton has no rounding instruction that JAX lowers)."""
-    f = jnp.floor(x)
-    d = x - f
-    odd = f - 2.0 * jnp.floor(f * 0.5)
-    return jnp.where(d > 0.5, f + 1.0, jnp.where(d < 0.5, f, f + odd))
-
-
-def _to_uint8(v):
-    """``augjax.kernels.warp._cast``: clamped, rounded half to even."""
-    return _round_half_even(jnp.clip(v, 0.0, 255.0)).astype(jnp.uint8)
-
-
 def _planes(x_ref, start, block: int, c: int):
     return tuple(x_ref[pl.ds(start * c + k, block, stride=c)] for k in range(c))
 
 
-def _gather(x_ref, index):
-    return pl_triton.load(x_ref.at[index])
-
-
 # --- the statistics ---------------------------------------------------------------------------
 
-def _stats_kernel(reads_ref, x_ref, _zeros_ref, hist_ref, lo_ref, hi_ref, gray_ref, *, h, w, c, block,
-                  count):
+def _stats_kernel(reads_ref, x_ref, _zeros_ref, hist_ref, lo_ref, hi_ref, gray_ref, *, h, w,
+                  c, block, count):
     pixels = h * w
     start = _start(pixels, block)
     tile = pl.program_id(0)
@@ -189,51 +179,6 @@ def stats_kernel(image: jax.Array, reads: jax.Array, interpret: bool = False):
 
 # --- the layer --------------------------------------------------------------------------------
 
-def _affine(x_ref, par, fill_ref, p, *, h, w, c, interpolation, fill):
-    """``warp_affine`` + ``sample`` for the tile's pixels ``p``, torchvision's convention."""
-    i = p // w
-    j = p - i * w
-    xs = j.astype(jnp.float32) - (w - 1) / 2.0
-    ys = i.astype(jnp.float32) - (h - 1) / 2.0
-    gx = xs * par[0] + ys * par[1] + par[2]
-    gy = xs * par[3] + ys * par[4] + par[5]
-    sx = (gx + 1.0) * (w / 2.0) - 0.5
-    sy = (gy + 1.0) * (h / 2.0) - 0.5
-
-    def tap(ix, iy):
-        inside = (ix >= 0) & (ix <= w - 1) & (iy >= 0) & (iy <= h - 1)
-        row = jnp.clip(iy, 0, h - 1).astype(jnp.int32)
-        src = (row * w + jnp.clip(ix, 0, w - 1).astype(jnp.int32)) * c
-        return src, inside
-
-    if interpolation == "nearest":
-        src, inside = tap(_round_half_even(sx), _round_half_even(sy))
-        out = []
-        for k in range(c):
-            outside = jnp.uint8(0) if not fill else _to_uint8(fill_ref[k])
-            out.append(jnp.where(inside, _gather(x_ref, src + k), outside))
-        return tuple(out)
-    x0, y0 = jnp.floor(sx), jnp.floor(sy)
-    e_w = sx - x0
-    e_s = sy - y0
-    weights = ((1.0 - e_s) * (1.0 - e_w), (1.0 - e_s) * e_w, e_s * (1.0 - e_w), e_s * e_w)
-    values = [0.0] * c
-    mask = 0.0
-    for (dx, dy), wt in zip(((0, 0), (1, 0), (0, 1), (1, 1)), weights, strict=True):
-        src, inside = tap(x0 + dx, y0 + dy)
-        wt = jnp.where(inside, wt, 0.0)
-        for k in range(c):
-            values[k] = values[k] + _gather(x_ref, src + k).astype(jnp.float32) * wt
-        mask = mask + wt
-    out = []
-    for k in range(c):
-        v = values[k]
-        if fill:
-            v = (v - fill_ref[k]) * mask + fill_ref[k]
-        out.append(_to_uint8(v))
-    return tuple(out)
-
-
 def _smooth(x_ref, planes, p, *, h, w, c):
     """sharpness_smooth (3x3, centre weight 5, zero outside the image, /13 rounded) and the
     border mask, for the tile's pixels."""
@@ -249,7 +194,7 @@ def _smooth(x_ref, planes, p, *, h, w, c):
                 src = (jnp.clip(ii, 0, h - 1) * w + jnp.clip(jj, 0, w - 1)) * c + k
                 v = pl_triton.load(x_ref.at[src], mask=ok, other=0)
                 total = total + v.astype(jnp.float32)
-        out.append(_round_half_even(total * (1.0 / 13.0)))
+        out.append(round_half_even(total * (1.0 / 13.0)))
     border = (i == 0) | (i == h - 1) | (j == 0) | (j == w - 1)
     return out, border
 
@@ -282,8 +227,8 @@ def _blend(x_ref, par, planes, p, *, h, w, c):
     return tuple(jnp.floor(jnp.clip(vk, 0.0, 255.0)).astype(jnp.uint8) for vk in v)
 
 
-def _layer_kernel(code_ref, par_ref, lut_ref, fill_ref, x_ref, o_ref, *, h, w, c, block,
-                  interpolation, fill):
+def _layer_kernel(code_ref, par_ref, ipar_ref, lut_ref, fill_ref, x_ref, o_ref, *, h, w, c,
+                  block, interpolation, fill, convention, exact):
     pixels = h * w
     start = _start(pixels, block)
     p = start + jnp.arange(block, dtype=jnp.int32)
@@ -293,12 +238,16 @@ def _layer_kernel(code_ref, par_ref, lut_ref, fill_ref, x_ref, o_ref, *, h, w, c
         return _planes(x_ref, start, block, c)
 
     def tone():
-        return tuple(_gather(lut_ref, v.astype(jnp.int32) * c + k).astype(jnp.uint8)
+        return tuple(gather(lut_ref, v.astype(jnp.int32) * c + k).astype(jnp.uint8)
                      for k, v in enumerate(_planes(x_ref, start, block, c)))
 
     def affine():
-        return _affine(x_ref, par, fill_ref, p, h=h, w=w, c=c, interpolation=interpolation,
-                       fill=fill)
+        if convention == "pil":
+            ipar = [ipar_ref[k] for k in range(IPARAMS)]
+            return warp_pil(x_ref, par, ipar, fill_ref, p, h=h, w=w, c=c,
+                             interpolation=interpolation, fill=fill, exact=exact)
+        return warp_torchvision(x_ref, par, fill_ref, p, h=h, w=w, c=c,
+                                 interpolation=interpolation, fill=fill)
 
     def blend():
         return _blend(x_ref, par, _planes(x_ref, start, block, c), p, h=h, w=w, c=c)
@@ -308,21 +257,26 @@ def _layer_kernel(code_ref, par_ref, lut_ref, fill_ref, x_ref, o_ref, *, h, w, c
         o_ref[pl.ds(start * c + k, block, stride=c)] = out[k]
 
 
-def layer_kernel(image: jax.Array, code: jax.Array, par: jax.Array, lut: jax.Array,
-                 fill: jax.Array | None, interpolation: str, interpret: bool = False
-                 ) -> jax.Array:
+def layer_kernel(image: jax.Array, code: jax.Array, par: jax.Array, ipar: jax.Array,
+                 lut: jax.Array, fill: jax.Array | None, interpolation: str,
+                 convention: str = "torchvision", exact: bool = False,
+                 interpret: bool = False) -> jax.Array:
     """One policy layer on one uint8 ``(H, W, C)`` image.
 
     Args:
         image: the image.
         code: int32, ``KEEP``, ``TONE``, ``AFFINE`` or ``BLEND``.
-        par: ``(PARAMS,)`` float32: the warp's ``rx`` and ``ry`` (the inverse matrix's rows
-            divided by ``W / 2`` and ``H / 2``), the blend factor and kind (``GRAY`` or
-            ``SMOOTH``).
+        par: ``(PARAMS,)`` float32: the warp's coefficients (torchvision: ``rx`` and ``ry``,
+            the inverse matrix's rows divided by ``W / 2`` and ``H / 2``; PIL: its affine
+            data), the blend factor and kind (``GRAY`` or ``SMOOTH``), PIL's split
+            coefficients (:func:`augjax.policies._layer_warps.warp_pil`).
+        ipar: ``(IPARAMS,)`` int32: PIL's fixed-point data, its use, the exact-path code.
         lut: ``(256, C)`` int32 table (``TONE``).
         fill: the warp's ``(C,)`` float32 fill in uint8 levels (``check_fill``), or None
             (zeros).
         interpolation: the warp's, ``"nearest"`` or ``"bilinear"`` (static).
+        convention: the warp's, ``"torchvision"`` or ``"pil"`` (static).
+        exact: whether the warp has exact paths (PIL rotate; static).
         interpret: run with Pallas' interpreter (CPU, tests).
     """
     h, w, c = image.shape
@@ -331,7 +285,8 @@ def layer_kernel(image: jax.Array, code: jax.Array, par: jax.Array, lut: jax.Arr
         return image
     block = _tile(pixels)
     kernel = functools.partial(_layer_kernel, h=h, w=w, c=c, block=block,
-                               interpolation=interpolation, fill=fill is not None)
+                               interpolation=interpolation, fill=fill is not None,
+                               convention=convention, exact=exact)
     fill_arg = jnp.zeros((c,), jnp.float32) if fill is None else fill.astype(jnp.float32)
     out = pl.pallas_call(
         kernel,
@@ -340,5 +295,6 @@ def layer_kernel(image: jax.Array, code: jax.Array, par: jax.Array, lut: jax.Arr
         interpret=interpret,
         compiler_params=pl_triton.CompilerParams(num_warps=NUM_WARPS, num_stages=1),
     )(jnp.reshape(code, (1,)).astype(jnp.int32), par.astype(jnp.float32),
-      lut.reshape(256 * c).astype(jnp.int32), fill_arg, image.reshape(pixels * c))
+      ipar.astype(jnp.int32), lut.reshape(256 * c).astype(jnp.int32), fill_arg,
+      image.reshape(pixels * c))
     return out.reshape(h, w, c)

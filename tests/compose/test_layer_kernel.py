@@ -2,12 +2,14 @@
 :mod:`augjax.policies._fused`) gives the pixels of each op alone.
 
 On a CPU the kernels run in Pallas' interpreter (compiled by XLA's CPU backend): every tone
-and blend entry, rotations and translations are bitwise the op's; a shear's nearest sample
-sits exactly on a half-pixel tie on whole rows (shear 0.3 at ``0.3 * (y + 0.5) = 0.5 + k``),
-where the pick follows the compiler's contraction of the coordinate's multiply-adds, so a
-few values may differ there (the op alone differs the same way between CPU and GPU). On the
-H200 the compiled kernels matched the XLA layer bitwise for every entry
-(``test_the_kernels_match_the_xla_layer_on_the_gpu``).
+and blend entry, rotations and translations, and every PIL warp (timm's style) are bitwise
+the op's; a torchvision shear's nearest sample sits exactly on a half-pixel tie on whole rows
+(shear 0.3 at ``0.3 * (y + 0.5) = 0.5 + k``), where the pick follows the compiler's
+contraction of the coordinate's multiply-adds, so a few values may differ there (the op alone
+differs the same way between CPU and GPU). On the
+H200 the compiled kernels matched the XLA layer bitwise for every entry of the torchvision
+convention (``test_the_kernels_match_the_xla_layer_on_the_gpu``); PIL's warp has not been
+compiled by Triton yet, so CUDA keeps the compact layer for it (``_fused.PIL_ON_CUDA``).
 """
 
 from __future__ import annotations
@@ -23,24 +25,29 @@ from augjax.kernels.histogram import histogram
 from augjax.policies import _engine
 from augjax.policies._fused import supported
 
-#: The policies whose layers qualify for the kernels (torchvision's warp convention).
+#: The policies whose layers qualify for the kernels with torchvision's warp convention.
 KERNEL_POLICIES = ["ra-torchvision", "ra-dali", "ta-torchvision", "aa-imagenet",
                    "augmix-torchvision", "ra-pack-op"]
-#: The policies whose layers do not (PIL's warp): they keep the compact layer.
-OTHER_POLICIES = ["ra-timm", "aa-v0", "augmix-timm", "ra-mixed-conventions"]
-#: Entries whose nearest samples fall on exact half-pixel ties (see the module docstring).
-TIES = {"ShearX", "ShearY", "shear_x", "shear_y"}
+#: ... with PIL's (timm's style; on CUDA only where ``_fused.PIL_ON_CUDA``).
+PIL_POLICIES = ["ra-timm", "aa-v0", "aa-original", "augmix-timm"]
+#: Ops whose nearest samples fall on exact half-pixel ties under torchvision's convention
+#: (see the module docstring).
+TIES = {"shear_x", "shear_y"}
 
 
-def _check(got, want, entry, msg):
+def _ties(op) -> bool:
+    return op is not None and op.name in TIES and op.kwargs.get("convention") != "pil"
+
+
+def _check(got, want, op, msg):
     differ = got != want
-    if entry in TIES:
+    if _ties(op):
         assert differ.mean() <= 0.01, f"{msg}: {differ.sum()} values differ"
         return
     np.testing.assert_array_equal(got, want, err_msg=msg)
 
 
-@pytest.mark.parametrize("name", KERNEL_POLICIES)
+@pytest.mark.parametrize("name", KERNEL_POLICIES + PIL_POLICIES)
 def test_each_entry_through_the_kernels_is_the_op_alone(name, monkeypatch):
     policy = POLICIES[name]()
     x = _batch(np.uint8, n=8, h=20, w=24, seed=11)
@@ -51,7 +58,7 @@ def test_each_entry_through_the_kernels_is_the_op_alone(name, monkeypatch):
     for j, entry in enumerate(policy.space):
         forced = _forced(params, j)
         for chain, fused in chains.items():
-            _check(fused(x, forced), _alone(policy, x, forced, chain), entry.name,
+            _check(fused(x, forced), _alone(policy, x, forced, chain), policy.bound[j],
                    f"{name}: {entry.name}, chain {chain}")
 
 
@@ -83,17 +90,23 @@ def test_a_mixed_batch_through_the_kernels_is_the_switch(name, monkeypatch):
     for mode in ("switch", "fused"):
         monkeypatch.setattr(_engine, "LAYER", mode)
         out[mode] = _fused_chains(policy, name)[None](x, params)
-    chosen = {policy.space[j].name for j in np.unique(np.asarray(params["op"]))}
-    if chosen & TIES:
+    if any(_ties(policy.bound[j]) for j in np.unique(np.asarray(params["op"]))):
         assert (out["fused"] != out["switch"]).mean() <= 0.01
     else:
         np.testing.assert_array_equal(out["fused"], out["switch"])
 
 
-@pytest.mark.parametrize("name", OTHER_POLICIES)
-def test_layers_with_pil_warps_do_not_take_the_kernels(name):
-    policy = POLICIES[name]()
-    assert not supported(tuple(policy.bound), (20, 24, 3), np.uint8)
+@pytest.mark.parametrize("name", PIL_POLICIES)
+def test_layers_with_pil_warps_take_the_kernels_where_allowed(name):
+    bound = tuple(POLICIES[name]().bound)
+    assert supported(bound, (20, 24, 3), np.uint8)
+    assert not supported(bound, (20, 24, 3), np.uint8, pil=False)
+
+
+def test_a_layer_with_two_warp_conventions_does_not_take_the_kernels():
+    """timm's Rotate (PIL) and the registered rotate (torchvision) in one space: two warps."""
+    bound = tuple(POLICIES["ra-mixed-conventions"]().bound)
+    assert not supported(bound, (20, 24, 3), np.uint8)
 
 
 def test_only_uint8_images_of_one_or_three_channels_qualify():
@@ -135,8 +148,13 @@ def test_the_statistics_kernel_reads_only_what_is_asked():
 @pytest.mark.skipif(jax.default_backend() != "gpu", reason="needs a CUDA GPU (the kernels)")
 def test_the_kernels_match_the_xla_layer_on_the_gpu(monkeypatch):
     """Compiled by Triton: the histogram's atomic adds against XLA's scatter, and every entry
-    of the qualifying policies against the per-op switch on the same GPU, bitwise."""
+    of the qualifying policies against the per-op switch on the same GPU, bitwise (PIL's warp
+    included, which the library takes on CUDA only once this has passed:
+    ``_fused.PIL_ON_CUDA``)."""
+    from augjax.policies import _fused
     from augjax.policies._layer_kernel import stats_kernel
+
+    monkeypatch.setattr(_fused, "PIL_ON_CUDA", True)
 
     rng = np.random.default_rng(0)
     x = rng.integers(0, 256, (32, 224, 224, 3), dtype=np.uint8)
@@ -146,7 +164,7 @@ def test_the_kernels_match_the_xla_layer_on_the_gpu(monkeypatch):
     want = np.asarray(jax.jit(jax.vmap(lambda im: histogram(im.astype(jnp.int32))))(x))
     np.testing.assert_array_equal(hist[::2], want[::2])
     assert not hist[1::2].any()
-    for name in KERNEL_POLICIES:
+    for name in KERNEL_POLICIES + PIL_POLICIES:
         policy = POLICIES[name]()
         params = policy.sample(x, key=jax.random.key(8))
         out = {}
