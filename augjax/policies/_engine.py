@@ -15,6 +15,7 @@ compacted sub-batch of the samples that chose it (one warp, one blend, one level
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import math
 from typing import Any
@@ -55,6 +56,13 @@ __all__ = [
 #: compacted families otherwise), "compact" (compacted families everywhere), "families" (each
 #: family for every sample, everywhere), "switch" (the per-op switch, the reference).
 LAYER = "auto"
+
+#: How the enclosing :func:`scan_layers` runs its layers while its body is traced: "scan" (the
+#: CPU form) or "unroll" (the others'). A nested one (AugMix's layers inside its chains)
+#: follows it, and a layer traces only its platform's branch, instead of every form and
+#: branch again.
+_LAYERS_FORM: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "augjax_layers_form", default=None)
 
 
 class Levels:
@@ -218,6 +226,15 @@ def run_layer(entries, bound, op_index: jax.Array, applied: jax.Array, branches:
             return platform_dependent(
                 *args, cuda=fused,
                 default=lambda *a: run_fused(entries, bound, *a, owner, interpret=True)), True
+        # Inside scan_layers the platform is known: its scan is the CPU form, its unrolled
+        # layers the others' (tracing the dead branches cost seconds per policy on a GPU host)
+        form = _LAYERS_FORM.get()
+        if form == "scan":
+            return one_by_one(*args), True
+        if form == "unroll":
+            if live_platforms() - {"cpu"} == {"cuda"}:
+                return fused(*args), True
+            return platform_dependent(*args, cuda=fused, default=compact), True
         return platform_dependent(*args, cpu=one_by_one, cuda=fused, default=compact), True
 
     return layer(op_index, applied, branches, image)
@@ -283,7 +300,10 @@ def scan_layers(body, init: Any, xs: Any) -> Any:
     """``lax.scan(body, init, xs)``'s final carry (``body(carry, x) -> (carry, None)``) on a
     CPU, where the loop body compiles once; elsewhere the layers are unrolled: on an H200 a
     scan's loop cost more than its bodies' launches (B=256: TrivialAugmentWide's one layer
-    1.11 -> 0.83 ms, RandAugment's two 1.27 -> 1.17, AugMix 7.3 -> 6.9)."""
+    1.11 -> 0.83 ms, RandAugment's two 1.27 -> 1.17, AugMix 7.3 -> 6.9). Each unrolled layer
+    is traced on its own: on a host with a GPU, AugMix's first call traces for about 6 s
+    instead of 1 (measured on a CPU host made to trace both platforms' forms; the program
+    store keeps the result for later processes)."""
     length = jax.tree_util.tree_leaves(xs)[0].shape[0]
 
     def scanned(init, xs):
@@ -295,7 +315,22 @@ def scan_layers(body, init: Any, xs: Any) -> Any:
             carry, _ = body(carry, jax.tree_util.tree_map(lambda v, i=i: v[i], xs))
         return carry
 
-    return platform_dependent(init, xs, cpu=scanned, default=unrolled)
+    forms = {"scan": scanned, "unroll": unrolled}
+    form = _LAYERS_FORM.get()
+    if form is not None:
+        return forms[form](init, xs)
+
+    def traced_as(name):
+        def run(init, xs):
+            token = _LAYERS_FORM.set(name)
+            try:
+                return forms[name](init, xs)
+            finally:
+                _LAYERS_FORM.reset(token)
+
+        return run
+
+    return platform_dependent(init, xs, cpu=traced_as("scan"), default=traced_as("unroll"))
 
 
 def run_layers(entries, bound, op_index: jax.Array, applied: jax.Array,

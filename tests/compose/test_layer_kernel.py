@@ -177,3 +177,22 @@ def test_the_kernels_match_the_xla_layer_on_the_gpu(monkeypatch):
             for chain, want in out["switch"][j].items():
                 np.testing.assert_array_equal(out["auto"][j][chain], want,
                                               err_msg=f"{name}: {entry.name}, chain {chain}")
+
+
+@pytest.mark.parametrize("name", ["ra-torchvision", "augmix-torchvision"])
+def test_a_host_with_a_gpu_traces_both_forms_and_runs_the_cpu_one(name, monkeypatch):
+    """On a host with CUDA a policy's program holds the CPU form (a scan of sample-by-sample
+    layers) and the others' (unrolled layers, the kernels on CUDA): lowered for the CPU it
+    gives the CPU-only host's pixels."""
+    from augjax._runtime import platform
+
+    policy = POLICIES[name]()
+    x = _batch(np.uint8, n=6, h=16, w=16, seed=4)
+    params = policy.sample(x, key=jax.random.key(2))
+    want = np.asarray(jax.jit(jax.vmap(policy.run))(x, params))
+    both = lambda: frozenset({"cpu", "cuda"})
+    monkeypatch.setattr(platform, "live_platforms", both)
+    monkeypatch.setattr(_engine, "live_platforms", both)
+    lowered = jax.jit(jax.vmap(policy.run)).lower(x, params)
+    assert "triton" not in lowered.as_text()  # the CUDA branch (Pallas) traced, not lowered
+    np.testing.assert_array_equal(np.asarray(lowered.compile()(x, params)), want)
