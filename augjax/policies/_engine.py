@@ -188,6 +188,9 @@ def run_layer(entries, bound, op_index: jax.Array, applied: jax.Array, branches:
     mode = LAYER
     if mode == "switch":
         return run_layer_switch(entries, bound, op_index, applied, branches, image, owner)
+    # read now: the batching rule below may run after scan_layers has returned (a vmap
+    # around the scan batches its traced body later)
+    form = _LAYERS_FORM.get()
 
     @jax.custom_batching.custom_vmap
     def layer(op_index, applied, branches, image):
@@ -228,7 +231,6 @@ def run_layer(entries, bound, op_index: jax.Array, applied: jax.Array, branches:
                 default=lambda *a: run_fused(entries, bound, *a, owner, interpret=True)), True
         # Inside scan_layers the platform is known: its scan is the CPU form, its unrolled
         # layers the others' (tracing the dead branches cost seconds per policy on a GPU host)
-        form = _LAYERS_FORM.get()
         if form == "scan":
             return one_by_one(*args), True
         if form == "unroll":
@@ -301,7 +303,7 @@ def scan_layers(body, init: Any, xs: Any) -> Any:
     CPU, where the loop body compiles once; elsewhere the layers are unrolled: on an H200 a
     scan's loop cost more than its bodies' launches (B=256: TrivialAugmentWide's one layer
     1.11 -> 0.83 ms, RandAugment's two 1.27 -> 1.17, AugMix 7.3 -> 6.9). Each unrolled layer
-    is traced on its own: on a host with a GPU, AugMix's first call traces for about 6 s
+    is traced on its own: on a host with a GPU, AugMix's first call traces for about 4 s
     instead of 0.3-0.5 (measured on a CPU host made to trace both platforms' forms; the
     program store keeps the result for later processes), which its 6% faster calls repay
     within a training run."""
