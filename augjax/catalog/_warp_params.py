@@ -7,8 +7,8 @@ import jax.numpy as jnp
 
 from augjax._core.param import Param
 from augjax.catalog._fuse import (
-    EXACT_NONE,
     EXACT_HALF,
+    EXACT_NONE,
     EXACT_QUARTER,
     EXACT_THREE_QUARTERS,
 )
@@ -20,6 +20,7 @@ __all__ = [
     "TRANSLATE_MAX",
     "convention_param",
     "exact_paths",
+    "exact_source",
     "fill_param",
     "interpolation_param",
     "magnitude_param",
@@ -76,6 +77,14 @@ def exact_paths(image, out, code):
     h, w = image.shape[:2]
     i = jnp.arange(h, dtype=jnp.int32)[:, None]
     j = jnp.arange(w, dtype=jnp.int32)[None, :]
+    rows, cols = exact_source(i, j, code, h, w)
+    return jnp.where(code == EXACT_NONE, out, image[rows, cols])
+
+
+def exact_source(i, j, code, h: int, w: int):
+    """The source row and column of output pixel ``(i, j)`` (int32 arrays) under the exact
+    path ``code`` of an ``h`` x ``w`` image (:func:`exact_paths`; the identity for
+    ``EXACT_NONE`` and ``EXACT_COPY``)."""
     rows = jnp.where(code == EXACT_HALF, h - 1 - i, i)
     cols = jnp.where(code == EXACT_HALF, w - 1 - j, j)
     if h == w:  # rot90(image, 1)[i, j] = image[j, w-1-i]; rot90(image, 3)[i, j] = image[h-1-j, i]
@@ -83,4 +92,4 @@ def exact_paths(image, out, code):
         cols = jnp.where(code == EXACT_QUARTER, w - 1 - i, cols)
         rows = jnp.where(code == EXACT_THREE_QUARTERS, h - 1 - j, rows)
         cols = jnp.where(code == EXACT_THREE_QUARTERS, i, cols)
-    return jnp.where(code == EXACT_NONE, out, image[rows, cols])
+    return rows, cols

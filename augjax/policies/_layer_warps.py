@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
+from augjax.catalog._fuse import EXACT_NONE
+from augjax.catalog._warp_params import exact_source
+
 try:  # deprecated in JAX 0.11 (DeprecationWarning) in favour of Mosaic GPU; may go away
     from jax.experimental.pallas import triton as pl_triton
 except ImportError:  # pragma: no cover - JAX without the Triton backend
@@ -23,8 +26,6 @@ except ImportError:  # pragma: no cover - JAX without the Triton backend
 
 __all__ = ["gather", "round_half_even", "to_uint8", "warp_pil", "warp_torchvision"]
 
-#: ``exact_paths``' codes (:mod:`augjax.catalog._fuse`).
-_NONE, _COPY, _HALF, _QUARTER, _THREE_QUARTERS = range(5)
 
 
 def round_half_even(x):
@@ -179,12 +180,7 @@ def warp_pil(x_ref, par, ipar, fill_ref, p, *, h, w, c, interpolation, fill, exa
     if not exact:
         return warped
     code = ipar[7]
-    rows = jnp.where(code == _HALF, h - 1 - i, i)
-    cols = jnp.where(code == _HALF, w - 1 - j, j)
-    if h == w:  # rot90(image, 1)[i, j] = image[j, w-1-i]; rot90(image, 3)[i, j] = image[h-1-j, i]
-        rows = jnp.where(code == _QUARTER, j, rows)
-        cols = jnp.where(code == _QUARTER, w - 1 - i, cols)
-        rows = jnp.where(code == _THREE_QUARTERS, h - 1 - j, rows)
-        cols = jnp.where(code == _THREE_QUARTERS, i, cols)
+    rows, cols = exact_source(i, j, code, h, w)
     src = (rows * w + cols) * c
-    return tuple(jnp.where(code == _NONE, v, gather(x_ref, src + k)) for k, v in enumerate(warped))
+    return tuple(jnp.where(code == EXACT_NONE, v, gather(x_ref, src + k))
+                 for k, v in enumerate(warped))

@@ -2,11 +2,11 @@
 :mod:`augjax.policies._fused`) gives the pixels of each op alone.
 
 On a CPU the kernels run in Pallas' interpreter (compiled by XLA's CPU backend): every tone
-and blend entry, rotations and translations, and every PIL warp (timm's style) are bitwise
-the op's; a torchvision shear's nearest sample sits exactly on a half-pixel tie on whole rows
-(shear 0.3 at ``0.3 * (y + 0.5) = 0.5 + k``), where the pick follows the compiler's
-contraction of the coordinate's multiply-adds, so a few values may differ there (the op alone
-differs the same way between CPU and GPU). On the
+and blend entry and the nearest warps are bitwise the op's, but for two places where the
+compiler's contraction of a multiply-add decides, as it does between the op's own CPU and GPU
+programs: a torchvision shear's nearest sample sits exactly on a half-pixel tie on whole rows
+(shear 0.3 at ``0.3 * (y + 0.5) = 0.5 + k``), and a bilinear sample whose exact value is a
+whole level may be truncated (PIL) or rounded (torchvision) one level apart. On the
 H200 the compiled kernels matched the XLA layer bitwise for every entry of the torchvision
 convention (``test_the_kernels_match_the_xla_layer_on_the_gpu``); PIL's warp has not been
 compiled by Triton yet, so CUDA keeps the compact layer for it (``_fused.PIL_ON_CUDA``).
@@ -39,10 +39,19 @@ def _ties(op) -> bool:
     return op is not None and op.name in TIES and op.kwargs.get("convention") != "pil"
 
 
+def _bilinear(op) -> bool:
+    return op is not None and op.kwargs.get("interpolation") == "bilinear"
+
+
 def _check(got, want, op, msg):
+    """Bitwise, but for the two places where the compiler's contraction of a multiply-add
+    decides: a torchvision shear's half-pixel ties (any pick), and a bilinear sample whose
+    exact value is a whole level (one level, before truncation or rounding)."""
     differ = got != want
-    if _ties(op):
+    if _ties(op) or _bilinear(op):
         assert differ.mean() <= 0.01, f"{msg}: {differ.sum()} values differ"
+        if _bilinear(op):
+            assert np.abs(got.astype(int) - want).max(initial=0) <= 1, msg
         return
     np.testing.assert_array_equal(got, want, err_msg=msg)
 
@@ -80,6 +89,26 @@ def test_small_and_one_channel_images_through_the_kernels(h, w, c, monkeypatch):
                                       err_msg=f"{entry.name} on {x.shape}")
 
 
+@pytest.mark.parametrize("size", [(16, 16), (16, 24)], ids=["square", "oblong"])
+def test_pil_rotate_exact_paths_through_the_kernels(size, monkeypatch):
+    """timm's Rotate at whole quarter turns takes Image.rotate's exact copies and turns (the
+    quarter turns on square images only), in the kernel as in the op."""
+    policy = POLICIES["ra-timm"]()
+    x = _batch(np.uint8, n=8, h=size[0], w=size[1], seed=9)
+    assert supported(tuple(policy.bound), x.shape[1:], x.dtype)
+    params = policy.sample(x, key=jax.random.key(5))
+    j = policy.op_names.index("Rotate")
+    forced = _forced(params, j)
+    degrees = np.asarray([[0, 90], [90, 180], [180, 270], [270, -90], [-180, 360],
+                          [450, 0], [-270, 720], [90, 90]], np.float32)
+    branches = list(forced["branches"])
+    branches[j] = {**branches[j], "degrees": degrees}
+    forced["branches"] = tuple(branches)
+    monkeypatch.setattr(_engine, "LAYER", "fused")
+    got = _fused_chains(policy, "ra-timm")[None](x, forced)
+    np.testing.assert_array_equal(got, _alone(policy, x, forced))
+
+
 @pytest.mark.parametrize("name", ["ra-torchvision", "aa-imagenet"])
 def test_a_mixed_batch_through_the_kernels_is_the_switch(name, monkeypatch):
     """Each sample its own op and magnitude, some not applied: the per-op switch's pixels."""
@@ -90,7 +119,8 @@ def test_a_mixed_batch_through_the_kernels_is_the_switch(name, monkeypatch):
     for mode in ("switch", "fused"):
         monkeypatch.setattr(_engine, "LAYER", mode)
         out[mode] = _fused_chains(policy, name)[None](x, params)
-    if any(_ties(policy.bound[j]) for j in np.unique(np.asarray(params["op"]))):
+    if any(_ties(policy.bound[j]) or _bilinear(policy.bound[j])
+           for j in np.unique(np.asarray(params["op"]))):
         assert (out["fused"] != out["switch"]).mean() <= 0.01
     else:
         np.testing.assert_array_equal(out["fused"], out["switch"])
@@ -175,8 +205,11 @@ def test_the_kernels_match_the_xla_layer_on_the_gpu(monkeypatch):
                          for j in range(len(policy.space))]
         for j, entry in enumerate(policy.space):
             for chain, want in out["switch"][j].items():
-                np.testing.assert_array_equal(out["auto"][j][chain], want,
-                                              err_msg=f"{name}: {entry.name}, chain {chain}")
+                msg = f"{name}: {entry.name}, chain {chain}"
+                if name in PIL_POLICIES:  # not yet compiled by Triton: as in the interpreter
+                    _check(out["auto"][j][chain], want, policy.bound[j], msg)
+                else:  # bitwise on the H200, ties and bilinear samples included
+                    np.testing.assert_array_equal(out["auto"][j][chain], want, err_msg=msg)
 
 
 @pytest.mark.parametrize("name", ["ra-torchvision", "augmix-torchvision"])
