@@ -35,18 +35,12 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
-try:  # deprecated in JAX 0.11 (DeprecationWarning) in favour of Mosaic GPU; may go away
-    from jax.experimental.pallas import triton as pl_triton
-except ImportError:  # pragma: no cover - JAX without the Triton backend
-    pl_triton = None
-
 from augjax.catalog._tv_color import hue_planes
+from augjax.kernels._pallas import AVAILABLE, compiler_params, tile, tile_start
 from augjax.kernels.pixels import blend_gray, blend_planes, to_dtype
 
 __all__ = ["AVAILABLE", "IDENTITY", "jitter_kernel", "tile_size"]
 
-#: Whether this JAX has Pallas' Triton backend (else CUDA uses the XLA "gpu" form).
-AVAILABLE = pl_triton is not None
 #: Pixels per program (a power of two, as Triton's blocks must be).
 BLOCK = 512
 #: Warps per program.
@@ -59,7 +53,7 @@ IDENTITY = 4
 def tile_size(pixels: int) -> int:
     """The tile for an image of ``pixels`` pixels: :data:`BLOCK` (read when a program is
     traced), or the largest power of two that fits a smaller image."""
-    return min(BLOCK, 1 << (pixels.bit_length() - 1))
+    return tile(pixels, BLOCK)
 
 
 def _branches(dtype):
@@ -90,7 +84,7 @@ class _Layout:
 
     def start(self):
         """The tile's first pixel, moved back for the last tile to end at the image's end."""
-        return jnp.minimum(pl.program_id(0) * self.block, self.pixels - self.block)
+        return tile_start(self.pixels, self.block)
 
     def owned(self, start):
         """Mask of the tile's pixels that no earlier tile holds."""
@@ -139,9 +133,7 @@ def _call(kernel, out_shape, layout, interpret, *args):
     fn = pl.pallas_call(
         functools.partial(kernel, layout=layout),
         out_shape=out_shape(grid[0]), grid=grid, interpret=interpret,
-        # Triton, not Mosaic GPU (JAX's default for pallas_call on GPU): the kernels are
-        # written in Triton's model (one program per tile, blocks of values).
-        compiler_params=pl_triton.CompilerParams(num_warps=NUM_WARPS, num_stages=1))
+        compiler_params=compiler_params(NUM_WARPS))
     return fn(*args)
 
 

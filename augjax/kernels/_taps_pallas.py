@@ -10,11 +10,8 @@ A program takes ``block`` consecutive values of the ``(H, W * C)`` image; for ea
 reads the values at the cell's offset, the rows and columns reflected (reflect-101) inside the
 kernel, so the image is never padded (on an H200 at B=256, XLA's reflect padding of the uint8
 batch took 0.27 ms and a kernel reading the padded copy 0.23; this one takes 0.45 in all, its
-loads being per-value gathers). The sum is clamped and rounded half to
-even (Triton has no rounding instruction that JAX lowers; :func:`_round_half_even` is exact
-for the clamped range) and stored as uint8. The last tile of an image is moved back to end at
-the image's last value, so no access is out of bounds (the values it shares with the previous
-tile are computed twice, with the same result).
+loads being per-value gathers). The sum is clamped, rounded half to even and stored as uint8.
+Tiles and rounding are :mod:`augjax.kernels._pallas`'s.
 """
 
 from __future__ import annotations
@@ -26,15 +23,16 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
-try:  # deprecated in JAX 0.11 (DeprecationWarning) in favour of Mosaic GPU; may go away
-    from jax.experimental.pallas import triton as pl_triton
-except ImportError:  # pragma: no cover - JAX without the Triton backend
-    pl_triton = None
+from augjax.kernels._pallas import (
+    AVAILABLE,
+    compiler_params,
+    pl_triton,
+    round_half_even,
+    tile,
+    tile_start,
+)
 
 __all__ = ["AVAILABLE", "taps_kernel"]
-
-#: Whether this JAX has Pallas' Triton backend.
-AVAILABLE = pl_triton is not None
 #: Values per program (a power of two). 512 to 4096 measured within 5% of each other on an
 #: H200 (B=256, 224x224x3; an earlier form of this kernel that read a padded copy).
 BLOCK = 2048
@@ -58,17 +56,9 @@ def _reflect(t, n: int, reach: int):
     return jnp.minimum(m, period - m)
 
 
-def _round_half_even(x):
-    """``jnp.round`` of non-negative floats below 2**23 from floor and compares."""
-    f = jnp.floor(x)
-    d = x - f
-    odd = f - 2.0 * jnp.floor(f * 0.5)
-    return jnp.where(d > 0.5, f + 1.0, jnp.where(d < 0.5, f, f + odd))
-
-
 def _kernel(count_ref, dy_ref, dx_ref, wt_ref, x_ref, o_ref, *, h, w, c, block, reach):
     size = h * w * c
-    start = jnp.minimum(pl.program_id(0) * block, size - block)
+    start = tile_start(size, block)
     o = start + jnp.arange(block, dtype=jnp.int32)
     i = o // (w * c)
     rest = o - i * (w * c)
@@ -81,7 +71,7 @@ def _kernel(count_ref, dy_ref, dx_ref, wt_ref, x_ref, o_ref, *, h, w, c, block, 
         return acc + pl_triton.load(x_ref.at[src]).astype(jnp.float32) * wt_ref[k]
 
     acc = lax.fori_loop(0, count_ref[0], tap, jnp.zeros((block,), jnp.float32))
-    o_ref[pl.ds(start, block)] = _round_half_even(jnp.clip(acc, 0.0, 255.0)).astype(o_ref.dtype)
+    o_ref[pl.ds(start, block)] = round_half_even(jnp.clip(acc, 0.0, 255.0)).astype(o_ref.dtype)
 
 
 def taps_kernel(image: jax.Array, count: jax.Array, dy: jax.Array, dx: jax.Array,
@@ -94,14 +84,13 @@ def taps_kernel(image: jax.Array, count: jax.Array, dy: jax.Array, dx: jax.Array
     size = h * w * c
     if size == 0:
         return image
-    block = min(BLOCK, 1 << (size.bit_length() - 1))
+    block = tile(size, BLOCK)
     out = pl.pallas_call(
         functools.partial(_kernel, h=h, w=w, c=c, block=block, reach=reach),
         out_shape=jax.ShapeDtypeStruct((size,), image.dtype),
         grid=(pl.cdiv(size, block),),
         interpret=interpret,
-        # Triton, not Mosaic GPU (JAX's default for pallas_call on GPU)
-        compiler_params=pl_triton.CompilerParams(num_warps=NUM_WARPS, num_stages=1),
+        compiler_params=compiler_params(NUM_WARPS),
     )(jnp.reshape(count, (1,)).astype(jnp.int32), dy, dx, weights.astype(jnp.float32),
       image.reshape(size))
     return out.reshape(h, w, c)

@@ -35,25 +35,21 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
+from augjax.kernels._pallas import (
+    AVAILABLE,
+    compiler_params,
+    pl_triton,
+    round_half_even,
+    tile,
+    tile_start,
+)
 from augjax.kernels.histogram import histogram
 from augjax.kernels.pixels import LUMA
-from augjax.policies._layer_warps import (
-    gather,
-    round_half_even,
-    warp_pil,
-    warp_torchvision,
-)
-
-try:  # deprecated in JAX 0.11 (DeprecationWarning) in favour of Mosaic GPU; may go away
-    from jax.experimental.pallas import triton as pl_triton
-except ImportError:  # pragma: no cover - JAX without the Triton backend
-    pl_triton = None
+from augjax.policies._layer_warps import gather, warp_pil, warp_torchvision
 
 __all__ = ["AFFINE", "AVAILABLE", "BLEND", "KEEP", "LANES", "TONE", "layer_kernel",
            "stats_kernel"]
 
-#: Whether this JAX has Pallas' Triton backend.
-AVAILABLE = pl_triton is not None
 #: The per-image op codes of :func:`layer_kernel`.
 KEEP, TONE, AFFINE, BLEND = range(4)
 #: Blend kinds (``par[7]``): the gray image (saturation), the smoothed copy (sharpness).
@@ -81,15 +77,6 @@ PARAMS = 16
 IPARAMS = 8
 
 
-def _tile(pixels: int) -> int:
-    return min(BLOCK, 1 << (pixels.bit_length() - 1))
-
-
-def _start(pixels: int, block: int):
-    """The tile's first pixel, moved back for the last tile to end at the image's end."""
-    return jnp.minimum(pl.program_id(0) * block, pixels - block)
-
-
 def _planes(x_ref, start, block: int, c: int):
     return tuple(x_ref[pl.ds(start * c + k, block, stride=c)] for k in range(c))
 
@@ -99,7 +86,7 @@ def _planes(x_ref, start, block: int, c: int):
 def _stats_kernel(reads_ref, x_ref, _zeros_ref, hist_ref, lo_ref, hi_ref, gray_ref, *, h, w,
                   c, block, count):
     pixels = h * w
-    start = _start(pixels, block)
+    start = tile_start(pixels, block)
     tile = pl.program_id(0)
     reads = reads_ref[0]
 
@@ -150,7 +137,7 @@ def stats_kernel(image: jax.Array, reads: jax.Array, interpret: bool = False):
     """
     h, w, c = image.shape
     pixels = h * w
-    block = _tile(pixels)
+    block = tile(pixels, BLOCK)
     tiles = pl.cdiv(pixels, block)
     reads = jnp.asarray(reads, jnp.int32)
     counted = None
@@ -169,8 +156,7 @@ def stats_kernel(image: jax.Array, reads: jax.Array, interpret: bool = False):
         grid=(tiles,),
         input_output_aliases={2: 0},
         interpret=interpret,
-        # Triton, not Mosaic GPU (JAX's default for pallas_call on GPU)
-        compiler_params=pl_triton.CompilerParams(num_warps=NUM_WARPS, num_stages=1),
+        compiler_params=compiler_params(NUM_WARPS),
     )(jnp.reshape(reads, (1,)).astype(i32), image.reshape(pixels * c),
       jnp.zeros((LANES * c * 256,), jnp.float32))
     if counted is None:
@@ -233,7 +219,7 @@ def _blend(x_ref, par, planes, p, *, h, w, c):
 def _layer_kernel(code_ref, par_ref, ipar_ref, lut_ref, fill_ref, x_ref, o_ref, *, h, w, c,
                   block, interpolation, fill, convention, exact):
     pixels = h * w
-    start = _start(pixels, block)
+    start = tile_start(pixels, block)
     p = start + jnp.arange(block, dtype=jnp.int32)
     par = [par_ref[k] for k in range(PARAMS)]
 
@@ -286,7 +272,7 @@ def layer_kernel(image: jax.Array, code: jax.Array, par: jax.Array, ipar: jax.Ar
     pixels = h * w
     if pixels == 0:
         return image
-    block = _tile(pixels)
+    block = tile(pixels, BLOCK)
     kernel = functools.partial(_layer_kernel, h=h, w=w, c=c, block=block,
                                interpolation=interpolation, fill=fill is not None,
                                convention=convention, exact=exact)
@@ -296,7 +282,7 @@ def layer_kernel(image: jax.Array, code: jax.Array, par: jax.Array, ipar: jax.Ar
         out_shape=jax.ShapeDtypeStruct((pixels * c,), image.dtype),
         grid=(pl.cdiv(pixels, block),),
         interpret=interpret,
-        compiler_params=pl_triton.CompilerParams(num_warps=NUM_WARPS, num_stages=1),
+        compiler_params=compiler_params(NUM_WARPS),
     )(jnp.reshape(code, (1,)).astype(jnp.int32), par.astype(jnp.float32),
       ipar.astype(jnp.int32), lut.reshape(256 * c).astype(jnp.int32), fill_arg,
       image.reshape(pixels * c))

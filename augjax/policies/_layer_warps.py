@@ -18,23 +18,10 @@ import jax.numpy as jnp
 
 from augjax.catalog._fuse import EXACT_NONE
 from augjax.catalog._warp_params import exact_source
+from augjax.kernels._pallas import pl_triton, round_half_even
 
-try:  # deprecated in JAX 0.11 (DeprecationWarning) in favour of Mosaic GPU; may go away
-    from jax.experimental.pallas import triton as pl_triton
-except ImportError:  # pragma: no cover - JAX without the Triton backend
-    pl_triton = None
+__all__ = ["gather", "to_uint8", "warp_pil", "warp_torchvision"]
 
-__all__ = ["gather", "round_half_even", "to_uint8", "warp_pil", "warp_torchvision"]
-
-
-
-def round_half_even(x):
-    """``jnp.round`` (half to even) from floor and compares, for any float below 2**23 in
-    magnitude (Triton has no rounding instruction that JAX lowers)."""
-    f = jnp.floor(x)
-    d = x - f
-    odd = f - 2.0 * jnp.floor(f * 0.5)
-    return jnp.where(d > 0.5, f + 1.0, jnp.where(d < 0.5, f, f + odd))
 
 
 def to_uint8(v):

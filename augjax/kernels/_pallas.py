@@ -1,0 +1,53 @@
+"""What augjax's Pallas (Triton) kernels share: the backend, their tiles, their rounding.
+
+Every kernel works on tiles of ``block`` consecutive elements (a power of two, as Triton's
+blocks must be), one tile per program along grid axis 0; the last tile is moved back to end at
+the array's last element, so no access is out of bounds and no tail masking is needed (the
+elements it shares with the previous tile are computed twice, with the same result).
+
+Imported only by the kernel modules, which are imported when a program is traced: importing
+Pallas takes about 0.1 s.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+try:  # deprecated in JAX 0.11 (DeprecationWarning) in favour of Mosaic GPU; may go away
+    from jax.experimental.pallas import triton as pl_triton
+except ImportError:  # pragma: no cover - JAX without the Triton backend
+    pl_triton = None
+
+__all__ = ["AVAILABLE", "compiler_params", "pl_triton", "round_half_even", "tile",
+           "tile_start"]
+
+#: Whether this JAX has Pallas' Triton backend.
+AVAILABLE = pl_triton is not None
+
+
+def tile(size: int, block: int) -> int:
+    """The tile of an array of ``size`` elements: ``block``, or the largest power of two that
+    fits a smaller array."""
+    return min(block, 1 << (size.bit_length() - 1))
+
+
+def tile_start(size: int, block: int):
+    """The first element of this program's tile, the last tile moved back to end at
+    ``size``."""
+    return jnp.minimum(pl.program_id(0) * block, size - block)
+
+
+def round_half_even(x):
+    """``jnp.round`` (half to even) from floor and compares, for floats below 2**23 in
+    magnitude (Triton has no rounding instruction that JAX lowers)."""
+    f = jnp.floor(x)
+    d = x - f
+    odd = f - 2.0 * jnp.floor(f * 0.5)
+    return jnp.where(d > 0.5, f + 1.0, jnp.where(d < 0.5, f, f + odd))
+
+
+def compiler_params(num_warps: int):
+    """Triton's compile options, which also select Triton over Mosaic GPU (JAX's default for
+    ``pallas_call`` on a GPU): the kernels are written in Triton's model."""
+    return pl_triton.CompilerParams(num_warps=num_warps, num_stages=1)
