@@ -27,7 +27,7 @@ from augjax._core.magnitude import ENHANCE
 from augjax._core.param import Param
 from augjax._core.spec import op
 from augjax.catalog._fuse import Blend, ImageStats, Tone, fused
-from augjax.kernels.histogram import lookup, stretch
+from augjax.kernels.histogram import level_ramp, lookup, stretch
 from augjax.kernels.pixels import (
     bound,
     from_unit,
@@ -193,8 +193,7 @@ def autocontrast(image, params):
     stats = ImageStats(image)
     if image.dtype != jnp.uint8:
         return _autocontrast_levels(image, params, stats)
-    c = image.shape[-1]
-    ramp = jnp.broadcast_to(jnp.arange(256, dtype=jnp.uint8)[:, None, None], (256, 1, c))
+    ramp = level_ramp(jnp.uint8, image.shape[-1])
     return lookup(image, _autocontrast_levels(ramp, params, stats)[:, 0, :])
 
 

@@ -23,7 +23,7 @@ from augjax._runtime.platform import platform_dependent
 from augjax.kernels.batching import broadcast_unbatched
 from augjax.kernels.pixels import bound
 
-__all__ = ["equalize_lut", "histogram", "lookup", "stretch", "value_range"]
+__all__ = ["equalize_lut", "histogram", "level_ramp", "lookup", "stretch", "value_range"]
 
 
 def histogram(levels: jax.Array, bins: int = 256, needed: jax.Array | None = None) -> jax.Array:
@@ -138,6 +138,12 @@ def _stored(table: jax.Array) -> jax.Array:
     t = table.astype(jnp.int32)
     steps = jnp.concatenate([t[:1], t[1:] - t[:-1]], axis=0)
     return jnp.cumsum(steps, axis=0).astype(table.dtype)
+
+
+def level_ramp(dtype, channels: int) -> jax.Array:
+    """Every level ``0..255`` as a ``(256, 1, channels)`` image of ``dtype``: a level map
+    applied to it gives the per-channel table that :func:`lookup` applies to a whole image."""
+    return jnp.broadcast_to(jnp.arange(256, dtype=dtype)[:, None, None], (256, 1, channels))
 
 
 def lookup(levels: jax.Array, lut: jax.Array) -> jax.Array:

@@ -31,7 +31,7 @@ from augjax.catalog._fuse import Affine, Blend, ImageStats, Tone, member
 from augjax.catalog._warp_params import exact_paths
 from augjax.catalog.tone import sharpen, sharpness_smooth
 from augjax.chain._element import check_op_input, run_op
-from augjax.kernels.histogram import lookup
+from augjax.kernels.histogram import level_ramp, lookup
 from augjax.kernels.pixels import bound, is_int, to_dtype
 from augjax.kernels.warp import check_fill, warp_affine
 from augjax.kernels.warp_pil import warp_affine_pil
@@ -180,8 +180,7 @@ def tone_table(image: jax.Array, items, pos: jax.Array, chosen: jax.Array,
     """The chosen tone member's ``(256, C)`` table for an integer image (arguments as
     :func:`_tone`'s)."""
     stats = _stats(image, items, pos, chosen, preset)
-    c = image.shape[-1]
-    ramp = jnp.broadcast_to(jnp.arange(256, dtype=image.dtype)[:, None, None], (256, 1, c))
+    ramp = level_ramp(image.dtype, image.shape[-1])
     tables = [_level_map(op, p, m, ramp, stats) for op, p, m in items]
     return _pick(tables, pos)[:, 0, :]
 
