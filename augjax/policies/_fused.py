@@ -202,10 +202,8 @@ def _tables(images, members, params, pos, chosen, interpret):
             preset["range"] = (lo.astype(jnp.float32), hi.astype(jnp.float32))
         if "gray_mean" in names:  # augjax.kernels.pixels.mean_gray's integer form
             preset["gray_mean"] = gray.astype(jnp.float32) * (np.float32(1) / np.float32(h * w))
-    items = [(op, None, m) for op, m in members]
-
     def one(image, p, pos_, chosen_, preset_):
-        its = [(op, pp, m) for (op, _, m), pp in zip(items, p)]
-        return tone_table(image, its, pos_, chosen_, preset_)
+        items = [(op, pp, m) for (op, m), pp in zip(members, p)]
+        return tone_table(image, items, pos_, chosen_, preset_)
 
     return jax.vmap(one)(images, params, pos, chosen, preset).astype(jnp.int32)

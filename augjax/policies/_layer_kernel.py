@@ -193,11 +193,13 @@ def _blend(x_ref, par, planes, p, *, h, w, c):
     x = [v.astype(jnp.float32) for v in planes]
     f = par[6]
     kind = par[7]
-    if c == 1:
-        d = x[0]
-    else:  # blend_gray, floored
-        d = jnp.floor(x[0] * LUMA[0] + x[1] * LUMA[1] + x[2] * LUMA[2])
-    v = [xk * f + d * (1.0 - f) for xk in x]
+
+    def gray(_):
+        if c == 1:
+            d = x[0]
+        else:  # blend_gray, floored
+            d = jnp.floor(x[0] * LUMA[0] + x[1] * LUMA[1] + x[2] * LUMA[2])
+        return tuple(xk * f + d * (1.0 - f) for xk in x)
 
     def sharp(_):
         if h <= 2 or w <= 2:  # sharpness leaves images without an inside unchanged
@@ -212,7 +214,7 @@ def _blend(x_ref, par, planes, p, *, h, w, c):
             out.append(jnp.where(border, xk, xk + (c_hi * a + (cf - c_hi) * a)))
         return tuple(out)
 
-    v = lax.cond(kind == SMOOTH, sharp, lambda _: tuple(v), None)
+    v = lax.cond(kind == SMOOTH, sharp, gray, None)
     return tuple(jnp.floor(jnp.clip(vk, 0.0, 255.0)).astype(jnp.uint8) for vk in v)
 
 
