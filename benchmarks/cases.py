@@ -234,8 +234,7 @@ def augjax_policies() -> dict[str, Any]:
     return {
         "rand_augment": P.rand_augment(n=2, m=9),
         "rand_augment_3ops": P.rand_augment(n=2, m=9, ops=THREE_OPS),
-        # timm's recipe string (PIL warps: on CUDA the compact layer until
-        # augjax.policies._fused.PIL_ON_CUDA is on)
+        # timm's recipe string (PIL's warp convention)
         "rand_augment_timm": P.from_timm("rand-m9-mstd0.5-inc1"),
         "trivial_augment_wide": P.trivial_augment_wide(),
         "auto_augment": P.auto_augment(),

@@ -114,9 +114,10 @@ class ImageStats:
 
     @functools.cached_property
     def levels(self) -> jax.Array:
-        """The image as int32 uint8 levels (float images quantized as torchvision's equalize)."""
-        x = self.image
-        return (x if is_int(self.dtype) else from_unit(x, jnp.uint8)).astype(jnp.int32)
+        """The image's uint8 levels (float images quantized as torchvision's equalize; other
+        integer images as int32)."""
+        x = self.image if is_int(self.dtype) else from_unit(self.image, jnp.uint8)
+        return x if x.dtype == jnp.uint8 else x.astype(jnp.int32)
 
     @functools.cached_property
     def equalize(self) -> tuple[jax.Array, jax.Array]:

@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
 
+from augjax._runtime.partition import partitioned
 from augjax._runtime.platform import platform_dependent
 from augjax.kernels.batching import broadcast_unbatched
 from augjax.kernels.pixels import bound
@@ -69,11 +70,38 @@ def _flat_histogram(levels: jax.Array, bins: int, needed: jax.Array | None = Non
 
 
 def _any_histogram(levels: jax.Array, bins: int, needed: jax.Array | None = None) -> jax.Array:
-    """:func:`_flat_histogram` with one lane on a CPU, :data:`GPU_LANES` elsewhere."""
-    return platform_dependent(
-        levels, needed,
-        cpu=lambda v, m: _flat_histogram(v, bins, m),
-        default=lambda v, m: _flat_histogram(v, bins, m, GPU_LANES))
+    """:func:`_flat_histogram` with one lane on a CPU; on CUDA the Pallas kernel of
+    :mod:`augjax.kernels._histogram_pallas` for uint8 images and 256 bins; elsewhere the flat
+    scatter with :data:`GPU_LANES` lanes."""
+
+    def gpu(v, m):
+        return _flat_histogram(v, bins, m, GPU_LANES)
+
+    *_, h, w, _ = levels.shape
+    if (bins != 256 or levels.dtype != jnp.uint8 or not 0 < h * w < 2**24 or partitioned()
+            or not _pallas_available()):
+        return platform_dependent(levels, needed, cpu=lambda v, m: _flat_histogram(v, bins, m),
+                                  default=gpu)
+    return platform_dependent(levels, needed, cpu=lambda v, m: _flat_histogram(v, bins, m),
+                              cuda=_pallas_histogram, default=gpu)
+
+
+def _pallas_histogram(levels: jax.Array, needed: jax.Array | None) -> jax.Array:
+    """256-bin counts of uint8 ``(..., H, W, C)`` images, one Pallas kernel over the batch
+    (H200, B=256, 224x224x3: 0.040 ms, against about 0.49 for the 32-lane scatter)."""
+    from augjax.kernels._histogram_pallas import image_histogram
+
+    *lead, h, w, c = levels.shape
+    flat = levels.reshape(-1, h, w, c)
+    keep = (jnp.ones((flat.shape[0],), bool) if needed is None
+            else jnp.broadcast_to(needed, lead).reshape(-1))
+    return jax.vmap(image_histogram)(flat, keep).reshape(*lead, 256, c)
+
+
+def _pallas_available() -> bool:
+    from augjax.kernels._histogram_pallas import AVAILABLE
+
+    return AVAILABLE
 
 
 @functools.cache

@@ -23,7 +23,6 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-import augjax.policies._fused as fused_layer
 from augjax._plugins.registry import REGISTRY
 from augjax._runtime.bound import BoundOp
 from augjax._runtime.partition import partitioned
@@ -209,14 +208,12 @@ def run_layer(entries, bound, op_index: jax.Array, applied: jax.Array, branches:
         def compact(*args):
             return run_compact(entries, bound, *args, owner, shares)
 
-        def qualifies(cuda: bool):
+        def qualifies():
             image = args[3]
-            return supported(tuple(bound), image.shape[1:], image.dtype,
-                             pil=fused_layer.PIL_ON_CUDA or not cuda)
+            return supported(tuple(bound), image.shape[1:], image.dtype)
 
         def fused(*args):
-            return run_fused(entries, bound, *args, owner) if qualifies(True) else \
-                compact(*args)
+            return run_fused(entries, bound, *args, owner) if qualifies() else compact(*args)
 
         # a sharded batch neither loops (serial) nor compacts (a gather across devices)
         if mode == "families" or partitioned():
@@ -224,7 +221,7 @@ def run_layer(entries, bound, op_index: jax.Array, applied: jax.Array, branches:
         if mode == "compact":
             return compact(*args), True
         if mode == "fused":  # the kernels, interpreted off CUDA (tests)
-            if not qualifies("cuda" in live_platforms()):
+            if not qualifies():
                 return compact(*args), True
             return platform_dependent(
                 *args, cuda=fused,

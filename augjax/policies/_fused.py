@@ -8,8 +8,7 @@ layer pass writes every image through its own op. There are no gathers into sub-
 scatters back and no conditional (:mod:`augjax.policies._compact` needs all three).
 
 :func:`supported` says which layers qualify: uint8 images of 1 or 3 channels; blend members
-of the gray and smooth kinds; at most one affine group, of torchvision's or PIL's convention
-(PIL's only where :data:`PIL_ON_CUDA` allows it on CUDA); at most 2**24 pixels per image (the
+of the gray and smooth kinds; at most one affine group, of torchvision's or PIL's convention; at most 2**24 pixels per image (the
 histogram's float32 counts stay exact); and, where a member reads the mean gray, images whose
 gray sum is exact in int32 rows (``mean_gray``'s integer form). Entries
 without a family go through the per-entry switch over the batch, as in the other forms.
@@ -57,17 +56,11 @@ def _convention(op: Any) -> str:
     return op.kwargs.get("convention", "torchvision")
 
 
-#: Whether layers with PIL's warp (timm's style) take the kernels on CUDA. The PIL warp of
-#: :mod:`augjax.policies._layer_warps` has been checked in Pallas' interpreter only; it is
-#: turned on once ``test_the_kernels_match_the_xla_layer_on_the_gpu`` has passed on a GPU.
-PIL_ON_CUDA = False
-
 
 @functools.lru_cache(maxsize=256)
-def supported(bound_ops: tuple[Any, ...], shape: tuple[int, ...], dtype: Any,
-              pil: bool = True) -> bool:
+def supported(bound_ops: tuple[Any, ...], shape: tuple[int, ...], dtype: Any) -> bool:
     """Whether a layer over the op space ``bound_ops`` on images of ``shape`` (H, W, C) and
-    ``dtype`` can run as the kernels (``pil``: with PIL's warp convention too)."""
+    ``dtype`` can run as the kernels."""
     h, w, c = shape
     if not _kernels().AVAILABLE or jnp.dtype(dtype) != jnp.uint8 or c not in (1, 3):
         return False
@@ -79,8 +72,7 @@ def supported(bound_ops: tuple[Any, ...], shape: tuple[int, ...], dtype: Any,
         if key[0] == "affine":
             affine += 1
             conventions = {_convention(bound_ops[j]) for j, _ in items}
-            if len(conventions) > 1 or not conventions <= ({"torchvision", "pil"} if pil
-                                                           else {"torchvision"}):
+            if len(conventions) > 1 or not conventions <= {"torchvision", "pil"}:
                 return False
             if key[2] not in ("nearest", "bilinear"):
                 return False

@@ -10,7 +10,8 @@ Two kernels, both per image (``vmap`` adds the batch to the grid), over tiles of
 pixels read straight from the interleaved uint8 ``(H, W, C)`` image (one strided load per
 channel):
 
-- :func:`stats_kernel`: the statistics the tone ops read (equalize's histogram, autocontrast's
+- :func:`stats_kernel`: the statistics the tone ops read (equalize's histogram, each tile's
+  counted by Triton's ``histogram`` (:mod:`augjax.kernels._histogram_pallas`), autocontrast's
   range, contrast's gray sum), each only for the images whose op reads it; the other images'
   programs return at once.
 - :func:`layer_kernel`: per image one of
@@ -35,6 +36,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
+import augjax.kernels._histogram_pallas as _hp
 from augjax.kernels._pallas import (
     AVAILABLE,
     compiler_params,
@@ -47,7 +49,7 @@ from augjax.kernels.histogram import histogram
 from augjax.kernels.pixels import LUMA
 from augjax.policies._layer_warps import gather, warp_pil, warp_torchvision
 
-__all__ = ["AFFINE", "AVAILABLE", "BLEND", "KEEP", "LANES", "TONE", "layer_kernel",
+__all__ = ["AFFINE", "AVAILABLE", "BLEND", "KEEP", "TONE", "layer_kernel",
            "stats_kernel"]
 
 #: The per-image op codes of :func:`layer_kernel`.
@@ -59,16 +61,10 @@ GRAY, SMOOTH = 2, 3
 BLOCK = 1024
 #: Warps per program.
 NUM_WARPS = 4
-#: Sub-histograms per channel: neighbouring pixels count into different copies, so the atomic
-#: adds of one warp rarely meet on one address (XLA's scatter uses 32,
-#: :data:`augjax.kernels.histogram.GPU_LANES`). Here every image's copies are summed after the
-#: kernel, readers or not: with 32 that sum (25 MB at B=256) took 0.07 ms per layer on an H200.
-#: The counts are float32 (exact below 2**24 in any order): JAX's Triton lowering picks an
-#: integer or a float atomic add by testing the value's type for an integer, and a vector's
-#: type is a tensor type, so an int32 vector is added as a float. With int32 counts this
-#: kernel's equalize tables were wrong on an H200 (48% of the values differed from XLA's);
-#: with float32 counts the histograms are XLA's, bitwise.
-LANES = 8
+#: Pixels per program of :func:`stats_kernel` (each tile adds its ``C * 256`` counts to memory
+#: once, so a larger tile means fewer atomic adds) and its warps.
+STATS_BLOCK = _hp.BLOCK
+STATS_WARPS = _hp.NUM_WARPS
 #: The per-image float parameters of :func:`layer_kernel`: the warp's 6 coefficients, the
 #: blend factor and kind, and for PIL's bilinear warp its 4 split coefficients (8 values).
 PARAMS = 16
@@ -94,15 +90,12 @@ def _stats_kernel(reads_ref, x_ref, _zeros_ref, hist_ref, lo_ref, hi_ref, gray_r
     def _():
         p = start + jnp.arange(block, dtype=jnp.int32)
         owned = p >= tile * block  # pixels no earlier tile holds (counted once)
-        planes = [v.astype(jnp.int32) for v in _planes(x_ref, start, block, c)]
+        planes = _hp.planes(x_ref, start, block, c)
 
-        if count:  # static: False where interpreted
+        if count:  # static: False where Triton's histogram is not available
             @pl.when((reads & 1) != 0)
             def _():
-                lane = (p % LANES) * (c * 256)
-                one = jnp.ones((block,), jnp.float32)
-                for k, v in enumerate(planes):
-                    pl_triton.atomic_add(hist_ref, lane + k * 256 + v, one, mask=owned)
+                _hp.add_tile_counts(hist_ref, planes, owned)
 
         @pl.when((reads & 2) != 0)
         def _():
@@ -126,43 +119,42 @@ def stats_kernel(image: jax.Array, reads: jax.Array, interpret: bool = False):
     Args:
         image: the image.
         reads: int32 bits: 1 the histogram, 2 the range, 4 the gray sum (C is 1 or 3).
-        interpret: run with Pallas' interpreter (CPU, tests); the histogram is then XLA's
-            (:func:`augjax.kernels.histogram`): the interpreter does not add an atomic add's
-            repeated indices.
+        interpret: run with Pallas' interpreter (CPU, tests).
 
     Returns:
         ``(hist, lo, hi, gray)``: ``hist`` ``(256, C)`` int32 counts (zeros unless asked);
         ``lo``, ``hi`` ``(C,)`` int32 and ``gray`` the int32 sum of the floored gray (each
-        meaningless unless asked).
+        meaningless unless asked). Where this JAX's Triton lowering has no histogram
+        (:data:`augjax.kernels._histogram_pallas.AVAILABLE`), the histogram is XLA's
+        (:func:`augjax.kernels.histogram`).
     """
     h, w, c = image.shape
     pixels = h * w
-    block = tile(pixels, BLOCK)
+    block = tile(pixels, STATS_BLOCK)
     tiles = pl.cdiv(pixels, block)
     reads = jnp.asarray(reads, jnp.int32)
     counted = None
-    if interpret:  # the interpreter sets, not adds, an atomic add's repeated indices
-        counted = histogram(image.astype(jnp.int32), needed=(reads & 1) != 0)
+    if not _hp.AVAILABLE:
+        counted = histogram(image, needed=(reads & 1) != 0)
         reads = reads & ~1
     kernel = functools.partial(_stats_kernel, h=h, w=w, c=c, block=block,
                                count=counted is None)
     i32 = jnp.int32
     hist, lo, hi, gray = pl.pallas_call(
         kernel,
-        out_shape=(jax.ShapeDtypeStruct((LANES * c * 256,), jnp.float32),
+        out_shape=(jax.ShapeDtypeStruct((c * 256,), jnp.float32),
                    jax.ShapeDtypeStruct((tiles * c,), i32),
                    jax.ShapeDtypeStruct((tiles * c,), i32),
                    jax.ShapeDtypeStruct((tiles,), i32)),
         grid=(tiles,),
         input_output_aliases={2: 0},
         interpret=interpret,
-        compiler_params=compiler_params(NUM_WARPS),
+        compiler_params=compiler_params(STATS_WARPS),
     )(jnp.reshape(reads, (1,)).astype(i32), image.reshape(pixels * c),
-      jnp.zeros((LANES * c * 256,), jnp.float32))
+      jnp.zeros((c * 256,), jnp.float32))
     if counted is None:
-        counted = hist.astype(i32).reshape(LANES, c, 256).sum(axis=0).T
-    hist = counted
-    return (hist, lo.reshape(tiles, c).min(axis=0), hi.reshape(tiles, c).max(axis=0),
+        counted = hist.astype(i32).reshape(c, 256).T
+    return (counted, lo.reshape(tiles, c).min(axis=0), hi.reshape(tiles, c).max(axis=0),
             gray.sum())
 
 

@@ -8,8 +8,8 @@ programs: a torchvision shear's nearest sample sits exactly on a half-pixel tie 
 (shear 0.3 at ``0.3 * (y + 0.5) = 0.5 + k``), and a bilinear sample whose exact value is a
 whole level may be truncated (PIL) or rounded (torchvision) one level apart. On the
 H200 the compiled kernels matched the XLA layer bitwise for every entry of the torchvision
-convention (``test_the_kernels_match_the_xla_layer_on_the_gpu``); PIL's warp has not been
-compiled by Triton yet, so CUDA keeps the compact layer for it (``_fused.PIL_ON_CUDA``).
+convention, and within the tolerance above for PIL's
+(``test_the_kernels_match_the_xla_layer_on_the_gpu``).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from augjax.policies._fused import supported
 #: The policies whose layers qualify for the kernels with torchvision's warp convention.
 KERNEL_POLICIES = ["ra-torchvision", "ra-dali", "ta-torchvision", "aa-imagenet",
                    "augmix-torchvision", "ra-pack-op"]
-#: ... with PIL's (timm's style; on CUDA only where ``_fused.PIL_ON_CUDA``).
+#: ... with PIL's (timm's style).
 PIL_POLICIES = ["ra-timm", "aa-v0", "aa-original", "augmix-timm"]
 #: Ops whose nearest samples fall on exact half-pixel ties under torchvision's convention
 #: (see the module docstring).
@@ -127,10 +127,9 @@ def test_a_mixed_batch_through_the_kernels_is_the_switch(name, monkeypatch):
 
 
 @pytest.mark.parametrize("name", PIL_POLICIES)
-def test_layers_with_pil_warps_take_the_kernels_where_allowed(name):
+def test_layers_with_pil_warps_take_the_kernels(name):
     bound = tuple(POLICIES[name]().bound)
     assert supported(bound, (20, 24, 3), np.uint8)
-    assert not supported(bound, (20, 24, 3), np.uint8, pil=False)
 
 
 def test_a_layer_with_two_warp_conventions_does_not_take_the_kernels():
@@ -177,14 +176,12 @@ def test_the_statistics_kernel_reads_only_what_is_asked():
 @pytest.mark.gpu
 @pytest.mark.skipif(jax.default_backend() != "gpu", reason="needs a CUDA GPU (the kernels)")
 def test_the_kernels_match_the_xla_layer_on_the_gpu(monkeypatch):
-    """Compiled by Triton: the histogram's atomic adds against XLA's scatter, and every entry
-    of the qualifying policies against the per-op switch on the same GPU, bitwise (PIL's warp
-    included, which the library takes on CUDA only once this has passed:
-    ``_fused.PIL_ON_CUDA``)."""
-    from augjax.policies import _fused
+    """Compiled by Triton: the statistics kernel's histogram (per-tile Triton histograms)
+    against XLA's scatter, and every entry of the qualifying policies against the per-op
+    switch on the same GPU, bitwise (PIL's warp convention too: every entry of its policies
+    was bitwise on the H200, although the interpreter allows one level on bilinear whole
+    levels)."""
     from augjax.policies._layer_kernel import stats_kernel
-
-    monkeypatch.setattr(_fused, "PIL_ON_CUDA", True)
 
     rng = np.random.default_rng(0)
     x = rng.integers(0, 256, (32, 224, 224, 3), dtype=np.uint8)
@@ -206,10 +203,8 @@ def test_the_kernels_match_the_xla_layer_on_the_gpu(monkeypatch):
         for j, entry in enumerate(policy.space):
             for chain, want in out["switch"][j].items():
                 msg = f"{name}: {entry.name}, chain {chain}"
-                if name in PIL_POLICIES:  # not yet compiled by Triton: as in the interpreter
-                    _check(out["auto"][j][chain], want, policy.bound[j], msg)
-                else:  # bitwise on the H200, ties and bilinear samples included
-                    np.testing.assert_array_equal(out["auto"][j][chain], want, err_msg=msg)
+                # bitwise on the H200, ties and bilinear samples included
+                np.testing.assert_array_equal(out["auto"][j][chain], want, err_msg=msg)
 
 
 @pytest.mark.parametrize("name", ["ra-torchvision", "augmix-torchvision"])
