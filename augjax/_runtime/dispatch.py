@@ -129,7 +129,8 @@ def apply_steps(
         raise InputError(f"{name}: argument 'images' must be a batch, got a scalar", op=name)
     tspec, arrays = _targets(name, targets, images, layout)
     random = any(step.spec.random for step in steps)
-    keys = sample_keys(key, images.shape[0], name) if random else None
+    # one key stays one: the sampler's program splits it
+    keys = sample_keys(key, images.shape[0], name, split=False) if random else None
     program = array_program(tuple(steps), layout, start, array_spans_devices(images), tspec)
     # A batch smaller than one this program ran with runs padded to it: no new compile.
     out, labels, *moved = _padding.call(program, steps, (images, labels, keys, *arrays))

@@ -21,7 +21,8 @@ import numpy as np
 
 from augjax.errors import InputError, KeyRequiredError
 
-__all__ = ["keys_from_seeds", "index_seeds", "sample_keys", "op_keys", "SEED_HIGH"]
+__all__ = ["keys_from_seeds", "index_seeds", "op_keys", "per_sample_keys", "sample_keys",
+           "SEED_HIGH"]
 
 #: Seeds are drawn from [0, SEED_HIGH] as INT32 (larger bounds give negative or zero draws in
 #: DALI 2.4, DALI.md section 3.2).
@@ -95,9 +96,11 @@ def _is_typed(key: jax.Array) -> bool:
 _split = jax.jit(jax.random.split, static_argnums=1)
 
 
-def sample_keys(key: object, batch_size: int, op: str) -> jax.Array:
+def sample_keys(key: object, batch_size: int, op: str, split: bool = True) -> jax.Array:
     """One typed key per sample from ``key``: a single key (typed or legacy uint32 ``(2,)``),
-    which is split ``batch_size`` ways, or a batch of ``batch_size`` keys.
+    which is split ``batch_size`` ways, or a batch of ``batch_size`` keys. With ``split=False``
+    a single key comes back as one typed key (shape ``()``), for a program that splits it
+    itself (:func:`per_sample_keys`): the same keys, without a program of its own.
 
     Raises:
         KeyRequiredError: ``key`` is None.
@@ -127,7 +130,7 @@ def sample_keys(key: object, batch_size: int, op: str) -> jax.Array:
         key = jax.random.wrap_key_data(key)
     shape = key.shape
     if not shape:
-        return _split(key, batch_size)
+        return _split(key, batch_size) if split else key
     if shape != (batch_size,):
         raise InputError(
             f"{op}: argument 'key' expects one key or {batch_size} keys (one per sample), "
@@ -136,6 +139,12 @@ def sample_keys(key: object, batch_size: int, op: str) -> jax.Array:
             argument="key",
         )
     return key
+
+
+def per_sample_keys(keys: jax.Array, batch_size: int) -> jax.Array:
+    """``keys`` as one key per sample: a single typed key (``sample_keys(..., split=False)``)
+    split ``batch_size`` ways, a batch of keys as it is. Traceable."""
+    return _split(keys, batch_size) if keys.ndim == 0 else keys
 
 
 def op_keys(keys: jax.Array, position: int) -> jax.Array:

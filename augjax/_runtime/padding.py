@@ -40,6 +40,8 @@ import jax
 import numpy as np
 from jax.sharding import SingleDeviceSharding
 
+from augjax._runtime.keys import per_sample_keys
+
 __all__ = ["call", "enabled", "layout", "no_padding", "paddable", "record"]
 
 #: Batch-level ops that pair sample ``i`` with ``N - 1 - i`` and draw batch-wide values from the
@@ -141,7 +143,8 @@ def _padded_size(program: Any, sig: Any, n: int) -> int | None:
 
 
 def call(program: Callable[..., Any], steps: Sequence[Any], args: Sequence[Any]) -> Any:
-    """``program(*args)`` where every non-None arg has the batch as leading axis; a batch
+    """``program(*args)`` where every non-None arg has the batch as leading axis (but a single
+    key of shape ``()``, which the program splits per sample itself); a batch
     smaller than one ``program`` already ran with is padded to that size and the outputs (a
     pytree of arrays with a leading batch axis, or None leaves) cut back to the real samples.
     """
@@ -156,7 +159,9 @@ def call(program: Callable[..., Any], steps: Sequence[Any], args: Sequence[Any])
             record(program, args, sig)
         return out
     source, position = layout(n, size)
-    out = program(*_take(tuple(args), source))
+    # a single key (split by the program itself) becomes one key per sample first
+    args = tuple(per_sample_keys(a, n) if a is not None and a.ndim == 0 else a for a in args)
+    out = program(*_take(args, source))
     return _take(out, position)
 
 
