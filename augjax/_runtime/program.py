@@ -364,23 +364,8 @@ def sampler_compiler_options() -> dict[str, Any] | None:
     does (floats drawn there may differ in the last bit: XLA then contracts multiply-adds)."""
     if jax.default_backend() == "cpu":
         return {"xla_backend_optimization_level": 0}
-    return gpu_compiler_options()
-
-
-#: Whether augjax's programs on a GPU keep XLA's command buffers (CUDA graphs). Each call's new
-#: buffers make XLA update the graph before launching it, and for augjax's programs of a few
-#: dozen short kernels that update cost the host more than launching the kernels one by one.
-#: H200, B=256, one host, ms per call, on / off: TrivialAugmentWide 0.58 / 0.38, RandAugment
-#: 0.65 / 0.47 (host-bound calls).
-GPU_COMMAND_BUFFERS = False
-
-
-def gpu_compiler_options() -> dict[str, Any] | None:
-    """XLA options for augjax's programs called outside a trace on a GPU: no command buffers
-    unless :data:`GPU_COMMAND_BUFFERS` (inside a user's ``jax.jit`` the user's options hold)."""
-    if jax.default_backend() == "gpu" and not GPU_COMMAND_BUFFERS:
-        return {"xla_gpu_enable_command_buffer": ""}
     return None
+
 
 
 @once_cache(maxsize=512)
@@ -403,7 +388,7 @@ def apply_program(steps: tuple[Any, ...], layout: str, partitioned: bool = False
 
     # Partitioned programs run over several devices: not kept (the store is per device).
     return StoredProgram(program, None if partitioned else lambda: (
-        "apply", steps, dict(layout=layout, targets=targets)), gpu_compiler_options())
+        "apply", steps, dict(layout=layout, targets=targets)))
 
 
 def _first_name(steps: Sequence[Any]) -> str:
