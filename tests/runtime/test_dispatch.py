@@ -195,3 +195,17 @@ def test_dali_rejects_key_and_mixed_inputs():
 
     with pytest.raises(InputError, match="mix DALI DataNodes and arrays"):
         mixed()
+
+
+def test_one_key_gives_the_pixels_of_its_split_keys_whole_and_padded():
+    """The sampler's program splits a single key itself: the same pixels as the keys split
+    beforehand, for a batch the program ran with and for a smaller one padded to it."""
+    policy = augjax.compose(augjax.policies.rand_augment(n=2, m=9))
+    x = images()
+    n = x.shape[0]
+    key = jax.random.key(5)
+    whole = np.asarray(policy(x, key=key))
+    np.testing.assert_array_equal(whole, np.asarray(policy(x, key=jax.random.split(key, n))))
+    part = np.asarray(policy(x[: n - 1], key=key))  # padded to n inside
+    np.testing.assert_array_equal(
+        part, np.asarray(policy(x[: n - 1], key=jax.random.split(key, n - 1))))
