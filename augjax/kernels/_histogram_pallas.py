@@ -24,7 +24,7 @@ from jax.extend.core import Primitive
 from jax.interpreters import mlir
 
 from augjax.kernels._pallas import AVAILABLE as PALLAS
-from augjax.kernels._pallas import compiler_params, pl_triton, tile, tile_start
+from augjax.kernels._pallas import compiler_params, pl_triton, planes, tile, tile_start
 
 __all__ = ["AVAILABLE", "BLOCK", "block_histogram", "block_histogram_p", "image_histogram"]
 
@@ -85,15 +85,10 @@ BLOCK = 4096
 NUM_WARPS = 4
 
 
-def planes(x_ref, start, block: int, c: int) -> list[jax.Array]:
-    """The ``block`` pixels from ``start`` of an interleaved ``(H * W * C,)`` image, one int32
-    vector per channel (one strided load each)."""
-    return [x_ref[pl.ds(start * c + k, block, stride=c)].astype(jnp.int32) for k in range(c)]
-
-
 def add_tile_counts(hist_ref, planes_, counted: jax.Array) -> None:
-    """Adds the ``counted`` (bool ``(block,)``) levels of each channel's plane to the float32
-    ``(C * 256,)`` counts in ``hist_ref``: one histogram per tile, one atomic add per level.
+    """Adds the ``counted`` (bool ``(block,)``) levels of each channel's plane (uint8 or int32,
+    :func:`augjax.kernels._pallas.planes`) to the float32 ``(C * 256,)`` counts in
+    ``hist_ref``: one histogram per tile, one atomic add per level.
     (float32: JAX's Triton lowering adds an int32 vector atomically as floats; the counts are
     exact below 2**24.)"""
     level = jnp.arange(256, dtype=jnp.int32)

@@ -19,7 +19,7 @@ try:  # deprecated in JAX 0.11 (DeprecationWarning) in favour of Mosaic GPU; may
 except ImportError:  # pragma: no cover - JAX without the Triton backend
     pl_triton = None
 
-__all__ = ["AVAILABLE", "compiler_params", "pl_triton", "round_half_even", "tile",
+__all__ = ["AVAILABLE", "compiler_params", "pl_triton", "planes", "round_half_even", "tile",
            "tile_start"]
 
 #: Whether this JAX has Pallas' Triton backend.
@@ -36,6 +36,12 @@ def tile_start(size: int, block: int):
     """The first element of this program's tile, the last tile moved back to end at
     ``size``."""
     return jnp.minimum(pl.program_id(0) * block, size - block)
+
+
+def planes(x_ref, start, block: int, c: int) -> list:
+    """The ``block`` pixels from pixel ``start`` of an interleaved ``(H * W * C,)`` image, one
+    vector per channel in the image's dtype (one strided load each)."""
+    return [x_ref[pl.ds(start * c + k, block, stride=c)] for k in range(c)]
 
 
 def round_half_even(x):

@@ -8,10 +8,11 @@ layer pass writes every image through its own op. There are no gathers into sub-
 scatters back and no conditional (:mod:`augjax.policies._compact` needs all three).
 
 :func:`supported` says which layers qualify: uint8 images of 1 or 3 channels; blend members
-of the gray and smooth kinds; at most one affine group, of torchvision's or PIL's convention; at most 2**24 pixels per image (the
-histogram's float32 counts stay exact); and, where a member reads the mean gray, images whose
-gray sum is exact in int32 rows (``mean_gray``'s integer form). Entries
-without a family go through the per-entry switch over the batch, as in the other forms.
+of the gray and smooth kinds; at most one affine group, of torchvision's or PIL's convention;
+at most 2**24 pixels per image (the histogram's float32 counts stay exact); and, where a
+member reads the mean gray, images whose gray sum is exact in int32 rows (``mean_gray``'s
+integer form). Entries without a family go through the per-entry switch over the batch, as in
+the other forms.
 """
 
 from __future__ import annotations
@@ -54,7 +55,6 @@ def _kernels():
 
 def _convention(op: Any) -> str:
     return op.kwargs.get("convention", "torchvision")
-
 
 
 @functools.lru_cache(maxsize=256)

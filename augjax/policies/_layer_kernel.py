@@ -41,6 +41,7 @@ from augjax.kernels._pallas import (
     AVAILABLE,
     compiler_params,
     pl_triton,
+    planes,
     round_half_even,
     tile,
     tile_start,
@@ -73,10 +74,6 @@ PARAMS = 16
 IPARAMS = 8
 
 
-def _planes(x_ref, start, block: int, c: int):
-    return tuple(x_ref[pl.ds(start * c + k, block, stride=c)] for k in range(c))
-
-
 # --- the statistics ---------------------------------------------------------------------------
 
 def _stats_kernel(reads_ref, x_ref, _zeros_ref, hist_ref, lo_ref, hi_ref, gray_ref, *, h, w,
@@ -90,25 +87,25 @@ def _stats_kernel(reads_ref, x_ref, _zeros_ref, hist_ref, lo_ref, hi_ref, gray_r
     def _():
         p = start + jnp.arange(block, dtype=jnp.int32)
         owned = p >= tile * block  # pixels no earlier tile holds (counted once)
-        planes = _hp.planes(x_ref, start, block, c)
+        levels = [v.astype(jnp.int32) for v in planes(x_ref, start, block, c)]
 
         if count:  # static: False where Triton's histogram is not available
             @pl.when((reads & 1) != 0)
             def _():
-                _hp.add_tile_counts(hist_ref, planes, owned)
+                _hp.add_tile_counts(hist_ref, levels, owned)
 
         @pl.when((reads & 2) != 0)
         def _():
-            for k, v in enumerate(planes):
+            for k, v in enumerate(levels):
                 lo_ref[tile * c + k] = jnp.min(v)
                 hi_ref[tile * c + k] = jnp.max(v)
 
         @pl.when((reads & 4) != 0)
         def _():
             if c == 1:
-                g = planes[0]
+                g = levels[0]
             else:  # augjax.kernels.pixels.blend_gray, floored: whole levels
-                r, gg, b = (v.astype(jnp.float32) for v in planes)
+                r, gg, b = (v.astype(jnp.float32) for v in levels)
                 g = jnp.floor(r * LUMA[0] + gg * LUMA[1] + b * LUMA[2]).astype(jnp.int32)
             gray_ref[tile] = jnp.sum(jnp.where(owned, g, 0))
 
@@ -218,11 +215,11 @@ def _layer_kernel(code_ref, par_ref, ipar_ref, lut_ref, fill_ref, x_ref, o_ref, 
     par = [par_ref[k] for k in range(PARAMS)]
 
     def keep():
-        return _planes(x_ref, start, block, c)
+        return tuple(planes(x_ref, start, block, c))
 
     def tone():
         return tuple(gather(lut_ref, v.astype(jnp.int32) * c + k).astype(jnp.uint8)
-                     for k, v in enumerate(_planes(x_ref, start, block, c)))
+                     for k, v in enumerate(planes(x_ref, start, block, c)))
 
     def affine():
         if convention == "pil":
@@ -233,7 +230,7 @@ def _layer_kernel(code_ref, par_ref, ipar_ref, lut_ref, fill_ref, x_ref, o_ref, 
                                  interpolation=interpolation, fill=fill)
 
     def blend():
-        return _blend(x_ref, par, _planes(x_ref, start, block, c), p, h=h, w=w, c=c)
+        return _blend(x_ref, par, planes(x_ref, start, block, c), p, h=h, w=w, c=c)
 
     out = lax.switch(code_ref[0], (keep, tone, affine, blend))
     for k in range(c):
