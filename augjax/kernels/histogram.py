@@ -74,16 +74,18 @@ def _any_histogram(levels: jax.Array, bins: int, needed: jax.Array | None = None
     :mod:`augjax.kernels._histogram_pallas` for uint8 images and 256 bins; elsewhere the flat
     scatter with :data:`GPU_LANES` lanes."""
 
+    def cpu(v, m):
+        return _flat_histogram(v, bins, m)
+
     def gpu(v, m):
         return _flat_histogram(v, bins, m, GPU_LANES)
 
     *_, h, w, _ = levels.shape
-    if (bins != 256 or levels.dtype != jnp.uint8 or not 0 < h * w < 2**24 or partitioned()
-            or not _pallas_available()):
-        return platform_dependent(levels, needed, cpu=lambda v, m: _flat_histogram(v, bins, m),
-                                  default=gpu)
-    return platform_dependent(levels, needed, cpu=lambda v, m: _flat_histogram(v, bins, m),
-                              cuda=_pallas_histogram, default=gpu)
+    kernel = {}
+    if (bins == 256 and levels.dtype == jnp.uint8 and 0 < h * w < 2**24 and not partitioned()
+            and _pallas_available()):
+        kernel["cuda"] = _pallas_histogram
+    return platform_dependent(levels, needed, cpu=cpu, default=gpu, **kernel)
 
 
 def _pallas_histogram(levels: jax.Array, needed: jax.Array | None) -> jax.Array:
