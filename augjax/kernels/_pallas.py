@@ -12,6 +12,7 @@ Pallas takes about 0.1 s.
 from __future__ import annotations
 
 import jax.numpy as jnp
+from jax import lax
 from jax.experimental import pallas as pl
 
 try:  # deprecated in JAX 0.11 (DeprecationWarning) in favour of Mosaic GPU; may go away
@@ -19,8 +20,8 @@ try:  # deprecated in JAX 0.11 (DeprecationWarning) in favour of Mosaic GPU; may
 except ImportError:  # pragma: no cover - JAX without the Triton backend
     pl_triton = None
 
-__all__ = ["AVAILABLE", "compiler_params", "pl_triton", "planes", "round_half_even", "tile",
-           "tile_start"]
+__all__ = ["AVAILABLE", "compiler_params", "gather", "pl_triton", "planes", "reflect101",
+           "round_half_even", "tile", "tile_start", "to_uint8"]
 
 #: Whether this JAX has Pallas' Triton backend.
 AVAILABLE = pl_triton is not None
@@ -44,6 +45,27 @@ def planes(x_ref, start, block: int, c: int) -> list:
     return [x_ref[pl.ds(start * c + k, block, stride=c)] for k in range(c)]
 
 
+def gather(x_ref, index):
+    """The values of ``x_ref`` at the integer vector ``index`` (one load per value)."""
+    return pl_triton.load(x_ref.at[index])
+
+
+def reflect101(t, n: int, reach: int):
+    """Reflect-101 of integer indices ``t`` in ``[-reach, n - 1 + reach]`` into ``[0, n)``.
+    Where ``reach < n`` (an image larger than the kernel) one reflection is enough: two
+    compares and selects; else any distance by the period ``2n - 2`` (a whole number of
+    periods added first, as ``rem`` keeps the sign). A remainder per cell and value made the
+    motion-blur kernel 1.5x slower on an H200 (0.68 against 0.45 ms at B=256)."""
+    if n == 1:
+        return t * 0
+    if reach < n:
+        t = jnp.where(t < 0, -t, t)
+        return jnp.where(t > n - 1, 2 * (n - 1) - t, t)
+    period = 2 * n - 2
+    m = lax.rem(t + period * (reach // period + 1), period)
+    return jnp.minimum(m, period - m)
+
+
 def round_half_even(x):
     """``jnp.round`` (half to even) from floor and compares, for floats below 2**23 in
     magnitude (Triton has no rounding instruction that JAX lowers)."""
@@ -51,6 +73,11 @@ def round_half_even(x):
     d = x - f
     odd = f - 2.0 * jnp.floor(f * 0.5)
     return jnp.where(d > 0.5, f + 1.0, jnp.where(d < 0.5, f, f + odd))
+
+
+def to_uint8(v):
+    """``augjax.kernels.warp._cast`` of a float vector: clamped, rounded half to even."""
+    return round_half_even(jnp.clip(v, 0.0, 255.0)).astype(jnp.uint8)
 
 
 def compiler_params(num_warps: int):

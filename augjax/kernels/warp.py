@@ -34,6 +34,8 @@ from collections.abc import Sequence
 import jax
 import jax.numpy as jnp
 
+from augjax._runtime.partition import partitioned
+from augjax._runtime.platform import platform_dependent
 from augjax.errors import InputError
 from augjax.kernels.pixels import bound, is_int
 
@@ -216,7 +218,33 @@ def sample(image: jax.Array, x: jax.Array, y: jax.Array, interpolation: str,
            fill: jax.Array | None) -> jax.Array:
     """Samples ``image`` (H, W, C) at source coordinates ``x``, ``y`` (Ho, Wo), with torchvision's
     fill rule (``fill`` a ``(C,)`` vector, or ``None`` for zero padding); returns (Ho, Wo, C) in the
-    image's dtype."""
+    image's dtype.
+
+    On CUDA a uint8 image takes the Pallas kernel of :mod:`augjax.kernels._sample_pallas` (the
+    same arithmetic, one pass that gathers the uint8 taps)."""
+    if image.dtype != jnp.uint8 or partitioned() or not _pallas_available():
+        return _sample_xla(image, x, y, interpolation, fill)
+    args = (image, x, y) if fill is None else (image, x, y, fill)
+
+    def xla(image, x, y, *fill_v):
+        return _sample_xla(image, x, y, interpolation, fill_v[0] if fill_v else None)
+
+    def pallas(image, x, y, *fill_v):
+        from augjax.kernels._sample_pallas import sample_kernel
+
+        return sample_kernel(image, x, y, interpolation, fill_v[0] if fill_v else None)
+
+    return platform_dependent(*args, cpu=xla, cuda=pallas, default=xla)
+
+
+def _pallas_available() -> bool:
+    from augjax.kernels._sample_pallas import AVAILABLE
+
+    return AVAILABLE
+
+
+def _sample_xla(image: jax.Array, x: jax.Array, y: jax.Array, interpolation: str,
+                fill: jax.Array | None) -> jax.Array:
     h, w, ch = image.shape
     flat = image.reshape(h * w, ch)
 

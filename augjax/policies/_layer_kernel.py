@@ -40,6 +40,7 @@ import augjax.kernels._histogram_pallas as _hp
 from augjax.kernels._pallas import (
     AVAILABLE,
     compiler_params,
+    gather,
     pl_triton,
     planes,
     round_half_even,
@@ -48,7 +49,7 @@ from augjax.kernels._pallas import (
 )
 from augjax.kernels.histogram import histogram
 from augjax.kernels.pixels import LUMA
-from augjax.policies._layer_warps import gather, warp_pil, warp_torchvision
+from augjax.policies._layer_warps import warp_pil, warp_torchvision
 
 __all__ = ["AFFINE", "AVAILABLE", "BLEND", "KEEP", "TONE", "layer_kernel",
            "stats_kernel"]

@@ -2,8 +2,9 @@
 
 Each follows its XLA form operation by operation, so that the pixels are the op's own:
 
-- :func:`warp_torchvision`: :func:`augjax.kernels.warp.warp_affine` and ``sample`` (nearest or
-  bilinear, zero padding or a fill), from the per-image grid coefficients;
+- :func:`warp_torchvision`: :func:`augjax.kernels.warp.warp_affine`'s source coordinates, from
+  the per-image grid coefficients, then ``sample`` (nearest or bilinear, zero padding or a
+  fill) by :func:`augjax.kernels._sample_pallas.sample_pixels`;
 - :func:`warp_pil`: :func:`augjax.kernels.warp_pil.warp_affine_pil` (PIL's fixed-point nearest
   picks, its clamped bilinear with split products, the fill outside), and
   :func:`augjax.catalog._warp_params.exact_paths` (``Image.rotate``'s copies and turns).
@@ -18,19 +19,10 @@ import jax.numpy as jnp
 
 from augjax.catalog._fuse import EXACT_NONE
 from augjax.catalog._warp_params import exact_source
-from augjax.kernels._pallas import pl_triton, round_half_even
+from augjax.kernels._pallas import gather, round_half_even, to_uint8
+from augjax.kernels._sample_pallas import sample_pixels
 
-__all__ = ["gather", "to_uint8", "warp_pil", "warp_torchvision"]
-
-
-
-def to_uint8(v):
-    """``augjax.kernels.warp._cast``: clamped, rounded half to even."""
-    return round_half_even(jnp.clip(v, 0.0, 255.0)).astype(jnp.uint8)
-
-
-def gather(x_ref, index):
-    return pl_triton.load(x_ref.at[index])
+__all__ = ["warp_pil", "warp_torchvision"]
 
 
 def _position(p, w: int):
@@ -48,39 +40,8 @@ def warp_torchvision(x_ref, par, fill_ref, p, *, h, w, c, interpolation, fill):
     gy = xs * par[3] + ys * par[4] + par[5]
     sx = (gx + 1.0) * (w / 2.0) - 0.5
     sy = (gy + 1.0) * (h / 2.0) - 0.5
-
-    def tap(ix, iy):
-        inside = (ix >= 0) & (ix <= w - 1) & (iy >= 0) & (iy <= h - 1)
-        row = jnp.clip(iy, 0, h - 1).astype(jnp.int32)
-        src = (row * w + jnp.clip(ix, 0, w - 1).astype(jnp.int32)) * c
-        return src, inside
-
-    if interpolation == "nearest":
-        src, inside = tap(round_half_even(sx), round_half_even(sy))
-        out = []
-        for k in range(c):
-            outside = jnp.uint8(0) if not fill else to_uint8(fill_ref[k])
-            out.append(jnp.where(inside, gather(x_ref, src + k), outside))
-        return tuple(out)
-    x0, y0 = jnp.floor(sx), jnp.floor(sy)
-    e_w = sx - x0
-    e_s = sy - y0
-    weights = ((1.0 - e_s) * (1.0 - e_w), (1.0 - e_s) * e_w, e_s * (1.0 - e_w), e_s * e_w)
-    values = [0.0] * c
-    mask = 0.0
-    for (dx, dy), wt in zip(((0, 0), (1, 0), (0, 1), (1, 1)), weights, strict=True):
-        src, inside = tap(x0 + dx, y0 + dy)
-        wt = jnp.where(inside, wt, 0.0)
-        for k in range(c):
-            values[k] = values[k] + gather(x_ref, src + k).astype(jnp.float32) * wt
-        mask = mask + wt
-    out = []
-    for k in range(c):
-        v = values[k]
-        if fill:
-            v = (v - fill_ref[k]) * mask + fill_ref[k]
-        out.append(to_uint8(v))
-    return tuple(out)
+    return sample_pixels(x_ref, fill_ref, sx, sy, h=h, w=w, c=c, interpolation=interpolation,
+                         fill=fill)
 
 
 def _split_products(c_hi, c_lo, index):

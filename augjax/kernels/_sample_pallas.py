@@ -1,0 +1,114 @@
+""":func:`augjax.kernels.sample` (torchvision's ``grid_sample`` rule) as a Pallas (Triton)
+kernel for uint8 images, and the per-tile sampler it shares with the policy layer's warps.
+
+XLA's form gathers each bilinear tap of every channel as a separate value of a float copy of
+the image; this kernel reads the source coordinates of a tile of pixels, gathers the four taps
+of each channel from the uint8 image and writes the tile's pixels, interleaved, in one pass.
+The arithmetic is :func:`augjax.kernels.warp.sample`'s operation by operation, so the pixels
+are the same (checked interpreted on a CPU and compiled on a GPU, ``tests/catalog``). Tiles
+and rounding are :mod:`augjax.kernels._pallas`'s.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+from augjax.kernels._pallas import (
+    AVAILABLE,
+    compiler_params,
+    gather,
+    round_half_even,
+    tile,
+    tile_start,
+    to_uint8,
+)
+
+__all__ = ["AVAILABLE", "sample_kernel", "sample_pixels"]
+
+#: Pixels per program (a power of two).
+BLOCK = 1024
+#: Warps per program.
+NUM_WARPS = 4
+
+
+def sample_pixels(x_ref, fill_ref, sx, sy, *, h, w, c, interpolation, fill):
+    """``sample`` of the interleaved uint8 ``(H * W * C,)`` image in ``x_ref`` at the source
+    coordinates ``sx``, ``sy`` (float vectors): one uint8 vector per channel. ``fill``
+    (static): whether ``fill_ref`` holds a ``(C,)`` fill (torchvision's mask rule) or the
+    padding is zeros."""
+
+    def tap(ix, iy):
+        inside = (ix >= 0) & (ix <= w - 1) & (iy >= 0) & (iy <= h - 1)
+        row = jnp.clip(iy, 0, h - 1).astype(jnp.int32)
+        src = (row * w + jnp.clip(ix, 0, w - 1).astype(jnp.int32)) * c
+        return src, inside
+
+    if interpolation == "nearest":
+        src, inside = tap(round_half_even(sx), round_half_even(sy))
+        out = []
+        for k in range(c):
+            outside = jnp.uint8(0) if not fill else to_uint8(fill_ref[k])
+            out.append(jnp.where(inside, gather(x_ref, src + k), outside))
+        return tuple(out)
+    x0, y0 = jnp.floor(sx), jnp.floor(sy)
+    e_w = sx - x0
+    e_s = sy - y0
+    weights = ((1.0 - e_s) * (1.0 - e_w), (1.0 - e_s) * e_w, e_s * (1.0 - e_w), e_s * e_w)
+    values = [0.0] * c
+    mask = 0.0
+    for (dx, dy), wt in zip(((0, 0), (1, 0), (0, 1), (1, 1)), weights, strict=True):
+        src, inside = tap(x0 + dx, y0 + dy)
+        wt = jnp.where(inside, wt, 0.0)
+        for k in range(c):
+            values[k] = values[k] + gather(x_ref, src + k).astype(jnp.float32) * wt
+        mask = mask + wt
+    out = []
+    for k in range(c):
+        v = values[k]
+        if fill:
+            v = (v - fill_ref[k]) * mask + fill_ref[k]
+        out.append(to_uint8(v))
+    return tuple(out)
+
+
+def _kernel(fill_ref, sx_ref, sy_ref, x_ref, o_ref, *, h, w, c, pixels, block, interpolation,
+            fill):
+    start = tile_start(pixels, block)
+    sx = sx_ref[pl.ds(start, block)]
+    sy = sy_ref[pl.ds(start, block)]
+    out = sample_pixels(x_ref, fill_ref, sx, sy, h=h, w=w, c=c, interpolation=interpolation,
+                        fill=fill)
+    for k in range(c):
+        o_ref[pl.ds(start * c + k, block, stride=c)] = out[k]
+
+
+def sample_kernel(image: jax.Array, x: jax.Array, y: jax.Array, interpolation: str,
+                  fill: jax.Array | None, interpret: bool = False) -> jax.Array:
+    """:func:`augjax.kernels.sample` of a uint8 ``(H, W, C)`` image at the float32 source
+    coordinates ``x``, ``y`` ``(Ho, Wo)``: ``(Ho, Wo, C)`` uint8. ``interpret``: run with
+    Pallas' interpreter (CPU, tests)."""
+    h, w, c = image.shape
+    ho, wo = x.shape
+    pixels = ho * wo
+    if pixels == 0 or h * w == 0:  # nothing to gather: the XLA form's shapes
+        from augjax.kernels.warp import sample
+
+        return sample(image, x, y, interpolation, fill)
+    block = tile(pixels, BLOCK)
+    has_fill = fill is not None
+    fill_v = (jnp.zeros((c,), jnp.float32) if fill is None
+              else jnp.broadcast_to(jnp.asarray(fill, jnp.float32), (c,)))
+    out = pl.pallas_call(
+        functools.partial(_kernel, h=h, w=w, c=c, pixels=pixels, block=block,
+                          interpolation=interpolation, fill=has_fill),
+        out_shape=jax.ShapeDtypeStruct((pixels * c,), image.dtype),
+        grid=(pl.cdiv(pixels, block),),
+        interpret=interpret,
+        compiler_params=compiler_params(NUM_WARPS),
+    )(fill_v, x.astype(jnp.float32).reshape(pixels), y.astype(jnp.float32).reshape(pixels),
+      image.reshape(h * w * c))
+    return out.reshape(ho, wo, c)
