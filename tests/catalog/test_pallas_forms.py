@@ -1,4 +1,4 @@
-"""The CUDA (Pallas) forms of ``augjax.kernels.sample`` and ``correlate_separable`` against their
+"""The CUDA (Pallas) forms of ``augjax.kernels.remap`` and ``correlate_separable`` against their
 XLA forms: interpreted on the CPU (bitwise: the same operations in the same order), exported for
 CUDA from this host (the ops lower to Triton calls), and compiled on a GPU (marked ``gpu``)."""
 
@@ -10,10 +10,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import images
 
 import augjax
 from augjax.kernels import correlate1d, gaussian_kernel1d
-from helpers import images
 
 warp = sys.modules["augjax.kernels.warp"]
 filters = sys.modules["augjax.kernels.filters"]
@@ -42,7 +42,7 @@ def test_the_sample_kernel_interpreted_gives_the_xla_pixels(interpolation, fill,
     f = None if fill is None else jnp.asarray(fill, jnp.float32) * 255.0
 
     def xla(im, a, b):
-        return warp._sample_xla(im, a, b, interpolation, f)
+        return warp.sample(im, a, b, interpolation, f)
 
     def kernel(im, a, b):
         return sample_kernel(im, a, b, interpolation, f, interpret=True)
@@ -53,17 +53,27 @@ def test_the_sample_kernel_interpreted_gives_the_xla_pixels(interpolation, fill,
     assert got.shape == (3, ho, wo, 3)
 
 
-@pytest.mark.parametrize("taps,h,w,c", [(41, 30, 26, 1), (5, 9, 7, 3), (15, 6, 5, 1)])
-@pytest.mark.parametrize("axis", [0, 1])
-def test_the_correlate_kernel_interpreted_gives_the_xla_sums(taps, h, w, c, axis):
-    """Kernels longer than the image (15 taps over 5 or 6 pixels: the reflection repeats)."""
-    from augjax.kernels._correlate_pallas import correlate1d_kernel
+@pytest.mark.parametrize("taps,h,w,c", [(41, 30, 26, 1), (5, 9, 7, 3), (15, 6, 5, 1),
+                                        (3, 70, 300, 1)])  # 300 columns: two column blocks
+def test_the_correlate_kernels_interpreted_give_the_xla_sums(taps, h, w, c):
+    """Kernels longer than the image (15 taps over 5 or 6 pixels: the reflection repeats);
+    blocks past the last row or column."""
+    from augjax.kernels._correlate_pallas import (
+        correlate_rows,
+        correlate_separable_kernel,
+    )
 
     x = images(2, h, w, c, dtype=np.float32, seed=taps) * 2.0 - 1.0
-    k = gaussian_kernel1d(taps, jnp.float32(taps / 5.0))
-    want = np.asarray(jax.jit(jax.vmap(lambda v: correlate1d(v, k, axis)))(x))
+    k_rows = gaussian_kernel1d(taps, jnp.float32(taps / 5.0))
+    k_cols = gaussian_kernel1d(taps, jnp.float32(taps / 7.0))
+    want = np.asarray(jax.jit(jax.vmap(lambda v: correlate1d(v, k_rows, 0)))(x))
     got = np.asarray(jax.jit(jax.vmap(
-        lambda v: correlate1d_kernel(v, k, axis, interpret=True)))(x))
+        lambda v: correlate_rows(v.reshape(h, w * c), k_rows, interpret=True)))(x))
+    np.testing.assert_array_equal(got.reshape(x.shape), want)
+    want = np.asarray(jax.jit(jax.vmap(
+        lambda v: filters.correlate_separable(v, k_rows, k_cols)))(x))
+    got = np.asarray(jax.jit(jax.vmap(
+        lambda v: correlate_separable_kernel(v, k_rows, k_cols, interpret=True)))(x))
     np.testing.assert_array_equal(got, want)
 
 
@@ -76,43 +86,74 @@ def _exported_for_cuda(f, *shapes):
         return str(e)
 
 
-def test_sample_and_the_separable_blur_take_the_kernels_for_cuda(monkeypatch):
-    """Exported for CUDA from this host, as a host with a GPU traces them: uint8 sampling and
-    float32 separable correlation are Triton calls; float32 sampling stays with XLA."""
+def test_remap_and_the_separable_blur_take_the_kernels_for_cuda(monkeypatch):
+    """Exported for CUDA from this host, as a host with a GPU traces them: uint8 remapping and
+    float32 separable correlation are Pallas calls; float32 remapping and ``sample`` (whose
+    coordinates XLA fuses) stay with XLA."""
     from augjax._runtime import platform
 
     monkeypatch.setattr(platform, "live_platforms", lambda: frozenset({"cpu", "cuda"}))
     coords = jax.ShapeDtypeStruct((4, 32, 32), jnp.float32)
     k = gaussian_kernel1d(41, jnp.float32(5.0))
+    pallas = "__gpu$xla.gpu.triton"
 
-    def sampled(dtype):
-        return _exported_for_cuda(
-            jax.vmap(lambda im, a, b: warp.sample(im, a, b, "bilinear", None)),
-            jax.ShapeDtypeStruct((4, 32, 32, 3), dtype), coords, coords)
+    def sampled(f, dtype):
+        return _exported_for_cuda(jax.vmap(lambda im, a, b: f(im, a, b, "bilinear", None)),
+                                  jax.ShapeDtypeStruct((4, 32, 32, 3), dtype), coords, coords)
 
-    assert "__gpu$xla.gpu.triton" in sampled(jnp.uint8)
-    assert "__gpu$xla.gpu.triton" not in sampled(jnp.float32)
+    assert pallas in sampled(warp.remap, jnp.uint8)
+    assert pallas not in sampled(warp.remap, jnp.float32)
+    assert pallas not in sampled(warp.sample, jnp.uint8)
     blurred = _exported_for_cuda(jax.vmap(lambda v: filters.correlate_separable(v, k, k)),
                                  jax.ShapeDtypeStruct((4, 32, 32, 1), jnp.float32))
-    assert "__gpu$xla.gpu.triton" in blurred
+    assert pallas in blurred
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(jax.default_backend() != "gpu", reason="needs a CUDA GPU (Triton)")
-@pytest.mark.parametrize("name", ["elastic_transform", "rotate", "water"])
-def test_the_kernels_on_a_gpu_give_the_xla_pixels(name, monkeypatch):
-    """Compiled by Triton: an op's params and pixels with the kernels equal those of the XLA
-    forms on the same GPU, bitwise."""
-    op = augjax.get_op(name)
+def test_the_kernels_on_a_gpu_give_the_xla_values():
+    """Compiled by Triton: remap's pixels (both interpolations, a fill or none) and the
+    separable blur's sums equal the XLA forms' on the same GPU, bitwise."""
+    from augjax.kernels._correlate_pallas import correlate_separable_kernel
+    from augjax.kernels._sample_pallas import sample_kernel
+
+    x = images(8, 224, 224, 3, dtype=np.uint8, seed=5)
+    sx, sy = _coords(8, 224, 224, 224, 224, seed=6)
+    for interpolation in ("nearest", "bilinear"):
+        for f in (None, jnp.asarray([51.0, 127.5, 255.0], jnp.float32)):
+            want = jax.jit(jax.vmap(lambda im, a, b, i=interpolation, f=f: warp.sample(
+                im, a, b, i, f)))
+            got = jax.jit(jax.vmap(lambda im, a, b, i=interpolation, f=f: sample_kernel(
+                im, a, b, i, f)))
+            np.testing.assert_array_equal(np.asarray(got(x, sx, sy)),
+                                          np.asarray(want(x, sx, sy)),
+                                          err_msg=f"{interpolation}, fill {f}")
+    u = images(8, 224, 224, 1, dtype=np.float32, seed=7) * 2.0 - 1.0
+    k_rows = gaussian_kernel1d(41, jnp.float32(5.0))
+    k_cols = gaussian_kernel1d(33, jnp.float32(4.0))
+    xla = jax.jit(jax.vmap(lambda v: filters.correlate1d(
+        jax.lax.optimization_barrier(filters.correlate1d(v, k_cols, 1)), k_rows, 0)))
+    kernel = jax.jit(jax.vmap(lambda v: correlate_separable_kernel(v, k_rows, k_cols)))
+    np.testing.assert_array_equal(np.asarray(kernel(u)), np.asarray(xla(u)))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(jax.default_backend() != "gpu", reason="needs a CUDA GPU (Triton)")
+def test_elastic_transform_on_a_gpu_gives_the_xla_params_and_pixels(monkeypatch):
+    """The op with the kernels (its field's blur, its remap) against the op with the XLA forms
+    on the same GPU, bitwise."""
+    op = augjax.get_op("elastic_transform")
     x = images(16, 224, 224, 3, dtype=np.uint8, seed=5)
     key = jax.random.key(3)
-    params = jax.jit(lambda v, k: op.sample(v, key=k))(x, key)
-    got = np.asarray(jax.jit(lambda v, p: op.apply(v, params=p))(x, params))
+
+    def run():
+        params = jax.jit(lambda v, k: op.sample(v, key=k))(x, key)
+        return params, np.asarray(jax.jit(lambda v, p: op.apply(v, params=p))(x, params))
+
+    params, got = run()
     monkeypatch.setattr(warp, "_pallas_available", lambda: False)
     monkeypatch.setattr(filters, "_pallas_available", lambda: False)
-    want_params = jax.jit(lambda v, k: op.sample(v, key=k))(x, key)
-    for k in params:
-        np.testing.assert_array_equal(np.asarray(params[k]), np.asarray(want_params[k]),
-                                      err_msg=f"{name}: param {k}")
-    want = np.asarray(jax.jit(lambda v, p: op.apply(v, params=p))(x, want_params))
+    want_params, want = run()
+    np.testing.assert_array_equal(np.asarray(params["displacement"]),
+                                  np.asarray(want_params["displacement"]))
     np.testing.assert_array_equal(got, want)

@@ -3,7 +3,7 @@
 Images are uint8 (0..255) or float32 in [0, 1]. Each op computes, for every output pixel, a
 source position and samples the input there (nearest or bilinear); positions outside the image
 read ``fill``, a fraction of the dtype's maximum (water and sphere: DALI's rule, each bilinear
-tap outside reads the fill; elastic_transform: torchvision's, :func:`augjax.kernels.sample`).
+tap outside reads the fill; elastic_transform: torchvision's, :func:`augjax.kernels.remap`).
 uint8 results of bilinear sampling are rounded half to even. The ops move pixels
 (``geometric=True``) but by no matrix, so :func:`augjax.invert` cannot undo them.
 
@@ -26,6 +26,7 @@ from augjax.kernels import (
     correlate_separable,
     gaussian_kernel1d,
     is_int,
+    remap,
     sample,
     to_dtype,
 )
@@ -194,4 +195,4 @@ def elastic_transform(image, params, *, alpha, sigma, interpolation, fill):
     ix = ((gx + 1.0) * w - 1.0) / 2.0
     iy = ((gy + 1.0) * h - 1.0) / 2.0
     fill_v = None if fill is None else check_fill(fill, image, "elastic_transform")
-    return sample(image, ix, iy, interpolation, fill_v)
+    return remap(image, ix, iy, interpolation, fill_v)
