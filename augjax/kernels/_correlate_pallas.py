@@ -8,10 +8,10 @@ Here a program takes a strip of ``cols`` columns and ``rows`` consecutive output
 ``(n, L)`` array, loads each of the ``rows + k - 1`` source rows it needs once (its index
 reflected, reflect-101) and keeps them in registers, and sums every output row from them:
 ``(rows + k - 1) / rows`` loads per value instead of ``k``. So it correlates along the first
-axis; the pass along the width runs on the transposed image (XLA fuses that transpose into the
-op that made the image: for elastic_transform, the noise). The sums run in tap order, as
+axis; the pass along the width runs on the transposed image (XLA's transposes, which it may
+fuse into the ops around them). The sums run in tap order, as
 XLA's do (``v_0 k_0``, then ``+ v_t k_t``), so the values are the XLA form's. One pass over
-a 224x224 field at B=256: 0.066 ms (the two passes and the transposes 0.175, XLA 0.241).
+a 224x224 field at B=256: 0.066 ms (the two passes and the transposes 0.172, XLA 0.241).
 """
 
 from __future__ import annotations
@@ -28,13 +28,15 @@ from augjax.kernels._pallas import AVAILABLE, compiler_params, pl_triton
 __all__ = ["AVAILABLE", "correlate_rows", "correlate_separable_kernel"]
 
 #: Output rows per program (its source rows stay in registers). H200, B=256, one 224x224
-#: field, 41 taps, both passes: 8 / 16 / 32 rows with 4 warps 0.175 / 0.180 / 0.213 ms, with 8
-#: warps 0.202 / 0.183 / 0.182 (XLA's form 0.241); bitwise XLA's sums in every case.
+#: field, 41 taps, both passes and the transposes (ms; rows / columns / warps): 8 / 128 / 2
+#: 0.172, 12 / 256 / 4 0.172, 8 / 256 / 4 0.174, 12 / 128 / 2 0.173, 4 / 256 / 2 0.182,
+#: 16 / 256 / 4 0.180, 32 / 256 / 8 0.182, 8 / 64 / 4 0.345 (XLA's form 0.241); bitwise XLA's
+#: sums in every case.
 ROWS = 8
 #: The most columns a program takes (a power of two).
-MAX_COLS = 256
+MAX_COLS = 128
 #: Warps per program.
-NUM_WARPS = 4
+NUM_WARPS = 2
 
 
 def _next_pow2(n: int) -> int:
