@@ -33,13 +33,14 @@ def _coords(n, ho, wo, h, w, seed):
 
 @pytest.mark.parametrize("interpolation", ["nearest", "bilinear"])
 @pytest.mark.parametrize("fill", [None, (0.2, 0.5, 1.0)])
-@pytest.mark.parametrize("h,w,ho,wo", [(12, 9, 7, 11), (33, 40, 33, 40)])  # tiles overlap
-def test_the_sample_kernel_interpreted_gives_the_xla_pixels(interpolation, fill, h, w, ho, wo):
+@pytest.mark.parametrize("h,w,ho,wo,c", [(12, 9, 7, 11, 3), (33, 40, 33, 40, 3),  # tiles overlap
+                                         (10, 12, 10, 12, 1), (9, 9, 8, 8, 5)])  # masks' channels
+def test_the_sample_kernel_interpreted_gives_the_xla_pixels(interpolation, fill, h, w, ho, wo, c):
     from augjax.kernels._sample_pallas import sample_kernel
 
-    x = images(3, h, w, 3, dtype=np.uint8, seed=h)
+    x = images(3, h, w, c, dtype=np.uint8, seed=h)
     sx, sy = _coords(3, ho, wo, h, w, seed=ho)
-    f = None if fill is None else jnp.asarray(fill, jnp.float32) * 255.0
+    f = None if fill is None else jnp.resize(jnp.asarray(fill, jnp.float32), (c,)) * 255.0
 
     def xla(im, a, b):
         return warp.sample(im, a, b, interpolation, f)
@@ -50,7 +51,7 @@ def test_the_sample_kernel_interpreted_gives_the_xla_pixels(interpolation, fill,
     want = np.asarray(jax.jit(jax.vmap(xla))(x, sx, sy))
     got = np.asarray(jax.jit(jax.vmap(kernel))(x, sx, sy))
     np.testing.assert_array_equal(got, want)
-    assert got.shape == (3, ho, wo, 3)
+    assert got.shape == (3, ho, wo, c)
 
 
 @pytest.mark.parametrize("taps,h,w,c", [(41, 30, 26, 1), (5, 9, 7, 3), (15, 6, 5, 1),
