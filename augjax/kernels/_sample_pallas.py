@@ -1,5 +1,6 @@
 """:func:`augjax.kernels.sample` (torchvision's ``grid_sample`` rule) as a Pallas (Triton)
-kernel for uint8 images, and the per-tile sampler it shares with the policy layer's warps.
+kernel for uint8 images, which :func:`augjax.kernels.remap` runs on CUDA, and the per-tile
+sampler it shares with the policy layer's warps.
 
 XLA's form gathers each bilinear tap of every channel as a separate value of a float copy of
 the image; this kernel reads the source coordinates of a tile of pixels, gathers the four taps
