@@ -98,10 +98,9 @@ def sample_kernel(image: jax.Array, x: jax.Array, y: jax.Array, interpolation: s
     h, w, c = image.shape
     ho, wo = x.shape
     pixels = ho * wo
-    if pixels == 0 or h * w == 0:  # nothing to gather: the XLA form's shapes
-        from augjax.kernels.warp import sample
-
-        return sample(image, x, y, interpolation, fill)
+    if pixels == 0 or h * w == 0:
+        raise ValueError("sample_kernel: the image and the coordinates must have pixels "
+                         f"(got {image.shape} and {x.shape}); remap gives those to XLA")
     block = tile(pixels, BLOCK)
     has_fill = fill is not None
     fill_v = (jnp.zeros((c,), jnp.float32) if fill is None
