@@ -138,23 +138,38 @@ def test_the_kernels_on_a_gpu_give_the_xla_values():
     np.testing.assert_array_equal(np.asarray(kernel(u)), np.asarray(xla(u)))
 
 
+def _elastic_with_and_without_the_kernels(monkeypatch):
+    """elastic_transform's displacement and pixels through its sampler and kernel, traced anew
+    with the kernels and with the XLA forms (fresh functions: augjax's cached programs would
+    keep the first trace), and the op's own call; returns the three readings."""
+    op = augjax.get_op("elastic_transform")
+    x = images(16, 224, 224, 3, dtype=np.uint8, seed=5)
+    keys = jax.random.split(jax.random.key(3), 16)
+    cfg = {"alpha": (50.0, 50.0), "sigma": (5.0, 5.0)}
+    meta = augjax.Meta(224, 224, 3, np.dtype(np.uint8), 16)
+
+    def run():
+        disp = jax.jit(jax.vmap(
+            lambda k: op.sampler(k, meta, {}, **cfg)["displacement"]))(keys)
+        pixels = jax.jit(jax.vmap(lambda im, d: op.kernel(
+            im, {"displacement": d}, interpolation="bilinear", fill=0.0, **cfg)))(x, disp)
+        return np.asarray(disp), np.asarray(pixels)
+
+    kernels = run()
+    call = np.asarray(op.apply(x, params={"displacement": kernels[0]}))
+    monkeypatch.setattr(warp, "_pallas_available", lambda: False)
+    monkeypatch.setattr(filters, "_pallas_available", lambda: False)
+    return kernels, run(), call
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(jax.default_backend() != "gpu", reason="needs a CUDA GPU (Triton)")
 def test_elastic_transform_on_a_gpu_gives_the_xla_params_and_pixels(monkeypatch):
-    """The op with the kernels (its field's blur, its remap) against the op with the XLA forms
-    on the same GPU, bitwise."""
-    op = augjax.get_op("elastic_transform")
-    x = images(16, 224, 224, 3, dtype=np.uint8, seed=5)
-    key = jax.random.key(3)
-
-    def run():
-        params = jax.jit(lambda v, k: op.sample(v, key=k))(x, key)
-        return params, np.asarray(jax.jit(lambda v, p: op.apply(v, params=p))(x, params))
-
-    params, got = run()
-    monkeypatch.setattr(warp, "_pallas_available", lambda: False)
-    monkeypatch.setattr(filters, "_pallas_available", lambda: False)
-    want_params, want = run()
-    np.testing.assert_array_equal(np.asarray(params["displacement"]),
-                                  np.asarray(want_params["displacement"]))
-    np.testing.assert_array_equal(got, want)
+    """The op's sampler and kernel with the Pallas forms (the field's blur, the remap) against
+    the same functions with the XLA forms on the same GPU, bitwise; the op's call gives the
+    kernels' pixels."""
+    (disp, pixels), (want_disp, want_pixels), call = _elastic_with_and_without_the_kernels(
+        monkeypatch)
+    np.testing.assert_array_equal(disp, want_disp)
+    np.testing.assert_array_equal(pixels, want_pixels)
+    np.testing.assert_array_equal(call, pixels)
