@@ -20,10 +20,9 @@ import functools
 
 import jax
 import jax.numpy as jnp
-from jax import lax
 from jax.experimental import pallas as pl
 
-from augjax.kernels._pallas import AVAILABLE, compiler_params, pl_triton
+from augjax.kernels._pallas import AVAILABLE, compiler_params, pl_triton, reflect101
 
 __all__ = ["AVAILABLE", "correlate_rows", "correlate_separable_kernel"]
 
@@ -43,22 +42,13 @@ def _next_pow2(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
 
 
-def _reflect(t, n: int):
-    """Reflect-101 of a scalar index, any distance (period ``2n - 2``)."""
-    if n == 1:
-        return t * 0
-    period = 2 * n - 2
-    m = lax.rem(lax.rem(t, period) + period, period)
-    return jnp.minimum(m, period - m)
-
-
 def _kernel(k_ref, x_ref, o_ref, *, n, length, taps, rows, cols):
     r = taps // 2
     i0 = pl.program_id(0) * rows
     j = pl.program_id(1) * cols + jnp.arange(cols, dtype=jnp.int32)
     inside = j < length
-    src = [pl_triton.load(x_ref.at[_reflect(i0 + (q - r), n) * length + j], mask=inside,
-                          other=0.0)
+    src = [pl_triton.load(x_ref.at[reflect101(i0 + (q - r), n, r + rows) * length + j],
+                          mask=inside, other=0.0)
            for q in range(rows + taps - 1)]
     k = [k_ref[t] for t in range(taps)]
     for o in range(rows):
