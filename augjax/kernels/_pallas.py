@@ -20,8 +20,8 @@ try:  # deprecated in JAX 0.11 (DeprecationWarning) in favour of Mosaic GPU; may
 except ImportError:  # pragma: no cover - JAX without the Triton backend
     pl_triton = None
 
-__all__ = ["AVAILABLE", "compiler_params", "gather", "pl_triton", "planes", "reflect101",
-           "round_half_even", "tile", "tile_start", "to_uint8"]
+__all__ = ["AVAILABLE", "compiler_params", "gather", "interleave", "pl_triton", "planes",
+           "reflect101", "round_half_even", "tile", "tile_start", "to_uint8"]
 
 #: Whether this JAX has Pallas' Triton backend.
 AVAILABLE = pl_triton is not None
@@ -48,6 +48,23 @@ def planes(x_ref, start, block: int, c: int) -> list:
 def gather(x_ref, index):
     """The values of ``x_ref`` at the integer vector ``index`` (one load per value)."""
     return pl_triton.load(x_ref.at[index])
+
+
+def interleave(vectors: list):
+    """The ``2**k`` vectors ``(L,)`` side by side, ``(L, 2**k)`` (column ``o`` is
+    ``vectors[o]``), built by Triton joins (each thread keeps its values of all the vectors), so
+    a tile of rows can be stored transposed, or planes stored as channels, in whole sectors."""
+    if len(vectors) == 1:
+        return vectors[0][:, None]
+
+    def build(vs):  # the last join picks the lowest bit of the column
+        if len(vs) == 1:
+            return vs[0]
+        return jnp.stack([build(vs[0::2]), build(vs[1::2])], axis=-1)
+
+    if len(vectors) & (len(vectors) - 1):
+        raise ValueError(f"interleave: a power of two of vectors, got {len(vectors)}")
+    return build(list(vectors)).reshape(vectors[0].shape + (len(vectors),))
 
 
 def reflect101(t, n: int, reach: int):

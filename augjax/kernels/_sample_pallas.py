@@ -1,6 +1,8 @@
-""":func:`augjax.kernels.sample` (torchvision's ``grid_sample`` rule) as a Pallas (Triton)
-kernel for uint8 images, which :func:`augjax.kernels.remap` runs on CUDA, and the per-tile
-sampler it shares with the policy layer's warps.
+""":func:`augjax.kernels.sample` (torchvision's ``grid_sample`` rule) as Pallas (Triton) kernels
+for uint8 images, which :func:`augjax.kernels.remap` and :func:`augjax.kernels.elastic` run on
+CUDA, and the per-tile sampler they share with the policy layer's warps (elastic's kernel
+reads the displacement and makes the coordinates itself, which are never stored: elastic's
+pixels in 0.127 ms on an H200 at B=256).
 
 XLA's form gathers each bilinear tap of every channel as a separate value of a float copy of
 the image; this kernel reads the source coordinates of a tile of pixels, gathers the four taps
@@ -28,7 +30,7 @@ from augjax.kernels._pallas import (
     to_uint8,
 )
 
-__all__ = ["AVAILABLE", "sample_kernel", "sample_pixels"]
+__all__ = ["AVAILABLE", "elastic_kernel", "sample_kernel", "sample_pixels"]
 
 #: Pixels per program (a power of two). H200, B=256, 224x224x3, elastic_transform's
 #: coordinates: 256 / 512 / 1024 / 2048 pixels with 8 warps 0.121 / 0.130 / 0.150 / 0.153 ms,
@@ -115,3 +117,45 @@ def sample_kernel(image: jax.Array, x: jax.Array, y: jax.Array, interpolation: s
     )(fill_v, x.astype(jnp.float32).reshape(pixels), y.astype(jnp.float32).reshape(pixels),
       image.reshape(h * w * c))
     return out.reshape(ho, wo, c)
+
+
+def _elastic_kernel(fill_ref, bx_ref, by_ref, d_ref, x_ref, o_ref, *, h, w, c, pixels, block,
+                    interpolation, fill):
+    start = tile_start(pixels, block)
+    gx = bx_ref[pl.ds(start, block)] + d_ref[pl.ds(start * 2, block, stride=2)]
+    gy = by_ref[pl.ds(start, block)] + d_ref[pl.ds(start * 2 + 1, block, stride=2)]
+    sx = ((gx + 1.0) * w - 1.0) * 0.5
+    sy = ((gy + 1.0) * h - 1.0) * 0.5
+    out = sample_pixels(x_ref, fill_ref, sx, sy, h=h, w=w, c=c, interpolation=interpolation,
+                        fill=fill)
+    for k in range(c):
+        o_ref[pl.ds(start * c + k, block, stride=c)] = out[k]
+
+
+def elastic_kernel(image: jax.Array, base_x: jax.Array, base_y: jax.Array,
+                   displacement: jax.Array, interpolation: str, fill: jax.Array | None,
+                   interpret: bool = False) -> jax.Array:
+    """:func:`augjax.kernels.elastic` of a uint8 ``(H, W, C)`` image: the identity grid in
+    ``grid_sample`` units (``base_x``, ``base_y``, ``(H, W)``) plus the ``(H, W, 2)``
+    displacement, taken to pixels (``((g + 1) * size - 1) / 2``) and sampled, in one pass: the
+    coordinates are never stored. ``interpret``: run with Pallas' interpreter (CPU, tests)."""
+    h, w, c = image.shape
+    pixels = h * w
+    if pixels == 0:
+        raise ValueError(f"elastic_kernel: the image must have pixels (got {image.shape}); "
+                         "elastic gives those to XLA")
+    block = tile(pixels, BLOCK)
+    has_fill = fill is not None
+    fill_v = (jnp.zeros((c,), jnp.float32) if fill is None
+              else jnp.broadcast_to(jnp.asarray(fill, jnp.float32), (c,)))
+    out = pl.pallas_call(
+        functools.partial(_elastic_kernel, h=h, w=w, c=c, pixels=pixels, block=block,
+                          interpolation=interpolation, fill=has_fill),
+        out_shape=jax.ShapeDtypeStruct((pixels * c,), image.dtype),
+        grid=(pl.cdiv(pixels, block),),
+        interpret=interpret,
+        compiler_params=compiler_params(NUM_WARPS),
+    )(fill_v, base_x.astype(jnp.float32).reshape(pixels),
+      base_y.astype(jnp.float32).reshape(pixels),
+      displacement.astype(jnp.float32).reshape(pixels * 2), image.reshape(pixels * c))
+    return out.reshape(h, w, c)

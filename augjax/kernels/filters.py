@@ -23,6 +23,7 @@ __all__ = [
     "correlate",
     "correlate1d",
     "correlate_separable",
+    "correlate_planes",
     "box_sum",
     "median_filter",
     "gaussian_kernel1d",
@@ -147,9 +148,7 @@ def correlate_separable(x: jax.Array, k_rows: jax.Array, k_cols: jax.Array) -> j
     unchanged). On CUDA a float32 image takes the Pallas kernels of
     :mod:`augjax.kernels._correlate_pallas` (the same sums, in the same order)."""
 
-    def xla(x, kr, kc):
-        return correlate1d(jax.lax.optimization_barrier(correlate1d(x, kc, axis=1)), kr, axis=0)
-
+    xla = _correlate_separable_xla
     if x.dtype != jnp.float32 or partitioned() or not _pallas_available():
         return xla(x, k_rows, k_cols)
 
@@ -161,6 +160,44 @@ def correlate_separable(x: jax.Array, k_rows: jax.Array, k_cols: jax.Array) -> j
     return platform_dependent(x, jnp.asarray(k_rows, jnp.float32),
                               jnp.asarray(k_cols, jnp.float32), cpu=xla, cuda=pallas,
                               default=xla)
+
+
+def correlate_planes(planes, kernels, scale) -> jax.Array:
+    """Each ``(H, W)`` plane correlated separably with its own ``(k_rows, k_cols)`` (as
+    :func:`correlate_separable`) and multiplied by its ``scale``, the planes stacked as the
+    channels of an ``(H, W, C)`` result: ``stack([correlate_separable(p, kr, kc) * s])``, the
+    same values (elastic_transform's displacement: two blurred noise fields, scaled).
+
+    On CUDA float32 planes (two or four) take the Pallas kernels of
+    :mod:`augjax.kernels._correlate_pallas`: each width pass writes back in the plane's layout
+    and one kernel runs the height passes, scales and interleaves (no transpose or stack pass)."""
+    planes = [jnp.asarray(p) for p in planes]
+    kernels = [(jnp.asarray(kr, jnp.float32), jnp.asarray(kc, jnp.float32))
+               for kr, kc in kernels]
+    scale = jnp.asarray(scale, jnp.float32).reshape(len(planes))
+
+    def xla(scale, *args):
+        out = [_correlate_separable_xla(p[..., None], kr, kc)[..., 0] * scale[i]
+               for i, (p, kr, kc) in enumerate(zip(args[0::3], args[1::3], args[2::3]))]
+        return jnp.stack(out, axis=-1)
+
+    args = [a for p, (kr, kc) in zip(planes, kernels, strict=True) for a in (p, kr, kc)]
+    if (any(p.dtype != jnp.float32 for p in planes) or len(planes) not in (2, 4)
+            or partitioned() or not _pallas_available()):
+        return xla(scale, *args)
+
+    def pallas(scale, *args):
+        from augjax.kernels._correlate_pallas import correlate_planes_kernel
+
+        return correlate_planes_kernel(list(args[0::3]), list(zip(args[1::3], args[2::3])),
+                                       scale)
+
+    return platform_dependent(scale, *args, cpu=xla, cuda=pallas, default=xla)
+
+
+def _correlate_separable_xla(x, k_rows, k_cols):
+    return correlate1d(jax.lax.optimization_barrier(correlate1d(x, k_cols, axis=1)), k_rows,
+                       axis=0)
 
 
 def _pallas_available() -> bool:

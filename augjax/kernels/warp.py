@@ -42,6 +42,7 @@ from augjax.kernels.pixels import bound, is_int
 __all__ = [
     "INTERPOLATIONS",
     "check_fill",
+    "elastic",
     "exact_div",
     "inverse_affine_matrix",
     "warp_affine",
@@ -271,6 +272,40 @@ def remap(image: jax.Array, x: jax.Array, y: jax.Array, interpolation: str,
         from augjax.kernels._sample_pallas import sample_kernel
 
         return sample_kernel(image, x, y, interpolation, fill_v[0] if fill_v else None)
+
+    return platform_dependent(*args, cpu=xla, cuda=pallas, default=xla)
+
+
+def elastic(image: jax.Array, displacement: jax.Array, interpolation: str,
+            fill: jax.Array | None) -> jax.Array:
+    """torchvision's ``F.elastic(image, displacement)``: :func:`sample` at the identity grid
+    of ``grid_sample(align_corners=False)`` plus the ``(H, W, 2)`` displacement (x then y, in
+    ``grid_sample`` units: 2 is the image's size), ``g = (2 i + 1) / size - 1 + d``, taken to
+    pixels ``((g + 1) * size - 1) / 2``. On CUDA a uint8 image takes a Pallas kernel that
+    reads the displacement and samples in one pass (the coordinates are never stored)."""
+    h, w = image.shape[0], image.shape[1]
+    if displacement.shape != (h, w, 2):
+        raise InputError(f"elastic: displacement must be (H, W, 2) = ({h}, {w}, 2) for an "
+                         f"image of {image.shape}, got {displacement.shape}")
+    y, x = jnp.meshgrid(jnp.arange(h, dtype=_F32), jnp.arange(w, dtype=_F32), indexing="ij")
+    base_x = (2.0 * x + 1.0) / w - 1.0
+    base_y = (2.0 * y + 1.0) / h - 1.0
+
+    def xla(image, displacement, *fill_v):
+        ix = ((base_x + displacement[..., 0] + 1.0) * w - 1.0) / 2.0
+        iy = ((base_y + displacement[..., 1] + 1.0) * h - 1.0) / 2.0
+        return sample(image, ix, iy, interpolation, fill_v[0] if fill_v else None)
+
+    args = (image, displacement) if fill is None else (image, displacement, fill)
+    if (image.dtype != jnp.uint8 or image.size == 0 or partitioned()
+            or not _pallas_available()):
+        return xla(*args)
+
+    def pallas(image, displacement, *fill_v):
+        from augjax.kernels._sample_pallas import elastic_kernel
+
+        return elastic_kernel(image, base_x, base_y, displacement, interpolation,
+                              fill_v[0] if fill_v else None)
 
     return platform_dependent(*args, cpu=xla, cuda=pallas, default=xla)
 

@@ -58,8 +58,12 @@ def test_the_sample_kernel_interpreted_gives_the_xla_pixels(interpolation, fill,
                                         (3, 70, 300, 1)])  # 300 columns: two column blocks
 def test_the_correlate_kernels_interpreted_give_the_xla_sums(taps, h, w, c):
     """Kernels longer than the image (15 taps over 5 or 6 pixels: the reflection repeats);
-    blocks past the last row or column."""
+    blocks past the last row or column. The height pass alone is bitwise XLA's. The forms that
+    store transposed or interleaved tiles are checked to float rounding: XLA on a CPU fuses
+    multiply-adds into FMAs where its fusions allow, and the interpreted stores change the
+    fusions (1 ulp here and there); compiled on a GPU they are bitwise (the ``gpu`` test)."""
     from augjax.kernels._correlate_pallas import (
+        correlate_planes_kernel,
         correlate_rows,
         correlate_separable_kernel,
     )
@@ -71,11 +75,65 @@ def test_the_correlate_kernels_interpreted_give_the_xla_sums(taps, h, w, c):
     got = np.asarray(jax.jit(jax.vmap(
         lambda v: correlate_rows(v.reshape(h, w * c), k_rows, interpret=True)))(x))
     np.testing.assert_array_equal(got.reshape(x.shape), want)
+    got = np.asarray(jax.jit(jax.vmap(lambda v: correlate_rows(
+        v.reshape(h, w * c), k_rows, interpret=True, transposed=True)))(x))
+    np.testing.assert_allclose(got, want.reshape(2, h, w * c).transpose(0, 2, 1), atol=3e-7,
+                               rtol=0)
     want = np.asarray(jax.jit(jax.vmap(
         lambda v: filters.correlate_separable(v, k_rows, k_cols)))(x))
     got = np.asarray(jax.jit(jax.vmap(
         lambda v: correlate_separable_kernel(v, k_rows, k_cols, interpret=True)))(x))
+    np.testing.assert_allclose(got, want, atol=3e-7, rtol=0)
+    # planes: each with its own kernels and scale, stacked as channels (elastic's field)
+    k_small = gaussian_kernel1d(3, jnp.float32(0.8))
+    kernels = [(k_rows, k_cols), (k_small, k_rows)]
+    scale = jnp.asarray([30.0 / w, -12.0 / h], jnp.float32)
+    want = np.asarray(jax.jit(jax.vmap(lambda v: filters.correlate_planes(
+        [v[..., 0], v[..., 0] * 0.5], kernels, scale)))(x))
+    got = np.asarray(jax.jit(jax.vmap(lambda v: correlate_planes_kernel(
+        [v[..., 0], v[..., 0] * 0.5], kernels, scale, interpret=True)))(x))
+    assert got.shape == (2, h, w, 2)
+    np.testing.assert_allclose(got, want, atol=3e-7 * 30.0 / w, rtol=0)
+    for i, (kr, kc) in enumerate(kernels):  # the XLA form is correlate_separable, scaled
+        plane = x[..., :1] * (1.0, 0.5)[i]
+        ref = np.asarray(jax.jit(jax.vmap(lambda v, kr=kr, kc=kc: filters.correlate_separable(
+            v, kr, kc)))(plane))[..., 0] * np.asarray(scale)[i]
+        np.testing.assert_allclose(want[..., i], ref, atol=1e-7, rtol=0)
+
+
+@pytest.mark.parametrize("interpolation", ["nearest", "bilinear"])
+@pytest.mark.parametrize("fill", [None, (0.2, 0.5, 1.0)])
+@pytest.mark.parametrize("h,w,c", [(12, 9, 3), (33, 40, 3), (10, 12, 1)])
+def test_the_elastic_kernel_interpreted_gives_the_xla_pixels(interpolation, fill, h, w, c):
+    """The displacement read, added to the grid and sampled in one pass: the pixels of
+    ``elastic``'s XLA form (the same operations in the same order), past the edges too."""
+    from augjax.kernels._sample_pallas import elastic_kernel
+
+    x = images(3, h, w, c, dtype=np.uint8, seed=h)
+    disp = np.random.default_rng(w).uniform(-0.4, 0.4, (3, h, w, 2)).astype(np.float32)
+    disp[:, 0, :, 0] = 0.0  # whole pixels
+    f = None if fill is None else jnp.resize(jnp.asarray(fill, jnp.float32), (c,)) * 255.0
+    yy, xx = jnp.meshgrid(jnp.arange(h, dtype=jnp.float32), jnp.arange(w, dtype=jnp.float32),
+                          indexing="ij")
+    base_x, base_y = (2.0 * xx + 1.0) / w - 1.0, (2.0 * yy + 1.0) / h - 1.0
+    want = np.asarray(jax.jit(jax.vmap(
+        lambda im, d: warp.elastic(im, d, interpolation, f)))(x, disp))
+    got = np.asarray(jax.jit(jax.vmap(lambda im, d: elastic_kernel(
+        im, base_x, base_y, d, interpolation, f, interpret=True)))(x, disp))
     np.testing.assert_array_equal(got, want)
+    # the XLA form is sample at the documented coordinates
+    ix = ((base_x + disp[..., 0] + 1.0) * w - 1.0) / 2.0
+    iy = ((base_y + disp[..., 1] + 1.0) * h - 1.0) / 2.0
+    ref = np.asarray(jax.jit(jax.vmap(lambda im, a, b: warp.sample(
+        im, a, b, interpolation, f)))(x, ix, iy))
+    np.testing.assert_array_equal(want, ref)
+
+
+def test_elastic_rejects_a_displacement_of_another_size():
+    x = jnp.zeros((8, 6, 3), jnp.uint8)
+    with pytest.raises(augjax.InputError, match=r"elastic: displacement must be \(H, W, 2\) "
+                                                  r"= \(8, 6, 2\).*got \(6, 8, 2\)"):
+        warp.elastic(x, jnp.zeros((6, 8, 2), jnp.float32), "bilinear", None)
 
 
 def _exported_for_cuda(f, *shapes):
@@ -89,7 +147,7 @@ def _exported_for_cuda(f, *shapes):
 
 def test_remap_and_the_separable_blur_take_the_kernels_for_cuda(monkeypatch):
     """Exported for CUDA from this host, as a host with a GPU traces them: uint8 remapping and
-    float32 separable correlation are Pallas calls; float32 remapping and ``sample`` (whose
+    elastic sampling, float32 separable correlation and two planes' are Pallas calls; float32 remapping and ``sample`` (whose
     coordinates XLA fuses) stay with XLA."""
     from augjax._runtime import platform
 
@@ -108,15 +166,28 @@ def test_remap_and_the_separable_blur_take_the_kernels_for_cuda(monkeypatch):
     blurred = _exported_for_cuda(jax.vmap(lambda v: filters.correlate_separable(v, k, k)),
                                  jax.ShapeDtypeStruct((4, 32, 32, 1), jnp.float32))
     assert pallas in blurred
+    field = jax.ShapeDtypeStruct((4, 2, 32, 32), jnp.float32)
+    assert pallas in _exported_for_cuda(jax.vmap(lambda v: filters.correlate_planes(
+        [v[0], v[1]], [(k, k), (k, k)], (1.0, 2.0))), field)
+    assert pallas not in _exported_for_cuda(jax.vmap(lambda v: filters.correlate_planes(
+        [v[0], v[1], v[0]], [(k, k)] * 3, (1.0, 2.0, 3.0))), field)  # three planes: XLA
+    disp = jax.ShapeDtypeStruct((4, 32, 32, 2), jnp.float32)
+    assert pallas in _exported_for_cuda(jax.vmap(
+        lambda im, d: warp.elastic(im, d, "bilinear", None)),
+        jax.ShapeDtypeStruct((4, 32, 32, 3), jnp.uint8), disp)
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(jax.default_backend() != "gpu", reason="needs a CUDA GPU (Triton)")
 def test_the_kernels_on_a_gpu_give_the_xla_values():
-    """Compiled by Triton: remap's pixels (both interpolations, a fill or none) and the
-    separable blur's sums equal the XLA forms' on the same GPU, bitwise."""
-    from augjax.kernels._correlate_pallas import correlate_separable_kernel
-    from augjax.kernels._sample_pallas import sample_kernel
+    """Compiled by Triton: remap's and elastic's pixels (both interpolations, a fill or none),
+    the separable blur's sums (one channel, written back transposed; three channels) and the
+    planes' scaled, interleaved sums equal the XLA forms' on the same GPU, bitwise."""
+    from augjax.kernels._correlate_pallas import (
+        correlate_planes_kernel,
+        correlate_separable_kernel,
+    )
+    from augjax.kernels._sample_pallas import elastic_kernel, sample_kernel
 
     x = images(8, 224, 224, 3, dtype=np.uint8, seed=5)
     sx, sy = _coords(8, 224, 224, 224, 224, seed=6)
@@ -136,6 +207,36 @@ def test_the_kernels_on_a_gpu_give_the_xla_values():
         jax.lax.optimization_barrier(filters.correlate1d(v, k_cols, 1)), k_rows, 0)))
     kernel = jax.jit(jax.vmap(lambda v: correlate_separable_kernel(v, k_rows, k_cols)))
     np.testing.assert_array_equal(np.asarray(kernel(u)), np.asarray(xla(u)))
+    u3 = np.concatenate([u, u[..., ::-1, :] * 0.5, u[:, ::-1] * 0.25], axis=-1)  # 3 channels
+    np.testing.assert_array_equal(np.asarray(kernel(u3)), np.asarray(xla(u3)))
+    kernels = [(k_rows, k_rows), (k_cols, gaussian_kernel1d(25, jnp.float32(3.0)))]
+    scale = jnp.asarray([50.0 / 224, 30.0 / 224], jnp.float32)
+    planes = [jax.jit(jax.vmap(lambda v, f=f: f(
+        [v[..., 0], v[..., 0] * 0.5], kernels, scale))) for f in (
+        correlate_planes_kernel, _planes_xla)]
+    np.testing.assert_array_equal(np.asarray(planes[0](u)), np.asarray(planes[1](u)))
+    disp = np.asarray(planes[0](u)) * 4.0  # beyond the edges too
+    yy, xx = jnp.meshgrid(jnp.arange(224.0), jnp.arange(224.0), indexing="ij")
+    base_x, base_y = (2.0 * xx + 1.0) / 224 - 1.0, (2.0 * yy + 1.0) / 224 - 1.0
+    for interpolation in ("nearest", "bilinear"):
+        for f in (None, jnp.asarray([51.0, 127.5, 255.0], jnp.float32)):
+            def want(im, d, i=interpolation, f=f):
+                return warp.sample(im, ((base_x + d[..., 0] + 1.0) * 224 - 1.0) / 2.0,
+                                   ((base_y + d[..., 1] + 1.0) * 224 - 1.0) / 2.0, i, f)
+
+            def got(im, d, i=interpolation, f=f):
+                return elastic_kernel(im, base_x, base_y, d, i, f)
+
+            np.testing.assert_array_equal(np.asarray(jax.jit(jax.vmap(got))(x, disp)),
+                                          np.asarray(jax.jit(jax.vmap(want))(x, disp)),
+                                          err_msg=f"elastic {interpolation}, fill {f}")
+
+
+def _planes_xla(planes, kernels, scale):
+    """correlate_planes' XLA form: each plane's separable correlation, scaled, stacked."""
+    return jnp.stack([filters.correlate1d(jax.lax.optimization_barrier(filters.correlate1d(
+        p[..., None], kc, 1)), kr, 0)[..., 0] * scale[i]
+        for i, (p, (kr, kc)) in enumerate(zip(planes, kernels, strict=True))], axis=-1)
 
 
 def _elastic_with_and_without_the_kernels(monkeypatch):

@@ -3,7 +3,7 @@
 Images are uint8 (0..255) or float32 in [0, 1]. Each op computes, for every output pixel, a
 source position and samples the input there (nearest or bilinear); positions outside the image
 read ``fill``, a fraction of the dtype's maximum (water and sphere: DALI's rule, each bilinear
-tap outside reads the fill; elastic_transform: torchvision's, :func:`augjax.kernels.remap`).
+tap outside reads the fill; elastic_transform: torchvision's, :func:`augjax.kernels.elastic`).
 uint8 results of bilinear sampling are rounded half to even. The ops move pixels
 (``geometric=True``) but by no matrix, so :func:`augjax.invert` cannot undo them.
 
@@ -23,10 +23,10 @@ import jax.numpy as jnp
 from augjax import Param, op
 from augjax.kernels import (
     check_fill,
-    correlate_separable,
+    correlate_planes,
+    elastic,
     gaussian_kernel1d,
     is_int,
-    remap,
     sample,
     to_dtype,
 )
@@ -146,12 +146,10 @@ def _displacement(key, meta, params, *, alpha, sigma, **config):
     h, w = meta.height, meta.width
     (ax, ay), (sx, sy) = alpha, sigma
     noise = uniform(key, (2, h, w), -1.0, 1.0)
-    disp = []
-    for u, size, a, n in ((noise[0], _blur_size(sx), ax, w), (noise[1], _blur_size(sy), ay, h)):
-        u = correlate_separable(u[..., None], gaussian_kernel1d(size, jnp.float32(sy)),
-                                gaussian_kernel1d(size, jnp.float32(sx)))
-        disp.append(u[..., 0] * jnp.float32(a) / jnp.float32(n))
-    return {"displacement": jnp.stack(disp, axis=-1)}
+    kernels = [(gaussian_kernel1d(size, jnp.float32(sy)), gaussian_kernel1d(size, jnp.float32(sx)))
+               for size in (_blur_size(sx), _blur_size(sy))]
+    scale = jnp.float32(ax) / jnp.float32(w), jnp.float32(ay) / jnp.float32(h)
+    return {"displacement": correlate_planes((noise[0], noise[1]), kernels, scale)}
 
 
 @op(
@@ -178,21 +176,16 @@ def elastic_transform(image, params, *, alpha, sigma, interpolation, fill):
     ``(x, y)`` values, not a range. The sampler draws uniform noise ``u = uniform(k, (2, H, W),
     -1, 1)``, ``u_x, u_y = u``, blurs it with torchvision's Gaussian (kernel ``int(8 sigma_x +
     1)`` for ``u_x`` and ``int(8 sigma_y + 1)`` for ``u_y``, made odd; sigma ``sigma_x`` along
-    the width and ``sigma_y`` along the height; reflect-101 borders) and scales it to
-    ``alpha_x / W`` and ``alpha_y / H``: the ``displacement``, added to the identity grid of
+    the width and ``sigma_y`` along the height; reflect-101 borders) and multiplies it by
+    ``alpha_x / W`` and ``alpha_y / H`` (each rounded to float32): the ``displacement``
+    (:func:`augjax.kernels.correlate_planes`), added to the identity grid of
     ``grid_sample(align_corners=False)``; pixels are sampled bilinearly (or nearest, ties to
     even) with zero padding. With a ``fill``, torchvision's mask rule follows: bilinear
     ``(S(img) - fill) * S(1) + fill``, nearest ``fill where S(1) < 0.5``. uint8 is rounded.
     Params: ``displacement`` ((H, W, 2); torchvision's ``F.elastic(image, displacement)`` takes
-    the same field with a leading 1). Deviation: torchvision rejects blur pads as large as the
-    image; here the reflection repeats.
+    the same field with a leading 1; :func:`augjax.kernels.elastic` samples with it).
+    Deviation: torchvision rejects blur pads as large as the image; here the reflection
+    repeats.
     """
-    h, w = image.shape[0], image.shape[1]
-    disp = params["displacement"]
-    x, y = pixel_grid(h, w)
-    gx = (2.0 * x + 1.0) / w - 1.0 + disp[..., 0]
-    gy = (2.0 * y + 1.0) / h - 1.0 + disp[..., 1]
-    ix = ((gx + 1.0) * w - 1.0) / 2.0
-    iy = ((gy + 1.0) * h - 1.0) / 2.0
     fill_v = None if fill is None else check_fill(fill, image, "elastic_transform")
-    return remap(image, ix, iy, interpolation, fill_v)
+    return elastic(image, params["displacement"], interpolation, fill_v)
