@@ -15,6 +15,7 @@ import numpy as np
 
 from augjax._runtime.partition import partitioned
 from augjax._runtime.platform import platform_dependent
+from augjax.errors import InputError
 
 __all__ = [
     "reflect_index",
@@ -172,9 +173,21 @@ def correlate_planes(planes, kernels, scale) -> jax.Array:
     :mod:`augjax.kernels._correlate_pallas`: each width pass writes back in the plane's layout
     and one kernel runs the height passes, scales and interleaves (no transpose or stack pass)."""
     planes = [jnp.asarray(p) for p in planes]
+    shapes = {p.shape for p in planes}
+    if not planes or len(shapes) != 1 or len(planes[0].shape) != 2:
+        raise InputError("correlate_planes: planes must be one or more (H, W) arrays of one "
+                         f"shape, got shapes {[p.shape for p in planes]}", argument="planes")
     kernels = [(jnp.asarray(kr, jnp.float32), jnp.asarray(kc, jnp.float32))
                for kr, kc in kernels]
-    scale = jnp.asarray(scale, jnp.float32).reshape(len(planes))
+    scale = jnp.asarray(scale, jnp.float32)
+    if len(kernels) != len(planes) or scale.shape != (len(planes),):
+        raise InputError(f"correlate_planes: one (k_rows, k_cols) pair and one scale per plane: "
+                         f"{len(planes)} planes, {len(kernels)} kernel pairs, scale of shape "
+                         f"{scale.shape}", argument="kernels")
+    for kr, kc in kernels:
+        if kr.ndim != 1 or kc.ndim != 1 or kr.shape[0] % 2 == 0 or kc.shape[0] % 2 == 0:
+            raise InputError("correlate_planes: kernels must be 1-D of odd length, got "
+                             f"{kr.shape} and {kc.shape}", argument="kernels")
 
     def xla(scale, *args):
         out = [_correlate_separable_xla(p[..., None], kr, kc)[..., 0] * scale[i]

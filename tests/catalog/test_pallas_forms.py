@@ -129,11 +129,29 @@ def test_the_elastic_kernel_interpreted_gives_the_xla_pixels(interpolation, fill
     np.testing.assert_array_equal(want, ref)
 
 
-def test_elastic_rejects_a_displacement_of_another_size():
+def test_elastic_and_correlate_planes_reject_bad_arguments_by_name():
     x = jnp.zeros((8, 6, 3), jnp.uint8)
+    d = jnp.zeros((8, 6, 2), jnp.float32)
     with pytest.raises(augjax.InputError, match=r"elastic: displacement must be \(H, W, 2\) "
                                                   r"= \(8, 6, 2\).*got \(6, 8, 2\)"):
         warp.elastic(x, jnp.zeros((6, 8, 2), jnp.float32), "bilinear", None)
+    with pytest.raises(augjax.InputError, match=r"elastic: interpolation must be one of "
+                                                  r".*got 'bicubic'"):
+        warp.elastic(x, d, "bicubic", None)
+    with pytest.raises(augjax.InputError, match=r"elastic: image must be one \(H, W, C\)"):
+        warp.elastic(x[None], d, "bilinear", None)
+    k = gaussian_kernel1d(5, jnp.float32(1.0))
+    p = jnp.zeros((8, 6), jnp.float32)
+    with pytest.raises(augjax.InputError, match=r"planes must be .* of one shape, got shapes "
+                                                  r"\[\(8, 6\), \(6, 8\)\]"):
+        filters.correlate_planes([p, p.T], [(k, k), (k, k)], (1.0, 1.0))
+    with pytest.raises(augjax.InputError, match=r"one \(k_rows, k_cols\) pair and one scale "
+                                                  r"per plane: 2 planes, 1 kernel pairs"):
+        filters.correlate_planes([p, p], [(k, k)], (1.0, 1.0))
+    with pytest.raises(augjax.InputError, match=r"scale of shape \(3,\)"):
+        filters.correlate_planes([p, p], [(k, k), (k, k)], (1.0, 1.0, 1.0))
+    with pytest.raises(augjax.InputError, match=r"1-D of odd length, got \(4,\)"):
+        filters.correlate_planes([p, p], [(k, k), (k[:4], k)], (1.0, 1.0))
 
 
 def _exported_for_cuda(f, *shapes):
