@@ -81,15 +81,46 @@ def sample_pixels(x_ref, fill_ref, sx, sy, *, h, w, c, interpolation, fill):
     return tuple(out)
 
 
+def _store(o_ref, out, start, block: int, c: int) -> None:
+    for k in range(c):
+        o_ref[pl.ds(start * c + k, block, stride=c)] = out[k]
+
+
 def _kernel(fill_ref, sx_ref, sy_ref, x_ref, o_ref, *, h, w, c, pixels, block, interpolation,
             fill):
     start = tile_start(pixels, block)
     sx = sx_ref[pl.ds(start, block)]
     sy = sy_ref[pl.ds(start, block)]
-    out = sample_pixels(x_ref, fill_ref, sx, sy, h=h, w=w, c=c, interpolation=interpolation,
-                        fill=fill)
-    for k in range(c):
-        o_ref[pl.ds(start * c + k, block, stride=c)] = out[k]
+    _store(o_ref, sample_pixels(x_ref, fill_ref, sx, sy, h=h, w=w, c=c,
+                                interpolation=interpolation, fill=fill), start, block, c)
+
+
+def _elastic_kernel(fill_ref, bx_ref, by_ref, d_ref, x_ref, o_ref, *, h, w, c, pixels, block,
+                    interpolation, fill):
+    start = tile_start(pixels, block)
+    gx = bx_ref[pl.ds(start, block)] + d_ref[pl.ds(start * 2, block, stride=2)]
+    gy = by_ref[pl.ds(start, block)] + d_ref[pl.ds(start * 2 + 1, block, stride=2)]
+    sx = ((gx + 1.0) * w - 1.0) * 0.5
+    sy = ((gy + 1.0) * h - 1.0) * 0.5
+    _store(o_ref, sample_pixels(x_ref, fill_ref, sx, sy, h=h, w=w, c=c,
+                                interpolation=interpolation, fill=fill), start, block, c)
+
+
+def _call(body, image, inputs, pixels, interpolation, fill, interpret):
+    """``body(fill_ref, *input_refs, image_ref, out_ref)`` over tiles of the ``pixels`` output
+    pixels: ``(pixels * C,)`` interleaved, in the image's dtype."""
+    h, w, c = image.shape
+    block = tile(pixels, BLOCK)
+    fill_v = (jnp.zeros((c,), jnp.float32) if fill is None
+              else jnp.broadcast_to(jnp.asarray(fill, jnp.float32), (c,)))
+    return pl.pallas_call(
+        functools.partial(body, h=h, w=w, c=c, pixels=pixels, block=block,
+                          interpolation=interpolation, fill=fill is not None),
+        out_shape=jax.ShapeDtypeStruct((pixels * c,), image.dtype),
+        grid=(pl.cdiv(pixels, block),),
+        interpret=interpret,
+        compiler_params=compiler_params(NUM_WARPS),
+    )(fill_v, *inputs, image.reshape(h * w * c))
 
 
 def sample_kernel(image: jax.Array, x: jax.Array, y: jax.Array, interpolation: str,
@@ -103,33 +134,9 @@ def sample_kernel(image: jax.Array, x: jax.Array, y: jax.Array, interpolation: s
     if pixels == 0 or h * w == 0:
         raise ValueError("sample_kernel: the image and the coordinates must have pixels "
                          f"(got {image.shape} and {x.shape}); remap gives those to XLA")
-    block = tile(pixels, BLOCK)
-    has_fill = fill is not None
-    fill_v = (jnp.zeros((c,), jnp.float32) if fill is None
-              else jnp.broadcast_to(jnp.asarray(fill, jnp.float32), (c,)))
-    out = pl.pallas_call(
-        functools.partial(_kernel, h=h, w=w, c=c, pixels=pixels, block=block,
-                          interpolation=interpolation, fill=has_fill),
-        out_shape=jax.ShapeDtypeStruct((pixels * c,), image.dtype),
-        grid=(pl.cdiv(pixels, block),),
-        interpret=interpret,
-        compiler_params=compiler_params(NUM_WARPS),
-    )(fill_v, x.astype(jnp.float32).reshape(pixels), y.astype(jnp.float32).reshape(pixels),
-      image.reshape(h * w * c))
-    return out.reshape(ho, wo, c)
-
-
-def _elastic_kernel(fill_ref, bx_ref, by_ref, d_ref, x_ref, o_ref, *, h, w, c, pixels, block,
-                    interpolation, fill):
-    start = tile_start(pixels, block)
-    gx = bx_ref[pl.ds(start, block)] + d_ref[pl.ds(start * 2, block, stride=2)]
-    gy = by_ref[pl.ds(start, block)] + d_ref[pl.ds(start * 2 + 1, block, stride=2)]
-    sx = ((gx + 1.0) * w - 1.0) * 0.5
-    sy = ((gy + 1.0) * h - 1.0) * 0.5
-    out = sample_pixels(x_ref, fill_ref, sx, sy, h=h, w=w, c=c, interpolation=interpolation,
-                        fill=fill)
-    for k in range(c):
-        o_ref[pl.ds(start * c + k, block, stride=c)] = out[k]
+    coords = (x.astype(jnp.float32).reshape(pixels), y.astype(jnp.float32).reshape(pixels))
+    return _call(_kernel, image, coords, pixels, interpolation, fill,
+                 interpret).reshape(ho, wo, c)
 
 
 def elastic_kernel(image: jax.Array, base_x: jax.Array, base_y: jax.Array,
@@ -144,18 +151,7 @@ def elastic_kernel(image: jax.Array, base_x: jax.Array, base_y: jax.Array,
     if pixels == 0:
         raise ValueError(f"elastic_kernel: the image must have pixels (got {image.shape}); "
                          "elastic gives those to XLA")
-    block = tile(pixels, BLOCK)
-    has_fill = fill is not None
-    fill_v = (jnp.zeros((c,), jnp.float32) if fill is None
-              else jnp.broadcast_to(jnp.asarray(fill, jnp.float32), (c,)))
-    out = pl.pallas_call(
-        functools.partial(_elastic_kernel, h=h, w=w, c=c, pixels=pixels, block=block,
-                          interpolation=interpolation, fill=has_fill),
-        out_shape=jax.ShapeDtypeStruct((pixels * c,), image.dtype),
-        grid=(pl.cdiv(pixels, block),),
-        interpret=interpret,
-        compiler_params=compiler_params(NUM_WARPS),
-    )(fill_v, base_x.astype(jnp.float32).reshape(pixels),
-      base_y.astype(jnp.float32).reshape(pixels),
-      displacement.astype(jnp.float32).reshape(pixels * 2), image.reshape(pixels * c))
-    return out.reshape(h, w, c)
+    grid = (base_x.astype(jnp.float32).reshape(pixels), base_y.astype(jnp.float32).reshape(pixels),
+            displacement.astype(jnp.float32).reshape(pixels * 2))
+    return _call(_elastic_kernel, image, grid, pixels, interpolation, fill,
+                 interpret).reshape(h, w, c)
