@@ -180,10 +180,13 @@ def correlate_planes(planes, kernels, scale) -> jax.Array:
     kernels = [(jnp.asarray(kr, jnp.float32), jnp.asarray(kc, jnp.float32))
                for kr, kc in kernels]
     scale = jnp.asarray(scale, jnp.float32)
-    if len(kernels) != len(planes) or scale.shape != (len(planes),):
-        raise InputError(f"correlate_planes: one (k_rows, k_cols) pair and one scale per plane: "
-                         f"{len(planes)} planes, {len(kernels)} kernel pairs, scale of shape "
-                         f"{scale.shape}", argument="kernels")
+    if len(kernels) != len(planes):
+        raise InputError(f"correlate_planes: one (k_rows, k_cols) pair per plane: "
+                         f"{len(planes)} planes, got {len(kernels)} kernel pairs",
+                         argument="kernels")
+    if scale.shape != (len(planes),):
+        raise InputError(f"correlate_planes: one scale per plane: {len(planes)} planes, got a "
+                         f"scale of shape {scale.shape}", argument="scale")
     for kr, kc in kernels:
         if kr.ndim != 1 or kc.ndim != 1 or kr.shape[0] % 2 == 0 or kc.shape[0] % 2 == 0:
             raise InputError("correlate_planes: kernels must be 1-D of odd length, got "

@@ -277,23 +277,24 @@ def remap(image: jax.Array, x: jax.Array, y: jax.Array, interpolation: str,
 
 
 def elastic(image: jax.Array, displacement: jax.Array, interpolation: str,
-            fill: jax.Array | None) -> jax.Array:
+            fill: jax.Array | None, op: str = "elastic") -> jax.Array:
     """torchvision's ``F.elastic(image, displacement)``: :func:`sample` at the identity grid
     of ``grid_sample(align_corners=False)`` plus the ``(H, W, 2)`` displacement (x then y, in
     ``grid_sample`` units: 2 is the image's size), ``g = (2 i + 1) / size - 1 + d``, taken to
     pixels ``((g + 1) * size - 1) / 2``. On CUDA a uint8 image takes a Pallas kernel that
-    reads the displacement and samples in one pass (the coordinates are never stored)."""
+    reads the displacement and samples in one pass (the coordinates are never stored).
+    ``op``: the name that errors give (the calling op's)."""
     if image.ndim != 3:
-        raise InputError(f"elastic: image must be one (H, W, C) image, got shape {image.shape}",
-                         argument="image")
+        raise InputError(f"{op}: image must be one (H, W, C) image, got shape {image.shape}",
+                         op=op, argument="image")
     h, w = image.shape[0], image.shape[1]
     if displacement.shape != (h, w, 2):
-        raise InputError(f"elastic: displacement must be (H, W, 2) = ({h}, {w}, 2) for an "
-                         f"image of {image.shape}, got {displacement.shape}",
+        raise InputError(f"{op}: displacement must be (H, W, 2) = ({h}, {w}, 2) for an "
+                         f"image of {image.shape}, got {displacement.shape}", op=op,
                          argument="displacement")
     if interpolation not in INTERPOLATIONS:
-        raise InputError(f"elastic: interpolation must be one of {INTERPOLATIONS}, got "
-                         f"{interpolation!r}", argument="interpolation")
+        raise InputError(f"{op}: interpolation must be one of {INTERPOLATIONS}, got "
+                         f"{interpolation!r}", op=op, argument="interpolation")
     y, x = jnp.meshgrid(jnp.arange(h, dtype=_F32), jnp.arange(w, dtype=_F32), indexing="ij")
     base_x = (2.0 * x + 1.0) / w - 1.0
     base_y = (2.0 * y + 1.0) / h - 1.0

@@ -130,6 +130,8 @@ def test_the_elastic_kernel_interpreted_gives_the_xla_pixels(interpolation, fill
 
 
 def test_elastic_and_correlate_planes_reject_bad_arguments_by_name():
+    """Each error names the function (or the calling op), the argument, what was expected
+    and what came."""
     x = jnp.zeros((8, 6, 3), jnp.uint8)
     d = jnp.zeros((8, 6, 2), jnp.float32)
     with pytest.raises(augjax.InputError, match=r"elastic: displacement must be \(H, W, 2\) "
@@ -140,16 +142,25 @@ def test_elastic_and_correlate_planes_reject_bad_arguments_by_name():
         warp.elastic(x, d, "bicubic", None)
     with pytest.raises(augjax.InputError, match=r"elastic: image must be one \(H, W, C\)"):
         warp.elastic(x[None], d, "bilinear", None)
+    # through the op, the error names the op and the param
+    op = augjax.get_op("elastic_transform")
+    with pytest.raises(augjax.InputError, match=r"elastic_transform: displacement must be \(H, "
+                                                  r"W, 2\) = \(8, 6, 2\).*got \(6, 8, 2\)") as e:
+        op.apply(x[None].repeat(2, 0), params={"displacement": jnp.zeros((2, 6, 8, 2))})
+    assert (e.value.op, e.value.argument) == ("elastic_transform", "displacement")
     k = gaussian_kernel1d(5, jnp.float32(1.0))
     p = jnp.zeros((8, 6), jnp.float32)
     with pytest.raises(augjax.InputError, match=r"planes must be .* of one shape, got shapes "
                                                   r"\[\(8, 6\), \(6, 8\)\]"):
         filters.correlate_planes([p, p.T], [(k, k), (k, k)], (1.0, 1.0))
-    with pytest.raises(augjax.InputError, match=r"one \(k_rows, k_cols\) pair and one scale "
-                                                  r"per plane: 2 planes, 1 kernel pairs"):
+    with pytest.raises(augjax.InputError, match=r"one \(k_rows, k_cols\) pair per plane: 2 "
+                                                  r"planes, got 1 kernel pairs") as e:
         filters.correlate_planes([p, p], [(k, k)], (1.0, 1.0))
-    with pytest.raises(augjax.InputError, match=r"scale of shape \(3,\)"):
+    assert e.value.argument == "kernels"
+    with pytest.raises(augjax.InputError, match=r"one scale per plane: 2 planes, got a scale of "
+                                                  r"shape \(3,\)") as e:
         filters.correlate_planes([p, p], [(k, k), (k, k)], (1.0, 1.0, 1.0))
+    assert e.value.argument == "scale"
     with pytest.raises(augjax.InputError, match=r"1-D of odd length, got \(4,\)"):
         filters.correlate_planes([p, p], [(k, k), (k[:4], k)], (1.0, 1.0))
 
@@ -165,8 +176,8 @@ def _exported_for_cuda(f, *shapes):
 
 def test_remap_and_the_separable_blur_take_the_kernels_for_cuda(monkeypatch):
     """Exported for CUDA from this host, as a host with a GPU traces them: uint8 remapping and
-    elastic sampling, float32 separable correlation and two planes' are Pallas calls; float32 remapping and ``sample`` (whose
-    coordinates XLA fuses) stay with XLA."""
+    elastic sampling, float32 separable correlation and two planes' are Pallas calls; float32
+    remapping and ``sample`` (whose coordinates XLA fuses) stay with XLA."""
     from augjax._runtime import platform
 
     monkeypatch.setattr(platform, "live_platforms", lambda: frozenset({"cpu", "cuda"}))

@@ -188,4 +188,4 @@ def elastic_transform(image, params, *, alpha, sigma, interpolation, fill):
     repeats.
     """
     fill_v = None if fill is None else check_fill(fill, image, "elastic_transform")
-    return elastic(image, params["displacement"], interpolation, fill_v)
+    return elastic(image, params["displacement"], interpolation, fill_v, op="elastic_transform")
