@@ -157,11 +157,11 @@ def correlate_planes_kernel(planes: list, kernels: list, scale: jax.Array,
     and writes them as the channels of the ``(H, W, C)`` result."""
     h, w = planes[0].shape
     c = len(planes)
+    if h * w == 0:
+        return jnp.zeros((h, w, c), jnp.float32)
     first = [correlate_rows(p.astype(jnp.float32).T, k_cols, interpret, transposed=True)
              for p, (_, k_cols) in zip(planes, kernels, strict=True)]
     k_rows = [jnp.asarray(k, jnp.float32) for k, _ in kernels]
-    if h * w == 0:
-        return jnp.zeros((h, w, c), jnp.float32)
     cols = min(MAX_COLS, _next_pow2(w))
     rows = min(ROWS, h)
     out = pl.pallas_call(
