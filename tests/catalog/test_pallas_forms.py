@@ -295,7 +295,7 @@ def _elastic_with_and_without_the_kernels(monkeypatch):
 @pytest.mark.gpu
 @pytest.mark.skipif(jax.default_backend() != "gpu", reason="needs a CUDA GPU (Triton)")
 def test_elastic_transform_on_a_gpu_gives_the_xla_params_and_pixels(monkeypatch):
-    """The op's sampler and kernel with the Pallas forms (the field's blur, the remap) against
+    """The op's sampler and kernel with the Pallas forms (the fields' blur, the sampling) against
     the same functions with the XLA forms on the same GPU, bitwise; the op's call gives the
     kernels' pixels."""
     (disp, pixels), (want_disp, want_pixels), call = _elastic_with_and_without_the_kernels(
