@@ -32,6 +32,7 @@ from augjax.errors import InputError, OpDefinitionError
 __all__ = [
     "apply_params",
     "array_program",
+    "call_program",
     "sample_program",
     "apply_program",
     "sample_steps",
@@ -270,40 +271,98 @@ def final_layout(steps: Sequence[Any], layout: str) -> str:
     return layout
 
 
-#: Samplers an array program keeps at hand by input shape (beyond, the shared cache serves).
-_SAMPLERS_PER_PROGRAM = 64
+#: Runs an array program keeps at hand by input signature (beyond, the shared caches serve).
+_RUNS_PER_PROGRAM = 64
 
 
 @once_cache(maxsize=512)
 def array_program(steps: tuple[Any, ...], layout: str, start: int = 0,
-                  partitioned: bool = False, targets: Any = None):
+                  partitioned: bool = False, targets: Any = None, seeded: bool = False):
     """The program for arrays: ``f(images, labels, keys) -> (images, labels)``; ``partitioned``
     for inputs laid out over several devices (no custom kernels). ``keys`` is one key per
-    sample, or one typed key (shape ``()``) that the sampler's program splits itself (one
-    compiled program fewer per call: the same keys).
+    sample, or one typed key (shape ``()``) that the sampler splits itself; with ``seeded``,
+    int32 seeds ``(N, 2)`` that become the keys first (:func:`keys_from_seeds`, DALI's path).
 
-    It runs the two compiled programs that ``sample`` and ``apply`` run, one after the other
-    (:func:`sample_program`, then :func:`apply_program`), so a call equals
-    ``apply(sample(...))`` bitwise by construction: one fused program could round the kernels'
-    float arithmetic differently (XLA fuses multiply-adds where its fusion decisions allow).
+    On the CPU (and under a trace, or over several devices) it runs the two compiled programs
+    that ``sample`` and ``apply`` run, one after the other (:func:`sample_program`, then
+    :func:`apply_program`), so a call equals ``apply(sample(...))`` bitwise by construction.
+    On a GPU it runs :func:`call_program`: the same functions in one compiled program with an
+    optimisation barrier between them. That is one dispatch per call where the two programs
+    cost twice the host's time, and a GPU's short calls are bound by the host's dispatch.
     """
     enable_compile_cache()
     apply = apply_program(steps, layout, partitioned, targets)
-
-    samplers: dict[tuple[Any, ...], Any] = {}
+    runs: dict[tuple[Any, ...], Any] = {}
 
     def program(images, labels, keys, *arrays):
-        shape, dtype = tuple(images.shape), images.dtype
-        split = keys is not None and keys.ndim == 0
-        sample = samplers.get((shape, dtype, split))
-        if sample is None:  # the cached lookup hashes every step: once per input shape
-            if len(samplers) >= _SAMPLERS_PER_PROGRAM:  # many shapes: hold no program alive
-                samplers.clear()
-            sample = samplers[shape, dtype, split] = sample_program(
-                steps, layout, start, shape, jnp.dtype(dtype).name, split)
-        return apply(images, labels, sample(keys), *arrays)
+        form = _key_form(keys, seeded)
+        device = None if isinstance(images, jax.core.Tracer) else getattr(images, "sharding",
+                                                                          None)
+        lookup = (images.shape, images.dtype, form, device)
+        run = runs.get(lookup)
+        if run is None:  # the cached lookups hash every step: once per input signature
+            if len(runs) >= _RUNS_PER_PROGRAM:  # many shapes: hold no program alive
+                runs.clear()
+            shape, dtype = tuple(images.shape), jnp.dtype(images.dtype).name
+            if _fuses(device, partitioned):
+                run = call_program(steps, layout, start, shape, dtype, form, targets)
+            else:
+                run = _two_programs(apply, sample_program(
+                    steps, layout, start, shape, dtype, form == "key"), form == "seeds")
+            runs[lookup] = run
+        return run(images, labels, keys, *arrays)
 
     return program
+
+
+def _key_form(keys: Any, seeded: bool) -> str:
+    """How a program's ``keys`` argument holds the randomness: "none", "keys" (one per sample),
+    "key" (one typed key, split per sample) or "seeds" (int32 ``(N, 2)``)."""
+    if keys is None:
+        return "none"
+    if seeded:
+        return "seeds"
+    return "key" if keys.ndim == 0 else "keys"
+
+
+def _fuses(device: Any, partitioned: bool) -> bool:
+    """Whether sampler and apply run as one program: on one device that is not a CPU (on the
+    CPU the sampler compiles unoptimised, see :func:`sampler_compiler_options`)."""
+    return (device is not None and not partitioned and len(device.device_set) == 1
+            and next(iter(device.device_set)).platform != "cpu")
+
+
+def _two_programs(apply: Any, sample: Any, seeded: bool):
+    def run(images, labels, keys, *arrays):
+        if seeded:
+            keys = _keys_from_seeds(keys)
+        return apply(images, labels, sample(keys), *arrays)
+
+    return run
+
+
+@once_cache(maxsize=512)
+def call_program(steps: tuple[Any, ...], layout: str, start: int, shape: tuple[int, ...],
+                 dtype: str, keys: str, targets: Any = None):
+    """The jitted sampler and apply program in one: ``f(images, labels, keys, *targets)``,
+    ``keys`` in the form :func:`_key_form` names.
+
+    The params pass through ``lax.optimization_barrier``: XLA computes them as the sampler's
+    own program does and fuses none of their arithmetic into the kernels, which read them from
+    memory as the apply program does. The GPU tests check the call against
+    ``apply(sample(...))`` bitwise for every op and policy."""
+    enable_compile_cache()
+    sample = sample_program(steps, layout, start, shape, dtype, keys == "key")
+    apply = apply_program(steps, layout, False, targets)
+
+    def program(images, labels, keys_in, *arrays):
+        k = keys_from_seeds(keys_in) if keys == "seeds" else keys_in
+        params = jax.lax.optimization_barrier(sample(k))
+        return apply(images, labels, params, *arrays)
+
+    config = dict(layout=layout, start=start, shape=shape, dtype=dtype, keys=keys,
+                  targets=targets)
+    return StoredProgram(program, lambda: ("call", steps, config))
 
 
 _keys_from_seeds = jax.jit(keys_from_seeds)
@@ -319,13 +378,13 @@ def seeded_program(
     (``keys_from_seeds``), then the same compiled programs as on arrays run, so the DALI path
     equals the array path with ``key=keys_from_seeds(seeds)`` bitwise."""
     enable_compile_cache()
-    run = array_program(steps, layout, start, partitioned, targets)
+    run = array_program(steps, layout, start, partitioned, targets, seeded=True)
 
     def program(*arrays):
         images, rest = arrays[0], list(arrays[1:])
         labels = rest.pop(0) if with_labels else None
-        keys = _keys_from_seeds(rest.pop(0)) if with_seeds else None
-        out, labels, *moved = run(images, labels, keys, *rest)
+        seeds = rest.pop(0) if with_seeds else None
+        out, labels, *moved = run(images, labels, seeds, *rest)
         moved = tuple(moved[0]) if moved else ()
         return ((out, labels) if with_labels else (out,)) + moved
 

@@ -1,0 +1,119 @@
+"""The call's program on GPUs: the sampler and the apply program compiled as one
+(:func:`augjax._runtime.program.call_program`), one dispatch per call.
+
+The call must still equal ``apply(sample(...))`` bitwise. On a GPU that is checked through the
+public API for every registered op and policy. On the CPU, where calls run the two programs,
+the fused program is checked against the apply program fed by the sampler compiled as the
+fused one compiles it (optimised, inside a ``jax.jit``): the barrier keeps the sampler's
+arithmetic apart from the kernels'."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+import augjax
+from augjax._plugins.registry import REGISTRY
+from augjax._runtime import program as prog
+from augjax.testing._examples import example_params
+
+N, SIZE, CLASSES = 6, 32, 10
+
+POLICIES = {
+    "rand_augment": lambda: augjax.policies.rand_augment(n=2, m=9),
+    "trivial_augment_wide": augjax.policies.trivial_augment_wide,
+    "auto_augment": augjax.policies.auto_augment,
+    "augmix": augjax.policies.augmix,
+}
+
+
+def _step(name: str):
+    if name in POLICIES:
+        return POLICIES[name]()
+    spec = REGISTRY.get(name)
+    params = example_params(spec)
+    if "num_classes" in spec.params:
+        params["num_classes"] = CLASSES
+    return spec.bind(**params)
+
+
+def _inputs(step, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    x = jax.numpy.asarray(rng.integers(0, 256, (N, SIZE, SIZE, 3), dtype=np.uint8))
+    y = jax.numpy.asarray(np.arange(N, dtype=np.int32) % CLASSES)
+    return (x, y) if "labels" in step.inputs else (x,)
+
+
+def _leaves(out):
+    return [np.asarray(v) for v in jax.tree_util.tree_leaves(out)]
+
+
+def _assert_same(got, want, name):
+    got, want = _leaves(got), _leaves(want)
+    assert len(got) == len(want), name
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w, err_msg=name)
+
+
+#: The CPU check: the policies and the ops whose samplers compute floats the kernels use.
+CPU_CASES = [*POLICIES, "color_jitter", "elastic_transform", "mixup", "mixup_cutmix",
+             "random_resized_crop", "rotate"]
+
+
+@pytest.mark.parametrize("name", CPU_CASES)
+def test_the_fused_program_equals_apply_of_the_sampler_it_holds(name):
+    step = _step(name)
+    steps, start = step._steps()
+    steps = tuple(steps)
+    inputs = _inputs(step)
+    x, labels = inputs[0], (inputs[1] if len(inputs) > 1 else None)
+    key = jax.random.key(7)
+    sampler = prog.sample_program(steps, "HWC", start, tuple(x.shape), "uint8", True)
+    params = jax.jit(lambda k: sampler(k))(key)  # traced: compiled as inside the fused one
+    want = prog.apply_program(steps, "HWC")(x, labels, params)
+    got = prog.call_program(steps, "HWC", start, tuple(x.shape), "uint8", "key")(x, labels, key)
+    _assert_same(got, want, name)
+
+
+def test_seeds_give_the_keys_of_keys_from_seeds_in_the_fused_program():
+    step = _step("color_jitter")
+    steps = tuple(step._steps()[0])
+    x = _inputs(step)[0]
+    seeds = augjax.index_seeds(np.arange(N), seed=3)
+    fused = prog.call_program(steps, "HWC", 0, tuple(x.shape), "uint8", "seeds")(x, None, seeds)
+    keyed = prog.call_program(steps, "HWC", 0, tuple(x.shape), "uint8", "keys")(
+        x, None, augjax.keys_from_seeds(seeds))
+    _assert_same(fused, keyed, "color_jitter")
+
+
+def test_calls_on_the_cpu_run_the_two_programs(monkeypatch):
+    """On the CPU the samplers compile unoptimised (fast to compile): calls keep them."""
+    if jax.default_backend() != "cpu":
+        pytest.skip("the CPU's dispatch: JAX's default device here is not a CPU")
+    built = []
+    monkeypatch.setattr(prog, "call_program", lambda *a, **k: built.append(a))
+    step = _step("color_jitter")
+    x = _inputs(step, seed=1)[0]
+    out = augjax.compose(step)(x, key=jax.random.key(0))
+    assert not built
+    _assert_same(out, step.apply(x, params=step.sample(x, key=jax.random.key(0))), "jitter")
+
+
+@pytest.mark.gpu
+def test_every_call_on_a_gpu_equals_apply_of_sample_bitwise():
+    """On a GPU calls run the fused program: for every registered op and policy the call
+    equals ``apply(sample(...))`` through the public API, bitwise."""
+    if not any(d.platform == "gpu" for d in jax.devices()):
+        pytest.skip("needs a GPU as JAX's default device")
+    before = prog.call_program.cache_info().misses
+    names = sorted(augjax.list_ops()) + list(POLICIES)
+    for name in names:
+        step = _step(name)
+        inputs = _inputs(step, seed=len(name))
+        key = jax.random.key(len(name))
+        call = augjax.compose(step)
+        got = call(*inputs, key=key)
+        want = call.apply(*inputs, params=call.sample(*inputs, key=key))
+        _assert_same(got, want, name)
+    assert prog.call_program.cache_info().misses >= before + len(names)
