@@ -68,12 +68,21 @@ def once_cache(maxsize: int = 512):
         lock = threading.Lock()
         signature = inspect.signature(fn)
         arity = len(signature.parameters)
+        # The trailing defaults, for the positional forms that leave them out (no binding).
+        defaults: list[Any] = []
+        for param in reversed(signature.parameters.values()):
+            if param.default is param.empty or param.kind is not param.POSITIONAL_OR_KEYWORD:
+                break
+            defaults.insert(0, param.default)
+        fewest = arity - len(defaults)
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             # One key per call, however it is spelled: lru_cache tells f(a, b=1), f(a, 1) and
             # f(a) apart, and each key would trace and compile its own program.
-            if kwargs or len(args) != arity:  # the full positional form skips the binding
+            if not kwargs and fewest <= len(args) < arity:  # positional: defaults appended
+                args = args + tuple(defaults[len(args) - fewest:])
+            elif kwargs or len(args) != arity:
                 bound = signature.bind(*args, **kwargs)
                 bound.apply_defaults()
                 args = bound.args

@@ -117,3 +117,21 @@ def test_every_call_on_a_gpu_equals_apply_of_sample_bitwise():
         want = call.apply(*inputs, params=call.sample(*inputs, key=key))
         _assert_same(got, want, name)
     assert prog.call_program.cache_info().misses >= before + len(names)
+
+
+def test_the_program_caches_key_every_spelling_of_a_call_once():
+    """``f(a)``, ``f(a, 1)``, ``f(a, b=1)`` and ``f(a=a)`` are one entry, built once (each
+    entry would trace and compile its own program); a missing argument is still refused."""
+    built = []
+
+    @prog.once_cache()
+    def f(a, b=1, c="x"):
+        built.append((a, b, c))
+        return object()
+
+    first = f(2)
+    assert f(2, 1) is first and f(2, 1, "x") is first and f(2, b=1) is first
+    assert f(a=2, c="x") is first
+    assert f(2, 3) is not first and built == [(2, 1, "x"), (2, 3, "x")]
+    with pytest.raises(TypeError):
+        f()
