@@ -135,3 +135,51 @@ def test_the_program_caches_key_every_spelling_of_a_call_once():
     assert f(2, 3) is not first and built == [(2, 1, "x"), (2, 3, "x")]
     with pytest.raises(TypeError):
         f()
+
+
+def _targets(seed: int = 0):
+    """Instance masks, boxes and keypoints for :func:`_inputs`' batch."""
+    rng = np.random.default_rng(seed)
+    masks = rng.integers(0, 4, (N, SIZE, SIZE)).astype(np.int32)
+    corners = np.sort(rng.uniform(0, SIZE, (N, 3, 2, 2)), axis=2)  # two (x, y), sorted
+    boxes = corners.reshape(N, 3, 4).astype(np.float32)  # x1, y1, x2, y2
+    keypoints = rng.uniform(0, SIZE, (N, 5, 2)).astype(np.float32)
+    return dict(masks=masks, boxes=boxes, keypoints=keypoints)
+
+
+@pytest.mark.gpu
+def test_calls_with_targets_layouts_and_padding_on_a_gpu_equal_apply_of_sample():
+    """The fused program with what else a call takes: masks, boxes and keypoints following a
+    geometric chain; channels-first images; labels; a smaller batch run padded to a larger
+    one's program. Each equals ``apply(sample(...))`` bitwise."""
+    if not any(d.platform == "gpu" for d in jax.devices()):
+        pytest.skip("needs a GPU as JAX's default device")
+    ops = augjax.ops
+    key = jax.random.key(11)
+    geometric = augjax.compose(ops.rotate, ops.shear_x, ops.flip,
+                               ops.random_crop.bind(size=(28, 24), padding=2))
+    x = _inputs(geometric)[0]
+    targets = _targets()
+    got = geometric(x, key=key, **targets)
+    want = geometric.apply(x, params=geometric.sample(x, key=key), **targets)
+    assert set(got) >= {"images", "masks", "boxes", "keypoints"}
+    for name in want:
+        np.testing.assert_array_equal(np.asarray(got[name]), np.asarray(want[name]), name)
+
+    jitter = augjax.compose(ops.color_jitter.bind(brightness=0.4, contrast=0.4, hue=0.1),
+                            ops.rotate)
+    chw = jax.numpy.transpose(x, (0, 3, 1, 2))
+    got = jitter(chw, key=key, layout="CHW")
+    want = jitter.apply(chw, params=jitter.sample(chw, key=key, layout="CHW"), layout="CHW")
+    _assert_same(got, want, "CHW")
+
+    mix = augjax.compose(_step("mixup_cutmix"))
+    inputs = _inputs(mix, seed=2)
+    _assert_same(mix(*inputs, key=key), mix.apply(*inputs, params=mix.sample(*inputs, key=key)),
+                 "labels")
+
+    jitter(x, key=key)  # compiles for N; a smaller batch then runs padded to N
+    part = x[: N - 2]
+    got = jitter(part, key=key)
+    assert got.shape[0] == N - 2
+    _assert_same(got, jitter.apply(part, params=jitter.sample(part, key=key)), "padded")
