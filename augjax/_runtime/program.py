@@ -342,6 +342,8 @@ def _fuses(device: Any, partitioned: bool) -> bool:
 
 
 def _two_programs(apply: Any, sample: Any, seeded: bool):
+    """``apply(images, labels, sample(keys))``, the keys made from seeds first if ``seeded``."""
+
     def run(images, labels, keys, *arrays):
         if seeded:
             keys = _keys_from_seeds(keys)
@@ -369,8 +371,8 @@ def call_program(steps: tuple[Any, ...], layout: str, start: int, shape: tuple[i
         params = jax.lax.optimization_barrier(sample(k))
         return apply(images, labels, params, *arrays)
 
-    config = dict(layout=layout, start=start, shape=shape, dtype=dtype, keys=keys,
-                  targets=targets)
+    config = {"layout": layout, "start": start, "shape": shape, "dtype": dtype, "keys": keys,
+              "targets": targets}
     return StoredProgram(program, lambda: ("call", steps, config))
 
 
@@ -384,8 +386,9 @@ def seeded_program(
 ):
     """The program for DALI: ``f(images[, labels][, seeds])`` returning a tuple; ``partitioned``
     where ``jax_function`` gets a sharding over several devices. The keys come from the seeds
-    (``keys_from_seeds``), then the same compiled programs as on arrays run, so the DALI path
-    equals the array path with ``key=keys_from_seeds(seeds)`` bitwise."""
+    (``keys_from_seeds``: integer arithmetic, the same keys inside a program or before it),
+    then the sampler and the apply program run as on arrays (:func:`array_program`), so the
+    DALI path equals the array path with ``key=keys_from_seeds(seeds)`` bitwise."""
     enable_compile_cache()
     run = array_program(steps, layout, start, partitioned, targets, seeded=True)
 

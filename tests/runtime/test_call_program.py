@@ -144,7 +144,7 @@ def _targets(seed: int = 0):
     corners = np.sort(rng.uniform(0, SIZE, (N, 3, 2, 2)), axis=2)  # two (x, y), sorted
     boxes = corners.reshape(N, 3, 4).astype(np.float32)  # x1, y1, x2, y2
     keypoints = rng.uniform(0, SIZE, (N, 5, 2)).astype(np.float32)
-    return dict(masks=masks, boxes=boxes, keypoints=keypoints)
+    return {"masks": masks, "boxes": boxes, "keypoints": keypoints}
 
 
 @pytest.mark.gpu
