@@ -11,8 +11,9 @@ Modes (every row in its own try/except: a failed row records its error, the othe
 - ``arrays``: B=256 x 224x224x3 uint8 on the GPU, ms per call: the copy floor (XLA ``x + 1``),
   every registered op (core and installed packs) and every policy as augjax programs on
   ``jax.Array`` batches, next to the same op's peers measured in the same run: DALI's native
-  operator (a pipeline fed from GPU memory, ms per batch; the empty pipeline is a row of its own)
-  and torchvision v2 on CUDA tensors (NCHW uint8, ms per call).
+  operator (a pipeline fed from GPU memory, ms per batch; the empty pipeline is a row of its own),
+  torchvision v2 on CUDA tensors (NCHW uint8, ms per call) and, where it is installed, kornia
+  (the same uint8 tensors, converted to float and back inside each call).
 - ``dali``: through DALI pipelines at B=32/256/1024 (ms per batch): the empty pipeline, the bare
   ``jax_function`` crossing, augjax's RandAugment / TrivialAugmentWide against DALI's
   ``auto_aug``, augjax's ``random_resized_crop`` and a few ops against DALI's operators
@@ -155,13 +156,17 @@ def mode_arrays(args, budget: Budget, rows: dict, save) -> None:
         rows["arrays/dali_empty_pipeline"] = {"ms": empty}
     except Exception as err:  # noqa: BLE001
         rows["arrays/dali_empty_pipeline"] = _err(err)
-    tv, xt = {}, None
+    tv, kp, xt = {}, {}, None
     if gpu:
         try:
             tv = cases.torchvision_peers()
             xt = _torch_batch(host)
         except Exception as err:  # noqa: BLE001
             rows["arrays/torchvision"] = _err(err)
+        try:
+            kp = cases.kornia_peers()
+        except Exception as err:  # noqa: BLE001  (no kornia: the other peers are still timed)
+            rows["arrays/kornia"] = _err(err)
     for name, policy in cases.augjax_policies().items():
         key = f"arrays/policy/{name}"
         if args.ops or budget.left() <= 0:
@@ -200,12 +205,13 @@ def mode_arrays(args, budget: Budget, rows: dict, save) -> None:
                 del p
             except Exception as err:  # noqa: BLE001
                 row["peers"][label] = _err(err)["error"]
-        if name in tv and xt is not None:
-            label, f = tv[name]
-            try:
-                row["peers"][label] = _time_torch(f, xt, it, reps)
-            except Exception as err:  # noqa: BLE001
-                row["peers"][label] = _err(err)["error"]
+        for torch_peers in (tv, kp):
+            if name in torch_peers and xt is not None:
+                label, f = torch_peers[name]
+                try:
+                    row["peers"][label] = _time_torch(f, xt, it, reps)
+                except Exception as err:  # noqa: BLE001
+                    row["peers"][label] = _err(err)["error"]
         rows[key] = _ratios(row, floor)
         _print(key, rows[key])
         save()
