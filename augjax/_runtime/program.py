@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 import itertools
+import math
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -419,24 +420,45 @@ def sample_program(steps: tuple[Any, ...], layout: str, start: int, shape: tuple
                 keys = per_sample_keys(keys, shape[0])
             return sample_steps(steps, shape, dtype, keys, layout, start)
 
-    options = sampler_compiler_options()
+    def draws():  # the params' shapes (JAX keeps the trace for the compile that follows)
+        key = jax.random.key(0)
+        keys = None if not any(step.spec.random for step in steps) else (
+            key if split else jax.ShapeDtypeStruct((shape[0],), key.dtype))
+        return jax.eval_shape(program, keys)
+
+    options = sampler_compiler_options(draws)
     config = dict(layout=layout, start=start, shape=shape, dtype=dtype)
     if split:  # (the stored name of the other samplers stays as it was)
         config["split"] = True
     return StoredProgram(program, lambda: ("sample", steps, config), options)
 
 
-def sampler_compiler_options() -> dict[str, Any] | None:
-    """XLA options for the samplers called outside a trace: on the CPU, no LLVM optimisation.
-    A sampler computes a few values per sample, so optimising its code buys nothing at run
-    time, while compiling it optimised took half of a chain's first call (the timm-style
-    chain's sampler: 4.4-5.0 s optimised, 1.3-1.8 s not, ~0.6 ms per B=16 batch either way).
+#: A sampler that draws more values per sample than this (a noise field, per-pixel draws)
+#: compiles optimised on the CPU too: its run time is then the draws'.
+FIELD_VALUES = 1024
+
+
+def sampler_compiler_options(draws: Any = None) -> dict[str, Any] | None:
+    """XLA options for a sampler called outside a trace: on the CPU, no LLVM optimisation for a
+    sampler that draws a few values per sample (``draws``: a function returning the params'
+    shapes; None: a few values). Optimising such code buys nothing at run time, while
+    compiling it optimised took half of a chain's first call (the timm-style chain's sampler,
+    55 values per sample: 4.4-5.0 s optimised, 1.3-1.8 s not, ~0.6 ms per B=16 batch either
+    way). A sampler that draws fields (more than :data:`FIELD_VALUES` values per sample)
+    keeps XLA's optimisation: unoptimised, its draws ran 10x slower (B=16, 224x224:
+    salt_and_pepper 31 -> 3.1 ms, gaussian_noise 89 -> 8.4, elastic_transform 61 -> 8.1).
     Inside a user's ``jax.jit`` the sampler is part of the user's program and compiles as it
     does (floats drawn there may differ in the last bit: XLA then contracts multiply-adds)."""
-    if jax.default_backend() == "cpu":
-        return {"xla_backend_optimization_level": 0}
-    return None
+    if jax.default_backend() != "cpu":
+        return None
+    if draws is not None and _values_per_sample(draws()) > FIELD_VALUES:
+        return None
+    return {"xla_backend_optimization_level": 0}
 
+
+def _values_per_sample(params: Any) -> int:
+    """How many values a sampler's params hold per sample (their leading axis is the batch)."""
+    return sum(math.prod(leaf.shape[1:]) for leaf in jax.tree_util.tree_leaves(params))
 
 
 @once_cache(maxsize=512)

@@ -183,3 +183,26 @@ def test_calls_with_targets_layouts_and_padding_on_a_gpu_equal_apply_of_sample()
     got = jitter(part, key=key)
     assert got.shape[0] == N - 2
     _assert_same(got, jitter.apply(part, params=jitter.sample(part, key=key)), "padded")
+
+
+def test_samplers_that_draw_fields_compile_optimised_on_the_cpu():
+    """On the CPU a sampler of a few values per sample compiles unoptimised (fast to compile);
+    one that draws a field per sample (noise, per-pixel draws) keeps XLA's optimisation, its
+    run time being the draws'. Both give the draws of the sampler traced in a ``jax.jit``."""
+    if jax.default_backend() != "cpu":
+        pytest.skip("the CPU's compiler options: JAX's default device here is not a CPU")
+    few = {"angle": jax.ShapeDtypeStruct((N,), np.float32),
+           "box": jax.ShapeDtypeStruct((N, 4), np.int32)}
+    field = {"noise": jax.ShapeDtypeStruct((N, SIZE, SIZE, 3), np.float32)}
+    assert prog.sampler_compiler_options(lambda: few) == {"xla_backend_optimization_level": 0}
+    assert prog.sampler_compiler_options(lambda: field) is None
+    assert prog.sampler_compiler_options() == {"xla_backend_optimization_level": 0}
+    x = _inputs(_step("flip"))[0]
+    key = jax.random.key(4)
+    for name, optimised in (("salt_and_pepper", True), ("gaussian_noise", True),
+                            ("rotate", False), ("flip", False)):
+        steps, start = _step(name)._steps()
+        sampler = prog.sample_program(tuple(steps), "HWC", start, tuple(x.shape), "uint8", True)
+        assert (sampler._options is None) is optimised, name
+        if optimised:  # compiled as inside a jit: the same draws
+            _assert_same(sampler(key), jax.jit(lambda k, s=sampler: s(k))(key), name)
