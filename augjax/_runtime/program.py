@@ -422,9 +422,8 @@ def sample_program(steps: tuple[Any, ...], layout: str, start: int, shape: tuple
 
     def draws():  # the params' shapes (JAX keeps the trace for the compile that follows)
         key = jax.random.key(0)
-        keys = None if not any(step.spec.random for step in steps) else (
-            key if split else jax.ShapeDtypeStruct((shape[0],), key.dtype))
-        return jax.eval_shape(program, keys)
+        keys = key if split else jax.ShapeDtypeStruct((shape[0],), key.dtype)
+        return jax.eval_shape(program, keys if any(s.spec.random for s in steps) else None)
 
     options = sampler_compiler_options(draws)
     config = dict(layout=layout, start=start, shape=shape, dtype=dtype)
@@ -451,8 +450,13 @@ def sampler_compiler_options(draws: Any = None) -> dict[str, Any] | None:
     does (floats drawn there may differ in the last bit: XLA then contracts multiply-adds)."""
     if jax.default_backend() != "cpu":
         return None
-    if draws is not None and _values_per_sample(draws()) > FIELD_VALUES:
-        return None
+    if draws is not None:
+        try:
+            params = draws()
+        except Exception:  # noqa: BLE001  (a bad input: the call traces it again and says so)
+            params = None
+        if params is not None and _values_per_sample(params) > FIELD_VALUES:
+            return None
     return {"xla_backend_optimization_level": 0}
 
 
