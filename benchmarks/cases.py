@@ -233,32 +233,29 @@ def kornia_peers() -> dict[str, tuple[str, Callable]]:
     import kornia.augmentation as KA
     import kornia.filters as KF
 
-    def floats(f):
+    def floats(f):  # f: a kornia function or augmentation module on float images in [0, 1]
         def run(x):
             return (f(x.float() / 255.0).clamp(0.0, 1.0) * 255.0).round().to(x.dtype)
         return run
 
-    def aug(module):
-        return floats(module)
-
     return {
-        "motion_blur": ("kornia RandomMotionBlur (per sample)", aug(
+        "motion_blur": ("kornia RandomMotionBlur (per sample)", floats(
             KA.RandomMotionBlur(7, 90.0, 0.0, border_type="reflect", p=1.0))),
         "median_blur": ("kornia median_blur 3x3", floats(lambda v: KF.median_blur(v, (3, 3)))),
         "box_blur": ("kornia box_blur 3x3", floats(lambda v: KF.box_blur(v, (3, 3)))),
-        "gaussian_blur": ("kornia RandomGaussianBlur (per-sample sigma)", aug(
+        "gaussian_blur": ("kornia RandomGaussianBlur (per-sample sigma)", floats(
             KA.RandomGaussianBlur((5, 5), (0.1, 2.0), p=1.0))),
-        "elastic_transform": ("kornia RandomElasticTransform (per sample)", aug(
+        "elastic_transform": ("kornia RandomElasticTransform (per sample)", floats(
             KA.RandomElasticTransform((41, 41), (5.0, 5.0), (50.0 / SIZE, 50.0 / SIZE),
                                       p=1.0))),  # torchvision's kernel for sigma 5
-        "gaussian_noise": ("kornia RandomGaussianNoise", aug(
+        "gaussian_noise": ("kornia RandomGaussianNoise", floats(
             KA.RandomGaussianNoise(mean=0.0, std=0.1, p=1.0))),
-        "salt_and_pepper": ("kornia RandomSaltAndPepperNoise", aug(
+        "salt_and_pepper": ("kornia RandomSaltAndPepperNoise", floats(
             KA.RandomSaltAndPepperNoise(amount=0.05, salt_vs_pepper=0.5, p=1.0))),
-        "sharpness": ("kornia RandomSharpness (per sample)", aug(
+        "sharpness": ("kornia RandomSharpness (per sample)", floats(
             KA.RandomSharpness(0.4, p=1.0))),
-        "equalize": ("kornia RandomEqualize", aug(KA.RandomEqualize(p=1.0))),
-        "channel_dropout": ("kornia RandomChannelDropout", aug(
+        "equalize": ("kornia RandomEqualize", floats(KA.RandomEqualize(p=1.0))),
+        "channel_dropout": ("kornia RandomChannelDropout", floats(
             KA.RandomChannelDropout(num_drop_channels=1, fill_value=0.0, p=1.0))),
     }
 
