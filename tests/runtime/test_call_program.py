@@ -5,7 +5,8 @@ The call must still equal ``apply(sample(...))`` bitwise. On a GPU that is check
 public API for every registered op and policy. On the CPU, where calls run the two programs,
 the fused program is checked against the apply program fed by the sampler compiled as the
 fused one compiles it (optimised, inside a ``jax.jit``): the barrier keeps the sampler's
-arithmetic apart from the kernels'."""
+arithmetic apart from the kernels'. Also here: the program caches' keys (``once_cache``) and
+the samplers' compiler options on the CPU."""
 
 from __future__ import annotations
 
