@@ -337,7 +337,7 @@ def _key_form(keys: Any, seeded: bool) -> str:
 
 def _fuses(device: Any, partitioned: bool) -> bool:
     """Whether sampler and apply run as one program: on one device that is not a CPU (on the
-    CPU the sampler compiles unoptimised, see :func:`sampler_compiler_options`)."""
+    CPU most samplers compile unoptimised, see :func:`sampler_compiler_options`)."""
     return (device is not None and not partitioned and len(device.device_set) == 1
             and next(iter(device.device_set)).platform != "cpu")
 
