@@ -1,6 +1,6 @@
 """What augjax's Pallas (Triton) kernels share: the backend, their tiles, their rounding.
 
-Every kernel works on tiles of ``block`` consecutive elements (a power of two, as Triton's
+The flat kernels work on tiles of ``block`` consecutive elements (a power of two, as Triton's
 blocks must be), one tile per program along grid axis 0; the last tile is moved back to end at
 the array's last element, so no access is out of bounds and no tail masking is needed (the
 elements it shares with the previous tile are computed twice, with the same result).
@@ -72,7 +72,7 @@ def reflect101(t, n: int, reach: int):
     Where ``reach < n`` (an image larger than the kernel) one reflection is enough: two
     compares and selects; else any distance by the period ``2n - 2`` (a whole number of
     periods added first, as ``rem`` keeps the sign). A remainder per cell and value made the
-    motion-blur kernel 1.5x slower on an H200 (0.68 against 0.45 ms at B=256)."""
+    motion-blur kernel's flat form 1.5x slower on an H200 (0.68 against 0.45 ms at B=256)."""
     if n == 1:
         return t * 0
     if reach < n:

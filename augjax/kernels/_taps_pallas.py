@@ -6,12 +6,17 @@ Under ``vmap`` XLA cannot give each image its own loop: the shifted views of
 for a 7x7 motion line, of which 7 to 19 are nonzero). A Pallas program works on one tile of one
 image and loops over that image's ``count`` cells.
 
-A program takes ``block`` consecutive values of the ``(H, W * C)`` image; for each cell it
-reads the values at the cell's offset, the rows and columns reflected (reflect-101) inside the
-kernel, so the image is never padded (on an H200 at B=256, XLA's reflect padding of the uint8
-batch took 0.27 ms and a kernel reading the padded copy 0.23; this one takes 0.45 in all, its
-loads being per-value gathers). The sum is clamped, rounded half to even and stored as uint8.
-Tiles and rounding are :mod:`augjax.kernels._pallas`'s.
+A program takes a tile of ``rows`` rows and ``cols`` consecutive values of the ``(H, W * C)``
+image. For each cell it reflects (reflect-101) the tile's row indices and its column indices
+as two short vectors and adds them per value, so the image is never padded and a value's
+index costs one addition per cell. The sum is clamped, rounded half to even and stored as
+uint8. Rounding is :mod:`augjax.kernels._pallas`'s.
+
+An earlier form took flat tiles of 2048 values and reflected each value's row and column for
+every cell (two divisions per value, about 20 integer operations per value and cell). On an
+H200 (B=256, 224x224x3, one jitted call timed with its dispatch) it took 0.78 ms for
+``kernel_size`` 7 and 1.24 for 15; these tiles take 0.63 and 1.08, the same values (bitwise).
+``motion_blur`` in ``benchmarks/gpu.py``: 0.48 -> 0.44 ms (kornia's ``RandomMotionBlur``: 2.05).
 """
 
 from __future__ import annotations
@@ -27,36 +32,39 @@ from augjax.kernels._pallas import (
     AVAILABLE,
     compiler_params,
     gather,
+    pl_triton,
     reflect101,
     round_half_even,
     tile,
-    tile_start,
 )
 
 __all__ = ["AVAILABLE", "taps_kernel"]
-#: Values per program (a power of two). 512 to 4096 measured within 5% of each other on an
-#: H200 (B=256, 224x224x3; an earlier form of this kernel that read a padded copy).
-BLOCK = 2048
-#: Warps per program.
-NUM_WARPS = 4
+#: Rows and values per program (powers of two) and warps per program. H200, B=256, the timing
+#: above, kernel_size 7 / 15 (ms; rows x values x warps): 4 x 256 x 2 0.627 / 1.084,
+#: 8 x 256 x 4 0.639 / 1.154, 16 x 128 x 4 0.659 / 1.132, 32 x 64 x 4 0.668 / 1.065,
+#: 16 x 256 x 8 0.667 / 1.097, 8 x 128 x 2 0.766 / 1.111, 8 x 512 x 4 0.836 / 1.321,
+#: 2 x 1024 x 4 0.843 / 1.425.
+ROWS = 4
+COLS = 256
+NUM_WARPS = 2
 
 
-def _kernel(count_ref, dy_ref, dx_ref, wt_ref, x_ref, o_ref, *, h, w, c, block, reach):
-    size = h * w * c
-    start = tile_start(size, block)
-    o = start + jnp.arange(block, dtype=jnp.int32)
-    i = o // (w * c)
-    rest = o - i * (w * c)
-    j = rest // c
-    ch = rest - j * c
+def _kernel(count_ref, dy_ref, dx_ref, wt_ref, x_ref, o_ref, *, h, w, c, rows, cols, reach):
+    wc = w * c
+    # The last tile of each axis is moved back to end at the image's edge (as tile_start).
+    i = jnp.minimum(pl.program_id(0) * rows, h - rows) + jnp.arange(rows, dtype=jnp.int32)
+    q = jnp.minimum(pl.program_id(1) * cols, wc - cols) + jnp.arange(cols, dtype=jnp.int32)
+    j = q // c
+    ch = q - j * c
 
     def tap(k, acc):
-        src = (reflect101(i + dy_ref[k], h, reach) * (w * c)
-               + reflect101(j + dx_ref[k], w, reach) * c + ch)
-        return acc + gather(x_ref, src).astype(jnp.float32) * wt_ref[k]
+        row = reflect101(i + dy_ref[k], h, reach) * wc
+        col = reflect101(j + dx_ref[k], w, reach) * c + ch
+        return acc + gather(x_ref, row[:, None] + col[None, :]).astype(jnp.float32) * wt_ref[k]
 
-    acc = lax.fori_loop(0, count_ref[0], tap, jnp.zeros((block,), jnp.float32))
-    o_ref[pl.ds(start, block)] = round_half_even(jnp.clip(acc, 0.0, 255.0)).astype(o_ref.dtype)
+    acc = lax.fori_loop(0, count_ref[0], tap, jnp.zeros((rows, cols), jnp.float32))
+    out = round_half_even(jnp.clip(acc, 0.0, 255.0)).astype(o_ref.dtype)
+    pl_triton.store(o_ref.at[i[:, None] * wc + q[None, :]], out)
 
 
 def taps_kernel(image: jax.Array, count: jax.Array, dy: jax.Array, dx: jax.Array,
@@ -66,16 +74,15 @@ def taps_kernel(image: jax.Array, count: jax.Array, dy: jax.Array, dx: jax.Array
     (static) bounds ``|dy|`` and ``|dx|``. ``interpret``: run with Pallas' interpreter (CPU,
     tests)."""
     h, w, c = image.shape
-    size = h * w * c
-    if size == 0:
+    if h * w * c == 0:
         return image
-    block = tile(size, BLOCK)
+    rows, cols = tile(h, ROWS), tile(w * c, COLS)
     out = pl.pallas_call(
-        functools.partial(_kernel, h=h, w=w, c=c, block=block, reach=reach),
-        out_shape=jax.ShapeDtypeStruct((size,), image.dtype),
-        grid=(pl.cdiv(size, block),),
+        functools.partial(_kernel, h=h, w=w, c=c, rows=rows, cols=cols, reach=reach),
+        out_shape=jax.ShapeDtypeStruct((h * w * c,), image.dtype),
+        grid=(pl.cdiv(h, rows), pl.cdiv(w * c, cols)),
         interpret=interpret,
         compiler_params=compiler_params(NUM_WARPS),
     )(jnp.reshape(count, (1,)).astype(jnp.int32), dy, dx, weights.astype(jnp.float32),
-      image.reshape(size))
+      image.reshape(h * w * c))
     return out.reshape(h, w, c)
