@@ -19,8 +19,10 @@ program and given again when it is loaded.
 
 Off when the compilation cache is off (``AUGJAX_COMPILATION_CACHE=0``) or with
 ``AUGJAX_PROGRAM_CACHE=0``; without the ``flatbuffers`` package (JAX's serialization needs it);
-inside a user's ``jax.jit`` (tracers), for inputs over several devices, and for steps that
-cannot be written as a config: these trace as before.
+inside any trace of the caller's (``jax.jit``, ``vmap``: the trace lowers for its own platform,
+which a stored program's inputs do not tell), for inputs over several devices or platforms,
+and for steps that cannot be written as a config: these trace as before. An input on no
+device (a NumPy array) counts as on ``jax.default_device``'s platform where one is set.
 """
 
 from __future__ import annotations
@@ -185,7 +187,16 @@ def _leaf_signature(leaf: Any) -> Any:
     shape, dtype = getattr(leaf, "shape", None), getattr(leaf, "dtype", None)
     if shape is None or dtype is None:
         return None
-    return (tuple(shape), str(dtype), False, jax.default_backend())
+    return (tuple(shape), str(dtype), False, _default_platform())
+
+
+def _default_platform() -> str:
+    """The platform an input on no device (a NumPy array) runs on: ``jax.default_device``'s
+    where one is set, else the default backend's."""
+    device = jax.config.jax_default_device
+    if device is None:
+        return jax.default_backend()
+    return device if isinstance(device, str) else device.platform
 
 
 def _fast_signature(leaf: Any) -> Any:
@@ -231,7 +242,7 @@ class StoredProgram:
         return getattr(self._jitted, name)
 
     def __call__(self, *args: Any) -> Any:
-        if self._options is not None and not _top_level():
+        if not _top_level():  # inside a caller's trace, which lowers for its own platform
             return self._jitted(*args)
         if self._describe is None:
             return self._top(*args)
@@ -262,8 +273,8 @@ class StoredProgram:
         if folder is None:
             return self._top
         sig = [_leaf_signature(leaf) for leaf in leaves]
-        if any(s is None for s in sig):
-            return self._top
+        if any(s is None for s in sig) or len({s[3] for s in sig}) > 1:
+            return self._top  # inputs on several platforms: JAX decides where it runs
         signature = (tree, tuple(sig))
         if self._ident is None:
             kind, steps, config = self._describe()
@@ -273,8 +284,7 @@ class StoredProgram:
                 return self._top
         from jax import export
 
-        platform = _lowering_platform(signature[1][0][3] if signature[1] else
-                                      jax.default_backend())
+        platform = _lowering_platform(sig[0][3] if sig else _default_platform())
         digest = hashlib.sha256(f"{self._ident}\n{signature[0]}\n{signature[1]}".encode())
         path = folder / f"{digest.hexdigest()[:40]}{_SUFFIX}"
         loaded = _read(path)

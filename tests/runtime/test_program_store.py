@@ -1,7 +1,8 @@
 """The program store (augjax._runtime.program_store), in fresh processes: a second process runs
 the first one's traced programs without tracing, with the same bits as a process without the
 store; an edited kernel file or another parameter traces afresh; warnings a trace gave are
-given again on load; the switch turns it off."""
+given again on load; the switch turns it off. In this process: a call inside a trace leaves
+the store alone."""
 
 from __future__ import annotations
 
@@ -11,7 +12,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jax
+import jax.numpy as jnp
+import numpy as np
 import pytest
+
+from augjax._runtime import program_store
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -95,3 +101,21 @@ def test_the_switch_turns_it_off(script, tmp_path):
     run(script, cache, AUGJAX_PROGRAM_CACHE="0")
     again = run(script, cache, AUGJAX_PROGRAM_CACHE="0")
     assert again["traces"] == 1 and not stored(cache)
+
+
+def test_a_call_inside_a_trace_leaves_the_store_alone(tmp_path, monkeypatch):
+    """Inside a caller's trace the program is traced into it, never exported or looked up: the
+    trace lowers for its own platform, which the inputs do not tell (on a GPU machine a
+    ``jax.jit`` under ``jax.default_device(cpu)`` was handed a program exported for CUDA). The
+    same call at the top level is stored, so the check can see a store."""
+    pytest.importorskip("flatbuffers", reason="jax.export's serialization needs flatbuffers")
+    monkeypatch.setattr(program_store, "store_dir", lambda: tmp_path)
+    program = program_store.StoredProgram(lambda a: a * 2.0, lambda: ("store_test", (), {}))
+    x = jnp.arange(4.0)  # a concrete array, as a closure constant of the caller's trace
+    traced = jax.jit(lambda v: program(x) + v)(1.0)
+    batched = jax.vmap(lambda v: program(x) + v)(jnp.ones(2))
+    np.testing.assert_array_equal(np.asarray(traced), [1.0, 3.0, 5.0, 7.0])
+    np.testing.assert_array_equal(np.asarray(batched), [[1.0, 3.0, 5.0, 7.0]] * 2)
+    assert not list(tmp_path.iterdir())
+    np.testing.assert_array_equal(np.asarray(program(x)), [0.0, 2.0, 4.0, 6.0])
+    assert len(list(tmp_path.glob("*.jaxprog"))) == 1
