@@ -254,7 +254,7 @@ def mode_dali(args, budget: Budget, rows: dict, save) -> None:
         it = max(5, args.iters * 256 // max(b, 256))
 
         def timed(body, **kw):
-            p = harness.pipeline(args.device, b, batches, body, **kw)
+            p = harness.pipeline(args.device, b, batches, body, executor=args.executor, **kw)
             try:
                 return harness.median(harness.time_pipeline(p, args.device, it, args.reps))
             finally:
@@ -347,6 +347,9 @@ def main(argv=None) -> int:
                     help="arrays mode: the policies only, no op rows")
     ap.add_argument("--all-ops", action="store_true",
                     help="dali mode: every op with a DALI peer, not only the few of DALI_OPS")
+    ap.add_argument("--executor", choices=("dynamic", "legacy"), default="dynamic",
+                    help="dali mode: DALI's executor for every pipeline, augjax's and the peers' "
+                         "(legacy: exec_dynamic=False)")
     ap.add_argument("--size", type=int, default=cases.SIZE)
     ap.add_argument("--iters", type=int, default=None, help="calls per repetition")
     ap.add_argument("--reps", type=int, default=3)
@@ -376,7 +379,8 @@ def main(argv=None) -> int:
         "config": {"modes": args.modes, "quick": args.quick, "size": args.size,
                    "batch_sizes": {"arrays": [args.array_batch], "dali": args.dali_batch,
                                    "e2e": args.e2e_batch},
-                   "iters": args.iters, "reps": args.reps, "executor": "dynamic (dali mode)",
+                   "iters": args.iters, "reps": args.reps,
+                   "executor": f"{args.executor} (dali mode)",
                    "ops": args.ops or None,
                    "metric": "median over reps of the mean ms per call / per pipeline run"},
         "rows": {},

@@ -62,6 +62,8 @@ def candidates(kind: str, latest_first: bool = True) -> list[tuple[Path, dict]]:
             continue
         if kind == "gpu" and ("rows" not in data or "gpu" not in data["versions"]):
             continue
+        if kind == "gpu" and "legacy" in str(data.get("config", {}).get("executor", "")):
+            continue  # the targets are read under DALI's default (dynamic) executor
         if kind == "e2e" and ("summary" not in data or str(data.get("machine")) == "cpu"):
             continue
         size = len(data.get("groups") or data.get("rows") or data.get("summary") or ())

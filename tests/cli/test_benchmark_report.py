@@ -122,3 +122,23 @@ def test_a_gpu_target_reads_the_newest_run_that_measured_it(report, tmp_path, ca
     assert "0.50 ms | **yes** | gpu-h200-2026-12-02-policies.json" in ra
     ops = next(line for line in out.splitlines() if "every core and contrib op" in line)
     assert "flip 0.90 ms | no | gpu-h200-2026-12-02-zz.json" in ops
+
+
+def test_a_run_under_the_legacy_executor_gives_no_target(report, tmp_path, capsys):
+    """``gpu.py --executor legacy`` times augjax's and DALI's pipelines with
+    ``exec_dynamic=False``: a reading of its own, never a target's (read under the default)."""
+    def gpu(date, ratio, executor):
+        return {"benchmark": "gpu", "date": date, "started": f"{date}T10:00:00Z",
+                "machine": {"cpu_count": 16},
+                "config": {"batch_sizes": {"arrays": [256]}, "executor": executor},
+                "versions": {"gpu": "H200", "dali": "2.4.0", "jax": "0.11.2", "python": "3.12"},
+                "rows": {"dali/B=256/op/random_resized_crop": {
+                    "augjax_ms": ratio, "peers": {"DALI random_resized_crop": 1.0},
+                    "fastest_peer": "DALI random_resized_crop", "ratio_fastest_peer": ratio}}}
+
+    _write(tmp_path, "gpu-h200-2026-12-02.json", gpu("2026-12-02", 3.0, "dynamic (dali mode)"))
+    _write(tmp_path, "gpu-h200-2026-12-03.json", gpu("2026-12-03", 0.9, "legacy (dali mode)"))
+    assert report.main(["--results", str(tmp_path), "--print"]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines()
+                if "B=256: random_resized_crop" in line)
+    assert "3.00x | no | gpu-h200-2026-12-02.json" in line
