@@ -60,7 +60,8 @@ def test_a_motion_line_has_at_most_three_cells_per_row_or_column(size):
 
 
 @pytest.mark.skipif(not _taps_pallas.AVAILABLE, reason="this JAX has no Pallas Triton backend")
-@pytest.mark.parametrize("h,w", [(23, 31), (6, 90), (5, 4), (2, 3), (1, 9)])  # 2 x 3: within the reach
+# (6, 90): a row spans two column tiles; 2 x 3: within the reach
+@pytest.mark.parametrize("h,w", [(23, 31), (6, 90), (5, 4), (2, 3), (1, 9)])
 def test_pallas_taps_kernel_matches_a_float64_sum(h, w):
     """The CUDA form, interpreted on the CPU, for uint8 images and motion lines: within one
     level of the float64 correlation (rounded half to even), and equal to the XLA form but
