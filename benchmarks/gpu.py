@@ -157,15 +157,18 @@ def mode_arrays(args, budget: Budget, rows: dict, save) -> None:
     except Exception as err:  # noqa: BLE001
         rows["arrays/dali_empty_pipeline"] = _err(err)
     tv, kp, xt = {}, {}, None
-    if gpu:
+    if gpu:  # the torch batch apart from either library: one missing leaves the other timed
+        try:
+            xt = _torch_batch(host)
+        except Exception as err:  # noqa: BLE001
+            rows["arrays/torch"] = _err(err)
         try:
             tv = cases.torchvision_peers()
-            xt = _torch_batch(host)
         except Exception as err:  # noqa: BLE001
             rows["arrays/torchvision"] = _err(err)
         try:
             kp = cases.kornia_peers()
-        except Exception as err:  # noqa: BLE001  (no kornia: the other peers are still timed)
+        except Exception as err:  # noqa: BLE001
             rows["arrays/kornia"] = _err(err)
     for name, policy in cases.augjax_policies().items():
         key = f"arrays/policy/{name}"
