@@ -96,6 +96,18 @@ def _node_device(node: Any) -> str:
     return "gpu" if dev in ("gpu", "mixed") else "cpu"
 
 
+def _sizes_readable(images: Any) -> bool:
+    """Whether the pipeline being defined can read ``images``' sizes on the CPU: GPU images only
+    under DALI's dynamic executor (``exec_dynamic=True``, its default); the legacy executor takes
+    no step from the GPU back to the CPU."""
+    if _node_device(images) != "gpu":
+        return True
+    from nvidia.dali.pipeline import Pipeline
+
+    pipe = Pipeline.current() or getattr(getattr(images, "source", None), "pipeline", None)
+    return pipe is None or bool(getattr(pipe, "exec_dynamic", True))
+
+
 def apply_dali(
     steps: Sequence[Any],
     inputs: Sequence[Any],
@@ -152,6 +164,9 @@ def apply_dali(
     if n and seeds is not None and _node_device(seeds) != "cpu":
         # The windows of images of different sizes are drawn on the CPU, and DALI cannot bring
         # GPU seeds back: with GPU seeds the chain takes batches of one size, read in JAX.
+        n = 0
+    if n and not _sizes_readable(images):
+        # So it does under DALI's legacy executor on GPU images (their sizes stay on the GPU).
         n = 0
     if n:
         # The ragged prefix is drawn on the CPU (its windows steer DALI's own operators).

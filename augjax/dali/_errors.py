@@ -29,8 +29,9 @@ def _ragged_cause(text: str) -> str:
              else "")
     return (f"InputError: an augjax operator got images of different sizes{where}, but only "
             f"a chain that starts with {', '.join(RAGGED_OPS)} takes them (resize with one int "
-            f"needs a crop after it); other ops take one image size per batch. DALI: "
-            f"{_RAGGED} failed")
+            f"needs a crop after it); other ops take one image size per batch. On GPU images "
+            f"such a chain needs DALI's dynamic executor (exec_dynamic=True, DALI's default): "
+            f"the legacy one cannot read their sizes on the CPU. DALI: {_RAGGED} failed")
 
 
 def is_pipeline_error(err: BaseException) -> bool:

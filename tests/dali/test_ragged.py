@@ -10,6 +10,8 @@ tolerance below), and the errors for ops that cannot take images of different si
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from helpers import abs_diff, hwc_to_torch, torch_to_hwc, write_jpegs
@@ -276,3 +278,60 @@ def test_targets_follow_a_chain_that_starts_with_a_ragged_crop(target_outputs):
         np.testing.assert_allclose(cb[i, 0], want, atol=1e-4)
         np.testing.assert_array_equal(cbv[i], bv[i])
 
+
+
+def test_the_cpu_plan_returns_cpu_arrays_whatever_the_default_device(tmp_path):
+    """A plan output that depends on no input (``resize``'s fixed size) leaves a jitted program
+    on JAX's default device, a GPU on a GPU machine, where DALI's CPU operator refuses it;
+    ``on_cpu`` puts the outputs on the CPU device. Here the default is a second CPU device."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "plan.py"
+    script.write_text(
+        "import jax, jax.numpy as jnp\n"
+        "from augjax.dali._ragged import on_cpu\n"
+        "cpu0, cpu1 = jax.devices('cpu')\n"
+        "program = jax.jit(lambda shapes: (jnp.full((shapes.shape[0], 2), 48.0),))\n"
+        "with jax.default_device(cpu1):\n"
+        "    raw = program(jax.device_put(jnp.ones((4, 3), jnp.int32), cpu0))\n"
+        "    outs = on_cpu(program)(jnp.ones((4, 3), jnp.int32))\n"
+        "assert raw[0].devices() == {cpu1}, raw[0].devices()  # the mechanism\n"
+        "assert all(o.devices() == {cpu0} for o in outs), [o.devices() for o in outs]\n"
+        "print('ok')\n")
+    env = {**os.environ, "JAX_PLATFORMS": "cpu",
+           "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         env=env, timeout=300, check=False)
+    assert res.returncode == 0 and res.stdout.strip().endswith("ok"), res.stderr[-3000:]
+
+
+def _gpu_to_cpu_steps(node):
+    """The operators of the graph ending at ``node`` that take a GPU input to a CPU output
+    (what DALI's legacy executor refuses)."""
+    seen, found, todo = set(), [], [node]
+    while todo:
+        op = todo.pop().source
+        if op is None or id(op) in seen:
+            continue
+        seen.add(id(op))
+        ins = list(op.inputs)
+        if any(o.device == "cpu" for o in op.outputs) and any(i.device == "gpu" for i in ins):
+            found.append(op)
+        todo.extend(ins)
+    return found
+
+
+@pytest.mark.parametrize("dynamic", [True, False], ids=["dynamic", "legacy"])
+def test_gpu_images_read_their_sizes_on_the_cpu_only_under_the_dynamic_executor(dynamic):
+    """Defining the graph needs no GPU: under the dynamic executor a crop chain on GPU images
+    reads their sizes on the CPU (images of any sizes); under the legacy one it takes no step
+    back to the CPU (one ``jax_function`` on the GPU; images of one size per batch)."""
+    from nvidia.dali import Pipeline, fn
+
+    pipe = Pipeline(batch_size=2, num_threads=1, device_id=0, exec_dynamic=dynamic)
+    with pipe:
+        x = fn.external_source(name="x", layout="HWC").gpu()
+        out = CHAIN(x)
+    assert out.device == "gpu"
+    assert bool(_gpu_to_cpu_steps(out)) == dynamic
