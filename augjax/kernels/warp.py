@@ -37,6 +37,7 @@ import jax.numpy as jnp
 from augjax._runtime.partition import partitioned
 from augjax._runtime.platform import platform_dependent
 from augjax.errors import InputError
+from augjax.kernels.division import exact_div
 from augjax.kernels.pixels import bound, is_int
 
 __all__ = [
@@ -125,20 +126,6 @@ def inverse_affine_matrix(center, angle, translate, scale, shear) -> jax.Array:
     m2 = cx - m0 * (cx + tx) - m1 * (cy + ty)
     m5 = cy - m3 * (cx + tx) - m4 * (cy + ty)
     return jnp.stack([m0, m1, m2, m3, m4, m5])
-
-
-def exact_div(a: jax.Array, b: float) -> jax.Array:
-    """``a / b`` for a float32 array ``a`` and a static number ``b``, as a true division.
-
-    XLA (seen on CPU) rewrites a division by a constant or by a broadcast scalar into a
-    multiplication by the reciprocal, which is off by one ulp for some values (0.2 / 10);
-    torchvision divides exactly, and one ulp moves legacy-nearest resize indices
-    (``floor(i * scale)`` at whole numbers) and nearest sampling at half-pixel ties. The divisor
-    is therefore made an elementwise runtime value: ``0 * a`` cannot be folded under IEEE rules
-    (it is NaN for infinite ``a``), so XLA keeps an elementwise division (correctly rounded on
-    CPU; GPU division accuracy is the backend's).
-    """
-    return a / (b + 0.0 * a)
 
 
 def _unnormalize(g: jax.Array, size: int) -> jax.Array:
@@ -355,7 +342,7 @@ def window_weights(rows: int, offset, out_size, in_size: int, start, length,
     if isinstance(out_size, (int, float)):
         scale = exact_div(length, float(out_size))  # ATen: (float)input_size / output_size
     else:
-        scale = length / jnp.asarray(out_size, _F32)
+        scale = exact_div(length, out_size)
     i = jnp.arange(rows, dtype=_F32)[:, None] + jnp.asarray(offset, _F32)
     j = jnp.arange(in_size, dtype=_F32)[None, :] - jnp.asarray(start, _F32)
     inside = (j >= 0) & (j < length) & (i >= 0) & (i < jnp.asarray(out_size, _F32))

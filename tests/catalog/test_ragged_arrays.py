@@ -245,3 +245,21 @@ def test_targets_with_a_list_of_images_are_refused_on_arrays():
                                          r"of images of different sizes are taken in a DALI"):
         augjax.ops.random_resized_crop(images, size=8, key=augjax.keys_from_seeds(
             np.zeros((2, 2), np.int32)), boxes=boxes)
+
+
+@pytest.mark.gpu
+def test_crops_and_nearest_resizes_of_a_list_on_the_gpu_equal_the_cpu():
+    """Copies and nearest indices come from divisions of traced sizes; on CUDA XLA's float32
+    division is not correctly rounded (``n / n`` under 1 moved every pixel after the first),
+    so they go through ``augjax.kernels.division.exact_div``."""
+    images = _images(sizes=SIZES + [(33, 37), (41, 47), (55, 61)])
+    keys = jax.random.split(jax.random.key(1), len(images))
+    ops = [augjax.ops.random_crop.bind(size=(20, 24), padding=3, pad_if_needed=True),
+           augjax.ops.center_crop.bind(size=(30, 28)),
+           augjax.ops.resize.bind(size=(29, 43), interpolation="nearest")]
+    for op in ops:
+        out = {}
+        for dev in (jax.devices("cpu")[0], jax.devices("gpu")[0]):
+            with jax.default_device(dev):
+                out[dev.platform] = np.asarray(op(images, key=jax.device_put(keys, dev)))
+        np.testing.assert_array_equal(out["gpu"], out["cpu"], err_msg=repr(op))
