@@ -1,5 +1,6 @@
 """Building blocks for op kernels and samplers, public for pack authors: dtype round trips,
-blends, warps by a matrix, resizes, fills, histograms. augjax's own catalog is built on them.
+blends, warps by a matrix, resizes, fills, histograms, IEEE division. augjax's own catalog is
+built on them.
 
 A kernel sees one HWC image (uint8 0..255 or float32 0..1) and returns the same dtype; compute
 in float32 and come back with :func:`to_dtype` (truncating, as torchvision's adjustments do) or
@@ -7,6 +8,7 @@ in float32 and come back with :func:`to_dtype` (truncating, as torchvision's adj
 """
 
 from augjax.kernels.batching import broadcast_unbatched
+from augjax.kernels.division import exact_div
 from augjax.kernels.filters import (
     box_sum,
     correlate,
@@ -80,6 +82,7 @@ __all__ = [
     "crop_resize_matrix",
     "elastic",
     "equalize_lut",
+    "exact_div",
     "filter_taps",
     "from_centered_inverse",
     "from_perspective_coefficients",

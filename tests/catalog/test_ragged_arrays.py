@@ -130,9 +130,14 @@ def test_rrc_on_a_list_matches_torchvision_and_the_single_image_path(dtype):
         t, l, h, w = (int(v) for v in boxes[i])
         ref = _np(F.resized_crop(_tv(img), t, l, h, w, [20, 24], antialias=True))
         assert _diff(out[i], ref).max() <= tol
-    for i in (0, 3):  # same key, same window, same pixels as the image alone (float32: 1 ulp)
+    # Same key, same window, same pixels as the image alone (float32: 1 ulp). The list is read
+    # through dense window weights, the image alone through taps: on the CPU the sums round
+    # alike; on CUDA (seen on an H200) a uint8 value can round to the other level.
+    on_cpu = jax.default_backend() == "cpu"
+    for i in (0, 3):
         alone = np.asarray(op(images[i][None], key=keys[i:i + 1]))[0]
-        assert _diff(out[i], alone).max() <= (0 if dtype == np.uint8 else 1e-6)
+        assert _diff(out[i], alone).max() <= (
+            (0 if on_cpu else 1) if dtype == np.uint8 else 1e-6)
 
 
 def test_timm_eval_transform_on_a_list_matches_torchvision():
