@@ -7,9 +7,10 @@ broadcast scalar into a multiplication by the reciprocal, and on CUDA its float3
 correctly rounded at all (measured on an H200, JAX 0.11.2: 303,553 of the 1,048,576 quotients
 ``a / b`` for ``a, b`` in 1..1024 one ulp off; ``n / n`` under 1.0 for n = 33, 37, 41, ...).
 
-:func:`exact_div` keeps the CPU's true division (a divisor XLA cannot fold); elsewhere it
-takes XLA's quotient ``q`` (within 2 ulp) and picks, among ``q`` and its neighbours up to 2 ulp
-away, the one whose residual ``a - c * b`` is smallest (:func:`nearest_quotient`), computed without rounding error where it matters: ``c`` and ``b`` are split into 12-bit halves by
+:func:`exact_div` keeps the CPU's true division (a divisor XLA cannot fold); elsewhere it takes
+XLA's quotient ``q`` (within 2 ulp) and picks, among ``q`` and its neighbours up to 2 ulp away,
+the one whose residual ``a - c * b`` is smallest (:func:`nearest_quotient`). The residual is
+computed without rounding error where it matters: ``c`` and ``b`` are split into 12-bit halves by
 masking their bits (not by arithmetic that XLA could contract into FMAs), so each partial product
 is exact in float32, and the leading one cancels ``a`` exactly (Sterbenz). The error left in the
 residual is about ``2^-35 |a|``, far below the half ulp ``2^-25 |a|`` that separates two

@@ -19,7 +19,7 @@ def _operands(kind: str, n: int = 200_000):
         return (rng.integers(1, 5000, n).astype(np.float32),
                 rng.integers(1, 5000, n).astype(np.float32))
     scale = np.float32(10) ** rng.integers(-12, 12, (2, n)).astype(np.float32)
-    return tuple((rng.standard_normal((2, n)).astype(np.float32) * scale))
+    return tuple(rng.standard_normal((2, n)).astype(np.float32) * scale)
 
 
 def _ulps(q: np.ndarray, k: int) -> np.ndarray:

@@ -140,7 +140,7 @@ def test_a_crop_chain_under_the_legacy_executor_reads_gpu_batches_in_jax():
 
     chain = compose(ops.random_resized_crop.bind(size=OUT), ops.flip.bind(p=0.5))
     x = np.random.default_rng(0).integers(0, 256, (8, 60, 80, 3), dtype=np.uint8)
-    images, s, out = _legacy_pipeline(lambda: x, chain).run()
+    _, s, out = _legacy_pipeline(lambda: x, chain).run()
     gpu = jax.devices("gpu")[0]
     keys = jax.device_put(augjax.keys_from_seeds(np.array(s.as_tensor())), gpu)
     want = np.asarray(chain(jax.device_put(x, gpu), key=keys))
