@@ -137,3 +137,19 @@ def torch_to_hwc(t) -> np.ndarray:
 def abs_diff(a, b) -> np.ndarray:
     """``|a - b|`` in float64."""
     return np.abs(np.asarray(a).astype(np.float64) - np.asarray(b).astype(np.float64))
+
+
+def run_on_two_cpu_devices(tmp_path, source: str) -> None:
+    """Runs ``source`` (a script that prints ``ok`` last) in a fresh Python whose JAX sees two
+    CPU devices and no other platform; fails with its stderr otherwise."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "two_cpu_devices.py"
+    script.write_text(source)
+    env = {**os.environ, "JAX_PLATFORMS": "cpu",
+           "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         env=env, timeout=300, check=False)
+    assert res.returncode == 0 and res.stdout.strip().endswith("ok"), res.stderr[-3000:]

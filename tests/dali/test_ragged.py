@@ -10,11 +10,15 @@ tolerance below), and the errors for ops that cannot take images of different si
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
-from helpers import abs_diff, hwc_to_torch, torch_to_hwc, write_jpegs
+from helpers import (
+    abs_diff,
+    hwc_to_torch,
+    run_on_two_cpu_devices,
+    torch_to_hwc,
+    write_jpegs,
+)
 
 import augjax
 from augjax.errors import InputError
@@ -284,11 +288,8 @@ def test_the_cpu_plan_returns_cpu_arrays_whatever_the_default_device(tmp_path):
     """A plan output that depends on no input (``resize``'s fixed size) leaves a jitted program
     on JAX's default device, a GPU on a GPU machine, where DALI's CPU operator refuses it;
     ``on_cpu`` puts the outputs on the CPU device. Here the default is a second CPU device."""
-    import subprocess
-    import sys
-
-    script = tmp_path / "plan.py"
-    script.write_text(
+    run_on_two_cpu_devices(
+        tmp_path,
         "import jax, jax.numpy as jnp\n"
         "from augjax.dali._ragged import on_cpu\n"
         "cpu0, cpu1 = jax.devices('cpu')\n"
@@ -299,11 +300,6 @@ def test_the_cpu_plan_returns_cpu_arrays_whatever_the_default_device(tmp_path):
         "assert raw[0].devices() == {cpu1}, raw[0].devices()  # the mechanism\n"
         "assert all(o.devices() == {cpu0} for o in outs), [o.devices() for o in outs]\n"
         "print('ok')\n")
-    env = {**os.environ, "JAX_PLATFORMS": "cpu",
-           "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
-    res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                         env=env, timeout=300, check=False)
-    assert res.returncode == 0 and res.stdout.strip().endswith("ok"), res.stderr[-3000:]
 
 
 def _gpu_to_cpu_steps(node):

@@ -3,14 +3,13 @@ separate pipelines, and ``jax_function(sharding=...)`` with one local device."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from types import SimpleNamespace
 
 import jax
 import numpy as np
 import pytest
-from helpers import images
+from helpers import images, run_on_two_cpu_devices
 
 import augjax
 from augjax.errors import InputError
@@ -176,11 +175,8 @@ def test_arrays_and_shardings_over_several_devices_are_detected(tmp_path):
     and a one-device sharding are not, and the sharded batch's colour jitter equals the
     one-device result bitwise (the program is built without the custom kernel); traced arrays
     tell by their explicit mesh axes."""
-    import subprocess
-    import sys
-
-    script = tmp_path / "two_devices.py"
-    script.write_text(
+    run_on_two_cpu_devices(
+        tmp_path,
         "import jax, numpy as np\n"
         "from jax.sharding import Mesh, NamedSharding, PartitionSpec\n"
         "import augjax\n"
@@ -207,8 +203,3 @@ def test_arrays_and_shardings_over_several_devices_are_detected(tmp_path):
         "assert len(a.sharding.device_set) == 2\n"
         "np.testing.assert_array_equal(np.asarray(a), np.asarray(b))\n"
         "print('ok')\n")
-    env = {**os.environ, "JAX_PLATFORMS": "cpu",
-           "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
-    res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                         env=env, timeout=300, check=False)
-    assert res.returncode == 0 and res.stdout.strip().endswith("ok"), res.stderr[-3000:]
