@@ -43,13 +43,15 @@ __all__ = ["ragged_read"]
 def on_cpu(program: Any) -> Any:
     """``program`` run on the CPU device: on a machine with a GPU, DALI's CPU ``jax_function``
     may hand JAX some inputs on the default (GPU) device, and a CPU operator must return CPU
-    arrays. The outputs are put there too: one that depends on no input (``resize``'s fixed
-    size) leaves a jitted program on the default device."""
+    arrays. It runs under ``jax.default_device(cpu)`` too: a program whose outputs depend on
+    no input (``resize``'s fixed size) is placed on the default device, not by its inputs
+    (the context costs ~20 us per call, putting four outputs back ~110 us)."""
 
     cpu = jax.local_devices(backend="cpu")[0]  # this process's (under jax.distributed too)
 
     def run(*arrays):
-        return jax.device_put(program(*(jax.device_put(a, cpu) for a in arrays)), cpu)
+        with jax.default_device(cpu):
+            return program(*(jax.device_put(a, cpu) for a in arrays))
 
     return run
 

@@ -287,7 +287,8 @@ def test_targets_follow_a_chain_that_starts_with_a_ragged_crop(target_outputs):
 def test_the_cpu_plan_returns_cpu_arrays_whatever_the_default_device(tmp_path):
     """A plan output that depends on no input (``resize``'s fixed size) leaves a jitted program
     on JAX's default device, a GPU on a GPU machine, where DALI's CPU operator refuses it;
-    ``on_cpu`` puts the outputs on the CPU device. Here the default is a second CPU device."""
+    ``on_cpu`` runs it with the CPU as the default device. Here the default is a second CPU
+    device."""
     run_on_two_cpu_devices(
         tmp_path,
         "import jax, jax.numpy as jnp\n"
