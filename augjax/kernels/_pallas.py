@@ -33,10 +33,10 @@ def tile(size: int, block: int) -> int:
     return min(block, 1 << (size.bit_length() - 1))
 
 
-def tile_start(size: int, block: int):
-    """The first element of this program's tile, the last tile moved back to end at
-    ``size``."""
-    return jnp.minimum(pl.program_id(0) * block, size - block)
+def tile_start(size: int, block: int, axis: int = 0):
+    """The first element of this program's tile along grid axis ``axis``, the last tile moved
+    back to end at ``size``."""
+    return jnp.minimum(pl.program_id(axis) * block, size - block)
 
 
 def planes(x_ref, start, block: int, c: int) -> list:

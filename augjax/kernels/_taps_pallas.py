@@ -36,6 +36,7 @@ from augjax.kernels._pallas import (
     reflect101,
     round_half_even,
     tile,
+    tile_start,
 )
 
 __all__ = ["AVAILABLE", "taps_kernel"]
@@ -51,9 +52,8 @@ NUM_WARPS = 2
 
 def _kernel(count_ref, dy_ref, dx_ref, wt_ref, x_ref, o_ref, *, h, w, c, rows, cols, reach):
     wc = w * c
-    # The last tile of each axis is moved back to end at the image's edge (as tile_start).
-    i = jnp.minimum(pl.program_id(0) * rows, h - rows) + jnp.arange(rows, dtype=jnp.int32)
-    q = jnp.minimum(pl.program_id(1) * cols, wc - cols) + jnp.arange(cols, dtype=jnp.int32)
+    i = tile_start(h, rows, 0) + jnp.arange(rows, dtype=jnp.int32)
+    q = tile_start(wc, cols, 1) + jnp.arange(cols, dtype=jnp.int32)
     j = q // c
     ch = q - j * c
 
