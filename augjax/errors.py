@@ -15,6 +15,7 @@ __all__ = [
     "InputError",
     "InputRangeWarning",
     "InputTypeError",
+    "ProgramStoreWarning",
     "KeyRequiredError",
     "OpConflictError",
     "OpDefinitionError",
@@ -41,6 +42,13 @@ class AugjaxWarning(UserWarning):
 class InputRangeWarning(AugjaxWarning):
     """Float images with values outside [0, 1] (0..255 data given as float, or data already
     normalized); :func:`augjax.checking` turns it into an :class:`InputError`."""
+
+    __module__ = "augjax"
+
+
+class ProgramStoreWarning(AugjaxWarning):
+    """A stored program was refused (damaged, another program's, not the user's, or writable by
+    others) and is rebuilt, or the store itself was turned off (a folder it cannot trust)."""
 
     __module__ = "augjax"
 

@@ -45,6 +45,7 @@ from typing import Any
 
 from augjax._core.meta import Meta
 from augjax._core.param import Param, per_sample_value
+from augjax._core.reach import note
 from augjax._core.step import CALL_KEYWORDS
 from augjax._core.targets import TARGET_KEYWORDS, Follow, default_follow
 from augjax.errors import OpDefinitionError, ParamError
@@ -139,6 +140,7 @@ class OpSpec:
         import jax
         import jax.numpy as jnp
 
+        note(self)
         names = self.per_sample
         shape = () if self.level == "sample" else (meta.batch,)
         ranged = [n for n in names if isinstance(config[n], tuple)]
@@ -165,6 +167,7 @@ class OpSpec:
     def run(self, inputs: tuple[Any, ...], params: Mapping[str, Any],
             config: Mapping[str, Any]) -> Any:
         """The kernel on ``inputs`` (one image, or the batch [and labels]) with ``params``."""
+        note(self)
         static = {k: config[k] for k in self.static}
         return self.kernel(*inputs, dict(params), **static)
 

@@ -5,33 +5,39 @@ new process still traces and lowers each program before it can look one up: for 
 chain that is most of a warm process's time to its first batch (about 1 s of CPU here; 6 s on an
 H200 with the Pallas colour jitter). :class:`StoredProgram` wraps augjax's jitted sample and apply
 programs: on the first call for an input signature it looks for the program's ``jax.export``
-serialization (StableHLO) in ``<cache dir>/augjax-programs``; found, it runs that (the compiled
-executable then comes from JAX's cache); not found, it exports the program (one trace, as
-before), writes it, and runs it. Either way the process runs the same exported module, so the
-compiled executable is shared by cold and warm processes and results do not depend on the cache.
+serialization (StableHLO) in ``<cache dir>/augjax-programs``; found and verified, it runs that
+(the compiled executable then comes from JAX's cache); not found, it exports the program (one
+trace, as before), writes it, and runs it. Either way the process runs the same exported module
+with the same XLA options, so the compiled executable is shared by cold and warm processes and
+results do not depend on the store.
 
-The file name hashes everything the traced program depends on: the steps' config (every
-parameter), layout, chain position, the inputs' shapes, dtypes and platform, the JAX and jaxlib
-versions, the JAX settings that change tracing, and the source files (path, size,
-modification time) of augjax and of every module that defines the steps' kernels (a pack, or
-``__main__``). Warnings the trace gave (a channels-first batch given as HWC) are kept with the
+What a program depends on is computed in one place, :mod:`augjax._runtime.program_identity`:
+its key names the file and is repeated in it; the code it was traced from (every op the trace
+reached, their modules and what those import) is recorded in the file and checked before use.
+A file is checked whole before JAX parses it (:mod:`augjax._runtime.program_file`): another
+user's file, one others may write, a damaged one or another program's is deleted and rebuilt
+with one :class:`~augjax.errors.ProgramStoreWarning`; a stale one (edited or upgraded code) is
+rebuilt silently. Warnings the trace gave (a channels-first batch given as HWC) are kept with the
 program and given again when it is loaded.
 
 Off when the compilation cache is off (``AUGJAX_COMPILATION_CACHE=0``) or with
 ``AUGJAX_PROGRAM_CACHE=0``; without the ``flatbuffers`` package (JAX's serialization needs it);
-inside any trace of the caller's (``jax.jit``, ``vmap``: the trace lowers for its own platform,
-which a stored program's inputs do not tell), for inputs over several devices or platforms,
-and for steps that cannot be written as a config: these trace as before. An input on no
-device (a NumPy array) counts as on ``jax.default_device``'s platform where one is set.
+when the store's folder is another user's or writable by others (one warning); inside any trace
+of the caller's (``jax.jit``, ``vmap``: the trace lowers for its own platform, which a stored
+program's inputs do not tell), for inputs over several devices or platforms, and for steps that
+cannot be written as a config or whose code has no file: these trace as before, with the same
+XLA options. An input on no device (a NumPy array) counts as on ``jax.default_device``'s
+platform where one is set.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
-import json
 import os
 import sys
 import threading
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -39,13 +45,19 @@ from typing import Any
 import jax
 from jax.sharding import SingleDeviceSharding
 
+from augjax._core.reach import recording
+from augjax._runtime import program_file
+from augjax._runtime.program_identity import code_manifest, manifest_current, program_key
+from augjax.errors import ProgramStoreWarning
+
 __all__ = ["StoredProgram", "enabled", "store_dir"]
 
 _OFF = ("0", "false", "off", "no")
 #: The most programs kept; the least recently used go first.
 MAX_FILES = 512
 _SUFFIX = ".jaxprog"
-_PROGRAM_WARNINGS = "augjax_warnings"
+#: Temporary files older than this (seconds) are left over from a crashed writer: removed.
+STALE_TMP_S = 3600.0
 
 
 def store_dir() -> Path | None:
@@ -61,113 +73,29 @@ def store_dir() -> Path | None:
         import flatbuffers  # noqa: F401  (jax.export's serialization needs it)
     except ImportError:
         return None
-    return Path(base) / "augjax-programs"
+    folder = Path(base) / "augjax-programs"
+    return folder if _trusted(folder) else None
+
+
+_folders: dict[Path, bool] = {}
+
+
+def _trusted(folder: Path) -> bool:
+    """Whether ``folder`` may hold programs (checked once a process; one warning if not)."""
+    known = _folders.get(folder)
+    if known is None:
+        problem = program_file.folder_problem(folder)
+        if problem:
+            warnings.warn(f"augjax: program store off: {problem}; stored programs are only "
+                          f"used from a folder of this user's that others cannot write "
+                          f"(AUGJAX_CACHE_DIR moves it)", ProgramStoreWarning, stacklevel=4)
+        known = _folders[folder] = problem is None
+    return known
 
 
 def enabled() -> bool:
     """Whether traced programs are kept on disk in this process."""
     return store_dir() is not None
-
-
-# -- what a program depends on ---------------------------------------------------------------
-_fingerprints: dict[str, str] = {}
-_fp_lock = threading.Lock()
-
-
-def _package_files(top: str) -> list[str]:
-    files = []
-    for name, module in list(sys.modules.items()):
-        if name == top or name.startswith(top + "."):
-            path = getattr(module, "__file__", None)
-            if path:
-                files.append(path)
-    return sorted(set(files))
-
-
-def _package_fingerprint(top: str) -> str:
-    """Path, size and modification time of the loaded files of package ``top`` (and of every
-    source file under augjax's own folder, loaded or not)."""
-    with _fp_lock:
-        if top in _fingerprints:
-            return _fingerprints[top]
-        files = _package_files(top)
-        if top == "augjax":
-            root = Path(__file__).resolve().parents[1]
-            files = sorted({*files, *map(str, root.rglob("*.py"))})
-        parts = []
-        for path in files:
-            try:
-                st = os.stat(path)
-            except OSError:
-                continue
-            parts.append(f"{path}:{st.st_size}:{st.st_mtime_ns}")
-        digest = hashlib.sha256("\n".join(parts).encode()).hexdigest()
-        if top != "__main__":
-            _fingerprints[top] = digest
-        return digest
-
-
-def _code_modules(obj: Any, found: set[str], depth: int = 0) -> None:
-    """The modules of the classes and functions a step is made of (its spec's kernel, sampler,
-    nested steps of composites and policies)."""
-    if depth > 6 or obj is None or isinstance(obj, (str, bytes, int, float, bool)):
-        return
-    if isinstance(obj, (tuple, list, frozenset, set)):
-        for item in obj:
-            _code_modules(item, found, depth + 1)
-        return
-    if isinstance(obj, dict):
-        for item in obj.values():
-            _code_modules(item, found, depth + 1)
-        return
-    module = getattr(obj, "__module__", None) if callable(obj) else type(obj).__module__
-    if isinstance(module, str):
-        found.add(module.split(".")[0])
-    if callable(obj) and not hasattr(obj, "__dict__"):
-        return
-    fields = getattr(obj, "__dataclass_fields__", None)
-    values = ([getattr(obj, f, None) for f in fields] if fields
-              else list(getattr(obj, "__dict__", {}).values()) if not callable(obj) else [])
-    for value in values:
-        _code_modules(value, found, depth + 1)
-
-
-def _settings() -> list[Any]:
-    """JAX settings that change what a trace gives."""
-    c = jax.config
-    names = ("jax_enable_x64", "jax_default_matmul_precision", "jax_threefry_partitionable",
-             "jax_default_prng_impl", "jax_numpy_dtype_promotion", "jax_numpy_rank_promotion")
-    return [str(getattr(c, name, None)) for name in names]
-
-
-def _encode(step: Any) -> Any:
-    """A step's config (as augjax.chain's configs write it, read off the step itself)."""
-    if getattr(step, "kind", None) and hasattr(step, "to_config"):  # composites, policies
-        return {"type": step.kind, **step.to_config()}
-    spec, params = getattr(step, "spec", None), getattr(step, "params", None)
-    if spec is None or not isinstance(params, tuple):
-        raise TypeError(f"no config form for {type(step).__name__}")
-    return {"type": "op", "name": spec.name, "params": [list(p) for p in params]}
-
-
-def program_ident(kind: str, steps: tuple[Any, ...], **config: Any) -> str | None:
-    """What a program depends on, apart from its inputs: a string (hashed with the input
-    signature into the file name), or None when the steps cannot be written as a config."""
-    try:
-        encoded = json.dumps([_encode(step) for step in steps], sort_keys=True, default=repr)
-    except Exception:  # noqa: BLE001  (a step without a config form: not stored)
-        return None
-    tops: set[str] = {"augjax"}
-    _code_modules(steps, tops)
-    tops -= {"builtins", "functools", "jax", "jaxlib", "numpy", "typing", "abc"}
-    if any(not _package_files(top) for top in tops if top != "augjax"):
-        return None  # code without a file (``python -c``, a notebook): its changes can't be seen
-    code = {top: _package_fingerprint(top) for top in sorted(tops)}
-    import jaxlib
-
-    return json.dumps({"kind": kind, "steps": encoded, "config": config, "code": code,
-                       "versions": [jax.__version__, jaxlib.__version__, sys.version_info[:2]],
-                       "settings": _settings()}, sort_keys=True, default=repr)
 
 
 # -- the wrapper -----------------------------------------------------------------------------
@@ -226,17 +154,32 @@ class StoredProgram:
     anything else (``lower``, ``trace``, ``eval_shape``) goes to the jitted program."""
 
     def __init__(self, fn: Any, describe: Any, compiler_options: dict[str, Any] | None = None):
-        self._jitted = jax.jit(fn)
+        self._reached: dict[int, Any] = {}  # the op specs any trace of ``fn`` reached
+        traced = self._recorded(fn)
+        self._jitted = jax.jit(traced)
         # XLA options apply to a top-level call only (JAX refuses them on a jit inside a
         # trace): such a call runs ``_top``, a call under a trace the plain program.
         self._options = compiler_options
-        self._top = jax.jit(fn, compiler_options=compiler_options) if compiler_options else \
-            self._jitted
+        self._top = jax.jit(traced, compiler_options=compiler_options) if compiler_options \
+            else self._jitted
         self._describe = describe  # () -> (kind, steps, config), or None: never kept
-        self._ident: str | None = None
         self._checked = False
         self._runs: dict[Any, Any] = {}
         self._lock = threading.Lock()
+
+    def _recorded(self, fn: Any) -> Any:
+        """``fn``, noting the ops each of its traces reaches (however it is traced: a call,
+        an export, ``eval_shape``), so that a stored program's code manifest names them."""
+
+        @functools.wraps(fn)
+        def traced(*args: Any) -> Any:
+            with recording() as reached:
+                out = fn(*args)
+            for spec in reached:
+                self._reached.setdefault(id(spec), spec)
+            return out
+
+        return traced
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._jitted, name)
@@ -255,10 +198,12 @@ class StoredProgram:
         fast = []
         for leaf in leaves:
             s = _fast_signature(leaf)
-            if s is None:
-                return self._jitted(*args)
+            if s is None:  # not stored; the same XLA options as a stored program's
+                return self._top(*args)
             fast.append(s)
-        lookup = (tree, tuple(fast))
+        # JAX's settings that change a trace (x64, the default device, ...) key the runs too:
+        # a setting changed within the process gets its own program, as jax.jit's does.
+        lookup = (tree, tuple(fast), _trace_context())
         run = self._runs.get(lookup)
         if run is None:
             with self._lock:
@@ -275,22 +220,17 @@ class StoredProgram:
         sig = [_leaf_signature(leaf) for leaf in leaves]
         if any(s is None for s in sig) or len({s[3] for s in sig}) > 1:
             return self._top  # inputs on several platforms: JAX decides where it runs
-        signature = (tree, tuple(sig))
-        if self._ident is None:
-            kind, steps, config = self._describe()
-            self._ident = program_ident(kind, steps, **config)
-            if self._ident is None:
-                self._describe = None
-                return self._top
+        platform = _lowering_platform(sig[0][3] if sig else _default_platform())
+        kind, steps, config = self._describe()
+        key = program_key(kind, steps, config, [str(tree), sig], platform, self._options)
+        if key is None:
+            self._describe = None
+            return self._top
         from jax import export
 
-        platform = _lowering_platform(sig[0][3] if sig else _default_platform())
-        digest = hashlib.sha256(f"{self._ident}\n{signature[0]}\n{signature[1]}".encode())
-        path = folder / f"{digest.hexdigest()[:40]}{_SUFFIX}"
-        loaded = _read(path)
-        if loaded is not None:
-            exported, caught = loaded
-        else:
+        path = folder / f"{hashlib.sha256(key.encode()).hexdigest()[:40]}{_SUFFIX}"
+        exported, caught = _load(path, key)
+        if exported is None:
             try:
                 with warnings.catch_warnings(record=True) as caught_now:
                     warnings.simplefilter("always")
@@ -301,10 +241,26 @@ class StoredProgram:
                 caught = [(w.category, str(w.message)) for w in caught_now]
             except Exception:  # noqa: BLE001  (not exportable, or a bad input: trace as before,
                 return self._top  # which raises the input's error)
-            _write(path, exported, caught)
+            code = code_manifest(steps, list(self._reached.values()))
+            if code is None:  # code without a file: its changes could not be seen
+                self._describe = None
+                return self._top
+            names = [(f"{c.__module__}.{c.__qualname__}", m) for c, m in caught]
+            if program_file.write(path, key, bytes(exported.serialize()), code, names):
+                _bound(folder)
         for category, message in caught:
             warnings.warn(message, category, stacklevel=5)
         return jax.jit(exported.call, compiler_options=self._options)
+
+
+def _trace_context() -> Any:
+    return _jax_trace_context() if _jax_trace_context is not None else None
+
+
+try:  # JAX's own key of the settings that change a trace (what jax.jit's cache reads)
+    from jax._src.config import trace_context as _jax_trace_context
+except ImportError:  # pragma: no cover  (then the key of a stored file still holds them)
+    _jax_trace_context = None
 
 
 def _top_level() -> bool:
@@ -328,21 +284,36 @@ def _lowering_platform(device_platform: str) -> str:
     return {"gpu": "cuda"}.get(device_platform, device_platform)
 
 
-def _read(path: Path):
-    try:
-        blob = path.read_bytes()
-    except OSError:
-        return None
-    try:
-        from jax import export
+def _load(path: Path, key: str) -> tuple[Any, list[tuple[type[Warning], str]]]:
+    """The stored program at ``path`` and its warnings, verified; ``(None, [])`` where there is
+    none or it was refused (then removed: rebuilt by the caller; one warning unless stale)."""
+    from jax import export
 
-        head, _, body = blob.partition(b"\n")
-        caught = [(_category(c), m) for c, m in json.loads(head)]
-        exported = export.deserialize(bytearray(body))
+    try:
+        stored = program_file.read(path, key, manifest_current)
+        if stored is None:
+            return None, []
+        exported = export.deserialize(bytearray(stored.body))
+        caught = [(_category(c), str(m)) for c, m in stored.warnings]
+    except program_file.Refused as refused:
+        if refused.reason != "stale":  # stale: an edited op, expected: rebuilt silently
+            _refused(path, refused.reason, refused.detail)
+        program_file.remove(path)
+        return None, []
+    except Exception as err:  # noqa: BLE001  (verified bytes JAX still refuses)
+        _refused(path, "unreadable", f"{type(err).__name__}: {err}"[:200])
+        program_file.remove(path)
+        return None, []
+    try:
         os.utime(path)  # least recently used goes first
-        return exported, caught
-    except Exception:  # noqa: BLE001  (a damaged or foreign file: export afresh)
-        return None
+    except OSError:
+        pass
+    return exported, caught
+
+
+def _refused(path: Path, reason: str, detail: str) -> None:
+    warnings.warn(f"augjax: stored program {path.name} refused ({reason}: {detail}); it is "
+                  f"deleted and traced afresh", ProgramStoreWarning, stacklevel=6)
 
 
 def _category(name: str) -> type[Warning]:
@@ -353,26 +324,29 @@ def _category(name: str) -> type[Warning]:
     return obj if isinstance(obj, type) and issubclass(obj, Warning) else UserWarning
 
 
-def _write(path: Path, exported: Any, caught: list[tuple[type[Warning], str]]) -> None:
-    try:
-        body = exported.serialize()
-        head = json.dumps([(f"{c.__module__}.{c.__qualname__}", m) for c, m in caught])
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_bytes(head.encode() + b"\n" + bytes(body))
-        os.replace(tmp, path)  # atomic: a concurrent reader sees the whole file or none
-        _bound(path.parent)
-    except Exception:  # noqa: BLE001  (a read-only or full disk: the program still runs)
-        return
-
-
 def _bound(folder: Path) -> None:
+    """Keeps at most :data:`MAX_FILES` programs (the least recently used go first) and removes
+    temporary files that a crashed writer left."""
+    now = time.time()
+    for tmp in folder.glob(".*.tmp"):
+        try:
+            if now - tmp.stat().st_mtime > STALE_TMP_S:
+                tmp.unlink()
+        except OSError:
+            pass
     files = list(folder.glob(f"*{_SUFFIX}"))
     if len(files) <= MAX_FILES:
         return
-    files.sort(key=lambda p: p.stat().st_mtime)
+    files.sort(key=_mtime)
     for old in files[:len(files) - MAX_FILES]:
         try:
             old.unlink()
         except OSError:
             pass
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:  # removed meanwhile (another process's bound)
+        return 0.0

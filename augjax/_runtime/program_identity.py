@@ -1,0 +1,336 @@
+"""A traced program's identity, computed in one place: everything its trace depends on.
+
+Two parts, both read off the steps themselves:
+
+- the **key** (:func:`program_key`): what the program is asked to be. The steps' config (every
+  parameter of every step, composites and policies as their configs write them), the module of
+  every op found in them at any depth (two packs' ops of one name differ), the program's own
+  config (layout, chain position, targets), the input signature, the platform and device kind,
+  the JAX, jaxlib and Python versions, the XLA options, and the settings that change a trace:
+  every JAX setting but those of caching, logging and dumps (:data:`IGNORED_SETTINGS`),
+  ``XLA_FLAGS``, the default backend (some kernels pick their form by it) and augjax's checking
+  mode. It names the stored file, and the file repeats it whole (a file of another program
+  copied over it is refused).
+- the **code** (:func:`code_manifest`): what the program was made of. Every op the trace
+  reached (:mod:`augjax._core.reach`: those a policy's op list names and those a composite
+  resolves while tracing included), every class and function found in the steps at any depth,
+  and what their modules import outside the standard library, as a list of entries:
+  ``("augjax", digest)`` for augjax's own source tree, ``("file", path, digest)`` for a module
+  with a file outside an installed distribution (a script, an editable pack), ``("dist", name,
+  version)`` for an installed (non-editable) distribution. Digests are SHA-256 of the files'
+  contents. It is recorded when the program is exported and checked (:func:`manifest_current`)
+  before a stored program is used: an edited or upgraded op traces afresh.
+
+Code without a file (``python -c``, a notebook cell) cannot be checked: such programs are not
+stored (:func:`code_manifest` returns None).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import importlib.metadata
+import json
+import os
+import sys
+import threading
+import types
+from pathlib import Path
+from typing import Any
+
+import jax
+
+__all__ = ["IGNORED_SETTINGS", "code_manifest", "manifest_current", "program_key", "settings"]
+
+#: Substrings of JAX settings that never change a trace (caches, logs, dumps, diagnostics).
+IGNORED_SETTINGS = ("compilation_cache", "persistent_cache", "logging", "log_compiles",
+                    "log_checkpoint", "debug_log", "dump", "pprint", "traceback",
+                    "transfer_guard", "cross_host", "explain_cache", "timeout", "source_url",
+                    "include_debug_info", "hlo_source_file", "include_full_tracebacks",
+                    "captured_constants", "distributed_debug", "share_binary")
+
+#: A walk of a step's objects stops after this many (a safety bound, far above real steps).
+MAX_OBJECTS = 200_000
+
+
+# -- the key ---------------------------------------------------------------------------------
+def settings(platform: str) -> dict[str, str]:
+    """The settings of this process that change what a trace gives, as strings."""
+    from augjax._runtime.checking import checking_enabled
+
+    out = {name: repr(value) for name, value in jax.config.values.items()
+           if not any(part in name for part in IGNORED_SETTINGS)}
+    out["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "")
+    out["default_backend"] = jax.default_backend()
+    out["device_kind"] = _device_kind(platform)
+    out["checking"] = repr(checking_enabled())
+    return out
+
+
+def _device_kind(platform: str) -> str:
+    try:
+        return jax.devices({"cuda": "gpu", "rocm": "gpu"}.get(platform, platform))[0].device_kind
+    except Exception:  # noqa: BLE001  (no such backend here)
+        return ""
+
+
+def _encode(step: Any) -> Any:
+    """A step's config, as augjax.chain's configs write it, read off the step itself."""
+    if getattr(step, "kind", None) and hasattr(step, "to_config"):  # composites, policies
+        return {"type": step.kind, **step.to_config()}
+    spec, params = getattr(step, "spec", None), getattr(step, "params", None)
+    if spec is None or not isinstance(params, tuple):
+        raise TypeError(f"no config form for {type(step).__name__}")
+    return {"type": "op", "name": spec.name, "params": [list(p) for p in params]}
+
+
+def program_key(kind: str, steps: tuple[Any, ...], config: dict[str, Any], signature: Any,
+                platform: str, options: dict[str, Any] | None) -> str | None:
+    """The program's key (a JSON string), or None when a step has no config form."""
+    try:
+        encoded = [_encode(step) for step in steps]
+    except Exception:  # noqa: BLE001  (a step without a config form: not stored)
+        return None
+    specs, _ = _walk(steps)
+    ops = sorted({f"{_module_of(s.kernel)}:{s.name}" for s in specs})
+    import jaxlib
+
+    return json.dumps({"kind": kind, "steps": encoded, "ops": ops, "config": config,
+                       "signature": signature, "platform": platform, "options": options or {},
+                       "versions": [jax.__version__, jaxlib.__version__,
+                                    list(sys.version_info[:3])],
+                       "settings": settings(platform)}, sort_keys=True, default=repr)
+
+
+# -- what the steps are made of --------------------------------------------------------------
+def _module_of(obj: Any) -> str:
+    module = getattr(obj, "__module__", None)
+    return module if isinstance(module, str) else type(obj).__module__
+
+
+def _is_spec(obj: Any) -> bool:
+    return type(obj).__name__ == "OpSpec" and hasattr(obj, "kernel") and hasattr(obj, "params")
+
+
+def _walk(root: Any) -> tuple[list[Any], set[str]]:
+    """The op specs and the modules of the classes and functions reachable from ``root``
+    (dataclass fields, attributes, containers, partials, closures), at any depth."""
+    specs: list[Any] = []
+    modules: set[str] = set()
+    seen: set[int] = set()
+    stack = [root]
+    while stack and len(seen) < MAX_OBJECTS:
+        obj = stack.pop()
+        if obj is None or isinstance(obj, (str, bytes, int, float, bool, complex)):
+            continue
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, (types.ModuleType, jax.Array)) or hasattr(obj, "__array__"):
+            continue
+        if isinstance(obj, (tuple, list, set, frozenset)):
+            stack.extend(obj)
+            continue
+        if isinstance(obj, (dict, types.MappingProxyType)):
+            stack.extend(obj.values())
+            continue
+        if isinstance(obj, type):
+            modules.add(obj.__module__)
+            continue
+        if isinstance(obj, functools.partial):
+            stack.extend((obj.func, obj.args, obj.keywords))
+            continue
+        if isinstance(obj, types.MethodType):
+            stack.extend((obj.__func__, obj.__self__))
+            continue
+        if isinstance(obj, types.FunctionType):
+            modules.add(_module_of(obj))
+            stack.extend(c.cell_contents for c in (obj.__closure__ or ())
+                         if _filled(c))
+            stack.extend(obj.__defaults__ or ())
+            stack.extend((obj.__kwdefaults__ or {}).values())
+            wrapped = getattr(obj, "__wrapped__", None)
+            if wrapped is not None:
+                stack.append(wrapped)
+            continue
+        if callable(obj) and not hasattr(obj, "__dict__") and not dataclasses.is_dataclass(obj):
+            modules.add(_module_of(obj))  # a builtin or C function
+            continue
+        modules.add(type(obj).__module__)
+        if _is_spec(obj):
+            specs.append(obj)
+        if dataclasses.is_dataclass(obj):
+            stack.extend(getattr(obj, f.name, None) for f in dataclasses.fields(obj))
+        stack.extend(getattr(obj, "__dict__", {}).values())
+        slots = getattr(type(obj), "__slots__", ())
+        stack.extend(getattr(obj, s, None) for s in ((slots,) if isinstance(slots, str)
+                                                     else slots))
+    return specs, modules
+
+
+def _filled(cell: Any) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018
+    except ValueError:  # an empty cell
+        return False
+    return True
+
+
+def _imports(names: set[str]) -> set[str]:
+    """``names`` and what their modules import (module attributes that are modules, or classes
+    and functions of other modules), transitively, not following the standard library,
+    augjax (hashed whole) or installed distributions (pinned by version)."""
+    found: set[str] = set()
+    stack = list(names)
+    while stack:
+        name = stack.pop()
+        if name in found:
+            continue
+        found.add(name)
+        parent = name.rpartition(".")[0]
+        if parent:
+            stack.append(parent)  # a package's __init__ runs when its module is imported
+        top = name.partition(".")[0]
+        if _stdlib(top) or top == "augjax" or _distribution(top) is not None:
+            continue
+        module = sys.modules.get(name)
+        if module is None:
+            continue
+        for value in list(vars(module).values()):
+            if isinstance(value, types.ModuleType):
+                stack.append(value.__name__)
+            elif isinstance(value, type) or callable(value):
+                other = getattr(value, "__module__", None)
+                if isinstance(other, str):
+                    stack.append(other)
+    return found
+
+
+def _stdlib(top: str) -> bool:
+    return top in sys.stdlib_module_names or top in ("builtins", "__future__")
+
+
+@functools.lru_cache(maxsize=None)
+def _top_distributions() -> dict[str, list[str]]:
+    try:
+        return importlib.metadata.packages_distributions()
+    except Exception:  # noqa: BLE001
+        return {}
+
+
+@functools.lru_cache(maxsize=None)
+def _distribution(top: str) -> tuple[str, str] | None:
+    """(name, version) of the installed, non-editable distribution that provides top-level
+    package ``top``; None for code outside one, or installed editable (its files count)."""
+    for name in _top_distributions().get(top, ()):
+        try:
+            dist = importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        direct = dist.read_text("direct_url.json")
+        if direct:
+            try:
+                if json.loads(direct).get("dir_info", {}).get("editable"):
+                    return None
+            except ValueError:
+                return None
+        return (dist.metadata["Name"], dist.version)
+    return None
+
+
+# -- digests ---------------------------------------------------------------------------------
+_digests: dict[str, tuple[int, int, str]] = {}
+_lock = threading.Lock()
+
+
+def file_digest(path: str) -> str | None:
+    """SHA-256 of a file's contents (remembered while its size and mtime stay), or None."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    with _lock:
+        known = _digests.get(path)
+    if known is not None and known[:2] == (st.st_size, st.st_mtime_ns):
+        return known[2]
+    try:
+        digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
+    with _lock:
+        _digests[path] = (st.st_size, st.st_mtime_ns, digest)
+    return digest
+
+
+_tree: list[str] = []
+
+
+def augjax_digest() -> str:
+    """SHA-256 over augjax's own source files (relative path and contents), once a process."""
+    with _lock:
+        if _tree:
+            return _tree[0]
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(str(path.relative_to(root)).encode() + b"\0")
+        h.update(path.read_bytes() + b"\0")
+    digest = h.hexdigest()
+    with _lock:
+        _tree[:] = [digest]
+    return digest
+
+
+def code_manifest(steps: tuple[Any, ...], reached: list[Any]) -> list[list[str]] | None:
+    """The code a program made of ``steps`` depends on (the module doc's entries, sorted), with
+    ``reached`` the op specs its trace reached; None where some of it has no file."""
+    _, modules = _walk((steps, tuple(reached)))
+    entries = {("augjax", augjax_digest())}
+    for name in _imports(modules):
+        top = name.partition(".")[0]
+        if _stdlib(top) or top == "augjax":
+            continue
+        dist = _distribution(top)
+        if dist is not None:
+            entries.add(("dist", *dist))
+            continue
+        module = sys.modules.get(name)
+        if module is None:
+            continue
+        path = getattr(module, "__file__", None)
+        if path is None:
+            if getattr(module, "__path__", None) is not None:
+                continue  # a namespace package: no code of its own
+            return None  # code without a file: its changes cannot be seen
+        digest = file_digest(path)
+        if digest is None:
+            return None
+        entries.add(("file", str(Path(path).resolve()), digest))
+    return sorted(list(e) for e in entries)
+
+
+def manifest_current(manifest: Any) -> bool:
+    """Whether every entry of a stored program's code manifest still holds here."""
+    if not isinstance(manifest, list) or not manifest:
+        return False
+    for entry in manifest:
+        if not isinstance(entry, list) or not all(isinstance(e, str) for e in entry):
+            return False
+        kind, *rest = entry
+        if kind == "augjax" and rest == [augjax_digest()]:
+            continue
+        if kind == "file" and len(rest) == 2 and file_digest(rest[0]) == rest[1]:
+            continue
+        if kind == "dist" and len(rest) == 2 and _installed_version(rest[0]) == rest[1]:
+            continue
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=None)
+def _installed_version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
