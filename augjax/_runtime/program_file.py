@@ -6,6 +6,9 @@ Layout: a magic line, one JSON header line, then the body (``jax.export``'s seri
     {"key": ..., "sha256": ..., "size": ..., "code": [...], "warnings": [...]}\\n
     <body>
 
+``sha256`` covers the rest of the header and the body (:func:`_digest`): a changed bit anywhere
+is caught.
+
 :func:`read` refuses, in this order, a file that is not the user's or that others may write
 (``"unsafe"``), one whose magic, header, size or body digest is wrong (``"damaged"``), one made
 for another program (its key differs: ``"foreign"``), and one whose code manifest no longer
@@ -25,7 +28,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MAGIC", "Refused", "Stored", "folder_problem", "read", "write"]
+__all__ = ["MAGIC", "Refused", "Stored", "folder_problem", "read", "remove", "write"]
 
 MAGIC = b"augjax-program 2\n"
 #: The largest header read (a header is a few KB; a bigger one is damage).
@@ -107,8 +110,8 @@ def read(path: Path, key: str, current: Any) -> Stored | None:
         except (ValueError, KeyError, TypeError, RecursionError) as err:
             raise Refused("damaged", f"unreadable header ({type(err).__name__})") from None
         body = f.read(size + 1)
-    if len(body) != size or hashlib.sha256(body).hexdigest() != digest:
-        raise Refused("damaged", "its body does not match the digest in its header")
+    if len(body) != size or _digest(their_key, size, code, caught, body) != digest:
+        raise Refused("damaged", "its contents do not match the digest in its header")
     if their_key != key:
         raise Refused("foreign", "it holds another program")
     if not current(code):
@@ -120,9 +123,10 @@ def read(path: Path, key: str, current: Any) -> Stored | None:
 
 def write(path: Path, key: str, body: bytes, code: list[Any], caught: list[Any]) -> bool:
     """Writes a program's file atomically; False (and nothing left behind) when it fails."""
-    header = json.dumps({"key": key, "sha256": hashlib.sha256(body).hexdigest(),
-                         "size": len(body), "code": code, "warnings": caught},
-                        sort_keys=True).encode()
+    caught = [list(c) for c in caught]
+    digest = _digest(key, len(body), code, caught, body)
+    header = json.dumps({"key": key, "sha256": digest, "size": len(body), "code": code,
+                         "warnings": caught}, sort_keys=True).encode()
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
@@ -139,6 +143,12 @@ def write(path: Path, key: str, body: bytes, code: list[Any], caught: list[Any])
                 os.unlink(tmp)
             except OSError:
                 pass
+
+
+def _digest(key: Any, size: int, code: Any, caught: Any, body: bytes) -> str:
+    """SHA-256 of a file's header fields (but the digest itself) and body."""
+    head = json.dumps([key, size, code, caught], sort_keys=True).encode()
+    return hashlib.sha256(head + b"\n" + body).hexdigest()
 
 
 def remove(path: Path) -> None:

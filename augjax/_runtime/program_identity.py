@@ -15,10 +15,11 @@ Two parts, both read off the steps themselves:
   reached (:mod:`augjax._core.reach`: those a policy's op list names and those a composite
   resolves while tracing included), every class and function found in the steps at any depth,
   and what their modules import outside the standard library, as a list of entries:
-  ``("augjax", digest)`` for augjax's own source tree, ``("file", path, digest)`` for a module
-  with a file outside an installed distribution (a script, an editable pack), ``("dist", name,
-  version)`` for an installed (non-editable) distribution. Digests are SHA-256 of the files'
-  contents. It is recorded when the program is exported and checked (:func:`manifest_current`)
+  ``("augjax", digest)`` for augjax's own source tree, ``("file", path, digest)`` for each of
+  those modules (a script, a pack's modules, a helper module of another package), ``("dist",
+  name, version)`` for each installed (non-editable) distribution they belong to; what an
+  installed distribution's modules import in turn is pinned by its version, not followed.
+  Digests are SHA-256 of the files' contents. It is recorded when the program is exported and checked (:func:`manifest_current`)
   before a stored program is used: an edited or upgraded op traces afresh.
 
 Code without a file (``python -c``, a notebook cell) cannot be checked: such programs are not
@@ -177,10 +178,11 @@ def _filled(cell: Any) -> bool:
     return True
 
 
-def _imports(names: set[str]) -> set[str]:
+def _imports(names: set[str], own: set[str]) -> set[str]:
     """``names`` and what their modules import (module attributes that are modules, or classes
-    and functions of other modules), transitively, not following the standard library,
-    augjax (hashed whole) or installed distributions (pinned by version)."""
+    and functions of other modules), transitively. Followed: the top-level packages ``own``
+    (the ops' packs) and code outside any distribution; not followed: the standard library,
+    augjax (hashed whole) and other installed distributions (pinned by their version)."""
     found: set[str] = set()
     stack = list(names)
     while stack:
@@ -192,7 +194,7 @@ def _imports(names: set[str]) -> set[str]:
         if parent:
             stack.append(parent)  # a package's __init__ runs when its module is imported
         top = name.partition(".")[0]
-        if _stdlib(top) or top == "augjax" or _distribution(top) is not None:
+        if _stdlib(top) or top == "augjax" or (top not in own and _distribution(top)):
             continue
         module = sys.modules.get(name)
         if module is None:
@@ -285,16 +287,16 @@ def augjax_digest() -> str:
 def code_manifest(steps: tuple[Any, ...], reached: list[Any]) -> list[list[str]] | None:
     """The code a program made of ``steps`` depends on (the module doc's entries, sorted), with
     ``reached`` the op specs its trace reached; None where some of it has no file."""
-    _, modules = _walk((steps, tuple(reached)))
+    specs, modules = _walk((steps, tuple(reached)))
+    own = {_module_of(spec.kernel).partition(".")[0] for spec in specs}
     entries = {("augjax", augjax_digest())}
-    for name in _imports(modules):
+    for name in _imports(modules, own):
         top = name.partition(".")[0]
         if _stdlib(top) or top == "augjax":
             continue
         dist = _distribution(top)
         if dist is not None:
             entries.add(("dist", *dist))
-            continue
         module = sys.modules.get(name)
         if module is None:
             continue

@@ -1,8 +1,12 @@
 """The program store (augjax._runtime.program_store), in fresh processes: a second process runs
 the first one's traced programs without tracing, with the same bits as a process without the
 store; an edited kernel file or another parameter traces afresh; warnings a trace gave are
-given again on load; the switch turns it off. In this process: a call inside a trace leaves
-the store alone."""
+given again on load; the switch turns it off; damaged, cut, swapped or loosely permitted files
+are refused with one warning each and rebuilt, and every process still gets the pixels of a
+process without the store; a pack's kernel edited where it is reached directly, through a
+policy's op list, nested eight composites deep, or in a helper module of another top-level
+package, gives its new pixels in the next process. In this process: a call inside a trace
+leaves the store alone."""
 
 from __future__ import annotations
 
@@ -44,16 +48,22 @@ with warnings.catch_warnings(record=True) as caught:
     images, labels = chain(x, y, key=jax.random.key(3))
 print(json.dumps({"traces": augjax.trace_count(), "images": np.asarray(images).tolist(),
                   "labels": np.asarray(labels).tolist(),
-                  "warned": sum("scaled_test_op traced" in str(w.message) for w in caught)}))
+                  "warned": sum("scaled_test_op traced" in str(w.message) for w in caught),
+                  "refused": sum(issubclass(w.category, augjax.ProgramStoreWarning)
+                                 for w in caught)}))
 '''
 
 
-def run(script: Path, cache: Path, amount: float = 0.5, **env_extra: str) -> dict:
+def run(script: Path, cache: Path, amount: float | str = 0.5, **env_extra: str) -> dict:
+    """Runs ``script`` with argument ``amount`` in a fresh process; ``PYTHONPATH`` in
+    ``env_extra`` goes before the checkout."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("AUGJAX_") and k not in ("JAX_COMPILATION_CACHE_DIR",
                                                         "XDG_CACHE_HOME")}
+    extra_path = env_extra.pop("PYTHONPATH", "")
     env.update({"AUGJAX_CACHE_DIR": str(cache), "AUGJAX_PROGRAM_CACHE": "1", **env_extra})
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in [extra_path, str(ROOT), env.get("PYTHONPATH", "")] if p)
     out = subprocess.run([sys.executable, str(script), str(amount)], env=env,
                          capture_output=True, text=True, check=False, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -119,3 +129,133 @@ def test_a_call_inside_a_trace_leaves_the_store_alone(tmp_path, monkeypatch):
     assert not list(tmp_path.iterdir())
     np.testing.assert_array_equal(np.asarray(program(x)), [0.0, 2.0, 4.0, 6.0])
     assert len(list(tmp_path.glob("*.jaxprog"))) == 1
+
+
+def _flip_a_body_bit(path: Path, seed: int) -> None:
+    blob = bytearray(path.read_bytes())
+    rng = np.random.default_rng(seed)
+    i = int(rng.integers(len(blob) // 2, len(blob)))
+    blob[i] ^= 1 << int(rng.integers(8))
+    path.write_bytes(bytes(blob))
+
+
+@pytest.mark.slow
+def test_damaged_files_are_refused_rebuilt_and_never_change_pixels(script, tmp_path):
+    """Bit flips, a cut file, a group-writable file and two files swapped (each another
+    program's): the next process warns once per refused file, traces afresh and gives the
+    pixels of a process without the store; the process after it reads the rebuilt files."""
+    cache = tmp_path / "cache"
+    plain = run(script, tmp_path / "plain", AUGJAX_COMPILATION_CACHE="0")
+    run(script, cache)
+    files = stored(cache)
+    assert len(files) == 2
+
+    def check(expected_refused: int) -> None:
+        got = run(script, cache)
+        assert got["refused"] == expected_refused and got["traces"] == 1
+        assert (got["images"], got["labels"]) == (plain["images"], plain["labels"])
+
+    for i, f in enumerate(files):
+        _flip_a_body_bit(f, i)
+    check(2)
+    files[0].write_bytes(files[0].read_bytes()[:-100])
+    os.chmod(files[1], 0o660)
+    check(2)
+    a, b = files[0].read_bytes(), files[1].read_bytes()
+    files[0].write_bytes(b)
+    files[1].write_bytes(a)
+    check(2)
+    warm = run(script, cache)
+    assert warm["refused"] == 0 and warm["traces"] == 0
+    assert (warm["images"], warm["labels"]) == (plain["images"], plain["labels"])
+
+
+#: A pack installed as a distribution (dist-info with its entry point) whose kernel scales the
+#: image by a constant of its module and one of a helper module in another top-level package.
+PACK = '''
+import jax.numpy as jnp
+import augjax
+from augjax import Param
+import stalehelper
+
+
+@augjax.op("stale_op", params={"amount": Param(0.5, low=0.0, high=1.0, neutral=0.0,
+                                               magnitude=(0.0, 1.0))})
+def stale_op(image, params):
+    """Scales the image (a test op)."""
+    scale = SCALE * stalehelper.FACTOR * (0.5 + 0.0 * params["amount"])
+    return (image.astype(jnp.float32) * scale).astype(image.dtype)
+
+
+SCALE = 1.0
+'''
+
+STALE_SCRIPT = '''
+import json, sys
+import jax, numpy as np
+import augjax
+
+how = sys.argv[1]
+op = augjax.ops.stale_op.bind(amount=0.5)
+if how == "direct":
+    step = augjax.compose(op)
+elif how == "policy":
+    step = augjax.rand_augment(n=1, m=9, ops=["stale_op"])
+else:  # eight composites deep
+    step = augjax.compose(op)
+    for i in range(4):
+        step = augjax.random_apply(augjax.random_choice([augjax.compose(step)]), p=1.0)
+x = np.full((2, 8, 8, 3), 200, np.uint8)
+out = step(x, key=jax.random.key(0))
+print(json.dumps({"traces": augjax.trace_count(), "images": np.asarray(out).tolist()}))
+'''
+
+
+def _pack_site(root: Path) -> Path:
+    site = root / "site"
+    (site / "stalepack").mkdir(parents=True)
+    (site / "stalepack" / "__init__.py").write_text("")
+    (site / "stalepack" / "ops.py").write_text(PACK)
+    (site / "stalehelper.py").write_text("FACTOR = 1.0\n")
+    info = site / "stalepack-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: stalepack\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[augjax.ops]\nstale_op = stalepack.ops:stale_op\n")
+    (info / "top_level.txt").write_text("stalepack\n")
+    return site
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["direct", "policy", "deep"])
+def test_an_edited_pack_kernel_or_helper_module_gives_new_pixels(tmp_path, how):
+    """The kernel's module edited, then its helper module (another top-level package): each
+    next process traces afresh and gives the new pixels (those of a process without the
+    store), for the op reached directly, through a policy's op list, and eight composites
+    deep."""
+    pytest.importorskip("flatbuffers", reason="jax.export's serialization needs flatbuffers")
+    site = _pack_site(tmp_path)
+    path = tmp_path / "stale_script.py"
+    path.write_text(STALE_SCRIPT)
+    cache = tmp_path / "cache"
+
+    def go() -> dict:
+        out = run(path, cache, how, PYTHONPATH=str(site))
+        plain = run(path, tmp_path / "plain", how, PYTHONPATH=str(site),
+                    AUGJAX_COMPILATION_CACHE="0")
+        assert out["images"] == plain["images"]  # what the code gives now
+        return out
+
+    first = go()
+    assert run(path, cache, how, PYTHONPATH=str(site))["traces"] == 0  # stored, and used
+    _edit(site / "stalepack" / "ops.py", "SCALE = 1.0", "SCALE = 0.5")
+    kernel_edited = go()
+    assert kernel_edited["traces"] >= 1 and kernel_edited["images"] != first["images"]
+    _edit(site / "stalehelper.py", "FACTOR = 1.0", "FACTOR = 0.5")
+    helper_edited = go()
+    assert helper_edited["traces"] >= 1 and helper_edited["images"] != kernel_edited["images"]
