@@ -45,9 +45,9 @@ def pytest_configure(config):
     configuration is set here (augjax's own cache switches are left alone)."""
     workerinput = getattr(config, "workerinput", None)
     folder = workerinput["augjax_jax_cache"] if workerinput else _session_cache_dir(config)
-    # Traced programs are not kept on disk across the tests (many count traces);
-    # tests/runtime/test_program_store.py turns the store on in its own processes.
-    os.environ.setdefault("AUGJAX_PROGRAM_CACHE", "0")
+    # augjax's program store stays on (the default configuration): its programs are kept
+    # beside this session's JAX cache and shared by the tests. A test that counts traces turns
+    # it off itself (the ``no_program_store`` fixture).
     import jax
 
     jax.config.update("jax_compilation_cache_dir", folder)

@@ -318,7 +318,8 @@ def array_program(steps: tuple[Any, ...], layout: str, start: int = 0,
                 run = call_program(steps, layout, start, shape, dtype, form, targets)
             else:
                 run = _two_programs(apply, sample_program(
-                    steps, layout, start, shape, dtype, form == "key"), form == "seeds")
+                    steps, layout, start, shape, dtype, form == "key"), form == "seeds",
+                    partitioned)
             runs[lookup] = run
         return run(images, labels, keys, *arrays)
 
@@ -342,15 +343,31 @@ def _fuses(device: Any, partitioned: bool) -> bool:
             and next(iter(device.device_set)).platform != "cpu")
 
 
-def _two_programs(apply: Any, sample: Any, seeded: bool):
-    """``apply(images, labels, sample(keys))``, the keys made from seeds first if ``seeded``."""
+def _two_programs(apply: Any, sample: Any, seeded: bool, partitioned: bool = False):
+    """``apply(images, labels, sample(keys))``, the keys made from seeds first if ``seeded``.
+    ``partitioned``: the params go to every device the images are on (replicated) first; a
+    stored sampler's outputs are committed to the keys' device, which a program over the
+    images' devices would refuse."""
 
     def run(images, labels, keys, *arrays):
         if seeded:
             keys = _keys_from_seeds(keys)
-        return apply(images, labels, sample(keys), *arrays)
+        params = sample(keys)
+        if partitioned and not isinstance(images, jax.core.Tracer):
+            params = jax.device_put(params, _replicated(images.sharding))
+        return apply(images, labels, params, *arrays)
 
     return run
+
+
+def _replicated(sharding: Any) -> Any:
+    """A sharding that holds a whole array on every device of ``sharding``."""
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    if isinstance(sharding, NamedSharding):
+        return NamedSharding(sharding.mesh, PartitionSpec())
+    devices = sorted(sharding.device_set, key=lambda d: d.id)
+    return NamedSharding(Mesh(devices, ("devices",)), PartitionSpec())
 
 
 @once_cache(maxsize=512)

@@ -50,7 +50,7 @@ from augjax._runtime import program_file
 from augjax._runtime.program_identity import code_manifest, manifest_current, program_key
 from augjax.errors import ProgramStoreWarning
 
-__all__ = ["StoredProgram", "enabled", "store_dir"]
+__all__ = ["StoredProgram", "enabled", "load_count", "store_dir"]
 
 _OFF = ("0", "false", "off", "no")
 #: The most programs kept; the least recently used go first.
@@ -78,6 +78,12 @@ def store_dir() -> Path | None:
 
 
 _folders: dict[Path, bool] = {}
+_loads = [0]
+
+
+def load_count() -> int:
+    """How many stored programs this process has loaded (each instead of a trace)."""
+    return _loads[0]
 
 
 def _trusted(folder: Path) -> bool:
@@ -230,7 +236,9 @@ class StoredProgram:
 
         path = folder / f"{hashlib.sha256(key.encode()).hexdigest()[:40]}{_SUFFIX}"
         exported, caught = _load(path, key)
-        if exported is None:
+        if exported is not None:
+            _loads[0] += 1
+        else:
             try:
                 with warnings.catch_warnings(record=True) as caught_now:
                     warnings.simplefilter("always")

@@ -21,6 +21,7 @@ from augjax._runtime.bound import BoundOp
 from augjax._runtime.keys import keys_from_seeds
 from augjax._runtime.padding import no_padding
 from augjax._runtime.program import trace_count
+from augjax._runtime.program_store import load_count
 from augjax.errors import InputError, InputTypeError, KeyRequiredError, ParamError
 from augjax.testing._dali import dali_available, run_dali
 from augjax.testing._declaration import check_declaration, check_param_validation
@@ -366,12 +367,13 @@ def check_no_input_mutation(op: BoundOp) -> None:
 
 def check_no_recompilation(op: BoundOp) -> None:
     """Calls with new data and keys of the same shapes, and an equal op bound again, reuse the
-    compiled program (``augjax.trace_count()`` does not move)."""
+    compiled program: augjax neither traces one (``augjax.trace_count()`` does not move) nor
+    loads one from its program store."""
     layout = _main_layout(op)
     x = make_images(op.spec, _main_dtype(op), layout=layout)
     labels = make_labels(op, len(x))
     _run(op, x, labels, _keys(7), layout)
-    before = trace_count()
+    before = trace_count() + load_count()
     _run(op, make_images(op.spec, _main_dtype(op), layout=layout, seed=9), labels, _keys(8),
          layout)
     try:
@@ -380,8 +382,8 @@ def check_no_recompilation(op: BoundOp) -> None:
         raise AssertionError(f"the normalised parameters {op.kwargs} are refused when bound "
                              f"again ({err}): Param.check must accept its own output") from err
     _run(again, x, labels, jax.random.key(9), layout)
-    traced = trace_count() - before
-    assert traced == 0, (f"{traced} new trace(s) for calls with the same shapes (are the "
+    traced = trace_count() + load_count() - before
+    assert traced == 0, (f"{traced} new trace(s) or stored program(s) loaded for calls with the same shapes (are the "
                          f"parameters hashable and normalised? {op.kwargs})")
 
 
