@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from augjax._core.magnitude import MagnitudeMap
 from augjax._demo import DemoInputError, require_pillow
 from augjax._demo.params import _NUMERIC, _of_kind, demo_params, fmt
 from augjax._demo.render import display_batch, render_strip, save_png
@@ -104,9 +105,19 @@ def plan_sweep(spec: Any, *, param: str | None, magnitudes: Sequence[float] | No
             f"{spec.name}: parameter {chosen!r} declares no magnitude range; pass the values "
             f"to show with --magnitudes V [V ...] ({p.describe_range()})"
         )
-    lo, hi = p.magnitude
+    lo, hi = _magnitude_ends(p.magnitude)
     values = [_fixed(p, v) for v in _linspace(float(lo), float(hi), steps, p.kind)]
     return Sweep(chosen, values, f"magnitude range {fmt(lo)}..{fmt(hi)}")
+
+
+def _magnitude_ends(magnitude: Any) -> tuple[float, float]:
+    """The values at strength 0 and full strength of a ``(start, end)`` pair or a
+    :class:`augjax.MagnitudeMap` (its positive side; a map scaled per image side is read at
+    side 1, as a fraction)."""
+    if isinstance(magnitude, MagnitudeMap):
+        return (magnitude.value(0, 1, False, 1, 1), magnitude.value(1, 1, False, 1, 1))
+    lo, hi = magnitude
+    return lo, hi
 
 
 def _fixed(p: Any, value: float) -> Any:

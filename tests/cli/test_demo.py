@@ -314,6 +314,18 @@ def test_show_sweeps_the_magnitude_range(tmp_path):
     assert not np.array_equal(cells[-1], cells[0])
 
 
+def test_show_sweeps_a_magnitude_map(tmp_path):
+    # brightness declares an augjax.MagnitudeMap (1 + 0.9 t, signed), not a (start, end) pair
+    out = tmp_path / "brightness.png"
+    result = run_show("brightness", size=40, out=out, steps=3)
+    assert result.sweep.param == "factor"
+    assert result.sweep.values == [(1.0, 1.0), (1.45, 1.45), (1.9, 1.9)]
+    cells = _strip_cells(out, result)
+    assert np.array_equal(cells[1], cells[0])  # factor 1: the identity
+    expect = np.clip(np.round(cells[0] * 1.9), 0, 255)  # full strength: 1.9 times brighter
+    assert np.abs(cells[-1] - expect).max() <= 1
+
+
 def test_show_given_values_and_an_op_without_parameters(tmp_path, capsys):
     out = tmp_path / "flip.png"
     assert main(["show", "flip", "--magnitudes", "0", "1", "--size", "40", "--out", str(out)]) == 0
