@@ -40,9 +40,15 @@ _POINTS = {
 
 
 def _ops() -> list[str]:
+    """Every registered op; ``AUGJAX_DOCS_GALLERY=a,b`` keeps a few, for a quick local build
+    (the suite builds the whole gallery)."""
+    import os
+
     import augjax
 
-    return augjax.list_ops()
+    names = augjax.list_ops()
+    keep = os.environ.get("AUGJAX_DOCS_GALLERY")
+    return [n for n in names if n in keep.split(",")] if keep else names
 
 
 def _slug(name: str) -> str:
