@@ -137,7 +137,7 @@ def op_page(info: dict[str, Any], picture: str, drawn: str) -> str:
         "",
     ]
     if info["doc"]:
-        lines += ["## Kernel", "", "```text", info["doc"].strip(), "```", ""]
+        lines += ["## Details", "", "```text", info["doc"].strip(), "```", ""]
     lines += [f"Shown by `augjax info {name}` from the command line.", ""]
     return "\n".join(lines)
 
