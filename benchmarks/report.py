@@ -1,11 +1,12 @@
 """Rewrites the measured tables of benchmarks/README.md (between ``<!-- report: start -->`` and
-``<!-- report: end -->``) and the GPU summary of the top-level README.md (between
-``<!-- perf-summary: start -->`` and ``<!-- perf-summary: end -->``) from the newest result
+``<!-- report: end -->``) and the GPU summary of the documentation's performance page,
+docs/guide/performance.md (between ``<!-- perf-summary: start -->`` and
+``<!-- perf-summary: end -->``) from the newest result
 files: ``results/cpu-<date>.json`` (the CPU suite), ``results/gpu-<machine>-<date>.json``
 (``gpu.py``) and ``results/e2e-<machine>-<date>.json`` (``e2e.py``). Every target of
 ``targets.py`` is listed with its measured value and met / not met / not measured.
 
-    python benchmarks/report.py            # rewrite both READMEs
+    python benchmarks/report.py            # rewrite both pages
     python benchmarks/report.py --check    # exit 1 when they are not up to date
     python benchmarks/report.py --print    # print the section, write nothing
 
@@ -28,7 +29,7 @@ from targets import ALL, Target  # noqa: E402
 
 RESULTS_DIR = [HERE / "results"]  # --results changes it
 BENCH_README = HERE / "README.md"
-TOP_README = HERE.parent / "README.md"
+DOCS_PAGE = HERE.parent / "docs" / "guide" / "performance.md"
 SECTION = ("<!-- report: start (written by benchmarks/report.py; do not edit) -->",
            "<!-- report: end -->")
 SUMMARY = ("<!-- perf-summary: start (written by benchmarks/report.py; do not edit) -->",
@@ -166,12 +167,16 @@ def _measured(e: dict) -> str:
 
 
 def targets_table(evals) -> list[str]:
-    lines = ["| target | measured | met? | file |", "|---|---|---|---|"]
+    """One row per target; "better" says which way its number improves: times and time ratios
+    (augjax / peer) are better lower, throughput ratios (images/s against a baseline) higher."""
+    lines = ["| target | better | measured | met? | file |", "|---|---|---|---|---|"]
     for e in evals:
         t = e["target"]
         met = {True: "**yes**", False: "no", None: "-"}[e["met"]]
         f = e["file"]
-        lines.append(f"| {t.text} | {_measured(e)} | {met} | {f.name if f else '-'} |")
+        better = "higher" if t.kind == "speed" else "lower"
+        lines.append(f"| {t.text} | {better} | {_measured(e)} | {met} | "
+                     f"{f.name if f else '-'} |")
     return lines
 
 
@@ -320,11 +325,13 @@ def build() -> tuple[str, str | None]:
     summary = None
     if data["gpu"]:
         gpu_evals = [e for e in evals if e["target"].source in ("gpu", "e2e")]
+        v = data["gpu"]["versions"]
         summary = "\n".join([SUMMARY[0], "",
-                             f"{data['gpu']['versions'].get('gpu')}, {data['gpu']['date']} "
-                             f"(the tables: `benchmarks/results/{files['gpu'].name}`, in "
-                             "[benchmarks/README.md](benchmarks/README.md); each target's run "
-                             "in its row):", ""]
+                             f"Measured on {v.get('gpu')}, {data['gpu']['date']} (JAX "
+                             f"{v.get('jax')}, DALI {v.get('dali')}, Python {v.get('python')}); "
+                             f"the tables: `benchmarks/results/{files['gpu'].name}`, in "
+                             "`benchmarks/README.md`. Each row names the result file it was "
+                             "read from (`benchmarks/results/`).", ""]
                             + targets_table(gpu_evals) + ["", SUMMARY[1]])
     return "\n".join(lines), summary
 
@@ -352,7 +359,7 @@ def main(argv=None) -> int:
             print(summary)
         return 0
     stale = []
-    for path, marks, body in ((BENCH_README, SECTION, section), (TOP_README, SUMMARY, summary)):
+    for path, marks, body in ((BENCH_README, SECTION, section), (DOCS_PAGE, SUMMARY, summary)):
         if body is None:  # no GPU run in the current schema yet: the summary stays as it is
             continue
         old = path.read_text()

@@ -64,7 +64,7 @@ MIGRATION = (
     "*, ...)), reading each per-sample value from params['<name>']; per-sample parameters "
     "(float_or_pair, int_or_pair, or with a magnitude) are drawn by augjax, and other random "
     "draws (coins, boxes) move into @op(..., sample=fn) with fn(key, meta, params, **config) "
-    "-> dict; see README 'Write your own augmentation pack'"
+    "-> dict; see the documentation's 'Write a pack' (docs/authoring/pack.md)"
 )
 
 

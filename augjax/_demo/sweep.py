@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from augjax._core.magnitude import MagnitudeMap
 from augjax._demo import DemoInputError, require_pillow
 from augjax._demo.params import _NUMERIC, _of_kind, demo_params, fmt
 from augjax._demo.render import display_batch, render_strip, save_png
@@ -61,11 +62,12 @@ def plan_sweep(spec: Any, *, param: str | None, magnitudes: Sequence[float] | No
     ``steps`` evenly spaced values across the declared magnitude range (from the value at
     magnitude 0, its neutral value, to the largest), else from its neutral value to its upper
     bound when both are declared. Values from a range are exact settings (a range parameter
-    gets ``(v, v)``); ``magnitudes`` are passed as given.
+    gets ``(v, v)``); ``magnitudes`` are passed as given. With none of these (no range to
+    sweep), the op is shown once (``param`` None) with the parameters ``augjax demo`` gives it.
 
     Raises:
-        DemoInputError: unknown or non-numeric ``param``; no magnitude range and no
-            ``magnitudes``; ``magnitudes`` for an op without a numeric parameter.
+        DemoInputError: unknown or non-numeric ``param``; ``magnitudes`` for an op without a
+            numeric parameter.
     """
     numeric = [k for k, p in spec.params.items() if p.kind in _NUMERIC and k != "num_classes"]
     if param is not None:
@@ -100,13 +102,21 @@ def plan_sweep(spec: Any, *, param: str | None, magnitudes: Sequence[float] | No
         values = [_fixed(p, v) for v in _linspace(float(p.neutral), float(p.high), steps, p.kind)]
         return Sweep(chosen, values, f"neutral {fmt(p.neutral)} to the largest {fmt(p.high)}")
     if p.magnitude is None:
-        raise DemoInputError(
-            f"{spec.name}: parameter {chosen!r} declares no magnitude range; pass the values "
-            f"to show with --magnitudes V [V ...] ({p.describe_range()})"
-        )
-    lo, hi = p.magnitude
+        return Sweep(None, [], f"{chosen} declares no magnitude range (--magnitudes V ... "
+                               f"sweeps it); shown once with the demo's parameters")
+    lo, hi = _magnitude_ends(p.magnitude)
     values = [_fixed(p, v) for v in _linspace(float(lo), float(hi), steps, p.kind)]
     return Sweep(chosen, values, f"magnitude range {fmt(lo)}..{fmt(hi)}")
+
+
+def _magnitude_ends(magnitude: Any) -> tuple[float, float]:
+    """The values at strength 0 and full strength of a ``(start, end)`` pair or a
+    :class:`augjax.MagnitudeMap` (its positive side; a map scaled per image side is read at
+    side 1, as a fraction)."""
+    if isinstance(magnitude, MagnitudeMap):
+        return (magnitude.value(0, 1, False, 1, 1), magnitude.value(1, 1, False, 1, 1))
+    lo, hi = magnitude
+    return lo, hi
 
 
 def _fixed(p: Any, value: float) -> Any:
@@ -168,8 +178,9 @@ def run_show(name: str, *, param: str | None = None, magnitudes: Sequence[float]
         labels = np.arange(2, dtype=np.int32)
     given, _ = demo_params(spec, num_classes=2, size=size)
     # Only what must be given; every other parameter keeps its default, so that the strip shows
-    # the effect of the swept one alone.
-    params = {k: v for k, v in given.items() if spec.params[k].required or k == "num_classes"}
+    # the effect of the swept one alone. An op shown once gets all of the demo's parameters.
+    params = {k: v for k, v in given.items() if spec.params[k].required or k == "num_classes"
+              or sweep.param is None}
     if "p" in spec.params and sweep.param != "p":
         params["p"] = 1.0
     key = jax.random.key(seed)

@@ -98,8 +98,8 @@ def resize(image, params, *, size, max_size, interpolation, antialias):
     ``max_size``; bilinear with ``antialias`` is a triangle filter widened by the shrink
     factor (ATen ``_upsample_bilinear2d_aa``), nearest is ATen's legacy nearest. Tolerance
     against torchvision: as ``random_resized_crop`` (nearest exact; bilinear within 1 uint8
-    level, 1e-5 in float32). In a DALI pipeline DALI's ``fn.resize`` resamples (README
-    "Different image sizes" gives the difference).
+    level, 1e-5 in float32). In a DALI pipeline DALI's ``fn.resize`` resamples (docs/guide/
+    ragged.md, "Images of different sizes", gives the difference).
     """
     h, w, _ = image.shape
     out = _output_size(h, w, size=size, max_size=max_size)

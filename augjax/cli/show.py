@@ -32,8 +32,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Applies op NAME to one image (a bundled photograph, or --image) for several "
                     "values of one parameter: by default evenly spaced values across the "
                     "parameter's declared magnitude range (neutral to the largest), else the "
-                    "values given with --magnitudes. Runs on arrays (no DALI); the same key for "
-                    "every value.",
+                    "values given with --magnitudes; an op with no range to sweep is shown once, "
+                    "with the parameters `augjax demo` gives it. Runs on arrays (no DALI); the "
+                    "same key for every value.",
     )
     p.add_argument("name", help="op name, or distribution:name")
     p.add_argument("--param", default=None,

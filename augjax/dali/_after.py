@@ -67,17 +67,18 @@ class augment_batches(Iterator[dict]):  # noqa: N801 - used like a function
             ``(B, 2)``, from :func:`sample_seeds` returned by the pipeline) and, for chains
             that mix labels, the labels.
         chain: an ``augjax.compose(...)`` chain or a bound op (``augjax.ops.flip.bind(p=0.5)``).
-        images, labels, seeds: the names of those entries in each batch. Entries the chain
-            does not use pass through unchanged; a chain that mixes labels replaces
-            ``labels`` with its soft labels.
+        images: the name of the images' entry in each batch.
+        labels: the name of the labels' entry; a chain that mixes labels replaces it with its
+            soft labels. Entries the chain does not use pass through unchanged.
+        seeds: the name of the per-sample seeds' entry.
         prefetch: how many batches beyond the one handed out have their augmentation already
             dispatched (0: none, each batch is augmented when asked for).
         layout: "HWC" or "CHW", as for the op call.
 
     The outputs are the in-pipeline operator's for the same seeds, bit for bit: the program is
     the same compiled function. (Chains that start with a resampling crop or ``resize``: in the
-    pipeline DALI resamples the windows, here JAX does; same windows, README "Different image
-    sizes".)
+    pipeline DALI resamples the windows, here JAX does; same windows, see the
+    documentation's "Images of different sizes".)
     """
 
     def __init__(self, batches: Iterable[Mapping[str, Any]], chain: Any, *,

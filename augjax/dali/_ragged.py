@@ -18,7 +18,7 @@ any geometric op.
 
 Memory is bounded by each image and the output, never by the largest image of the batch.
 Pixels differ from torchvision's (and the array path's) by DALI's resampling only: measured in
-README "Different image sizes".
+docs/guide/ragged.md ("Images of different sizes").
 """
 
 from __future__ import annotations

@@ -389,7 +389,7 @@ def check_no_recompilation(op: BoundOp) -> None:
 
 #: DALI vs array, for ops that DALI resamples itself (a ``ragged=`` window that resizes, read by
 #: ``fn.resize``): the same windows, DALI's resampling, which differs most at the box's border
-#: (README "Different image sizes": mean 0.13 level, interior within 1, border pixels up to 11).
+#: (docs/guide/ragged.md: mean 0.13 level, interior within 1, border pixels up to 11).
 DALI_RESAMPLE_TOLERANCE = 16.0
 
 

@@ -316,8 +316,8 @@ def test_dali_path_equals_array_path(dtype, layout):
         extra = {} if name == "center_crop" else {"key": keys}
         want = np.asarray(getattr(augjax.ops, name)(x, layout=layout, **extra, **params))
         if name == "random_resized_crop" and layout == "HWC":
-            # HWC: DALI's fn.resize resamples augjax's windows (README "Different image
-            # sizes"): it differs on the output's border, where it repeats the box's edge pixel
+            # HWC: DALI's fn.resize resamples augjax's windows (docs/guide/ragged.md): it differs
+            # on the output's border, where it repeats the box's edge pixel
             d = np.abs(got.astype(np.float64) - want.astype(np.float64))
             assert d.max() <= 16 and d[:, 1:-1, 1:-1].max() <= 1, (d.max(), d[:, 1:-1, 1:-1])
             continue

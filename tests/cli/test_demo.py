@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jax
 import numpy as np
 import pytest
 from PIL import Image
@@ -314,6 +315,30 @@ def test_show_sweeps_the_magnitude_range(tmp_path):
     assert not np.array_equal(cells[-1], cells[0])
 
 
+def test_show_sweeps_a_magnitude_map(tmp_path):
+    # brightness declares an augjax.MagnitudeMap (1 + 0.9 t, signed), not a (start, end) pair
+    out = tmp_path / "brightness.png"
+    result = run_show("brightness", size=40, out=out, steps=3)
+    assert result.sweep.param == "factor"
+    assert result.sweep.values == [(1.0, 1.0), (1.45, 1.45), (1.9, 1.9)]
+    cells = _strip_cells(out, result)
+    assert np.array_equal(cells[1], cells[0])  # factor 1: the identity
+    expect = np.clip(np.round(cells[0] * 1.9), 0, 255)  # full strength: 1.9 times brighter
+    assert np.abs(cells[-1] - expect).max() <= 1
+
+
+def test_show_an_op_without_a_magnitude_range_once_with_the_demo_parameters(tmp_path):
+    # color_jitter declares no magnitude range: one picture, with what augjax demo gives it
+    result = run_show("color_jitter", size=40, out=tmp_path / "cj.png")
+    assert result.sweep.param is None and "no magnitude range" in result.sweep.how
+    cells = _strip_cells(tmp_path / "cj.png", result)
+    assert len(cells) == 2 and not np.array_equal(cells[1], cells[0])
+    given, _ = demo_params(augjax.get_op("color_jitter"), num_classes=2, size=40)
+    x = result.cells[0][None]
+    again = augjax.ops.color_jitter(x, key=jax.random.key(0), **given)  # show's key: seed 0
+    assert np.array_equal(cells[1], np.asarray(again)[0])
+
+
 def test_show_given_values_and_an_op_without_parameters(tmp_path, capsys):
     out = tmp_path / "flip.png"
     assert main(["show", "flip", "--magnitudes", "0", "1", "--size", "40", "--out", str(out)]) == 0
@@ -345,7 +370,6 @@ def test_show_bad_input(tmp_path, capsys):
     assert "not a readable image" in bad("flip", "--image", str(tmp_path / "garbage.png"))
     assert "has no parameter 'q'" in bad("flip", "--param", "q")
     assert "is not numeric" in bad("flip", "--param", "horizontal")
-    assert "--magnitudes" in bad("color_jitter")  # brightness: no magnitude range, no bound
     assert "no numeric parameter" in bad("invert", "--magnitudes", "1")
     assert "parameter 'p'" in bad("flip", "--magnitudes", "2")  # outside [0, 1]
 

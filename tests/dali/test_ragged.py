@@ -179,15 +179,14 @@ def test_resize_to_a_shorter_side_then_a_non_crop_is_refused_when_defined(jpeg_r
         pipe()
 
 
-def test_readme_section_runs():
+def test_docs_page_runs():
     import pathlib
     import re
 
-    readme = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme.split("## Different image sizes", 1)[1].split("\n## ", 1)[0]
-    code = re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
+    page = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "guide" / "ragged.md")
+    code = re.search(r"```python\n(.*?)```", page.read_text(), re.DOTALL).group(1)
     scope: dict = {}
-    exec(compile(code, "README.md (Different image sizes)", "exec"), scope)  # noqa: S102
+    exec(compile(code, "docs/guide/ragged.md", "exec"), scope)  # noqa: S102
     decoded, train, evaluation = scope["decoded"], scope["train"], scope["evaluation"]
     assert len({im.shape for im in decoded}) >= 5
     for out in (train, evaluation, scope["replay"]):

@@ -129,14 +129,14 @@ def bad_op(key, image, *, delta):
 
 def test_a_pack_written_for_the_old_kernel_api_gets_a_clear_error(site):
     """kernel(key, image, ...) is refused when the module is imported, with what to change: the
-    2.0 kernel signature, params, the sample= hook, and where the README explains it."""
+    2.0 kernel signature, params, the sample= hook, and where the docs explain it."""
     reg = good_and(site, OLD_API_PACK)
     err = assert_load_error(reg, "bad_op", augjax.errors.OpDefinitionError,
                             "the kernel takes a key", "authoring API 1.x",
                             "(key, image, *, delta)")
     cause = str(err.__cause__)
     for words in (f"authoring API {API_VERSION}", "kernel(image, params, *, <static params>)",
-                  "params['<name>']", "sample=fn", "fn(key, meta, params, **config)", "README"):
+                  "params['<name>']", "sample=fn", "fn(key, meta, params, **config)", "docs/authoring/pack.md"):
         assert words in cause, (words, cause)
     assert_healthy(reg)
 

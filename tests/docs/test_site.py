@@ -1,0 +1,69 @@
+"""The documentation site builds from the repository with warnings as errors (``mkdocs build
+--strict``), offline, and its op gallery covers every registered op: a page with the op's
+picture (a PNG drawn by ``augjax show``), its parameters, reference semantics and target rule."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mkdocs", reason="the docs extra: pip install -e '.[docs]'")
+pytest.importorskip("mkdocstrings")
+
+import augjax  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    out = tmp_path_factory.mktemp("site")
+    env = {k: v for k, v in os.environ.items() if k != "AUGJAX_DOCS_GALLERY"}
+    env.update(NO_MKDOCS_2_WARNING="1", AUGJAX_CACHE_DIR=str(tmp_path_factory.mktemp("cache")),
+               PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p))
+    res = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f",
+                          str(ROOT / "mkdocs.yml"), "-d", str(out)], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=1200, check=False)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-6000:]
+    return out
+
+
+@pytest.mark.slow
+def test_site_builds_strict_with_every_page(site):
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    pages = re.findall(r":\s+([\w/.-]+\.md)\s*$", nav, re.MULTILINE)
+    assert len(pages) >= 18
+    for page in pages:
+        stem = page[:-3]
+        html = site / (f"{stem}.html" if stem.split("/")[-1] == "index" else f"{stem}/index.html")
+        assert html.exists(), page
+    changelog = (site / "changelog" / "index.html").read_text(encoding="utf-8")
+    assert "Unreleased" in changelog  # CHANGELOG.md itself, not a copy
+    api = (site / "reference" / "api" / "index.html").read_text(encoding="utf-8")
+    for name in ("compose", "rand_augment", "keys_from_seeds", "sample_seeds", "Param"):
+        assert f'id="augjax.' in api and name in api, name
+    for html in site.rglob("*.html"):  # nothing the reader's browser must fetch from elsewhere
+        assert "fonts.googleapis" not in html.read_text(encoding="utf-8"), html
+
+
+@pytest.mark.slow
+def test_the_gallery_covers_every_registered_op(site):
+    from PIL import Image
+
+    names = augjax.list_ops()
+    index = (site / "ops" / "index.html").read_text(encoding="utf-8")
+    assert f"{len(names)} ops" in index
+    for name in names:
+        slug = re.sub(r"[^a-z0-9_]+", "--", name.lower())
+        page = (site / "ops" / slug / "index.html").read_text(encoding="utf-8")
+        spec = augjax.get_op(name)
+        assert f"augjax show {name}" in page and "Reference semantics" in page
+        for param in spec.params:
+            assert f"<code>{param}</code>" in page, (name, param)
+        with Image.open(site / "ops" / f"{slug}.png") as im:
+            assert im.width > 96 and im.height > 96  # the original and at least one drawing
