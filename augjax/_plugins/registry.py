@@ -32,6 +32,7 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import importlib
+import sys
 import threading
 import warnings
 from collections.abc import Iterable
@@ -56,7 +57,9 @@ from augjax.errors import (
     OpDisabledError,
     OpIncompatibleError,
     OpNotFoundError,
+    OpPackMismatchError,
     PluginLoadError,
+    PluginTimeoutError,
 )
 
 __all__ = [
@@ -230,16 +233,22 @@ class Registry:
         snap = self._ensure()
         if ":" in name:
             dist, _, plain = name.partition(":")
-            hit = snap.by_qualified.get(f"{norm_dist(dist.strip())}:{plain.strip()}")
+            dist, plain = norm_dist(dist.strip()), plain.strip()
+            hit = snap.by_qualified.get(f"{dist}:{plain}")
             if hit is not None:
                 return hit
-            owners = [r.qualified_name for r in snap.by_name.get(plain.strip(), ())]
-            raise OpNotFoundError(
-                f"augjax: distribution {dist!r} registers no op {plain!r}"
-                + (f"; it is registered as {', '.join(map(repr, owners))}" if owners else ""),
-                name=name,
-                suggestions=tuple(owners),
-            )
+            owners = tuple(r.qualified_name for r in snap.by_name.get(plain, ()))
+            installed = any(norm_dist(r.distribution) == dist for r in snap.records)
+            where = (f"distribution {dist!r} registers no op {plain!r}" if installed else
+                     f"distribution {dist!r} is not installed (or has no augjax ops)")
+            if owners:
+                raise OpPackMismatchError(
+                    f"augjax: {name!r} asks for {plain!r} from {dist!r}, but {where}; it is "
+                    f"registered as {', '.join(map(repr, owners))}: another pack's op, not "
+                    f"used in its place (install {dist}, or ask for one of those by name)",
+                    name=name, op=plain, wanted=dist, found=owners,
+                )
+            raise OpNotFoundError(f"augjax: {where}", name=name)
         group = snap.by_name.get(name, ())
         if not group and name in POLICY_NAMES:
             raise OpNotFoundError(
@@ -276,6 +285,16 @@ class Registry:
                 candidates=candidates,
             )
         return group[0]
+
+    def record_of(self, spec: Any) -> OpRecord | None:
+        """The record whose entry point gives the op object ``spec``, or None (an op declared
+        outside any entry point, e.g. in a script). Imports nothing: an op not yet loaded is
+        matched through its entry point's module when that module is already imported (it is,
+        if ``spec`` came from it)."""
+        for r in self._ensure().by_name.get(getattr(spec, "name", None), ()):
+            if r.spec is spec or (r.spec is None and _imported_target(r) is spec):
+                return r
+        return None
 
     def get(self, name: str) -> Any:
         """The op spec for ``name`` (plain or ``"distribution:name"``), importing it on first use.
@@ -326,6 +345,15 @@ class Registry:
                 r._loading = None
             r.spec, r.error, r.state_reason = spec, error, reason
             r.state = state  # last: a reader that sees "loaded" sees the spec
+
+
+def _imported_target(r: OpRecord) -> Any:
+    """The object ``r``'s entry point names, if its module is already imported; else None."""
+    module, _, attr = r.entry_point.partition(":")
+    obj = sys.modules.get(module.strip())
+    for part in attr.strip().split(".") if obj is not None else ():
+        obj = getattr(obj, part, None)
+    return obj
 
 
 def _identity(r: OpRecord) -> tuple[str, ...]:

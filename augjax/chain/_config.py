@@ -61,12 +61,34 @@ def value_from_json(v: Any) -> Any:
     return v
 
 
+def op_name(spec: OpSpec) -> str:
+    """The name a config gives ``spec``: ``"distribution:name"`` for a pack's op, so that
+    loading it builds that pack's op or refuses (never another pack's op of the same name);
+    the plain name for augjax's own ops (never shadowed) and for ops outside any entry point.
+
+    Raises:
+        ParamError: ``spec`` is not the registered op of its name, which a config would build
+            in its place.
+    """
+    record = REGISTRY.record_of(spec)
+    if record is not None:
+        return spec.name if record.is_core else record.qualified_name
+    for r in REGISTRY.records(spec.name, include_all=True):
+        if r.name == spec.name and r.state == "loaded":
+            raise ParamError(
+                f"to_dict: the op {spec.name!r} given is not the registered op of that name "
+                f"({r.source}); a config names ops by their registered name, so it would load "
+                f"as that one: register this op under a name of its own",
+                op="to_dict", param="step")
+    return spec.name
+
+
 def encode(step: Any) -> dict[str, Any]:
     """One node: an op leaf here, anything else by its own ``to_config``."""
     if isinstance(step, OpSpec):
         step = step.bind()
     if isinstance(step, BoundOp):
-        return {"type": "op", "name": step.name,
+        return {"type": "op", "name": op_name(step.spec),
                 "params": {k: json_value(v) for k, v in step.params}}
     if hasattr(step, "to_config") and getattr(step, "kind", None) in KINDS:
         return {"type": step.kind, **step.to_config()}
@@ -124,6 +146,15 @@ class Node:
         return [self._decode(s, f"{self.path}.{key}[{i}]") for i, s in enumerate(value)]
 
 
+def _prefix(err: Exception, path: str) -> None:
+    """Puts the node's path in front of ``err``'s message (once), keeping its class."""
+    text = str(err)
+    if not text.startswith("from_dict:"):
+        err.args = (f"from_dict: {path}: {text}", *err.args[1:])
+        if isinstance(err, ImportError):  # str() of an ImportError is its .msg
+            err.msg = err.args[0]
+
+
 def _decode(node: Any, path: str) -> Any:
     if not isinstance(node, dict):
         raise fail(path, f"expects a dict node, got {type(node).__name__}")
@@ -134,15 +165,9 @@ def _decode(node: Any, path: str) -> Any:
             return _op(node, path)
         if kind in KINDS:
             return KINDS[kind].from_config(Node(node, path, _decode))
-    except OpNotFoundError as err:
-        if str(err).startswith("from_dict:"):
-            raise
-        raise OpNotFoundError(f"from_dict: {path}: {err}", name=err.name,
-                              suggestions=err.suggestions) from None
-    except ParamError as err:
-        if str(err).startswith("from_dict:"):
-            raise
-        raise ParamError(f"from_dict: {path}: {err}", op=err.op, param=err.param) from None
+    except (OpNotFoundError, ParamError) as err:  # keep the class (and its attributes)
+        _prefix(err, path)
+        raise
     raise fail(path, f"unknown node type {kind!r}; expected one of {['op', *KINDS]}")
 
 
@@ -154,10 +179,9 @@ def _op(node: dict[str, Any], path: str) -> BoundOp:
         raise fail(f"{path}.params", f"expects a dict, got {type(params).__name__}")
     try:
         spec = REGISTRY.get(name)
-    except PluginLoadError as err:
-        raise PluginLoadError(f"from_dict: {path}: {err}", op=err.op,
-                              distribution=err.distribution, version=err.version,
-                              entry_point=err.entry_point) from err
+    except PluginLoadError as err:  # the same class (disabled, incompatible, timed out, ...)
+        _prefix(err, path)
+        raise
     return BoundOp.create(spec, {k: value_from_json(v) for k, v in params.items()})
 
 
