@@ -22,7 +22,11 @@ modelled on pytest's:
 - ``AUGJAX_PREFER=name=dist,...``: resolves a name registered by several plugin distributions;
 - ``AUGJAX_STRICT_PLUGINS=1``: plugin problems are errors. The first query imports every enabled
   plugin op and raises :class:`~augjax.PluginLoadError` listing all failures, conflicts and
-  unknown switch values (for CI; in this mode listing does import plugins).
+  unknown switch values (for CI; in this mode listing does import plugins);
+- ``AUGJAX_PLUGIN_IMPORT_TIMEOUT=seconds`` (default 60; ``0``/``off``: no limit): a plugin op
+  whose import takes longer is ``failed`` (:class:`~augjax.PluginTimeoutError`); the import
+  runs in a helper thread, which cannot be stopped and keeps running in the background
+  (:mod:`augjax._plugins.timed_import` says what that implies).
 
 augjax's own ops are never disabled and never shadowed.
 """
@@ -51,6 +55,7 @@ from augjax._plugins.loader import (  # importlib_metadata: the backport or the 
     norm_dist,
     scan_entry_points,
 )
+from augjax._plugins.timed_import import ImportTimedOut, in_import_thread, load_with_timeout
 from augjax.errors import (
     AugjaxWarning,
     OpConflictError,
@@ -140,6 +145,8 @@ class Registry:
         return snap
 
     def _strict(self, snap: _Snapshot) -> None:
+        if not snap.strict_done and snap.strict_thread is not None and in_import_thread():
+            return  # a plugin imported (in its own thread) by the strict pass queries us
         if not snap.strict_done:
             with snap.strict_lock:
                 if snap.strict_thread == threading.get_ident():
@@ -316,35 +323,44 @@ class Registry:
             self._load(r)
         if r.state == "loaded":
             return r.spec
+        where = dict(op=r.name, distribution=r.distribution, version=r.version,
+                     entry_point=r.entry_point)
+        message = f"augjax: op {r.name!r} from {r.source} {r.state}: {r.state_reason}"
+        if isinstance(r.error, ImportTimedOut):
+            raise PluginTimeoutError(message, timeout=r.error.timeout, **where) from r.error
         cls = OpIncompatibleError if r.state == "incompatible" else PluginLoadError
-        raise cls(
-            f"augjax: op {r.name!r} from {r.source} {r.state}: {r.state_reason}",
-            op=r.name, distribution=r.distribution, version=r.version,
-            entry_point=r.entry_point,
-        ) from r.error
+        raise cls(message, **where) from r.error
 
     def _load(self, r: OpRecord) -> None:
         """Imports ``r`` once: other threads wait for the first; a plugin that asks for its own
         op while it is being imported gets a clear error instead of a deadlock."""
         if r.state != "available":
             return
+        if r._loading == threading.get_ident():  # before the lock: its holder waits for us
+            _circular(r)
         with r._lock:
             if r.state != "available":
                 return
             if r._loading == threading.get_ident():
-                raise PluginLoadError(
-                    f"augjax: op {r.name!r} from {r.source} was requested while its own module "
-                    f"is being imported (circular import)",
-                    op=r.name, distribution=r.distribution, version=r.version,
-                    entry_point=r.entry_point,
-                )
+                _circular(r)
             r._loading = threading.get_ident()
+            snap = self._snap  # an op loaded while a plugin imports: inline, in its time
+            timeout = (None if r.is_core or snap is None or in_import_thread() else
+                       snap.switches.import_timeout)
             try:
-                state, reason, spec, error = load_entry_point(r)
+                state, reason, spec, error = load_with_timeout(r, timeout, load_entry_point)
             finally:
                 r._loading = None
             r.spec, r.error, r.state_reason = spec, error, reason
             r.state = state  # last: a reader that sees "loaded" sees the spec
+
+
+def _circular(r: OpRecord) -> None:
+    raise PluginLoadError(
+        f"augjax: op {r.name!r} from {r.source} was requested while its own module is being "
+        f"imported (circular import)",
+        op=r.name, distribution=r.distribution, version=r.version, entry_point=r.entry_point,
+    )
 
 
 def _imported_target(r: OpRecord) -> Any:
