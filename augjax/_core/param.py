@@ -165,11 +165,12 @@ class Param:
             out = _CHECKS[self.kind](self, value)
         except (TypeError, ValueError, OverflowError) as err:
             raise fail(str(err)) from None
-        if self.validate is not None:
-            try:
+        try:
+            if self.validate is not None:
                 out = self.validate(out)
-            except (TypeError, ValueError, OverflowError) as err:
-                raise fail(str(err)) from None
+            _kernel_values(self.kind, out)  # what the kernel gets must be a float32
+        except (TypeError, ValueError, OverflowError) as err:
+            raise fail(str(err)) from None
         return out
 
 
@@ -235,21 +236,46 @@ def kernel_number(v: Any, integral: bool = False) -> float:
     """
     if isinstance(v, bool) or not isinstance(v, numbers.Real):
         raise TypeError(f"{type(v).__name__} is not a number")
+    x = _finite(v, integral)
+    if not integral:
+        _float32(x)
+    return x
+
+
+def _finite(v: Any, integral: bool) -> float:
+    """``float(v)``, finite (int32 for integers)."""
     try:
         x = float(v)
     except OverflowError:
         raise ValueError("too large: not even finite as a float64") from None
     if not math.isfinite(x):
         raise ValueError("not finite")
-    if integral:
-        if abs(v) > I32_MAX:
-            raise ValueError(f"outside int32, the kernels' integer type (|value| <= {I32_MAX})")
-    elif abs(x) > F32_MAX:
+    if integral and abs(v) > I32_MAX:
+        raise ValueError(f"outside int32, the kernels' integer type (|value| <= {I32_MAX})")
+    return x
+
+
+def _float32(x: float) -> None:
+    if abs(x) > F32_MAX:
         raise ValueError(f"not finite in float32, the kernels' dtype (|value| <= {F32_MAX:.7g})")
-    elif 0.0 < abs(x) < F32_TINY:
+    if 0.0 < abs(x) < F32_TINY:
         raise ValueError(f"too small for float32, the kernels' dtype: it would compute as 0 (use "
                          f"0, or a value of {F32_TINY:.7g} or more)")
-    return x
+
+
+def _kernel_values(kind: str, value: Any) -> None:
+    """Checks a parameter's normalised value (after ``validate``) against float32: each number
+    of a float kind, and a range's width (a value is drawn as ``low + u * (high - low)``)."""
+    if kind not in ("float", "float_or_pair", "pair", "floats") or value is None:
+        return
+    items = value if isinstance(value, tuple) else (value,)
+    for x in items:
+        if isinstance(x, numbers.Real) and not isinstance(x, bool):
+            _float32(float(x))
+    if kind in ("pair", "float_or_pair") and isinstance(value, tuple) and len(value) == 2 and \
+            float(value[1]) - float(value[0]) > F32_MAX:
+        raise ValueError(f"the range's width high - low is not finite in float32, the kernels' "
+                         f"dtype (<= {F32_MAX:.7g})")
 
 
 def _number(p: Param, v: Any, integral: bool = False) -> float | int:
@@ -258,7 +284,7 @@ def _number(p: Param, v: Any, integral: bool = False) -> float | int:
     if integral and not isinstance(v, numbers.Integral):
         if not math.isfinite(float(v)) or not float(v).is_integer():
             raise TypeError("not an integer")
-    kernel_number(v, integral)
+    _finite(v, integral)
     if p.low is not None and (v <= p.low if p.low_exclusive else v < p.low):
         raise ValueError(f"must be > {_fmt(p.low)}" if p.low_exclusive else
                          f"below {_fmt(p.low)}")
@@ -274,9 +300,6 @@ def _pair(p: Param, v: Any) -> tuple[float, float]:
     lo, hi = (_number(p, x) for x in v)
     if lo > hi:
         raise ValueError("low > high")
-    if hi - lo > F32_MAX:  # a value is drawn as low + u * (high - low), in float32
-        raise ValueError(f"the range's width high - low is not finite in float32, the kernels' "
-                         f"dtype (<= {F32_MAX:.7g})")
     return (lo, hi)
 
 
