@@ -466,4 +466,3 @@ def load_entry_point(record: OpRecord) -> tuple[str, str, Any, BaseException | N
               f"{obj.api_version}, newer than this augjax's {API_VERSION}; features it "
               f"relies on may be missing", AugjaxWarning, stacklevel=3)
     return "loaded", "", obj, None
-
