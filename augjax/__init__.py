@@ -30,8 +30,10 @@ from augjax.errors import (
     OpDisabledError,
     OpIncompatibleError,
     OpNotFoundError,
+    OpPackMismatchError,
     ParamError,
     PluginLoadError,
+    PluginTimeoutError,
 )
 
 if TYPE_CHECKING:
@@ -112,11 +114,13 @@ __all__ = [
     "OpDisabledError",
     "OpIncompatibleError",
     "OpNotFoundError",
+    "OpPackMismatchError",
     "OpRecord",
     "OpSpec",
     "Param",
     "ParamError",
     "PluginLoadError",
+    "PluginTimeoutError",
     "Window",
     "errors",
     "get_op",

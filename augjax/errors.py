@@ -22,8 +22,10 @@ __all__ = [
     "OpIncompatibleError",
     "OpDisabledError",
     "OpNotFoundError",
+    "OpPackMismatchError",
     "ParamError",
     "PluginLoadError",
+    "PluginTimeoutError",
 ]
 
 
@@ -62,6 +64,28 @@ class OpNotFoundError(AugjaxError, LookupError, AttributeError):
         super().__init__(message)
         self.name = name
         self.suggestions = suggestions
+
+
+class OpPackMismatchError(OpNotFoundError):
+    """An op was asked for from one distribution (``"pack-a:op"``, as configs write a pack's op)
+    but that distribution does not register it; others do. augjax refuses to build another
+    pack's op of the same name in its place.
+
+    Attributes:
+        name: the qualified name asked for (``"pack-a:op"``).
+        op: the op's plain name.
+        wanted: the distribution asked for (normalised, ``"pack-a"``).
+        found: the qualified names that do register the op (``("pack-b:op",)``).
+    """
+
+    __module__ = "augjax"
+
+    def __init__(self, message: str, *, name: str, op: str, wanted: str,
+                 found: tuple[str, ...]) -> None:
+        super().__init__(message, name=name, suggestions=found)
+        self.op = op
+        self.wanted = wanted
+        self.found = found
 
 
 class OpConflictError(AugjaxError, LookupError):
@@ -146,6 +170,25 @@ class OpDisabledError(PluginLoadError):
     """An op's distribution is disabled by the environment (autoload off, deny or allow list)."""
 
     __module__ = "augjax"
+
+
+class PluginTimeoutError(PluginLoadError):
+    """Importing an op's entry point did not finish within ``AUGJAX_PLUGIN_IMPORT_TIMEOUT``
+    seconds (a plugin that hangs at import). The import may still be running in a background
+    thread; the op stays failed until :func:`augjax.refresh`.
+
+    Attributes:
+        timeout: the limit in seconds.
+    """
+
+    __module__ = "augjax"
+
+    def __init__(self, message: str, *, op: str, timeout: float,
+                 distribution: str | None = None, version: str | None = None,
+                 entry_point: str | None = None) -> None:
+        super().__init__(message, op=op, distribution=distribution, version=version,
+                         entry_point=entry_point)
+        self.timeout = timeout
 
 
 class BackendUnavailableError(AugjaxError, ImportError):

@@ -11,7 +11,15 @@ from typing import Any
 
 from augjax.errors import ParamError
 
-__all__ = ["Param", "KINDS", "PER_SAMPLE_KINDS", "per_sample_value", "suggest"]
+__all__ = ["F32_MAX", "F32_TINY", "I32_MAX", "Param", "KINDS", "PER_SAMPLE_KINDS",
+           "kernel_number", "per_sample_value", "show_value", "suggest"]
+
+#: The kernels compute in float32 (and index in int32, JAX's default without x64): a value must
+#: be a finite float32 there. The largest finite float32, its smallest normal number (below it
+#: a value is a subnormal that GPUs flush to zero, or 0 outright), and the largest int32.
+F32_MAX = 3.4028234663852886e38
+F32_TINY = 1.1754943508222875e-38
+I32_MAX = 2**31 - 1
 
 #: The kinds a parameter can have, and what a value of that kind looks like.
 KINDS = {
@@ -139,7 +147,8 @@ class Param:
         """
 
         def fail(detail: str = "") -> ParamError:
-            msg = f"{op}: parameter '{name}' expects {self.describe_range()}, got {value!r}"
+            msg = (f"{op}: parameter '{name}' expects {self.describe_range()}, got "
+                   f"{show_value(value)}")
             return ParamError(msg + (f" ({detail})" if detail else ""), op=op, param=name)
 
         if value is None:
@@ -154,13 +163,14 @@ class Param:
             raise fail()
         try:
             out = _CHECKS[self.kind](self, value)
-        except (TypeError, ValueError) as err:
+        except (TypeError, ValueError, OverflowError) as err:
             raise fail(str(err)) from None
-        if self.validate is not None:
-            try:
+        try:
+            if self.validate is not None:
                 out = self.validate(out)
-            except (TypeError, ValueError) as err:
-                raise fail(str(err)) from None
+            _kernel_values(self.kind, out)  # what the kernel gets must be a float32
+        except (TypeError, ValueError, OverflowError) as err:
+            raise fail(str(err)) from None
         return out
 
 
@@ -206,14 +216,75 @@ def _infer_kind(default: Any) -> str:
     raise ValueError(f"cannot infer the kind of a Param with default {default!r}; pass kind=")
 
 
+def show_value(v: Any, limit: int = 60) -> str:
+    """``repr(v)`` for a message, cut in the middle when longer than ``limit`` characters (a
+    400-digit integer from a config)."""
+    text = repr(v)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit // 2]}...{text[-limit // 4:]} ({len(text)} characters)"
+
+
+def kernel_number(v: Any, integral: bool = False) -> float:
+    """``v`` as a float, checked to be what the kernels can compute with: finite, and a normal
+    float32 (or 0) for numbers; within int32 for integers.
+
+    Raises:
+        TypeError: not a real number (bools are not numbers here).
+        ValueError: not finite, or not finite (too large) or not representable (too small)
+            in float32; an integer outside int32.
+    """
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise TypeError(f"{type(v).__name__} is not a number")
+    x = _finite(v, integral)
+    if not integral:
+        _float32(x)
+    return x
+
+
+def _finite(v: Any, integral: bool) -> float:
+    """``float(v)``, finite (int32 for integers)."""
+    try:
+        x = float(v)
+    except OverflowError:
+        raise ValueError("too large: not even finite as a float64") from None
+    if not math.isfinite(x):
+        raise ValueError("not finite")
+    if integral and abs(v) > I32_MAX:
+        raise ValueError(f"outside int32, the kernels' integer type (|value| <= {I32_MAX})")
+    return x
+
+
+def _float32(x: float) -> None:
+    if abs(x) > F32_MAX:
+        raise ValueError(f"not finite in float32, the kernels' dtype (|value| <= {F32_MAX:.7g})")
+    if 0.0 < abs(x) < F32_TINY:
+        raise ValueError(f"too small for float32, the kernels' dtype: it would compute as 0 (use "
+                         f"0, or a value of {F32_TINY:.7g} or more)")
+
+
+def _kernel_values(kind: str, value: Any) -> None:
+    """Checks a parameter's normalised value (after ``validate``) against float32: each number
+    of a float kind, and a range's width (a value is drawn as ``low + u * (high - low)``)."""
+    if kind not in ("float", "float_or_pair", "pair", "floats") or value is None:
+        return
+    items = value if isinstance(value, tuple) else (value,)
+    for x in items:
+        if isinstance(x, numbers.Real) and not isinstance(x, bool):
+            _float32(float(x))
+    if kind in ("pair", "float_or_pair") and isinstance(value, tuple) and len(value) == 2 and \
+            float(value[1]) - float(value[0]) > F32_MAX:
+        raise ValueError(f"the range's width high - low is not finite in float32, the kernels' "
+                         f"dtype (<= {F32_MAX:.7g})")
+
+
 def _number(p: Param, v: Any, integral: bool = False) -> float | int:
     if isinstance(v, bool) or not isinstance(v, numbers.Real):
         raise TypeError(f"{type(v).__name__} is not a number")
     if integral and not isinstance(v, numbers.Integral):
-        if not float(v).is_integer():
+        if not math.isfinite(float(v)) or not float(v).is_integer():
             raise TypeError("not an integer")
-    if not math.isfinite(float(v)):
-        raise ValueError("not finite")
+    _finite(v, integral)
     if p.low is not None and (v <= p.low if p.low_exclusive else v < p.low):
         raise ValueError(f"must be > {_fmt(p.low)}" if p.low_exclusive else
                          f"below {_fmt(p.low)}")

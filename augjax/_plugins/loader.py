@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import math
 import os
 import re
 import sys
@@ -43,6 +44,9 @@ __all__ = [
 
 GROUP = "augjax.ops"
 CORE_DISTRIBUTION = "augjax"
+#: The environment variable that bounds a plugin op's import, and its default in seconds.
+TIMEOUT_ENV = "AUGJAX_PLUGIN_IMPORT_TIMEOUT"
+DEFAULT_IMPORT_TIMEOUT = 60.0
 STATUSES = ("available", "loaded", "failed", "incompatible", "disabled", "conflict")
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -77,24 +81,49 @@ class Switches:
     deny: tuple[str, ...] = ()
     prefer: Mapping[str, str] = dataclasses.field(default_factory=dict)
     strict: bool = False
+    import_timeout: float | None = DEFAULT_IMPORT_TIMEOUT
+    notes: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Switches:
         """Reads ``AUGJAX_DISABLE_PLUGIN_AUTOLOAD``, ``AUGJAX_PLUGINS``, ``AUGJAX_DISABLE_PLUGINS``,
-        ``AUGJAX_PREFER`` and ``AUGJAX_STRICT_PLUGINS`` from ``env`` (default ``os.environ``)."""
+        ``AUGJAX_PREFER``, ``AUGJAX_STRICT_PLUGINS`` and ``AUGJAX_PLUGIN_IMPORT_TIMEOUT`` from
+        ``env`` (default ``os.environ``)."""
         env = os.environ if env is None else env
         prefer = {}
         for item in _split(env.get("AUGJAX_PREFER")):
             name, sep, dist = item.partition("=")
             if sep and name.strip() and dist.strip():
                 prefer[name.strip()] = norm_dist(dist.strip())
+        timeout, notes = _timeout(env.get(TIMEOUT_ENV))
         return cls(
             autoload=not _truthy(env.get("AUGJAX_DISABLE_PLUGIN_AUTOLOAD")),
             allow=tuple(norm_dist(d) for d in _split(env.get("AUGJAX_PLUGINS"))),
             deny=tuple(norm_dist(d) for d in _split(env.get("AUGJAX_DISABLE_PLUGINS"))),
             prefer=prefer,
             strict=_truthy(env.get("AUGJAX_STRICT_PLUGINS")),
+            import_timeout=timeout,
+            notes=notes,
         )
+
+
+def _timeout(value: str | None) -> tuple[float | None, tuple[str, ...]]:
+    """``AUGJAX_PLUGIN_IMPORT_TIMEOUT``: seconds (> 0), or ``0``/``off``/``none`` for no limit;
+    anything else keeps the default, with a note."""
+    text = (value or "").strip().lower()
+    if not text:
+        return DEFAULT_IMPORT_TIMEOUT, ()
+    if text in ("0", "off", "none", "no"):
+        return None, ()
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if math.isfinite(seconds) and seconds > 0:
+        return seconds, ()
+    return DEFAULT_IMPORT_TIMEOUT, (
+        f"{TIMEOUT_ENV}={value!r} is not a number of seconds > 0 (or 0/off for no limit); "
+        f"using {DEFAULT_IMPORT_TIMEOUT:g} s",)
 
 
 @dataclasses.dataclass(eq=False)
@@ -276,7 +305,7 @@ def apply_policy(records: list[OpRecord], switches: Switches) -> list[str]:
     name registered more than once is a conflict for all of them unless ``AUGJAX_PREFER`` picks
     one.
     """
-    notes: list[str] = []
+    notes: list[str] = list(switches.notes)
     plugin_dists = sorted({norm_dist(r.distribution) for r in records if not r.is_core})
     for pat in switches.allow:
         if not any(fnmatch.fnmatchcase(d, pat) for d in plugin_dists):
@@ -342,6 +371,20 @@ def apply_policy(records: list[OpRecord], switches: Switches) -> list[str]:
 
 
 # -- loading (imports one entry point) ------------------------------------------------------------
+#: Per thread: the record a helper thread imports (``record``) and the warnings it keeps for its
+#: caller (``said``); see :mod:`augjax._plugins.timed_import`.
+import_state = threading.local()
+
+
+def _warn(message: str, category: type[Warning], stacklevel: int) -> None:
+    """``warnings.warn``, or kept for the caller when the import runs in a helper thread."""
+    said = getattr(import_state, "said", None)
+    if said is not None:
+        said.append((message, category))
+    else:
+        warnings.warn(message, category, stacklevel=stacklevel + 1)
+
+
 def api_major(version: str) -> int | None:
     """The major number of an API version string (``"1.0"`` -> 1), or None if malformed."""
     parts = str(version).split(".")
@@ -354,10 +397,9 @@ def _api_minor(version: str) -> int:
 
 
 def _jax_state() -> tuple[Any, ...] | None:
-    jax = sys.modules.get("jax")
-    if jax is None:
+    cfg = getattr(sys.modules.get("jax"), "config", None)  # None while jax is half imported
+    if cfg is None:
         return None
-    cfg = jax.config
     return tuple(getattr(cfg, n, None) for n in ("jax_enable_x64", "jax_default_matmul_precision",
                                                  "jax_default_prng_impl"))
 
@@ -397,8 +439,8 @@ def load_entry_point(record: OpRecord) -> tuple[str, str, Any, BaseException | N
         return "failed", reason, None, err
     after = _jax_state()
     if before is not None and after != before:
-        warnings.warn(f"augjax: importing op {record.name!r} from {where} changed global JAX "
-                      f"configuration {before} -> {after}", AugjaxWarning, stacklevel=3)
+        _warn(f"augjax: importing op {record.name!r} from {where} changed global JAX "
+              f"configuration {before} -> {after}", AugjaxWarning, stacklevel=3)
     if not isinstance(obj, OpSpec):
         kind = "module" if type(obj).__name__ == "module" else type(obj).__name__
         reason = (f"entry point {record.name} = {record.entry_point} is a {kind}, not an augjax "
@@ -420,7 +462,7 @@ def load_entry_point(record: OpRecord) -> tuple[str, str, Any, BaseException | N
                   f"{major}); this augjax supports API {API_VERSION} (major {host}): {fix}")
         return "incompatible", reason, None, None
     if _api_minor(obj.api_version) > _api_minor(API_VERSION):
-        warnings.warn(f"augjax: op {obj.name!r} from {where} is written for authoring API "
-                      f"{obj.api_version}, newer than this augjax's {API_VERSION}; features it "
-                      f"relies on may be missing", AugjaxWarning, stacklevel=3)
+        _warn(f"augjax: op {obj.name!r} from {where} is written for authoring API "
+              f"{obj.api_version}, newer than this augjax's {API_VERSION}; features it "
+              f"relies on may be missing", AugjaxWarning, stacklevel=3)
     return "loaded", "", obj, None

@@ -22,7 +22,11 @@ modelled on pytest's:
 - ``AUGJAX_PREFER=name=dist,...``: resolves a name registered by several plugin distributions;
 - ``AUGJAX_STRICT_PLUGINS=1``: plugin problems are errors. The first query imports every enabled
   plugin op and raises :class:`~augjax.PluginLoadError` listing all failures, conflicts and
-  unknown switch values (for CI; in this mode listing does import plugins).
+  unknown switch values (for CI; in this mode listing does import plugins);
+- ``AUGJAX_PLUGIN_IMPORT_TIMEOUT=seconds`` (default 60; ``0``/``off``: no limit): a plugin op
+  whose import takes longer is ``failed`` (:class:`~augjax.PluginTimeoutError`); the import
+  runs in a helper thread, which cannot be stopped and keeps running in the background
+  (:mod:`augjax._plugins.timed_import` says what that implies).
 
 augjax's own ops are never disabled and never shadowed.
 """
@@ -32,6 +36,7 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import importlib
+import sys
 import threading
 import warnings
 from collections.abc import Iterable
@@ -50,13 +55,16 @@ from augjax._plugins.loader import (  # importlib_metadata: the backport or the 
     norm_dist,
     scan_entry_points,
 )
+from augjax._plugins.timed_import import ImportTimedOut, in_import_thread, load_with_timeout
 from augjax.errors import (
     AugjaxWarning,
     OpConflictError,
     OpDisabledError,
     OpIncompatibleError,
     OpNotFoundError,
+    OpPackMismatchError,
     PluginLoadError,
+    PluginTimeoutError,
 )
 
 __all__ = [
@@ -137,6 +145,8 @@ class Registry:
         return snap
 
     def _strict(self, snap: _Snapshot) -> None:
+        if not snap.strict_done and snap.strict_thread is not None and in_import_thread():
+            return  # a plugin imported (in its own thread) by the strict pass queries us
         if not snap.strict_done:
             with snap.strict_lock:
                 if snap.strict_thread == threading.get_ident():
@@ -230,16 +240,22 @@ class Registry:
         snap = self._ensure()
         if ":" in name:
             dist, _, plain = name.partition(":")
-            hit = snap.by_qualified.get(f"{norm_dist(dist.strip())}:{plain.strip()}")
+            dist, plain = norm_dist(dist.strip()), plain.strip()
+            hit = snap.by_qualified.get(f"{dist}:{plain}")
             if hit is not None:
                 return hit
-            owners = [r.qualified_name for r in snap.by_name.get(plain.strip(), ())]
-            raise OpNotFoundError(
-                f"augjax: distribution {dist!r} registers no op {plain!r}"
-                + (f"; it is registered as {', '.join(map(repr, owners))}" if owners else ""),
-                name=name,
-                suggestions=tuple(owners),
-            )
+            owners = tuple(r.qualified_name for r in snap.by_name.get(plain, ()))
+            installed = any(norm_dist(r.distribution) == dist for r in snap.records)
+            where = (f"distribution {dist!r} registers no op {plain!r}" if installed else
+                     f"distribution {dist!r} is not installed (or has no augjax ops)")
+            if owners:
+                raise OpPackMismatchError(
+                    f"augjax: {name!r} asks for {plain!r} from {dist!r}, but {where}; it is "
+                    f"registered as {', '.join(map(repr, owners))}: another pack's op, not "
+                    f"used in its place (install {dist}, or ask for one of those by name)",
+                    name=name, op=plain, wanted=dist, found=owners,
+                )
+            raise OpNotFoundError(f"augjax: {where}", name=name)
         group = snap.by_name.get(name, ())
         if not group and name in POLICY_NAMES:
             raise OpNotFoundError(
@@ -277,6 +293,16 @@ class Registry:
             )
         return group[0]
 
+    def record_of(self, spec: Any) -> OpRecord | None:
+        """The record whose entry point gives the op object ``spec``, or None (an op declared
+        outside any entry point, e.g. in a script). Imports nothing: an op not yet loaded is
+        matched through its entry point's module when that module is already imported (it is,
+        if ``spec`` came from it)."""
+        for r in self._ensure().by_name.get(getattr(spec, "name", None), ()):
+            if r.spec is spec or (r.spec is None and _imported_target(r) is spec):
+                return r
+        return None
+
     def get(self, name: str) -> Any:
         """The op spec for ``name`` (plain or ``"distribution:name"``), importing it on first use.
 
@@ -297,35 +323,53 @@ class Registry:
             self._load(r)
         if r.state == "loaded":
             return r.spec
+        where = dict(op=r.name, distribution=r.distribution, version=r.version,
+                     entry_point=r.entry_point)
+        message = f"augjax: op {r.name!r} from {r.source} {r.state}: {r.state_reason}"
+        if isinstance(r.error, ImportTimedOut):
+            raise PluginTimeoutError(message, timeout=r.error.timeout, **where) from r.error
         cls = OpIncompatibleError if r.state == "incompatible" else PluginLoadError
-        raise cls(
-            f"augjax: op {r.name!r} from {r.source} {r.state}: {r.state_reason}",
-            op=r.name, distribution=r.distribution, version=r.version,
-            entry_point=r.entry_point,
-        ) from r.error
+        raise cls(message, **where) from r.error
 
     def _load(self, r: OpRecord) -> None:
         """Imports ``r`` once: other threads wait for the first; a plugin that asks for its own
         op while it is being imported gets a clear error instead of a deadlock."""
         if r.state != "available":
             return
+        if r._loading == threading.get_ident():  # before the lock: its holder waits for us
+            _circular(r)
         with r._lock:
             if r.state != "available":
                 return
             if r._loading == threading.get_ident():
-                raise PluginLoadError(
-                    f"augjax: op {r.name!r} from {r.source} was requested while its own module "
-                    f"is being imported (circular import)",
-                    op=r.name, distribution=r.distribution, version=r.version,
-                    entry_point=r.entry_point,
-                )
+                _circular(r)
             r._loading = threading.get_ident()
+            snap = self._snap  # an op loaded while a plugin imports: inline, in its time
+            timeout = (None if r.is_core or snap is None or in_import_thread() else
+                       snap.switches.import_timeout)
             try:
-                state, reason, spec, error = load_entry_point(r)
+                state, reason, spec, error = load_with_timeout(r, timeout, load_entry_point)
             finally:
                 r._loading = None
             r.spec, r.error, r.state_reason = spec, error, reason
             r.state = state  # last: a reader that sees "loaded" sees the spec
+
+
+def _circular(r: OpRecord) -> None:
+    raise PluginLoadError(
+        f"augjax: op {r.name!r} from {r.source} was requested while its own module is being "
+        f"imported (circular import)",
+        op=r.name, distribution=r.distribution, version=r.version, entry_point=r.entry_point,
+    )
+
+
+def _imported_target(r: OpRecord) -> Any:
+    """The object ``r``'s entry point names, if its module is already imported; else None."""
+    module, _, attr = r.entry_point.partition(":")
+    obj = sys.modules.get(module.strip())
+    for part in attr.strip().split(".") if obj is not None else ():
+        obj = getattr(obj, part, None)
+    return obj
 
 
 def _identity(r: OpRecord) -> tuple[str, ...]:

@@ -1,4 +1,4 @@
-"""Value checks of the images given to an op: float images must lie in [0, 1].
+"""Value checks of the images given to an op: float images must be finite and lie in [0, 1].
 
 A float image in 0..255 goes through augjax without an error otherwise (``color_jitter`` clips it
 to white, ``normalize`` gives values near 1000). Reading the values costs a device-to-host sync
@@ -13,6 +13,10 @@ on an accelerator, so augjax checks them only where they are already on the host
   by a ``jax.debug.callback`` that warns; DALI GPU batches are read back in the callback and
   raise (the pipeline stops, as for any error in it).
 
+NaN and infinite values are reported the same way, from the same minimum and maximum (both are
+NaN when any value is, so finding them costs no extra pass); in checking mode the error counts
+them and names the samples that hold them.
+
 A DALI pipeline takes the checking mode in force when it is defined (the op call).
 """
 
@@ -20,9 +24,10 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import math
 import os
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -51,7 +56,8 @@ def checking_enabled() -> bool:
 def checking(enabled: bool = True) -> Iterator[None]:
     """Within this block, augjax reads the values of every float image batch it is given, on
     any device (a device-to-host sync per call), and raises :class:`InputError` for values
-    outside [0, 1]; ``checking(False)`` turns the mode off where ``AUGJAX_CHECK=1`` set it.
+    outside [0, 1] and for NaN or infinite values (naming the samples that hold them);
+    ``checking(False)`` turns the mode off where ``AUGJAX_CHECK=1`` set it.
 
     >>> with augjax.checking():                      # doctest: +SKIP
     ...     out = augjax.ops.color_jitter(images, key=key, brightness=0.4)
@@ -71,20 +77,52 @@ def range_message(op: str, lo: float, hi: float) -> str:
             f"[{lo:g}, {hi:g}] ({hint}; augjax.ops.to_float converts uint8)")
 
 
-def _report(op: str, lo: float, hi: float, strict: bool) -> None:
-    if not (lo < -TOLERANCE or hi > 1.0 + TOLERANCE):  # NaN compares False: not reported
+def non_finite_message(op: str, counts: tuple[int, int, int] | None = None,
+                       samples: list[int] | None = None) -> str:
+    """The message for float images with NaN or infinite values; ``counts`` (NaN, +inf, -inf)
+    and the indices of the ``samples`` that hold them when known."""
+    found = "NaN or infinite values"
+    if counts is not None:
+        found = ", ".join(f"{n} {what}" for n, what in zip(counts, ("NaN", "+inf", "-inf"))
+                          if n) + " value(s)"
+    where = ""
+    if samples:
+        shown = ", ".join(map(str, samples[:8])) + (", ..." if len(samples) > 8 else "")
+        where = f" in sample(s) {shown}"
+    return (f"{op}: argument 'images' expects finite float images in [0, 1], got {found}"
+            f"{where} (corrupt data, or a division by zero before augjax?)")
+
+
+def _report(op: str, lo: float, hi: float, strict: bool,
+            details: Callable[[], tuple[tuple[int, int, int], list[int]]] | None = None) -> None:
+    if not (math.isfinite(lo) and math.isfinite(hi)):  # min/max are NaN if any value is
+        msg = non_finite_message(op, *(details() if strict and details else (None, None)))
+    elif lo < -TOLERANCE or hi > 1.0 + TOLERANCE:
+        msg = range_message(op, lo, hi)
+    else:
         return
     if strict:
-        raise InputError(range_message(op, lo, hi), op=op, argument="images")
-    warnings.warn(range_message(op, lo, hi), InputRangeWarning, stacklevel=4)
+        raise InputError(msg, op=op, argument="images")
+    warnings.warn(msg, InputRangeWarning, stacklevel=4)
+
+
+def _counts(xp: Any, x: Any) -> tuple[tuple[int, int, int], list[int]]:
+    """(NaN, +inf, -inf) counts of batch ``x`` and the samples with any (``xp``: np or jnp)."""
+    flat = x.reshape(x.shape[0], -1)
+    per = xp.stack([xp.isnan(flat).sum(-1), xp.isposinf(flat).sum(-1),
+                    xp.isneginf(flat).sum(-1)], -1)
+    per = np.asarray(per)
+    counts = tuple(int(c) for c in per.sum(0))
+    return counts, [int(i) for i in np.flatnonzero(per.sum(-1))]  # type: ignore[return-value]
 
 
 def check_host_range(images: Any, op: str, *, strict: bool) -> None:
-    """Reports float host ``images`` (a NumPy array) with values outside [0, 1]."""
+    """Reports float host ``images`` (a NumPy array) with values outside [0, 1] or not
+    finite."""
     x = np.asarray(images)
     if x.size == 0 or not np.issubdtype(x.dtype, np.floating):
         return
-    _report(op, float(x.min()), float(x.max()), strict)
+    _report(op, float(x.min()), float(x.max()), strict, lambda: _counts(np, x))
 
 
 def check_batch(images: Any, op: str, *, on_host: bool, strict: bool) -> None:
@@ -105,4 +143,4 @@ def check_batch(images: Any, op: str, *, on_host: bool, strict: bool) -> None:
         jax.debug.callback(lambda a, b: _report(op, float(a), float(b), False), lo, hi)
         return
     low, high = np.asarray(jnp.stack([lo, hi]))
-    _report(op, float(low), float(high), True)
+    _report(op, float(low), float(high), True, lambda: _counts(jnp, images))

@@ -249,12 +249,13 @@ _TARGETS = Follow(masks="hook", points="refuse", batch=mix_masks,
 
 
 def _alpha(value: float) -> float:
-    """Param validate of the Beta alphas: 0 (off) or at least ``ALPHA_MIN``."""
+    """Param validate of the Beta alphas: 0 (off) or at least ``ALPHA_MIN``; above
+    ``ALPHA_MAX`` (beyond float32 too) the same 0.5 draws as ``ALPHA_MAX``, which it becomes."""
     if 0.0 < value < ALPHA_MIN:
         raise ValueError(f"a positive alpha below {ALPHA_MIN:g} underflows float32 and would give "
                          f"NaN images; pass 0 to disable, or an alpha >= {ALPHA_MIN:g} (Beta(a, a) "
                          f"is then already 0 or 1 with probability 1/2 each)")
-    return value
+    return min(value, ALPHA_MAX)
 
 
 def _alpha_param(default: float, doc: str, alias: str | None = None) -> Param:

@@ -29,13 +29,19 @@ from typing import Any
 from augjax._runtime.bound import BoundOp
 from augjax._plugins.registry import REGISTRY
 from augjax._core.spec import OpSpec
-from augjax.errors import OpNotFoundError, ParamError, PluginLoadError
+from augjax._core.param import show_value
+from augjax.errors import AugjaxError, OpNotFoundError, ParamError, PluginLoadError
 
 __all__ = ["CONFIG_VERSION", "KINDS", "Node", "from_dict", "from_json", "json_value", "to_dict",
            "to_json", "value_from_json"]
 
 #: The config format version this augjax writes and reads.
 CONFIG_VERSION = 1
+#: The deepest nesting of steps a config may have (``random_choice`` inside ``random_choice``
+#: ..., 32 levels): tracing 56 nested choices ran out of Python's stack (limit 1000 frames).
+MAX_NESTING = 32
+#: The deepest nesting of JSON containers (dicts and lists) read; a step level is one or two.
+MAX_CONTAINERS = 3 * MAX_NESTING + 8
 _VERSION_KEY = "augjax_config"
 
 #: Node type -> the class that reads it (``cls.from_config(node)``); filled as composite classes
@@ -61,12 +67,34 @@ def value_from_json(v: Any) -> Any:
     return v
 
 
+def op_name(spec: OpSpec) -> str:
+    """The name a config gives ``spec``: ``"distribution:name"`` for a pack's op, so that
+    loading it builds that pack's op or refuses (never another pack's op of the same name);
+    the plain name for augjax's own ops (never shadowed) and for ops outside any entry point.
+
+    Raises:
+        ParamError: ``spec`` is not the registered op of its name, which a config would build
+            in its place.
+    """
+    record = REGISTRY.record_of(spec)
+    if record is not None:
+        return spec.name if record.is_core else record.qualified_name
+    for r in REGISTRY.records(spec.name, include_all=True):
+        if r.name == spec.name and r.state == "loaded":
+            raise ParamError(
+                f"to_dict: the op {spec.name!r} given is not the registered op of that name "
+                f"({r.source}); a config names ops by their registered name, so it would load "
+                f"as that one: register this op under a name of its own",
+                op="to_dict", param="step")
+    return spec.name
+
+
 def encode(step: Any) -> dict[str, Any]:
     """One node: an op leaf here, anything else by its own ``to_config``."""
     if isinstance(step, OpSpec):
         step = step.bind()
     if isinstance(step, BoundOp):
-        return {"type": "op", "name": step.name,
+        return {"type": "op", "name": op_name(step.spec),
                 "params": {k: json_value(v) for k, v in step.params}}
     if hasattr(step, "to_config") and getattr(step, "kind", None) in KINDS:
         return {"type": step.kind, **step.to_config()}
@@ -124,9 +152,22 @@ class Node:
         return [self._decode(s, f"{self.path}.{key}[{i}]") for i, s in enumerate(value)]
 
 
+def _prefix(err: Exception, path: str) -> None:
+    """Puts the node's path in front of ``err``'s message (once), keeping its class."""
+    text = str(err)
+    if not text.startswith("from_dict:"):
+        err.args = (f"from_dict: {path}: {text}", *err.args[1:])
+        if isinstance(err, ImportError):  # str() of an ImportError is its .msg
+            err.msg = err.args[0]
+
+
 def _decode(node: Any, path: str) -> Any:
     if not isinstance(node, dict):
         raise fail(path, f"expects a dict node, got {type(node).__name__}")
+    if path.count(".") > MAX_NESTING:  # one "." per level: config.steps[0].op...
+        raise fail(path, f"nests steps more than {MAX_NESTING} levels deep; augjax reads "
+                         f"configs up to that depth (deeper programs exhaust Python's stack "
+                         f"when traced)")
     kind = node.get("type")
     try:
         if kind == "op":
@@ -134,15 +175,9 @@ def _decode(node: Any, path: str) -> Any:
             return _op(node, path)
         if kind in KINDS:
             return KINDS[kind].from_config(Node(node, path, _decode))
-    except OpNotFoundError as err:
-        if str(err).startswith("from_dict:"):
-            raise
-        raise OpNotFoundError(f"from_dict: {path}: {err}", name=err.name,
-                              suggestions=err.suggestions) from None
-    except ParamError as err:
-        if str(err).startswith("from_dict:"):
-            raise
-        raise ParamError(f"from_dict: {path}: {err}", op=err.op, param=err.param) from None
+    except (OpNotFoundError, ParamError) as err:  # keep the class (and its attributes)
+        _prefix(err, path)
+        raise
     raise fail(path, f"unknown node type {kind!r}; expected one of {['op', *KINDS]}")
 
 
@@ -154,10 +189,9 @@ def _op(node: dict[str, Any], path: str) -> BoundOp:
         raise fail(f"{path}.params", f"expects a dict, got {type(params).__name__}")
     try:
         spec = REGISTRY.get(name)
-    except PluginLoadError as err:
-        raise PluginLoadError(f"from_dict: {path}: {err}", op=err.op,
-                              distribution=err.distribution, version=err.version,
-                              entry_point=err.entry_point) from err
+    except PluginLoadError as err:  # the same class (disabled, incompatible, timed out, ...)
+        _prefix(err, path)
+        raise
     return BoundOp.create(spec, {k: value_from_json(v) for k, v in params.items()})
 
 
@@ -171,18 +205,42 @@ def from_dict(config: Any) -> Any:
     """
     if not isinstance(config, dict):
         raise fail("config", f"expects a dict (parsed JSON), got {type(config).__name__}")
+    _check_depth(config)
     version = config.get(_VERSION_KEY)
     if version != CONFIG_VERSION:
-        got = "no version key" if _VERSION_KEY not in config else f"version {version!r}"
+        got = ("no version key" if _VERSION_KEY not in config else
+               f"version {show_value(version)}")
         raise fail("config", f"expects {{'{_VERSION_KEY}': {CONFIG_VERSION}}}, got {got}; this "
                              f"augjax reads config version {CONFIG_VERSION}")
-    return _decode({k: v for k, v in config.items() if k != _VERSION_KEY}, "config")
+    try:
+        return _decode({k: v for k, v in config.items() if k != _VERSION_KEY}, "config")
+    except (AugjaxError, MemoryError):
+        raise
+    except Exception as err:  # noqa: BLE001 - any other failure is the config's, typed
+        raise fail("config", f"could not be read ({type(err).__name__}: {err})") from err
+
+
+def _check_depth(config: Any) -> None:
+    """Refuses JSON containers nested deeper than :data:`MAX_CONTAINERS` (walked without
+    recursion, so a 100,000-deep config is refused, not a ``RecursionError``)."""
+    stack = [(config, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_CONTAINERS:
+            raise fail("config", f"nests dicts and lists more than {MAX_CONTAINERS} deep; "
+                                 f"augjax reads configs of up to {MAX_NESTING} nested steps")
+        items = value.values() if isinstance(value, dict) else value
+        stack.extend((v, depth + 1) for v in items if isinstance(v, (dict, list)))
 
 
 def from_json(text: str) -> Any:
     """:func:`from_dict` of a JSON string."""
+    if not isinstance(text, (str, bytes, bytearray)):
+        raise fail("config", f"expects JSON text, got {type(text).__name__}")
     try:
         config = json.loads(text)
     except json.JSONDecodeError as err:
         raise fail("config", f"not valid JSON: {err}") from None
+    except (ValueError, RecursionError) as err:  # an integer of > 4300 digits; deep nesting
+        raise fail("config", f"cannot be read as JSON: {type(err).__name__}: {err}") from None
     return from_dict(config)

@@ -33,7 +33,10 @@ from augjax.chain._element import (
 )
 from augjax.errors import InputError, ParamError
 
-__all__ = ["Chain", "Sequential", "check_same_outputs", "compose"]
+__all__ = ["KEY_DATA_MAX", "Chain", "Sequential", "check_same_outputs", "compose"]
+
+#: The largest value ``jax.random.fold_in`` takes (uint32): a chain position folded into a key.
+KEY_DATA_MAX = 2**32 - 1
 
 
 def _fmt_struct(struct: tuple[tuple[int, ...], Any]) -> str:
@@ -106,8 +109,11 @@ class Chain(Composite):
     kind = "compose"
 
     def __post_init__(self) -> None:
-        if isinstance(self.start, bool) or not isinstance(self.start, int) or self.start < 0:
-            raise ParamError(f"compose: argument 'start' expects an int >= 0, got {self.start!r}",
+        top = KEY_DATA_MAX - max(len(self.steps) - 1, 0)  # op j folds start + j into its key
+        if isinstance(self.start, bool) or not isinstance(self.start, int) or \
+                not 0 <= self.start <= top:
+            raise ParamError(f"compose: argument 'start' expects an int in [0, {top}] (op j's "
+                             f"key folds in start + j, a uint32), got {self.start!r}",
                              op="compose", param="start")
 
     @property

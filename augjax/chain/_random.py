@@ -7,14 +7,13 @@ their order). Each decides per sample from its own key (the scheme of
 from __future__ import annotations
 
 import dataclasses
-import math
-import numbers
 from collections.abc import Sequence
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
+from augjax._core.param import F32_MAX, kernel_number, show_value
 from augjax._runtime.targets import gated, point_stages
 from augjax.chain._composite import Composite
 from augjax.chain._config import Node, encode, json_value
@@ -33,10 +32,16 @@ from augjax.errors import ParamError
 
 
 def _probability(owner: str, name: str, p: Any) -> float:
-    if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 <= float(p) <= 1.0:
-        raise ParamError(f"{owner}: parameter '{name}' expects a number in [0, 1], got {p!r}",
-                         op=owner, param=name)
-    return float(p)
+    try:
+        value = kernel_number(p)
+    except (TypeError, ValueError) as err:
+        detail = f" ({err})"
+    else:
+        detail = "" if 0.0 <= value <= 1.0 else " (outside [0, 1])"
+    if detail:
+        raise ParamError(f"{owner}: parameter '{name}' expects a number in [0, 1], got "
+                         f"{show_value(p)}{detail}", op=owner, param=name)
+    return value
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,19 +113,25 @@ def _weights(owner: str, weights: Any, n: int) -> tuple[float, ...] | None:
     if isinstance(weights, (str, bytes)) or not isinstance(weights, Sequence):
         raise ParamError(f"{owner}: parameter 'weights' expects {n} numbers, got {weights!r}",
                          op=owner, param="weights")
-    ws = tuple(weights)
-    ok = len(ws) == n and all(
-        isinstance(w, numbers.Real) and not isinstance(w, bool) and math.isfinite(w) and w >= 0
-        for w in ws
-    )
-    if not ok or sum(ws) <= 0:
+    ws, detail = tuple(weights), ""
+    try:
+        values = tuple(kernel_number(w) for w in ws)
+    except (TypeError, ValueError) as err:  # the draw normalises them in float32
+        values, detail = (), f" ({err})"
+    if not detail and len(ws) != n:
+        detail = f" ({len(ws)} given)"
+    if not detail and (min(values) < 0 or sum(values) <= 0):
+        detail = " (negative, or all 0)"
+    if not detail and sum(values) > F32_MAX:
+        detail = " (their sum is not finite in float32, the kernels' dtype; scale them down)"
+    if detail:
         raise ParamError(
             f"{owner}: parameter 'weights' expects {n} finite numbers >= 0 (one per op) with a "
-            f"positive sum, got {weights!r}",
+            f"positive sum, got {show_value(weights)}{detail}",
             op=owner,
             param="weights",
         )
-    return tuple(float(w) for w in ws)
+    return values
 
 
 @dataclasses.dataclass(frozen=True)

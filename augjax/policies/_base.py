@@ -14,6 +14,7 @@ import math
 import numbers
 from typing import Any
 
+from augjax._core.param import kernel_number, show_value
 from augjax.chain._composite import Composite
 from augjax.chain._config import Node, json_value
 from augjax.errors import ParamError
@@ -49,30 +50,38 @@ STYLE_GEOMETRY = {
 }
 
 
-def _fail(owner: str, name: str, expected: str, value: Any) -> ParamError:
-    return ParamError(f"{owner}: parameter '{name}' expects {expected}, got {value!r}",
-                      op=owner, param=name)
+def _fail(owner: str, name: str, expected: str, value: Any, detail: str = "") -> ParamError:
+    return ParamError(f"{owner}: parameter '{name}' expects {expected}, got {show_value(value)}"
+                      + (f" ({detail})" if detail else ""), op=owner, param=name)
+
+
+def _range(low: Any, high: Any) -> str:
+    return f" in [{low if low is not None else '-inf'}, {high if high is not None else 'inf'}]"
 
 
 def check_int(owner: str, name: str, value: Any, low: int | None = None,
               high: int | None = None) -> int:
     """An integer in ``[low, high]`` (whole floats, as JSON may give them, are accepted)."""
-    whole = isinstance(value, numbers.Real) and not isinstance(value, bool) and \
-        math.isfinite(value) and float(value).is_integer()
+    try:
+        whole, detail = float(kernel_number(value, integral=True)).is_integer(), ""
+    except (TypeError, ValueError) as err:
+        whole, detail = False, str(err)
     if not whole or (low is not None and value < low) or (high is not None and value > high):
-        rng = f" in [{low if low is not None else '-inf'}, {high if high is not None else 'inf'}]"
-        raise _fail(owner, name, "an integer" + rng, value)
+        raise _fail(owner, name, "an integer" + _range(low, high), value, detail)
     return int(value)
 
 
 def check_float(owner: str, name: str, value: Any, low: float | None = None,
                 high: float | None = None, allow_inf: bool = False) -> float:
-    """A real number in ``[low, high]``."""
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and \
-        (math.isfinite(value) or (allow_inf and value == math.inf))
+    """A real number in ``[low, high]``, finite in float32 (the kernels' dtype); ``inf`` too
+    with ``allow_inf``."""
+    try:
+        ok = (allow_inf and value == math.inf) or kernel_number(value) is not None
+        detail = ""
+    except (TypeError, ValueError) as err:  # not a number, or not finite in float32
+        ok, detail = False, str(err)
     if not ok or (low is not None and value < low) or (high is not None and value > high):
-        rng = f" in [{low if low is not None else '-inf'}, {high if high is not None else 'inf'}]"
-        raise _fail(owner, name, "a number" + rng, value)
+        raise _fail(owner, name, "a number" + _range(low, high), value, detail)
     return float(value)
 
 

@@ -90,13 +90,14 @@ def _labels(spec, n, k, soft: bool, seed: int):
     return rows / rows.sum(-1, keepdims=True)
 
 
-def _nan_at(x, layout):
-    """A copy of float ``x`` with one NaN pixel (every channel) in sample 0."""
+def _nan_at(x, layout, value=np.nan):
+    """A copy of float ``x`` with one NaN pixel (every channel; or ``value``: +-inf) in
+    sample 0."""
     y = x.copy()
     if layout == "HWC":
-        y[0, 0, 0, :] = np.nan
+        y[0, 0, 0, :] = value
     else:
-        y[0, :, 0, 0] = np.nan
+        y[0, :, 0, 0] = value
     return y
 
 
@@ -145,7 +146,8 @@ def _run_case(spec, data, variant):
 def _check_wide_and_nan(spec, x, labels, key, layout, params, out):
     """Same program, hostile values: float images in [-1, 2] give finite values, clamped or
     passed through (an inversion ``1 - x`` included), never pushed further out; a NaN pixel in
-    sample 0 changes sample 0 only (or also the one sample mixed with it), never the labels."""
+    sample 0 changes sample 0 only (or also the one sample mixed with it), never the labels;
+    so does a +inf or a -inf pixel."""
     n = len(x)
     # Float images outside [0, 1]: no NaN/inf created; values clamped or passed through (an
     # inversion 1 - x included), never pushed further out.
@@ -160,16 +162,18 @@ def _check_wide_and_nan(spec, x, labels, key, layout, params, out):
             assert out_w.min() >= lo - 1e-5 and out_w.max() <= hi + 1e-5, (
                 f"pushed beyond the input's range: {out_w.min()}..{out_w.max()} from "
                 f"{x_lo}..{x_hi}, params {params}")
-    # A NaN pixel in sample 0 stays in its sample (or the one sample mixed with it).
-    if n >= 2:
-        out_n, soft_n = call(spec, _nan_at(x, layout), labels, key=key, layout=layout, **params)
+    # A NaN or infinite pixel in sample 0 stays in its sample (or the one sample mixed with
+    # it), whatever the op makes of it there (docs/RELIABILITY.md, "Numbers").
+    for bad in (np.nan, np.inf, -np.inf) if n >= 2 else ():
+        out_n, soft_n = call(spec, _nan_at(x, layout, bad), labels, key=key, layout=layout,
+                             **params)
         out_n = np.asarray(out_n)
         changed = [i for i in range(n) if not np.array_equal(out_n[i], out[i], equal_nan=True)]
         if is_mixing(spec):
-            assert len(set(changed) - {0}) <= 1, f"NaN of sample 0 reached samples {changed}"
-            assert np.isfinite(np.asarray(soft_n)).all(), "NaN pixels reached the labels"
+            assert len(set(changed) - {0}) <= 1, f"{bad} of sample 0 reached samples {changed}"
+            assert np.isfinite(np.asarray(soft_n)).all(), f"{bad} pixels reached the labels"
         else:
-            assert set(changed) <= {0}, f"NaN of sample 0 reached samples {changed}"
+            assert set(changed) <= {0}, f"{bad} of sample 0 reached samples {changed}"
 
 
 @pytest.mark.parametrize("name", SAMPLE_OPS)

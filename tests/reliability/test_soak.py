@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import soak_cpu
 import soak_gpu
@@ -65,6 +66,45 @@ def test_cpu_pipelines_built_and_destroyed_in_one_process(tmp_path):
     assert rc == 0
 
 
+def _readings(levels, every=100):
+    """Readings every ``every`` batches from batch 0, as the GPU soak takes them."""
+    return [every * i for i in range(len(levels))], list(levels)
+
+
+def test_settled_slope_passes_a_flat_run_after_its_warm_up():
+    """The fresh-H200 shape: memory rises over the first readings (to 147.0 MB by batch 200)
+    and is flat to batch 2000, with allocator noise. The least-squares slope of every reading
+    is far over the 1 MB/1000 bound (the old measure failed here); the settled slope is ~0."""
+    rng = np.random.default_rng(0)
+    mb = [110.0, 140.5, 147.0] + [147.0 + rng.normal(0, 0.05) for _ in range(18)]
+    xs, kb = _readings([m * 1024 for m in mb])
+    assert soak_gpu.slope_per_1000(xs, kb) > 1024  # what the soak asserted before
+    assert abs(soak_gpu.settled_slope_per_1000(xs, kb)) < 100
+
+
+@pytest.mark.parametrize("leak_kb_per_batch", [1.5, 4.0, 64.0])
+def test_settled_slope_catches_a_steady_leak(leak_kb_per_batch):
+    """A leak of 1.5 KB per batch (1.5 MB per 1000, just over the bound) and larger, from the
+    start or only after the warm-up, with noise and the same warm-up rise: reported at its rate
+    and over the bound."""
+    rng = np.random.default_rng(1)
+    warm = [110.0 * 1024, 140.5 * 1024]
+    for leak_from in (0, 2):
+        kb = warm + [147.0 * 1024 + leak_kb_per_batch * 100 * max(0, i + 2 - leak_from)
+                     + rng.normal(0, 50) for i in range(19)]
+        xs, kb = _readings(kb)
+        slope = soak_gpu.settled_slope_per_1000(xs, kb)
+        assert slope == pytest.approx(leak_kb_per_batch * 1000, rel=0.1)
+        assert slope > 1024
+
+
+def test_settled_slope_is_not_moved_by_one_reading_off_the_line():
+    xs, kb = _readings([147.0 * 1024] * 21)
+    kb[12] += 200 * 1024  # one transient 200 MB reading (a peak caught mid-batch)
+    assert abs(soak_gpu.settled_slope_per_1000(xs, kb)) < 1
+    assert soak_gpu.slope_per_1000(xs, kb) > 1024  # least squares is
+
+
 @pytest.mark.gpu
 def test_gpu_pipeline_soak_memory_flat_and_no_recompilation(tmp_path):
     out = tmp_path / "soak-gpu.json"
@@ -73,7 +113,12 @@ def test_gpu_pipeline_soak_memory_flat_and_no_recompilation(tmp_path):
     assert r["recompilations_after_warmup"] == 0
     assert not r["xla_compilations_after_warmup"]
     assert r["batches_with_non_finite_images"] == 0 and r["batches_with_bad_label_sums"] == 0
-    assert r["device_slope_kb_per_1000_batches"] < 1024, r
+    # After warm-up (settled_slope_per_1000): a fresh H200 grew to 147.0 MB over the first
+    # readings, then stayed flat; the least-squares slope of every reading said 19.5 MB/1000.
+    assert r["device_settled_slope_kb_per_1000_batches"] < 1024, r
+    # A host leak of one 256 x 224 x 224 x 3 float32 batch per step would be ~150 GB per 1000
+    # batches; the CPU soak's bound (24 MB per 1000 batches) holds here too.
+    assert r["host_rss_settled_slope_kb_per_1000_batches"] < 24 * 1024, r
     assert rc == 0
 
 
