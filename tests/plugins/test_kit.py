@@ -61,7 +61,9 @@ def statuses(report) -> dict[str, str]:
 
 def test_a_correct_op_passes_every_check():
     report = check_op(kit_good, on_fail="raise")
-    assert report.ok and len(report) == len(checks.CHECKS)
+    # every check but check_geometry (for ops that move pixels: tests/plugins/test_packs_doc.py)
+    assert report.ok and len(report) == len(checks.CHECKS) - 1
+    assert "check_geometry" not in statuses(report)
     assert set(statuses(report).values()) <= {"passed", "skipped"}
     if augjax.testing.dali_available() is None:
         assert statuses(report)["check_dali_matches_array"] == "passed"
