@@ -1,14 +1,16 @@
-"""Checks the ``params`` given to ``apply`` against what ``sample`` draws, before they run.
+"""The ``params`` given to ``apply``, checked against what ``sample`` draws.
 
-``op.apply(x, params=...)`` runs the kernels with the given values. A dict that lacks a key the
-op reads (``policy.apply`` without ``branches``, ``mixup.apply`` with only ``lam`` and ``perm``)
-would fail inside the trace with a bare ``KeyError``; a key the op does not read would be
-silently ignored; and a per-sample switch that the op's configuration turns off
-(``flip.apply(params={"vertical": ...})`` while ``vertical=False``) would silently do nothing.
-Each raises an :class:`~augjax.errors.InputError` naming the key instead.
+``op.apply(x, params=...)`` runs the kernels with the given values. Two mistakes used to go
+unexplained: a dict that lacks a key the op reads (``policy.apply`` without ``branches``,
+``mixup.apply`` with only ``lam`` and ``perm``) failed inside the trace with a bare
+``KeyError``, and a per-sample switch that the op's configuration turns off
+(``flip.apply(params={"vertical": ...})`` while ``vertical=False``) silently did nothing. Both
+raise an :class:`~augjax.errors.InputError` naming the key and the fix. Keys the sampler does
+not give are not refused in general: some ops read optional fields (``color_jitter`` applies the
+adjustments whose factors are present).
 
 The expected structure is the sampler's output shape (``jax.eval_shape``: a trace, no compile),
-cached per steps, layout, batch shape and dtype.
+computed only to explain a missing key.
 """
 
 from __future__ import annotations
@@ -51,28 +53,15 @@ def _compare(expected: Any, given: Any, path: str, step: Any, name: str) -> None
             raise InputError(f"{name}.apply: params{path} expects a dict with keys "
                              f"{sorted(expected)} (what {owner}.sample returns), got "
                              f"{type(given).__name__}", op=name, argument="params")
-        extra = sorted(set(given) - set(expected))
         missing = sorted(set(expected) - set(given))
-        for key in extra:
-            if _static_switch(step, key):
-                raise InputError(
-                    f"{name}.apply: params{path}[{key!r}] is ignored: the op's configuration "
-                    f"has {key}=False, so {name} draws and applies no {key!r}; pass "
-                    f"{key}=True to apply (e.g. {name}.apply(x, params=..., {key}=True)) and "
-                    f"give params with the keys {sorted(expected)} ({name}.sample(x, key=k, "
-                    f"{key}=True) draws them)", op=name, argument="params")
-        if extra:
-            raise InputError(
-                f"{name}.apply: params{path} has key(s) {extra} that {owner} does not read (it "
-                f"reads {sorted(expected)}, what {owner}.sample returns); they would be "
-                f"ignored", op=name, argument="params")
         if missing:
             raise InputError(
                 f"{name}.apply: params{path} lacks key(s) {missing}: {owner} reads "
                 f"{sorted(expected)} (what {owner}.sample returns; sample, then edit the values)",
                 op=name, argument="params")
         for key in expected:
-            _compare(expected[key], given[key], f"{path}[{key!r}]", step, name)
+            if key in given:
+                _compare(expected[key], given[key], f"{path}[{key!r}]", step, name)
     elif isinstance(expected, (tuple, list)):
         if not isinstance(given, (tuple, list)) or len(given) != len(expected):
             got = (f"{type(given).__name__} of length {len(given)}"
@@ -98,12 +87,24 @@ def _contradictions(step: Any, params: Any, path: str, name: str) -> None:
                 f"({name}.apply(x, params=..., {key}=True))", op=name, argument="params")
 
 
-def check_given_params(steps: Sequence[Any], params: Sequence[Any], *, name: str, layout: str,
-                       shape: tuple[int, ...], dtype: str, chained: bool) -> None:
-    """Raises :class:`InputError` naming the key when ``params`` (one pytree per step) lacks a
-    key the steps read, has one they do not, or switches on what the configuration turns off."""
-    expected = _expected(tuple(steps), layout, tuple(shape), dtype)
-    for i, (step, e, g) in enumerate(zip(steps, expected, params)):
-        path = f"[{i}]" if chained else ""
-        _contradictions(step, g, path, name)
-        _compare(e, g, path, step, name)
+def check_given_params(steps: Sequence[Any], params: Sequence[Any], *, name: str,
+                       chained: bool) -> None:
+    """Raises :class:`InputError` where ``params`` (one pytree per step) switches on, for some
+    sample, what the step's configuration turns off (read from host values; cheap)."""
+    for i, (step, g) in enumerate(zip(steps, params)):
+        _contradictions(step, g, f"[{i}]" if chained else "", name)
+
+
+def explain_missing_key(steps: Sequence[Any], params: Sequence[Any], err: KeyError, *,
+                        name: str, layout: str, shape: tuple[int, ...], dtype: str,
+                        chained: bool) -> InputError:
+    """The :class:`InputError` for a ``KeyError`` raised while the steps read ``params``: the
+    missing key(s) and the keys ``sample`` gives."""
+    try:
+        expected = _expected(tuple(steps), layout, tuple(shape), dtype)
+        for i, (step, e, g) in enumerate(zip(steps, expected, params)):
+            _compare(e, g, f"[{i}]" if chained else "", step, name)
+    except InputError as found:
+        return found
+    return InputError(f"{name}.apply: the params lack key {err.args[0]!r}, which the op reads "
+                      f"(give what {name}.sample returns, edited)", op=name, argument="params")

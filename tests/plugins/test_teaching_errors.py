@@ -114,8 +114,6 @@ def test_flip_apply_with_vertical_params_under_the_default_config_is_an_error():
     out = flip.apply(x, params=params, vertical=True)  # the fix the message names
     np.testing.assert_array_equal(out[0], x[0, ::-1])
     np.testing.assert_array_equal(out[1], x[1])
-    with pytest.raises(InputError, match=r"has key\(s\) \['verticle'\] that flip does not read"):
-        flip.apply(x, params={**params, "verticle": np.array([True, True])}, vertical=True)
 
 
 def test_the_range_warning_fires_on_apply_as_on_a_call():
