@@ -25,7 +25,7 @@ import numpy as np
 from augjax._runtime.program import sample_program
 from augjax.errors import InputError
 
-__all__ = ["check_given_params"]
+__all__ = ["check_given_params", "explain_missing_key"]
 
 
 @functools.lru_cache(maxsize=256)
@@ -73,6 +73,18 @@ def _compare(expected: Any, given: Any, path: str, step: Any, name: str) -> None
             _compare(e, g, f"{path}[{i}]", step, name)
 
 
+def _readable(value: Any) -> bool:
+    """Host values (and jax.Arrays on the CPU) are read for free; device arrays only in checking
+    mode (reading them is a sync), as the image range check does."""
+    from augjax._runtime.checking import checking_enabled
+
+    if isinstance(value, (np.ndarray, bool, np.bool_)):
+        return True
+    if isinstance(value, jax.Array):
+        return checking_enabled() or all(d.platform == "cpu" for d in value.devices())
+    return False
+
+
 def _contradictions(step: Any, params: Any, path: str, name: str) -> None:
     """A per-sample switch set where the configuration turns it off (read from host values)."""
     if not isinstance(params, Mapping):
@@ -80,7 +92,7 @@ def _contradictions(step: Any, params: Any, path: str, name: str) -> None:
     for key, value in params.items():
         if not _static_switch(step, key) or isinstance(value, jax.core.Tracer):
             continue
-        if isinstance(value, (np.ndarray, jax.Array, bool)) and np.any(np.asarray(value)):
+        if _readable(value) and np.any(np.asarray(value)):
             raise InputError(
                 f"{name}.apply: params{path}[{key!r}] is set for some samples, but the op's "
                 f"configuration has {key}=False, so it would be ignored; pass {key}=True "
@@ -90,7 +102,8 @@ def _contradictions(step: Any, params: Any, path: str, name: str) -> None:
 def check_given_params(steps: Sequence[Any], params: Sequence[Any], *, name: str,
                        chained: bool) -> None:
     """Raises :class:`InputError` where ``params`` (one pytree per step) switches on, for some
-    sample, what the step's configuration turns off (read from host values; cheap)."""
+    sample, what the step's configuration turns off (host values and CPU arrays; device arrays
+    in checking mode)."""
     for i, (step, g) in enumerate(zip(steps, params)):
         _contradictions(step, g, f"[{i}]" if chained else "", name)
 
