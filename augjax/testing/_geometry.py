@@ -89,11 +89,12 @@ def _hwc(x: np.ndarray, layout: str) -> np.ndarray:
 
 
 def _targets(op: BoundOp, n: int, h: int, w: int) -> dict[str, np.ndarray]:
+    # "keep" is tested too: an op that moves pixels but keeps its targets is misdeclared
     follow = op.spec.targets
     out: dict[str, np.ndarray] = {}
-    if follow.masks == "kernel":
+    if follow.masks in ("kernel", "keep"):
         out["masks"] = np.broadcast_to(_ids(h, w), (n, h, w)).copy()
-    if follow.points == "matrix" and op.spec.matrix is not None:
+    if follow.points in ("matrix", "keep") and op.spec.matrix is not None:
         xs = np.round(np.linspace(1, w - 2, 3))
         ys = np.round(np.linspace(1, h - 2, 3))
         pts = np.array([(x, y) for y in ys for x in xs], np.float32)

@@ -111,3 +111,15 @@ def test_masks_follow_a_kernel_that_declares_three_channels_in_groups_of_three()
     np.testing.assert_array_equal(out["masks"], masks[:, :, ::-1])
     report = check_op(rgb_flip, checks=["check_geometry"], on_fail="raise")
     assert [r.status for r in report] == ["passed"]
+
+
+def test_an_op_that_moves_pixels_but_keeps_its_targets_fails_the_kit(global_registry, site):
+    source = pack_files()["src/augjax_skew/ops.py"].replace(
+        "    matrix=skew_matrix,",
+        "    matrix=skew_matrix,\n    targets=augjax.Follow(masks='keep', points='keep'),")
+    install(site, source)
+    with pytest.raises(OpCheckError) as info:
+        check_op("skew", checks=["check_geometry"])
+    msg = str(info.value)
+    assert "op 'skew' failed check_geometry" in msg
+    assert "its mask holds id" in msg or "masks do not follow the pixels" in msg
