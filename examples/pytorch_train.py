@@ -2,7 +2,7 @@
 iterator, and a torch model trains on its batches (boxes included).
 
     python examples/pytorch_train.py                      # CPU, the sample dataset, 2 epochs
-    python examples/pytorch_train.py --device gpu         # decode and augment on GPU 0; tensors on cuda
+    python examples/pytorch_train.py --device gpu         # decode, augment on GPU 0: cuda tensors
     python examples/pytorch_train.py --root DIR --epochs 5
 
 The pipeline is examples/detection.py's: ``fn.readers.coco`` (JPEGs of different sizes, XYXY

@@ -1,6 +1,7 @@
 """``augjax info NAME [KEY=VALUE ...] [--json]``: an op's parameters, ranges, level, dtypes,
-layouts, geometry (whether it moves pixels, how masks, boxes and keypoints follow) and source; or a policy's defaults, magnitude scale and op space (its configuration
-set by ``KEY=VALUE`` options, e.g. ``augjax info rand_augment style=timm``)."""
+layouts, geometry (whether it moves pixels, how masks, boxes and keypoints follow) and source;
+or a policy's defaults, magnitude scale and op space (its configuration set by ``KEY=VALUE``
+options, e.g. ``augjax info rand_augment style=timm``)."""
 
 from __future__ import annotations
 

@@ -47,7 +47,8 @@ def test_the_printed_geometric_pack_passes_the_kit_and_its_own_test(global_regis
     assert "check_geometry" in {r.check for r in report}
     assert {r.status for r in report} <= {"passed", "skipped"}, report.format()
     namespace: dict = {}
-    exec(compile(files["tests/test_skew.py"], "tests/test_skew.py", "exec"), namespace)  # noqa: S102
+    code = compile(files["tests/test_skew.py"], "tests/test_skew.py", "exec")
+    exec(code, namespace)  # noqa: S102 - the printed test file
     namespace["test_a_keypoint_and_a_box_follow_the_skew"]()
 
 
@@ -77,9 +78,9 @@ RGB_ONLY = '''
 def test_an_rgb_only_kernel_that_cannot_take_the_masks_fill_fails_the_kit(global_registry,
                                                                              site):
     source = pack_files()["src/augjax_skew/ops.py"]
-    source = re.sub(r'        "fill": Param\(0\.0.*?None: zero padding"\),\n', RGB_ONLY.lstrip("\n"),
-                    source, flags=re.DOTALL)
-    source = source.replace('    matrix=skew_matrix,', '    matrix=skew_matrix,\n    channels=(3,),')
+    source = re.sub(r'        "fill": Param\(0\.0.*?None: zero padding"\),\n',
+                    RGB_ONLY.lstrip("\n"), source, flags=re.DOTALL)
+    source = source.replace("    matrix=skew_matrix,", "    matrix=skew_matrix,\n    channels=(3,),")
     source = source.replace(
         'check_fill(fill, image, "skew")',
         'jnp.stack([fill[0], fill[1], fill[2]]).astype(jnp.float32) * '
