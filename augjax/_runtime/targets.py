@@ -11,8 +11,8 @@ jitted call, in DALI the same ``jax_function``), with the same params, step by s
   carried as their bytes (an int32 mask is four uint8 channels), so any value is exact, plus one
   channel that is 255 inside the image (an op that declares ``channels=`` gets them in groups
   of its largest declared count, zero-padded): pixels that come from outside (rotation corners,
-  padding) get ``mask_fill`` (default 0; torchvision's ``fill={tv_tensors.Mask: v}``). Colour ops and
-  erasing leave masks unchanged; ``cutmix`` pastes the partner's mask with its box, ``mixup``
+  padding) get ``mask_fill`` (default 0; torchvision's ``fill={tv_tensors.Mask: v}``). Colour ops
+  and erasing leave masks unchanged; ``cutmix`` pastes the partner's mask with its box, ``mixup``
   keeps the mask of the image with the larger weight (see :mod:`augjax.catalog.mix`).
 - **boxes** ``(N, M, 4)`` XYXY in pixel *edges* (pixel ``j`` spans ``[j, j + 1]``, a box over the
   whole image is ``(0, 0, W, H)``), as torchvision: each op's forward matrix moves the 4 corners,

@@ -80,7 +80,8 @@ def test_an_rgb_only_kernel_that_cannot_take_the_masks_fill_fails_the_kit(global
     source = pack_files()["src/augjax_skew/ops.py"]
     source = re.sub(r'        "fill": Param\(0\.0.*?None: zero padding"\),\n',
                     RGB_ONLY.lstrip("\n"), source, flags=re.DOTALL)
-    source = source.replace("    matrix=skew_matrix,", "    matrix=skew_matrix,\n    channels=(3,),")
+    source = source.replace("    matrix=skew_matrix,",
+                            "    matrix=skew_matrix,\n    channels=(3,),")
     source = source.replace(
         'check_fill(fill, image, "skew")',
         'jnp.stack([fill[0], fill[1], fill[2]]).astype(jnp.float32) * '
