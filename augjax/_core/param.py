@@ -97,6 +97,18 @@ class Param:
         for flag, bound in (("low_exclusive", self.low), ("high_exclusive", self.high)):
             if getattr(self, flag) and bound is None:
                 raise ValueError(f"Param {flag}=True needs a finite {flag.split('_')[0]}")
+        from augjax.errors import ParamError
+
+        if self.low is not None and self.high is not None and self.low > self.high:
+            raise ParamError(f"Param(low={self.low!r}, high={self.high!r}): low is above high; "
+                             f"the valid range is [low, high] (swap them?)")
+        if self.magnitude is not None and self.kind in ("bool", "str", "size"):
+            what = (f"choices {self.choices!r}" if self.kind == "str" else f"kind {self.kind!r}")
+            raise ParamError(
+                f"Param({self.default!r}, magnitude={self.magnitude!r}): a magnitude maps a "
+                f"policy's strength to a number, but this parameter is {what}; drop "
+                f"magnitude=, or make the parameter a number (kind='float' or "
+                f"'float_or_pair') that the kernel reads from params")
 
     @property
     def interval(self) -> str:

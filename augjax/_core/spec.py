@@ -59,12 +59,15 @@ API_VERSION = "2.0"
 
 #: What a 1.x kernel must change, in every message that refuses one.
 MIGRATION = (
-    "augjax's authoring API 2.0 is params-first: the kernel is deterministic, "
-    "kernel(image, params, *, <static params>) (batch level: kernel(images[, labels], params, "
-    "*, ...)), reading each per-sample value from params['<name>']; per-sample parameters "
-    "(float_or_pair, int_or_pair, or with a magnitude) are drawn by augjax, and other random "
-    "draws (coins, boxes) move into @op(..., sample=fn) with fn(key, meta, params, **config) "
-    "-> dict; see the documentation's 'Write a pack' (docs/authoring/pack.md)"
+    "augjax's authoring API 2.0 is params-first; to port the op: (1) drop the key argument: the "
+    "kernel is deterministic, kernel(image, params, *, <static params>) (batch level: "
+    "kernel(images[, labels], params, *, ...)); (2) read each per-sample value from "
+    "params['<name>'] instead of drawing it (per-sample parameters, float_or_pair, int_or_pair "
+    "or with a magnitude, are drawn by augjax); (3) move every other random draw (coins, boxes, "
+    "noise) into @op(..., sample=fn) with fn(key, meta, params, **config) -> dict of arrays, "
+    "which the kernel reads from params; (4) declare api_version='2.0' and require augjax>=0.2. "
+    "Before/after: docs/PACKS.md 'Porting a pack from authoring API 1.x to 2.0'; writing a pack: "
+    "docs/authoring/pack.md"
 )
 
 
@@ -370,18 +373,26 @@ def _check_signature(name, kernel, params, level, inputs) -> None:
         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
     ]
     keyword = [p.name for p in sig.parameters.values() if p.kind == p.KEYWORD_ONLY]
-    if positional[:1] == ["key"]:
-        raise OpDefinitionError(
-            f"op {name!r}: the kernel takes a key (authoring API 1.x: {sig}). {MIGRATION}")
     static = [k for k, p in params.items() if not p.per_sample]
+    per_sample = [k for k, p in params.items() if p.per_sample]
     expected = (["image"] if level == "sample" else list(inputs)) + ["params"]
+    fn = getattr(kernel, "__name__", "kernel")
+    want = f"def {fn}({', '.join(expected)}{', *, ' + ', '.join(static) if static else ''})"
+    if "key" in positional or "key" in keyword:
+        raise OpDefinitionError(
+            f"op {name!r}: the kernel takes a key (authoring API 1.x: {fn}{sig}); this op "
+            f"becomes {want}"
+            f"{f', reading {per_sample} from params' if per_sample else ''}. {MIGRATION}")
     if (len(positional) != len(expected) or positional[-1:] != ["params"]
             or sorted(keyword) != sorted(static)):
+        hint = ""
+        as_keyword = [k for k in keyword if k in per_sample]
+        if as_keyword:
+            hint = (f"; {as_keyword} are per-sample (a range, or a magnitude) and come in "
+                    f"params['<name>'], not as keywords")
         raise OpDefinitionError(
-            f"op {name!r}: the kernel must be def {getattr(kernel, '__name__', 'kernel')}"
-            f"({', '.join(expected)}, *, {', '.join(static)}) for level={level!r} (per-sample "
-            f"parameters {[k for k, p in params.items() if p.per_sample]} come in params); "
-            f"got {sig}"
+            f"op {name!r}: the kernel must be {want} for level={level!r} (per-sample "
+            f"parameters {per_sample} come in params); got {fn}{sig}{hint}"
         )
 
 

@@ -98,7 +98,8 @@ class Step:
         steps, _ = self._steps()
         return apply_with_params(steps, inputs, params if self.chained else (params,),
                                  name=self.name, inputs_decl=self.inputs,
-                                 outputs_decl=self.outputs, layout=layout, targets=targets)
+                                 outputs_decl=self.outputs, layout=layout, targets=targets,
+                                 chained=self.chained)
 
     # -- targets (masks, boxes, keypoints) ---------------------------------------------------
     @property

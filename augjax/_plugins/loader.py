@@ -386,8 +386,11 @@ def _warn(message: str, category: type[Warning], stacklevel: int) -> None:
 
 
 def api_major(version: str) -> int | None:
-    """The major number of an API version string (``"1.0"`` -> 1), or None if malformed."""
+    """The major number of an API version string (``"1.0"`` -> 1; ``"1.x"``, any 1.x release,
+    -> 1), or None if malformed."""
     parts = str(version).split(".")
+    if len(parts) == 2 and parts[1] == "x":
+        parts = parts[:1]
     return int(parts[0]) if parts[0].isdigit() and all(p.isdigit() for p in parts) else None
 
 
@@ -421,9 +424,14 @@ def load_entry_point(record: OpRecord) -> tuple[str, str, Any, BaseException | N
         raise
     except ModuleNotFoundError as err:
         own = err.name and (module == err.name or module.startswith(err.name + "."))
+        inside = err.name and err.name.split(".")[0] == module.split(".")[0]
         if own:
             reason = (f"entry point {record.name} = {record.entry_point} names module "
                       f"{module!r}, which cannot be found ({err})")
+        elif inside:  # the pack's own package lacks a module: its bug, not a dependency
+            reason = (f"module {module!r} of {where} imports {err.name!r}, a module of its own "
+                      f"package that cannot be found (a file missing from the distribution, or "
+                      f"a misspelt import): {err}")
         else:
             reason = f"missing dependency {err.name!r} (required by {where}): {err}"
         return "failed", reason, None, err
@@ -453,7 +461,8 @@ def load_entry_point(record: OpRecord) -> tuple[str, str, Any, BaseException | N
     major, host = api_major(obj.api_version), api_major(API_VERSION)
     if major is None:
         reason = (f"op {obj.name!r} declares a malformed authoring API version "
-                  f"{obj.api_version!r}; this augjax supports API {API_VERSION}")
+                  f"{obj.api_version!r} (spelled 'MAJOR.MINOR' or 'MAJOR.x': "
+                  f"api_version={API_VERSION!r}); this augjax supports API {API_VERSION}")
         return "incompatible", reason, None, None
     if major != host:
         fix = ("upgrade augjax" if major > host else

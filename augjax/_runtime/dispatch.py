@@ -12,6 +12,7 @@ import numpy as np
 import augjax._runtime.padding as _padding
 from augjax._runtime.checking import check_batch, checking_enabled
 from augjax._runtime.compile_cache import enable as enable_compile_cache
+from augjax._runtime.given_params import check_given_params, explain_missing_key
 from augjax._runtime.inputs import as_array, check_label_range
 from augjax._runtime.keys import sample_keys
 from augjax._runtime.partition import array_spans_devices
@@ -248,8 +249,11 @@ def sample_steps_on(steps: Sequence[Any], inputs: Sequence[Any], *, name: str,
 
 def apply_with_params(steps: Sequence[Any], inputs: Sequence[Any], params: Sequence[Any], *,
                       name: str, inputs_decl: tuple[str, ...], outputs_decl: tuple[str, ...],
-                      layout: str, targets: Any = None) -> Any:
-    """Applies ``steps`` to ``inputs`` with given params (one pytree per step); deterministic."""
+                      layout: str, targets: Any = None, chained: bool = True) -> Any:
+    """Applies ``steps`` to ``inputs`` with given params (one pytree per step); deterministic.
+    Float host images outside [0, 1] warn (as a call does); params that lack a key the steps
+    read, or switch on what the configuration turns off, raise ``InputError``
+    (``chained``: the params came as one pytree per step, and messages index them)."""
     images, labels = _array_inputs(inputs, name, inputs_decl, layout, "apply")
     tspec, arrays = _targets(name, dict(targets or {}), images, layout)
     if not isinstance(params, (tuple, list)) or len(params) != len(steps):
@@ -258,6 +262,10 @@ def apply_with_params(steps: Sequence[Any], inputs: Sequence[Any], params: Seque
             f"{name}.sample returns), got {type(params).__name__}"
             f"{f' of length {len(params)}' if isinstance(params, (tuple, list)) else ''}",
             op=name, argument="params")
+    on_host = isinstance(inputs[0], np.ndarray)
+    check_batch(inputs[0] if on_host else images, _first_name(steps, name), on_host=on_host,
+                strict=checking_enabled())
+    check_given_params(steps, params, name=name, chained=chained)
     if len(inputs) > 1 and isinstance(inputs[1], np.ndarray):
         check_label_range(inputs[1], steps)
     program = apply_program(tuple(steps), layout, array_spans_devices(images), tspec)
@@ -265,6 +273,10 @@ def apply_with_params(steps: Sequence[Any], inputs: Sequence[Any], params: Seque
         out, labels, *moved = program(images, labels, tuple(params), *arrays)
     except InputError:
         raise
+    except KeyError as err:  # the params lack a key a kernel (or a policy) reads
+        raise explain_missing_key(steps, params, err, name=name, layout=layout,
+                                  shape=tuple(images.shape), dtype=np.dtype(images.dtype).name,
+                                  chained=chained) from None
     except (TypeError, ValueError) as err:
         raise InputError(f"{name}.apply: the params do not fit the op(s) and the batch "
                          f"{tuple(images.shape)}: {err}", op=name, argument="params") from None

@@ -9,9 +9,10 @@ jitted call, in DALI the same ``jax_function``), with the same params, step by s
   op that moves pixels runs its own kernel on them with ``interpolation="nearest"`` (and
   ``antialias=False``), so a mask pixel goes exactly where the image pixel goes. The ids are
   carried as their bytes (an int32 mask is four uint8 channels), so any value is exact, plus one
-  channel that is 255 inside the image: pixels that come from outside (rotation corners, padding)
-  get ``mask_fill`` (default 0; torchvision's ``fill={tv_tensors.Mask: v}``). Colour ops and
-  erasing leave masks unchanged; ``cutmix`` pastes the partner's mask with its box, ``mixup``
+  channel that is 255 inside the image (an op that declares ``channels=`` gets them in groups
+  of its largest declared count, zero-padded): pixels that come from outside (rotation corners,
+  padding) get ``mask_fill`` (default 0; torchvision's ``fill={tv_tensors.Mask: v}``). Colour ops
+  and erasing leave masks unchanged; ``cutmix`` pastes the partner's mask with its box, ``mixup``
   keeps the mask of the image with the larger weight (see :mod:`augjax.catalog.mix`).
 - **boxes** ``(N, M, 4)`` XYXY in pixel *edges* (pixel ``j`` spans ``[j, j + 1]``, a box over the
   whole image is ``(0, 0, W, H)``), as torchvision: each op's forward matrix moves the 4 corners,
@@ -265,10 +266,26 @@ def run_op_on_mask(step: Any, mask: jax.Array, params: Any) -> jax.Array:
     config = _mask_config(spec, step.kwargs)
     as_float = "uint8" not in spec.dtypes
     x = mask.astype(_F32) / 255.0 if as_float else mask
-    out = spec.run((x,), params, config)
+    out = jnp.concatenate([spec.run((part,), params, config)
+                           for part in _channel_groups(x, spec.channels)], axis=-1)
+    out = out[..., :mask.shape[-1]]
     if as_float:
         out = jnp.clip(jnp.round(out * 255.0), 0, 255)
     return out.astype(jnp.uint8)
+
+
+def _channel_groups(x: jax.Array, channels: tuple[int, ...] | None) -> list[jax.Array]:
+    """The encoded mask as the kernel takes it: whole where the op accepts its channel count,
+    else zero-padded to a multiple of the largest declared count and cut into such groups (an
+    RGB-only kernel, ``channels=(3,)``, gets the mask's channels three at a time)."""
+    c = x.shape[-1]
+    if channels is None or c in channels:
+        return [x]
+    k = max(channels)
+    pad = -c % k
+    if pad:
+        x = jnp.concatenate([x, jnp.zeros(x.shape[:-1] + (pad,), x.dtype)], axis=-1)
+    return [x[..., i:i + k] for i in range(0, c + pad, k)]
 
 
 # -- boxes and keypoints -------------------------------------------------------------------------

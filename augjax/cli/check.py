@@ -1,7 +1,8 @@
 """``augjax check DIST_OR_OP``: runs the conformance kit (``augjax.testing``) on one op, on every
 op of a distribution, or on the ops matching a pattern, and prints a report per op.
 
-Exit codes: 0 every check passed (or failed as expected), 1 a check failed, 2 nothing matches.
+Exit codes: 0 every check passed (or failed as expected), 1 a check failed (an op that does not
+load fails its ``check_loads`` whatever ``-k`` selects), 2 nothing matches (no op, or no check).
 An op whose name another distribution also registers (a plugin reusing a built-in name, two
 packs with one name) is checked and reported with a warning: users cannot reach it by its plain
 name. Reasons are printed in full; a failure inside a DALI pipeline shows the error raised in the
@@ -122,6 +123,13 @@ def run(args: argparse.Namespace) -> int:
                 print(f"augjax check: warning: {note}", file=sys.stderr)
     counts = {s: sum(r.status == s for r in results)
               for s in ("passed", "failed", "xfail", "xpass", "skipped")}
+    if not results and args.check:  # a pattern that selects nothing passes nothing
+        from augjax.testing import CHECKS
+
+        known = ", ".join(check.__name__ for check, _ in CHECKS)
+        print(f"augjax check: error: no check matches {' '.join(map(repr, args.check))} "
+              f"(the checks: {known})", file=sys.stderr)
+        return 2
     if args.json:
         print(json.dumps([r.as_dict() for r in results], indent=2))
     else:

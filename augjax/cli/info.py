@@ -1,6 +1,7 @@
 """``augjax info NAME [KEY=VALUE ...] [--json]``: an op's parameters, ranges, level, dtypes,
-layouts and source; or a policy's defaults, magnitude scale and op space (its configuration
-set by ``KEY=VALUE`` options, e.g. ``augjax info rand_augment style=timm``)."""
+layouts, geometry (whether it moves pixels, how masks, boxes and keypoints follow) and source;
+or a policy's defaults, magnitude scale and op space (its configuration set by ``KEY=VALUE``
+options, e.g. ``augjax info rand_augment style=timm``)."""
 
 from __future__ import annotations
 
@@ -42,7 +43,9 @@ def describe(name: str) -> dict[str, Any]:
         "layouts": list(spec.layouts),
         "channels": None if spec.channels is None else list(spec.channels),
         "changes_size": spec.output_size is not None,
-        "targets": {"masks": spec.targets.masks, "points": spec.targets.points},
+        "geometric": _geometry(spec),
+        "targets": {"masks": spec.targets.masks, "points": spec.targets.points,
+                    "how": _follow(spec)},
         "distribution": record.distribution,
         "version": record.version,
         "entry_point": record.entry_point,
@@ -67,6 +70,38 @@ def describe(name: str) -> dict[str, Any]:
             for pname, p in spec.params.items()
         },
     }
+
+
+def _geometry(spec: Any) -> str:
+    """Whether and how the op moves pixels, in words."""
+    if spec.matrix is not None:
+        return "yes (matrix=: a 3x3 forward matrix per sample; invertible by augjax.invert)"
+    if spec.geometric:
+        return "yes, without a matrix (a free-form warp: not invertible)"
+    return "no (pixels stay in place)"
+
+
+def _follow(spec: Any) -> dict[str, str]:
+    """How each target follows the op, in words."""
+    from augjax._runtime.targets import _mask_config
+
+    follow = spec.targets
+    refused = "refused (InputError)" + (f": {follow.reason}" if follow.reason else "")
+    masks = {"keep": "kept unchanged", "hook": "the op's batch hook", "refuse": refused}
+    if follow.masks == "kernel":
+        config = {k: v for k, v in _mask_config(spec, {}).items()
+                  if k in ("interpolation", "antialias", "fill")}
+        words = ", ".join(f"{k}={v!r}" for k, v in config.items())
+        groups = (f", channels in groups of {max(spec.channels)}" if spec.channels is not None
+                  else "")
+        masks["kernel"] = f"through the kernel{f' ({words})' if words else ''}{groups}"
+    points = {"keep": "kept unchanged", "hook": "the op's batch hook", "refuse": refused}
+    boxes = {**points, "matrix": "moved by the matrix (the box enclosing its 4 moved corners, "
+             "clamped; boxes_valid False once too small)"}
+    keypoints = {**points, "matrix": "moved by the matrix (not clamped; keypoints_valid "
+                 "False once outside)"}
+    return {"masks": masks[follow.masks], "boxes": boxes[follow.points],
+            "keypoints": keypoints[follow.points]}
 
 
 def _options(name: str, items: list[str]) -> dict[str, Any]:
@@ -103,6 +138,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"  dtypes:       {', '.join(info['dtypes'])}{out}")
     chans = "any" if info["channels"] is None else ", ".join(map(str, info["channels"]))
     print(f"  layouts:      {', '.join(info['layouts'])}   channels: {chans}")
+    print(f"  geometric:    {info['geometric']}")
+    for target, how in info["targets"]["how"].items():
+        print(f"  {target + ':':<13} {how}")
     print(f"  source:       {info['distribution']}=={info['version']} "
           f"({info['entry_point']}), authoring API {info['api_version']}")
     if info["params"]:

@@ -1,4 +1,5 @@
-"""Epoch ends with DALI's JAX iterator: full batches through the pipeline, the real samples out.
+"""Epoch ends with DALI's JAX and PyTorch iterators: full batches through the pipeline, the real
+samples out.
 
 DALI's JAX iterator refuses ``LastBatchPolicy.PARTIAL``. With ``LastBatchPolicy.FILL`` and a
 reader that pads its last batch (``pad_last_batch=True``), every batch has the pipeline's batch
@@ -14,6 +15,11 @@ is read once per epoch; the last batch ends with copies of the epoch's last samp
 
 The copies went through the augmentation with the rest of the batch; a mixing op may have
 paired a real sample with one of them (with ``LastBatchPolicy.FILL`` that is DALI's batch).
+
+DALI's PyTorch iterator (``nvidia.dali.plugin.pytorch.DALIGenericIterator``) takes the same
+arguments and yields ``[dict of torch.Tensor]`` (one dict per pipeline); ``trim_epoch`` cuts its
+last batch the same way and keeps that structure (``LastBatchPolicy.PARTIAL``, which the
+PyTorch iterator allows, cuts it too: examples/pytorch_train.py, docs/PYTORCH.md).
 """
 
 from __future__ import annotations
@@ -38,18 +44,19 @@ def _epoch_size(iterator: Any) -> int:
 
 
 def trim_epoch(iterator: Any, epoch_size: int | None = None) -> Iterator[dict[str, Any]]:
-    """One epoch of a DALI JAX iterator (``LastBatchPolicy.FILL``) with the padded tail of its
-    last batch cut off.
+    """One epoch of a DALI JAX or PyTorch iterator (``LastBatchPolicy.FILL``) with the padded
+    tail of its last batch cut off.
 
     Args:
-        iterator: a ``nvidia.dali.plugin.jax.DALIGenericIterator`` over one pipeline, built with
+        iterator: a ``nvidia.dali.plugin.jax.DALIGenericIterator`` (or
+            ``nvidia.dali.plugin.pytorch.DALIGenericIterator``) over one pipeline, built with
             ``last_batch_policy=LastBatchPolicy.FILL`` (DALI's default) and ``reader_name=`` of
             a reader with ``pad_last_batch=True``.
         epoch_size: samples per epoch; default: the reader's ``epoch_size``.
 
     Yields:
-        The iterator's batches (dicts of ``jax.Array``); in the last one each array keeps only
-        the epoch's real samples.
+        The iterator's batches (dicts of ``jax.Array``; from the PyTorch iterator ``[dict of
+        torch.Tensor]``); in the last one each array keeps only the epoch's real samples.
     """
     from nvidia.dali.plugin.base_iterator import LastBatchPolicy
 
@@ -68,9 +75,12 @@ def trim_epoch(iterator: Any, epoch_size: int | None = None) -> Iterator[dict[st
     size = _epoch_size(iterator) if epoch_size is None else int(epoch_size)
     seen = 0
     for batch in iterator:
-        n = next(iter(batch.values())).shape[0]
+        listed = isinstance(batch, (list, tuple))  # the PyTorch iterator: [dict] per pipeline
+        outputs = batch[0] if listed else batch
+        n = next(iter(outputs.values())).shape[0]
         real = max(0, min(n, size - seen))
         seen += n
         if real < n:
-            batch = {name: value[:real] for name, value in batch.items()}
+            outputs = {name: value[:real] for name, value in outputs.items()}
+            batch = [outputs] if listed else outputs
         yield batch

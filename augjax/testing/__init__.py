@@ -22,6 +22,12 @@ The checks (those that apply to the op's level, randomness and declared neutral 
 - ``check_output_contract``: the declared output dtype, size and layout for every dtype;
   channels-first input gives the channels-last result transposed.
 - ``check_jit_matches_eager``: the jitted batch equals the kernel run eagerly per sample.
+- ``check_sample_apply``: ``op.sample`` gives per-sample arrays; ``op.apply`` with them equals
+  the call bitwise (also in ``compose(op)``).
+- ``check_geometry`` (ops with ``matrix=`` or masks through the kernel): on a coordinate image,
+  the matrix agrees with where the pixels go, and masks, boxes and keypoints follow them; the
+  targets path runs with the op's declared channels and fills.
+- ``check_differentiable`` (float32 in and out): ``jax.grad`` through ``apply`` is finite.
 - ``check_vmap_matches_loop``: the batch equals each sample alone (sample-level ops).
 - ``check_neutral_is_identity``: neutral parameter values return the input.
 - ``check_same_key_reproduces`` / ``check_different_keys_differ`` (random ops).
@@ -29,6 +35,10 @@ The checks (those that apply to the op's level, randomness and declared neutral 
 - ``check_no_recompilation``: repeated calls with the same shapes do not retrace.
 - ``check_dali_matches_array``: a DALI CPU pipeline gives bitwise the array path's output
   (skipped, with the reason, when DALI is not installed).
+- ``check_loads``: only for an op whose entry point fails to load (it fails, whatever
+  ``checks=`` selects).
+
+docs/PACKS.md has the pack author's guide (a worked geometric op, the checks, porting from 1.x).
 
 Opt out of a check with ``expected_failed_checks={"check_name": "why"}`` (reported as xfail).
 :func:`write_distribution` writes an installed distribution into a directory, to test a pack's

@@ -25,6 +25,7 @@ from augjax._runtime.program_store import load_count
 from augjax.errors import InputError, InputTypeError, KeyRequiredError, ParamError
 from augjax.testing._dali import dali_available, run_dali
 from augjax.testing._declaration import check_declaration, check_param_validation
+from augjax.testing._geometry import check_geometry, moves_pixels
 from augjax.testing._examples import (
     SHAPE,
     channels_for,
@@ -34,7 +35,6 @@ from augjax.testing._examples import (
 )
 
 __all__ = ["CHECKS", "CheckSkipped", "applicable_checks"]
-
 
 
 class CheckSkipped(Exception):
@@ -431,6 +431,7 @@ CHECKS: tuple[tuple[Callable[[BoundOp], None], Callable[[BoundOp], bool]], ...] 
     (check_output_contract, lambda op: True),
     (check_jit_matches_eager, lambda op: True),
     (check_sample_apply, lambda op: True),
+    (check_geometry, moves_pixels),
     (check_differentiable, lambda op: "float32" in op.spec.dtypes
      and op.spec.output_dtype in (None, "float32")),
     (check_vmap_matches_loop, lambda op: op.spec.level == "sample"),

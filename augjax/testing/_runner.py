@@ -187,7 +187,8 @@ def op_checks(op_or_name: Any, *, expected_failed_checks: ExpectedFailures = Non
             (``spec.bind(...)``, tested with exactly its parameters).
         expected_failed_checks: ``{check_name: reason}``, or a callable ``spec -> {...}``;
             those checks carry ``expected_failure`` (xfail).
-        checks: fnmatch patterns selecting checks by name (``"*dali*"``, ``"check_declaration"``).
+        checks: fnmatch patterns selecting checks by name (``"*dali*"``, ``"check_declaration"``);
+            an op that fails to load yields its failing ``check_loads`` whatever the patterns.
 
     Raises:
         OpNotFoundError, OpConflictError: the name selects no op or several. An op whose
@@ -202,7 +203,9 @@ def op_checks(op_or_name: Any, *, expected_failed_checks: ExpectedFailures = Non
         spec = op.spec
     expected = _expected(expected_failed_checks, spec)
     for func in funcs:
-        if _selected(func.__name__, checks):
+        # A load failure is never filtered out: ``checks="*dali*"`` must not turn an op that
+        # cannot be imported into "no checks ran".
+        if error is not None or _selected(func.__name__, checks):
             yield op, Check(func, expected.get(func.__name__))
 
 

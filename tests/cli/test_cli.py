@@ -41,6 +41,21 @@ def test_info_shows_params_ranges_defaults_level_source(capsys):
     assert info["params"]["num_classes"]["required"] is True
 
 
+def test_info_shows_geometry_and_how_each_target_follows(capsys):
+    assert main(["info", "rotate"]) == 0
+    out = capsys.readouterr().out
+    assert "geometric:    yes (matrix=" in out
+    assert "masks:        through the kernel (interpolation='nearest', fill=None)" in out
+    assert "boxes:        moved by the matrix" in out and "keypoints:    moved by the matrix" in out
+    assert main(["info", "elastic_transform"]) == 0
+    out = capsys.readouterr().out
+    assert "geometric:    yes, without a matrix" in out and "keypoints:    refused" in out
+    assert main(["info", "brightness", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["geometric"].startswith("no") and info["targets"]["how"]["masks"] == (
+        "kept unchanged")
+
+
 def test_unknown_op_exit_code_and_message(capsys):
     assert main(["info", "colr_jitter"]) == 2
     err = capsys.readouterr().err
