@@ -31,6 +31,7 @@ from augjax.errors import (
     OpNotFoundError,
     ParamError,
     PluginLoadError,
+    UnsupportedTransformError,
 )
 
 if TYPE_CHECKING:
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
         some_of,
     )
     from augjax.config import from_dict, from_json, to_dict, to_json
+    from augjax.interop import from_albumentations, from_torchvision
     from augjax.policies import (
         augmix,
         auto_augment,
@@ -69,12 +71,14 @@ _LAZY = {
     "MagnitudeMap": "augjax._core.magnitude",
     "warmup": "augjax._runtime.warmup",
     "ShardedSource": "augjax.dali._sources",
+    **dict.fromkeys(("from_torchvision", "from_albumentations"), "augjax.interop"),
     **dict.fromkeys(("Chain", "Sequential", "compose", "invert", "matrices", "random_apply",
                      "random_choice", "some_of"), "augjax.chain"),
     **dict.fromkeys(("augmix", "auto_augment", "from_timm", "rand_augment",
                      "trivial_augment_wide"), "augjax.policies"),
 }
-_SUBMODULES = ("chain", "policies", "dali", "testing", "catalog", "kernels", "config", "data")
+_SUBMODULES = ("chain", "policies", "dali", "testing", "catalog", "kernels", "config", "data",
+               "grain", "interop")
 
 __all__ = [
     "API_VERSION",
@@ -88,6 +92,7 @@ __all__ = [
     "from_dict",
     "from_json",
     "from_timm",
+    "from_torchvision",
     "rand_augment",
     "random_apply",
     "random_choice",
@@ -115,6 +120,7 @@ __all__ = [
     "Param",
     "ParamError",
     "PluginLoadError",
+    "UnsupportedTransformError",
     "Window",
     "errors",
     "get_op",
