@@ -44,14 +44,20 @@ TARGETS = ("masks", "boxes", "boxes_valid", "keypoints", "keypoints_valid")
 _SEED_HIGH = 2**30
 
 
-def pin_cpu() -> None:
-    """Makes this process's JAX use the CPU platform only (``JAX_PLATFORMS=cpu``).
+def pin_cpu(*, single_thread: bool = True) -> None:
+    """Makes this process's JAX use the CPU platform only (``JAX_PLATFORMS=cpu``), and with
+    ``single_thread`` one XLA compute thread (worker processes are the parallelism, as torch's
+    DataLoader gives each worker one thread; a flag already in ``XLA_FLAGS`` is kept).
 
     Takes effect when JAX has not opened a backend yet in this process, which is the case in a
     grain worker that unpickles its transforms. Called by :class:`RandomMap` in worker processes
     and by :func:`worker_init`.
     """
     os.environ["JAX_PLATFORMS"] = "cpu"
+    flags = os.environ.get("XLA_FLAGS", "")
+    if single_thread and "xla_cpu_multi_thread_eigen" not in flags:
+        os.environ["XLA_FLAGS"] = (f"{flags} --xla_cpu_multi_thread_eigen=false "
+                                   "intra_op_parallelism_threads=1").strip()
     import jax
 
     jax.config.update("jax_platforms", "cpu")
