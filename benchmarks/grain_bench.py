@@ -114,8 +114,13 @@ def grain_loader(images, transform, batch: int, workers: int):
 
     import augjax.grain
 
+    # one reading thread and a short read-ahead per worker, as torch's DataLoader prefetches two
+    # batches per worker: grain's defaults (16 threads, 500 records ahead) would time records
+    # computed before the clock started
+    read = grain.ReadOptions(num_threads=1, prefetch_buffer_size=batch)
     ds = (grain.MapDataset.source(ArraySource(images)).shuffle(seed=0).repeat()
-          .random_map(transform, seed=0).batch(batch, drop_remainder=True).to_iter_dataset())
+          .random_map(transform, seed=0).batch(batch, drop_remainder=True)
+          .to_iter_dataset(read_options=read))
     if workers:
         ds = ds.mp_prefetch(grain.MultiprocessingOptions(num_workers=workers),
                             worker_init_fn=augjax.grain.worker_init)

@@ -57,7 +57,10 @@ def pipeline(images, args, *, crop: bool, augment: bool):
     if crop:
         ds = ds.random_map(augjax.grain.RandomMap(augjax.compose(
             augjax.ops.random_resized_crop.bind(size=args.size), augjax.ops.flip)), seed=0)
-    it_ds = (ds.batch(args.batch, drop_remainder=True).to_iter_dataset()
+    # a short read-ahead, so the timed batches are made while the clock runs (grain's default
+    # 500 records ahead per worker would be computed during the warm-up)
+    read = grain.ReadOptions(num_threads=2, prefetch_buffer_size=args.batch)
+    it_ds = (ds.batch(args.batch, drop_remainder=True).to_iter_dataset(read_options=read)
              .mp_prefetch(grain.MultiprocessingOptions(num_workers=args.workers),
                           worker_init_fn=augjax.grain.worker_init))
     device = jax.devices(args.device)[0]
