@@ -93,6 +93,7 @@ __all__ = [
     "from_json",
     "from_timm",
     "from_torchvision",
+    "from_albumentations",
     "rand_augment",
     "random_apply",
     "random_choice",
