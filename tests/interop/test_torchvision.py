@@ -321,3 +321,39 @@ def test_fills_follow_the_dtype_through_the_pipeline():
         v2.RandomRotation(5, fill=0.25)]))
     assert chain[0].kwargs["fill"] == pytest.approx((0.2,))
     assert chain[2].kwargs["fill"] == pytest.approx((0.25,))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_rand_augment_replays_torchvisions_choices(seed):
+    """torchvision's chosen ops and signed magnitudes, set into the converted policy's params."""
+    t = v2.RandAugment(num_ops=2, magnitude=9)
+    chosen = []
+    run = t._apply_image_or_video_transform  # torchvision applies each chosen op through it
+
+    def recording(image, name, magnitude, *args, **kwargs):
+        chosen.append((name, magnitude))
+        return run(image, name, magnitude, *args, **kwargs)
+
+    t._apply_image_or_video_transform = recording
+    x = _image(seed)
+    torch.manual_seed(seed)
+    theirs = _np(t(_tv(x)))
+    policy = augjax.from_torchvision(t)[0]
+    params = policy.sample(x, key=augjax.keys_from_seeds(np.array([[seed, 1]], np.int32)))
+    params = {k: (v if k == "branches" else np.array(v)) for k, v in params.items()}
+    branches = [{k: np.array(v) for k, v in b.items()} for b in params["branches"]]
+    drawn_negative = params["negative"].copy()  # how the sampled branch values are signed
+    for layer, (name, magnitude) in enumerate(chosen):
+        j = policy.op_names.index(name)
+        params["op"][0, layer], params["applied"][0, layer] = j, True
+        params["negative"][0, layer] = magnitude < 0
+        entry = policy.space[j]
+        drew_negative = bool(drawn_negative[0, layer])
+        for field, value in branches[j].items():  # m=9's value, negated about the neutral one
+            if not entry.magnitude.signed:
+                continue
+            neutral = augjax.get_op(entry.op).params[field].neutral
+            positive = value[0, layer] if not drew_negative else 2 * neutral - value[0, layer]
+            value[0, layer] = positive if magnitude >= 0 else 2 * neutral - positive
+    params["branches"] = branches
+    _close(np.asarray(policy.apply(x, params=params))[0], theirs)
