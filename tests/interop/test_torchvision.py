@@ -3,7 +3,10 @@
 Deterministic transforms: the converted chain's output equals torchvision's within 1 level
 (uint8) or 1e-5 (float). Random transforms: torchvision's own draws (its ``make_params``,
 recorded while torchvision runs) are replayed through the converted op's ``apply``, and the
-outputs agree within 1 level. The errors name the transform, the setting and the nearest op.
+outputs agree within 1 level; RandAugment and TrivialAugmentWide replay torchvision's chosen ops,
+signs and magnitude bins through the converted policy's ``apply``; AutoAugment and AugMix convert
+to the same configuration as augjax's own policy (tested against torchvision in
+tests/compose/test_policies.py). The errors name the transform, the setting and the nearest op.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import jax
 import numpy as np
 import pytest
 import torch
@@ -323,10 +327,10 @@ def test_fills_follow_the_dtype_through_the_pipeline():
     assert chain[2].kwargs["fill"] == pytest.approx((0.25,))
 
 
-@pytest.mark.parametrize("seed", range(8))
-def test_rand_augment_replays_torchvisions_choices(seed):
-    """torchvision's chosen ops and signed magnitudes, set into the converted policy's params."""
-    t = v2.RandAugment(num_ops=2, magnitude=9)
+def _policy_replay(t, seed):
+    """torchvision's chosen ops and signed magnitudes (and magnitude bins), set into the
+    converted policy's params: sampled for a batch, a row drawn at torchvision's bin taken, its
+    op choice and sign replaced by torchvision's."""
     chosen = []
     run = t._apply_image_or_video_transform  # torchvision applies each chosen op through it
 
@@ -339,21 +343,41 @@ def test_rand_augment_replays_torchvisions_choices(seed):
     torch.manual_seed(seed)
     theirs = _np(t(_tv(x)))
     policy = augjax.from_torchvision(t)[0]
-    params = policy.sample(x, key=augjax.keys_from_seeds(np.array([[seed, 1]], np.int32)))
-    params = {k: (v if k == "branches" else np.array(v)) for k, v in params.items()}
-    branches = [{k: np.array(v) for k, v in b.items()} for b in params["branches"]]
+    bins = []
+    for name, magnitude in chosen:  # the bin torchvision drew, from its own magnitude table
+        table = t._AUGMENTATION_SPACE[name][0](t.num_magnitude_bins, H, W)
+        # every bin of that value (a posterize table repeats values)
+        bins.append(None if table is None or table.ndim == 0 else set(np.flatnonzero(
+            np.isclose(np.abs(np.asarray(table, np.float64)), abs(magnitude), atol=1e-6))))
+    batch = policy.sample((256, H, W, 3), key=jax.random.key(seed))
+    level = np.asarray(batch["level"])
+    rows = [r for r in range(256) if all(b is None or int(level[r, i]) in b
+                                         for i, b in enumerate(bins))]
+    row = rows[0]
+    params = {k: np.array(v)[row:row + 1] for k, v in batch.items() if k != "branches"}
+    branches = [{k: np.array(v)[row:row + 1] for k, v in b.items()} for b in batch["branches"]]
     drawn_negative = params["negative"].copy()  # how the sampled branch values are signed
     for layer, (name, magnitude) in enumerate(chosen):
         j = policy.op_names.index(name)
         params["op"][0, layer], params["applied"][0, layer] = j, True
         params["negative"][0, layer] = magnitude < 0
         entry = policy.space[j]
-        drew_negative = bool(drawn_negative[0, layer])
-        for field, value in branches[j].items():  # m=9's value, negated about the neutral one
+        for field, value in branches[j].items():  # the bin's value, negated about the neutral one
             if not entry.magnitude.signed:
                 continue
             neutral = augjax.get_op(entry.op).params[field].neutral
-            positive = value[0, layer] if not drew_negative else 2 * neutral - value[0, layer]
+            v = value[0, layer]
+            positive = 2 * neutral - v if drawn_negative[0, layer] else v
             value[0, layer] = positive if magnitude >= 0 else 2 * neutral - positive
     params["branches"] = branches
     _close(np.asarray(policy.apply(x, params=params))[0], theirs)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_rand_augment_replays_torchvisions_choices(seed):
+    _policy_replay(v2.RandAugment(num_ops=2, magnitude=9), seed)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_trivial_augment_wide_replays_torchvisions_choices(seed):
+    _policy_replay(v2.TrivialAugmentWide(), seed)
