@@ -279,8 +279,9 @@ class BatchAugment(grain.transforms.Map):
         if isinstance(out, tuple):  # (images, labels) from a mixing chain
             merged[self.image], merged[self.label] = out
         elif isinstance(out, dict):
+            fields = {"images": self.image, "labels": self.label}
             for name, value in out.items():
-                merged[self.image if name == "images" else name] = value
+                merged[fields.get(name, name)] = value
         else:
             merged[self.image] = out
         return merged

@@ -63,7 +63,7 @@ NEAREST = {
 }
 
 # transforms that leave an array as it is (conversions between PIL, tensors and tv_tensors)
-_PASS = {"ToImage", "ToPureTensor", "PILToTensor", "ToTensor", "Identity"}
+_PASS = {"ToImage", "ToPureTensor", "PILToTensor", "Identity"}
 
 
 def _name(t: Any) -> str:
@@ -292,6 +292,13 @@ def _to_dtype(t, state):
     raise _fail(t, f"dtype={name}", argument="dtype", nearest="to_float / to_uint8")
 
 
+def _to_tensor(t, state):
+    from augjax import ops
+
+    state["dtype"] = "float32"  # ToTensor: uint8 to float32 in [0, 1], as ToDtype(scale=True)
+    return ops.to_float
+
+
 def _policy_common(t, state, nearest):
     fill = t.fill
     return {"interpolation": _mode(t, nearest=nearest),
@@ -422,6 +429,7 @@ SUPPORTED: dict[str, Callable[[Any, dict], Any]] = {
     "RandomErasing": _random_erasing,
     "Normalize": _normalize,
     "ToDtype": _to_dtype,
+    "ToTensor": _to_tensor,
     "RandAugment": _rand_augment,
     "TrivialAugmentWide": _trivial_augment,
     "AutoAugment": _auto_augment,

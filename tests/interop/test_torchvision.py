@@ -101,6 +101,15 @@ def test_deterministic_transforms_match_torchvision(name):
     _close(ours, theirs, tol=1e-5 if theirs.dtype == np.float32 else 1)
 
 
+def test_to_tensor_is_the_float_conversion_of_a_decoded_image():
+    from PIL import Image
+
+    x = _image(2)
+    theirs = v2.ToTensor()(Image.fromarray(x[0])).permute(1, 2, 0).numpy()  # PIL -> float CHW
+    ours = np.asarray(augjax.from_torchvision(v2.Compose([v2.ToTensor()]))(x))[0]
+    _close(ours, theirs, tol=1e-6)
+
+
 # --- random: torchvision's draws replayed through apply ---------------------------------------
 
 
