@@ -13,7 +13,7 @@ needs torchvision only where the pipeline was built.
 Not converted (:class:`augjax.UnsupportedTransformError`, naming the transform, the setting and
 the nearest augjax op): transforms augjax has no op for, and settings whose result would differ
 (``RandomRotation(expand=True)``, a ``center``, ``bicubic`` interpolation, ``Grayscale(1)``,
-``ToDtype`` without ``scale=True``, ``RandomErasing(inplace=True)`` on a view, ...).
+``ToDtype`` without ``scale=True``, ``RandomErasing(value="random")`` on uint8, ...).
 
 Fills: torchvision fills in the tensor's own values (0..255 for uint8); augjax's ``fill`` is a
 fraction of the range. The converter follows the dtype through the pipeline (``dtype=`` at the
