@@ -153,20 +153,39 @@ def torchvision_loader(images, batch: int, workers: int):
     return iter(loader)
 
 
-def time_loader(make, batch: int, warmup: int, batches: int) -> float:
-    """images/s over ``batches`` batches after ``warmup`` batches."""
+def _cpu_seconds() -> float:
+    """CPU seconds (user + system) of this process and its live child processes (the workers)."""
+    import psutil
+
+    me = psutil.Process()
+    total = 0.0
+    for proc in [me, *me.children(recursive=True)]:
+        try:
+            t = proc.cpu_times()
+            total += t.user + t.system
+        except psutil.Error:
+            pass
+    return total
+
+
+def time_loader(make, batch: int, warmup: int, batches: int) -> tuple[float, float]:
+    """(images/s, CPU ms per image of all processes) over ``batches`` batches after ``warmup``.
+
+    The CPU time per image is the steadier reading on a shared machine: it does not depend on
+    how much of the cores the other jobs leave."""
     it = make()
     for _ in range(warmup):
         next(it)
-    t0 = time.perf_counter()
+    c0, t0 = _cpu_seconds(), time.perf_counter()
     for _ in range(batches):
         next(it)
     rate = batch * batches / (time.perf_counter() - t0)
+    cpu_ms = (_cpu_seconds() - c0) * 1e3 / (batch * batches)
     close = getattr(it, "close", None) or getattr(it, "_shutdown_workers", None)
     if close:
         close()
     del it
-    return rate
+    return rate, cpu_ms
 
 
 def main(argv=None) -> int:
@@ -199,15 +218,23 @@ def main(argv=None) -> int:
     }
     load_start = os.getloadavg()[0]
     rates = {name: [] for name in loaders}
+    cpu = {name: [] for name in loaders}
     for r in range(args.rounds):
         for name, make in loaders.items():
-            rate = time_loader(make, args.batch, args.warmup, args.batches)
+            rate, cpu_ms = time_loader(make, args.batch, args.warmup, args.batches)
             rates[name].append(rate)
-            print(f"round {r}: {name}: {rate:.1f} images/s", flush=True)
+            cpu[name].append(cpu_ms)
+            print(f"round {r}: {name}: {rate:.1f} images/s, {cpu_ms:.2f} CPU ms/image",
+                  flush=True)
     med = {name: statistics.median(v) for name, v in rates.items()}
+    med_cpu = {name: statistics.median(v) for name, v in cpu.items()}
     ours = med["augjax RandomMap (grain)"]
     ratios = {"vs torchvision v2": ours / med["torchvision v2 (torch DataLoader)"],
               "vs NumPy/PIL on grain": ours / med["NumPy/PIL (grain)"]}
+    ours_cpu = med_cpu["augjax RandomMap (grain)"]
+    cpu_ratios = {  # images per CPU-second, augjax / peer
+        "vs torchvision v2": med_cpu["torchvision v2 (torch DataLoader)"] / ours_cpu,
+        "vs NumPy/PIL on grain": med_cpu["NumPy/PIL (grain)"] / ours_cpu}
     targets = {"augjax >= 1.5x torchvision v2, 2 workers": ratios["vs torchvision v2"] >= 1.5,
                "augjax >= NumPy/PIL on grain, 2 workers": ratios["vs NumPy/PIL on grain"] >= 1.0}
     result = {
@@ -219,10 +246,12 @@ def main(argv=None) -> int:
         "load_average_1min": {"start": load_start, "end": os.getloadavg()[0]},
         "note": "2-core machine shared with other jobs while this ran",
         "images_per_s": rates, "median_images_per_s": med, "ratios": ratios,
+        "cpu_ms_per_image": cpu, "median_cpu_ms_per_image": med_cpu,
+        "ratios_per_cpu_second": cpu_ratios,
         "targets_met": targets,
     }
     for name, value in ratios.items():
-        print(f"augjax {name}: {value:.2f}x")
+        print(f"augjax {name}: {value:.2f}x images/s, {cpu_ratios[name]:.2f}x per CPU-second")
     out = Path(args.out) if args.out else HERE / "results" / f"grain-cpu-{today()}.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {out}")
