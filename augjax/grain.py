@@ -155,7 +155,7 @@ class RandomMap(grain.transforms.RandomMap):
             return self._program, self._cpu
 
     def apply(self, element: Any, seeds: np.ndarray) -> Any:
-        """The record ``element`` through the chain with the sample seeds ``seeds`` (int32 (1, 2))."""
+        """The record ``element`` through the chain, with sample seeds ``seeds`` (int32 (1, 2))."""
         import jax
 
         record, image, targets = _split(element, self.image)
