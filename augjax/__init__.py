@@ -34,6 +34,7 @@ from augjax.errors import (
     ParamError,
     PluginLoadError,
     PluginTimeoutError,
+    UnsupportedTransformError,
 )
 
 if TYPE_CHECKING:
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
         some_of,
     )
     from augjax.config import from_dict, from_json, to_dict, to_json
+    from augjax.interop import from_albumentations, from_torchvision
     from augjax.policies import (
         augmix,
         auto_augment,
@@ -72,12 +74,14 @@ _LAZY = {
     "MagnitudeMap": "augjax._core.magnitude",
     "warmup": "augjax._runtime.warmup",
     "ShardedSource": "augjax.dali._sources",
+    **dict.fromkeys(("from_torchvision", "from_albumentations"), "augjax.interop"),
     **dict.fromkeys(("Chain", "Sequential", "compose", "invert", "matrices", "random_apply",
                      "random_choice", "some_of"), "augjax.chain"),
     **dict.fromkeys(("augmix", "auto_augment", "from_timm", "rand_augment",
                      "trivial_augment_wide"), "augjax.policies"),
 }
-_SUBMODULES = ("chain", "policies", "dali", "testing", "catalog", "kernels", "config", "data")
+_SUBMODULES = ("chain", "policies", "dali", "testing", "catalog", "kernels", "config", "data",
+               "grain", "interop")
 
 __all__ = [
     "API_VERSION",
@@ -91,6 +95,8 @@ __all__ = [
     "from_dict",
     "from_json",
     "from_timm",
+    "from_torchvision",
+    "from_albumentations",
     "rand_augment",
     "random_apply",
     "random_choice",
@@ -121,6 +127,7 @@ __all__ = [
     "ParamError",
     "PluginLoadError",
     "PluginTimeoutError",
+    "UnsupportedTransformError",
     "Window",
     "errors",
     "get_op",

@@ -26,6 +26,7 @@ __all__ = [
     "ParamError",
     "PluginLoadError",
     "PluginTimeoutError",
+    "UnsupportedTransformError",
 ]
 
 
@@ -195,3 +196,20 @@ class BackendUnavailableError(AugjaxError, ImportError):
     """An optional backend (NVIDIA DALI) is not installed."""
 
     __module__ = "augjax"
+
+
+class UnsupportedTransformError(AugjaxError, ValueError):
+    """Another library's transform (or one of its settings) that augjax cannot convert exactly.
+
+    ``transform`` is its class name, ``argument`` the setting (None for the whole transform),
+    ``nearest`` the closest augjax op or policy (None if there is none).
+    """
+
+    __module__ = "augjax"
+
+    def __init__(self, message: str, *, transform: str, argument: str | None = None,
+                 nearest: str | None = None) -> None:
+        super().__init__(message)
+        self.transform = transform
+        self.argument = argument
+        self.nearest = nearest

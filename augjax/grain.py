@@ -1,0 +1,290 @@
+"""grain transforms: an augjax chain per record in grain's worker processes, or per batch on device.
+
+``pip install augjax[grain]``. Two transforms, for the two places a grain pipeline augments:
+
+- :class:`RandomMap` (``ds.random_map(...)``, or ``grain.DataLoader(operations=[...])``) runs a
+  chain on ONE record's image (and its targets) on the CPU, inside grain's worker processes. A
+  worker that unpickles it is pinned to JAX's CPU platform before JAX opens a backend, so no
+  worker takes memory on an accelerator (grain #820, #1199). The sample key comes from grain's
+  per-record generator (grain derives it from the seed and the record's index), so the records do
+  not depend on the worker count, and grain's iterator state restores them.
+- :class:`BatchAugment` (after ``mp_prefetch``, or on the DataLoader's batches) runs a chain on a
+  whole batch on the default device (the accelerator). Each sample's key comes from its index
+  (:class:`WithIndex` puts it in the record) and the epoch (:func:`augjax.index_seeds`), so the
+  result does not depend on the worker count, the batch boundaries or the process count.
+
+Records are dicts (``{"image": (H, W, C) uint8, "label": ..., "masks": ...}``) or bare images.
+Outputs are NumPy arrays for :class:`RandomMap` (grain batches them) and ``jax.Array`` for
+:class:`BatchAugment`. Details and a whole pipeline: docs/GRAIN.md.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+import warnings
+from typing import Any
+
+import numpy as np
+
+from augjax.errors import AugjaxWarning, BackendUnavailableError, InputError
+
+try:
+    import grain
+except ImportError as err:  # pragma: no cover - exercised only without the extra
+    raise BackendUnavailableError(
+        "augjax.grain needs grain: pip install augjax[grain] (or pip install grain)") from err
+
+__all__ = ["RandomMap", "BatchAugment", "WithIndex", "pin_cpu", "worker_init"]
+
+#: Record fields that follow the image through a chain (augjax's target keywords).
+TARGETS = ("masks", "boxes", "boxes_valid", "keypoints", "keypoints_valid")
+#: Sample seeds are drawn in [0, 2**30), as augjax's DALI seeds (augjax._runtime.keys.SEED_HIGH).
+_SEED_HIGH = 2**30
+
+
+def pin_cpu(*, single_thread: bool = True) -> None:
+    """Makes this process's JAX use the CPU platform only (``JAX_PLATFORMS=cpu``), and with
+    ``single_thread`` one XLA compute thread (worker processes are the parallelism, as torch's
+    DataLoader gives each worker one thread; a flag already in ``XLA_FLAGS`` is kept).
+
+    Takes effect when JAX has not opened a backend yet in this process, which is the case in a
+    grain worker that unpickles its transforms. Called by :class:`RandomMap` in worker processes
+    and by :func:`worker_init`.
+    """
+    os.environ["JAX_PLATFORMS"] = "cpu"
+    flags = os.environ.get("XLA_FLAGS", "")
+    if single_thread and "xla_cpu_multi_thread_eigen" not in flags:
+        os.environ["XLA_FLAGS"] = (f"{flags} --xla_cpu_multi_thread_eigen=false "
+                                   "intra_op_parallelism_threads=1").strip()
+    import jax
+
+    jax.config.update("jax_platforms", "cpu")
+
+
+def worker_init(worker_index: int = 0, worker_count: int = 0) -> None:
+    """A ``worker_init_fn`` for ``mp_prefetch``: pins the worker's JAX to the CPU."""
+    del worker_index, worker_count
+    pin_cpu()
+
+
+def _in_worker() -> bool:
+    return multiprocessing.parent_process() is not None
+
+
+def _split(element: Any, image: str) -> tuple[dict, Any, dict]:
+    """(the record as a dict, its image, its targets); a bare array is the image itself."""
+    if isinstance(element, dict):
+        if image not in element:
+            raise InputError(f"augjax.grain: the record has no field {image!r} (fields: "
+                             f"{sorted(element)}); name the image field with image=...",
+                             argument="image")
+        return element, element[image], {k: element[k] for k in TARGETS if k in element}
+    return {}, element, {}
+
+
+def _merge(record: dict, image: str, out: Any, to_host) -> Any:
+    if not record:
+        return to_host(out)
+    merged = dict(record)
+    if isinstance(out, dict):
+        for name, value in out.items():
+            merged[image if name == "images" else name] = to_host(value)
+    else:
+        merged[image] = to_host(out)
+    return merged
+
+
+class RandomMap(grain.transforms.RandomMap):
+    """Runs ``chain`` on one record on the CPU, with a key from grain's per-record generator.
+
+    ``ds.random_map(augjax.grain.RandomMap(chain))`` or ``grain.DataLoader(operations=[
+    augjax.grain.RandomMap(chain), grain.transforms.Batch(256)], ...)``. The record's image
+    (field ``image``, or the record itself when it is an array) is ``(H, W, C)``; the targets
+    present in the record (``masks``, ``boxes``, ``boxes_valid``, ``keypoints``,
+    ``keypoints_valid``, one sample's worth each) follow it. The sample key is
+    ``keys_from_seeds(rng.integers(0, 2**30, (1, 2)))``: the first two draws of the generator
+    grain hands over, so the same seed and index give the same record in any worker.
+
+    The chain runs as one jitted program per record shape, under ``jax.default_device(cpu)``; in
+    a worker process JAX is first pinned to the CPU platform (:func:`pin_cpu`), and a worker
+    whose JAX had already opened an accelerator gets an :class:`augjax.AugjaxWarning`.
+    """
+
+    def __init__(self, chain: Any, *, image: str = "image") -> None:
+        self.chain = chain
+        self.image = image
+        self._state()
+
+    def _state(self) -> None:
+        self._lock = threading.Lock()
+        self._program = None
+        self._cpu = None
+
+    def __getstate__(self) -> dict:
+        return {"chain": self.chain, "image": self.image}
+
+    def __setstate__(self, state: dict) -> None:
+        if _in_worker():  # unpickled in a grain worker: before anything opens a backend
+            pin_cpu()
+        self.chain = state["chain"]
+        self.image = state["image"]
+        self._state()
+
+    def _compiled(self):
+        with self._lock:
+            if self._program is None:
+                import jax
+
+                from augjax._runtime.keys import keys_from_seeds
+
+                if _in_worker() and any(d.platform != "cpu" for d in jax.devices()):
+                    warnings.warn(AugjaxWarning(
+                        "augjax.grain.RandomMap: JAX in this worker process had already opened "
+                        f"{jax.devices()[0].platform} before the transform was unpickled; start "
+                        "the workers with worker_init_fn=augjax.grain.worker_init or "
+                        "JAX_PLATFORMS=cpu"))
+                chain = self.chain
+
+                def program(image, seeds, targets):
+                    return chain(image, key=keys_from_seeds(seeds), **targets)
+
+                self._cpu = jax.devices("cpu")[0]
+                self._program = jax.jit(program)
+            return self._program, self._cpu
+
+    def apply(self, element: Any, seeds: np.ndarray) -> Any:
+        """The record ``element`` through the chain, with sample seeds ``seeds`` (int32 (1, 2))."""
+        import jax
+
+        record, image, targets = _split(element, self.image)
+        image = np.asarray(image)
+        if image.ndim != 3:
+            raise InputError(f"augjax.grain.RandomMap: expects one (H, W, C) image per record, "
+                             f"got shape {image.shape}", argument=self.image)
+        batched = {k: np.asarray(v)[None] for k, v in targets.items()}
+        program, cpu = self._compiled()
+        with jax.default_device(cpu):
+            out = program(image[None], np.asarray(seeds, np.int32), batched)
+        return _merge(record, self.image, out, lambda a: np.asarray(a)[0])
+
+    def random_map(self, element: Any, rng: np.random.Generator) -> Any:
+        return self.apply(element, rng.integers(0, _SEED_HIGH, size=(1, 2), dtype=np.int32))
+
+
+class WithIndex(grain.transforms.MapWithIndex):
+    """Puts the record's index (grain's, global across epochs) in the record as ``index``.
+
+    A bare image becomes ``{"image": image, "index": index}``. Use it before batching when a
+    :class:`BatchAugment` follows.
+    """
+
+    def __init__(self, *, image: str = "image", index: str = "index") -> None:
+        self.image = image
+        self.index = index
+
+    def map_with_index(self, index: int, element: Any) -> dict:
+        record = dict(element) if isinstance(element, dict) else {self.image: element}
+        record[self.index] = np.int64(index)
+        return record
+
+
+class BatchAugment(grain.transforms.Map):
+    """Runs ``chain`` on a batch on the default device, with keys from the samples' indices.
+
+    Place it after ``mp_prefetch`` (``it_ds.mp_prefetch(...).map(augjax.grain.BatchAugment(c))``)
+    or call it on a DataLoader's batches (``aug(batch)``): it must run in the main process, where
+    the accelerator is. The batch is a dict with the images (``(B, H, W, C)``, field ``image``),
+    the indices (``(B,)``, field ``index``, from :class:`WithIndex`), and optionally the targets
+    and, for a chain that mixes labels (mixup, cutmix), the labels (field ``label``).
+
+    Sample ``i``'s key is ``keys_from_seeds(index_seeds([position], epoch, seed))``: with
+    ``epoch_size`` given, ``epoch = index // epoch_size`` and ``position = index % epoch_size``
+    (grain's indices run on across epochs with ``repeat()`` or ``num_epochs``); without it, the
+    index itself and epoch 0, or the ``epoch=`` passed to the call. The output is the batch with
+    the images (and targets, labels) replaced by ``jax.Array``s.
+    """
+
+    def __init__(self, chain: Any, *, seed: int = 0, epoch_size: int | None = None,
+                 image: str = "image", index: str = "index", label: str = "label",
+                 device: Any = None) -> None:
+        if epoch_size is not None and (isinstance(epoch_size, bool)
+                                       or not isinstance(epoch_size, int) or epoch_size < 1):
+            raise InputError(f"augjax.grain.BatchAugment: argument 'epoch_size' expects an int "
+                             f">= 1 or None, got {epoch_size!r}", argument="epoch_size")
+        self.chain = chain
+        self.seed = seed
+        self.epoch_size = epoch_size
+        self.image, self.index, self.label = image, index, label
+        self.device = device
+        self._program = None
+        self._lock = threading.Lock()
+
+    def __reduce__(self):
+        raise InputError(
+            "augjax.grain.BatchAugment runs on the device in the main process and is not sent to "
+            "grain's workers: apply it after mp_prefetch (iter_ds.mp_prefetch(...).map(aug)) or "
+            "call it on the DataLoader's batches", argument="BatchAugment")
+
+    def seeds(self, indices: Any, *, epoch: int | None = None) -> np.ndarray:
+        """The int32 ``(B, 2)`` sample seeds for records with these indices."""
+        from augjax._runtime.keys import index_seeds
+
+        idx = np.asarray(indices, np.int64).reshape(-1)
+        if epoch is not None or self.epoch_size is None:
+            return index_seeds(idx, epoch or 0, self.seed)
+        epochs, positions = np.divmod(idx, self.epoch_size)
+        out = np.empty((idx.size, 2), np.int32)
+        for e in np.unique(epochs):  # a batch can straddle an epoch boundary
+            rows = epochs == e
+            out[rows] = index_seeds(positions[rows], int(e), self.seed)
+        return out
+
+    def _compiled(self):
+        with self._lock:
+            if self._program is None:
+                import jax
+
+                from augjax._runtime.keys import keys_from_seeds
+
+                chain = self.chain
+
+                def program(args, seeds, extra):
+                    return chain(*args, key=keys_from_seeds(seeds), **extra)
+
+                self._program = jax.jit(program)
+            return self._program
+
+    def __call__(self, batch: dict, *, epoch: int | None = None) -> dict:
+        """The batch through the chain (``epoch`` overrides the one derived from the indices)."""
+        import jax
+
+        if not isinstance(batch, dict) or self.image not in batch or self.index not in batch:
+            got = sorted(batch) if isinstance(batch, dict) else type(batch).__name__
+            raise InputError(
+                f"augjax.grain.BatchAugment: expects a dict batch with fields {self.image!r} and "
+                f"{self.index!r} (add augjax.grain.WithIndex() before batching), got {got}",
+                argument="batch")
+        seeds = self.seeds(batch[self.index], epoch=epoch)
+        extra = {k: batch[k] for k in TARGETS if k in batch}
+        mixes = "labels" in getattr(self.chain, "inputs", ())
+        args = (batch[self.image], batch[self.label]) if mixes else (batch[self.image],)
+        program = self._compiled()
+        if self.device is not None:
+            args = jax.device_put(args, self.device)
+            extra = jax.device_put(extra, self.device)
+        out = program(args, seeds, extra)
+        merged = dict(batch)
+        if isinstance(out, tuple):  # (images, labels) from a mixing chain
+            merged[self.image], merged[self.label] = out
+        elif isinstance(out, dict):
+            fields = {"images": self.image, "labels": self.label}
+            for name, value in out.items():
+                merged[fields.get(name, name)] = value
+        else:
+            merged[self.image] = out
+        return merged
+
+    def map(self, element: dict) -> dict:
+        return self(element)

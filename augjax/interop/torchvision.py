@@ -1,0 +1,493 @@
+"""torchvision v2 pipelines as augjax chains: ``augjax.from_torchvision(v2.Compose([...]))``.
+
+Each supported transform becomes the augjax op or policy with the same semantics and parameters
+(the same parameter distributions; every op here is tested against torchvision on the same
+drawn parameters). The result is an :class:`augjax.Chain` that takes ``(N, H, W, C)`` arrays
+(HWC: pass ``layout="CHW"`` to the call for CHW data) or DALI DataNodes, and keys instead of
+torch's global RNG.
+
+torch and torchvision are never imported: transforms are recognised by their class name and
+module (``torchvision.transforms``), and their attributes read as plain values, so converting
+needs torchvision only where the pipeline was built.
+
+Not converted (:class:`augjax.UnsupportedTransformError`, naming the transform, the setting and
+the nearest augjax op): transforms augjax has no op for, and settings whose result would differ
+(``RandomRotation(expand=True)``, a ``center``, ``bicubic`` interpolation, ``Grayscale(1)``,
+``ToDtype`` without ``scale=True``, ``RandomErasing(value="random")`` on uint8, ...).
+
+Fills: torchvision fills in the tensor's own values (0..255 for uint8); augjax's ``fill`` is a
+fraction of the range. The converter follows the dtype through the pipeline (``dtype=`` at the
+start, ``ToDtype`` changes it) and divides uint8 fills by 255.
+
+Batch-level transforms: ``CutMix`` and ``MixUp`` (and ``RandomChoice([CutMix, MixUp])``) become
+augjax's ``cutmix``, ``mixup`` and ``mixup_cutmix`` with ``correct_lam=True`` (torchvision's
+label weight), one draw per batch. One difference remains in how partners are drawn: torchvision
+mixes sample ``i`` with ``i - 1`` (``roll(1)``), augjax with ``N - 1 - i`` (timm); the weight,
+the box and the label arithmetic are torchvision's, as ``op.apply`` with torchvision's drawn
+values (``perm`` included) shows in the tests.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any, Callable
+
+from augjax.errors import UnsupportedTransformError
+
+__all__ = ["from_torchvision", "SUPPORTED", "NEAREST"]
+
+#: torchvision transforms augjax has no op for -> the nearest augjax op (or None).
+NEAREST = {
+    "RandomZoomOut": "affine (scale) or random_crop (padding)",
+    "RandomIoUCrop": None,
+    "ElasticTransform": "elastic_transform (augjax-contrib)",
+    "RandomPhotometricDistort": "color_jitter and channel_permute",
+    "RandomChannelPermutation": "channel_permute",
+    "FiveCrop": "center_crop",
+    "TenCrop": "center_crop",
+    "Pad": "random_crop (padding)",
+    "ScaleJitter": "resize",
+    "RandomShortestSize": "resize",
+    "RandomResize": "resize",
+    "RandomOrder": "random_choice",
+    "Lambda": None,
+    "LinearTransformation": None,
+    "GaussianNoise": "gaussian_noise (augjax-contrib)",
+    "JPEG": None,
+    "SanitizeBoundingBoxes": "the targets' boxes_valid (README: Masks, boxes and keypoints)",
+    "ClampBoundingBoxes": "the targets' boxes (clamped by every geometric op)",
+    "ConvertBoundingBoxFormat": None,
+    "ConvertImageDtype": "to_float / to_uint8",
+    "UniformTemporalSubsample": None,
+    "RandomAdjustSharpness": "random_apply(sharpness)",
+}
+
+# transforms that leave an array as it is (conversions between PIL, tensors and tv_tensors)
+_PASS = {"ToImage", "ToPureTensor", "PILToTensor", "Identity"}
+
+
+def _name(t: Any) -> str:
+    return type(t).__name__
+
+
+def _fail(t: Any, message: str, *, argument: str | None = None,
+          nearest: str | None = None) -> UnsupportedTransformError:
+    name = _name(t)
+    near = f"; nearest augjax op: {nearest}" if nearest else ""
+    return UnsupportedTransformError(f"from_torchvision: {name}: {message}{near}",
+                                     transform=name, argument=argument, nearest=nearest)
+
+
+def _mode(t: Any, *, nearest: str) -> str:
+    value = getattr(t.interpolation, "value", t.interpolation)
+    if value not in ("nearest", "bilinear"):
+        raise _fail(t, f"interpolation={value!r} is not available (augjax has 'nearest' and "
+                    "'bilinear')", argument="interpolation", nearest=nearest)
+    return value
+
+
+def _fill(t: Any, state: dict, *, nearest: str) -> Any:
+    fill = t.fill
+    if isinstance(fill, dict):
+        values = set(map(repr, fill.values()))
+        if len(values) != 1:
+            raise _fail(t, f"a per-type fill {fill!r} is not available", argument="fill",
+                        nearest=nearest)
+        fill = next(iter(fill.values()))
+    if fill is None:
+        return 0.0
+    scale = 255.0 if state["dtype"] == "uint8" else 1.0
+    if isinstance(fill, (int, float)):
+        return float(fill) / scale
+    return tuple(float(v) / scale for v in fill)
+
+
+def _no_center(t: Any, nearest: str) -> None:
+    if getattr(t, "center", None) is not None:
+        raise _fail(t, f"center={t.center!r} is not available (augjax turns about the image "
+                    "centre)", argument="center", nearest=nearest)
+
+
+def _size(size: Any) -> Any:
+    size = tuple(int(s) for s in size) if isinstance(size, (list, tuple)) else int(size)
+    return size[0] if isinstance(size, tuple) and len(size) == 1 else size
+
+
+def _p(step: Any, p: float) -> Any:
+    from augjax.chain import random_apply
+
+    return step if p >= 1.0 else random_apply(step, p=float(p))
+
+
+# ---------------------------------------------------------------------------------------------
+# one function per transform: (transform, state) -> augjax step (None: nothing to do)
+
+
+def _random_resized_crop(t, state):
+    from augjax import ops
+
+    return ops.random_resized_crop.bind(
+        size=_size(t.size), scale=tuple(map(float, t.scale)), ratio=tuple(map(float, t.ratio)),
+        interpolation=_mode(t, nearest="random_resized_crop"), antialias=bool(t.antialias))
+
+
+def _random_crop(t, state):
+    from augjax import ops
+
+    padding = None
+    if t.padding is not None:  # torchvision keeps it as torch.nn.functional.pad's [l, r, t, b]
+        left, right, top, bottom = (int(v) for v in t.padding)
+        padding = (left, top, right, bottom)
+    return ops.random_crop.bind(size=_size(t.size), padding=padding,
+                                pad_if_needed=bool(t.pad_if_needed),
+                                fill=_fill(t, state, nearest="random_crop"),
+                                pad_mode=str(t.padding_mode))
+
+
+def _center_crop(t, state):
+    from augjax import ops
+
+    return ops.center_crop.bind(size=_size(t.size))
+
+
+def _resize(t, state):
+    from augjax import ops
+
+    if getattr(t, "size", None) is None:
+        raise _fail(t, "size=None (max_size only) is not available", argument="size",
+                    nearest="resize")
+    return ops.resize.bind(size=_size(t.size), max_size=t.max_size,
+                           interpolation=_mode(t, nearest="resize"),
+                           antialias=bool(t.antialias))
+
+
+def _hflip(t, state):
+    from augjax import ops
+
+    return ops.flip.bind(p=float(t.p), horizontal=True, vertical=False)
+
+
+def _vflip(t, state):
+    from augjax import ops
+
+    return ops.flip.bind(p=float(t.p), horizontal=False, vertical=True)
+
+
+def _rotation(t, state):
+    from augjax import ops
+
+    if t.expand:
+        raise _fail(t, "expand=True is not available (augjax keeps the image size)",
+                    argument="expand", nearest="rotate")
+    _no_center(t, "rotate")
+    return ops.rotate.bind(degrees=tuple(map(float, t.degrees)),
+                           interpolation=_mode(t, nearest="rotate"),
+                           fill=_fill(t, state, nearest="rotate"))
+
+
+def _affine(t, state):
+    from augjax import ops
+
+    _no_center(t, "affine")
+    return ops.affine.bind(
+        degrees=tuple(map(float, t.degrees)),
+        translate=None if t.translate is None else tuple(map(float, t.translate)),
+        scale=None if t.scale is None else tuple(map(float, t.scale)),
+        shear=None if t.shear is None else tuple(map(float, t.shear)),
+        interpolation=_mode(t, nearest="affine"), fill=_fill(t, state, nearest="affine"))
+
+
+def _perspective(t, state):
+    from augjax import ops
+
+    return ops.perspective.bind(distortion_scale=float(t.distortion_scale), p=float(t.p),
+                                interpolation=_mode(t, nearest="perspective"),
+                                fill=_fill(t, state, nearest="perspective"))
+
+
+def _color_jitter(t, state):
+    from augjax import ops
+
+    # torchvision keeps each range as (min, max), or None when it is off (augjax's 0)
+    cfg = {name: getattr(t, name) for name in ("brightness", "contrast", "saturation", "hue")}
+    return ops.color_jitter.bind(**{k: 0.0 if v is None else tuple(map(float, v))
+                                    for k, v in cfg.items()})
+
+
+def _grayscale(t, state):
+    from augjax import ops
+
+    if int(t.num_output_channels) != 3:
+        raise _fail(t, f"num_output_channels={t.num_output_channels} is not available (augjax's "
+                    "grayscale keeps 3 channels)", argument="num_output_channels",
+                    nearest="grayscale")
+    return ops.grayscale
+
+
+def _random_grayscale(t, state):
+    from augjax import ops
+
+    return ops.random_grayscale.bind(p=float(t.p))
+
+
+def _gaussian_blur(t, state):
+    from augjax import ops
+
+    kx, ky = (int(k) for k in t.kernel_size)  # torchvision: (width, height)
+    return ops.gaussian_blur.bind(kernel_size=(ky, kx),
+                                  sigma=tuple(map(float, t.sigma)))
+
+
+def _random_erasing(t, state):
+    from augjax import ops
+
+    value = t.value
+    if isinstance(value, str):
+        if value != "random":
+            raise _fail(t, f"value={value!r}", argument="value", nearest="random_erasing")
+        mode, fill = "pixel", None
+    else:
+        mode = "const"
+        values = [float(v) for v in value] if isinstance(value, (list, tuple)) else [value]
+        scale = 255.0 if state["dtype"] == "uint8" else 1.0
+        fill = tuple(v / scale for v in values)
+        fill = fill[0] if len(fill) == 1 else fill
+    if mode == "pixel" and state["dtype"] == "uint8":
+        raise _fail(t, "value='random' on uint8 images (torchvision draws normal values, which "
+                    "only float images hold)", argument="value", nearest="random_erasing")
+    lo, hi = (float(v) for v in t.ratio)
+    return ops.random_erasing.bind(p=float(t.p), min_area=float(t.scale[0]),
+                                   max_area=float(t.scale[1]), min_aspect=lo, max_aspect=hi,
+                                   mode=mode, fill=fill)
+
+
+def _normalize(t, state):
+    from augjax import ops
+
+    state["dtype"] = "float32"
+    return ops.normalize.bind(mean=tuple(map(float, t.mean)), std=tuple(map(float, t.std)))
+
+
+def _to_dtype(t, state):
+    from augjax import ops
+
+    dtype = t.dtype
+    if isinstance(dtype, dict):
+        dtypes = {str(v) for v in dtype.values() if v is not None}
+        if len(dtypes) != 1:
+            raise _fail(t, f"a per-type dtype {dtype!r}", argument="dtype",
+                        nearest="to_float / to_uint8")
+        dtype = next(v for v in dtype.values() if v is not None)
+    name = str(dtype).replace("torch.", "")
+    if not t.scale:
+        raise _fail(t, f"scale=False ({name} values left unscaled) is not available: augjax "
+                    "images are uint8 0..255 or float32 0..1", argument="scale",
+                    nearest="to_float")
+    if name == "float32":
+        state["dtype"] = "float32"
+        return ops.to_float
+    if name == "uint8":
+        state["dtype"] = "uint8"
+        return ops.to_uint8
+    raise _fail(t, f"dtype={name}", argument="dtype", nearest="to_float / to_uint8")
+
+
+def _to_tensor(t, state):
+    from augjax import ops
+
+    state["dtype"] = "float32"  # ToTensor: uint8 to float32 in [0, 1], as ToDtype(scale=True)
+    return ops.to_float
+
+
+def _policy_common(t, state, nearest):
+    fill = t.fill
+    return {"interpolation": _mode(t, nearest=nearest),
+            "fill": "default" if fill is None else _fill(t, state, nearest=nearest)}
+
+
+def _rand_augment(t, state):
+    from augjax.policies import rand_augment
+
+    return rand_augment(n=int(t.num_ops), m=t.magnitude,
+                        num_magnitude_bins=int(t.num_magnitude_bins), style="torchvision",
+                        **_policy_common(t, state, "rand_augment"))
+
+
+def _trivial_augment(t, state):
+    from augjax.policies import trivial_augment_wide
+
+    return trivial_augment_wide(num_magnitude_bins=int(t.num_magnitude_bins),
+                                style="torchvision",
+                                **_policy_common(t, state, "trivial_augment_wide"))
+
+
+def _auto_augment(t, state):
+    from augjax.policies import auto_augment
+
+    policy = getattr(t.policy, "value", t.policy)
+    return auto_augment(str(policy), **_policy_common(t, state, "auto_augment"))
+
+
+def _augmix(t, state):
+    from augjax.policies import augmix
+
+    return augmix(severity=int(t.severity), width=int(t.mixture_width),
+                  depth=int(t.chain_depth), alpha=float(t.alpha), all_ops=bool(t.all_ops),
+                  style="torchvision", **_policy_common(t, state, "augmix"))
+
+
+def _cutmix(t, state):
+    from augjax import ops
+
+    return ops.cutmix.bind(alpha=float(t.alpha), num_classes=_classes(t), correct_lam=True)
+
+
+def _mixup(t, state):
+    from augjax import ops
+
+    return ops.mixup.bind(alpha=float(t.alpha), num_classes=_classes(t))
+
+
+def _classes(t):
+    if getattr(t, "num_classes", None) is None:
+        raise _fail(t, "num_classes=None (taken from one-hot labels) is not available: give "
+                    "num_classes", argument="num_classes", nearest=_name(t).lower())
+    return int(t.num_classes)
+
+
+def _on_p(op_name: str, **fixed):
+    def convert(t, state):
+        from augjax import ops
+
+        values = {k: (getattr(t, src) if isinstance(src, str) else src(t))
+                  for k, src in fixed.items()}
+        step = getattr(ops, op_name)
+        return _p(step.bind(**values) if values else step, float(t.p))
+
+    return convert
+
+
+def _compose(t, state):
+    from augjax.chain import compose
+
+    steps = [s for s in (_convert(c, state) for c in t.transforms) if s is not None]
+    return compose(*steps) if steps else None
+
+
+def _random_apply(t, state):
+    inner = _compose(t, state)
+    return None if inner is None else _p(inner, float(t.p))
+
+
+def _random_choice(t, state):
+    from augjax.chain import compose, random_choice
+
+    names = sorted(_name(c) for c in t.transforms)
+    if names == ["CutMix", "MixUp"]:
+        return _mixup_or_cutmix(t, state)
+    branches = []
+    for c in t.transforms:
+        step = _convert(c, dict(state))
+        branches.append(step if step is not None else compose())
+    weights = None if t.p is None else tuple(float(w) for w in t.p)
+    return random_choice(branches, weights=weights)
+
+
+def _mixup_or_cutmix(t, state):
+    from augjax import ops
+
+    by_name = {_name(c): c for c in t.transforms}
+    cut, mix = by_name["CutMix"], by_name["MixUp"]
+    if _classes(cut) != _classes(mix):
+        raise _fail(t, "CutMix and MixUp with different num_classes", argument="num_classes",
+                    nearest="mixup_cutmix")
+    weights = [1.0, 1.0] if t.p is None else [float(w) for w in t.p]
+    cut_w = weights[[_name(c) for c in t.transforms].index("CutMix")]
+    return ops.mixup_cutmix.bind(mixup_alpha=float(mix.alpha), cutmix_alpha=float(cut.alpha),
+                                 switch_prob=cut_w / sum(weights), prob=1.0, correct_lam=True,
+                                 num_classes=_classes(cut), label_smoothing=0.0)
+
+
+#: torchvision class name -> converter.
+SUPPORTED: dict[str, Callable[[Any, dict], Any]] = {
+    "Compose": _compose,
+    "RandomApply": _random_apply,
+    "RandomChoice": _random_choice,
+    "RandomResizedCrop": _random_resized_crop,
+    "RandomCrop": _random_crop,
+    "CenterCrop": _center_crop,
+    "Resize": _resize,
+    "RandomHorizontalFlip": _hflip,
+    "RandomVerticalFlip": _vflip,
+    "RandomRotation": _rotation,
+    "RandomAffine": _affine,
+    "RandomPerspective": _perspective,
+    "ColorJitter": _color_jitter,
+    "Grayscale": _grayscale,
+    "RandomGrayscale": _random_grayscale,
+    "GaussianBlur": _gaussian_blur,
+    "RandomErasing": _random_erasing,
+    "Normalize": _normalize,
+    "ToDtype": _to_dtype,
+    "ToTensor": _to_tensor,
+    "RandAugment": _rand_augment,
+    "TrivialAugmentWide": _trivial_augment,
+    "AutoAugment": _auto_augment,
+    "AugMix": _augmix,
+    "CutMix": _cutmix,
+    "MixUp": _mixup,
+    "RandomInvert": _on_p("invert"),
+    "RandomPosterize": _on_p("posterize", bits=lambda t: int(t.bits)),
+    "RandomSolarize": _on_p("solarize", threshold=lambda t: float(t.threshold)),
+    "RandomAutocontrast": _on_p("autocontrast"),
+    "RandomEqualize": _on_p("equalize"),
+}
+
+
+def _convert(t: Any, state: dict) -> Any:
+    name = _name(t)
+    module = type(t).__module__ or ""
+    if not module.startswith("torchvision.transforms"):
+        raise UnsupportedTransformError(
+            f"from_torchvision: expects torchvision transforms, got {name} from {module!r}",
+            transform=name)
+    if name in _PASS:
+        return None
+    if name in SUPPORTED:
+        return SUPPORTED[name](t, state)
+    nearest = NEAREST.get(name)
+    if name not in NEAREST:
+        close = difflib.get_close_matches(name, list(SUPPORTED), n=1, cutoff=0.5)
+        nearest = close and f"the conversion of {close[0]}" or None
+    raise _fail(t, "no augjax op converts it exactly", nearest=nearest)
+
+
+def from_torchvision(transform: Any, *, dtype: str = "uint8") -> Any:
+    """The augjax chain that does what the torchvision v2 ``transform`` does.
+
+    Args:
+        transform: a ``torchvision.transforms.v2`` transform, usually a ``Compose``.
+        dtype: what the pipeline's input holds, ``"uint8"`` (0..255, what ``ToImage`` gives)
+            or ``"float32"`` (0..1); it sets how torchvision's fills are read.
+
+    Returns:
+        An :class:`augjax.Chain`; call it as ``chain(images, key=key)`` on ``(N, H, W, C)``
+        arrays (``chain(images, labels, key=key)`` with CutMix/MixUp), or inside a DALI
+        pipeline.
+
+    Raises:
+        UnsupportedTransformError: a transform or setting augjax cannot reproduce; the error
+            names it (``.transform``, ``.argument``) and the nearest augjax op (``.nearest``).
+    """
+    from augjax.chain import compose
+
+    if dtype not in ("uint8", "float32"):
+        raise UnsupportedTransformError(
+            f"from_torchvision: argument 'dtype' expects 'uint8' or 'float32', got {dtype!r}",
+            transform="", argument="dtype")
+    step = _convert(transform, {"dtype": dtype})
+    if step is None:
+        return compose()
+    if _name(transform) == "Compose":
+        return step
+    return compose(step)

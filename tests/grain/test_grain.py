@@ -1,0 +1,214 @@
+"""augjax.grain: records from grain's generator and the arrays path agree, worker count, resume,
+sharding and batch boundaries change nothing, and workers open no accelerator."""
+
+from __future__ import annotations
+
+import os
+import pickle
+
+import absl.flags
+import grain
+import jax
+import numpy as np
+import pytest
+
+import augjax
+import augjax.grain as ag
+
+N, H, W = 12, 40, 48
+
+# grain's worker processes read absl flags, which only absl.app parses (not pytest)
+if not absl.flags.FLAGS.is_parsed():
+    absl.flags.FLAGS.mark_as_parsed()
+
+
+def _source():
+    imgs = np.random.default_rng(0).integers(0, 256, (N, H, W, 3), dtype=np.uint8)
+    return [{"image": imgs[i], "label": np.int32(i % 3), "id": np.int64(i)} for i in range(N)]
+
+
+def _chain():
+    return augjax.compose(augjax.ops.random_resized_crop.bind(size=32),
+                          augjax.ops.flip.bind(p=0.5),
+                          augjax.ops.color_jitter.bind(brightness=0.4, hue=0.1))
+
+
+def _seeds(rng: np.random.Generator) -> np.ndarray:
+    return rng.integers(0, 2**30, size=(1, 2), dtype=np.int32)
+
+
+def test_random_map_uses_grains_generator_as_the_sample_key():
+    record = _source()[3]
+    chain = _chain()
+    out = ag.RandomMap(chain).random_map(record, np.random.default_rng(5))
+    ref = chain(record["image"][None], key=augjax.keys_from_seeds(_seeds(np.random.default_rng(5))))
+    np.testing.assert_array_equal(out["image"], np.asarray(ref)[0])
+    assert out["label"] == record["label"] and isinstance(out["image"], np.ndarray)
+    other = ag.RandomMap(chain).random_map(record, np.random.default_rng(6))
+    assert not np.array_equal(other["image"], out["image"])
+
+
+def test_random_map_moves_the_records_targets_with_the_image():
+    chain = augjax.compose(augjax.ops.flip.bind(p=1.0), augjax.ops.random_crop.bind(size=24))
+    image = _source()[0]["image"]
+    masks = np.zeros((H, W), np.int32)
+    masks[5:15, 2:12] = 4
+    boxes = np.array([[2, 5, 12, 15]], np.float32)
+    record = {"image": image, "masks": masks, "boxes": boxes, "boxes_valid": np.array([True])}
+    out = ag.RandomMap(chain).random_map(record, np.random.default_rng(1))
+    key = augjax.keys_from_seeds(_seeds(np.random.default_rng(1)))
+    ref = chain(image[None], key=key, masks=masks[None], boxes=boxes[None],
+                boxes_valid=np.array([[True]]))
+    for name in ("masks", "boxes", "boxes_valid"):
+        np.testing.assert_array_equal(out[name], np.asarray(ref[name])[0])
+    np.testing.assert_array_equal(out["image"], np.asarray(ref["images"])[0])
+
+
+def test_random_map_rejects_a_record_without_its_image():
+    with pytest.raises(augjax.InputError, match="no field 'image'"):
+        ag.RandomMap(_chain()).random_map({"img": np.zeros((4, 4, 3), np.uint8)},
+                                          np.random.default_rng(0))
+
+
+def _loader(workers: int, *, shard=grain.sharding.NoSharding(), operations=None, epochs=2):
+    # grain's DataLoader takes no MapWithIndex: records carry their source position as "id"
+    sampler = grain.samplers.IndexSampler(N, shard_options=shard, shuffle=True,
+                                          num_epochs=epochs, seed=3)
+    ops = operations or [ag.RandomMap(_chain()), grain.transforms.Batch(4)]
+    return grain.DataLoader(data_source=_source(), sampler=sampler, operations=ops,
+                            worker_count=workers)
+
+
+def _take(iterator, n):
+    return [next(iterator) for _ in range(n)]
+
+
+def _assert_same(a, b):
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        assert x.keys() == y.keys()
+        for k in x:
+            np.testing.assert_array_equal(x[k], y[k])
+
+
+def _platforms(record):
+    import jax as worker_jax
+
+    record["pid"] = np.int64(os.getpid())
+    record["config_cpu"] = np.bool_(worker_jax.config.jax_platforms == "cpu")
+    record["all_cpu"] = np.bool_(all(d.platform == "cpu" for d in worker_jax.devices()))
+    return record
+
+
+class _Platforms(grain.transforms.Map):
+    def map(self, element):
+        return _platforms(element)
+
+
+@pytest.mark.slow
+def test_zero_and_two_workers_give_the_same_records_and_workers_stay_on_the_cpu():
+    ops = [ag.RandomMap(_chain()), _Platforms(), grain.transforms.Batch(4)]
+    # the DataLoader batches within each worker, so batches differ: compare record by record
+    one = list(_loader(0, operations=ops, epochs=1))
+    two = list(_loader(2, operations=ops, epochs=1))
+    by_id = [{int(i): (r, lab) for b in run for i, r, lab in zip(b["id"], b["image"], b["label"])}
+             for run in (one, two)]
+    assert sorted(by_id[0]) == sorted(by_id[1]) == list(range(N))
+    for i in range(N):
+        np.testing.assert_array_equal(by_id[0][i][0], by_id[1][i][0])
+        assert by_id[0][i][1] == by_id[1][i][1]
+    pids = {int(p) for b in two for p in b["pid"]}
+    assert os.getpid() not in pids and len(pids) == 2
+    assert all(b["config_cpu"].all() and b["all_cpu"].all() for b in two)
+
+
+def test_resume_mid_epoch_gives_the_remaining_batches_bitwise():
+    it = iter(_loader(0))
+    _take(it, 2)
+    state = it.get_state()
+    rest = _take(it, 4)  # crosses into the second epoch
+    resumed = iter(_loader(0))
+    resumed.set_state(state)
+    _assert_same(rest, _take(resumed, 4))
+
+
+@pytest.mark.slow
+def test_resume_through_mp_prefetch_with_two_workers_is_bitwise():
+    def dataset():
+        return (grain.MapDataset.source(_source()).shuffle(seed=1).repeat(2)
+                .map_with_index(ag.WithIndex()).random_map(ag.RandomMap(_chain()), seed=2)
+                .batch(4).to_iter_dataset()
+                .mp_prefetch(grain.MultiprocessingOptions(num_workers=2))
+                .map(ag.BatchAugment(augjax.compose(augjax.ops.gaussian_blur), epoch_size=N)))
+    it = iter(dataset())
+    _take(it, 1)
+    state = it.get_state()
+    rest = _take(it, 3)
+    resumed = iter(dataset())
+    resumed.set_state(state)
+    _assert_same(rest, _take(resumed, 3))
+    plain = (grain.MapDataset.source(_source()).shuffle(seed=1).repeat(2)
+             .map_with_index(ag.WithIndex()).random_map(ag.RandomMap(_chain()), seed=2).batch(4))
+    np.testing.assert_array_equal(np.asarray(plain[1]["index"]), np.asarray(rest[0]["index"]))
+
+
+def test_shards_by_grains_sharding_give_the_unsharded_records():
+    # grain's sharding of a MapDataset (ShardByJaxProcess's shard_index::shard_count) after the
+    # random map: a record keeps its global index, so its draws, on any number of processes
+    def dataset():
+        return (grain.MapDataset.source(_source()).shuffle(seed=1)
+                .map_with_index(ag.WithIndex()).random_map(ag.RandomMap(_chain()), seed=2))
+
+    aug = ag.BatchAugment(augjax.compose(augjax.ops.rotate.bind(degrees=(-20, 20))))
+    whole = aug(dataset().batch(N)[0])
+    opts = [grain.sharding.ShardOptions(shard_index=i, shard_count=2) for i in range(2)]
+    shards = [aug(dataset()[o.shard_index::o.shard_count].batch(N // 2)[0]) for o in opts]
+    for k in ("image", "index", "id"):
+        merged = np.empty_like(np.asarray(whole[k]))
+        merged[0::2], merged[1::2] = np.asarray(shards[0][k]), np.asarray(shards[1][k])
+        np.testing.assert_array_equal(merged, np.asarray(whole[k]))
+
+
+def test_batch_augment_does_not_depend_on_batch_boundaries():
+    chain = augjax.compose(augjax.ops.flip.bind(p=0.5), augjax.ops.color_jitter.bind(hue=0.2))
+    records = [ag.WithIndex().map_with_index(i + N, r) for i, r in enumerate(_source())]
+    aug = ag.BatchAugment(chain, seed=4, epoch_size=N)
+
+    def run(size):
+        out = []
+        for s in range(0, N, size):
+            part = records[s:s + size]
+            batch = {k: np.stack([r[k] for r in part]) for k in part[0]}
+            out.append(np.asarray(aug(batch)["image"]))
+        return np.concatenate(out)
+
+    by4, by5 = run(4), run(5)
+    np.testing.assert_array_equal(by4, by5)
+    images = np.stack([r["image"] for r in records])  # indices N..2N-1: epoch 1, positions 0..N-1
+    ref = chain(images, key=augjax.keys_from_seeds(augjax.index_seeds(np.arange(N), 1, 4)))
+    np.testing.assert_array_equal(by4, np.asarray(ref))
+    epoch0 = aug({"image": images, "index": np.arange(N)})["image"]
+    assert not np.array_equal(np.asarray(epoch0), by4)
+
+
+def test_batch_augment_mixes_labels_and_names_missing_fields():
+    chain = augjax.compose(augjax.ops.mixup.bind(alpha=0.4, num_classes=3))
+    batch = {"image": np.stack([r["image"] for r in _source()[:4]]), "index": np.arange(4),
+             "label": np.array([0, 1, 2, 0], np.int32)}
+    out = ag.BatchAugment(chain)(batch)
+    ref_images, ref_labels = chain(batch["image"], batch["label"],
+                                   key=augjax.keys_from_seeds(augjax.index_seeds(np.arange(4))))
+    np.testing.assert_array_equal(np.asarray(out["image"]), np.asarray(ref_images))
+    np.testing.assert_array_equal(np.asarray(out["label"]), np.asarray(ref_labels))
+    with pytest.raises(augjax.InputError, match="WithIndex"):
+        ag.BatchAugment(chain)({"image": batch["image"]})
+    with pytest.raises(augjax.InputError, match="mp_prefetch"):
+        pickle.dumps(ag.BatchAugment(chain))
+
+
+@pytest.mark.gpu
+def test_workers_open_no_gpu_where_the_main_process_has_one():
+    assert any(d.platform == "gpu" for d in jax.devices())
+    ops = [ag.RandomMap(_chain()), _Platforms(), grain.transforms.Batch(4)]
+    batches = _take(iter(_loader(2, operations=ops)), 3)
+    assert all(b["all_cpu"].all() and b["config_cpu"].all() for b in batches)

@@ -1,0 +1,392 @@
+"""augjax.from_torchvision against torchvision v2 on CPU tensors.
+
+Deterministic transforms: the converted chain's output equals torchvision's within 1 level
+(uint8) or 1e-5 (float). Random transforms: torchvision's own draws (its ``make_params``,
+recorded while torchvision runs) are replayed through the converted op's ``apply``, and the
+outputs agree within 1 level; RandAugment and TrivialAugmentWide replay torchvision's chosen ops,
+signs and magnitude bins through the converted policy's ``apply``; AutoAugment and AugMix convert
+to the same configuration as augjax's own policy (tested against torchvision in
+tests/compose/test_policies.py). The errors name the transform, the setting and the nearest op.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import jax
+import numpy as np
+import pytest
+import torch
+from torchvision.transforms import v2
+from torchvision.transforms.v2 import functional as F
+
+import augjax
+
+H, W = 40, 52
+
+
+def _image(seed=0, n=1):
+    return np.random.default_rng(seed).integers(0, 256, (n, H, W, 3), dtype=np.uint8)
+
+
+def _tv(x):
+    return torch.from_numpy(np.ascontiguousarray(x[0])).permute(2, 0, 1).contiguous()
+
+
+def _np(t):
+    return t.permute(1, 2, 0).numpy()
+
+
+def _step(transform, **kw):
+    chain = augjax.from_torchvision(transform, **kw)
+    assert isinstance(chain, augjax.Chain) and len(chain) == 1
+    return chain[0]
+
+
+def _run_recording(transform, *inputs, seed=0):
+    """torchvision's output and the params its make_params drew for it."""
+    seen = []
+    make = transform.make_params
+
+    def recording(flat_inputs):
+        params = make(flat_inputs)
+        seen.append(params)
+        return params
+
+    transform.make_params = recording
+    torch.manual_seed(seed)
+    out = transform(*inputs)
+    assert len(seen) == 1
+    return out, seen[0]
+
+
+def _close(ours, theirs, tol=1):
+    ours, theirs = np.asarray(ours), np.asarray(theirs)
+    assert ours.shape == theirs.shape and ours.dtype == theirs.dtype
+    diff = np.abs(ours.astype(np.float64) - theirs.astype(np.float64)).max()
+    assert diff <= tol, diff
+
+
+# --- deterministic -------------------------------------------------------------------------
+
+DETERMINISTIC = {
+    "CenterCrop": v2.CenterCrop((24, 30)),
+    "Resize-short-side": v2.Resize(30),
+    "Resize-hw-nearest": v2.Resize((20, 64), interpolation=v2.InterpolationMode.NEAREST),
+    "Resize-max-size": v2.Resize(30, max_size=36, antialias=False),
+    "Grayscale": v2.Grayscale(3),
+    "RandomHorizontalFlip": v2.RandomHorizontalFlip(p=1.0),
+    "RandomVerticalFlip": v2.RandomVerticalFlip(p=1.0),
+    "RandomInvert": v2.RandomInvert(p=1.0),
+    "RandomPosterize": v2.RandomPosterize(3, p=1.0),
+    "RandomSolarize": v2.RandomSolarize(100, p=1.0),
+    "RandomAutocontrast": v2.RandomAutocontrast(p=1.0),
+    "RandomEqualize": v2.RandomEqualize(p=1.0),
+    "Compose-ToImage-ToDtype": v2.Compose([v2.ToImage(), v2.ToDtype(torch.float32, scale=True)]),
+    "ToDtype-Normalize": v2.Compose([v2.ToDtype(torch.float32, scale=True),
+                                     v2.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])]),
+    "ToDtype-there-and-back": v2.Compose([v2.ToDtype(torch.float32, scale=True),
+                                          v2.ToDtype(torch.uint8, scale=True)]),
+}
+
+
+@pytest.mark.parametrize("name", list(DETERMINISTIC))
+def test_deterministic_transforms_match_torchvision(name):
+    transform = DETERMINISTIC[name]
+    x = _image(1)
+    theirs = _np(transform(_tv(x)))
+    ours = np.asarray(augjax.from_torchvision(transform)(x, key=augjax.keys_from_seeds(
+        np.zeros((1, 2), np.int32))))[0]
+    _close(ours, theirs, tol=1e-5 if theirs.dtype == np.float32 else 1)
+
+
+def test_to_tensor_is_the_float_conversion_of_a_decoded_image():
+    from PIL import Image
+
+    x = _image(2)
+    theirs = v2.ToTensor()(Image.fromarray(x[0])).permute(1, 2, 0).numpy()  # PIL -> float CHW
+    ours = np.asarray(augjax.from_torchvision(v2.Compose([v2.ToTensor()]))(x))[0]
+    _close(ours, theirs, tol=1e-6)
+
+
+# --- random: torchvision's draws replayed through apply ---------------------------------------
+
+
+def _replay(transform, to_params, *, seed=0, tol=1, **kw):
+    x = _image(seed)
+    theirs, drawn = _run_recording(transform, _tv(x), seed=seed)
+    ours = _step(transform, **kw).apply(x, params=to_params(drawn, x))
+    _close(np.asarray(ours)[0], _np(theirs), tol)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_resized_crop(seed):
+    _replay(v2.RandomResizedCrop((24, 20), scale=(0.2, 1.0)),
+            lambda d, x: {"box": np.array([[d["top"], d["left"], d["height"], d["width"]]])},
+            seed=seed)
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("mode", ["constant", "reflect", "edge", "symmetric"])
+def test_random_crop_with_padding(seed, mode):
+    t = v2.RandomCrop((36, 50), padding=(3, 5, 2, 1), fill=7, padding_mode=mode)
+
+    def params(d, x):  # torchvision: a window of the padded image; augjax: offset in the input
+        left, top = d["padding"][0], d["padding"][1]
+        return {"offset": np.array([[d["top"] - top, d["left"] - left]])}
+
+    _replay(t, params, seed=seed)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_rotation(seed):
+    _replay(v2.RandomRotation(40, interpolation=v2.InterpolationMode.BILINEAR, fill=30),
+            lambda d, x: {"degrees": np.array([d["angle"]], np.float32)}, seed=seed)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_affine(seed):
+    t = v2.RandomAffine(20, translate=(0.2, 0.1), scale=(0.8, 1.2), shear=(-10, 10, -5, 5),
+                        fill=(10, 20, 30))
+
+    def params(d, x):
+        return {"degrees": np.array([d["angle"]], np.float32),
+                "translate": np.array([d["translate"]], np.float32),
+                "scale": np.array([d["scale"]], np.float32),
+                "shear": np.array([d["shear"]], np.float32)}
+
+    _replay(t, params, seed=seed)
+
+
+def _perspective_endpoints(seed, distortion_scale):
+    """torchvision RandomPerspective.make_params's eight draws, in its order."""
+    torch.manual_seed(seed)
+    torch.rand(1)  # the p coin of _RandomApplyTransform.forward
+    hh, hw = H // 2, W // 2
+    bh, bw = int(distortion_scale * hh) + 1, int(distortion_scale * hw) + 1
+
+    def r(lo, hi):
+        return int(torch.randint(lo, hi, size=(1,)))
+
+    tl = [r(0, bw), r(0, bh)]
+    tr = [r(W - bw, W), r(0, bh)]
+    br = [r(W - bw, W), r(H - bh, H)]
+    bl = [r(0, bw), r(H - bh, H)]
+    return np.array([[tl, tr, br, bl]], np.float32)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_perspective(seed):
+    t = v2.RandomPerspective(0.6, p=1.0)
+    ends = _perspective_endpoints(seed, 0.6)
+    x = _image(seed)
+    theirs, _ = _run_recording(t, _tv(x), seed=seed)
+    ours = _step(t).apply(x, params={"applied": np.array([True]), "endpoints": ends})
+    _close(np.asarray(ours)[0], _np(theirs))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_color_jitter(seed):
+    t = v2.ColorJitter(brightness=0.4, contrast=(0.5, 1.5), saturation=0.4, hue=0.2)
+
+    def params(d, x):
+        return {"order": np.array([d["fn_idx"]], np.int32),
+                "brightness": np.array([d["brightness_factor"]], np.float32),
+                "contrast": np.array([d["contrast_factor"]], np.float32),
+                "saturation": np.array([d["saturation_factor"]], np.float32),
+                "hue": np.array([d["hue_factor"]], np.float32)}
+
+    _replay(t, params, seed=seed)
+
+
+def test_color_jitter_with_parts_off():
+    t = v2.ColorJitter(saturation=0.5)
+    _replay(t, lambda d, x: {"order": np.array([d["fn_idx"]], np.int32),
+                             "saturation": np.array([d["saturation_factor"]], np.float32)})
+
+
+def test_random_grayscale_applied():
+    x = _image(2)
+    ours = _step(v2.RandomGrayscale(p=1.0)).apply(x, params={"applied": np.array([True])})
+    _close(np.asarray(ours)[0], _np(F.rgb_to_grayscale(_tv(x), num_output_channels=3)))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_gaussian_blur(seed):
+    t = v2.GaussianBlur((5, 7), sigma=(0.3, 2.5))
+    # torchvision draws one sigma for both axes
+    _replay(t, lambda d, x: {"sigma": np.array([d["sigma"][0]], np.float32)}, seed=seed)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("value", [0, (200, 10, 60)])
+def test_random_erasing(seed, value):
+    t = v2.RandomErasing(p=1.0, scale=(0.05, 0.3), ratio=(0.5, 2.0), value=value)
+
+    def params(d, x):
+        found = not (d["h"] == H and d["w"] == W and d["i"] == 0 and d["j"] == 0)
+        return {"applied": np.array([True]), "count": np.array([1], np.int32),
+                "found": np.array([[found]]),
+                "box": np.array([[[d["i"], d["j"], d["h"], d["w"]]]], np.int32)}
+
+    _replay(t, params, seed=seed)
+
+
+@pytest.mark.parametrize("which", ["MixUp", "CutMix"])
+def test_mixup_and_cutmix_with_torchvisions_draws_and_partners(which):
+    n, classes = 4, 5
+    x = _image(3, n)
+    if which == "MixUp":  # torchvision's MixUp blends float images only
+        x = x.astype(np.float32) / 255
+    labels = np.array([0, 3, 1, 4])
+    t = getattr(v2, which)(alpha=0.7, num_classes=classes)
+    batch = torch.from_numpy(x).permute(0, 3, 1, 2).contiguous()
+    (images, soft), drawn = _run_recording(t, batch, torch.from_numpy(labels), seed=1)
+    perm = np.roll(np.arange(n), 1)  # torchvision's partner of i is i - 1
+    if which == "MixUp":
+        params = {"lam": np.full(n, drawn["lam"], np.float32), "use_cutmix": np.zeros(n, bool),
+                  "box": np.zeros((n, 4), np.int32), "perm": perm.astype(np.int32)}
+    else:
+        x1, y1, x2, y2 = (int(v) for v in drawn["box"])
+        params = {"lam": np.full(n, drawn["lam_adjusted"], np.float32),
+                  "use_cutmix": np.ones(n, bool),
+                  "box": np.tile(np.array([y1, x1, y2 - y1, x2 - x1], np.int32), (n, 1)),
+                  "perm": perm.astype(np.int32)}
+    out, ours_soft = _step(t).apply(x, labels, params=params)
+    _close(np.asarray(out), images.permute(0, 2, 3, 1).numpy())
+    np.testing.assert_allclose(np.asarray(ours_soft), soft.numpy(), atol=1e-6)
+
+
+def test_random_apply_and_random_choice_keep_their_structure():
+    chain = augjax.from_torchvision(v2.Compose([
+        v2.RandomApply([v2.ColorJitter(0.3), v2.RandomInvert(p=1.0)], p=0.3),
+        v2.RandomChoice([v2.RandomHorizontalFlip(p=1.0), v2.RandomVerticalFlip(p=1.0)],
+                        p=[0.2, 0.8]),
+    ]))
+    first, second = chain
+    assert first.p == pytest.approx(0.3) and len(first.op) == 2
+    assert tuple(second.weights) == pytest.approx((0.2, 0.8))
+    x = _image(4)
+    flipped = np.asarray(second.apply(x, params=second.sample(x, key=augjax.keys_from_seeds(
+        np.array([[0, 9]], np.int32)))))[0]
+    assert np.array_equal(flipped, x[0, :, ::-1]) or np.array_equal(flipped, x[0, ::-1])
+
+
+# --- policies: the same configuration as augjax's own (tested against torchvision in
+# tests/compose/test_policies.py)
+
+@pytest.mark.parametrize("transform, native", [
+    (v2.RandAugment(num_ops=3, magnitude=7, num_magnitude_bins=21),
+     augjax.rand_augment(n=3, m=7, num_magnitude_bins=21, style="torchvision",
+                         interpolation="nearest")),
+    (v2.TrivialAugmentWide(num_magnitude_bins=15, interpolation=v2.InterpolationMode.BILINEAR),
+     augjax.trivial_augment_wide(num_magnitude_bins=15, interpolation="bilinear")),
+    (v2.AutoAugment(v2.AutoAugmentPolicy.SVHN),
+     augjax.auto_augment("svhn", interpolation="nearest")),
+    (v2.AugMix(severity=2, mixture_width=4, chain_depth=2, alpha=0.5, all_ops=False),
+     augjax.augmix(severity=2, width=4, depth=2, alpha=0.5, all_ops=False,
+                   interpolation="bilinear")),
+], ids=["RandAugment", "TrivialAugmentWide", "AutoAugment", "AugMix"])
+def test_policies_convert_to_augjax_policies(transform, native):
+    chain = augjax.from_torchvision(transform)
+    assert augjax.to_dict(chain[0]) == augjax.to_dict(native)
+    x = _image(5, 4)
+    key = augjax.keys_from_seeds(augjax.index_seeds(np.arange(4)))
+    np.testing.assert_array_equal(np.asarray(chain(x, key=key)),
+                                  np.asarray(augjax.compose(native)(x, key=key)))
+
+
+# --- errors ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("transform, argument, nearest", [
+    (v2.RandomRotation(10, expand=True), "expand", "rotate"),
+    (v2.RandomAffine(10, center=(3, 4)), "center", "affine"),
+    (v2.Resize(10, interpolation=v2.InterpolationMode.BICUBIC), "interpolation", "resize"),
+    (v2.Grayscale(1), "num_output_channels", "grayscale"),
+    (v2.ToDtype(torch.float32), "scale", "to_float"),
+    (v2.ElasticTransform(), None, "elastic_transform (augjax-contrib)"),
+    (v2.RandomChannelPermutation(), None, "channel_permute"),
+    (v2.CutMix(), "num_classes", "cutmix"),
+])
+def test_unsupported_transforms_name_themselves_and_the_nearest_op(transform, argument, nearest):
+    with pytest.raises(augjax.UnsupportedTransformError) as info:
+        augjax.from_torchvision(v2.Compose([v2.RandomHorizontalFlip(), transform]))
+    err = info.value
+    assert err.transform == type(transform).__name__ and err.argument == argument
+    assert err.nearest == nearest and type(transform).__name__ in str(err) and nearest in str(err)
+
+
+def test_converting_imports_no_torch():
+    code = ("import sys, augjax, augjax.interop; augjax.from_torchvision; "
+            "assert 'torch' not in sys.modules and 'torchvision' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_non_torchvision_object_is_refused():
+    with pytest.raises(augjax.UnsupportedTransformError, match="expects torchvision"):
+        augjax.from_torchvision(object())
+
+
+def test_fills_follow_the_dtype_through_the_pipeline():
+    chain = augjax.from_torchvision(v2.Compose([
+        v2.RandomRotation(5, fill=51), v2.ToDtype(torch.float32, scale=True),
+        v2.RandomRotation(5, fill=0.25)]))
+    assert chain[0].kwargs["fill"] == pytest.approx((0.2,))
+    assert chain[2].kwargs["fill"] == pytest.approx((0.25,))
+
+
+def _policy_replay(t, seed):
+    """torchvision's chosen ops and signed magnitudes (and magnitude bins), set into the
+    converted policy's params: sampled for a batch, a row drawn at torchvision's bin taken, its
+    op choice and sign replaced by torchvision's."""
+    chosen = []
+    run = t._apply_image_or_video_transform  # torchvision applies each chosen op through it
+
+    def recording(image, name, magnitude, *args, **kwargs):
+        chosen.append((name, magnitude))
+        return run(image, name, magnitude, *args, **kwargs)
+
+    t._apply_image_or_video_transform = recording
+    x = _image(seed)
+    torch.manual_seed(seed)
+    theirs = _np(t(_tv(x)))
+    policy = augjax.from_torchvision(t)[0]
+    bins = []
+    for name, magnitude in chosen:  # the bin torchvision drew, from its own magnitude table
+        table = t._AUGMENTATION_SPACE[name][0](t.num_magnitude_bins, H, W)
+        # every bin of that value (a posterize table repeats values)
+        bins.append(None if table is None or table.ndim == 0 else set(np.flatnonzero(
+            np.isclose(np.abs(np.asarray(table, np.float64)), abs(magnitude), atol=1e-6))))
+    batch = policy.sample((256, H, W, 3), key=jax.random.key(seed))
+    level = np.asarray(batch["level"])
+    rows = [r for r in range(256) if all(b is None or int(level[r, i]) in b
+                                         for i, b in enumerate(bins))]
+    row = rows[0]
+    params = {k: np.array(v)[row:row + 1] for k, v in batch.items() if k != "branches"}
+    branches = [{k: np.array(v)[row:row + 1] for k, v in b.items()} for b in batch["branches"]]
+    drawn_negative = params["negative"].copy()  # how the sampled branch values are signed
+    for layer, (name, magnitude) in enumerate(chosen):
+        j = policy.op_names.index(name)
+        params["op"][0, layer], params["applied"][0, layer] = j, True
+        params["negative"][0, layer] = magnitude < 0
+        entry = policy.space[j]
+        for field, value in branches[j].items():  # the bin's value, negated about the neutral one
+            if not entry.magnitude.signed:
+                continue
+            neutral = augjax.get_op(entry.op).params[field].neutral
+            v = value[0, layer]
+            positive = 2 * neutral - v if drawn_negative[0, layer] else v
+            value[0, layer] = positive if magnitude >= 0 else 2 * neutral - positive
+    params["branches"] = branches
+    _close(np.asarray(policy.apply(x, params=params))[0], theirs)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_rand_augment_replays_torchvisions_choices(seed):
+    _policy_replay(v2.RandAugment(num_ops=2, magnitude=9), seed)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_trivial_augment_wide_replays_torchvisions_choices(seed):
+    _policy_replay(v2.TrivialAugmentWide(), seed)
