@@ -29,6 +29,7 @@ from _reliability import (
     random_images,
     spec_or_skip,
 )
+from helpers import fresh_programs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -37,24 +38,6 @@ import augjax._runtime.padding as _padding
 from augjax import ops
 
 BIG, N, HW, CLASSES = 16, 11, (16, 16), 8
-
-
-def fresh_programs() -> None:
-    """Forgets every program augjax built (and what ran with it): the next call traces anew,
-    as in a new process (XLA's executables may come from the compilation cache)."""
-    from augjax._runtime.program import (
-        apply_program,
-        array_program,
-        call_program,
-        sample_program,
-        seeded_program,
-    )
-    from augjax.dali._bridge import dali_function
-
-    _padding.wait_compiles()
-    for cache in (array_program, sample_program, apply_program, seeded_program, call_program,
-                  dali_function):
-        cache.cache_clear()
 
 
 def _cases() -> list[tuple[str, str | None]]:
