@@ -12,7 +12,7 @@ larger batch's compute on every call. :func:`call` follows the policy :func:`pol
   own), while that batch still runs padded; from its third batch on it runs its own program.
 - ``"buckets"``: every batch runs at the next power of two of its size (padded where smaller),
   so at most ``log2(largest batch) + 1`` programs ever compile, whatever the sizes.
-- ``"pad"``: a batch smaller than a compiled size always runs padded (augjax 0.x's rule).
+- ``"pad"``: a batch smaller than a compiled size always runs padded (augjax's rule before).
 - ``"off"`` (or ``AUGJAX_PAD_BATCHES=0``): every size compiles its own program.
 
 Whatever the policy, a call's output is the same bits: padding is used only where it keeps
@@ -152,7 +152,8 @@ def layout(n: int, size: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _signature(args: Sequence[Any]) -> tuple[Any, ...] | None:
     """What, besides the batch size, a compiled program is specialised to: each arg's trailing
-    shape and dtype, and the device of the first (the images). None where the call is not
+    shape, dtype and rank (one key or one per sample), and the device of the first (the
+    images). None where the call is not
     padded (traced inputs, arrays over several devices). Runs on every call: it reads no
     computed property of a key array (a typed key's ``sharding`` costs microseconds)."""
     sig = []

@@ -17,6 +17,8 @@ ops. The rule itself (which program runs when) is tested in tests/runtime/test_p
 
 from __future__ import annotations
 
+import os
+
 import jax
 import numpy as np
 import pytest
@@ -153,7 +155,12 @@ def test_chains_and_policies_do_not_depend_on_earlier_batch_sizes(label, monkeyp
     assert_history_free(_chain_run(make(), mixing), monkeypatch, label)
 
 
-@settings(max_examples=6, deadline=None, derandomize=True,
+#: Histories tried (each compiles the chain at a few sizes: ~8 s here); raise them locally with
+#: AUGJAX_HYPOTHESIS_EXAMPLES=20.
+EXAMPLES = int(os.environ.get("AUGJAX_HYPOTHESIS_EXAMPLES", "4"))
+
+
+@settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(history=st.lists(st.sampled_from([2, 5, 8, 12, 16]), min_size=1, max_size=6),
        policy=st.sampled_from(_padding.POLICIES), n=st.sampled_from([1, 5, 12]))

@@ -10,11 +10,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import fresh_programs
 
 import augjax
 import augjax._runtime.padding as _padding
 from augjax import ops
-from helpers import fresh_programs
 
 NUM_CLASSES = 10
 
