@@ -153,9 +153,9 @@ def layout(n: int, size: int) -> tuple[np.ndarray, np.ndarray]:
 def _signature(args: Sequence[Any]) -> tuple[Any, ...] | None:
     """What, besides the batch size, a compiled program is specialised to: each arg's trailing
     shape, dtype and rank (one key or one per sample), and the device of the first (the
-    images). None where the call is not
-    padded (traced inputs, arrays over several devices). Runs on every call: it reads no
-    computed property of a key array (a typed key's ``sharding`` costs microseconds)."""
+    images). None where the call is not padded (traced inputs, arrays over several devices).
+    Runs on every call: it reads no computed property of a key array (a typed key's
+    ``sharding`` costs microseconds)."""
     sig = []
     first = None
     for a in args:
