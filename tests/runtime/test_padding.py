@@ -314,3 +314,14 @@ def test_an_unknown_policy_is_an_input_error(monkeypatch):
     with pytest.raises(augjax.errors.InputError, match="AUGJAX_PARTIAL_BATCHES.*recurring.*"
                                                        "'sometimes'"):
         simple_chain()(x, key=jax.random.key(0))
+
+
+@pytest.mark.parametrize("policy, traces", [("recurring", 1), ("pad", 1), ("buckets", 1)])
+def test_warmup_compiles_the_size_it_is_given(monkeypatch, padded_sizes, policy, traces):
+    """``augjax.warmup`` of a smaller size after a larger one compiles that size's program
+    (under ``buckets``, its bucket's): the pipeline's batches of that size then run it."""
+    monkeypatch.setenv(_padding.ENV, policy)
+    chain = simple_chain()
+    assert augjax.warmup(chain, (16, 16, 16, 3)) == 1
+    assert augjax.warmup(chain, (5, 16, 16, 3)) == traces
+    assert padded_sizes == ([8] if policy == "buckets" else [])
