@@ -20,7 +20,10 @@ the real samples' results bitwise those of the size's own program (tests/reliabi
 test_batch_history.py checks every op and policy):
 
 - per-sample ops see each real sample with its own key at some position; their output for it
-  does not depend on the position or on the other samples (docs/RELIABILITY.md, alignment);
+  does not depend on the position or on the other samples (docs/RELIABILITY.md, alignment).
+  A chain of per-sample ops called with one key runs the full batches' program as it is: the
+  real samples first, the one key given (the program's split of it into ``N`` keys starts with
+  the ``n`` keys of the batch alone, with JAX's default partitionable Threefry);
 - augjax's mixing ops (mixup, cutmix, mixup_cutmix) with ``mode="batch"`` pair position ``i``
   with ``N - 1 - i`` and take their one draw from the key at position 0. The real samples of a
   batch of ``n`` are put at both ends of the padded batch of ``N`` (``0 .. h-1`` first, ``h ..
@@ -209,7 +212,9 @@ def call(program: Callable[..., Any], steps: Sequence[Any], args: Sequence[Any])
         return _own(program, args, sig)
     if rule == "buckets":
         size = bucket(n)
-        return _own(program, args, sig) if size == n else _padded(program, args, n, size)
+        if size == n:
+            return _own(program, args, sig)
+        return _padded(program, steps, args, n, size)
     sizes = _sizes(program, sig)
     start = False
     with _lock:
@@ -224,11 +229,13 @@ def call(program: Callable[..., Any], steps: Sequence[Any], args: Sequence[Any])
                 _threads.add(job)
                 start = True
     if size is None or rule == "pad" or not seen:
-        return _own(program, args, sig) if size is None else _padded(program, args, n, size)
+        if size is None:
+            return _own(program, args, sig)
+        return _padded(program, steps, args, n, size)
     if start:  # the size's second batch: its own program compiles, behind or here
         if not job.begin():  # a JAX setting of this thread's: here, now
             return _own(program, args, sig)
-        return _padded(program, args, n, size)
+        return _padded(program, steps, args, n, size)
     job.finished.wait()  # its third batch on: its own program (waits for the compile)
     return _own(program, args, sig)
 
@@ -248,12 +255,30 @@ def _own(program: Callable[..., Any], args: Sequence[Any], sig: Any) -> Any:
     return out
 
 
-def _padded(program: Callable[..., Any], args: Sequence[Any], n: int, size: int) -> Any:
-    source, position = layout(n, size)
-    # a single key (split by the program itself) becomes one key per sample first
-    args = tuple(per_sample_keys(a, n) if a is not None and a.ndim == 0 else a for a in args)
-    out = program(*_take(args, source))
+def _padded(program: Callable[..., Any], steps: Sequence[Any], args: Sequence[Any], n: int,
+            size: int) -> Any:
+    key = next((a for a in args if a is not None and a.ndim == 0), None)
+    if key is not None and _splits_by_prefix(key) and all(s.spec.level == "sample"
+                                                           for s in steps):
+        # The program splits the one key into ``size`` keys, the first ``n`` of which are the
+        # batch's: the real samples go first (the program the full batches ran, as it is).
+        source = np.concatenate([np.arange(n), np.zeros(size - n, np.int64)]).astype(np.int32)
+        position = np.arange(n, dtype=np.int32)
+    else:
+        source, position = layout(n, size)
+        # a single key (split by the program itself) becomes one key per sample first
+        args = tuple(per_sample_keys(a, n) if a is not None and a.ndim == 0 else a
+                     for a in args)
+    rows = _take(tuple(None if a is None or a.ndim == 0 else a for a in args), source)
+    out = program(*(a if r is None else r for a, r in zip(args, rows)))
     return _take(out, position)
+
+
+def _splits_by_prefix(key: Any) -> bool:
+    """Whether ``jax.random.split(key, N)[:n]`` is ``jax.random.split(key, n)`` for this key:
+    the partitionable Threefry (JAX's default) numbers the keys by their index alone."""
+    return bool(jax.config.jax_threefry_partitionable) and \
+        str(jax.random.key_impl(key)) == "threefry2x32"
 
 
 def _settings() -> tuple[str, ...]:

@@ -213,9 +213,9 @@ def padded_sizes(monkeypatch):
     sizes: list[int] = []
     real = _padding._padded
 
-    def spy(program, args, n, size):
+    def spy(program, steps, args, n, size):
         sizes.append(size)
-        return real(program, args, n, size)
+        return real(program, steps, args, n, size)
 
     monkeypatch.setattr(_padding, "_padded", spy)
     return sizes
@@ -325,3 +325,31 @@ def test_warmup_compiles_the_size_it_is_given(monkeypatch, padded_sizes, policy,
     assert augjax.warmup(chain, (16, 16, 16, 3)) == 1
     assert augjax.warmup(chain, (5, 16, 16, 3)) == traces
     assert padded_sizes == ([8] if policy == "buckets" else [])
+
+
+def test_a_first_partial_batch_with_one_key_compiles_only_two_gathers(padded_sizes):
+    """A chain of per-sample ops called with one key runs the full batches' program itself
+    (the real samples first): no sampler for per-sample keys; the gathers in and out only."""
+    chain = simple_chain()
+    x, _ = batch(16)
+    chain(x, key=jax.random.key(0))
+    compiles = backend_compiles()
+    before = augjax.trace_count()
+    out = chain(x[:5], key=jax.random.key(1))
+    assert augjax.trace_count() == before and padded_sizes == [16]
+    assert len(compiles) <= 2  # (0 when an earlier test compiled the same gathers)
+    with _padding.no_padding():
+        np.testing.assert_array_equal(np.asarray(out),
+                                      np.asarray(chain(x[:5], key=jax.random.key(1))))
+
+
+def test_without_the_partitionable_threefry_one_key_is_split_before_padding(padded_sizes):
+    chain = simple_chain()
+    x, _ = batch(16)
+    with jax.threefry_partitionable(False):  # split(key, 16)[:5] != split(key, 5) then
+        chain(x, key=jax.random.key(0))
+        out = chain(x[:5], key=jax.random.key(1))
+        with _padding.no_padding():
+            ref = chain(x[:5], key=jax.random.key(1))
+    assert padded_sizes == [16]
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(ref))
