@@ -111,23 +111,28 @@ def test_op_output_does_not_depend_on_earlier_batch_sizes(name, mode, monkeypatc
                         f"{name}(mode={mode!r})")
 
 
-def _chain_run(chain, mixing: bool, hw=(24, 24)):
+def _chain_run(chain, mixing: bool, hw=(24, 24), per_sample: bool = False):
     x = random_images(BIG, *hw, 3, "uint8", seed=9)
     y = (np.arange(BIG) % CLASSES).astype(np.int32)
+    keys = jax.random.split(jax.random.key(3), BIG)
 
     def run(n: int):
-        out = chain(x[:n], y[:n], key=jax.random.key(3)) if mixing else \
-            chain(x[:n], key=jax.random.key(3))
+        key = keys[:n] if per_sample else jax.random.key(3)
+        out = chain(x[:n], y[:n], key=key) if mixing else chain(x[:n], key=key)
         return [np.asarray(o) for o in (out if isinstance(out, tuple) else (out,))]
 
     return run
 
 
-CHAINS = {
-    "crop-flip-jitter-normalize": (lambda: augjax.compose(
+def _crop_chain():
+    return augjax.compose(
         ops.random_resized_crop.bind(size=(16, 16)), ops.flip.bind(p=0.5),
         ops.color_jitter.bind(brightness=0.4, contrast=0.4, saturation=0.4, hue=0.1),
-        ops.normalize.bind(chw=True)), False),
+        ops.normalize.bind(chw=True))
+
+
+CHAINS = {
+    "crop-flip-jitter-normalize": (_crop_chain, False),
     "rand_augment": (lambda: augjax.rand_augment(n=2, m=9), False),
     "trivial_augment_wide": (lambda: augjax.trivial_augment_wide(), False),
     "auto_augment": (lambda: augjax.auto_augment(), False),
@@ -153,6 +158,13 @@ SLOW_CHAINS = {"trivial_augment_wide", "auto_augment", "augmix"}
 def test_chains_and_policies_do_not_depend_on_earlier_batch_sizes(label, monkeypatch):
     make, mixing = CHAINS[label]
     assert_history_free(_chain_run(make(), mixing), monkeypatch, label)
+
+
+def test_a_chain_given_one_key_per_sample_does_not_depend_on_earlier_batch_sizes(monkeypatch):
+    """Keys per sample take the other padded layout (both ends, the keys moved with their
+    samples); the ops above get one key (the full batches' program as it is)."""
+    assert_history_free(_chain_run(_crop_chain(), False, per_sample=True), monkeypatch,
+                        "crop-flip-jitter-normalize, keys per sample")
 
 
 #: Histories tried (each compiles the chain at a few sizes: ~8 s here); raise them locally with
