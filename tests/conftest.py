@@ -83,6 +83,9 @@ def _release_compiled_programs():
     from augjax.dali._bridge import dali_function
     from augjax.testing import _dali as kit_dali
 
+    from augjax._runtime.padding import wait_compiles
+
+    wait_compiles()  # a partial batch's own program compiling behind (padding's "recurring")
     with kit_dali._LOCK:
         kit_dali._CACHE.clear()
     for cache in (array_program, sample_program, apply_program, seeded_program, dali_function):
