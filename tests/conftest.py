@@ -74,6 +74,7 @@ def _release_compiled_programs():
     yield
     import jax
 
+    from augjax._runtime.padding import wait_compiles
     from augjax._runtime.program import (
         apply_program,
         array_program,
@@ -82,8 +83,6 @@ def _release_compiled_programs():
     )
     from augjax.dali._bridge import dali_function
     from augjax.testing import _dali as kit_dali
-
-    from augjax._runtime.padding import wait_compiles
 
     wait_compiles()  # a partial batch's own program compiling behind (padding's "recurring")
     with kit_dali._LOCK:
