@@ -201,9 +201,9 @@ def test_dali_cpu_pipeline_does_not_depend_on_earlier_batch_sizes(monkeypatch):
     y = (np.arange(BIG) % CLASSES).astype(np.int32)
     seeds = np.random.default_rng(4).integers(0, 2**30, (BIG, 2), dtype=np.int32)
     sizes = [BIG, 5, BIG, 5, 5, 5]
-    keys = augjax.keys_from_seeds(seeds[:5])
     with monkeypatch.context() as m, jax.default_device(jax.devices("cpu")[0]):
         m.setenv(_padding.ENV, "off")  # (on the CPU, where the pipeline's operator runs)
+        keys = augjax.keys_from_seeds(seeds[:5])
         ref = [np.asarray(o) for o in chain(x[:5], y[:5], key=keys)]
     fresh_programs()
 
