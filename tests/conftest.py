@@ -74,6 +74,7 @@ def _release_compiled_programs():
     yield
     import jax
 
+    from augjax._runtime.padding import wait_compiles
     from augjax._runtime.program import (
         apply_program,
         array_program,
@@ -83,6 +84,7 @@ def _release_compiled_programs():
     from augjax.dali._bridge import dali_function
     from augjax.testing import _dali as kit_dali
 
+    wait_compiles()  # a partial batch's own program compiling behind (padding's "recurring")
     with kit_dali._LOCK:
         kit_dali._CACHE.clear()
     for cache in (array_program, sample_program, apply_program, seeded_program, dali_function):
@@ -329,6 +331,7 @@ FAST_PARAMS: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in {
 #: Tests parametrized over every registered op (the id starts with the op's name): the fast tier
 #: runs them on KIT_FAST_OPS (below); CI on every op.
 OP_SWEEPS = frozenset({
+    "tests/reliability/test_batch_history.py::test_op_output_does_not_depend_on_earlier_batch_sizes",  # noqa: E501
     "tests/targets/test_targets_all_ops.py::test_every_op_carries_masks_and_boxes_by_its_rule",
     "tests/reliability/test_hostile.py::test_op_properties_over_shapes_dtypes_and_params",
     "tests/reliability/test_alignment.py::test_sample_op_output_i_is_op_of_input_i",

@@ -153,3 +153,23 @@ def run_on_two_cpu_devices(tmp_path, source: str) -> None:
     res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                          env=env, timeout=300, check=False)
     assert res.returncode == 0 and res.stdout.strip().endswith("ok"), res.stderr[-3000:]
+
+
+def fresh_programs() -> None:
+    """Forgets every program augjax built (and the batch sizes they ran with): the next call
+    traces anew, as in a new process (XLA's executables may come from the compilation cache).
+    Waits for background compiles first (augjax._runtime.padding)."""
+    from augjax._runtime import padding
+    from augjax._runtime.program import (
+        apply_program,
+        array_program,
+        call_program,
+        sample_program,
+        seeded_program,
+    )
+    from augjax.dali._bridge import dali_function
+
+    padding.wait_compiles()
+    for cache in (array_program, sample_program, apply_program, seeded_program, call_program,
+                  dali_function):
+        cache.cache_clear()

@@ -1,29 +1,42 @@
-"""Partial batches: a batch smaller than one already compiled runs the compiled program, padded.
+"""Partial batches: which program a batch runs when its size is not one it compiled for.
 
-A jitted program compiles once per batch size, so the last, smaller batch of an epoch would
-stall on a compile (seconds for a policy chain). :func:`call` pads such a batch to the smallest
-batch size the program already ran with (same image shape, dtype, device and inputs), runs it,
-and returns the real samples only.
+A jitted program compiles once per batch size: the last, smaller batch of an epoch would stall
+on a compile (seconds for a policy chain), and padding every smaller batch to a compiled size
+for good makes a size that recurs (evaluation at another batch size, a second loader) pay the
+larger batch's compute on every call. :func:`call` follows the policy :func:`policy` names
+(``AUGJAX_PARTIAL_BATCHES``; docs/RELIABILITY.md, "Partial batches"):
 
-The padded batch is laid out so that it does not change the real samples' results:
+- ``"recurring"`` (the default): a size's first batch runs padded to the smallest size the
+  program already compiled (no compile); when the size comes again its own program compiles,
+  in a background thread where that is safe (the caller's thread has no JAX setting of its
+  own), while that batch still runs padded; from its third batch on it runs its own program.
+- ``"buckets"``: every batch runs at the next power of two of its size (padded where smaller),
+  so at most ``log2(largest batch) + 1`` programs ever compile, whatever the sizes.
+- ``"pad"``: a batch smaller than a compiled size always runs padded (augjax's rule before).
+- ``"off"`` (or ``AUGJAX_PAD_BATCHES=0``): every size compiles its own program.
+
+Whatever the policy, a call's output is the same bits: padding is used only where it keeps
+the real samples' results bitwise those of the size's own program (tests/reliability/
+test_batch_history.py checks every op and policy):
 
 - per-sample ops see each real sample with its own key at some position; their output for it
-  does not depend on the position or on the other samples (docs/RELIABILITY.md, alignment);
-- augjax's mixing ops (mixup, cutmix, mixup_cutmix) pair position ``i`` with ``N - 1 - i`` and
-  take batch-wide draws from the key at position 0. The real samples of a batch of ``n`` are put
-  at both ends of the padded batch of ``N`` (``0 .. h-1`` first, ``h .. n-1`` last, ``h =
-  ceil(n / 2)``), so sample ``i`` still pairs with sample ``n - 1 - i``; an odd batch's middle
-  sample, which pairs with itself, gets a copy of itself as its partner. With ``mode="batch"``
-  (the default) the result is then bitwise the unpadded call's. With ``mode="pair"``/``"elem"``
-  the pairs are the same but the per-pair/per-sample draws come from a batch of ``N``: other
-  values from the same distribution;
+  does not depend on the position or on the other samples (docs/RELIABILITY.md, alignment).
+  A chain of per-sample ops called with one key runs the full batches' program as it is: the
+  real samples first, the one key given (the program's split of it into ``N`` keys starts with
+  the ``n`` keys of the batch alone, with JAX's default partitionable Threefry);
+- augjax's mixing ops (mixup, cutmix, mixup_cutmix) with ``mode="batch"`` pair position ``i``
+  with ``N - 1 - i`` and take their one draw from the key at position 0. The real samples of a
+  batch of ``n`` are put at both ends of the padded batch of ``N`` (``0 .. h-1`` first, ``h ..
+  n-1`` last, ``h = ceil(n / 2)``), so sample ``i`` still pairs with sample ``n - 1 - i``; an
+  odd batch's middle sample, which pairs with itself, gets a copy of itself as its partner;
 - the filler positions hold copies of sample 0 (valid images, labels and keys); nothing real is
   mixed with them;
-- a chain with any other batch-level op (a plugin's: augjax cannot know how it pairs samples)
-  is not padded: it compiles once per batch size, as before.
+- not padded (each size compiles its own program): a mixing op with ``mode="pair"`` or
+  ``"elem"`` (its draws are shaped by the true batch size: a padded batch would draw others),
+  and any other batch-level op (a plugin's: augjax cannot know how it pairs samples).
 
-Not padded either: inputs traced inside the caller's ``jax.jit`` (shapes are static there),
-arrays laid out over several devices, and every call while ``AUGJAX_PAD_BATCHES=0``.
+Not padded either: inputs traced inside the caller's ``jax.jit`` (shapes are static there) and
+arrays laid out over several devices.
 """
 
 from __future__ import annotations
@@ -34,35 +47,69 @@ import os
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.sharding import SingleDeviceSharding
 
 from augjax._runtime.keys import per_sample_keys
+from augjax.errors import InputError
 
-__all__ = ["call", "enabled", "layout", "no_padding", "paddable", "record"]
+__all__ = ["POLICIES", "bucket", "call", "enabled", "layout", "no_padding", "paddable", "policy",
+           "record", "wait_compiles"]
 
 #: Batch-level ops that pair sample ``i`` with ``N - 1 - i`` and draw batch-wide values from the
-#: key of sample 0 (``augjax.catalog.mix``): padding in :func:`layout` keeps their pairs.
+#: key of sample 0 (``augjax.catalog.mix``) when their ``mode`` is ``"batch"``: padding in
+#: :func:`layout` keeps their pairs and their draws.
 MIRROR_PAIRED = frozenset({"mixup", "cutmix", "mixup_cutmix"})
 
-_lock = threading.Lock()
-# program -> {signature of the non-batch dims: set of batch sizes it ran with}
-_sizes: weakref.WeakKeyDictionary[Any, dict[Any, set[int]]] = weakref.WeakKeyDictionary()
-
+#: The values of ``AUGJAX_PARTIAL_BATCHES``.
+POLICIES = ("recurring", "buckets", "pad", "off")
+ENV = "AUGJAX_PARTIAL_BATCHES"
 
 _OFF: contextvars.ContextVar[bool] = contextvars.ContextVar("augjax_no_padding", default=False)
 
 
+@dataclass
+class _Sizes:
+    """What one program did for one input signature: the batch sizes it compiled (ran
+    unpadded), how often each other size ran padded, and the own compiles under way."""
+
+    compiled: set[int] = field(default_factory=set)
+    padded: dict[int, int] = field(default_factory=dict)
+    pending: dict[int, threading.Thread] = field(default_factory=dict)
+
+
+_lock = threading.Lock()
+# program -> {signature of the non-batch dims: _Sizes}
+_records: weakref.WeakKeyDictionary[Any, dict[Any, _Sizes]] = weakref.WeakKeyDictionary()
+_threads: set[threading.Thread] = set()
+
+
+def policy() -> str:
+    """The partial-batch policy in force: ``AUGJAX_PARTIAL_BATCHES`` (one of :data:`POLICIES`,
+    default ``"recurring"``); ``"off"`` inside :func:`no_padding` or with
+    ``AUGJAX_PAD_BATCHES=0``.
+
+    Raises:
+        InputError: ``AUGJAX_PARTIAL_BATCHES`` holds something else.
+    """
+    if _OFF.get() or os.environ.get("AUGJAX_PAD_BATCHES", "1").strip().lower() in (
+            "0", "false", "off", "no"):
+        return "off"
+    value = os.environ.get(ENV, "recurring").strip().lower() or "recurring"
+    if value not in POLICIES:
+        raise InputError(f"{ENV}: expects one of {', '.join(POLICIES)}, got {value!r}",
+                         argument=ENV)
+    return value
+
+
 def enabled() -> bool:
-    """Whether partial batches are padded (``AUGJAX_PAD_BATCHES``, default on; off inside
-    :func:`no_padding`)."""
-    if _OFF.get():
-        return False
-    return os.environ.get("AUGJAX_PAD_BATCHES", "1").strip().lower() not in (
-        "0", "false", "off", "no")
+    """Whether partial batches may run padded (:func:`policy` is not ``"off"``)."""
+    return policy() != "off"
 
 
 @contextlib.contextmanager
@@ -78,14 +125,20 @@ def no_padding() -> Iterator[None]:
 
 
 def paddable(steps: Sequence[Any]) -> bool:
-    """Whether padding keeps the real samples' results: every batch-level step is one of
-    augjax's mirror-paired mixing ops."""
+    """Whether padding keeps the real samples' results bitwise: every batch-level step is one
+    of augjax's mirror-paired mixing ops drawing once per batch (``mode="batch"``)."""
     for step in steps:
         spec = step.spec
         if spec.level == "batch" and not (
-                spec.name in MIRROR_PAIRED and spec.kernel.__module__ == "augjax.catalog.mix"):
+                spec.name in MIRROR_PAIRED and spec.kernel.__module__ == "augjax.catalog.mix"
+                and getattr(step, "kwargs", {}).get("mode", "batch") == "batch"):
             return False
     return True
+
+
+def bucket(n: int) -> int:
+    """The batch size a batch of ``n`` runs at under ``"buckets"``: the next power of two."""
+    return 1 << max(n - 1, 0).bit_length()
 
 
 def layout(n: int, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -102,9 +155,10 @@ def layout(n: int, size: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _signature(args: Sequence[Any]) -> tuple[Any, ...] | None:
     """What, besides the batch size, a compiled program is specialised to: each arg's trailing
-    shape and dtype, and the device of the first (the images). None where the call is not
-    padded (traced inputs, arrays over several devices). Runs on every call: it reads no
-    computed property of a key array (a typed key's ``sharding`` costs microseconds)."""
+    shape, dtype and rank (one key or one per sample), and the device of the first (the
+    images). None where the call is not padded (traced inputs, arrays over several devices).
+    Runs on every call: it reads no computed property of a key array (a typed key's
+    ``sharding`` costs microseconds)."""
     sig = []
     first = None
     for a in args:
@@ -115,7 +169,7 @@ def _signature(args: Sequence[Any]) -> tuple[Any, ...] | None:
             return None
         if first is None:
             first = a
-        sig.append((a.shape[1:], a.dtype))
+        sig.append((a.shape[1:], a.dtype, a.ndim))
     if first is None:
         return None
     sharding = first.sharding
@@ -124,45 +178,180 @@ def _signature(args: Sequence[Any]) -> tuple[Any, ...] | None:
     return tuple(sig), sharding
 
 
+def _batch(args: Sequence[Any]) -> int:
+    return next(a.shape[0] for a in args if a is not None)
+
+
+def _sizes(program: Any, sig: Any) -> _Sizes:
+    with _lock:
+        return _records.setdefault(program, {}).setdefault(sig, _Sizes())
+
+
 def record(program: Any, args: Sequence[Any], sig: Any = None) -> None:
     """Notes that ``program`` ran (so compiled) for ``args``' batch size (``sig``: their
     :func:`_signature`, when the caller has it)."""
     sig = _signature(args) if sig is None else sig
     if sig is None:
         return
-    n = next(a.shape[0] for a in args if a is not None)
+    sizes = _sizes(program, sig)
     with _lock:
-        _sizes.setdefault(program, {}).setdefault(sig, set()).add(n)
-
-
-def _padded_size(program: Any, sig: Any, n: int) -> int | None:
-    with _lock:
-        sizes = _sizes.get(program, {}).get(sig, ())
-        larger = [s for s in sizes if s > n]
-    return min(larger) if larger and n > 0 else None
+        sizes.compiled.add(_batch(args))
 
 
 def call(program: Callable[..., Any], steps: Sequence[Any], args: Sequence[Any]) -> Any:
     """``program(*args)`` where every non-None arg has the batch as leading axis (but a single
-    key of shape ``()``, which the program splits per sample itself); a batch
-    smaller than one ``program`` already ran with is padded to that size and the outputs (a
-    pytree of arrays with a leading batch axis, or None leaves) cut back to the real samples.
-    """
+    key of shape ``()``, which the program splits per sample itself), at the batch size
+    :func:`policy` picks; a padded batch's outputs (a pytree of arrays with a leading batch
+    axis, or None leaves) are cut back to the real samples."""
     sig = _signature(args)
-    size = None
-    if sig is not None and enabled() and paddable(steps):
-        n = next(a.shape[0] for a in args if a is not None)
-        size = _padded_size(program, sig, n)
-    if size is None:
-        out = program(*args)
-        if sig is not None:
-            record(program, args, sig)
-        return out
-    source, position = layout(n, size)
-    # a single key (split by the program itself) becomes one key per sample first
-    args = tuple(per_sample_keys(a, n) if a is not None and a.ndim == 0 else a for a in args)
-    out = program(*_take(args, source))
+    rule = policy() if sig is not None else "off"
+    if rule == "off" or not paddable(steps):
+        return _own(program, args, sig)
+    n = _batch(args)
+    if n == 0:
+        return _own(program, args, sig)
+    if rule == "buckets":
+        size = bucket(n)
+        if size == n:
+            return _own(program, args, sig)
+        return _padded(program, steps, args, n, size)
+    sizes = _sizes(program, sig)
+    start = False
+    with _lock:
+        size = None if n in sizes.compiled else min(
+            (s for s in sizes.compiled if s > n), default=None)
+        seen = sizes.padded.get(n, 0)
+        job = sizes.pending.get(n)
+        if size is not None:
+            sizes.padded[n] = seen + 1
+            if rule == "recurring" and seen and job is None:  # its second batch
+                job = sizes.pending[n] = _Compile(program, args, sig, n)
+                _threads.add(job)
+                start = True
+    if size is None or rule == "pad" or not seen:
+        if size is None:
+            return _own(program, args, sig)
+        return _padded(program, steps, args, n, size)
+    if start:  # the size's second batch: its own program compiles, behind or here
+        if not job.begin():  # a JAX setting of this thread's: here, now
+            return _own(program, args, sig)
+        return _padded(program, steps, args, n, size)
+    job.finished.wait()  # its third batch on: its own program (waits for the compile)
+    return _own(program, args, sig)
+
+
+def wait_compiles() -> None:
+    """Waits for the background compiles under way (tests, benchmarks)."""
+    with _lock:
+        jobs = list(_threads)
+    for job in jobs:
+        job.finished.wait()
+
+
+def _own(program: Callable[..., Any], args: Sequence[Any], sig: Any) -> Any:
+    out = program(*args)
+    if sig is not None:
+        record(program, args, sig)
+    return out
+
+
+def _padded(program: Callable[..., Any], steps: Sequence[Any], args: Sequence[Any], n: int,
+            size: int) -> Any:
+    key = next((a for a in args if a is not None and a.ndim == 0), None)
+    if key is not None and _splits_by_prefix(key) and all(s.spec.level == "sample"
+                                                           for s in steps):
+        # The program splits the one key into ``size`` keys, the first ``n`` of which are the
+        # batch's: the real samples go first (the program the full batches ran, as it is).
+        source = np.concatenate([np.arange(n), np.zeros(size - n, np.int64)]).astype(np.int32)
+        position = np.arange(n, dtype=np.int32)
+    else:
+        source, position = layout(n, size)
+        # a single key (split by the program itself) becomes one key per sample first
+        args = tuple(per_sample_keys(a, n) if a is not None and a.ndim == 0 else a
+                     for a in args)
+    rows = _take(tuple(None if a is None or a.ndim == 0 else a for a in args), source)
+    out = program(*(a if r is None else r for a, r in zip(args, rows)))
     return _take(out, position)
+
+
+def _splits_by_prefix(key: Any) -> bool:
+    """Whether ``jax.random.split(key, N)[:n]`` is ``jax.random.split(key, n)`` for this key:
+    the partitionable Threefry (JAX's default) numbers the keys by their index alone."""
+    return bool(jax.config.jax_threefry_partitionable) and \
+        str(jax.random.key_impl(key)) == "threefry2x32"
+
+
+def _settings() -> tuple[str, ...]:
+    """Every JAX setting as this thread sees it (its own context managers included)."""
+    config = jax.config
+    return tuple(repr(getattr(config, name, None)) for name in sorted(config.values))
+
+
+def _form(a: Any) -> Any:
+    """What a call's program is specialised to in ``a``: shape, dtype, key type, placement and
+    commitment (read, not ``a``'s data: a DALI batch's memory may be reused once the callback
+    returns)."""
+    if a is None:
+        return None
+    impl = jax.random.key_impl(a) if jnp.issubdtype(a.dtype, jax.dtypes.prng_key) else None
+    return a.shape, a.dtype, impl, a.sharding, a.committed
+
+
+def _like(form: Any) -> Any:
+    """An array of ``form`` (zeros; keys of seed 0): a call with it hits the program that a call
+    with the array of that form compiles."""
+    if form is None:
+        return None
+    shape, dtype, impl, sharding, committed = form
+    if impl is not None:
+        key = jax.random.key(0, impl=impl)
+        x = key if not shape else jax.random.split(key, shape)
+    else:
+        x = jnp.zeros(shape, dtype)
+    return jax.device_put(x, sharding) if committed else x
+
+
+class _Compile(threading.Thread):
+    """Compiles ``program`` for a recurring batch size behind the caller's back: runs it once on
+    arrays like the caller's (zeros), in a copy of the caller's context, if this thread sees
+    the caller's JAX settings (thread-local ones, e.g. ``jax.default_device(...)`` or
+    ``jax.numpy_dtype_promotion(...)``, would trace another program: then the caller compiles
+    itself)."""
+
+    def __init__(self, program: Any, args: Sequence[Any], sig: Any, n: int):
+        super().__init__(name=f"augjax-compile-{n}", daemon=True)
+        self._program, self._sig = program, sig
+        self._forms = [_form(a) for a in args]
+        self._caller = _settings()
+        self._context = contextvars.copy_context()
+        self._checked = threading.Event()
+        self._safe = False
+        self.finished = threading.Event()
+
+    def begin(self) -> bool:
+        """Starts; whether the compile runs here (False: the caller compiles itself)."""
+        self.start()
+        self._checked.wait()
+        return self._safe
+
+    def run(self) -> None:
+        try:
+            self._safe = _settings() == self._caller
+            self._checked.set()
+            if self._safe:
+                self._context.run(self._compile)
+        except Exception:  # noqa: BLE001  (the caller's own call then compiles and says why)
+            pass
+        finally:
+            self._checked.set()
+            with _lock:
+                _threads.discard(self)
+            self.finished.set()
+
+    def _compile(self) -> None:
+        args = [_like(form) for form in self._forms]
+        jax.block_until_ready(self._program(*args))
+        record(self._program, args, self._sig)
 
 
 @jax.jit

@@ -77,5 +77,9 @@ def warmup(
         arrays.append(jax.device_put(jnp.zeros((n, 2), jnp.int32), device))
     before = trace_count()
     program = seeded_program(steps, layout, with_labels, with_seeds, start)
-    jax.block_until_ready(_padding.call(program, steps, arrays))
+    if _padding.policy() == "buckets":  # the pipeline's batches run at their bucket: that one
+        jax.block_until_ready(_padding.call(program, steps, arrays))
+    else:  # this size's own program, not a padded run of a larger one
+        with _padding.no_padding():
+            jax.block_until_ready(_padding.call(program, steps, arrays))
     return trace_count() - before
