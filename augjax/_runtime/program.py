@@ -20,6 +20,7 @@ import einops
 import jax
 import jax.numpy as jnp
 
+from augjax._runtime.boundary import boundary_compiler_options, materialize
 from augjax._runtime.compile_cache import enable as enable_compile_cache
 from augjax._runtime.inputs import check_images, check_labels
 from augjax._runtime.keys import keys_from_seeds, per_sample_keys
@@ -175,12 +176,19 @@ def apply_params(
     x = images
     items = list(zip(steps, params))
     runs = itertools.groupby(items, key=lambda sp: (sp[0].spec.level, sp[0].spec.compute_bound))
+    done = 0
     for (level, _), run in runs:  # per-sample ops in runs (all compute-bound or none)
+        run = list(run)
         if level == "sample":
-            x, layout = _sample_segment(list(run), x, layout)
-            continue
-        for step, p in run:
-            x, labels, layout = _batch_step(step, p, x, labels, layout)
+            x, layout = _sample_segment(run, x, layout)
+        else:
+            for i, (step, p) in enumerate(run):
+                if i:
+                    x = materialize(x)
+                x, labels, layout = _batch_step(step, p, x, labels, layout)
+        done += len(run)
+        if done < len(items):  # each op reads the one before from memory (boundary.py)
+            x = materialize(x)
     return x, labels
 
 
@@ -227,8 +235,10 @@ def _sample_segment(segment, x, layout):
 
     def apply(x, ps):
         lay = layout
-        for (step, _), p in zip(segment, ps):
+        for i, ((step, _), p) in enumerate(zip(segment, ps)):
             spec, config = step.spec, step.kwargs
+            if i:
+                x = materialize(x)
             check_images(x, spec, lay)
             hwc = _to_hwc(x, lay)
             out = jax.vmap(step.run)(hwc, p)
@@ -484,8 +494,9 @@ def apply_program(steps: tuple[Any, ...], layout: str, partitioned: bool = False
             return out, new_labels, moved
 
     # Partitioned programs run over several devices: not kept (the store is per device).
+    # The compiler options keep the boundaries between steps (boundary.py).
     return StoredProgram(program, None if partitioned else lambda: (
-        "apply", steps, dict(layout=layout, targets=targets)))
+        "apply", steps, dict(layout=layout, targets=targets)), boundary_compiler_options())
 
 
 def _first_name(steps: Sequence[Any]) -> str:

@@ -1,0 +1,54 @@
+"""Fusion boundaries: where a compiled program keeps an intermediate image in memory.
+
+XLA fuses a producer into each consumer that reads it, and a fused producer is computed again
+for every read. Between two ops of a chain that can cost far more than both ops alone: in
+``compose(random_resized_crop(224), flip(p=0.5))`` XLA:CPU fused the crop's two gather passes
+(4 x 4 taps per output pixel) into flip's ``select(coin, reverse(y), y)``, which reads ``y``
+twice per pixel, so the whole resample ran twice, element by element (2-core CPU, B=16,
+256^2 -> 224^2 uint8: 195 ms against 27 + 2 ms for the two ops alone). The program now keeps
+every op's output in memory before the next op reads it (:func:`materialize`, placed by
+:func:`augjax._runtime.program.apply_params` after each step but the last): a chain then costs
+what its ops cost alone, without their dispatches.
+
+A boundary is ``lax.optimization_barrier``, which XLA:CPU normally expands away before fusion
+(its ``cse_barrier_expander`` pass turns barriers into control dependencies, which do not stop
+fusion). augjax's top-level apply programs on the CPU are therefore compiled with that pass off
+(:func:`boundary_compiler_options`): the barriers stay to the end and no fusion crosses them.
+The values are unchanged (a barrier is the identity; XLA:CPU does not contract or reorder float
+arithmetic across fusions: the tests check chains against the unbounded program bitwise).
+Inside a caller's ``jax.jit`` the program is compiled with the caller's options, where the
+barriers are expanded and XLA fuses as it likes. Other platforms get no barrier (a GPU's
+fusion differs, and contracts multiply-adds inside a fusion, so a boundary could move a bit).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+
+from augjax._runtime.platform import platform_dependent
+
+__all__ = ["BARRIER_PASS", "boundary_compiler_options", "materialize"]
+
+#: The XLA pass that removes optimisation barriers before fusion (HLO pass name).
+BARRIER_PASS = "cse_barrier_expander"
+
+
+def _identity(x: Any) -> Any:
+    return x
+
+
+def materialize(x: Any) -> Any:
+    """``x`` (an array or pytree), kept in memory where the program's compiler options keep
+    barriers (:func:`boundary_compiler_options`): every later read loads it instead of fusing
+    its computation again. On platforms other than the CPU, ``x`` itself. Traced."""
+    return platform_dependent(x, cpu=jax.lax.optimization_barrier, default=_identity)
+
+
+def boundary_compiler_options() -> dict[str, Any] | None:
+    """XLA options under which :func:`materialize`'s barriers bound fusion: on a CPU backend,
+    the barrier expander off; elsewhere None (no barrier is placed there)."""
+    if jax.default_backend() != "cpu":
+        return None
+    return {"xla_disable_hlo_passes": BARRIER_PASS}
