@@ -17,6 +17,8 @@ MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
 #: Classes of the labels mixup and cutmix make soft.
 CLASSES = 1000
+#: How many ops the pair matrix has.
+PAIR_OPS_COUNT = 20
 
 
 def pair_ops(out: int) -> dict[str, Any]:
@@ -157,3 +159,97 @@ def kornia_imagenet(out: int, device: str = "cpu") -> Callable[[Any], Any]:
 
 
 PEERS = {"augmax": augmax_imagenet, "dm_pix": dm_pix_imagenet, "kornia": kornia_imagenet}
+
+
+# -- the ops alone, where a peer has them ---------------------------------------------------------
+# op name -> {peer: make(out, device) -> run(images)}; the augjax op is ``pair_ops(out)[name]``.
+# The JAX peers are vmapped per image and jitted, uint8 -> float32 in [0, 1] first (they work on
+# floats); kornia takes a float32 NCHW tensor. Each peer keeps its own random draws per call.
+
+
+def _jax_peer(one, *, floats: bool = True):
+    """``run(images)``: ``one(key, image)`` vmapped and jitted, a fresh key per call."""
+    import jax
+    import jax.numpy as jnp
+
+    fn = jax.jit(jax.vmap(one))
+    state = {"key": jax.random.PRNGKey(0)}
+
+    def run(images):
+        state["key"], sub = jax.random.split(state["key"])
+        x = images.astype(jnp.float32) / 255.0 if floats else images
+        return fn(jax.random.split(sub, images.shape[0]), x)
+
+    return run
+
+
+def _augmax(make_transform):
+    def make(out, device="cpu"):
+        t = make_transform(out)
+        return _jax_peer(lambda key, image: t(key, image))
+    return make
+
+
+def _kornia(make_module):
+    def make(out, device="cpu"):
+        import torch
+
+        module = make_module(out).to(device)
+
+        def run(images):
+            with torch.no_grad():
+                return module(images.permute(0, 3, 1, 2).float().div_(255.0))
+        return run
+    return make
+
+
+def _pix(fn):
+    def make(out, device="cpu"):
+        return _jax_peer(lambda key, image: fn(key, image, out))
+    return make
+
+
+def op_peers() -> dict[str, dict[str, Any]]:
+    """The ops of the ImageNet chain, rotate and Gaussian blur in augmax, dm-pix and kornia."""
+    import augmax
+    import dm_pix as pix
+    import jax.numpy as jnp
+    import kornia.augmentation as K
+    import torch
+
+    return {
+        "random_resized_crop": {
+            "augmax": _augmax(lambda out: augmax.RandomSizedCrop(out, out)),
+            "kornia": _kornia(lambda out: K.RandomResizedCrop((out, out))),
+        },
+        "flip": {
+            "augmax": _augmax(lambda out: augmax.HorizontalFlip()),
+            "dm_pix": _pix(lambda key, image, out: pix.random_flip_left_right(key, image)),
+            "kornia": _kornia(lambda out: K.RandomHorizontalFlip()),
+        },
+        "color_jitter": {
+            "augmax": _augmax(lambda out: augmax.ColorJitter(0.4, 0.4, 0.4, 0.1, p=1.0)),
+            "kornia": _kornia(lambda out: K.ColorJitter(0.4, 0.4, 0.4, 0.1, p=1.0)),
+        },
+        "normalize": {
+            "augmax": _augmax(lambda out: augmax.Normalize(jnp.asarray(MEAN), jnp.asarray(STD))),
+            "kornia": _kornia(lambda out: K.Normalize(torch.tensor(MEAN), torch.tensor(STD))),
+        },
+        "rotate": {
+            "augmax": _augmax(lambda out: augmax.Rotate((-30, 30))),
+            "dm_pix": _pix(lambda key, image, out: pix.rotate(
+                image, jnp.deg2rad(jax_uniform(key, -30.0, 30.0)), order=0)),
+            "kornia": _kornia(lambda out: K.RandomRotation(30.0, p=1.0)),
+        },
+        "gaussian_blur": {
+            "dm_pix": _pix(lambda key, image, out: pix.gaussian_blur(
+                image, jax_uniform(key, 0.1, 2.0), 5)),
+            "kornia": _kornia(lambda out: K.RandomGaussianBlur((5, 5), (0.1, 2.0), p=1.0)),
+        },
+    }
+
+
+def jax_uniform(key, low: float, high: float):
+    import jax
+
+    return jax.random.uniform(key, (), minval=low, maxval=high)

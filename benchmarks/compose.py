@@ -1,0 +1,329 @@
+"""Composition benchmark: does a chain cost more than its ops?
+
+Every ordered pair (a, b) of the 20 ops of ``compose_cases.pair_ops`` runs as one chain,
+``compose(a, b)``, against the two ops alone: ``a`` on the batch and ``b`` on ``a``'s output
+(the size and dtype it sees in the chain). The ratio is chain / (a + b) of the medians; the
+"paired" ratio is the median over rounds of the same quotient within a round (the chain and its
+two parts alternate in every round, so a load change hits all three). Then the ImageNet training
+chain (random resized crop, flip, colour jitter, normalize) against the sum of its four ops and
+against augmax, dm-pix and kornia (``compose_cases.PEERS``) at each ``--peer-batches`` size,
+and six ops alone against the peers that have them (``compose_cases.op_peers``).
+
+    python benchmarks/compose.py                       # CPU, B=16, 256^2 -> 224^2 uint8
+    python benchmarks/compose.py --ops flip rotate     # the pairs of a few ops
+    python benchmarks/compose.py --device gpu --batch 256 --time-limit 540
+
+Writes ``results/compose-<machine>-<date>.json`` (``--out``) and prints the worst pairs and the
+peers' rows. Target (issue 42): every pair <= 1.1x the sum of its parts; the ImageNet chain no
+slower than augmax and kornia on the CPU, and no slower than the sum of its ops on a GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+import traceback
+import warnings
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import harness  # noqa: E402
+from compose_cases import (  # noqa: E402
+    CLASSES,
+    PAIR_OPS_COUNT,
+    PEERS,
+    imagenet_chain,
+    op_peers,
+    pair_ops,
+)
+
+TARGET = 1.1
+
+
+def _call(chain, x, labels, key):
+    """``chain`` on ``x`` (and ``labels`` when it mixes them): (images, labels)."""
+    if "labels" in chain.inputs:
+        return chain(x, labels, key=key)
+    return chain(x, key=key), labels
+
+
+def _timed(fn, iters: int) -> float:
+    import jax
+
+    t0 = time.perf_counter()
+    out = None
+    for _ in range(iters):
+        out = fn()
+    jax.block_until_ready(out)
+    return (time.perf_counter() - t0) * 1e3 / iters
+
+
+def _rounds(fns: list, iters: int, reps: int, warmup: int = 2) -> list[list[float]]:
+    """ms per call of each of ``fns``, ``reps`` rounds, the functions alternating in each."""
+    import jax
+
+    for fn in fns:
+        for _ in range(warmup):
+            jax.block_until_ready(fn())
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(reps):
+        for i, fn in enumerate(fns):
+            times[i].append(_timed(fn, iters))
+    return times
+
+
+def _iters_for(ms: float, row_ms: float) -> int:
+    return max(1, min(20, int(row_ms / max(ms, 0.05))))
+
+
+def run_pairs(args, x, labels, key) -> list[dict]:
+    import augjax
+
+    steps = pair_ops(args.out_size)
+    names = args.ops or list(steps)
+    first = args.first or names
+    rows = []
+    start = time.perf_counter()
+    for a in first:
+        for b in names:
+            row = {"first": a, "second": b}
+            rows.append(row)
+            if args.time_limit and time.perf_counter() - start > args.time_limit:
+                row["skipped"] = "time limit"
+                continue
+            try:
+                chain = augjax.compose(steps[a], steps[b])
+                alone_a = augjax.compose(steps[a])
+                alone_b = augjax.compose(steps[b])
+                mid, mid_labels = _call(alone_a, x, labels, key)
+                fns = [lambda: _call(chain, x, labels, key),
+                       lambda: _call(alone_a, x, labels, key),
+                       lambda: _call(alone_b, mid, mid_labels, key)]
+                probe = [min(t) for t in _rounds(fns, 1, 1, warmup=1)]
+                iters = _iters_for(max(probe), args.row_ms)
+                chain_t, a_t, b_t = _rounds(fns, iters, args.reps, warmup=0)
+            except Exception as err:  # noqa: BLE001  (recorded; the matrix goes on)
+                row["error"] = f"{type(err).__name__}: {str(err)[:300]}"
+                continue
+            med = [statistics.median(t) for t in (chain_t, a_t, b_t)]
+            row.update(chain_ms=round(med[0], 3), first_ms=round(med[1], 3),
+                       second_ms=round(med[2], 3), sum_ms=round(med[1] + med[2], 3),
+                       ratio=round(med[0] / (med[1] + med[2]), 3),
+                       paired_ratio=round(statistics.median(
+                           c / (p + q) for c, p, q in zip(chain_t, a_t, b_t)), 3),
+                       iters=iters)
+            print(f"{a:>20} + {b:<20} chain {med[0]:8.2f}  parts {med[1]:7.2f} + "
+                  f"{med[2]:7.2f}  ratio {row['ratio']:.2f} ({row['paired_ratio']:.2f})",
+                  flush=True)
+    return rows
+
+
+def run_peers(args, device: str) -> list[dict]:
+    """The ImageNet chain: augjax, the sum of its four ops, and each peer, per batch size."""
+    import augjax
+    import jax
+    import numpy as np
+
+    rows = []
+    for b in args.peer_batches:
+        host = harness.host_batches(b, args.size, n=1)[0]
+        x = jax.device_put(host, jax.devices(device)[0])
+        key = jax.random.key(0)
+        chain = imagenet_chain(args.out_size)
+        parts = [augjax.compose(step) for step in chain]
+        inputs = [x]
+        for part in parts[:-1]:
+            inputs.append(part(inputs[-1], key=key))
+        fns = {"augjax": lambda: chain(x, key=key)}
+        for i, part in enumerate(parts):
+            fns[f"augjax {part[0].name} alone"] = (lambda p=part, v=inputs[i]: p(v, key=key))
+        for name, make in PEERS.items():
+            try:
+                if name == "kornia":
+                    import torch
+
+                    tdev = "cuda" if device == "gpu" else "cpu"
+                    run = make(args.out_size, tdev)
+                    xt = torch.from_numpy(np.asarray(host)).to(tdev)
+                    fns[name] = _torch_fn(run, xt, tdev)
+                else:
+                    run = make(args.out_size)
+                    fns[name] = (lambda r=run: r(x))
+            except Exception as err:  # noqa: BLE001  (not installed, or it fails: recorded)
+                rows.append({"batch": b, "name": name,
+                             "error": f"{type(err).__name__}: {str(err)[:300]}"})
+        names = list(fns)
+        try:
+            probe = [min(t) for t in _rounds([fns[n] for n in names], 1, 1, warmup=2)]
+        except Exception:  # noqa: BLE001
+            traceback.print_exc()
+            raise
+        iters = _iters_for(max(probe), args.row_ms)
+        times = _rounds([fns[n] for n in names], iters, args.reps, warmup=0)
+        med = {n: statistics.median(t) for n, t in zip(names, times)}
+        sum_ops = sum(v for n, v in med.items() if n.endswith(" alone"))
+        for n in names:
+            rows.append({"batch": b, "name": n, "ms": round(med[n], 3), "iters": iters,
+                         "augjax_over_this": round(med["augjax"] / med[n], 3)})
+        rows.append({"batch": b, "name": "sum of the four ops alone", "ms": round(sum_ops, 3),
+                     "augjax_over_this": round(med["augjax"] / sum_ops, 3)})
+        for row in rows:
+            if row.get("batch") == b and "ms" in row:
+                print(f"B={b:<4} {row['name']:<44} {row['ms']:9.2f} ms   augjax / this "
+                      f"{row['augjax_over_this']:.2f}", flush=True)
+    return rows
+
+
+def run_op_peers(args, device: str) -> list[dict]:
+    """Each op of :func:`compose_cases.op_peers` alone, augjax against each peer, on the
+    batch at the first of ``--peer-batches`` (the ops' inputs: the full-size batch)."""
+    import augjax
+    import jax
+    import numpy as np
+
+    b = args.peer_batches[0]
+    host = harness.host_batches(b, args.size, n=1)[0]
+    x = jax.device_put(host, jax.devices(device)[0])
+    key = jax.random.key(0)
+    steps = pair_ops(args.out_size)
+    tdev = "cuda" if device == "gpu" else "cpu"
+    rows = []
+    try:
+        table = op_peers()
+    except ImportError as err:
+        return [{"error": f"ImportError: {err}"}]
+    for op, peers in table.items():
+        chain = augjax.compose(steps[op])
+        fns = {"augjax": lambda c=chain: c(x, key=key)}
+        for name, make in peers.items():
+            try:
+                run = make(args.out_size, tdev)
+                if name == "kornia":
+                    import torch
+
+                    fns[name] = _torch_fn(run, torch.from_numpy(np.asarray(host)).to(tdev), tdev)
+                else:
+                    fns[name] = (lambda r=run: r(x))
+            except Exception as err:  # noqa: BLE001
+                rows.append({"op": op, "name": name, "batch": b,
+                             "error": f"{type(err).__name__}: {str(err)[:300]}"})
+        names = list(fns)
+        probe = [min(t) for t in _rounds([fns[n] for n in names], 1, 1, warmup=2)]
+        iters = _iters_for(max(probe), args.row_ms)
+        times = _rounds([fns[n] for n in names], iters, args.reps, warmup=0)
+        med = {n: statistics.median(t) for n, t in zip(names, times)}
+        for n in names:
+            rows.append({"op": op, "name": n, "batch": b, "ms": round(med[n], 3),
+                         "augjax_over_this": round(med["augjax"] / med[n], 3)})
+            print(f"B={b:<4} {op:<20} {n:<8} {med[n]:9.2f} ms   augjax / this "
+                  f"{med['augjax'] / med[n]:.2f}", flush=True)
+    return rows
+
+
+def _torch_fn(run, xt, tdev: str):
+    """A kornia call whose result is waited for like a JAX array's (``block_until_ready``)."""
+    import torch
+
+    class _Done:
+        def __init__(self, t):
+            self.t = t
+
+        def block_until_ready(self):
+            if tdev == "cuda":
+                torch.cuda.synchronize()
+            return self
+
+    return lambda: _Done(run(xt))
+
+
+def worst(rows: list[dict], n: int = 10) -> list[dict]:
+    done = [r for r in rows if "ratio" in r]
+    return sorted(done, key=lambda r: -r["ratio"])[:n]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu", choices=("cpu", "gpu"))
+    parser.add_argument("--batch", type=int, default=None, help="B (16 on CPU, 256 on GPU)")
+    parser.add_argument("--size", type=int, default=256, help="input side")
+    parser.add_argument("--out-size", type=int, default=224, help="side after crop/resize")
+    parser.add_argument("--ops", nargs="*", help=f"the ops of the matrix (default: all "
+                                                 f"{PAIR_OPS_COUNT})")
+    parser.add_argument("--first", nargs="*", help="only pairs whose first op is one of these")
+    parser.add_argument("--reps", type=int, default=5, help="timed rounds per row")
+    parser.add_argument("--row-ms", type=float, default=60.0,
+                        help="about this many ms per program per round (iterations per round)")
+    parser.add_argument("--time-limit", type=float, default=0.0,
+                        help="seconds for the pairs; later pairs are recorded as skipped")
+    parser.add_argument("--no-pairs", action="store_true")
+    parser.add_argument("--no-peers", action="store_true")
+    parser.add_argument("--peer-batches", type=int, nargs="*", default=None,
+                        help="batch sizes of the peers' rows (16 64 on CPU, 256 on GPU)")
+    parser.add_argument("--note", default="", help="recorded in the file (the machine's load)")
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args(argv)
+    gpu = args.device == "gpu"
+    args.batch = args.batch or (256 if gpu else 16)
+    args.peer_batches = args.peer_batches or ([256] if gpu else [16, 64])
+    warnings.simplefilter("ignore")  # normalize's output read by a later op, as a float image
+
+    import jax
+    import numpy as np
+
+    dev = jax.devices(args.device)[0]
+    x = jax.device_put(harness.host_batches(args.batch, args.size, n=1)[0], dev)
+    labels = jax.device_put(np.arange(args.batch, dtype=np.int32) % CLASSES, dev)
+    key = jax.random.key(0)
+    result = {"kind": "compose", "date": harness.today(), "machine": harness.machine(gpu),
+              "versions": {**harness.versions(gpu), **_peer_versions()},
+              "config": {"device": args.device, "batch": args.batch, "size": args.size,
+                         "out_size": args.out_size, "reps": args.reps, "row_ms": args.row_ms,
+                         "dtype": "uint8", "target_ratio": TARGET},
+              "note": args.note, "pairs": [], "peers": [], "op_peers": []}
+    if not args.no_pairs:
+        result["pairs"] = run_pairs(args, x, labels, key)
+    if not args.no_peers:
+        result["peers"] = run_peers(args, args.device)
+        result["op_peers"] = run_op_peers(args, args.device)
+    result["machine"]["load_average_1min_end"] = harness.machine(gpu)["load_average_1min"]
+    name = f"compose-{'gpu-' + _gpu_name() if gpu else 'cpu'}-{harness.today()}.json"
+    out = Path(args.out) if args.out else harness.RESULTS / name
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    done = [r for r in result["pairs"] if "ratio" in r]
+    if done:
+        over = [r for r in done if r["ratio"] > TARGET]
+        print(f"\n{len(done)} pairs, {len(over)} over {TARGET}x the sum of their parts; "
+              f"errors {sum('error' in r for r in result['pairs'])}, skipped "
+              f"{sum('skipped' in r for r in result['pairs'])}. Worst:")
+        for r in worst(done):
+            print(f"  {r['first']} + {r['second']}: {r['chain_ms']} ms vs {r['first_ms']} + "
+                  f"{r['second_ms']} -> {r['ratio']}x (paired {r['paired_ratio']}x)")
+    print(f"wrote {out}")
+    return 0
+
+
+def _peer_versions() -> dict[str, str | None]:
+    import importlib.metadata as md
+
+    out = {}
+    for dist in ("augmax", "dm-pix", "kornia"):
+        try:
+            out[dist] = md.version(dist)
+        except md.PackageNotFoundError:
+            out[dist] = None
+    return out
+
+
+def _gpu_name() -> str:
+    import jax
+
+    kind = jax.devices()[0].device_kind.lower()
+    return "h200" if "h200" in kind else kind.replace(" ", "-")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
