@@ -51,15 +51,21 @@ def _call(chain, x, labels, key):
     return chain(x, key=key), labels
 
 
+#: What a row's ms are: "wall" (time to the results) or "cpu" (the CPU time of this process,
+#: all its threads: XLA's and torch's; set by --clock).
+CLOCK = {"fn": time.perf_counter}
+
+
 def _timed(fn, iters: int) -> float:
     import jax
 
-    t0 = time.perf_counter()
+    clock = CLOCK["fn"]
+    t0 = clock()
     out = None
     for _ in range(iters):
         out = fn()
     jax.block_until_ready(out)
-    return (time.perf_counter() - t0) * 1e3 / iters
+    return (clock() - t0) * 1e3 / iters
 
 
 def _rounds(fns: list, iters: int, reps: int, warmup: int = 2) -> list[list[float]]:
@@ -263,10 +269,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-peers", action="store_true")
     parser.add_argument("--peer-batches", type=int, nargs="*", default=None,
                         help="batch sizes of the peers' rows (16 64 on CPU, 256 on GPU)")
+    parser.add_argument("--clock", default="wall", choices=("wall", "cpu"),
+                        help="wall time, or the process's CPU time (all threads): the work "
+                             "done, less disturbed by other processes on a shared machine")
     parser.add_argument("--note", default="", help="recorded in the file (the machine's load)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     gpu = args.device == "gpu"
+    CLOCK["fn"] = time.process_time if args.clock == "cpu" else time.perf_counter
     args.batch = args.batch or (256 if gpu else 16)
     args.peer_batches = args.peer_batches or ([256] if gpu else [16, 64])
     warnings.simplefilter("ignore")  # normalize's output read by a later op, as a float image
@@ -282,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
               "versions": {**harness.versions(gpu), **_peer_versions()},
               "config": {"device": args.device, "batch": args.batch, "size": args.size,
                          "out_size": args.out_size, "reps": args.reps, "row_ms": args.row_ms,
+                         "clock": args.clock,
                          "dtype": "uint8", "target_ratio": TARGET},
               "note": args.note, "pairs": [], "peers": [], "op_peers": []}
     if not args.no_pairs:
