@@ -311,7 +311,12 @@ def main(argv: list[str] | None = None) -> int:
                              "done, less disturbed by other processes on a shared machine")
     parser.add_argument("--note", default="", help="recorded in the file (the machine's load)")
     parser.add_argument("--out", default=None)
+    parser.add_argument("--markdown", default=None, metavar="FILE",
+                        help="print the tables of a result file as Markdown and exit")
     args = parser.parse_args(argv)
+    if args.markdown:
+        print(markdown(json.loads(Path(args.markdown).read_text())))
+        return 0
     gpu = args.device == "gpu"
     CLOCK["fn"] = time.process_time if args.clock == "cpu" else time.perf_counter
     args.batch = args.batch or (256 if gpu else 16)
@@ -356,6 +361,41 @@ def main(argv: list[str] | None = None) -> int:
     _summary(result)
     print(f"wrote {out}")
     return 0
+
+
+def markdown(result: dict, n: int = 12) -> str:
+    """The worst pairs, the peers' ImageNet chain rows and the ops against the peers."""
+    cfg = result["config"]
+    done = [r for r in result["pairs"] if "ratio" in r]
+    final = [r.get("final_ratio", r["ratio"]) for r in done]
+    over = sum(f > TARGET for f in final)
+    lines = [f"{len(done)} pairs ({cfg['device']}, B={cfg['batch']}, {cfg['size']}^2 -> "
+             f"{cfg['out_size']}^2 uint8, {cfg.get('clock', 'wall')} ms), {over} over "
+             f"{TARGET}x the sum of their parts after the recheck; median ratio "
+             f"{statistics.median(final):.2f}." if done else "", ""]
+    if done:
+        lines += ["| first | second | chain (ms) | first alone | second alone | ratio | paired "
+                  "| recheck (paired) |", "|---|---|---|---|---|---|---|---|"]
+        for r in worst(done, n):
+            again = r.get("recheck", {}).get("paired_ratio")
+            lines.append(f"| {r['first']} | {r['second']} | {r['chain_ms']:.2f} | "
+                         f"{r['first_ms']:.2f} | {r['second_ms']:.2f} | {r['ratio']:.2f} | "
+                         f"{r['paired_ratio']:.2f} | {'-' if again is None else f'{again:.2f}'} |")
+        lines.append("")
+    peers = [r for r in result.get("peers", []) if "ms" in r]
+    if peers:
+        lines += ["| ImageNet chain | B | ms | augjax / this |", "|---|---|---|---|"]
+        for r in peers:
+            lines.append(f"| {r['name']} | {r['batch']} | {r['ms']:.2f} | "
+                         f"{r['augjax_over_this']:.2f} |")
+        lines.append("")
+    ops = [r for r in result.get("op_peers", []) if "ms" in r]
+    if ops:
+        lines += ["| op alone | peer | B | ms | augjax / this |", "|---|---|---|---|---|"]
+        for r in ops:
+            lines.append(f"| {r['op']} | {r['name']} | {r['batch']} | {r['ms']:.2f} | "
+                         f"{r['augjax_over_this']:.2f} |")
+    return "\n".join(lines)
 
 
 def _summary(result: dict) -> None:
