@@ -168,7 +168,9 @@ def apply_params(
     layout: str,
 ) -> tuple[jax.Array, jax.Array | None]:
     """Applies configured ops in order with the given params (one pytree per step, as
-    :func:`sample_steps` returns them); deterministic. Traced inside ``jax.jit``."""
+    :func:`sample_steps` returns them); deterministic. Traced inside ``jax.jit``. Every step's
+    output but the last passes through :func:`augjax._runtime.boundary.materialize`: XLA
+    then fuses no op into the next (a fused producer is computed again for each read)."""
     _count_trace()
     if len(params) != len(steps):
         raise InputError(f"apply: expected params for {len(steps)} step(s), got {len(params)}",
@@ -480,7 +482,9 @@ def apply_program(steps: tuple[Any, ...], layout: str, partitioned: bool = False
                   targets: Any = None):
     """The jitted deterministic program for arrays: ``f(images, labels, params, *targets)``
     returning ``(images, labels)``, or ``(images, labels, moved targets)`` when ``targets`` (a
-    :class:`augjax._runtime.targets.TargetSpec`) names target arrays."""
+    :class:`augjax._runtime.targets.TargetSpec`) names target arrays. Called at the top level
+    on the CPU it compiles with :func:`augjax._runtime.boundary.boundary_compiler_options`, so
+    that each step reads the one before from memory (:func:`apply_params`)."""
     enable_compile_cache()
 
     def program(images, labels, params, *arrays):
