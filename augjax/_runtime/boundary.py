@@ -52,3 +52,40 @@ def boundary_compiler_options() -> dict[str, Any] | None:
     if jax.default_backend() != "cpu":
         return None
     return {"xla_disable_hlo_passes": BARRIER_PASS}
+
+
+#: Primitives that compute each output element from the same element of their inputs (and
+#: scalars or broadcast parameters): a step made of these only is cheap to fuse into the next.
+_POINTWISE = frozenset({
+    "abs", "add", "and", "broadcast_in_dim", "ceil", "clamp", "convert_element_type", "copy",
+    "copy_p", "cos", "div", "eq", "exp", "exp2", "floor", "ge", "gt", "integer_pow", "is_finite",
+    "le", "log", "log1p", "lt", "max", "min", "mul", "ne", "neg", "not", "or", "pow",
+    "reduce_precision", "rem", "round", "rsqrt", "select_n", "sign", "sin", "sqrt", "square",
+    "squeeze", "expand_dims", "stop_gradient", "sub", "tan", "tanh", "xor", "erf",
+})
+
+
+def pointwise(fn: Any, *args: Any) -> bool:
+    """Whether ``fn(*args)`` (shapes and dtypes are enough) is pointwise: each output element
+    computed from the same element of its inputs by a few elementwise primitives. Such a step
+    is left to XLA's fusion (a pointwise producer fused into its consumer costs a few
+    operations per read, and keeping its output would cost a write and a read); any other
+    step (gathers, reversals, slices, reductions, control flow) is kept in memory."""
+    structs = jax.tree_util.tree_map(lambda v: jax.ShapeDtypeStruct(v.shape, v.dtype), args)
+    try:
+        closed = jax.make_jaxpr(fn)(*structs)
+    except Exception:  # noqa: BLE001  (the step's own trace reports its errors)
+        return False
+    return _pointwise_jaxpr(closed.jaxpr)
+
+
+def _pointwise_jaxpr(jaxpr: Any) -> bool:
+    for eqn in jaxpr.eqns:
+        subs = [v for v in eqn.params.values() if hasattr(v, "jaxpr") or hasattr(v, "eqns")]
+        if subs:  # a nested call (jit, custom_jvp): pointwise if its body is
+            if not all(_pointwise_jaxpr(getattr(s, "jaxpr", s)) for s in subs):
+                return False
+            continue
+        if eqn.primitive.name not in _POINTWISE:
+            return False
+    return True
