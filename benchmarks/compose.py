@@ -95,6 +95,7 @@ def run_pairs(args, x, labels, key) -> list[dict]:
     rows = []
     start = time.perf_counter()
     for a in first:
+        _release()
         for b in names:
             row = {"first": a, "second": b}
             rows.append(row)
@@ -109,6 +110,18 @@ def run_pairs(args, x, labels, key) -> list[dict]:
                 continue
             _print_pair(row)
     return rows
+
+
+def _release() -> None:
+    """Drops JAX's compiled programs: each XLA:CPU executable keeps memory mappings, and after
+    ~1,200 programs in one process LLVM failed ("Cannot allocate memory", the kernel's
+    vm.max_map_count). augjax's own wrappers then compile again on their next call."""
+    import gc
+
+    import jax
+
+    jax.clear_caches()
+    gc.collect()
 
 
 def time_pair(first, second, x, labels, key, reps: int, row_ms: float) -> dict:
