@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -331,6 +332,9 @@ def main(argv: list[str] | None = None) -> int:
         print(markdown(json.loads(Path(args.markdown).read_text())))
         return 0
     gpu = args.device == "gpu"
+    # torch's OpenMP threads spin after each kornia call and took the cores from the next
+    # program timed (augjax's random_resized_crop 5.8 -> 52 ms right after kornia's).
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     CLOCK["fn"] = time.process_time if args.clock == "cpu" else time.perf_counter
     args.batch = args.batch or (256 if gpu else 16)
     args.peer_batches = args.peer_batches or ([256] if gpu else [16, 64])
