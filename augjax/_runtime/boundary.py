@@ -5,17 +5,20 @@ for every read. Between two ops of a chain that can cost far more than both ops 
 ``compose(random_resized_crop(224), flip(p=0.5))`` XLA:CPU fused the crop's two gather passes
 (4 x 4 taps per output pixel) into flip's ``select(coin, reverse(y), y)``, which reads ``y``
 twice per pixel, so the whole resample ran twice, element by element (2-core CPU, B=16,
-256^2 -> 224^2 uint8: 195 ms against 27 + 2 ms for the two ops alone). The program now keeps
-every op's output in memory before the next op reads it (:func:`materialize`, placed by
-:func:`augjax._runtime.program.apply_params` after each step but the last): a chain then costs
-what its ops cost alone, without their dispatches.
+256^2 -> 224^2 uint8: 186 ms against 22 + 1 ms for the two ops alone). The program now keeps
+an op's output in memory before the next op reads it (:func:`materialize`, placed by
+:func:`augjax._runtime.program.apply_params`), except after a :func:`pointwise` step that
+widens its values (normalize: cheaper to recompute from its uint8 input than to write and read
+back as float32) or before a pointwise consumer: a chain then costs about what its ops cost
+alone, without their dispatches (``benchmarks/compose.py``).
 
 A boundary is ``lax.optimization_barrier``, which XLA:CPU normally expands away before fusion
 (its ``cse_barrier_expander`` pass turns barriers into control dependencies, which do not stop
 fusion). augjax's top-level apply programs on the CPU are therefore compiled with that pass off
 (:func:`boundary_compiler_options`): the barriers stay to the end and no fusion crosses them.
-The values are unchanged (a barrier is the identity; XLA:CPU does not contract or reorder float
-arithmetic across fusions: the tests check chains against the unbounded program bitwise).
+The values are unchanged: a barrier is the identity, and XLA:CPU computed the same bits with
+and without it (every op alone against the code before, chains against the unbounded program
+in ``tests/compose/test_boundaries.py``).
 Inside a caller's ``jax.jit`` the program is compiled with the caller's options, where the
 barriers are expanded and XLA fuses as it likes. Other platforms get no barrier (a GPU's
 fusion differs, and contracts multiply-adds inside a fusion, so a boundary could move a bit).
