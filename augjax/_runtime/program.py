@@ -201,7 +201,20 @@ WIDENING, POINTWISE, OTHER = "widening", "pointwise", "other"
 
 
 def _kind(step: Any, hwc: jax.Array, params: Any) -> str:
-    """The step's kind on ``hwc`` (traced or abstract) with ``params``."""
+    """The step's kind on ``hwc`` (traced or abstract) with ``params``; OTHER without tracing
+    where no boundary is kept (not a CPU backend: the step's branches for a GPU cost trace
+    time)."""
+    if boundary_compiler_options() is None:
+        return OTHER
+    leaves, tree = jax.tree_util.tree_flatten(params)
+    return _kind_of(step, (hwc.shape, hwc.dtype), tree,
+                    tuple((v.shape, v.dtype) for v in leaves))
+
+
+@functools.lru_cache(maxsize=1024)
+def _kind_of(step: Any, image: tuple[Any, Any], tree: Any, leaves: tuple[Any, ...]) -> str:
+    hwc = jax.ShapeDtypeStruct(*image)
+    params = jax.tree_util.tree_unflatten(tree, [jax.ShapeDtypeStruct(*v) for v in leaves])
     if not pointwise(jax.vmap(step.run), hwc, params):
         return OTHER
     out = jax.eval_shape(jax.vmap(step.run), hwc, params)
