@@ -20,6 +20,7 @@ import einops
 import jax
 import jax.numpy as jnp
 
+from augjax._runtime.boundary import boundary_compiler_options, materialize, pointwise
 from augjax._runtime.compile_cache import enable as enable_compile_cache
 from augjax._runtime.inputs import check_images, check_labels
 from augjax._runtime.keys import keys_from_seeds, per_sample_keys
@@ -167,7 +168,11 @@ def apply_params(
     layout: str,
 ) -> tuple[jax.Array, jax.Array | None]:
     """Applies configured ops in order with the given params (one pytree per step, as
-    :func:`sample_steps` returns them); deterministic. Traced inside ``jax.jit``."""
+    :func:`sample_steps` returns them); deterministic. Traced inside ``jax.jit``. Every step's
+    output but the last passes through :func:`augjax._runtime.boundary.materialize`, except
+    after a widening pointwise step and between two pointwise steps (:func:`_kind`,
+    :func:`_fused_with`): XLA then fuses no op into a consumer that would compute it again for
+    each read."""
     _count_trace()
     if len(params) != len(steps):
         raise InputError(f"apply: expected params for {len(steps)} step(s), got {len(params)}",
@@ -175,13 +180,51 @@ def apply_params(
     x = images
     items = list(zip(steps, params))
     runs = itertools.groupby(items, key=lambda sp: (sp[0].spec.level, sp[0].spec.compute_bound))
+    before = None  # what the step before was (_kind); None: no step before
     for (level, _), run in runs:  # per-sample ops in runs (all compute-bound or none)
+        run = list(run)
         if level == "sample":
-            x, layout = _sample_segment(list(run), x, layout)
+            x, layout, before = _sample_segment(run, x, layout, before)
             continue
         for step, p in run:
+            if before is not None and before != WIDENING:  # read from memory (boundary.py)
+                x = materialize(x)
             x, labels, layout = _batch_step(step, p, x, labels, layout)
+            before = OTHER
     return x, labels
+
+
+#: What a step is, for the fusion boundary after it: pointwise and widening (its output has
+#: more bytes per value than its input, normalize's uint8 -> float32: recomputed from its input
+#: by any consumer for less than writing and reading it back), pointwise, or any other.
+WIDENING, POINTWISE, OTHER = "widening", "pointwise", "other"
+
+
+def _kind(step: Any, hwc: jax.Array, params: Any) -> str:
+    """The step's kind on ``hwc`` (traced or abstract) with ``params``; OTHER without tracing
+    where no boundary is kept (not a CPU backend: the step's branches for a GPU cost trace
+    time)."""
+    if boundary_compiler_options() is None:
+        return OTHER
+    leaves, tree = jax.tree_util.tree_flatten(params)
+    return _kind_of(step, (hwc.shape, hwc.dtype), tree,
+                    tuple((v.shape, v.dtype) for v in leaves))
+
+
+@functools.lru_cache(maxsize=1024)
+def _kind_of(step: Any, image: tuple[Any, Any], tree: Any, leaves: tuple[Any, ...]) -> str:
+    hwc = jax.ShapeDtypeStruct(*image)
+    params = jax.tree_util.tree_unflatten(tree, [jax.ShapeDtypeStruct(*v) for v in leaves])
+    if not pointwise(jax.vmap(step.run), hwc, params):
+        return OTHER
+    out = jax.eval_shape(jax.vmap(step.run), hwc, params)
+    return WIDENING if out.dtype.itemsize > hwc.dtype.itemsize else POINTWISE
+
+
+def _fused_with(before: str | None, kind: str) -> bool:
+    """Whether a step of ``kind`` reads the step ``before`` fused (no boundary between them):
+    after a widening pointwise step, or between two pointwise steps."""
+    return before == WIDENING or (before == POINTWISE and kind != OTHER)
 
 
 def _batch_step(step, p, x, labels, layout):
@@ -219,17 +262,25 @@ def _batch_step(step, p, x, labels, layout):
 CPU_CHUNK = 8
 
 
-def _sample_segment(segment, x, layout):
-    """Applies consecutive per-sample ops ``[(step, params), ...]``; returns (x, layout)."""
+def _sample_segment(segment, x, layout, before=None):
+    """Applies consecutive per-sample ops ``[(step, params), ...]`` after a step of kind
+    ``before`` (:func:`_kind`; None: no step before); returns (x, layout, the last op's
+    kind)."""
     out_layout = layout
     for step, _ in segment:
         out_layout = step.spec.layout_after(out_layout, step.kwargs)
 
+    kinds = [OTHER] * len(segment)  # per step: _kind (boundary.py)
+
     def apply(x, ps):
         lay = layout
-        for (step, _), p in zip(segment, ps):
+        for i, ((step, _), p) in enumerate(zip(segment, ps)):
             spec, config = step.spec, step.kwargs
             check_images(x, spec, lay)
+            kinds[i] = _kind(step, _to_hwc(x, lay), p)
+            prev = before if i == 0 else kinds[i - 1]
+            if prev is not None and not _fused_with(prev, kinds[i]):  # read from memory
+                x = materialize(x)
             hwc = _to_hwc(x, lay)
             out = jax.vmap(step.run)(hwc, p)
             _check_output(spec, out, hwc, config)
@@ -240,7 +291,7 @@ def _sample_segment(segment, x, layout):
     ps = tuple(p for _, p in segment)
     n, chunk = x.shape[0], CPU_CHUNK
     if n <= chunk or not segment[0][0].spec.compute_bound:
-        return apply(x, ps), out_layout
+        return apply(x, ps), out_layout, kinds[-1]
     # Checked on the whole batch first, so that an error names the batch's shapes, not a chunk's.
     jax.eval_shape(apply, x, ps)
 
@@ -258,7 +309,8 @@ def _sample_segment(segment, x, layout):
         tail = apply(x[m:], jax.tree_util.tree_map(lambda v: v[m:], ps))
         return jnp.concatenate([head, tail])
 
-    return platform_dependent(x, cpu=chunked, default=lambda x: apply(x, ps)), out_layout
+    return (platform_dependent(x, cpu=chunked, default=lambda x: apply(x, ps)), out_layout,
+            OTHER)
 
 
 def _poison_bad_classes(ids: jax.Array, soft: jax.Array, num_classes: Any) -> jax.Array:
@@ -487,7 +539,9 @@ def apply_program(steps: tuple[Any, ...], layout: str, partitioned: bool = False
                   targets: Any = None):
     """The jitted deterministic program for arrays: ``f(images, labels, params, *targets)``
     returning ``(images, labels)``, or ``(images, labels, moved targets)`` when ``targets`` (a
-    :class:`augjax._runtime.targets.TargetSpec`) names target arrays."""
+    :class:`augjax._runtime.targets.TargetSpec`) names target arrays. Called at the top level
+    on the CPU it compiles with :func:`augjax._runtime.boundary.boundary_compiler_options`, so
+    that each step reads the one before from memory (:func:`apply_params`)."""
     enable_compile_cache()
 
     def program(images, labels, params, *arrays):
@@ -501,8 +555,9 @@ def apply_program(steps: tuple[Any, ...], layout: str, partitioned: bool = False
             return out, new_labels, moved
 
     # Partitioned programs run over several devices: not kept (the store is per device).
+    # The compiler options keep the boundaries between steps (boundary.py).
     return StoredProgram(program, None if partitioned else lambda: (
-        "apply", steps, dict(layout=layout, targets=targets)))
+        "apply", steps, dict(layout=layout, targets=targets)), boundary_compiler_options())
 
 
 def _first_name(steps: Sequence[Any]) -> str:

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 import jax
 import jax.numpy as jnp
 
+from augjax._runtime.boundary import materialize
 from augjax._runtime.partition import partitioned
 from augjax._runtime.platform import platform_dependent
 from augjax.errors import InputError
@@ -415,7 +416,9 @@ def resize_crop(image: jax.Array, box, size: tuple[int, int], interpolation: str
     x = _taps_pass(image.astype(_F32), ix, wx, axis=1)
     if is_int(image.dtype):
         x = jnp.floor(x + 0.5)  # ATen uint8 passes round half up
-    x = _taps_pass(x, iy, wy, axis=0)
+    # The width pass is kept in memory: fused into the height pass, XLA:CPU gathered it again
+    # for each height tap (B=16, 256^2 -> 224^2 uint8: 48 -> 6 ms; the same values).
+    x = _taps_pass(materialize(x), iy, wy, axis=0)
     if is_int(image.dtype):
         return jnp.clip(jnp.floor(x + 0.5), 0.0, 255.0).astype(image.dtype)
     return x.astype(image.dtype)
