@@ -405,8 +405,9 @@ def _two_programs(apply: Any, sample: Any, seeded: bool, partitioned: bool = Fal
         if seeded:
             keys = _keys_from_seeds(keys)
         params = sample(keys)
-        if partitioned and not isinstance(images, jax.core.Tracer):
-            params = jax.device_put(params, _replicated(images.sharding))
+        sharding = getattr(images, "sharding", None)
+        if partitioned and sharding is not None and not isinstance(images, jax.core.Tracer):
+            params = jax.device_put(params, _replicated(sharding))
         return apply(images, labels, params, *arrays)
 
     return run

@@ -94,7 +94,7 @@ def program_key(kind: str, steps: tuple[Any, ...], config: dict[str, Any], signa
     except Exception:  # noqa: BLE001  (a step without a config form: not stored)
         return None
     specs, _ = _walk(steps)
-    ops = sorted({f"{_module_of(s.kernel)}:{s.name}" for s in specs})
+    ops = sorted({_origin(s) for s in specs})
     import jaxlib
 
     return json.dumps({"kind": kind, "steps": encoded, "ops": ops, "config": config,
@@ -102,6 +102,37 @@ def program_key(kind: str, steps: tuple[Any, ...], config: dict[str, Any], signa
                        "versions": [jax.__version__, jaxlib.__version__,
                                     list(sys.version_info[:3])],
                        "settings": settings(platform)}, sort_keys=True, default=repr)
+
+
+def _origin(spec: Any) -> str:
+    """Where an op's functions come from: module, qualified name and first line of its kernel,
+    sampler and matrix, and the plain values their closures hold (two ops of one name in one
+    module, or made by one factory with other values, are told apart)."""
+    parts = [spec.name]
+    for field in dataclasses.fields(spec):  # the declaration (level, targets, channels, ...)
+        value = getattr(spec, field.name)
+        if not callable(value):
+            parts.append(f"{field.name}={_plain(value) if not dataclasses.is_dataclass(value) else repr(value)}")
+    for fn in (spec.kernel, spec.sampler, spec.matrix):
+        code = getattr(fn, "__code__", None)
+        if code is None:
+            parts.append(f"{_module_of(fn)}:{getattr(fn, '__qualname__', type(fn).__name__)}")
+            continue
+        cells = [_plain(c.cell_contents) for c in (fn.__closure__ or ()) if _filled(c)]
+        parts.append(f"{_module_of(fn)}:{fn.__qualname__}@{code.co_firstlineno}:{cells}")
+    return "|".join(parts)
+
+
+def _plain(value: Any) -> str:
+    """A closure value as a stable string: numbers, strings and their tuples as written,
+    NumPy arrays by their bytes, anything else by its type (its code is in the manifest)."""
+    if value is None or isinstance(value, (bool, int, float, str, bytes)):
+        return repr(value)
+    if isinstance(value, (tuple, list)):
+        return "(" + ",".join(_plain(v) for v in value) + ")"
+    if type(value).__module__ == "numpy" and hasattr(value, "tobytes"):
+        return f"{value.dtype}{value.shape}:{hashlib.sha256(value.tobytes()).hexdigest()[:16]}"
+    return type(value).__qualname__
 
 
 # -- what the steps are made of --------------------------------------------------------------

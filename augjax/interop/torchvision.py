@@ -124,7 +124,7 @@ def _p(step: Any, p: float) -> Any:
 
 
 def _random_resized_crop(t, state):
-    from augjax import ops
+    import augjax.ops as ops
 
     return ops.random_resized_crop.bind(
         size=_size(t.size), scale=tuple(map(float, t.scale)), ratio=tuple(map(float, t.ratio)),
@@ -132,7 +132,7 @@ def _random_resized_crop(t, state):
 
 
 def _random_crop(t, state):
-    from augjax import ops
+    import augjax.ops as ops
 
     padding = None
     if t.padding is not None:  # torchvision keeps it as torch.nn.functional.pad's [l, r, t, b]
@@ -145,13 +145,13 @@ def _random_crop(t, state):
 
 
 def _center_crop(t, state):
-    from augjax import ops
+    import augjax.ops as ops
 
     return ops.center_crop.bind(size=_size(t.size))
 
 
 def _resize(t, state):
-    from augjax import ops
+    import augjax.ops as ops
 
     if getattr(t, "size", None) is None:
         raise _fail(t, "size=None (max_size only) is not available", argument="size",
@@ -162,19 +162,19 @@ def _resize(t, state):
 
 
 def _hflip(t, state):
-    from augjax import ops
+    import augjax.ops as ops
 
     return ops.flip.bind(p=float(t.p), horizontal=True, vertical=False)
 
 
 def _vflip(t, state):
-    from augjax import ops
+    import augjax.ops as ops
 
     return ops.flip.bind(p=float(t.p), horizontal=False, vertical=True)
 
 
 def _rotation(t, state):
-    from augjax import ops
+    import augjax.ops as ops
 
     if t.expand:
         raise _fail(t, "expand=True is not available (augjax keeps the image size)",
@@ -186,7 +186,7 @@ def _rotation(t, state):
 
 
 def _affine(t, state):
-    from augjax import ops
+    import augjax.ops as ops
 
     _no_center(t, "affine")
     return ops.affine.bind(
@@ -198,7 +198,7 @@ def _affine(t, state):
 
 
 def _perspective(t, state):
-    from augjax import ops
+    import augjax.ops as ops
 
     return ops.perspective.bind(distortion_scale=float(t.distortion_scale), p=float(t.p),
                                 interpolation=_mode(t, nearest="perspective"),
@@ -206,7 +206,7 @@ def _perspective(t, state):
 
 
 def _color_jitter(t, state):
-    from augjax import ops
+    import augjax.ops as ops
 
     # torchvision keeps each range as (min, max), or None when it is off (augjax's 0)
     cfg = {name: getattr(t, name) for name in ("brightness", "contrast", "saturation", "hue")}
@@ -215,7 +215,7 @@ def _color_jitter(t, state):
 
 
 def _grayscale(t, state):
-    from augjax import ops
+    import augjax.ops as ops
 
     if int(t.num_output_channels) != 3:
         raise _fail(t, f"num_output_channels={t.num_output_channels} is not available (augjax's "
@@ -225,13 +225,13 @@ def _grayscale(t, state):
 
 
 def _random_grayscale(t, state):
-    from augjax import ops
+    import augjax.ops as ops
 
     return ops.random_grayscale.bind(p=float(t.p))
 
 
 def _gaussian_blur(t, state):
-    from augjax import ops
+    import augjax.ops as ops
 
     kx, ky = (int(k) for k in t.kernel_size)  # torchvision: (width, height)
     return ops.gaussian_blur.bind(kernel_size=(ky, kx),
@@ -239,7 +239,7 @@ def _gaussian_blur(t, state):
 
 
 def _random_erasing(t, state):
-    from augjax import ops
+    import augjax.ops as ops
 
     value = t.value
     if isinstance(value, str):
@@ -262,14 +262,14 @@ def _random_erasing(t, state):
 
 
 def _normalize(t, state):
-    from augjax import ops
+    import augjax.ops as ops
 
     state["dtype"] = "float32"
     return ops.normalize.bind(mean=tuple(map(float, t.mean)), std=tuple(map(float, t.std)))
 
 
 def _to_dtype(t, state):
-    from augjax import ops
+    import augjax.ops as ops
 
     dtype = t.dtype
     if isinstance(dtype, dict):
@@ -293,7 +293,7 @@ def _to_dtype(t, state):
 
 
 def _to_tensor(t, state):
-    from augjax import ops
+    import augjax.ops as ops
 
     state["dtype"] = "float32"  # ToTensor: uint8 to float32 in [0, 1], as ToDtype(scale=True)
     return ops.to_float
@@ -337,13 +337,13 @@ def _augmix(t, state):
 
 
 def _cutmix(t, state):
-    from augjax import ops
+    import augjax.ops as ops
 
     return ops.cutmix.bind(alpha=float(t.alpha), num_classes=_classes(t), correct_lam=True)
 
 
 def _mixup(t, state):
-    from augjax import ops
+    import augjax.ops as ops
 
     return ops.mixup.bind(alpha=float(t.alpha), num_classes=_classes(t))
 
@@ -357,7 +357,7 @@ def _classes(t):
 
 def _on_p(op_name: str, **fixed):
     def convert(t, state):
-        from augjax import ops
+        import augjax.ops as ops
 
         values = {k: (getattr(t, src) if isinstance(src, str) else src(t))
                   for k, src in fixed.items()}
@@ -394,7 +394,7 @@ def _random_choice(t, state):
 
 
 def _mixup_or_cutmix(t, state):
-    from augjax import ops
+    import augjax.ops as ops
 
     by_name = {_name(c): c for c in t.transforms}
     cut, mix = by_name["CutMix"], by_name["MixUp"]

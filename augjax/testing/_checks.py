@@ -381,7 +381,7 @@ def check_no_recompilation(op: BoundOp) -> None:
     except ParamError as err:
         raise AssertionError(f"the normalised parameters {op.kwargs} are refused when bound "
                              f"again ({err}): Param.check must accept its own output") from err
-    _run(again, x, labels, jax.random.key(9), layout)
+    _run(again, x, labels, _keys(9), layout)
     traced = trace_count() + load_count() - before
     assert traced == 0, (f"{traced} new trace(s) or stored program(s) loaded for calls with the same shapes (are the "
                          f"parameters hashable and normalised? {op.kwargs})")
