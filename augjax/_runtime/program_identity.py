@@ -19,8 +19,9 @@ Two parts, both read off the steps themselves:
   those modules (a script, a pack's modules, a helper module of another package), ``("dist",
   name, version)`` for each installed (non-editable) distribution they belong to; what an
   installed distribution's modules import in turn is pinned by its version, not followed.
-  Digests are SHA-256 of the files' contents. It is recorded when the program is exported and checked (:func:`manifest_current`)
-  before a stored program is used: an edited or upgraded op traces afresh.
+  Digests are SHA-256 of the files' contents. It is recorded when the program is exported and
+  checked (:func:`manifest_current`) before a stored program is used: an edited or upgraded op
+  traces afresh.
 
 Code without a file (``python -c``, a notebook cell) cannot be checked: such programs are not
 stored (:func:`code_manifest` returns None).
@@ -105,14 +106,16 @@ def program_key(kind: str, steps: tuple[Any, ...], config: dict[str, Any], signa
 
 
 def _origin(spec: Any) -> str:
-    """Where an op's functions come from: module, qualified name and first line of its kernel,
-    sampler and matrix, and the plain values their closures hold (two ops of one name in one
-    module, or made by one factory with other values, are told apart)."""
+    """An op's declaration (its plain fields: level, channels, targets, ...) and where its
+    functions come from: module, qualified name and first line of its kernel, sampler and
+    matrix, and the plain values their closures hold (two ops of one name in one module, or
+    made by one factory with other values, are told apart)."""
     parts = [spec.name]
     for field in dataclasses.fields(spec):  # the declaration (level, targets, channels, ...)
         value = getattr(spec, field.name)
         if not callable(value):
-            parts.append(f"{field.name}={_plain(value) if not dataclasses.is_dataclass(value) else repr(value)}")
+            shown = repr(value) if dataclasses.is_dataclass(value) else _plain(value)
+            parts.append(f"{field.name}={shown}")
     for fn in (spec.kernel, spec.sampler, spec.matrix):
         code = getattr(fn, "__code__", None)
         if code is None:
