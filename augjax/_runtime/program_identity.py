@@ -114,8 +114,7 @@ def _origin(spec: Any) -> str:
     for field in dataclasses.fields(spec):  # the declaration (level, targets, channels, ...)
         value = getattr(spec, field.name)
         if not callable(value):
-            shown = repr(value) if dataclasses.is_dataclass(value) else _plain(value)
-            parts.append(f"{field.name}={shown}")
+            parts.append(f"{field.name}={_plain(value)}")
     for fn in (spec.kernel, spec.sampler, spec.matrix):
         code = getattr(fn, "__code__", None)
         if code is None:
@@ -133,6 +132,11 @@ def _plain(value: Any) -> str:
         return repr(value)
     if isinstance(value, (tuple, list)):
         return "(" + ",".join(_plain(v) for v in value) + ")"
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return type(value).__qualname__ + _plain(tuple(
+            getattr(value, f.name) for f in dataclasses.fields(value)))
+    if callable(value):  # never its repr: that holds a memory address
+        return f"{_module_of(value)}:{getattr(value, '__qualname__', type(value).__name__)}"
     if type(value).__module__ == "numpy" and hasattr(value, "tobytes"):
         return f"{value.dtype}{value.shape}:{hashlib.sha256(value.tobytes()).hexdigest()[:16]}"
     return type(value).__qualname__
