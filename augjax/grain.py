@@ -61,8 +61,7 @@ def pin_cpu(*, single_thread: bool = True) -> None:
     os.environ["JAX_PLATFORMS"] = "cpu"
     flags = os.environ.get("XLA_FLAGS", "")
     if single_thread and "xla_cpu_multi_thread_eigen" not in flags:
-        os.environ["XLA_FLAGS"] = (f"{flags} --xla_cpu_multi_thread_eigen=false "
-                                   "intra_op_parallelism_threads=1").strip()
+        os.environ["XLA_FLAGS"] = f"{flags} --xla_cpu_multi_thread_eigen=false".strip()
     import jax
 
     jax.config.update("jax_platforms", "cpu")
