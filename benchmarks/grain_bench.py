@@ -7,7 +7,8 @@ in-memory list of decoded uint8 images (``--height`` x ``--width``, default 256 
 loaders differ only in the augmentation and their own overheads. Each loader is started, its
 first ``--warmup`` batches (worker start, compilation) are dropped, then ``--batches`` batches
 are timed; the loaders alternate for ``--rounds`` rounds and the median images/s is reported.
-Targets (issue 40): augjax >= 1.5x torchvision v2, and >= grain with NumPy/PIL.
+Targets (issue 40): augjax >= 1.5x torchvision v2, and >= grain with NumPy/PIL. ``--floor`` adds
+grain alone (a slice per record): what the loader costs under any recipe.
 
     python benchmarks/grain_bench.py                       # writes results/grain-cpu-<date>.json
     python benchmarks/grain_bench.py --batches 8 --rounds 1 --out /tmp/g.json
@@ -63,6 +64,21 @@ class PilRecipe:
                 return {"image": pil_recipe(element["image"], rng)}
 
         return _Pil()
+
+
+class SliceOnly:
+    """A grain RandomMap that draws the same two integers as augjax's and cuts a fixed 224x224
+    window (a copy): grain's own cost per record, the floor under all three recipes."""
+
+    def __new__(cls):
+        import grain
+
+        class _Slice(grain.transforms.RandomMap):
+            def random_map(self, element, rng):
+                rng.integers(0, 2**30, size=(1, 2), dtype=np.int32)
+                return {"image": np.ascontiguousarray(element["image"][:SIZE, :SIZE])}
+
+        return _Slice()
 
 
 def _rrc_box(rng, h, w, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3)):
@@ -198,6 +214,9 @@ def main(argv=None) -> int:
     parser.add_argument("--height", type=int, default=256)
     parser.add_argument("--width", type=int, default=320)
     parser.add_argument("--out", default=None)
+    parser.add_argument("--floor", action="store_true",
+                        help="also time grain alone (a slice per record, no augmentation)")
+    parser.add_argument("--note", default="2-core machine shared with other jobs while this ran")
     args = parser.parse_args(argv)
 
     import absl.flags
@@ -216,6 +235,9 @@ def main(argv=None) -> int:
         "NumPy/PIL (grain)": lambda: grain_loader(images, PilRecipe(), args.batch,
                                                   args.workers),
     }
+    if args.floor:
+        loaders["grain alone (a 224x224 slice, no augmentation)"] = lambda: grain_loader(
+            images, SliceOnly(), args.batch, args.workers)
     load_start = os.getloadavg()[0]
     rates = {name: [] for name in loaders}
     cpu = {name: [] for name in loaders}
@@ -244,7 +266,7 @@ def main(argv=None) -> int:
         "config": {**vars(args), "size": SIZE, "recipe": "random_resized_crop(224) + "
                    "horizontal flip 0.5 + color_jitter(0.4, 0.4, 0.4, 0.1), uint8"},
         "load_average_1min": {"start": load_start, "end": os.getloadavg()[0]},
-        "note": "2-core machine shared with other jobs while this ran",
+        "note": args.note,
         "images_per_s": rates, "median_images_per_s": med, "ratios": ratios,
         "cpu_ms_per_image": cpu, "median_cpu_ms_per_image": med_cpu,
         "ratios_per_cpu_second": cpu_ratios,
