@@ -28,7 +28,6 @@ from typing import Any
 
 import numpy as np
 
-from augjax._runtime.boundary import BARRIER_PASS
 from augjax.errors import AugjaxWarning, BackendUnavailableError, InputError
 
 try:
@@ -43,10 +42,6 @@ __all__ = ["RandomMap", "BatchAugment", "WithIndex", "pin_cpu", "worker_init"]
 TARGETS = ("masks", "boxes", "boxes_valid", "keypoints", "keypoints_valid")
 #: Sample seeds are drawn in [0, 2**30), as augjax's DALI seeds (augjax._runtime.keys.SEED_HIGH).
 _SEED_HIGH = 2**30
-#: XLA options of RandomMap's CPU program: the chain's fusion boundaries kept, as augjax's own
-#: top-level programs on the CPU compile (:func:`augjax._runtime.boundary.boundary_compiler_options`,
-#: which answers for the default backend: a process with a GPU runs RandomMap on its CPU too).
-CPU_OPTIONS = {"xla_disable_hlo_passes": BARRIER_PASS}
 
 
 def pin_cpu(*, single_thread: bool = True) -> None:
@@ -111,9 +106,14 @@ class RandomMap(grain.transforms.RandomMap):
     ``keys_from_seeds(rng.integers(0, 2**30, (1, 2)))``: the first two draws of the generator
     grain hands over, so the same seed and index give the same record in any worker.
 
-    The chain runs as one jitted program per record shape, under ``jax.default_device(cpu)``; in
-    a worker process JAX is first pinned to the CPU platform (:func:`pin_cpu`), and a worker
-    whose JAX had already opened an accelerator gets an :class:`augjax.AugjaxWarning`.
+    The record runs through augjax's own programs for arrays, the ones
+    ``chain(image[None], key=keys_from_seeds(seeds))`` runs on the CPU (a sampler, then the
+    apply program with a fusion boundary after each op), so a record equals that call bitwise.
+    The first record of each shape goes through that call itself (which checks the input and
+    raises augjax's typed errors); later ones call its compiled programs directly, without
+    the checks. Everything runs under ``jax.default_device(cpu)``; in a worker process JAX is
+    first pinned to the CPU platform (:func:`pin_cpu`), and a worker whose JAX had already
+    opened an accelerator gets an :class:`augjax.AugjaxWarning`.
     """
 
     def __init__(self, chain: Any, *, image: str = "image") -> None:
@@ -123,8 +123,9 @@ class RandomMap(grain.transforms.RandomMap):
 
     def _state(self) -> None:
         self._lock = threading.Lock()
-        self._program = None
+        self._run = None
         self._cpu = None
+        self._checked: set = set()  # record (shape, dtype) that went through the checked call
 
     def __getstate__(self) -> dict:
         return {"chain": self.chain, "image": self.image}
@@ -136,12 +137,13 @@ class RandomMap(grain.transforms.RandomMap):
         self.image = state["image"]
         self._state()
 
-    def _compiled(self):
+    def _program(self):
+        """(augjax's seeded program for arrays of the chain, JAX's CPU device)."""
         with self._lock:
-            if self._program is None:
+            if self._run is None:
                 import jax
 
-                from augjax._runtime.keys import keys_from_seeds
+                from augjax._runtime.program import array_program
 
                 if _in_worker() and any(d.platform != "cpu" for d in jax.devices()):
                     warnings.warn(AugjaxWarning(
@@ -149,31 +151,39 @@ class RandomMap(grain.transforms.RandomMap):
                         f"{jax.devices()[0].platform} before the transform was unpickled; start "
                         "the workers with worker_init_fn=augjax.grain.worker_init or "
                         "JAX_PLATFORMS=cpu"))
-                chain = self.chain
-
-                def program(image, seeds, targets):
-                    return chain(image, key=keys_from_seeds(seeds), **targets)
-
+                steps, start = self.chain.program()
                 self._cpu = jax.devices("cpu")[0]
-                # The chain's fusion boundaries stay (augjax._runtime.boundary): without them
-                # XLA:CPU fused the crop's resample into flip's select and ran it twice per
-                # pixel (5.2 -> 1.35 CPU ms a 224^2 record of the benchmark's recipe).
-                self._program = jax.jit(program, compiler_options=CPU_OPTIONS)
-            return self._program, self._cpu
+                # f(images, labels, seeds) -> (images, labels): keys_from_seeds, the sampler
+                # and the apply program, compiled as a call on arrays compiles them (on the
+                # CPU the apply program keeps a boundary after each op: a single jit of the
+                # chain let XLA fuse the crop's resample into flip's select, 5.2 CPU ms a 224^2
+                # record instead of 1.3, and compiled the sampler otherwise, 7 of 300 records
+                # then differed from the call by a level).
+                self._run = array_program(tuple(steps), "HWC", start, False, None, seeded=True)
+            return self._run, self._cpu
 
     def apply(self, element: Any, seeds: np.ndarray) -> Any:
         """The record ``element`` through the chain, with sample seeds ``seeds`` (int32 (1, 2))."""
         import jax
+
+        from augjax._runtime.keys import keys_from_seeds
 
         record, image, targets = _split(element, self.image)
         image = np.asarray(image)
         if image.ndim != 3:
             raise InputError(f"augjax.grain.RandomMap: expects one (H, W, C) image per record, "
                              f"got shape {image.shape}", argument=self.image)
-        batched = {k: np.asarray(v)[None] for k, v in targets.items()}
-        program, cpu = self._compiled()
+        seeds = np.asarray(seeds, np.int32)
+        run, cpu = self._program()
+        signature = (image.shape, image.dtype)
         with jax.default_device(cpu):
-            out = program(image[None], np.asarray(seeds, np.int32), batched)
+            if targets or signature not in self._checked:
+                # the call on arrays: its checks and typed errors (and the targets' path)
+                batched = {k: np.asarray(v)[None] for k, v in targets.items()}
+                out = self.chain(image[None], key=keys_from_seeds(seeds), **batched)
+                self._checked.add(signature)
+            else:
+                out = run(image[None], None, seeds)[0]
         return _merge(record, self.image, out, lambda a: np.asarray(a)[0])
 
     def random_map(self, element: Any, rng: np.random.Generator) -> Any:

@@ -48,22 +48,22 @@ def test_random_map_uses_grains_generator_as_the_sample_key():
     assert not np.array_equal(other["image"], out["image"])
 
 
-def test_random_map_keeps_the_chains_fusion_boundaries_and_its_values():
-    # augjax's own programs on the CPU keep each op's output in memory (augjax._runtime.boundary):
-    # fused into flip's select, the crop's resample ran twice per pixel (4x the time). RandomMap's
-    # program must be compiled the same way, and give the arrays path's values for every seed.
-    chain = _chain()
+def test_random_map_equals_the_call_on_arrays_for_every_seed():
+    # A single jit of the chain compiled the sampler and the ops otherwise than augjax's own
+    # programs do, and a few records in a hundred differed from the call by a level (7 of 300
+    # of the benchmark's recipe): RandomMap must give the call's values, record by record.
+    chain = augjax.compose(augjax.ops.random_resized_crop.bind(size=112),
+                           augjax.ops.flip.bind(p=0.5),
+                           augjax.ops.color_jitter.bind(brightness=0.4, contrast=0.4,
+                                                        saturation=0.4, hue=0.1))
+    images = np.random.default_rng(1).integers(0, 256, (4, 128, 160, 3), dtype=np.uint8)
     transform = ag.RandomMap(chain)
-    image = _source()[5]["image"]
-    program, _ = transform._compiled()
-    seeds = np.zeros((1, 2), np.int32)
-    compiled = program.lower(image[None], seeds, {}).compile().as_text()
-    assert compiled.count("opt-barrier") >= 2  # after the crop and after the flip
-    for seed in range(6):
-        rng = np.random.default_rng(seed)
-        out = transform.random_map({"image": image}, np.random.default_rng(seed))
-        ref = chain(image[None], key=augjax.keys_from_seeds(_seeds(rng)))
-        np.testing.assert_array_equal(out["image"], np.asarray(ref)[0])
+    for seed in range(160):
+        image = images[seed % 4]
+        out = transform.random_map({"image": image}, np.random.default_rng(seed))["image"]
+        key = augjax.keys_from_seeds(_seeds(np.random.default_rng(seed)))
+        np.testing.assert_array_equal(out, np.asarray(chain(image[None], key=key))[0],
+                                      err_msg=f"seed {seed}")
 
 
 def test_random_map_moves_the_records_targets_with_the_image():
