@@ -46,8 +46,10 @@ _SEED_HIGH = 2**30
 
 def pin_cpu(*, single_thread: bool = True) -> None:
     """Makes this process's JAX use the CPU platform only (``JAX_PLATFORMS=cpu``), and with
-    ``single_thread`` one XLA compute thread (worker processes are the parallelism, as torch's
-    DataLoader gives each worker one thread; a flag already in ``XLA_FLAGS`` is kept).
+    ``single_thread`` no kernel split over several threads (``--xla_cpu_multi_thread_eigen=false``:
+    worker processes are the parallelism, as torch's DataLoader gives each worker one thread; a
+    flag already in ``XLA_FLAGS`` is kept). XLA still runs the program on threads of its own
+    pool, not on the calling thread.
 
     Takes effect when JAX has not opened a backend yet in this process, which is the case in a
     grain worker that unpickles its transforms. Called by :class:`RandomMap` in worker processes
