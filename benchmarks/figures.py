@@ -1,0 +1,309 @@
+"""The measured figures of README.md and docs/: tables and numbers written from result files.
+
+A page never holds a measured number by hand. It holds a marker naming a result file under
+``benchmarks/results/``, and ``python benchmarks/report.py`` writes the figure after it from that
+file, with the file's date and machine (``--check`` fails while a page differs from what the
+files give; ``tests/docs/test_figures.py`` runs that check). Two forms:
+
+A block, between an opening marker and ``<!-- figure: end -->`` (everything between them is
+rewritten)::
+
+    <!-- figure: grain-cpu-2026-12-04.json table rows=median_images_per_s header="loader|images/s" -->
+    <!-- figure: end -->
+
+An inline number: the number right before the marker is rewritten (the unit stays outside)::
+
+    augjax's chain ran at 1.09<!-- value: e2e-gpu-h200-2026-12-01.json "summary/B=256 dynamic/augjax_chain_vs_decode_crop" .2f -->x
+    the speed of decode + crop.
+
+A block's arguments (after the file name, ``shlex`` syntax; a list is ``|``-separated):
+
+- ``source``: only the line naming the file, its date, machine and versions (for a paragraph of
+  inline numbers from that file).
+- ``table``: a table from the JSON value at ``rows=PATH`` (with several files, a column per
+  file of the same dict of numbers) (keys joined by ``/``):
+  a list of dicts (a row per dict; ``columns=`` picks and orders keys, ``where=KEY:VALUE``
+  filters), a dict of dicts (a row per key; ``columns=`` the inner keys), or a dict of numbers
+  (a row per key, one value column). ``pick=`` picks and orders the rows (by key, or by the
+  first column of a list's rows), ``cell=KEY`` reads each cell one level deeper (``{"img_s":
+  ...}``), ``transpose=1`` swaps rows and columns, ``ratio_to=ROW`` adds each cell's ratio to that
+  row of its column ("(0.89x)"), ``header=`` names the columns, ``fmt=`` formats numbers (a Python
+  format spec: ``,.0f``, ``.3f``; default: thousands separated at 1,000 and up, else 3 significant
+  digits), ``suffix=`` follows every number (``" ms"``).
+
+Adding a figure is: the result file under ``benchmarks/results/`` (with ``date``, ``machine`` and
+``versions``, or ``meta`` holding them; a file name ``<kind>-<machine>-<date>...`` supplies what the
+file lacks), the marker in the page, ``python benchmarks/report.py``. CONTRIBUTING.md says so.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+END = "<!-- figure: end -->"
+_BLOCK = re.compile(r"^<!-- figure: (?!end)(.+?) -->[ \t]*\n(.*?)^<!-- figure: end -->",
+                    re.MULTILINE | re.DOTALL)
+_VALUE = re.compile(r"(-?[0-9][0-9,]*(?:\.[0-9]+)?|—)<!-- value: (.+?) -->")
+_MACHINE = re.compile(r"-(cpu|gpu-[a-z0-9]+|gpu)-")
+_DATE = re.compile(r"(20\d\d-\d\d-\d\d)")
+
+
+class FigureError(ValueError):
+    """A marker that names a missing file, path or option."""
+
+
+def pages() -> list[Path]:
+    """The pages whose figures are written: README.md and docs/ (not its hooks)."""
+    found = [ROOT / "README.md"]
+    found += sorted(p for p in (ROOT / "docs").rglob("*.md") if "hooks" not in p.parts)
+    return [p for p in found if p.exists()]
+
+
+def load(name: str) -> dict:
+    path = RESULTS / name
+    if not path.is_file():
+        raise FigureError(f"no result file benchmarks/results/{name}")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def lookup(data, path: str, name: str = ""):
+    """The value at ``path`` (keys joined by ``/``; a list index is a number)."""
+    value = data
+    for key in path.split("/") if path else []:
+        if isinstance(value, list) and key.isdigit():
+            value = value[int(key)]
+        elif isinstance(value, dict) and key in value:
+            value = value[key]
+        else:
+            raise FigureError(f"{name}: no {key!r} at {path!r}")
+    return value
+
+
+def fmt(value, spec: str | None = None, suffix: str = "") -> str:
+    """A number as a page shows it; None (a row not run) as a dash."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if spec:
+        text = format(value, spec)
+    elif isinstance(value, int) or abs(value) >= 1000:
+        text = f"{value:,.0f}"
+    else:
+        text = f"{value:.3g}" if abs(value) >= 1e-3 else f"{value:.2g}"
+    return text + suffix
+
+
+# -- where and when -------------------------------------------------------------------------
+
+
+def _first(data: dict, *keys):
+    for k in keys:
+        for scope in (data, data.get("meta") if isinstance(data.get("meta"), dict) else {}):
+            if isinstance(scope, dict) and scope.get(k) not in (None, "", {}):
+                return scope[k]
+    return None
+
+
+def provenance(name: str, data: dict) -> tuple[str, str, str]:
+    """(date, machine, versions) of a result file: its fields, else its name's."""
+    date = _first(data, "date")
+    date = str(date)[:10] if date else (_DATE.search(name).group(1) if _DATE.search(name) else None)
+    machine = _first(data, "machine")
+    host = _first(data, "host")
+    if isinstance(machine, dict):
+        cores, load = machine.get("cpu_count"), machine.get("load_average_1min")
+        machine = f"a {cores}-core CPU machine" if cores else machine.get("processor")
+        if load is not None:
+            machine += f", 1-minute load {load:.1f} at the start"
+    if not machine:  # the file name's machine: <kind>-<machine>-<date>
+        found = _MACHINE.search(name)
+        machine = found.group(1) if found else None
+    if isinstance(host, dict) and host.get("cpu_count"):
+        machine = f"{machine}, {host['cpu_count']} host cores"
+    if not date or not machine:
+        raise FigureError(f"{name}: the result file names no date or machine")
+    versions = _first(data, "versions") or {}
+    if not versions and isinstance(data.get("jax"), str):
+        versions = {"jax": data["jax"], "augjax": data.get("augjax")}
+    shown = [f"{label} {versions[k]}" for k, label in
+             (("augjax", "augjax"), ("jax", "JAX"), ("dali", "DALI"), ("torch", "torch"),
+              ("grain", "grain"), ("python", "Python")) if versions.get(k)]
+    return date, str(machine), ", ".join(shown)
+
+
+def source_line(names: list[str]) -> str:
+    groups: dict[tuple, list[str]] = {}
+    for name in names:
+        groups.setdefault(provenance(name, load(name)), []).append(f"`benchmarks/results/{name}`")
+    parts = [f"measured {date} on {machine}" + (f" ({versions})" if versions else "")
+             + ": " + ", ".join(files) for (date, machine, versions), files in groups.items()]
+    text = "; ".join(parts)
+    return f"*{text[0].upper()}{text[1:]}.*"
+
+
+# -- tables ---------------------------------------------------------------------------------
+
+
+class _Row(str):
+    """A row's name, told apart from rows of the same name by its place."""
+
+    def __new__(cls, name: str, index: int):
+        row = super().__new__(cls, name)
+        row.index = index
+        return row
+
+    def __hash__(self):
+        return hash((str(self), self.index))
+
+    def __eq__(self, other):
+        return str(self) == str(other) and getattr(other, "index", None) == self.index
+
+
+def _split(text: str | None) -> list[str] | None:
+    return None if text is None else [t.strip() for t in text.split("|")]
+
+
+def _cells(data, opts: dict, name: str) -> tuple[list[str], list[str], dict]:
+    """(row labels, column labels, {(row, column): value}) of ``rows=``."""
+    target = lookup(data, opts.get("rows", ""), name)
+    cells: dict = {}
+    if isinstance(target, list):
+        if not all(isinstance(r, dict) for r in target):
+            raise FigureError(f"{name}: rows={opts.get('rows')!r} is a list of non-dicts")
+        if "where" in opts:
+            key, _, want = opts["where"].partition(":")
+            target = [r for r in target if str(r.get(key)) == want]
+        keys = _split(opts.get("columns") or None) or [k for k in target[0]
+                                                if not isinstance(target[0][k], (list, dict))]
+        label, keys = keys[0], keys[1:]
+        rows = []
+        for i, r in enumerate(target):  # a row's name is its first column; rows may share it
+            rows.append(_Row(str(r.get(label)), i))
+            for k in keys:
+                cells[(rows[-1], k)] = r.get(k)
+        return rows, keys, cells
+    if not isinstance(target, dict):
+        raise FigureError(f"{name}: rows={opts.get('rows')!r} is neither a list nor a dict")
+    rows = list(target)
+    if any(isinstance(v, dict) for v in target.values()):
+        cols: list[str] = []
+        for v in target.values():
+            cols += [k for k in (v if isinstance(v, dict) else {}) if k not in cols]
+        cols = _split(opts.get("columns") or None) or cols
+        for r in rows:
+            for c in cols:
+                v = target[r].get(c) if isinstance(target[r], dict) else None
+                if "cell" in opts and isinstance(v, dict):
+                    v = v.get(opts["cell"])
+                cells[(r, c)] = v
+        return rows, cols, cells
+    for r in rows:
+        cells[(r, "value")] = target[r]
+    return rows, ["value"], cells
+
+
+def table(names: list[str], opts: dict) -> list[str]:
+    if len(names) > 1:  # a column per file: the same dict of numbers in each
+        rows, cols, cells = [], [], {}
+        for name in names:
+            r, c, v = _cells(load(name), {**opts, "columns": None}, name)
+            if c != ["value"]:
+                raise FigureError(f"{name}: several files make a column each of a dict of numbers")
+            rows += [x for x in r if x not in rows]
+            cols.append(name)
+            cells.update({(x, name): v[(x, "value")] for x in r})
+    else:
+        rows, cols, cells = _cells(load(names[0]), opts, names[0])
+    if opts.get("transpose") == "1":
+        rows, cols = cols, rows
+        cells = {(c, r): v for (r, c), v in cells.items()}
+    picked = _split(opts.get("pick"))
+    if picked:
+        missing = [p for p in picked if p not in map(str, rows)]
+        if missing:
+            raise FigureError(f"{names[0]}: pick= names rows it does not have: {missing}")
+        rows = [r for p in picked for r in rows if str(r) == p]
+    if "pick_columns" in opts:
+        cols = _split(opts["pick_columns"])
+    spec, suffix, base = opts.get("fmt"), opts.get("suffix", ""), opts.get("ratio_to")
+
+    def cell(r, c):
+        v = cells.get((r, c))
+        text = fmt(v, spec, suffix)
+        b = cells.get((base, c)) if base else None
+        if base and r != base and isinstance(v, (int, float)) and isinstance(b, (int, float)) and b:
+            text += f" ({v / b:.2f}x)"
+        return text
+
+    header = _split(opts.get("header")) or ["", *cols]
+    if len(header) != len(cols) + 1:
+        raise FigureError(f"{names[0]}: header= has {len(header)} names for {len(cols) + 1} "
+                          "columns")
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join([r, *(cell(r, c) for c in cols)]) + " |" for r in rows]
+    return lines
+
+
+def render(marker: str) -> str:
+    """The text a block marker stands for (without the markers)."""
+    words = shlex.split(marker)
+    names = [w for w in words if w.endswith(".json")]
+    rest = [w for w in words if not w.endswith(".json")]
+    if not names or not rest:
+        raise FigureError(f"figure marker {marker!r}: expected FILE.json... KIND [key=value...]")
+    kind, opts = rest[0], dict(w.split("=", 1) for w in rest[1:])
+    lines = [source_line(names)]
+    if kind == "table":
+        lines += [""] + table(names, opts)
+    elif kind != "source":
+        raise FigureError(f"figure marker {marker!r}: unknown kind {kind!r} (table, source)")
+    return "\n".join(lines)
+
+
+def value(marker: str) -> str:
+    """The number an inline marker stands for."""
+    words = shlex.split(marker)
+    if len(words) < 2:
+        raise FigureError(f"value marker {marker!r}: expected FILE.json PATH [FORMAT]")
+    name, path = words[0], words[1]
+    v = lookup(load(name), path, name)
+    return fmt(v, words[2] if len(words) > 2 else None)
+
+
+def rewrite(text: str) -> str:
+    """The page with every figure and inline number written from its result file."""
+    text = _BLOCK.sub(lambda m: f"<!-- figure: {m.group(1)} -->\n{render(m.group(1))}\n{END}",
+                      text)
+    return _VALUE.sub(lambda m: f"{value(m.group(2))}<!-- value: {m.group(2)} -->", text)
+
+
+def update(check: bool = False, paths: list[Path] | None = None) -> list[Path]:
+    """Rewrites (or with ``check`` only lists) the pages whose figures are not up to date."""
+    stale = []
+    for path in paths or pages():
+        old = path.read_text(encoding="utf-8")
+        new = rewrite(old)
+        if new != old:
+            stale.append(path)
+            if not check:
+                path.write_text(new, encoding="utf-8")
+    return stale
+
+
+def referenced(paths: list[Path] | None = None) -> dict[str, list[str]]:
+    """Result files each page's markers name."""
+    out = {}
+    for path in paths or pages():
+        text = path.read_text(encoding="utf-8")
+        names = [n for m in _BLOCK.finditer(text) for n in shlex.split(m.group(1))
+                 if n.endswith(".json")]
+        names += [shlex.split(m.group(2))[0] for m in _VALUE.finditer(text)]
+        if names:
+            out[str(path.relative_to(ROOT))] = sorted(set(names))
+    return out
