@@ -72,15 +72,20 @@ def load(name: str) -> dict:
 
 
 def lookup(data, path: str, name: str = ""):
-    """The value at ``path`` (keys joined by ``/``; a list index is a number)."""
-    value = data
-    for key in path.split("/") if path else []:
-        if isinstance(value, list) and key.isdigit():
-            value = value[int(key)]
-        elif isinstance(value, dict) and key in value:
-            value = value[key]
+    """The value at ``path`` (keys joined by ``/``; a key holding ``/`` is found whole; a list
+    index is a number)."""
+    value, parts = data, path.split("/") if path else []
+    while parts:
+        for n in range(len(parts), 0, -1):  # the longest key first: "NumPy/PIL (grain)"
+            key = "/".join(parts[:n])
+            if isinstance(value, dict) and key in value:
+                value, parts = value[key], parts[n:]
+                break
+            if n == 1 and isinstance(value, list) and key.isdigit() and int(key) < len(value):
+                value, parts = value[int(key)], parts[1:]
+                break
         else:
-            raise FigureError(f"{name}: no {key!r} at {path!r}")
+            raise FigureError(f"{name}: no {parts[0]!r} at {path!r}")
     return value
 
 
@@ -190,6 +195,8 @@ def _cells(data, opts: dict, name: str) -> tuple[list[str], list[str], dict]:
         return rows, keys, cells
     if not isinstance(target, dict):
         raise FigureError(f"{name}: rows={opts.get('rows')!r} is neither a list nor a dict")
+    if opts.get("transpose") != "1" and _split(opts.get("pick")):
+        target = {k: v for k, v in target.items() if k in _split(opts["pick"])}
     rows = list(target)
     if any(isinstance(v, dict) for v in target.values()):
         cols: list[str] = []
@@ -278,7 +285,7 @@ def value(marker: str) -> str:
 
 def rewrite(text: str) -> str:
     """The page with every figure and inline number written from its result file."""
-    text = _BLOCK.sub(lambda m: f"<!-- figure: {m.group(1)} -->\n{render(m.group(1))}\n{END}",
+    text = _BLOCK.sub(lambda m: f"<!-- figure: {m.group(1)} -->\n{render(m.group(1))}\n\n{END}",
                       text)
     return _VALUE.sub(lambda m: f"{value(m.group(2))}<!-- value: {m.group(2)} -->", text)
 

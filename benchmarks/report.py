@@ -375,7 +375,11 @@ def main(argv=None) -> int:
             if not args.check:
                 path.write_text(new)
     if not args.results:
-        stale += figures.update(check=args.check)
+        try:
+            stale += figures.update(check=args.check)
+        except figures.FigureError as e:
+            print(f"a figure marker cannot be written: {e}", file=sys.stderr)
+            return 2
     if args.check:
         for p in stale:
             print(f"{p} is not up to date: run python benchmarks/report.py")
