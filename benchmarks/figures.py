@@ -121,9 +121,14 @@ def provenance(name: str, data: dict) -> tuple[str, str, str]:
     date = str(date)[:10] if date else (_DATE.search(name).group(1) if _DATE.search(name) else None)
     machine = _first(data, "machine")
     host = _first(data, "host")
+    gpu = (_first(data, "versions") or {}).get("gpu") if isinstance(
+        _first(data, "versions"), dict) else None
     if isinstance(machine, dict):
         cores, load = machine.get("cpu_count"), machine.get("load_average_1min")
-        machine = f"a {cores}-core CPU machine" if cores else machine.get("processor")
+        if gpu:  # a GPU run: the GPU, then the host
+            machine = f"{gpu}, {cores} host cores" if cores else str(gpu)
+        else:
+            machine = f"a {cores}-core CPU machine" if cores else machine.get("processor")
         if load is not None:
             machine += f", 1-minute load {load:.1f} at the start"
     if not machine:  # the file name's machine: <kind>-<machine>-<date>
