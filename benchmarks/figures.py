@@ -48,7 +48,7 @@ RESULTS = ROOT / "benchmarks" / "results"
 END = "<!-- figure: end -->"
 _BLOCK = re.compile(r"^<!-- figure: (?!end)(.+?) -->[ \t]*\n(.*?)^<!-- figure: end -->",
                     re.MULTILINE | re.DOTALL)
-_VALUE = re.compile(r"(-?[0-9][0-9,]*(?:\.[0-9]+)?|—)<!-- value: (.+?) -->")
+_VALUE = re.compile(r"(-?[0-9][0-9,]*(?:\.[0-9]+)?%?|—)<!-- value: (.+?) -->")
 _MACHINE = re.compile(r"-(cpu|gpu-[a-z0-9]+|gpu)-")
 _DATE = re.compile(r"(20\d\d-\d\d-\d\d)")
 

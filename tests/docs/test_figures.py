@@ -36,8 +36,12 @@ def test_every_figure_names_an_existing_file_with_date_and_machine():
             date, machine, _ = figures.provenance(name, figures.load(name))
             assert re.fullmatch(r"20\d\d-\d\d-\d\d", date) and machine, (page, name)
     for path in figures.pages():
-        for m in figures._BLOCK.finditer(path.read_text(encoding="utf-8")):
+        text = path.read_text(encoding="utf-8")
+        for m in figures._BLOCK.finditer(text):
             assert m.group(2).startswith("*Measured "), (path, m.group(1))
+        # every marker is one the generator reads (a number right before it, an end after it)
+        assert text.count("<!-- value:") == len(figures._VALUE.findall(text)), path
+        assert text.count("<!-- figure: end -->") == len(figures._BLOCK.findall(text)), path
 
 
 def _page(tmp_path, text):
