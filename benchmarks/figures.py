@@ -93,6 +93,11 @@ def fmt(value, spec: str | None = None, suffix: str = "") -> str:
     """A number as a page shows it; None (a row not run) as a dash."""
     if value is None:
         return "—"
+    if isinstance(value, tuple):  # several keys of one cell: "a / b"
+        return " / ".join(fmt(v, spec, suffix) for v in value)
+    scaled = re.match(r"^(\d+(?:\.\d+)?)\*(.*)$", spec or "")
+    if scaled and isinstance(value, (int, float)) and not isinstance(value, bool):
+        value, spec = value * float(scaled.group(1)), scaled.group(2) or None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return str(value)
     if spec:
@@ -131,6 +136,11 @@ def provenance(name: str, data: dict) -> tuple[str, str, str]:
             machine = f"a {cores}-core CPU machine" if cores else machine.get("processor")
         if load is not None:
             machine += f", 1-minute load {load:.1f} at the start"
+    if not machine and _first(data, "cpu_count"):
+        found = _MACHINE.search(name)
+        cores = _first(data, "cpu_count")
+        gpu_run = found and found.group(1).startswith("gpu")
+        machine = f"{found.group(1)}, {cores} host cores" if gpu_run else f"a {cores}-core CPU machine"
     if not machine:  # the file name's machine: <kind>-<machine>-<date>
         found = _MACHINE.search(name)
         machine = found.group(1) if found else None
@@ -212,7 +222,8 @@ def _cells(data, opts: dict, name: str) -> tuple[list[str], list[str], dict]:
             for c in cols:
                 v = target[r].get(c) if isinstance(target[r], dict) else None
                 if "cell" in opts and isinstance(v, dict):
-                    v = v.get(opts["cell"])
+                    keys = _split(opts["cell"])
+                    v = tuple(v.get(k) for k in keys) if len(keys) > 1 else v.get(keys[0])
                 cells[(r, c)] = v
         return rows, cols, cells
     for r in rows:
