@@ -31,6 +31,10 @@ A block's arguments (after the file name, ``shlex`` syntax; a list is ``|``-sepa
   format spec: ``,.0f``, ``.3f``; default: thousands separated at 1,000 and up, else 3 significant
   digits), ``suffix=`` follows every number (``" ms"``).
 
+A text result file (``.txt``, ``.log``) gives inline numbers and ``source`` lines: its PATH is a
+regular expression (in single quotes) whose first group is the number; its date is the one in
+its name (or text), its machine a ``machine:`` line, else its name's, else its first line.
+
 Adding a figure is: the result file under ``benchmarks/results/`` (with ``date``, ``machine`` and
 ``versions``, or ``meta`` holding them; a file name ``<kind>-<machine>-<date>...`` supplies what the
 file lacks), the marker in the page, ``python benchmarks/report.py``. CONTRIBUTING.md says so.
@@ -46,10 +50,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 END = "<!-- figure: end -->"
-_BLOCK = re.compile(r"^<!-- figure: (?!end)(.+?) -->[ \t]*\n(.*?)^<!-- figure: end -->",
+_BLOCK = re.compile(r"^([ \t]*)<!-- figure: (?!end)(.+?) -->[ \t]*\n(.*?)^[ \t]*<!-- figure: end -->",
                     re.MULTILINE | re.DOTALL)
 _VALUE = re.compile(r"(-?[0-9][0-9,]*(?:\.[0-9]+)?%?|—)<!-- value: (.+?) -->")
-_MACHINE = re.compile(r"-(cpu|gpu-[a-z0-9]+|gpu)-")
+_MACHINE = re.compile(r"-(cpu|gpu-[a-z0-9]+|gpu|h200x\d+)-")
+_FILE = re.compile(r"\.(json|txt|log)$")
 _DATE = re.compile(r"(20\d\d-\d\d-\d\d)")
 
 
@@ -65,15 +70,33 @@ def pages() -> list[Path]:
 
 
 def load(name: str) -> dict:
+    """A JSON result file, or a text one (``.txt``, ``.log``) as ``{"text": ...}``."""
     path = RESULTS / name
     if not path.is_file():
         raise FigureError(f"no result file benchmarks/results/{name}")
-    return json.loads(path.read_text(encoding="utf-8"))
+    text = path.read_text(encoding="utf-8")
+    return json.loads(text) if path.suffix == ".json" else {"text": text}
+
+
+def _is_file(word: str) -> bool:
+    return bool(_FILE.search(word))
+
+
+def _number(text: str):
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return text
 
 
 def lookup(data, path: str, name: str = ""):
     """The value at ``path`` (keys joined by ``/``; a key holding ``/`` is found whole; a list
     index is a number)."""
+    if set(data) == {"text"}:  # a text result file: PATH is a regular expression, its group 1
+        found = re.search(path, data["text"], re.MULTILINE)
+        if not found:
+            raise FigureError(f"{name}: nothing matches {path!r}")
+        return _number(found.group(1))
     value, parts = data, path.split("/") if path else []
     while parts:
         for n in range(len(parts), 0, -1):  # the longest key first: "NumPy/PIL (grain)"
@@ -122,6 +145,17 @@ def _first(data: dict, *keys):
 
 def provenance(name: str, data: dict) -> tuple[str, str, str]:
     """(date, machine, versions) of a result file: its fields, else its name's."""
+    if set(data) == {"text"}:  # a text file: the date in its name or text, its machine line
+        text = data["text"]
+        found = _DATE.search(name) or _DATE.search(text)
+        line = re.search(r"^#? ?machine: (.+)$", text, re.MULTILINE)
+        token = _MACHINE.search(name)
+        first = text.strip().splitlines()[0].lstrip("# ").rstrip(" ,") if text.strip() else ""
+        machine = (line.group(1) if line else token.group(1) if token
+                   else f"the machine its first line names ({first})" if first else None)
+        if not found or not machine:
+            raise FigureError(f"{name}: the result file names no date or machine")
+        return found.group(1), machine.strip(), ""
     date = _first(data, "date")
     date = str(date)[:10] if date else (_DATE.search(name).group(1) if _DATE.search(name) else None)
     machine = _first(data, "machine")
@@ -276,10 +310,10 @@ def table(names: list[str], opts: dict) -> list[str]:
 def render(marker: str) -> str:
     """The text a block marker stands for (without the markers)."""
     words = shlex.split(marker)
-    names = [w for w in words if w.endswith(".json")]
-    rest = [w for w in words if not w.endswith(".json")]
+    names = [w for w in words if _is_file(w)]
+    rest = [w for w in words if not _is_file(w)]
     if not names or not rest:
-        raise FigureError(f"figure marker {marker!r}: expected FILE.json... KIND [key=value...]")
+        raise FigureError(f"figure marker {marker!r}: expected FILE... KIND [key=value...]")
     kind, opts = rest[0], dict(w.split("=", 1) for w in rest[1:])
     lines = [source_line(names)]
     if kind == "table":
@@ -293,7 +327,7 @@ def value(marker: str) -> str:
     """The number an inline marker stands for."""
     words = shlex.split(marker)
     if len(words) < 2:
-        raise FigureError(f"value marker {marker!r}: expected FILE.json PATH [FORMAT]")
+        raise FigureError(f"value marker {marker!r}: expected FILE PATH [FORMAT]")
     name, path = words[0], words[1]
     v = lookup(load(name), path, name)
     return fmt(v, words[2] if len(words) > 2 else None)
@@ -301,8 +335,11 @@ def value(marker: str) -> str:
 
 def rewrite(text: str) -> str:
     """The page with every figure and inline number written from its result file."""
-    text = _BLOCK.sub(lambda m: f"<!-- figure: {m.group(1)} -->\n{render(m.group(1))}\n\n{END}",
-                      text)
+    def block(m):  # indented as its marker (a figure inside a list item)
+        body = "\n".join(m.group(1) + line if line else "" for line in render(m.group(2)).split("\n"))
+        return f"{m.group(1)}<!-- figure: {m.group(2)} -->\n{body}\n\n{m.group(1)}{END}"
+
+    text = _BLOCK.sub(block, text)
     return _VALUE.sub(lambda m: f"{value(m.group(2))}<!-- value: {m.group(2)} -->", text)
 
 
@@ -324,8 +361,7 @@ def referenced(paths: list[Path] | None = None) -> dict[str, list[str]]:
     out = {}
     for path in paths or pages():
         text = path.read_text(encoding="utf-8")
-        names = [n for m in _BLOCK.finditer(text) for n in shlex.split(m.group(1))
-                 if n.endswith(".json")]
+        names = [n for m in _BLOCK.finditer(text) for n in shlex.split(m.group(2)) if _is_file(n)]
         names += [shlex.split(m.group(2))[0] for m in _VALUE.finditer(text)]
         if names:
             out[str(path.relative_to(ROOT))] = sorted(set(names))

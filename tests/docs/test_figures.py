@@ -38,7 +38,7 @@ def test_every_figure_names_an_existing_file_with_date_and_machine():
     for path in figures.pages():
         text = path.read_text(encoding="utf-8")
         for m in figures._BLOCK.finditer(text):
-            assert m.group(2).startswith("*Measured "), (path, m.group(1))
+            assert m.group(3).lstrip().startswith("*Measured "), (path, m.group(2))
         # every marker is one the generator reads (a number right before it, an end after it)
         assert text.count("<!-- value:") == len(figures._VALUE.findall(text)), path
         assert text.count("<!-- figure: end -->") == len(figures._BLOCK.findall(text)), path
