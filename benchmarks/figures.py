@@ -8,28 +8,31 @@ files give; ``tests/docs/test_figures.py`` runs that check). Two forms:
 A block, between an opening marker and ``<!-- figure: end -->`` (everything between them is
 rewritten)::
 
-    <!-- figure: grain-cpu-2026-12-04.json table rows=median_images_per_s header="loader|images/s" -->
+    <!-- figure: grain-cpu-2026-12-04.json table rows=median_images_per_s header="loader|img/s" -->
     <!-- figure: end -->
 
 An inline number: the number right before the marker is rewritten (the unit stays outside)::
 
-    augjax's chain ran at 1.09<!-- value: e2e-gpu-h200-2026-12-01.json "summary/B=256 dynamic/augjax_chain_vs_decode_crop" .2f -->x
-    the speed of decode + crop.
+    augjax's chain ran at 1.09<!-- value: e2e-gpu-h200-2026-12-01.json
+    "summary/B=256 dynamic/augjax_chain_vs_decode_crop" .2f -->x the speed of decode + crop.
+
+(one line in a page; split here to fit).
 
 A block's arguments (after the file name, ``shlex`` syntax; a list is ``|``-separated):
 
 - ``source``: only the line naming the file, its date, machine and versions (for a paragraph of
   inline numbers from that file).
-- ``table``: a table from the JSON value at ``rows=PATH`` (with several files, a column per
-  file of the same dict of numbers) (keys joined by ``/``):
-  a list of dicts (a row per dict; ``columns=`` picks and orders keys, ``where=KEY:VALUE``
-  filters), a dict of dicts (a row per key; ``columns=`` the inner keys), or a dict of numbers
-  (a row per key, one value column). ``pick=`` picks and orders the rows (by key, or by the
-  first column of a list's rows), ``cell=KEY`` reads each cell one level deeper (``{"img_s":
-  ...}``), ``transpose=1`` swaps rows and columns, ``ratio_to=ROW`` adds each cell's ratio to that
-  row of its column ("(0.89x)"), ``header=`` names the columns, ``fmt=`` formats numbers (a Python
-  format spec: ``,.0f``, ``.3f``; default: thousands separated at 1,000 and up, else 3 significant
-  digits), ``suffix=`` follows every number (``" ms"``).
+- ``table``: a table from the JSON value at ``rows=PATH`` (keys joined by ``/``; with several
+  files, a column per file of the same dict of numbers): a list of dicts (a row per dict, named
+  by its first column; ``columns=`` picks and orders the keys, ``where=KEY:VALUE`` filters), a
+  dict of dicts (a row per key; ``columns=`` the inner keys), or a dict of numbers (a row per
+  key, one value column). ``pick=`` picks and orders the rows, ``pick_columns=`` the columns
+  (after ``transpose=1``, which swaps rows and columns); ``cell=KEY`` reads each cell one level
+  deeper (``{"img_s": ...}``; ``cell=a|b`` shows two keys as "a / b"); ``ratio_to=ROW`` adds
+  each cell's ratio to that row of its column ("(0.89x)"); ``header=`` names the columns;
+  ``fmt=`` formats numbers (a Python format spec, ``,.0f`` or ``.3f``; ``1000*.0f`` multiplies
+  first, seconds to ms; by default thousands are separated from 1,000 up, smaller numbers get
+  3 significant digits); ``suffix=`` follows every number (``" ms"``).
 
 A text result file (``.txt``, ``.log``) gives inline numbers and ``source`` lines: its PATH is a
 regular expression (in single quotes) whose first group is the number; its date is the one in
@@ -50,8 +53,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 END = "<!-- figure: end -->"
-_BLOCK = re.compile(r"^([ \t]*)<!-- figure: (?!end)(.+?) -->[ \t]*\n(.*?)^[ \t]*<!-- figure: end -->",
-                    re.MULTILINE | re.DOTALL)
+_BLOCK = re.compile(r"^([ \t]*)<!-- figure: (?!end)(.+?) -->[ \t]*\n"
+                    r"(.*?)^[ \t]*<!-- figure: end -->", re.MULTILINE | re.DOTALL)
 _VALUE = re.compile(r"(-?[0-9][0-9,]*(?:\.[0-9]+)?%?|—)<!-- value: (.+?) -->")
 _MACHINE = re.compile(r"-(cpu|gpu-[a-z0-9]+|gpu|h200x\d+)-")
 _FILE = re.compile(r"\.(json|txt|log)$")
@@ -174,7 +177,8 @@ def provenance(name: str, data: dict) -> tuple[str, str, str]:
         found = _MACHINE.search(name)
         cores = _first(data, "cpu_count")
         gpu_run = found and found.group(1).startswith("gpu")
-        machine = f"{found.group(1)}, {cores} host cores" if gpu_run else f"a {cores}-core CPU machine"
+        machine = (f"{found.group(1)}, {cores} host cores" if gpu_run
+                   else f"a {cores}-core CPU machine")
     if not machine:  # the file name's machine: <kind>-<machine>-<date>
         found = _MACHINE.search(name)
         machine = found.group(1) if found else None
@@ -335,8 +339,10 @@ def value(marker: str) -> str:
 
 def rewrite(text: str) -> str:
     """The page with every figure and inline number written from its result file."""
+
     def block(m):  # indented as its marker (a figure inside a list item)
-        body = "\n".join(m.group(1) + line if line else "" for line in render(m.group(2)).split("\n"))
+        lines = render(m.group(2)).split("\n")
+        body = "\n".join(m.group(1) + line if line else "" for line in lines)
         return f"{m.group(1)}<!-- figure: {m.group(2)} -->\n{body}\n\n{m.group(1)}{END}"
 
     text = _BLOCK.sub(block, text)

@@ -74,8 +74,9 @@ def test_a_hand_edited_number_is_found_and_rewritten(results, tmp_path):
 
 
 def test_a_table_is_written_with_its_file_date_and_machine(results, tmp_path):
-    page = _page(tmp_path, "<!-- figure: toy-cpu-2026-01-02.json table rows=median_images_per_s "
-                           'ratio_to=peer header="loader|images/s" -->\nold\n<!-- figure: end -->\n')
+    page = _page(tmp_path, "<!-- figure: toy-cpu-2026-01-02.json table rows=median_images_per_s"
+                           ' ratio_to=peer header="loader|images/s" -->\nold\n'
+                           "<!-- figure: end -->\n")
     figures.update(paths=[page])
     text = page.read_text()
     assert ("*Measured 2026-01-02 on a 2-core CPU machine (JAX 0.10.2): "
