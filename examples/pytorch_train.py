@@ -189,6 +189,11 @@ def main(argv=None) -> int:
         # JAX (inside the pipeline's jax_function) and PyTorch share GPU 0: JAX takes memory as
         # it needs it instead of 75% of the GPU up front.
         os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+        # JAX's GPU backend first, before torch loads its CUDA libraries: a JAX without CUDA
+        # fails here, with its own message, not inside the pipeline's first batch.
+        import jax
+
+        jax.devices("gpu")
 
     tmp = None
     root = Path(args.root) if args.root else Path(tmp := tempfile.mkdtemp(prefix="augjax-pt-"))
