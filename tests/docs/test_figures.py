@@ -115,7 +115,6 @@ NOT_MEASURED = {
     "docs/RELIABILITY.md": {  # soak lengths and bounds, cache settings, the fuzzers' inputs,
         "10,000", "2,000", "16 MB", "1 s", "2 GiB", "3,000", "65,530", "100,000", "60 s",
         "1 MB", "24 MB", "64 KB"},  # Linux's vm.max_map_count, the import timeout
-    "docs/getting-started/dali-jax.md": {"30 s"},  # a reader's wait, said roughly
     "docs/getting-started/install.md": {"140 MB"},  # DALI's bundled libraries
     "docs/guide/scaling.md": {"20 s", "120 s", "600 s"},  # the example's timeouts
 }
