@@ -67,8 +67,8 @@ def _timed(fn) -> float:
 
 def _quantiles(xs: list[float]) -> dict[str, float]:
     q = statistics.quantiles(xs, n=10) if len(xs) > 1 else [xs[0]] * 9
-    return {"median": statistics.median(xs), "p10": q[0], "p90": q[-1], "mean": statistics.fmean(xs),
-            "n": len(xs)}
+    return {"median": statistics.median(xs), "p10": q[0], "p90": q[-1],
+            "mean": statistics.fmean(xs), "n": len(xs)}
 
 
 def child(case: str, policy: str, opts: argparse.Namespace) -> dict[str, object]:

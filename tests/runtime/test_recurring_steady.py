@@ -24,6 +24,7 @@ from helpers import fresh_programs
 
 import augjax
 import augjax._runtime.padding as _padding
+from augjax._runtime import program_store
 from augjax import ops
 
 SMALL, BIG = 5, 16
@@ -36,7 +37,7 @@ JAX_DISPATCH = {os.path.join(os.path.dirname(jax.__file__), "_src", *name.split(
 @pytest.fixture(autouse=True)
 def _padded_batches(monkeypatch):
     monkeypatch.setenv("AUGJAX_PAD_BATCHES", "1")  # the default, which conftest turns off
-    monkeypatch.setenv("AUGJAX_PROGRAM_CACHE", "0")  # programs from tracing (counted)
+    monkeypatch.setenv("AUGJAX_PROGRAM_CACHE", "0")  # programs from tracing, unless a test
 
 
 def chain():
@@ -111,9 +112,15 @@ def steady_work(history: list[int], calls: int = 3) -> tuple[Counter, list[np.nd
     ("recurring", [BIG, SMALL, SMALL, BIG, SMALL]),
     ("off", [BIG, SMALL]),
 ])
+@pytest.mark.parametrize("store", ["0", "1"], ids=["traced", "stored"])
 def test_a_recurring_size_runs_exactly_the_work_of_a_fresh_process(monkeypatch, policy,
-                                                                    history):
+                                                                    history, store):
+    """``stored``: with the program store on (the default; the session's cache folder), where
+    a program's runs are also keyed by JAX's settings, which a background thread could see
+    otherwise than the caller."""
     monkeypatch.setenv(_padding.ENV, policy)
+    monkeypatch.setenv("AUGJAX_PROGRAM_CACHE", store)
+    assert program_store.enabled() == (store == "1")
     fresh, fresh_out = steady_work([SMALL])
     after, after_out = steady_work(history)
     assert after == fresh, {k: (fresh[k], after[k]) for k in fresh.keys() | after.keys()
