@@ -18,7 +18,8 @@ call alone.
 The steady calls of the same executable vary between processes (placement, clocks, the load
 of a shared machine) by more than the target's margin, so the rows are repeated: a round runs
 one process of each row, the order reversed every other round, and the ratio is the median of
-the rows' medians over the fresh rows' (``ratio``), with the paired per-round ratios beside it.
+the rows' medians over the fresh rows' (``ratio``; ``cpu_ratio`` of the CPU time, ``p10_ratio``
+of the fastest tenth), with the paired per-round ratios beside it.
 ``off`` (every size its own program, compiled at its first batch) runs exactly the fresh
 process's program after the same history: its ratio is the noise floor of the method, as is
 the spread of the fresh rows. The first round runs with JAX's compilation cache and augjax's
@@ -148,8 +149,8 @@ def summarize(case: str, rows: list[dict[str, object]], policies: list[str]) -> 
     """The ratios of a case: medians of the rows' steady medians, and paired per round."""
     good = [r for r in rows if "error" not in r]
 
-    def med(policy: str, what: str = "steady_ms") -> float | None:
-        xs = [r[what]["median"] for r in good if r["policy"] == policy]
+    def med(policy: str, what: str = "steady_ms", stat: str = "median") -> float | None:
+        xs = [r[what][stat] for r in good if r["policy"] == policy]
         return statistics.median(xs) if xs else None
 
     def per_round(policy: str, what: str) -> list[float]:
@@ -166,10 +167,12 @@ def summarize(case: str, rows: list[dict[str, object]], policies: list[str]) -> 
            "rounds": len({r["round"] for r in good})}
     for policy in policies:
         wall, cpu = med(policy), med(policy, "steady_cpu_ms")
+        fast, fresh_fast = med(policy, stat="p10"), med("fresh", stat="p10")
         out[policy] = {
             "ms": wall, "cpu_ms": cpu,
             "ratio": wall / out["fresh_ms"] if wall and out["fresh_ms"] else None,
             "cpu_ratio": cpu / out["fresh_cpu_ms"] if cpu and out["fresh_cpu_ms"] else None,
+            "p10_ratio": fast / fresh_fast if fast and fresh_fast else None,
             "paired_ratios": per_round(policy, "steady_ms"),
             "paired_cpu_ratios": per_round(policy, "steady_cpu_ms")}
     return out
@@ -243,8 +246,9 @@ def main() -> None:
                 p = summary[policy]
                 if p["ratio"] is None:
                     continue
+                paired = ", ".join(f"{x:.2f}" for x in p["paired_ratios"])
                 print(f"{case:28s} {policy:10s} ratio {p['ratio']:.2f} (cpu {p['cpu_ratio']:.2f}; "
-                      f"paired {', '.join(f'{x:.2f}' for x in p['paired_ratios'])}); fresh "
+                      f"p10 {p['p10_ratio']:.2f}; paired {paired}); fresh "
                       f"{summary['fresh_ms']:.3f} ms, fresh spread {summary['fresh_spread']:.2f}",
                       flush=True)
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
