@@ -257,7 +257,7 @@ def main() -> None:
     gpu = opts.device != "cpu"
     meta = {"date": harness.today(), "machine": harness.machine(gpu), "versions":
             harness.versions(gpu), "load_average_before": load_before,
-            "load_average_after": os.getloadavg(), "seconds": time.perf_counter() - started,
+            "load_average_after": os.getloadavg(), "run_s": time.perf_counter() - started,
             "command": " ".join(["python", *sys.argv]),
             **{k: getattr(opts, k) for k in ("big", "small", "size", "rounds", "calls",
                                               "min_calls", "seconds", "repeats", "budget",
