@@ -6,7 +6,7 @@ a fresh process (docs/RELIABILITY.md, "Partial batches").
     python benchmarks/partial_batches.py --device gpu --budget 420 --json $OUT/partial.json
 
 Each row is a child process (``--child``). ``fresh``: the small batch alone (its first call:
-trace + compile). A policy's row: ``--rounds`` batches of the big size first, then small
+trace + compile). A policy's row: ``--big-calls`` batches of the big size first, then small
 batches: the time of each of the first two calls, how long the second call's background
 compile ran on after it (``compile_behind_ms``: ``recurring`` only), and the third call. Then
 every row times its steady calls of the small batch: at least ``--min-calls``, then on until
@@ -97,7 +97,7 @@ def child(case: str, policy: str, opts: argparse.Namespace) -> dict[str, object]
     if policy == "fresh":
         out["first_ms"] = _timed(run(xs))
     else:
-        big = [_timed(run(x)) for _ in range(opts.rounds)]
+        big = [_timed(run(x)) for _ in range(opts.big_calls)]
         out["big_first_ms"], out["big_steady_ms"] = big[0], statistics.median(big[1:] or big)
         out["call1_ms"] = _timed(run(xs))
         out["call2_ms"] = _timed(run(xs))
@@ -130,7 +130,7 @@ def run_child(opts: argparse.Namespace, case: str, policy: str, cache: str | Non
     else:
         env.update(AUGJAX_COMPILATION_CACHE="1", AUGJAX_CACHE_DIR=cache)
     cmd = [sys.executable, __file__, "--child", case, policy]
-    for name in ("big", "small", "size", "rounds", "calls", "min_calls", "seconds", "device"):
+    for name in ("big", "small", "size", "big_calls", "calls", "min_calls", "seconds", "device"):
         cmd += [f"--{name.replace('_', '-')}", str(getattr(opts, name))]
     t0 = time.perf_counter()
     try:
@@ -197,7 +197,7 @@ def main() -> None:
     ap.add_argument("--big", type=int, default=64)
     ap.add_argument("--small", type=int, default=16)
     ap.add_argument("--size", type=int, default=224)
-    ap.add_argument("--rounds", type=int, default=3, help="big batches first")
+    ap.add_argument("--big-calls", type=int, default=3, help="big batches first")
     ap.add_argument("--calls", type=int, default=3000, help="most timed steady calls a row")
     ap.add_argument("--min-calls", type=int, default=30, help="fewest timed steady calls a row")
     ap.add_argument("--seconds", type=float, default=2.0, help="timed steady calls a row, s")
@@ -259,7 +259,7 @@ def main() -> None:
             harness.versions(gpu), "load_average_before": load_before,
             "load_average_after": os.getloadavg(), "run_s": time.perf_counter() - started,
             "command": " ".join(["python", *sys.argv]),
-            **{k: getattr(opts, k) for k in ("big", "small", "size", "rounds", "calls",
+            **{k: getattr(opts, k) for k in ("big", "small", "size", "big_calls", "calls",
                                               "min_calls", "seconds", "repeats", "budget",
                                               "device", "policies")},
             "note": "each row a fresh process; program store off; round 0 with the compilation "
