@@ -48,6 +48,24 @@ def test_random_map_uses_grains_generator_as_the_sample_key():
     assert not np.array_equal(other["image"], out["image"])
 
 
+def test_random_map_keeps_the_chains_fusion_boundaries_and_its_values():
+    # augjax's own programs on the CPU keep each op's output in memory (augjax._runtime.boundary):
+    # fused into flip's select, the crop's resample ran twice per pixel (4x the time). RandomMap's
+    # program must be compiled the same way, and give the arrays path's values for every seed.
+    chain = _chain()
+    transform = ag.RandomMap(chain)
+    image = _source()[5]["image"]
+    program, _ = transform._compiled()
+    seeds = np.zeros((1, 2), np.int32)
+    compiled = program.lower(image[None], seeds, {}).compile().as_text()
+    assert compiled.count("opt-barrier") >= 2  # after the crop and after the flip
+    for seed in range(6):
+        rng = np.random.default_rng(seed)
+        out = transform.random_map({"image": image}, np.random.default_rng(seed))
+        ref = chain(image[None], key=augjax.keys_from_seeds(_seeds(rng)))
+        np.testing.assert_array_equal(out["image"], np.asarray(ref)[0])
+
+
 def test_random_map_moves_the_records_targets_with_the_image():
     chain = augjax.compose(augjax.ops.flip.bind(p=1.0), augjax.ops.random_crop.bind(size=24))
     image = _source()[0]["image"]
