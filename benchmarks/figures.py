@@ -24,7 +24,8 @@ A block's arguments (after the file name, ``shlex`` syntax; a list is ``|``-sepa
   inline numbers from that file).
 - ``table``: a table from the JSON value at ``rows=PATH`` (keys joined by ``/``; with several
   files, a column per file of the same dict of numbers): a list of dicts (a row per dict, named
-  by its first column; ``columns=`` picks and orders the keys, ``where=KEY:VALUE`` filters), a
+  by its first column; ``columns=`` picks and orders the keys, ``a/b`` a nested one,
+  ``where=KEY:VALUE`` filters), a
   dict of dicts (a row per key; ``columns=`` the inner keys), or a dict of numbers (a row per
   key, one value column). ``pick=`` picks and orders the rows, ``pick_columns=`` the columns
   (after ``transpose=1``, which swaps rows and columns); ``cell=KEY`` reads each cell one level
@@ -243,8 +244,11 @@ def _cells(data, opts: dict, name: str) -> tuple[list[str], list[str], dict]:
         rows = []
         for i, r in enumerate(target):  # a row's name is its first column; rows may share it
             rows.append(_Row(str(r.get(label)), i))
-            for k in keys:
-                cells[(rows[-1], k)] = r.get(k)
+            for k in keys:  # a key "a/b" reads r["a"]["b"]
+                v = r
+                for part in k.split("/"):
+                    v = v.get(part) if isinstance(v, dict) else None
+                cells[(rows[-1], k)] = v
         return rows, keys, cells
     if not isinstance(target, dict):
         raise FigureError(f"{name}: rows={opts.get('rows')!r} is neither a list nor a dict")
