@@ -1,0 +1,191 @@
+"""Clips: every op, chain and policy on video clips ``(N, T, H, W, C)``, one draw per clip.
+
+A step called on a 5-D batch treats it as N clips of T frames::
+
+    out = augjax.ops.rand_augment(clips, key=key)                 # one draw per clip
+    out = augjax.ops.rand_augment(clips, key=key, per_frame=True) # one draw per frame
+
+**One draw per clip** (the default; kornia ``VideoSequential(same_on_frame=True)``, torchvision
+``tv_tensors.Video``): the step draws its params for the N clips exactly as for a batch of N
+images with the same key (``step.sample`` on ``(N, H, W, C)``), and every frame of clip ``n`` is
+transformed with clip ``n``'s params. A clip of T identical frames therefore gives T copies of
+the image call's output with the same key.
+
+**One draw per frame** (``per_frame=True``): frame ``t`` of clip ``n`` draws from
+``fold_in(k_n, t)`` (``k_n`` clip ``n``'s key, as for images), and frame ``t``'s params are what
+the step draws for the batch of frames ``t``. ``step.sample(clips, key=..., per_frame=True)``
+gives them with a leading axis T on every leaf.
+
+The mechanism is generic, no op has clip code: the params are drawn for the clips' first frames
+(or per frame), then the step's own deterministic ``apply`` runs. Per-sample steps run once over
+the ``N * T`` frames with each clip's params repeated per frame (the same program, and cost, as
+``N * T`` images). Steps with a batch-level op (mixup, cutmix) are mapped over the frame axis
+(``jax.vmap``) with the clips' params, so that they mix whole clips: clip ``n``'s frame ``t`` with
+clip ``perm[n]``'s frame ``t``, one ``lam`` per clip; soft labels are per clip ``(N, K)`` (per frame
+``(N, T, K)`` with ``per_frame=True``).
+
+Targets are per frame and follow their frame: ``masks`` ``(N, T, H, W[, K])``, ``boxes``
+``(N, T, M, 4)``, ``keypoints`` ``(N, T, K, 2)``, ``boxes_valid`` ``(N, T, M)`` (or counts
+``(N, T)``), ``keypoints_valid`` ``(N, T, K)``; results come back with the same ``(N, T)``
+leading axes. Layout ``"HWC"`` means frames ``(N, T, H, W, C)``, ``"CHW"`` ``(N, T, C, H, W)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from augjax._runtime.keys import sample_keys
+from augjax.errors import InputError
+
+__all__ = ["apply_clips", "call_clips", "frame_keys", "is_clip", "sample_clips"]
+
+
+def is_clip(x: Any) -> bool:
+    """Whether ``x`` is an array batch of clips (rank 5)."""
+    return isinstance(x, (jax.Array, np.ndarray)) and x.ndim == 5
+
+
+def frame_keys(keys: jax.Array, frames: int) -> jax.Array:
+    """Per-frame keys ``(T, N)`` from per-clip keys ``(N,)``: ``fold_in(k_n, t)``."""
+    ts = jnp.arange(frames, dtype=jnp.uint32)
+    return jax.vmap(lambda t: jax.vmap(lambda k: jax.random.fold_in(k, t))(keys))(ts)
+
+
+def _clips(x: Any, name: str) -> jax.Array:
+    x = jnp.asarray(x) if isinstance(x, np.ndarray) else x
+    if not isinstance(x, jax.Array) or x.ndim != 5:
+        raise InputError(f"{name}: argument 'images' expects clips (N, T, H, W, C), got "
+                         f"{getattr(x, 'shape', type(x).__name__)}", op=name, argument="images")
+    return x
+
+
+def _frame_struct(clips: jax.Array) -> jax.ShapeDtypeStruct:
+    n, _, *rest = clips.shape
+    return jax.ShapeDtypeStruct((n, *rest), clips.dtype)
+
+
+def _random(step: Any) -> bool:
+    steps, _ = step.program()
+    return any(s.spec.random for s in steps)
+
+
+def _batch_level(step: Any) -> bool:
+    """Whether any op the step runs sees the whole batch (mixup, cutmix)."""
+    steps, _ = step.program()
+    return any(s.spec.level != "sample" for s in steps) or "labels" in step.inputs
+
+
+def sample_clips(step: Any, inputs: tuple[Any, ...], *, key: Any, layout: str,
+                 per_frame: bool) -> Any:
+    """What ``step`` draws for the clips ``inputs[0]`` with ``key``: the params of N images
+    (one draw per clip), or with ``per_frame`` a leading axis T on every leaf."""
+    clips = _clips(inputs[0], step.name)
+    struct = _frame_struct(clips)
+    if not _random(step):
+        params = step.sample(struct, key=key, layout=layout)
+        if not per_frame:
+            return params
+        return jax.tree_util.tree_map(
+            lambda v: jnp.broadcast_to(v, (clips.shape[1], *v.shape)), params)
+    keys = sample_keys(key, clips.shape[0], step.name)
+    if not per_frame:
+        return step.sample(struct, key=keys, layout=layout)
+    return jax.jit(lambda ks: jax.vmap(lambda k: step.sample(struct, key=k, layout=layout))(ks)
+                   )(frame_keys(keys, clips.shape[1]))
+
+
+_FRAME_TARGETS = ("masks", "boxes", "keypoints", "boxes_valid", "keypoints_valid")
+
+
+def _split_targets(targets: dict[str, Any], n: int, t: int, name: str) -> tuple[dict, dict]:
+    """(per-frame target arrays, other keywords), the arrays checked to lead with (N, T)."""
+    arrays, rest = {}, {}
+    for k, v in targets.items():
+        if v is None:
+            continue
+        if k in _FRAME_TARGETS:
+            v = jnp.asarray(v)
+            if v.ndim < 2 or tuple(v.shape[:2]) != (n, t):
+                raise InputError(f"{name}: argument {k!r} on clips expects per-frame targets "
+                                 f"with leading axes (N, T) = {(n, t)}, got shape "
+                                 f"{tuple(v.shape)}", op=name, argument=k)
+            arrays[k] = v
+        else:
+            rest[k] = v
+    return arrays, rest
+
+
+def apply_clips(step: Any, inputs: tuple[Any, ...], *, params: Any, layout: str,
+                per_frame: bool, targets: dict[str, Any]) -> Any:
+    """``step`` on clips with given params (from :func:`sample_clips`); deterministic."""
+    clips = _clips(inputs[0], step.name)
+    n, t = clips.shape[:2]
+    labels = inputs[1] if len(inputs) > 1 else None
+    arrays, rest = _split_targets(dict(targets), n, t, step.name)
+    if not _batch_level(step):
+        return _flat_apply(step, clips, params, layout, per_frame, arrays, rest)
+    return _mapped_apply(step, clips, labels, params, layout, per_frame, arrays, rest)
+
+
+def _flat(v: jax.Array) -> jax.Array:
+    return v.reshape(v.shape[0] * v.shape[1], *v.shape[2:])
+
+
+def _unflat(v: jax.Array, n: int, t: int) -> jax.Array:
+    return v.reshape(n, t, *v.shape[1:])
+
+
+def _flat_apply(step, clips, params, layout, per_frame, arrays, rest):
+    """Per-sample steps: one apply over the N*T frames, clip params repeated per frame."""
+    n, t = clips.shape[:2]
+    if per_frame:  # (T, N, ...) -> (N*T, ...)
+        frame_params = jax.tree_util.tree_map(lambda v: _flat(jnp.swapaxes(v, 0, 1)), params)
+    else:
+        frame_params = jax.tree_util.tree_map(lambda v: jnp.repeat(v, t, axis=0), params)
+    out = step.apply(_flat(clips), params=frame_params, layout=layout,
+                     **{k: _flat(v) for k, v in arrays.items()}, **rest)
+    if isinstance(out, dict):
+        return {k: _unflat(v, n, t) for k, v in out.items()}
+    return _unflat(out, n, t)
+
+
+def _mapped_apply(step, clips, labels, params, layout, per_frame, arrays, rest):
+    """Steps with a batch-level op: the apply mapped over the frame axis, so that the ops mix
+    whole clips (frame t with frame t)."""
+    names = tuple(arrays)
+
+    def frames_apply(frames, frame_params, *frame_targets):
+        inputs = (frames,) if labels is None else (frames, labels)
+        return step.apply(*inputs, params=frame_params, layout=layout,
+                          **dict(zip(names, frame_targets)), **rest)
+
+    in_axes = (1, 0 if per_frame else None) + (1,) * len(names)
+    shapes = jax.eval_shape(jax.vmap(frames_apply, in_axes=in_axes),
+                            clips, params, *arrays.values())
+    if isinstance(shapes, dict):
+        out_axes = {k: (None if k == "labels" and not per_frame else 1) for k in shapes}
+    elif isinstance(shapes, tuple):  # (images, soft labels)
+        out_axes = (1, 1 if per_frame else None)
+    else:
+        out_axes = 1
+    return jax.vmap(frames_apply, in_axes=in_axes, out_axes=out_axes)(
+        clips, params, *arrays.values())
+
+
+def call_clips(step: Any, inputs: tuple[Any, ...], *, key: Any, layout: str, per_frame: bool,
+               targets: dict[str, Any]) -> Any:
+    """``step`` on clips: the params drawn per clip (or per frame), then applied."""
+    if len(inputs) != len(step.inputs):
+        raise InputError(f"{step.name}: expects {len(step.inputs)} positional input(s) "
+                         f"({', '.join(step.inputs)}), got {len(inputs)}", op=step.name,
+                         argument="images")
+    clips = _clips(inputs[0], step.name)
+    if _random(step) and key is None:
+        sample_keys(None, clips.shape[0], step.name)  # raises KeyRequiredError
+    params = sample_clips(step, inputs[:1], key=key, layout=layout, per_frame=per_frame)
+    return apply_clips(step, (clips, *inputs[1:]), params=params, layout=layout,
+                       per_frame=per_frame, targets=targets)
