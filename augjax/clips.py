@@ -32,6 +32,7 @@ leading axes. Layout ``"HWC"`` means frames ``(N, T, H, W, C)``, ``"CHW"`` ``(N,
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jax
@@ -39,6 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from augjax._runtime.keys import sample_keys
+from augjax._runtime.program import sampler_compiler_options
 from augjax.errors import InputError
 
 __all__ = ["apply_clips", "call_clips", "frame_keys", "is_clip", "sample_clips"]
@@ -94,8 +96,16 @@ def sample_clips(step: Any, inputs: tuple[Any, ...], *, key: Any, layout: str,
     keys = sample_keys(key, clips.shape[0], step.name)
     if not per_frame:
         return step.sample(struct, key=keys, layout=layout)
-    return jax.jit(lambda ks: jax.vmap(lambda k: step.sample(struct, key=k, layout=layout))(ks)
-                   )(frame_keys(keys, clips.shape[1]))
+    return _frame_sampler(step, tuple(struct.shape), jnp.dtype(struct.dtype).name, layout)(
+        frame_keys(keys, clips.shape[1]))
+
+
+@functools.lru_cache(maxsize=256)
+def _frame_sampler(step: Any, shape: tuple[int, ...], dtype: str, layout: str):
+    """The jitted per-frame sampler: keys (T, N) -> params with a leading axis T."""
+    struct = jax.ShapeDtypeStruct(shape, jnp.dtype(dtype))
+    return jax.jit(lambda ks: jax.vmap(lambda k: step.sample(struct, key=k, layout=layout))(ks),
+                   compiler_options=sampler_compiler_options())
 
 
 _FRAME_TARGETS = ("masks", "boxes", "keypoints", "boxes_valid", "keypoints_valid")

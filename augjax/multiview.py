@@ -36,6 +36,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from augjax._core.step import Step
+from augjax._runtime.boundary import boundary_compiler_options
+from augjax._runtime.program import sampler_compiler_options
 from augjax._runtime.keys import SEED_HIGH, keys_from_seeds, sample_keys
 from augjax.errors import InputError, ParamError
 
@@ -283,12 +285,16 @@ def _apply_all(self: Views, images: jax.Array,
 @functools.lru_cache(maxsize=64)
 def _sampler(self: Views, shape: tuple[int, ...], dtype: str):
     struct = jax.ShapeDtypeStruct(shape, jnp.dtype(dtype))
-    return jax.jit(lambda keys: _sample_all(self, struct, keys))
+    # The XLA options of augjax's own sampler and apply programs (see their modules): on the
+    # CPU, samplers compile unoptimised and the apply keeps its fusion boundaries.
+    return jax.jit(lambda keys: _sample_all(self, struct, keys),
+                   compiler_options=sampler_compiler_options())
 
 
 @functools.lru_cache(maxsize=64)
 def _applier(self: Views):
-    return jax.jit(lambda images, params: _apply_all(self, images, params))
+    return jax.jit(lambda images, params: _apply_all(self, images, params),
+                   compiler_options=boundary_compiler_options())
 
 
 @functools.lru_cache(maxsize=64)
