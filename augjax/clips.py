@@ -39,6 +39,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from augjax._runtime.boundary import boundary_compiler_options
 from augjax._runtime.keys import sample_keys
 from augjax._runtime.program import sampler_compiler_options
 from augjax.errors import InputError
@@ -131,14 +132,19 @@ def _split_targets(targets: dict[str, Any], n: int, t: int, name: str) -> tuple[
 
 def apply_clips(step: Any, inputs: tuple[Any, ...], *, params: Any, layout: str,
                 per_frame: bool, targets: dict[str, Any]) -> Any:
-    """``step`` on clips with given params (from :func:`sample_clips`); deterministic."""
+    """``step`` on clips with given params (from :func:`sample_clips`); deterministic. One
+    jitted program (the repeat of the params per frame included)."""
     clips = _clips(inputs[0], step.name)
     n, t = clips.shape[:2]
     labels = inputs[1] if len(inputs) > 1 else None
     arrays, rest = _split_targets(dict(targets), n, t, step.name)
-    if not _batch_level(step):
-        return _flat_apply(step, clips, params, layout, per_frame, arrays, rest)
-    return _mapped_apply(step, clips, labels, params, layout, per_frame, arrays, rest)
+    program = _apply_program(step, layout, per_frame, tuple(arrays), _hashable(rest))
+    return program(clips, labels, params, *arrays.values())
+
+
+def _hashable(rest: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """The non-array keywords of a call (``mask_fill``), as a cache key."""
+    return tuple(sorted((k, v.item() if hasattr(v, "item") else v) for k, v in rest.items()))
 
 
 def _flat(v: jax.Array) -> jax.Array:
@@ -147,6 +153,50 @@ def _flat(v: jax.Array) -> jax.Array:
 
 def _unflat(v: jax.Array, n: int, t: int) -> jax.Array:
     return v.reshape(n, t, *v.shape[1:])
+
+
+def _apply_traced(step, layout, per_frame, names, rest, clips, labels, params, arrays):
+    """The apply of :func:`apply_clips`, traced: per-sample steps once over the N*T frames,
+    steps with a batch-level op mapped over T."""
+    if not _batch_level(step):
+        return _flat_apply(step, clips, params, layout, per_frame, dict(zip(names, arrays)),
+                           rest)
+    return _mapped_apply(step, clips, labels, params, layout, per_frame,
+                         dict(zip(names, arrays)), rest)
+
+
+@functools.lru_cache(maxsize=256)
+def _apply_program(step: Any, layout: str, per_frame: bool, names: tuple[str, ...],
+                   rest: tuple[tuple[str, Any], ...]):
+    """The jitted apply on clips: ``f(clips, labels, params, *targets)``, compiled with
+    augjax's apply options (CPU fusion boundaries)."""
+
+    def program(clips, labels, params, *arrays):
+        return _apply_traced(step, layout, per_frame, names, dict(rest), clips, labels, params,
+                             arrays)
+
+    return jax.jit(program, compiler_options=boundary_compiler_options())
+
+
+@functools.lru_cache(maxsize=256)
+def _call_program(step: Any, layout: str, per_frame: bool, names: tuple[str, ...],
+                  rest: tuple[tuple[str, Any], ...], frame: tuple[int, ...], dtype: str):
+    """Sampler and apply in one jitted program (off the CPU: one dispatch per call), the
+    params behind ``lax.optimization_barrier`` as augjax's own fused calls do."""
+    struct = jax.ShapeDtypeStruct(frame, jnp.dtype(dtype))
+
+    def program(clips, labels, keys, *arrays):
+        keys = jax.random.split(keys, frame[0]) if keys is not None and keys.ndim == 0 else keys
+        if not per_frame:
+            params = step.sample(struct, key=keys, layout=layout)
+        else:
+            fk = frame_keys(keys, clips.shape[1])
+            params = jax.vmap(lambda k: step.sample(struct, key=k, layout=layout))(fk)
+        params = jax.lax.optimization_barrier(params)
+        return _apply_traced(step, layout, per_frame, names, dict(rest), clips, labels, params,
+                             arrays)
+
+    return jax.jit(program)
 
 
 def _flat_apply(step, clips, params, layout, per_frame, arrays, rest):
@@ -186,9 +236,17 @@ def _mapped_apply(step, clips, labels, params, layout, per_frame, arrays, rest):
         clips, params, *arrays.values())
 
 
+def _on_cpu(x: Any) -> bool:
+    if isinstance(x, np.ndarray) or isinstance(x, jax.core.Tracer):
+        return True
+    return all(d.platform == "cpu" for d in x.devices())
+
+
 def call_clips(step: Any, inputs: tuple[Any, ...], *, key: Any, layout: str, per_frame: bool,
                targets: dict[str, Any]) -> Any:
-    """``step`` on clips: the params drawn per clip (or per frame), then applied."""
+    """``step`` on clips: the params drawn per clip (or per frame), then applied. On the CPU
+    (and inside a caller's trace) the sampler and the apply run as two programs, so that a
+    call equals ``apply(sample(...))`` bitwise by construction; elsewhere as one."""
     if len(inputs) != len(step.inputs):
         raise InputError(f"{step.name}: expects {len(step.inputs)} positional input(s) "
                          f"({', '.join(step.inputs)}), got {len(inputs)}", op=step.name,
@@ -196,6 +254,15 @@ def call_clips(step: Any, inputs: tuple[Any, ...], *, key: Any, layout: str, per
     clips = _clips(inputs[0], step.name)
     if _random(step) and key is None:
         sample_keys(None, clips.shape[0], step.name)  # raises KeyRequiredError
-    params = sample_clips(step, inputs[:1], key=key, layout=layout, per_frame=per_frame)
-    return apply_clips(step, (clips, *inputs[1:]), params=params, layout=layout,
-                       per_frame=per_frame, targets=targets)
+    if _on_cpu(clips) or not _random(step):
+        params = sample_clips(step, inputs[:1], key=key, layout=layout, per_frame=per_frame)
+        return apply_clips(step, (clips, *inputs[1:]), params=params, layout=layout,
+                           per_frame=per_frame, targets=targets)
+    n, t = clips.shape[:2]
+    labels = inputs[1] if len(inputs) > 1 else None
+    arrays, rest = _split_targets(dict(targets), n, t, step.name)
+    keys = sample_keys(key, n, step.name, split=False)
+    struct = _frame_struct(clips)
+    program = _call_program(step, layout, per_frame, tuple(arrays), _hashable(rest),
+                            tuple(struct.shape), jnp.dtype(struct.dtype).name)
+    return program(clips, labels, keys, *arrays.values())

@@ -149,3 +149,21 @@ def test_every_sample_op_on_clips(name, frames):
     out = op(clip, key=KEY)
     _eq(out[:, 0], image)
     _eq(out[:, 1], image)
+
+
+@pytest.mark.parametrize("per_frame", [False, True])
+def test_fused_program_equals_two_programs(per_frame, clips):
+    """The one-program path that GPUs take (sampler and apply fused) gives the CPU's two-program
+    result (within one level: the fused sampler's floats compile with other options here)."""
+    from augjax.clips import _call_program, _frame_struct
+
+    step = CHAIN
+    struct = _frame_struct(clips)
+    program = _call_program(step, "HWC", per_frame, ("boxes",), (), tuple(struct.shape),
+                            "uint8")
+    boxes = jnp.tile(jnp.asarray([[[1.0, 2.0, 9.0, 11.0]]]), (N, T, 1, 1))
+    fused = program(clips, None, KEY, boxes)
+    two = step(clips, key=KEY, per_frame=per_frame, boxes=boxes)
+    for k in two:
+        d = np.abs(np.asarray(fused[k], np.float64) - np.asarray(two[k], np.float64))
+        assert d.max() <= 1, k
