@@ -40,7 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from augjax._runtime.boundary import boundary_compiler_options
-from augjax._runtime.keys import sample_keys
+from augjax._runtime.keys import SEED_HIGH, keys_from_seeds, sample_keys
 from augjax._runtime.program import sampler_compiler_options
 from augjax.errors import InputError
 
@@ -86,6 +86,7 @@ def sample_clips(step: Any, inputs: tuple[Any, ...], *, key: Any, layout: str,
                  per_frame: bool) -> Any:
     """What ``step`` draws for the clips ``inputs[0]`` with ``key``: the params of N images
     (one draw per clip), or with ``per_frame`` a leading axis T on every leaf."""
+    layout = frame_layout(layout)
     clips = _clips(inputs[0], step.name)
     struct = _frame_struct(clips)
     if not _random(step):
@@ -134,6 +135,7 @@ def apply_clips(step: Any, inputs: tuple[Any, ...], *, params: Any, layout: str,
                 per_frame: bool, targets: dict[str, Any]) -> Any:
     """``step`` on clips with given params (from :func:`sample_clips`); deterministic. One
     jitted program (the repeat of the params per frame included)."""
+    layout = frame_layout(layout)
     clips = _clips(inputs[0], step.name)
     n, t = clips.shape[:2]
     labels = inputs[1] if len(inputs) > 1 else None
@@ -242,11 +244,28 @@ def _on_cpu(x: Any) -> bool:
     return all(d.platform == "cpu" for d in x.devices())
 
 
+def frame_layout(layout: str) -> str:
+    """The layout of one frame: ``"FHWC"`` -> ``"HWC"`` (clips' layouts name the frame axis)."""
+    return layout[1:] if layout in ("FHWC", "FCHW") else layout
+
+
 def call_clips(step: Any, inputs: tuple[Any, ...], *, key: Any, layout: str, per_frame: bool,
-               targets: dict[str, Any]) -> Any:
+               targets: dict[str, Any], seeds: Any = None, seed: int | None = None,
+               device: str | None = None) -> Any:
     """``step`` on clips: the params drawn per clip (or per frame), then applied. On the CPU
     (and inside a caller's trace) the sampler and the apply run as two programs, so that a
-    call equals ``apply(sample(...))`` bitwise by construction; elsewhere as one."""
+    call equals ``apply(sample(...))`` bitwise by construction; elsewhere as one. DALI
+    sequences (``DataNode``, layout ``"FHWC"``) take one ``jax_function`` (:func:`_dali`)."""
+    from augjax._runtime.dispatch import is_data_node
+
+    layout = frame_layout(layout)
+    if inputs and is_data_node(inputs[0]):
+        return _dali(step, inputs, layout=layout, per_frame=per_frame, seeds=seeds, seed=seed,
+                     device=device, key=key, targets=targets)
+    for arg, value in (("seeds", seeds), ("seed", seed), ("device", device)):
+        if value is not None:
+            raise InputError(f"{step.name}: argument '{arg}' is for DALI pipelines; on arrays "
+                             f"pass key=", op=step.name, argument=arg)
     if len(inputs) != len(step.inputs):
         raise InputError(f"{step.name}: expects {len(step.inputs)} positional input(s) "
                          f"({', '.join(step.inputs)}), got {len(inputs)}", op=step.name,
@@ -266,3 +285,66 @@ def call_clips(step: Any, inputs: tuple[Any, ...], *, key: Any, layout: str, per
     program = _call_program(step, layout, per_frame, tuple(arrays), _hashable(rest),
                             tuple(struct.shape), jnp.dtype(struct.dtype).name)
     return program(clips, labels, keys, *arrays.values())
+
+
+# -- DALI sequences ----------------------------------------------------------------------------
+@functools.lru_cache(maxsize=256)
+def _dali_function(step: Any, layout: str, per_frame: bool, with_labels: bool, device: str):
+    from augjax._runtime.program import final_layout
+    from augjax.dali._backend import _dali as dali_modules
+
+    _, _, jax_fn = dali_modules()
+    outputs = ("F" + final_layout(step.program()[0], layout),)
+    if "labels" in step.outputs:
+        outputs += ("",)
+
+    def function(*arrays):
+        clips, rest = arrays[0], list(arrays[1:])
+        labels = (rest.pop(0),) if with_labels else ()
+        keys = keys_from_seeds(rest.pop(0)) if rest else None
+        out = call_clips(step, (clips, *labels), key=keys, layout=layout, per_frame=per_frame,
+                         targets={})
+        return tuple(out) if isinstance(out, tuple) else (out,)
+
+    return jax_fn.jax_function(function, num_outputs=len(outputs), output_layouts=outputs,
+                               device=device)
+
+
+def _dali(step: Any, inputs: tuple[Any, ...], *, layout: str, per_frame: bool, seeds: Any,
+          seed: int | None, device: str | None, key: Any, targets: dict[str, Any]) -> Any:
+    """``step`` on DALI sequences (samples ``(T, H, W, C)``): one ``jax_function`` whose
+    program is :func:`call_clips` with the keys of the per-sample seeds, so it equals the
+    array path with ``key=augjax.keys_from_seeds(seeds)``."""
+    from augjax.dali._backend import _dali as dali_modules
+
+    fn, types, _ = dali_modules()
+    name = step.name
+    if key is not None:
+        raise InputError(f"{name}: argument 'key' is for arrays; in a DALI pipeline pass seed= "
+                         f"(an int) or seeds= (a DataNode of per-sample seeds)", op=name,
+                         argument="key")
+    given = sorted(k for k, v in targets.items() if v is not None)
+    if given:
+        raise InputError(f"{name}: targets ({', '.join(given)}) on DALI sequences are not "
+                         f"taken yet; run the clips on arrays", op=name, argument=given[0])
+    source = "gpu" if getattr(inputs[0], "device", "cpu") in ("gpu", "mixed") else "cpu"
+    device = device or source
+    if device not in ("cpu", "gpu") or (device == "cpu" and source == "gpu"):
+        raise InputError(f"{name}: argument 'device' expects 'cpu' or 'gpu' (and 'gpu' for GPU "
+                         f"sequences), got {device!r}", op=name, argument="device")
+
+    def place(node: Any) -> Any:
+        return node.gpu() if device == "gpu" and getattr(node, "device", "cpu") == "cpu" \
+            else node
+
+    args = [place(x) for x in inputs]
+    if _random(step):
+        if seeds is None:
+            kwargs = {} if seed is None else {"seed": int(seed)}
+            seeds = fn.random.uniform(range=[0, SEED_HIGH], shape=[2], dtype=types.INT32,
+                                      device=device, **kwargs)
+        args.append(place(seeds))
+    op = _dali_function(step, layout, per_frame, len(inputs) > 1, device)
+    out = op(*args)
+    out = out if isinstance(out, (list, tuple)) else (out,)
+    return tuple(out) if "labels" in step.outputs else out[0]

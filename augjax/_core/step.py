@@ -60,9 +60,10 @@ class Step:
             seed: DALI only: seed of the DALI RNG op that draws the per-sample seeds (default:
                 derived from the pipeline seed).
             device: DALI only: ``"cpu"`` or ``"gpu"``; default: the device of ``images``.
-            layout: ``"HWC"`` (default) or ``"CHW"``.
-            per_frame: clips only (arrays ``(N, T, H, W, C)``): one draw per frame instead of
-                one per clip (see :mod:`augjax.clips`).
+            layout: ``"HWC"`` (default) or ``"CHW"``; ``"FHWC"`` / ``"FCHW"`` for clips
+                (DALI sequences; arrays of rank 5 are clips in any case).
+            per_frame: clips only (``(N, T, H, W, C)``): one draw per frame instead of one per
+                clip (see :mod:`augjax.clips`).
             **targets: ``masks=`` ((N, H, W) or (N, H, W, K) integer masks), ``boxes=``
                 ((N, M, 4) XYXY pixels), ``keypoints=`` ((N, K, 2) x, y), ``boxes_valid=`` /
                 ``keypoints_valid=`` ((N, M) / (N, K) bool; boxes also (N,) counts),
@@ -75,11 +76,11 @@ class Step:
         """
         from augjax._runtime.dispatch import apply_steps
 
-        if _clips(inputs, per_frame, self.name):
+        if _clips(inputs, per_frame, self.name, layout):
             from augjax.clips import call_clips
 
             return call_clips(self, inputs, key=key, layout=layout, per_frame=per_frame,
-                              targets=targets)
+                              targets=targets, seeds=seeds, seed=seed, device=device)
         steps, start = self._steps()
         return apply_steps(steps, inputs, name=self.name, inputs_decl=self.inputs,
                            outputs_decl=self.outputs, key=key, seeds=seeds, seed=seed,
@@ -154,15 +155,17 @@ class Step:
         return steps, start
 
 
-def _clips(inputs: tuple[Any, ...], per_frame: bool, name: str) -> bool:
-    """Whether a call's images are clips: an array of rank 5 (:mod:`augjax.clips`).
+def _clips(inputs: tuple[Any, ...], per_frame: bool, name: str, layout: str = "HWC") -> bool:
+    """Whether a call's images are clips: an array of rank 5, or a layout ``"FHWC"`` /
+    ``"FCHW"`` (DALI sequences) (:mod:`augjax.clips`).
 
     Raises:
         InputError: ``per_frame`` given for images that are not clips.
     """
     images = inputs[0] if inputs else None
-    clips = hasattr(images, "ndim") and getattr(images, "ndim", 0) == 5 and \
-        not type(images).__module__.startswith("nvidia.dali")
+    clips = layout in ("FHWC", "FCHW") or (
+        hasattr(images, "ndim") and getattr(images, "ndim", 0) == 5
+        and not type(images).__module__.startswith("nvidia.dali"))
     if per_frame and not clips:
         raise InputError(f"{name}: argument 'per_frame' is for clips (N, T, H, W, C), got "
                          f"images of shape {tuple(getattr(images, 'shape', ()))}", op=name,
