@@ -76,10 +76,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_structure(args: argparse.Namespace) -> int:
+    from augjax._demo import DemoInputError
     from augjax._demo.structures import run_show_clip, run_show_views
 
     if args.views and args.clip:
-        raise argparse.ArgumentTypeError("--views and --clip: give one")
+        raise DemoInputError("arguments --views and --clip: give one of them")
     if args.views:
         path, (w, h) = run_show_views(args.name, image=args.image, out=args.out,
                                       size=args.size, seed=args.seed)
