@@ -44,12 +44,7 @@ from augjax._runtime.keys import SEED_HIGH, keys_from_seeds, sample_keys
 from augjax._runtime.program import sampler_compiler_options
 from augjax.errors import InputError
 
-__all__ = ["apply_clips", "call_clips", "frame_keys", "is_clip", "sample_clips"]
-
-
-def is_clip(x: Any) -> bool:
-    """Whether ``x`` is an array batch of clips (rank 5)."""
-    return isinstance(x, (jax.Array, np.ndarray)) and x.ndim == 5
+__all__ = ["apply_clips", "call_clips", "frame_keys", "frame_layout", "sample_clips"]
 
 
 def frame_keys(keys: jax.Array, frames: int) -> jax.Array:
