@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     )
     from augjax.config import from_dict, from_json, to_dict, to_json
     from augjax.interop import from_albumentations, from_torchvision
+    from augjax.multiview import Views, views
     from augjax.policies import (
         augmix,
         auto_augment,
@@ -73,6 +74,7 @@ _LAZY = {
     "compilation_cache_dir": "augjax._runtime.compile_cache",
     "MagnitudeMap": "augjax._core.magnitude",
     "warmup": "augjax._runtime.warmup",
+    **dict.fromkeys(("views", "Views"), "augjax.multiview"),
     "ShardedSource": "augjax.dali._sources",
     **dict.fromkeys(("from_torchvision", "from_albumentations"), "augjax.interop"),
     **dict.fromkeys(("Chain", "Sequential", "compose", "invert", "matrices", "random_apply",
@@ -81,7 +83,7 @@ _LAZY = {
                      "trivial_augment_wide"), "augjax.policies"),
 }
 _SUBMODULES = ("chain", "policies", "dali", "testing", "catalog", "kernels", "config", "data",
-               "grain", "interop")
+               "grain", "interop", "recipes")
 
 __all__ = [
     "API_VERSION",
@@ -104,6 +106,8 @@ __all__ = [
     "to_dict",
     "to_json",
     "trivial_augment_wide",
+    "views",
+    "Views",
     "AugjaxError",
     "AugjaxWarning",
     "BackendUnavailableError",

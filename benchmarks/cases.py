@@ -167,6 +167,9 @@ def dali_peers(device: str) -> dict[str, tuple[str, Callable]]:
         "shot_noise": ("DALI noise.shot", lambda x: fn.noise.shot(x, factor=20.0)),
         "salt_and_pepper": ("DALI noise.salt_and_pepper",
                             lambda x: fn.noise.salt_and_pepper(x, prob=0.05)),
+        "jpeg": ("DALI jpeg_compression_distortion (quality 50..100)",
+                 lambda x: fn.jpeg_compression_distortion(
+                     x, quality=_uniform(50, 101, dtype=types.INT32))),
         "grid_mask": ("DALI grid_mask", lambda x: fn.grid_mask(x, tile=100, ratio=0.5)),
         "water": ("DALI water", lambda x: fn.water(x)),
         "sphere": ("DALI sphere", lambda x: fn.sphere(x)),
@@ -217,6 +220,7 @@ def torchvision_peers() -> dict[str, tuple[str, Callable]]:
         "normalize": ("torchvision to float + normalize", lambda x: F.normalize(
             F.to_dtype(x, torch.float32, scale=True), list(MEAN), list(STD))),
         "random_erasing": ("torchvision erase", erase),
+        "jpeg": ("torchvision jpeg (quality 75)", lambda x: F.jpeg(x, 75)),
         "elastic_transform": ("torchvision elastic_transform", lambda x: F.elastic_transform(
             x, torch.zeros((1, SIZE, SIZE, 2), device=x.device))),
     }

@@ -86,30 +86,87 @@ def _iters_for(ms: float, row_ms: float) -> int:
     return max(1, min(20, int(row_ms / max(ms, 0.05))))
 
 
-def run_pairs(args, x, labels, key) -> list[dict]:
+def pair_list(args) -> list[tuple[str, str]]:
+    """The ordered pairs to time: ``--pairs`` (``first+second``), else every pair of ``--ops``
+    (rows of ``--first`` only), plus ``--sample`` pairs drawn at random from the rest of the
+    matrix; in matrix order, or shuffled (``--shuffle SEED``: a run cut short by
+    ``--time-limit`` then leaves out a random subset, not the last rows)."""
+    import random
+
+    names = list(pair_ops(args.out_size))
+    ops = args.ops or names
+    if args.pairs:
+        chosen = []
+        for token in args.pairs:
+            a, sep, b = token.partition("+")
+            if not sep or a not in names or b not in names:
+                raise SystemExit(f"--pairs: expected FIRST+SECOND of {names}, got {token!r}")
+            chosen.append((a, b))
+    else:
+        chosen = [(a, b) for a in (args.first or ops) for b in ops]
+    if args.pairs_over:
+        old = json.loads(Path(args.pairs_over).read_text())["pairs"]
+        chosen += [(r["first"], r["second"]) for r in old
+                   if r.get("final_ratio", r.get("ratio", 0.0)) > TARGET]
+    if args.sample:
+        rng = random.Random(args.seed)
+        rest = [(a, b) for a in names for b in names if (a, b) not in chosen]
+        chosen += rng.sample(rest, min(args.sample, len(rest)))
+    chosen = list(dict.fromkeys(chosen))
+    if args.shuffle is not None:
+        random.Random(args.shuffle).shuffle(chosen)
+    return chosen
+
+
+def run_pairs(args, x, labels, key, rows: list[dict], save) -> list[dict]:
+    """Times each pair of :func:`pair_list` into ``rows`` (a pair already in ``rows`` with a
+    ratio, from ``--resume``, is kept), calling ``save()`` after each."""
+    steps = pair_ops(args.out_size)
+    done = {(r["first"], r["second"]) for r in rows if "ratio" in r}
+    rows[:] = [r for r in rows if (r["first"], r["second"]) in done]
+    alone: dict[str, object] = {}  # one compose(op) per op: its programs are compiled once
+    fresh = 0
+    for a, b in pair_list(args):
+        if (a, b) in done:
+            continue
+        row = {"first": a, "second": b}
+        rows.append(row)
+        if _out_of_time(args):
+            row["skipped"] = "time limit"
+            continue
+        if args.device == "cpu" and fresh and fresh % RELEASE_EVERY == 0:
+            _release()
+            alone.clear()
+        fresh += 1
+        try:
+            row.update(time_pair(steps[a], steps[b], x, labels, key, args.reps, args.row_ms,
+                                 alone=(_alone(alone, steps, a), _alone(alone, steps, b))))
+        except Exception as err:  # noqa: BLE001  (recorded; the matrix goes on)
+            row["error"] = f"{type(err).__name__}: {str(err)[:300]}"
+            continue
+        _print_pair(row)
+        save()
+    return rows
+
+
+#: On the CPU, compiled programs are dropped after this many pairs (:func:`_release`).
+RELEASE_EVERY = 20
+
+
+def _alone(cache: dict, steps: dict, name: str):
     import augjax
 
-    steps = pair_ops(args.out_size)
-    names = args.ops or list(steps)
-    first = args.first or names
-    rows = []
-    start = time.perf_counter()
-    for a in first:
-        _release()
-        for b in names:
-            row = {"first": a, "second": b}
-            rows.append(row)
-            if args.time_limit and time.perf_counter() - start > args.time_limit:
-                row["skipped"] = "time limit"
-                continue
-            try:
-                row.update(time_pair(steps[a], steps[b], x, labels, key, args.reps,
-                                     args.row_ms))
-            except Exception as err:  # noqa: BLE001  (recorded; the matrix goes on)
-                row["error"] = f"{type(err).__name__}: {str(err)[:300]}"
-                continue
-            _print_pair(row)
-    return rows
+    if name not in cache:
+        cache[name] = augjax.compose(steps[name])
+    return cache[name]
+
+
+def _out_of_time(args) -> bool:
+    """Whether ``--time-limit`` seconds have passed since the script started."""
+    return bool(args.time_limit) and time.perf_counter() - START > args.time_limit
+
+
+START = time.perf_counter()
 
 
 def _release() -> None:
@@ -124,13 +181,15 @@ def _release() -> None:
     gc.collect()
 
 
-def time_pair(first, second, x, labels, key, reps: int, row_ms: float) -> dict:
+def time_pair(first, second, x, labels, key, reps: int, row_ms: float,
+              alone: tuple | None = None) -> dict:
     """compose(first, second) on ``x`` against ``first`` on ``x`` plus ``second`` on the
-    output of ``first``, alternating in each of ``reps`` rounds."""
+    output of ``first``, alternating in each of ``reps`` rounds. ``alone``: the two ops'
+    own chains, if already made (``compose(first), compose(second)``)."""
     import augjax
 
     chain = augjax.compose(first, second)
-    alone_a, alone_b = augjax.compose(first), augjax.compose(second)
+    alone_a, alone_b = alone or (augjax.compose(first), augjax.compose(second))
     mid, mid_labels = _call(alone_a, x, labels, key)
     fns = [lambda: _call(chain, x, labels, key),
            lambda: _call(alone_a, x, labels, key),
@@ -162,6 +221,9 @@ def recheck(args, rows: list[dict], x, labels, key) -> None:
         if row.get("ratio", 0.0) <= TARGET and row.get("paired_ratio", 0.0) <= TARGET:
             if "ratio" in row:
                 row["final_ratio"] = min(row["ratio"], row["paired_ratio"])
+            continue
+        if _out_of_time(args):
+            row["recheck_skipped"] = "time limit"
             continue
         try:
             again = time_pair(steps[row["first"]], steps[row["second"]], x, labels, key,
@@ -312,29 +374,53 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ops", nargs="*", help=f"the ops of the matrix (default: all "
                                                  f"{PAIR_OPS_COUNT})")
     parser.add_argument("--first", nargs="*", help="only pairs whose first op is one of these")
+    parser.add_argument("--pairs", nargs="*", metavar="FIRST+SECOND",
+                        help="only these pairs (instead of --ops / --first)")
+    parser.add_argument("--pairs-over", default=None, metavar="FILE",
+                        help="add the pairs over the target in this result file")
+    parser.add_argument("--sample", type=int, default=0,
+                        help="add this many pairs drawn at random from the rest of the matrix")
+    parser.add_argument("--seed", type=int, default=0, help="the seed of --sample")
+    parser.add_argument("--shuffle", type=int, default=None, metavar="SEED",
+                        help="time the pairs in a random order (a cut-off run keeps a random "
+                             "subset)")
+    parser.add_argument("--resume", default=None, metavar="FILE",
+                        help="keep the pairs timed in this (partial) result file, time the rest")
     parser.add_argument("--reps", type=int, default=5, help="timed rounds per row")
     parser.add_argument("--row-ms", type=float, default=60.0,
                         help="about this many ms per program per round (iterations per round)")
     parser.add_argument("--time-limit", type=float, default=0.0,
-                        help="seconds for the pairs; later pairs are recorded as skipped")
+                        help="seconds since the start for everything; pairs (and rechecks) "
+                             "after it are recorded as skipped and the file is written")
     parser.add_argument("--no-pairs", action="store_true")
     parser.add_argument("--recheck", type=int, default=9,
                         help="rounds of the second reading of each pair over the target (0: none)")
     parser.add_argument("--recheck-file", default=None,
                         help="only recheck the pairs of this result file (and rewrite it)")
     parser.add_argument("--no-peers", action="store_true")
+    parser.add_argument("--peers-first", action="store_true",
+                        help="the ImageNet chain and the peers before the pairs (so that a "
+                             "--time-limit cuts pairs, not them)")
     parser.add_argument("--peer-batches", type=int, nargs="*", default=None,
                         help="batch sizes of the peers' rows (16 64 on CPU, 256 on GPU)")
     parser.add_argument("--clock", default="wall", choices=("wall", "cpu"),
                         help="wall time, or the process's CPU time (all threads): the work "
                              "done, less disturbed by other processes on a shared machine")
     parser.add_argument("--note", default="", help="recorded in the file (the machine's load)")
-    parser.add_argument("--out", default=None)
-    parser.add_argument("--markdown", default=None, metavar="FILE",
-                        help="print the tables of a result file as Markdown and exit")
+    parser.add_argument("--out", default=None,
+                        help="the result file (written after every pair: a cut-off run leaves "
+                             "its rows)")
+    parser.add_argument("--markdown", default=None, metavar="FILE", nargs="+",
+                        help="print the tables of result files as Markdown and exit")
+    parser.add_argument("--readme", default=None, metavar="FILE", nargs="+",
+                        help="rewrite the worst-pairs block of benchmarks/README.md from these "
+                             "result files (one table per file) and exit")
     args = parser.parse_args(argv)
     if args.markdown:
-        print(markdown(json.loads(Path(args.markdown).read_text())))
+        print("\n\n".join(markdown(json.loads(Path(f).read_text())) for f in args.markdown))
+        return 0
+    if args.readme:
+        write_readme(args.readme)
         return 0
     gpu = args.device == "gpu"
     # torch's OpenMP threads spin after each kornia call and took the cores from the next
@@ -352,13 +438,6 @@ def main(argv: list[str] | None = None) -> int:
     x = jax.device_put(harness.host_batches(args.batch, args.size, n=1)[0], dev)
     labels = jax.device_put(np.arange(args.batch, dtype=np.int32) % CLASSES, dev)
     key = jax.random.key(0)
-    result = {"kind": "compose", "date": harness.today(), "machine": harness.machine(gpu),
-              "versions": {**harness.versions(gpu), **_peer_versions()},
-              "config": {"device": args.device, "batch": args.batch, "size": args.size,
-                         "out_size": args.out_size, "reps": args.reps, "row_ms": args.row_ms,
-                         "clock": args.clock,
-                         "dtype": "uint8", "target_ratio": TARGET},
-              "note": args.note, "pairs": [], "peers": [], "op_peers": []}
     if args.recheck_file:
         path = Path(args.recheck_file)
         result = json.loads(path.read_text())
@@ -369,19 +448,46 @@ def main(argv: list[str] | None = None) -> int:
         _summary(result)
         print(f"rewrote {path}")
         return 0
+    result = {"kind": "compose", "date": harness.today(), "machine": harness.machine(gpu),
+              "versions": {**harness.versions(gpu), **_peer_versions()},
+              "config": {"device": args.device, "batch": args.batch, "size": args.size,
+                         "out_size": args.out_size, "reps": args.reps, "row_ms": args.row_ms,
+                         "clock": args.clock, "recheck": args.recheck,
+                         "dtype": "uint8", "target_ratio": TARGET,
+                         "argv": sys.argv[1:] if argv is None else list(argv)},
+              "note": args.note, "complete": False, "pairs": [], "peers": [], "op_peers": []}
+    if args.resume:
+        result["pairs"] = json.loads(Path(args.resume).read_text())["pairs"]
+    tag = f"gpu-{_gpu_name()}-b{args.batch}" if gpu else "cpu"
+    out = Path(args.out) if args.out else harness.RESULTS / f"compose-{tag}-{harness.today()}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+
+    def save() -> None:
+        result["elapsed_s"] = round(time.perf_counter() - START, 1)
+        out.write_text(json.dumps(result, indent=1) + "\n")
+
+    def peers() -> None:
+        if args.no_peers:
+            return
+        result["peers"] = run_peers(args, args.device)
+        save()
+        result["op_peers"] = run_op_peers(args, args.device)
+        save()
+
+    if args.peers_first:
+        peers()
     if not args.no_pairs:
-        result["pairs"] = run_pairs(args, x, labels, key)
+        run_pairs(args, x, labels, key, result["pairs"], save)
         if args.recheck:
             recheck(args, result["pairs"], x, labels, key)
-    if not args.no_peers:
-        result["peers"] = run_peers(args, args.device)
-        result["op_peers"] = run_op_peers(args, args.device)
+    if not args.peers_first:
+        peers()
     result["machine"]["load_average_1min_end"] = harness.machine(gpu)["load_average_1min"]
-    name = f"compose-{'gpu-' + _gpu_name() if gpu else 'cpu'}-{harness.today()}.json"
-    out = Path(args.out) if args.out else harness.RESULTS / name
-    out.write_text(json.dumps(result, indent=1) + "\n")
+    result["complete"] = not any("skipped" in r or "recheck_skipped" in r
+                                 for r in result["pairs"])
+    save()
     _summary(result)
-    print(f"wrote {out}")
+    print(f"wrote {out} ({result['elapsed_s']} s)")
     return 0
 
 
@@ -418,6 +524,51 @@ def markdown(result: dict, n: int = 12) -> str:
             lines.append(f"| {r['op']} | {r['name']} | {r['batch']} | {r['ms']:.2f} | "
                          f"{r['augjax_over_this']:.2f} |")
     return "\n".join(lines)
+
+
+README = Path(__file__).resolve().parent / "README.md"
+README_MARKS = ("<!-- compose: start (written by compose.py --readme; do not edit) -->",
+                "<!-- compose: end -->")
+
+
+def worst_table(result: dict, name: str, n: int = 8) -> str:
+    """One result file's pairs: how many are over the target, and the ``n`` worst by their
+    final ratio (the recheck's paired ratio where there was one)."""
+    cfg, m = result["config"], result["machine"]
+    done = [r for r in result["pairs"] if "ratio" in r]
+    skipped = sum("skipped" in r for r in result["pairs"])
+    errors = sum("error" in r for r in result["pairs"])
+    final = [r.get("final_ratio", r["ratio"]) for r in done]
+    where = m.get("device_kind") or f"CPU, {m.get('cpu_count')} cores"
+    head = (f"**{where}, B={cfg['batch']}** (`{name}`, {result['date']}, {cfg.get('clock', 'wall')}"
+            f" time): {len(done)} pairs timed"
+            + (f", {skipped} not reached in the time limit" if skipped else "")
+            + (f", {errors} errors" if errors else "")
+            + (f"; {sum(f > TARGET for f in final)} over {TARGET}x the sum of their parts, "
+               f"median {statistics.median(final):.2f}x, worst {max(final):.2f}x." if done
+               else "."))
+    if result.get("note"):
+        head += f" {result['note']}."
+    lines = [head, "", "| first | second | chain (ms) | first alone | second alone | final ratio |",
+             "|---|---|---|---|---|---|"]
+    for r in worst(done, n):
+        lines.append(f"| {r['first']} | {r['second']} | {r['chain_ms']:.2f} | {r['first_ms']:.2f} "
+                     f"| {r['second_ms']:.2f} | {r.get('final_ratio', r['ratio']):.2f} |")
+    return "\n".join(lines)
+
+
+def write_readme(files: list[str]) -> None:
+    """Rewrites the block between :data:`README_MARKS` in benchmarks/README.md: the worst
+    pairs of each result file."""
+    text = README.read_text()
+    start, end = README_MARKS
+    if start not in text or end not in text:
+        raise SystemExit(f"{README}: no block {start!r} ... {end!r}")
+    tables = [worst_table(json.loads(Path(f).read_text()), Path(f).name) for f in files]
+    block = start + "\n\n" + "\n\n".join(tables) + "\n\n" + end
+    head, rest = text.split(start, 1)
+    README.write_text(head + block + rest.split(end, 1)[1])
+    print(f"rewrote the compose block of {README}")
 
 
 def _summary(result: dict) -> None:

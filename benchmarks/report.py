@@ -10,6 +10,11 @@ files: ``results/cpu-<date>.json`` (the CPU suite), ``results/gpu-<machine>-<dat
     python benchmarks/report.py --check    # exit 1 when they are not up to date
     python benchmarks/report.py --print    # print the section, write nothing
 
+It also writes every measured figure of README.md and docs/ (``figures.py``: a marker naming a
+result file, the table or number written after it with the file's date and machine);
+``--check`` covers them too. ``--results DIR`` (another folder of result files) leaves the pages'
+figures alone: they name files of ``benchmarks/results/``.
+
 Files whose schema predates this script (no ``groups`` / ``rows`` / ``summary`` key), partial
 CPU runs and GPU runs made with ``--device cpu`` are passed over.
 """
@@ -25,6 +30,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import figures  # noqa: E402
 from targets import ALL, Target  # noqa: E402
 
 RESULTS_DIR = [HERE / "results"]  # --results changes it
@@ -368,6 +374,12 @@ def main(argv=None) -> int:
             stale.append(path)
             if not args.check:
                 path.write_text(new)
+    if not args.results:
+        try:
+            stale += figures.update(check=args.check)
+        except figures.FigureError as e:
+            print(f"a figure marker cannot be written: {e}", file=sys.stderr)
+            return 2
     if args.check:
         for p in stale:
             print(f"{p} is not up to date: run python benchmarks/report.py")

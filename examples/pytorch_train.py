@@ -24,6 +24,7 @@ following every op (padded to ``M`` per image, ``boxes_valid`` flags). What is P
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -124,11 +125,20 @@ class TinyDetector:
         return Net()
 
 
+def to_device(batch, device):
+    """The batch on the model's device. A GPU pipeline gives the augjax outputs (images, boxes,
+    boxes_valid) as CUDA tensors but ``classes``, which only the CPU reader and ``fn.slice``
+    touched, as a CPU tensor: indexing it with CUDA indices would fail."""
+    return {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+
+
 def train_step(model, optimizer, batch) -> dict:
     """One optimisation step on a batch; returns the losses and the batch's sizes."""
     import torch
     from torch.nn import functional as F
 
+    came_on = str(batch["images"].device)  # the pipeline's device: cuda:0 for a GPU pipeline
+    batch = to_device(batch, next(model.parameters()).device)
     images, labels, boxes, has = to_model_inputs(batch)
     model.train()
     logits, pred = model(images)
@@ -141,7 +151,8 @@ def train_step(model, optimizer, batch) -> dict:
     optimizer.step()
     return {"loss": loss.item(), "cls": loss_cls.item(), "box": loss_box.item(),
             "n": int(images.shape[0]), "valid_boxes": int(batch["boxes_valid"].sum()),
-            "finite": bool(torch.isfinite(loss))}
+            "finite": bool(torch.isfinite(loss)), "images_device": came_on,
+            "model_device": str(images.device)}
 
 
 def train(root: str | Path, *, epochs: int = 2, batch_size: int = 3, size: int = 64,
@@ -174,6 +185,15 @@ def main(argv=None) -> int:
     ap.add_argument("--partial", action="store_true",
                     help="LastBatchPolicy.PARTIAL instead of FILL + augjax.dali.trim_epoch")
     args = ap.parse_args(argv)
+    if args.device == "gpu":
+        # JAX (inside the pipeline's jax_function) and PyTorch share GPU 0: JAX takes memory as
+        # it needs it instead of 75% of the GPU up front.
+        os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+        # JAX's GPU backend first, before torch loads its CUDA libraries: a JAX without CUDA
+        # fails here, with its own message, not inside the pipeline's first batch.
+        import jax
+
+        jax.devices("gpu")
 
     tmp = None
     root = Path(args.root) if args.root else Path(tmp := tempfile.mkdtemp(prefix="augjax-pt-"))
@@ -189,7 +209,8 @@ def main(argv=None) -> int:
         ok &= all(s["finite"] for s in steps)
         print(f"epoch {e}: {len(steps)} steps, batch sizes {sizes} ({sum(sizes)} images), "
               f"loss {steps[0]['loss']:.3f} -> {steps[-1]['loss']:.3f}, "
-              f"{sum(s['valid_boxes'] for s in steps)} valid boxes")
+              f"{sum(s['valid_boxes'] for s in steps)} valid boxes, images from "
+              f"{steps[0]['images_device']}, step on {steps[0]['model_device']}")
     print(f"pytorch_train: {time.perf_counter() - t0:.1f} s, losses "
           f"{'finite' if ok else 'NOT FINITE'}")
     if tmp:

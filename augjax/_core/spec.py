@@ -185,21 +185,24 @@ class OpSpec:
 
         return bound(self, params)
 
-    def sample(self, *inputs: Any, key: Any, layout: str = "HWC", **params: Any) -> Any:
+    def sample(self, *inputs: Any, key: Any, layout: str = "HWC", per_frame: bool = False,
+               **params: Any) -> Any:
         """The per-sample values this op draws for ``inputs`` with ``key``: a dict of arrays
         with a leading axis N (see :meth:`augjax._runtime.bound.BoundOp.sample`)."""
         from augjax._runtime.bound import bound
 
-        return bound(self, params).sample(*inputs, key=key, layout=layout)
+        return bound(self, params).sample(*inputs, key=key, layout=layout, per_frame=per_frame)
 
-    def apply(self, *inputs: Any, params: Any, layout: str = "HWC", **op_params: Any) -> Any:
+    def apply(self, *inputs: Any, params: Any, layout: str = "HWC", per_frame: bool = False,
+              **op_params: Any) -> Any:
         """Applies the op with given per-sample values ``params`` (from :meth:`sample`, maybe
         edited); deterministic (see :meth:`augjax._runtime.bound.BoundOp.apply`). Targets
         (``masks=``, ``boxes=``, ...) are taken as in a call."""
         from augjax._runtime.bound import bound
 
         targets = {k: op_params.pop(k) for k in list(op_params) if k in TARGET_KEYWORDS}
-        return bound(self, op_params).apply(*inputs, params=params, layout=layout, **targets)
+        return bound(self, op_params).apply(*inputs, params=params, layout=layout,
+                                            per_frame=per_frame, **targets)
 
     def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
         """Applies the op; see :meth:`augjax._runtime.bound.BoundOp.__call__` for the call keywords."""

@@ -13,7 +13,7 @@ from augjax.errors import InputError
 __all__ = ["CALL_KEYWORDS", "Step"]
 
 #: Keywords of a call that are not op parameters (declared once: ops reserve these names).
-CALL_KEYWORDS = frozenset({"key", "seeds", "seed", "device", "layout"})
+CALL_KEYWORDS = frozenset({"key", "seeds", "seed", "device", "layout", "per_frame"})
 
 
 class Step:
@@ -46,7 +46,8 @@ class Step:
 
     # -- public batch calls ------------------------------------------------------------------
     def __call__(self, *inputs: Any, key: Any = None, seeds: Any = None, seed: int | None = None,
-                 device: str | None = None, layout: str = "HWC", **targets: Any) -> Any:
+                 device: str | None = None, layout: str = "HWC", per_frame: bool = False,
+                 **targets: Any) -> Any:
         """Applies the step.
 
         Args:
@@ -59,7 +60,10 @@ class Step:
             seed: DALI only: seed of the DALI RNG op that draws the per-sample seeds (default:
                 derived from the pipeline seed).
             device: DALI only: ``"cpu"`` or ``"gpu"``; default: the device of ``images``.
-            layout: ``"HWC"`` (default) or ``"CHW"``.
+            layout: ``"HWC"`` (default) or ``"CHW"``; ``"FHWC"`` / ``"FCHW"`` for clips
+                (DALI sequences; arrays of rank 5 are clips in any case).
+            per_frame: clips only (``(N, T, H, W, C)``): one draw per frame instead of one per
+                clip (see :mod:`augjax.clips`).
             **targets: ``masks=`` ((N, H, W) or (N, H, W, K) integer masks), ``boxes=``
                 ((N, M, 4) XYXY pixels), ``keypoints=`` ((N, K, 2) x, y), ``boxes_valid=`` /
                 ``keypoints_valid=`` ((N, M) / (N, K) bool; boxes also (N,) counts),
@@ -72,12 +76,17 @@ class Step:
         """
         from augjax._runtime.dispatch import apply_steps
 
+        if _clips(inputs, per_frame, self.name, layout):
+            from augjax.clips import call_clips
+
+            return call_clips(self, inputs, key=key, layout=layout, per_frame=per_frame,
+                              targets=targets, seeds=seeds, seed=seed, device=device)
         steps, start = self._steps()
         return apply_steps(steps, inputs, name=self.name, inputs_decl=self.inputs,
                            outputs_decl=self.outputs, key=key, seeds=seeds, seed=seed,
                            device=device, layout=layout, start=start, targets=targets)
 
-    def sample(self, *inputs: Any, key: Any, layout: str = "HWC") -> Any:
+    def sample(self, *inputs: Any, key: Any, layout: str = "HWC", per_frame: bool = False) -> Any:
         """The values this step draws for ``inputs`` with ``key`` (arrays; only the images'
         shape and dtype matter, a shape tuple is accepted): a pytree of arrays with a leading
         axis N, exactly what ``self(*inputs, key=key)`` uses. A chain gives one per step.
@@ -85,16 +94,26 @@ class Step:
         """
         from augjax._runtime.dispatch import sample_steps_on
 
+        if _clips(inputs, per_frame, self.name):  # clips: see augjax.clips
+            from augjax.clips import sample_clips
+
+            return sample_clips(self, inputs, key=key, layout=layout, per_frame=per_frame)
         steps, start = self._steps()
         params = sample_steps_on(steps, inputs, name=self.name, inputs_decl=self.inputs,
                                  key=key, layout=layout, start=start)
         return params if self.chained else params[0]
 
-    def apply(self, *inputs: Any, params: Any, layout: str = "HWC", **targets: Any) -> Any:
+    def apply(self, *inputs: Any, params: Any, layout: str = "HWC", per_frame: bool = False,
+              **targets: Any) -> Any:
         """Applies the step with given ``params`` (from :meth:`sample`, maybe edited):
         deterministic, no key. Takes the targets a call takes; returns what a call returns."""
         from augjax._runtime.dispatch import apply_with_params
 
+        if _clips(inputs, per_frame, self.name):  # clips: see augjax.clips
+            from augjax.clips import apply_clips
+
+            return apply_clips(self, inputs, params=params, layout=layout, per_frame=per_frame,
+                               targets=targets)
         steps, _ = self._steps()
         return apply_with_params(steps, inputs, params if self.chained else (params,),
                                  name=self.name, inputs_decl=self.inputs,
@@ -134,3 +153,21 @@ class Step:
         if not steps:
             raise InputError(f"{self.name}: the chain is empty", op=self.name)
         return steps, start
+
+
+def _clips(inputs: tuple[Any, ...], per_frame: bool, name: str, layout: str = "HWC") -> bool:
+    """Whether a call's images are clips: an array of rank 5, or a layout ``"FHWC"`` /
+    ``"FCHW"`` (DALI sequences) (:mod:`augjax.clips`).
+
+    Raises:
+        InputError: ``per_frame`` given for images that are not clips.
+    """
+    images = inputs[0] if inputs else None
+    clips = layout in ("FHWC", "FCHW") or (
+        hasattr(images, "ndim") and getattr(images, "ndim", 0) == 5
+        and not type(images).__module__.startswith("nvidia.dali"))
+    if per_frame and not clips:
+        raise InputError(f"{name}: argument 'per_frame' is for clips (N, T, H, W, C), got "
+                         f"images of shape {tuple(getattr(images, 'shape', ()))}", op=name,
+                         argument="per_frame")
+    return clips

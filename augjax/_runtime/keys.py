@@ -25,7 +25,7 @@ __all__ = ["keys_from_seeds", "index_seeds", "op_keys", "per_sample_keys", "samp
            "SEED_HIGH"]
 
 #: Seeds are drawn from [0, SEED_HIGH] as INT32 (larger bounds give negative or zero draws in
-#: DALI 2.4, DALI.md section 3.2).
+#: DALI 2.4: fn.random.uniform with an INT32 range).
 SEED_HIGH = 2**30
 
 

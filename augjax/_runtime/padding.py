@@ -15,6 +15,10 @@ larger batch's compute on every call. :func:`call` follows the policy :func:`pol
 - ``"pad"``: a batch smaller than a compiled size always runs padded (augjax's rule before).
 - ``"off"`` (or ``AUGJAX_PAD_BATCHES=0``): every size compiles its own program.
 
+The policy is read for a size whose own program has not run yet. Once it has (or compiled
+behind), a call of that size is the call of a fresh process that ran only that size, under any
+policy: one lookup, then the program; no lock, no note, no policy read.
+
 Whatever the policy, a call's output is the same bits: padding is used only where it keeps
 the real samples' results bitwise those of the size's own program (tests/reliability/
 test_batch_history.py checks every op and policy):
@@ -179,12 +183,19 @@ def _signature(args: Sequence[Any]) -> tuple[Any, ...] | None:
 
 
 def _batch(args: Sequence[Any]) -> int:
-    return next(a.shape[0] for a in args if a is not None)
+    for a in args:
+        if a is not None:
+            return a.shape[0]
+    raise ValueError("no batch among the arguments")  # (_signature returned None first)
 
 
 def _sizes(program: Any, sig: Any) -> _Sizes:
-    with _lock:
-        return _records.setdefault(program, {}).setdefault(sig, _Sizes())
+    by_sig = _records.get(program)  # read without the lock: entries are only ever added
+    sizes = by_sig.get(sig) if by_sig is not None else None
+    if sizes is None:
+        with _lock:
+            sizes = _records.setdefault(program, {}).setdefault(sig, _Sizes())
+    return sizes
 
 
 def record(program: Any, args: Sequence[Any], sig: Any = None) -> None:
@@ -202,20 +213,33 @@ def call(program: Callable[..., Any], steps: Sequence[Any], args: Sequence[Any])
     """``program(*args)`` where every non-None arg has the batch as leading axis (but a single
     key of shape ``()``, which the program splits per sample itself), at the batch size
     :func:`policy` picks; a padded batch's outputs (a pytree of arrays with a leading batch
-    axis, or None leaves) are cut back to the real samples."""
+    axis, or None leaves) are cut back to the real samples.
+
+    Once a batch size's own program has run (or compiled behind), its calls are ``program(
+    *args)`` and nothing else, whatever the policy and whatever ran before: the call a fresh
+    process makes (no lock, no policy read, no note; tests/runtime/test_recurring_steady.py
+    counts it)."""
     sig = _signature(args)
-    rule = policy() if sig is not None else "off"
-    if rule == "off" or not paddable(steps):
-        return _own(program, args, sig)
+    if sig is None:
+        return program(*args)
     n = _batch(args)
-    if n == 0:
+    sizes = _sizes(program, sig)
+    if n in sizes.compiled:  # a set only ever added to: read without the lock
+        return program(*args)
+    return _first_calls(program, steps, args, sig, sizes, n)
+
+
+def _first_calls(program: Callable[..., Any], steps: Sequence[Any], args: Sequence[Any],
+                 sig: Any, sizes: _Sizes, n: int) -> Any:
+    """A call of a batch size whose own program has not run yet: the policy decides."""
+    rule = policy()
+    if rule == "off" or not paddable(steps) or n == 0:
         return _own(program, args, sig)
     if rule == "buckets":
         size = bucket(n)
         if size == n:
             return _own(program, args, sig)
         return _padded(program, steps, args, n, size)
-    sizes = _sizes(program, sig)
     start = False
     with _lock:
         size = None if n in sizes.compiled else min(
@@ -225,7 +249,7 @@ def call(program: Callable[..., Any], steps: Sequence[Any], args: Sequence[Any])
         if size is not None:
             sizes.padded[n] = seen + 1
             if rule == "recurring" and seen and job is None:  # its second batch
-                job = sizes.pending[n] = _Compile(program, args, sig, n)
+                job = sizes.pending[n] = _Compile(program, args, sizes, n)
                 _threads.add(job)
                 start = True
     if size is None or rule == "pad" or not seen:
@@ -318,12 +342,13 @@ class _Compile(threading.Thread):
     ``jax.numpy_dtype_promotion(...)``, would trace another program: then the caller compiles
     itself)."""
 
-    def __init__(self, program: Any, args: Sequence[Any], sig: Any, n: int):
+    def __init__(self, program: Any, args: Sequence[Any], sizes: _Sizes, n: int):
         super().__init__(name=f"augjax-compile-{n}", daemon=True)
-        self._program, self._sig = program, sig
+        self._program: Any = program
+        self._sizes, self._n = sizes, n
         self._forms = [_form(a) for a in args]
         self._caller = _settings()
-        self._context = contextvars.copy_context()
+        self._context: Any = contextvars.copy_context()
         self._checked = threading.Event()
         self._safe = False
         self.finished = threading.Event()
@@ -344,6 +369,9 @@ class _Compile(threading.Thread):
             pass
         finally:
             self._checked.set()
+            # Holds nothing of the caller's once done: the records are keyed weakly by the
+            # program, which a reference from here would keep alive for good.
+            self._program = self._context = None
             with _lock:
                 _threads.discard(self)
             self.finished.set()
@@ -351,7 +379,9 @@ class _Compile(threading.Thread):
     def _compile(self) -> None:
         args = [_like(form) for form in self._forms]
         jax.block_until_ready(self._program(*args))
-        record(self._program, args, self._sig)
+        with _lock:  # the size's next calls run its own program (call's first test)
+            self._sizes.compiled.add(self._n)
+            self._sizes.pending.pop(self._n, None)
 
 
 @jax.jit

@@ -52,12 +52,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--size", type=_size, default=128, metavar="PX",
                    help="the image is resized to PX on its long side (default: 128)")
     p.add_argument("--seed", type=int, default=0, metavar="S", help="the key: jax.random.key(S)")
+    p.add_argument("--views", action="store_true",
+                   help="NAME is a recipe (dino, simclr, byol): draw its views of two images")
+    p.add_argument("--clip", type=_steps, default=None, metavar="T",
+                   help="draw the op on a clip of T frames side by side: one draw per clip, "
+                        "then one per frame")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from augjax._demo.sweep import run_show
 
+    if args.views or args.clip:
+        return _run_structure(args)
     result = run_show(args.name, param=args.param, magnitudes=args.magnitudes, steps=args.steps,
                       image=args.image, out=args.out, size=args.size, seed=args.seed)
     sweep = result.sweep
@@ -65,4 +72,22 @@ def run(args: argparse.Namespace) -> int:
             else sweep.how)
     w, h = result.size
     print(f"augjax show: {args.name}, {what}; wrote {result.path} ({w}x{h})")
+    return 0
+
+
+def _run_structure(args: argparse.Namespace) -> int:
+    from augjax._demo import DemoInputError
+    from augjax._demo.structures import run_show_clip, run_show_views
+
+    if args.views and args.clip:
+        raise DemoInputError("arguments --views and --clip: give one of them")
+    if args.views:
+        path, (w, h) = run_show_views(args.name, image=args.image, out=args.out,
+                                      size=args.size, seed=args.seed)
+        print(f"augjax show: views of recipe {args.name}; wrote {path} ({w}x{h})")
+    else:
+        path, (w, h) = run_show_clip(args.name, frames=args.clip, image=args.image,
+                                     out=args.out, size=args.size, seed=args.seed)
+        print(f"augjax show: {args.name} on a clip of {args.clip} frames; wrote {path} "
+              f"({w}x{h})")
     return 0

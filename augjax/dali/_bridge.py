@@ -27,7 +27,7 @@ _SHARDING: contextvars.ContextVar[Any] = contextvars.ContextVar("augjax_sharding
 def use_sharding(sharding: Any) -> Iterator[None]:
     """Within this block, augjax operators built in a pipeline definition pass ``sharding`` to
     ``jax_function``: the program then sees each batch as a slice of a global, sharding-aware
-    ``jax.Array`` (one local device per process, as DALI requires; see DALI.md section 6).
+    ``jax.Array`` (one local device per process, as DALI's jax_function requires).
 
     >>> with augjax.dali.use_sharding(NamedSharding(mesh, PartitionSpec("batch"))):  # doctest: +SKIP
     ...     images = augjax.ops.flip(images)

@@ -104,3 +104,15 @@ def test_the_script_runs_as_a_user_runs_it(root):
                          capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "batch sizes [3, 3, 2] (8 images)" in res.stdout and "losses finite" in res.stdout
+
+
+@pytest.mark.gpu
+def test_the_script_runs_on_the_gpu(root):
+    """The GPU path as a user runs it: decode ("mixed") and augment on GPU 0, DALI's PyTorch
+    iterator hands CUDA tensors over, the torch step runs on CUDA."""
+    res = subprocess.run([sys.executable, str(EXAMPLES / "pytorch_train.py"), "--device", "gpu",
+                          "--root", str(root), "--epochs", "2", "--size", "64"],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr[-6000:]
+    assert res.stdout.count("batch sizes [3, 3, 2] (8 images)") == 2, res.stdout
+    assert "images from cuda:0, step on cuda:0" in res.stdout and "losses finite" in res.stdout

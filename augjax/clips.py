@@ -1,0 +1,345 @@
+"""Clips: every op, chain and policy on video clips ``(N, T, H, W, C)``, one draw per clip.
+
+A step called on a 5-D batch treats it as N clips of T frames::
+
+    out = augjax.ops.rand_augment(clips, key=key)                 # one draw per clip
+    out = augjax.ops.rand_augment(clips, key=key, per_frame=True) # one draw per frame
+
+**One draw per clip** (the default; kornia ``VideoSequential(same_on_frame=True)``, torchvision
+``tv_tensors.Video``): the step draws its params for the N clips exactly as for a batch of N
+images with the same key (``step.sample`` on ``(N, H, W, C)``), and every frame of clip ``n`` is
+transformed with clip ``n``'s params. A clip of T identical frames therefore gives T copies of
+the image call's output with the same key.
+
+**One draw per frame** (``per_frame=True``): frame ``t`` of clip ``n`` draws from
+``fold_in(k_n, t)`` (``k_n`` clip ``n``'s key, as for images), and frame ``t``'s params are what
+the step draws for the batch of frames ``t``. ``step.sample(clips, key=..., per_frame=True)``
+gives them with a leading axis T on every leaf.
+
+The mechanism is generic, no op has clip code: the params are drawn for the clips' first frames
+(or per frame), then the step's own deterministic ``apply`` runs. Per-sample steps run once over
+the ``N * T`` frames with each clip's params repeated per frame (the same program, and cost, as
+``N * T`` images). Steps with a batch-level op (mixup, cutmix) are mapped over the frame axis
+(``jax.vmap``) with the clips' params, so that they mix whole clips: clip ``n``'s frame ``t`` with
+clip ``perm[n]``'s frame ``t``, one ``lam`` per clip; soft labels are per clip ``(N, K)`` (per frame
+``(N, T, K)`` with ``per_frame=True``).
+
+Targets are per frame and follow their frame: ``masks`` ``(N, T, H, W[, K])``, ``boxes``
+``(N, T, M, 4)``, ``keypoints`` ``(N, T, K, 2)``, ``boxes_valid`` ``(N, T, M)`` (or counts
+``(N, T)``), ``keypoints_valid`` ``(N, T, K)``; results come back with the same ``(N, T)``
+leading axes. Layout ``"HWC"`` means frames ``(N, T, H, W, C)``, ``"CHW"`` ``(N, T, C, H, W)``.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from augjax._runtime.boundary import boundary_compiler_options
+from augjax._runtime.keys import SEED_HIGH, keys_from_seeds, sample_keys
+from augjax._runtime.program import sampler_compiler_options
+from augjax.errors import InputError
+
+__all__ = ["apply_clips", "call_clips", "frame_keys", "frame_layout", "sample_clips"]
+
+
+def frame_keys(keys: jax.Array, frames: int) -> jax.Array:
+    """Per-frame keys ``(T, N)`` from per-clip keys ``(N,)``: ``fold_in(k_n, t)``."""
+    ts = jnp.arange(frames, dtype=jnp.uint32)
+    return jax.vmap(lambda t: jax.vmap(lambda k: jax.random.fold_in(k, t))(keys))(ts)
+
+
+def _clips(x: Any, name: str) -> jax.Array:
+    x = jnp.asarray(x) if isinstance(x, np.ndarray) else x
+    if not isinstance(x, jax.Array) or x.ndim != 5:
+        raise InputError(f"{name}: argument 'images' expects clips (N, T, H, W, C), got "
+                         f"{getattr(x, 'shape', type(x).__name__)}", op=name, argument="images")
+    return x
+
+
+def _frame_struct(clips: jax.Array) -> jax.ShapeDtypeStruct:
+    n, _, *rest = clips.shape
+    return jax.ShapeDtypeStruct((n, *rest), clips.dtype)
+
+
+def _random(step: Any) -> bool:
+    steps, _ = step.program()
+    return any(s.spec.random for s in steps)
+
+
+def _batch_level(step: Any) -> bool:
+    """Whether any op the step runs sees the whole batch (mixup, cutmix)."""
+    steps, _ = step.program()
+    return any(s.spec.level != "sample" for s in steps) or "labels" in step.inputs
+
+
+def sample_clips(step: Any, inputs: tuple[Any, ...], *, key: Any, layout: str,
+                 per_frame: bool) -> Any:
+    """What ``step`` draws for the clips ``inputs[0]`` with ``key``: the params of N images
+    (one draw per clip), or with ``per_frame`` a leading axis T on every leaf."""
+    layout = frame_layout(layout)
+    clips = _clips(inputs[0], step.name)
+    struct = _frame_struct(clips)
+    if not _random(step):
+        params = step.sample(struct, key=key, layout=layout)
+        if not per_frame:
+            return params
+        return jax.tree_util.tree_map(
+            lambda v: jnp.broadcast_to(v, (clips.shape[1], *v.shape)), params)
+    keys = sample_keys(key, clips.shape[0], step.name)
+    if not per_frame:
+        return step.sample(struct, key=keys, layout=layout)
+    return _frame_sampler(step, tuple(struct.shape), jnp.dtype(struct.dtype).name, layout)(
+        frame_keys(keys, clips.shape[1]))
+
+
+@functools.lru_cache(maxsize=256)
+def _frame_sampler(step: Any, shape: tuple[int, ...], dtype: str, layout: str):
+    """The jitted per-frame sampler: keys (T, N) -> params with a leading axis T."""
+    struct = jax.ShapeDtypeStruct(shape, jnp.dtype(dtype))
+    return jax.jit(lambda ks: jax.vmap(lambda k: step.sample(struct, key=k, layout=layout))(ks),
+                   compiler_options=sampler_compiler_options())
+
+
+_FRAME_TARGETS = ("masks", "boxes", "keypoints", "boxes_valid", "keypoints_valid")
+
+
+def _split_targets(targets: dict[str, Any], n: int, t: int, name: str) -> tuple[dict, dict]:
+    """(per-frame target arrays, other keywords), the arrays checked to lead with (N, T)."""
+    arrays, rest = {}, {}
+    for k, v in targets.items():
+        if v is None:
+            continue
+        if k in _FRAME_TARGETS:
+            v = jnp.asarray(v)
+            if v.ndim < 2 or tuple(v.shape[:2]) != (n, t):
+                raise InputError(f"{name}: argument {k!r} on clips expects per-frame targets "
+                                 f"with leading axes (N, T) = {(n, t)}, got shape "
+                                 f"{tuple(v.shape)}", op=name, argument=k)
+            arrays[k] = v
+        else:
+            rest[k] = v
+    return arrays, rest
+
+
+def apply_clips(step: Any, inputs: tuple[Any, ...], *, params: Any, layout: str,
+                per_frame: bool, targets: dict[str, Any]) -> Any:
+    """``step`` on clips with given params (from :func:`sample_clips`); deterministic. One
+    jitted program (the repeat of the params per frame included)."""
+    layout = frame_layout(layout)
+    clips = _clips(inputs[0], step.name)
+    n, t = clips.shape[:2]
+    labels = inputs[1] if len(inputs) > 1 else None
+    arrays, rest = _split_targets(dict(targets), n, t, step.name)
+    program = _apply_program(step, layout, per_frame, tuple(arrays), _hashable(rest))
+    return program(clips, labels, params, *arrays.values())
+
+
+def _hashable(rest: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """The non-array keywords of a call (``mask_fill``), as a cache key."""
+    return tuple(sorted((k, v.item() if hasattr(v, "item") else v) for k, v in rest.items()))
+
+
+def _flat(v: jax.Array) -> jax.Array:
+    return v.reshape(v.shape[0] * v.shape[1], *v.shape[2:])
+
+
+def _unflat(v: jax.Array, n: int, t: int) -> jax.Array:
+    return v.reshape(n, t, *v.shape[1:])
+
+
+def _apply_traced(step, layout, per_frame, names, rest, clips, labels, params, arrays):
+    """The apply of :func:`apply_clips`, traced: per-sample steps once over the N*T frames,
+    steps with a batch-level op mapped over T."""
+    if not _batch_level(step):
+        return _flat_apply(step, clips, params, layout, per_frame, dict(zip(names, arrays)),
+                           rest)
+    return _mapped_apply(step, clips, labels, params, layout, per_frame,
+                         dict(zip(names, arrays)), rest)
+
+
+@functools.lru_cache(maxsize=256)
+def _apply_program(step: Any, layout: str, per_frame: bool, names: tuple[str, ...],
+                   rest: tuple[tuple[str, Any], ...]):
+    """The jitted apply on clips: ``f(clips, labels, params, *targets)``, compiled with
+    augjax's apply options (CPU fusion boundaries)."""
+
+    def program(clips, labels, params, *arrays):
+        return _apply_traced(step, layout, per_frame, names, dict(rest), clips, labels, params,
+                             arrays)
+
+    return jax.jit(program, compiler_options=boundary_compiler_options())
+
+
+@functools.lru_cache(maxsize=256)
+def _call_program(step: Any, layout: str, per_frame: bool, names: tuple[str, ...],
+                  rest: tuple[tuple[str, Any], ...], frame: tuple[int, ...], dtype: str):
+    """Sampler and apply in one jitted program (off the CPU: one dispatch per call), the
+    params behind ``lax.optimization_barrier`` as augjax's own fused calls do."""
+    struct = jax.ShapeDtypeStruct(frame, jnp.dtype(dtype))
+
+    def program(clips, labels, keys, *arrays):
+        keys = jax.random.split(keys, frame[0]) if keys is not None and keys.ndim == 0 else keys
+        if not per_frame:
+            params = step.sample(struct, key=keys, layout=layout)
+        else:
+            fk = frame_keys(keys, clips.shape[1])
+            params = jax.vmap(lambda k: step.sample(struct, key=k, layout=layout))(fk)
+        params = jax.lax.optimization_barrier(params)
+        return _apply_traced(step, layout, per_frame, names, dict(rest), clips, labels, params,
+                             arrays)
+
+    return jax.jit(program)
+
+
+def _flat_apply(step, clips, params, layout, per_frame, arrays, rest):
+    """Per-sample steps: one apply over the N*T frames, clip params repeated per frame."""
+    n, t = clips.shape[:2]
+    if per_frame:  # (T, N, ...) -> (N*T, ...)
+        frame_params = jax.tree_util.tree_map(lambda v: _flat(jnp.swapaxes(v, 0, 1)), params)
+    else:
+        frame_params = jax.tree_util.tree_map(lambda v: jnp.repeat(v, t, axis=0), params)
+    out = step.apply(_flat(clips), params=frame_params, layout=layout,
+                     **{k: _flat(v) for k, v in arrays.items()}, **rest)
+    if isinstance(out, dict):
+        return {k: _unflat(v, n, t) for k, v in out.items()}
+    return _unflat(out, n, t)
+
+
+def _mapped_apply(step, clips, labels, params, layout, per_frame, arrays, rest):
+    """Steps with a batch-level op: the apply mapped over the frame axis, so that the ops mix
+    whole clips (frame t with frame t)."""
+    names = tuple(arrays)
+
+    def frames_apply(frames, frame_params, *frame_targets):
+        inputs = (frames,) if labels is None else (frames, labels)
+        return step.apply(*inputs, params=frame_params, layout=layout,
+                          **dict(zip(names, frame_targets)), **rest)
+
+    in_axes = (1, 0 if per_frame else None) + (1,) * len(names)
+    shapes = jax.eval_shape(jax.vmap(frames_apply, in_axes=in_axes),
+                            clips, params, *arrays.values())
+    if isinstance(shapes, dict):
+        out_axes = {k: (None if k == "labels" and not per_frame else 1) for k in shapes}
+    elif isinstance(shapes, tuple):  # (images, soft labels)
+        out_axes = (1, 1 if per_frame else None)
+    else:
+        out_axes = 1
+    return jax.vmap(frames_apply, in_axes=in_axes, out_axes=out_axes)(
+        clips, params, *arrays.values())
+
+
+def _on_cpu(x: Any) -> bool:
+    if isinstance(x, np.ndarray) or isinstance(x, jax.core.Tracer):
+        return True
+    return all(d.platform == "cpu" for d in x.devices())
+
+
+def frame_layout(layout: str) -> str:
+    """The layout of one frame: ``"FHWC"`` -> ``"HWC"`` (clips' layouts name the frame axis)."""
+    return layout[1:] if layout in ("FHWC", "FCHW") else layout
+
+
+def call_clips(step: Any, inputs: tuple[Any, ...], *, key: Any, layout: str, per_frame: bool,
+               targets: dict[str, Any], seeds: Any = None, seed: int | None = None,
+               device: str | None = None) -> Any:
+    """``step`` on clips: the params drawn per clip (or per frame), then applied. On the CPU
+    (and inside a caller's trace) the sampler and the apply run as two programs, so that a
+    call equals ``apply(sample(...))`` bitwise by construction; elsewhere as one. DALI
+    sequences (``DataNode``, layout ``"FHWC"``) take one ``jax_function`` (:func:`_dali`)."""
+    from augjax._runtime.dispatch import is_data_node
+
+    layout = frame_layout(layout)
+    if inputs and is_data_node(inputs[0]):
+        return _dali(step, inputs, layout=layout, per_frame=per_frame, seeds=seeds, seed=seed,
+                     device=device, key=key, targets=targets)
+    for arg, value in (("seeds", seeds), ("seed", seed), ("device", device)):
+        if value is not None:
+            raise InputError(f"{step.name}: argument '{arg}' is for DALI pipelines; on arrays "
+                             f"pass key=", op=step.name, argument=arg)
+    if len(inputs) != len(step.inputs):
+        raise InputError(f"{step.name}: expects {len(step.inputs)} positional input(s) "
+                         f"({', '.join(step.inputs)}), got {len(inputs)}", op=step.name,
+                         argument="images")
+    clips = _clips(inputs[0], step.name)
+    if _random(step) and key is None:
+        sample_keys(None, clips.shape[0], step.name)  # raises KeyRequiredError
+    if _on_cpu(clips) or not _random(step):
+        params = sample_clips(step, inputs[:1], key=key, layout=layout, per_frame=per_frame)
+        return apply_clips(step, (clips, *inputs[1:]), params=params, layout=layout,
+                           per_frame=per_frame, targets=targets)
+    n, t = clips.shape[:2]
+    labels = inputs[1] if len(inputs) > 1 else None
+    arrays, rest = _split_targets(dict(targets), n, t, step.name)
+    keys = sample_keys(key, n, step.name, split=False)
+    struct = _frame_struct(clips)
+    program = _call_program(step, layout, per_frame, tuple(arrays), _hashable(rest),
+                            tuple(struct.shape), jnp.dtype(struct.dtype).name)
+    return program(clips, labels, keys, *arrays.values())
+
+
+# -- DALI sequences ----------------------------------------------------------------------------
+@functools.lru_cache(maxsize=256)
+def _dali_function(step: Any, layout: str, per_frame: bool, with_labels: bool, device: str):
+    from augjax._runtime.program import final_layout
+    from augjax.dali._backend import _dali as dali_modules
+
+    _, _, jax_fn = dali_modules()
+    outputs = ("F" + final_layout(step.program()[0], layout),)
+    if "labels" in step.outputs:
+        outputs += ("",)
+
+    def function(*arrays):
+        clips, rest = arrays[0], list(arrays[1:])
+        labels = (rest.pop(0),) if with_labels else ()
+        keys = keys_from_seeds(rest.pop(0)) if rest else None
+        out = call_clips(step, (clips, *labels), key=keys, layout=layout, per_frame=per_frame,
+                         targets={})
+        return tuple(out) if isinstance(out, tuple) else (out,)
+
+    return jax_fn.jax_function(function, num_outputs=len(outputs), output_layouts=outputs,
+                               device=device)
+
+
+def _dali(step: Any, inputs: tuple[Any, ...], *, layout: str, per_frame: bool, seeds: Any,
+          seed: int | None, device: str | None, key: Any, targets: dict[str, Any]) -> Any:
+    """``step`` on DALI sequences (samples ``(T, H, W, C)``): one ``jax_function`` whose
+    program is :func:`call_clips` with the keys of the per-sample seeds, so it equals the
+    array path with ``key=augjax.keys_from_seeds(seeds)``."""
+    from augjax.dali._backend import _dali as dali_modules
+
+    fn, types, _ = dali_modules()
+    name = step.name
+    if key is not None:
+        raise InputError(f"{name}: argument 'key' is for arrays; in a DALI pipeline pass seed= "
+                         f"(an int) or seeds= (a DataNode of per-sample seeds)", op=name,
+                         argument="key")
+    given = sorted(k for k, v in targets.items() if v is not None)
+    if given:
+        raise InputError(f"{name}: targets ({', '.join(given)}) on DALI sequences are not "
+                         f"taken yet; run the clips on arrays", op=name, argument=given[0])
+    source = "gpu" if getattr(inputs[0], "device", "cpu") in ("gpu", "mixed") else "cpu"
+    device = device or source
+    if device not in ("cpu", "gpu") or (device == "cpu" and source == "gpu"):
+        raise InputError(f"{name}: argument 'device' expects 'cpu' or 'gpu' (and 'gpu' for GPU "
+                         f"sequences), got {device!r}", op=name, argument="device")
+
+    def place(node: Any) -> Any:
+        return node.gpu() if device == "gpu" and getattr(node, "device", "cpu") == "cpu" \
+            else node
+
+    args = [place(x) for x in inputs]
+    if _random(step):
+        if seeds is None:
+            kwargs = {} if seed is None else {"seed": int(seed)}
+            seeds = fn.random.uniform(range=[0, SEED_HIGH], shape=[2], dtype=types.INT32,
+                                      device=device, **kwargs)
+        args.append(place(seeds))
+    op = _dali_function(step, layout, per_frame, len(inputs) > 1, device)
+    out = op(*args)
+    out = out if isinstance(out, (list, tuple)) else (out,)
+    return tuple(out) if "labels" in step.outputs else out[0]

@@ -1,0 +1,363 @@
+"""Views: several differently augmented copies of each image, in named groups, in one program.
+
+Self-supervised recipes (DINO, SimCLR, BYOL) make several *views* of every image, each with its
+own random draws, and sometimes of different sizes::
+
+    views = augjax.views({"global": (2, chain_224), "local": (6, chain_96)})
+    out = views(images, key=key)      # {"global": (N, 2, 224, 224, C), "local": (N, 6, 96, 96, C)}
+
+A group is ``(count, step)`` (``count`` views through one chain, op or policy) or a list of steps,
+one per view (DINO's two global views differ: blur p=1.0 on the first, p=0.1 and solarize on the
+second). Every view of a group must give the same shape and dtype (they are stacked on axis 1).
+
+**Keys.** Image ``i`` has the per-sample key ``k_i`` that any augjax op would use: ``key`` split
+``N`` ways (or the ``N`` keys given; in DALI ``keys_from_seeds(seeds)``). View ``v`` of the group
+at position ``g`` (the dict's order) draws from ``fold_in(fold_in(k_i, g), v)``, exactly as its
+step called alone on the image with that key would (:meth:`Views.view_keys` gives them). So every
+view of every image has its own key, and adding a group at the end changes no earlier draw.
+
+**One program.** All groups run in one jitted program (on the CPU, as augjax's own calls do, the
+sampler and the apply program are two programs, so that a call equals
+``views.apply(images, params=views.sample(images, key=key))`` bitwise by construction); views
+through the same step are batched together (the images repeated), so eight views cost one
+program over 8N images, not eight. In a DALI ``@pipeline_def`` the call adds ONE ``jax_function``
+with one output per group (samples ``(V, h, w, C)``, layout ``"FHWC"``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from augjax._core.step import Step
+from augjax._runtime.boundary import boundary_compiler_options
+from augjax._runtime.program import sampler_compiler_options
+from augjax._runtime.keys import SEED_HIGH, keys_from_seeds, sample_keys
+from augjax.errors import InputError, ParamError
+
+__all__ = ["Views", "views"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Views:
+    """Named groups of views (build with :func:`views`). ``groups`` holds ``(name, steps)``
+    pairs, one step per view, in order."""
+
+    groups: tuple[tuple[str, tuple[Any, ...]], ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The groups' names, in order."""
+        return tuple(name for name, _ in self.groups)
+
+    def counts(self) -> dict[str, int]:
+        """How many views each group makes."""
+        return {name: len(steps) for name, steps in self.groups}
+
+    # -- keys -------------------------------------------------------------------------------
+    def view_keys(self, key: Any, n: int) -> dict[str, jax.Array]:
+        """Each view's key per image: ``{name: keys (N, V)}``, key ``[i, v]`` of the group at
+        position ``g`` being ``fold_in(fold_in(k_i, g), v)`` with ``k_i`` image ``i``'s key
+        (``key`` split ``n`` ways, or the ``n`` keys given)."""
+        keys = _view_keys(sample_keys(key, n, "views"), self.counts_tuple())
+        return {name: keys[g] for g, name in enumerate(self.names)}
+
+    def counts_tuple(self) -> tuple[int, ...]:
+        return tuple(len(steps) for _, steps in self.groups)
+
+    # -- calls ------------------------------------------------------------------------------
+    def __call__(self, images: Any, *, key: Any = None, seeds: Any = None,
+                 seed: int | None = None, device: str | None = None) -> dict[str, Any]:
+        """The views of ``images``.
+
+        Args:
+            images: a batch (N, H, W, C) (``jax.Array`` / NumPy), or a DALI ``DataNode`` inside
+                a ``@pipeline_def``.
+            key: arrays: one ``jax.random.key`` (split per image) or one key per image.
+            seeds: DALI only: int32 ``(2,)`` seeds per sample to use instead of drawing them.
+            seed: DALI only: seed of the DALI RNG op that draws the per-sample seeds.
+            device: DALI only: ``"cpu"`` or ``"gpu"`` (default: the images' device).
+
+        Returns:
+            ``{name: (N, V, h, w, C)}`` on arrays; in DALI ``{name: DataNode}`` whose samples
+            are ``(V, h, w, C)`` (layout ``"FHWC"``).
+        """
+        from augjax._runtime.dispatch import is_data_node
+
+        if is_data_node(images):
+            if key is not None:
+                raise InputError("views: argument 'key' is for arrays; in a DALI pipeline pass "
+                                 "seed= (an int) or seeds= (a DataNode of per-sample seeds)",
+                                 op="views", argument="key")
+            return _views_dali(self, images, seeds=seeds, seed=seed, device=device)
+        for arg, value in (("seeds", seeds), ("seed", seed), ("device", device)):
+            if value is not None:
+                raise InputError(f"views: argument '{arg}' is for DALI pipelines; on arrays "
+                                 f"pass key=", op="views", argument=arg)
+        images = _batch(images)
+        keys = sample_keys(key, images.shape[0], "views")
+        return _call(self, images, keys)
+
+    def sample(self, images: Any, *, key: Any) -> dict[str, tuple[Any, ...]]:
+        """What each view draws: ``{name: (params of view 0, params of view 1, ...)}``, each
+        what the view's step's ``sample`` gives for the images (a leading axis N).
+        ``images``: a batch, or its shape (a tuple)."""
+        if isinstance(images, tuple) and all(isinstance(d, int) for d in images):
+            images = jax.ShapeDtypeStruct(images, np.uint8)
+        elif not isinstance(images, jax.ShapeDtypeStruct):
+            images = _batch(images)
+        if len(images.shape) != 4:
+            raise InputError(f"views.sample: argument 'images' expects a batch (N, H, W, C), "
+                             f"got shape {tuple(images.shape)}", op="views", argument="images")
+        keys = sample_keys(key, images.shape[0], "views")
+        struct = jax.ShapeDtypeStruct(images.shape, images.dtype)
+        params = _sampler(self, struct.shape, jnp.dtype(struct.dtype).name)(keys)
+        return dict(zip(self.names, params))
+
+    def apply(self, images: Any, *, params: Mapping[str, Sequence[Any]]) -> dict[str, Any]:
+        """The views of ``images`` with given ``params`` (from :meth:`sample`, maybe edited):
+        deterministic, no key."""
+        images = _batch(images)
+        if not isinstance(params, Mapping) or set(params) != set(self.names):
+            got = sorted(params) if isinstance(params, Mapping) else type(params).__name__
+            raise InputError(f"views.apply: argument 'params' expects a dict with the groups "
+                             f"{list(self.names)} (what views.sample returns), got {got}",
+                             op="views", argument="params")
+        for name, steps in self.groups:
+            given = params[name]
+            if not isinstance(given, (tuple, list)) or len(given) != len(steps):
+                raise InputError(f"views.apply: params[{name!r}] expects {len(steps)} view "
+                                 f"params, got {type(given).__name__}", op="views",
+                                 argument="params")
+        ordered = tuple(tuple(params[name]) for name in self.names)
+        return _applier(self)(images, ordered)
+
+    # -- inspection -------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        parts = ", ".join(f"{name!r}: {len(steps)} view(s)" for name, steps in self.groups)
+        return f"Views({{{parts}}})"
+
+
+def views(groups: Mapping[str, Any]) -> Views:
+    """Named groups of views of one batch, each group its own step(s) and count.
+
+    Args:
+        groups: ``{name: (count, step)}`` for ``count`` views through one step (an op, a chain,
+            a policy), or ``{name: [step, step, ...]}`` for one step per view.
+
+    Returns:
+        A :class:`Views`: ``views(images, key=key)`` gives ``{name: (N, V, h, w, C)}``.
+
+    Raises:
+        ParamError: an empty mapping, a count that is not a positive int, a view that is not an
+            augjax step, or a step that mixes labels (mixing belongs after the views).
+    """
+    if not isinstance(groups, Mapping) or not groups:
+        raise ParamError(f"views: argument 'groups' expects a non-empty dict "
+                         f"{{name: (count, step)}} or {{name: [step, ...]}}, got {groups!r}",
+                         op="views", param="groups")
+    out = []
+    for name, value in groups.items():
+        if not isinstance(name, str) or not name:
+            raise ParamError(f"views: group names must be non-empty strings, got {name!r}",
+                             op="views", param="groups")
+        if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], (int, np.integer)) \
+                and not isinstance(value[0], bool):
+            count, step = value
+            if count < 1:
+                raise ParamError(f"views: group {name!r} expects a count >= 1, got {count}",
+                                 op="views", param="groups")
+            steps = (step,) * int(count)
+        elif isinstance(value, (list, tuple)) and value:
+            steps = tuple(value)
+        else:
+            raise ParamError(f"views: group {name!r} expects (count, step) or a list of steps, "
+                             f"got {value!r}", op="views", param="groups")
+        for v, step in enumerate(steps):
+            _check_step(step, name, v)
+        out.append((name, steps))
+    return Views(tuple(out))
+
+
+def _check_step(step: Any, name: str, v: int) -> None:
+    if not isinstance(step, Step):
+        raise ParamError(f"views: group {name!r} view {v} expects an augjax op, chain or policy, "
+                         f"got {type(step).__name__}", op="views", param="groups")
+    if "labels" in step.inputs:
+        raise ParamError(f"views: group {name!r} view {v} mixes labels ({step.name}); views "
+                         f"take images only: mix the views' batches after", op="views",
+                         param="groups")
+
+
+def _batch(images: Any) -> jax.Array:
+    if isinstance(images, np.ndarray):
+        images = jnp.asarray(images)
+    if not isinstance(images, jax.Array):
+        raise InputError(f"views: argument 'images' expects a jax.Array or NumPy batch "
+                         f"(N, H, W, C), got {type(images).__name__}", op="views",
+                         argument="images")
+    if images.ndim != 4:
+        raise InputError(f"views: argument 'images' expects a batch (N, H, W, C), got shape "
+                         f"{tuple(images.shape)}", op="views", argument="images")
+    return images
+
+
+def _view_keys(keys: jax.Array, counts: tuple[int, ...]) -> dict[int, jax.Array]:
+    """``keys`` (N,) per image -> per group position ``g``: keys ``(N, V)``."""
+    keys = keys if keys.ndim else keys[None]
+    out = {}
+    for g, count in enumerate(counts):
+        group = jax.vmap(lambda k, g=g: jax.random.fold_in(k, g))(keys)
+        out[g] = jax.vmap(lambda k, c=count: jax.vmap(
+            lambda v: jax.random.fold_in(k, v))(jnp.arange(c, dtype=jnp.uint32)))(group)
+    return out
+
+
+def _runs(steps: tuple[Any, ...]) -> list[tuple[Any, list[int]]]:
+    """Consecutive views through the same step, batched together: ``[(step, [v, ...]), ...]``."""
+    runs: list[tuple[Any, list[int]]] = []
+    for v, step in enumerate(steps):
+        if runs and runs[-1][0] == step:
+            runs[-1][1].append(v)
+        else:
+            runs.append((step, [v]))
+    return runs
+
+
+def _repeat(images: jax.Array, count: int) -> jax.Array:
+    """Image-major copies: ``(N*count, ...)``, row ``i*count + v`` is image ``i``."""
+    return images if count == 1 else jnp.repeat(images, count, axis=0)
+
+
+def _sample_all(self: Views, images: Any, keys: jax.Array) -> tuple[tuple[Any, ...], ...]:
+    """Per group, per view: the view's params with a leading axis N. Traceable."""
+    n = images.shape[0]
+    per_group = _view_keys(keys, self.counts_tuple())
+    out = []
+    for g, (_, steps) in enumerate(self.groups):
+        params: list[Any] = [None] * len(steps)
+        for step, vs in _runs(steps):
+            count = len(vs)
+            ks = per_group[g][:, jnp.asarray(vs)].reshape(n * count)
+            struct = jax.ShapeDtypeStruct((n * count, *images.shape[1:]), images.dtype)
+            p = step.sample(struct, key=ks)
+            for j, v in enumerate(vs):
+                params[v] = jax.tree_util.tree_map(
+                    lambda leaf, j=j, c=count: leaf.reshape(n, c, *leaf.shape[1:])[:, j], p)
+        out.append(tuple(params))
+    return tuple(out)
+
+
+def _apply_all(self: Views, images: jax.Array,
+               params: tuple[tuple[Any, ...], ...]) -> dict[str, jax.Array]:
+    """The views from their params, stacked per group on axis 1. Traceable."""
+    n = images.shape[0]
+    out = {}
+    for (name, steps), group in zip(self.groups, params):
+        views_out: list[Any] = [None] * len(steps)
+        for step, vs in _runs(steps):
+            count = len(vs)
+            p = jax.tree_util.tree_map(
+                lambda *leaves, c=count: jnp.stack(leaves, axis=1).reshape(
+                    n * c, *leaves[0].shape[1:]), *[group[v] for v in vs])
+            y = step.apply(_repeat(images, count), params=p)
+            y = y.reshape(n, count, *y.shape[1:])
+            for j, v in enumerate(vs):
+                views_out[v] = y[:, j]
+        shapes = {(tuple(y.shape[1:]), y.dtype) for y in views_out}
+        if len(shapes) > 1:
+            listing = ", ".join(f"view {v}: {y.dtype} {tuple(y.shape[1:])}"
+                                for v, y in enumerate(views_out))
+            raise InputError(f"views: the views of group {name!r} give different outputs "
+                             f"({listing}); a group's views are stacked and must agree "
+                             f"(put views of another size in a group of their own)",
+                             op="views", argument="groups")
+        out[name] = jnp.stack(views_out, axis=1)
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _sampler(self: Views, shape: tuple[int, ...], dtype: str):
+    struct = jax.ShapeDtypeStruct(shape, jnp.dtype(dtype))
+    # The XLA options of augjax's own sampler and apply programs (see their modules): on the
+    # CPU, samplers compile unoptimised and the apply keeps its fusion boundaries.
+    return jax.jit(lambda keys: _sample_all(self, struct, keys),
+                   compiler_options=sampler_compiler_options())
+
+
+@functools.lru_cache(maxsize=64)
+def _applier(self: Views):
+    return jax.jit(lambda images, params: _apply_all(self, images, params),
+                   compiler_options=boundary_compiler_options())
+
+
+@functools.lru_cache(maxsize=64)
+def _fused(self: Views):
+    def program(images, keys):
+        params = jax.lax.optimization_barrier(_sample_all(self, images, keys))
+        return _apply_all(self, images, params)
+
+    return jax.jit(program)
+
+
+def _on_cpu(images: jax.Array) -> bool:
+    if isinstance(images, jax.core.Tracer):
+        return True
+    return all(d.platform == "cpu" for d in images.devices())
+
+
+def _call(self: Views, images: jax.Array, keys: jax.Array) -> dict[str, jax.Array]:
+    """The views with per-image ``keys``: on the CPU ``apply(sample(...))`` as two programs
+    (bitwise replay by construction), elsewhere one program (one dispatch)."""
+    if isinstance(images, jax.core.Tracer):  # inside a caller's trace: one traced program
+        return _apply_all(self, images, _sample_all(self, images, keys))
+    if _on_cpu(images):
+        params = _sampler(self, tuple(images.shape), jnp.dtype(images.dtype).name)(keys)
+        return _applier(self)(images, params)
+    return _fused(self)(images, keys)
+
+
+# -- DALI -----------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=64)
+def _dali_function(self: Views, device: str):
+    from augjax.dali._backend import _dali
+
+    _, _, jax_fn = _dali()
+    names = self.names
+
+    def function(images, seeds):
+        out = _call(self, images, keys_from_seeds(seeds))
+        return tuple(out[name] for name in names)
+
+    return jax_fn.jax_function(function, num_outputs=len(names),
+                               output_layouts=tuple("FHWC" for _ in names), device=device)
+
+
+def _views_dali(self: Views, images: Any, *, seeds: Any, seed: int | None,
+                device: str | None) -> dict[str, Any]:
+    from augjax.dali._backend import _dali
+
+    fn, types, _ = _dali()
+    source = "gpu" if getattr(images, "device", "cpu") in ("gpu", "mixed") else "cpu"
+    device = device or source
+    if device not in ("cpu", "gpu") or (device == "cpu" and source == "gpu"):
+        raise InputError(f"views: argument 'device' expects 'cpu' or 'gpu' (and 'gpu' for GPU "
+                         f"images), got {device!r}", op="views", argument="device")
+
+    def place(node: Any) -> Any:
+        on_cpu = getattr(node, "device", "cpu") == "cpu"
+        return node.gpu() if device == "gpu" and on_cpu else node
+
+    if seeds is None:
+        kwargs = {} if seed is None else {"seed": int(seed)}
+        seeds = fn.random.uniform(range=[0, SEED_HIGH], shape=[2], dtype=types.INT32,
+                                  device=device, **kwargs)
+    out = _dali_function(self, device)(place(images), place(seeds))
+    out = out if isinstance(out, (list, tuple)) else (out,)
+    return dict(zip(self.names, out))

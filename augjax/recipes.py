@@ -1,0 +1,127 @@
+"""Ready-made multi-view recipes of self-supervised learning, each with its paper's parameters.
+
+Each returns a :class:`augjax.Views` (see :mod:`augjax.multiview`): call it on a batch of
+decoded images (uint8 (N, H, W, 3), any size) with a key, or inside a DALI ``@pipeline_def``.
+
+Sources (read 2026-12-04):
+
+- DINO: Caron et al., "Emerging Properties in Self-Supervised Vision Transformers", ICCV 2021,
+  arXiv:2104.14294, and ``facebookresearch/dino`` ``main_dino.py`` (``DataAugmentationDINO``)
+  with ``utils.py`` (``GaussianBlur``: PIL radius ~ U(0.1, 2.0); ``Solarization``: PIL
+  ``ImageOps.solarize``, threshold 128).
+- SimCLR: Chen et al., "A Simple Framework for Contrastive Learning of Visual Representations",
+  ICML 2020, arXiv:2002.05709, Appendix A, and ``google-research/simclr`` ``data_util.py``
+  (``preprocess_for_train``, ``color_jitter`` with strength s = 1.0, ``random_blur``: kernel
+  ``height // 10`` radius, sigma ~ U(0.1, 2.0), p = 0.5).
+- BYOL: Grill et al., "Bootstrap Your Own Latent", NeurIPS 2020, arXiv:2006.07733, Table 6
+  (Appendix B), and ``google-deepmind/deepmind-research`` ``byol/utils/augmentations.py``
+  (``augment_config``: view1 / view2).
+
+Deviations, the same in all three: the resize after the crop is bilinear with antialias (the
+references use bicubic in DINO/torchvision, bicubic in TF's ``resize``: augjax's resampler has
+nearest and bilinear); the Gaussian blur is a true Gaussian of ``kernel_size`` taps (23 for 224
+views, as SimCLR/BYOL; DINO uses PIL's box approximation, whose support for radius 2 is about 13
+taps) with sigma drawn per sample; colour jitter is torchvision's (multiplicative factors, random
+order: DINO's exactly; SimCLR's ``simclrv2`` implementation; BYOL's factor ranges). With
+``normalize=True`` (default) the views end in ImageNet normalization (float32); ``False`` keeps
+uint8 views (to show or to normalize later).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from augjax.multiview import Views, views
+
+__all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "byol", "dino", "simclr"]
+
+#: ImageNet normalization used by the three references.
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+#: The blur's kernel for a view of ``size`` pixels: SimCLR's ``2 * (size // 20) + 1`` (23 at 224).
+def _blur_kernel(size: int) -> int:
+    return 2 * max(size // 20, 1) + 1
+
+
+def _maybe(op: Any, p: float) -> list[Any]:
+    """``op`` applied with probability ``p`` (always for p=1, never for p=0)."""
+    from augjax.chain import random_apply
+
+    if p >= 1.0:
+        return [op]
+    if p <= 0.0:
+        return []
+    return [random_apply(op, p=p)]
+
+
+def view_chain(*, size: int, scale: tuple[float, float], jitter: tuple[float, ...],
+               jitter_p: float, gray_p: float, blur_p: float, solarize_p: float,
+               normalize: bool, ratio: tuple[float, float] = (3 / 4, 4 / 3),
+               blur_sigma: tuple[float, float] = (0.1, 2.0)) -> Any:
+    """One view's chain: random resized crop, horizontal flip, colour jitter (``jitter`` =
+    brightness, contrast, saturation, hue) with probability ``jitter_p``, grayscale with
+    ``gray_p``, Gaussian blur with ``blur_p``, solarize (threshold 128) with ``solarize_p``,
+    then ImageNet normalization if ``normalize``."""
+    from augjax import ops
+    from augjax.chain import compose
+
+    b, c, s, h = jitter
+    chain = [
+        ops.random_resized_crop.bind(size=(size, size), scale=tuple(scale), ratio=tuple(ratio),
+                                     interpolation="bilinear", antialias=True),
+        ops.flip.bind(p=0.5),
+        *_maybe(ops.color_jitter.bind(brightness=b, contrast=c, saturation=s, hue=h), jitter_p),
+        *_maybe(ops.random_grayscale.bind(p=gray_p), 1.0 if gray_p > 0 else 0.0),
+        *_maybe(ops.gaussian_blur.bind(kernel_size=_blur_kernel(size), sigma=tuple(blur_sigma)),
+                blur_p),
+        *_maybe(ops.solarize.bind(threshold=128.0), solarize_p),
+    ]
+    if normalize:
+        chain.append(ops.normalize.bind(mean=IMAGENET_MEAN, std=IMAGENET_STD))
+    return compose(*chain)
+
+
+def dino(*, global_size: int = 224, local_size: int = 96, local_count: int = 6,
+         global_scale: tuple[float, float] = (0.4, 1.0),
+         local_scale: tuple[float, float] = (0.05, 0.4), normalize: bool = True) -> Views:
+    """DINO's multi-crop (``DataAugmentationDINO``): groups ``"global"`` (2 views) and
+    ``"local"`` (``local_count`` views).
+
+    Every view: ``RandomResizedCrop`` (global ``global_size``, scale ``global_scale``; local
+    ``local_size``, scale ``local_scale``), horizontal flip p=0.5, ``ColorJitter(0.4, 0.4, 0.2,
+    0.1)`` p=0.8, grayscale p=0.2; Gaussian blur (sigma ~ U(0.1, 2)) p=1.0 on the first global
+    view, p=0.1 on the second, p=0.5 on local views; solarize p=0.2 on the second global view
+    only. Defaults are the paper's (``--global_crops_scale 0.4 1. --local_crops_number 8`` is
+    the ViT-S/16 best; the repository's default is 8 local crops, the issue's recipe 6)."""
+    common = dict(jitter=(0.4, 0.4, 0.2, 0.1), jitter_p=0.8, gray_p=0.2, normalize=normalize)
+    global1 = view_chain(size=global_size, scale=global_scale, blur_p=1.0, solarize_p=0.0,
+                         **common)
+    global2 = view_chain(size=global_size, scale=global_scale, blur_p=0.1, solarize_p=0.2,
+                         **common)
+    local = view_chain(size=local_size, scale=local_scale, blur_p=0.5, solarize_p=0.0, **common)
+    return views({"global": [global1, global2], "local": (local_count, local)})
+
+
+def simclr(*, size: int = 224, strength: float = 1.0, blur: bool = True,
+           normalize: bool = True) -> Views:
+    """SimCLR's two views (group ``"views"``), one distribution for both: random resized crop
+    (scale (0.08, 1), ratio (3/4, 4/3)), horizontal flip p=0.5, colour distortion of
+    ``strength`` s (``ColorJitter(0.8s, 0.8s, 0.8s, 0.2s)`` p=0.8, grayscale p=0.2), Gaussian
+    blur p=0.5 (kernel 10% of the side, sigma ~ U(0.1, 2); ``blur=False`` for CIFAR)."""
+    s = float(strength)
+    chain = view_chain(size=size, scale=(0.08, 1.0), jitter=(0.8 * s, 0.8 * s, 0.8 * s, 0.2 * s),
+                       jitter_p=0.8, gray_p=0.2, blur_p=0.5 if blur else 0.0, solarize_p=0.0,
+                       normalize=normalize)
+    return views({"views": (2, chain)})
+
+
+def byol(*, size: int = 224, normalize: bool = True) -> Views:
+    """BYOL's two views (group ``"views"``; Table 6): random resized crop (scale (0.08, 1)),
+    horizontal flip p=0.5, ``ColorJitter(0.4, 0.4, 0.2, 0.1)`` p=0.8, grayscale p=0.2; Gaussian
+    blur p=1.0 on view 1 and 0.1 on view 2; solarize p=0.0 on view 1 and 0.2 on view 2."""
+    common = dict(size=size, scale=(0.08, 1.0), jitter=(0.4, 0.4, 0.2, 0.1), jitter_p=0.8,
+                  gray_p=0.2, normalize=normalize)
+    view1 = view_chain(blur_p=1.0, solarize_p=0.0, **common)
+    view2 = view_chain(blur_p=0.1, solarize_p=0.2, **common)
+    return views({"views": [view1, view2]})

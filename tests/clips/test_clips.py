@@ -1,0 +1,169 @@
+"""Clips (N, T, H, W, C): one draw per clip by default, per_frame=True per frame; targets per
+frame follow; mixup/cutmix mix whole clips; sample/apply replay. The reference is always the
+image path (N, H, W, C) with the same key: a clip is N images per frame."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import augjax
+from augjax import ops
+
+N, T, H, W = 3, 4, 20, 16
+KEY = jax.random.key(4)
+
+
+@pytest.fixture(scope="module")
+def frames():
+    return jnp.asarray(np.random.default_rng(0).integers(0, 256, (N, H, W, 3), np.uint8))
+
+
+@pytest.fixture(scope="module")
+def clips():
+    return jnp.asarray(np.random.default_rng(1).integers(0, 256, (N, T, H, W, 3), np.uint8))
+
+
+def _eq(a, b):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+CHAIN = augjax.compose(ops.random_resized_crop.bind(size=(12, 12), scale=(0.3, 1.0)),
+                       ops.flip.bind(p=0.5), ops.color_jitter.bind(brightness=0.4, hue=0.1))
+
+STEPS = {
+    "flip": ops.flip.bind(p=0.5),
+    "chain": CHAIN,
+    "rand_augment": augjax.rand_augment(n=2, m=9),
+    "trivial_augment_wide": augjax.trivial_augment_wide(),
+    "auto_augment": pytest.param(augjax.auto_augment(), marks=pytest.mark.slow),
+    "augmix": pytest.param(augjax.augmix(), marks=pytest.mark.slow),
+}
+
+
+@pytest.mark.parametrize("step", list(STEPS.values()), ids=list(STEPS))
+def test_identical_frames_give_the_image_output(step, frames):
+    """A clip of T identical frames gives T identical frames, each the image call's output
+    with the same key (so the same params)."""
+    clip = jnp.stack([frames] * T, axis=1)
+    out = step(clip, key=KEY)
+    image = step(frames, key=KEY)
+    assert out.shape == (N, T, *image.shape[1:])
+    for t in range(T):
+        _eq(out[:, t], image)
+    # And the params are the image params: apply them to the frames to get the same.
+    params = step.sample(clip, key=KEY)
+    _eq(step.apply(frames, params=params), image)
+    _eq(step.apply(clip, params=params), out)
+
+
+@pytest.mark.parametrize("step", [STEPS["chain"], STEPS["rand_augment"]], ids=["chain", "ra"])
+def test_distinct_frames_share_the_clip_params(step, clips):
+    out = step(clips, key=KEY)
+    params = step.sample(clips[:, 0], key=KEY)
+    for t in range(T):
+        _eq(out[:, t], step.apply(clips[:, t], params=params))
+
+
+def test_per_frame_draws_differ_and_replay(frames):
+    step = CHAIN
+    clip = jnp.stack([frames] * T, axis=1)
+    out = step(clip, key=KEY, per_frame=True)
+    for t in range(1, T):
+        assert not np.array_equal(np.asarray(out[:, t]), np.asarray(out[:, 0]))
+    params = step.sample(clip, key=KEY, per_frame=True)
+    boxes = np.asarray(params[0]["box"])
+    assert boxes.shape == (T, N, 4) and len({tuple(b) for b in boxes.reshape(-1, 4)}) == T * N
+    _eq(step.apply(clip, params=params, per_frame=True), out)
+    # Frame t of clip n draws with fold_in(k_n, t): the image call with those keys.
+    keys = jax.random.split(KEY, N)
+    for t in range(T):
+        _eq(out[:, t], step(frames, key=jax.vmap(lambda k: jax.random.fold_in(k, t))(keys)))
+
+
+def test_per_frame_policy(clips):
+    ra = STEPS["rand_augment"]
+    out = ra(clips, key=KEY, per_frame=True)
+    params = ra.sample(clips, key=KEY, per_frame=True)
+    assert np.asarray(params["op"]).shape[:2] == (T, N)
+    assert not np.array_equal(np.asarray(params["op"][0]), np.asarray(params["op"][1]))
+    for t in range(T):
+        one = jax.tree_util.tree_map(lambda v: v[t], params)
+        _eq(out[:, t], ra.apply(clips[:, t], params=one))
+
+
+@pytest.mark.parametrize("name", ["mixup", "cutmix"])
+def test_mixing_mixes_whole_clips(name, clips):
+    op = getattr(ops, name).bind(alpha=1.0, num_classes=5)
+    labels = jnp.array([0, 3, 4])
+    out, soft = op(clips, labels, key=KEY)
+    assert out.shape == clips.shape and soft.shape == (N, 5)
+    for t in range(T):  # frame t of the clips mixed as a batch of images with the same key
+        ref, ref_soft = op(clips[:, t], labels, key=KEY)
+        _eq(out[:, t], ref)
+        _eq(soft, ref_soft)
+    pf, pf_soft = op(clips, labels, key=KEY, per_frame=True)
+    assert pf_soft.shape == (N, T, 5)
+
+
+def test_targets_follow_per_frame(clips):
+    step = augjax.compose(ops.flip.bind(p=0.5), ops.affine.bind(degrees=20, translate=(0.1, 0.1)))
+    rng = np.random.default_rng(3)
+    top_left = rng.uniform(0, 8, (N, T, 2, 2))
+    boxes = jnp.asarray(np.concatenate([top_left, top_left + 4], -1), jnp.float32)
+    masks = jnp.asarray(rng.integers(0, 3, (N, T, H, W)), jnp.uint8)
+    points = jnp.asarray(rng.uniform(0, 15, (N, T, 5, 2)), jnp.float32)
+    out = step(clips, key=KEY, boxes=boxes, masks=masks, keypoints=points)
+    assert out["boxes"].shape == (N, T, 2, 4) and out["masks"].shape == (N, T, H, W)
+    assert out["keypoints"].shape == (N, T, 5, 2)
+    for t in range(T):
+        ref = step(clips[:, t], key=KEY, boxes=boxes[:, t], masks=masks[:, t],
+                   keypoints=points[:, t])
+        for k in ref:
+            _eq(out[k][:, t], ref[k])
+    pf = step(clips, key=KEY, boxes=boxes, per_frame=True)
+    assert pf["boxes"].shape == (N, T, 2, 4)
+
+
+def test_errors(frames, clips):
+    with pytest.raises(augjax.InputError, match="per_frame"):
+        ops.flip(frames, key=KEY, p=0.5, per_frame=True)
+    with pytest.raises(augjax.InputError, match=r"leading axes \(N, T\)"):
+        ops.flip(clips, key=KEY, p=0.5, boxes=jnp.zeros((N, 2, 4)))
+    with pytest.raises(augjax.KeyRequiredError):
+        ops.flip(clips, p=0.5)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [n for n in augjax.list_ops()
+                                  if augjax.get_op(n).level == "sample"])
+def test_every_sample_op_on_clips(name, frames):
+    op = augjax.get_op(name)
+    clip = jnp.stack([frames] * 2, axis=1)
+    try:
+        image = op(frames, key=KEY)
+    except augjax.AugjaxError as err:  # an op that needs configuration: say which
+        pytest.skip(f"{name} needs arguments on a {frames.shape} batch: {err}")
+    out = op(clip, key=KEY)
+    _eq(out[:, 0], image)
+    _eq(out[:, 1], image)
+
+
+@pytest.mark.parametrize("per_frame", [False, True])
+def test_fused_program_equals_two_programs(per_frame, clips):
+    """The one-program path that GPUs take (sampler and apply fused) gives the CPU's two-program
+    result (within one level: the fused sampler's floats compile with other options here)."""
+    from augjax.clips import _call_program, _frame_struct
+
+    step = CHAIN
+    struct = _frame_struct(clips)
+    program = _call_program(step, "HWC", per_frame, ("boxes",), (), tuple(struct.shape),
+                            "uint8")
+    boxes = jnp.tile(jnp.asarray([[[1.0, 2.0, 9.0, 11.0]]]), (N, T, 1, 1))
+    fused = program(clips, None, KEY, boxes)
+    two = step(clips, key=KEY, per_frame=per_frame, boxes=boxes)
+    for k in two:
+        d = np.abs(np.asarray(fused[k], np.float64) - np.asarray(two[k], np.float64))
+        assert d.max() <= 1, k

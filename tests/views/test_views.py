@@ -1,0 +1,171 @@
+"""Views (augjax.views, augjax.recipes): keys per view and per image, replay from params, the
+recipes' parameters, and errors."""
+
+from __future__ import annotations
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import augjax
+from augjax import ops
+
+
+def _chain(size):
+    return augjax.compose(ops.random_resized_crop.bind(size=(size, size), scale=(0.2, 1.0)),
+                          ops.flip.bind(p=0.5), ops.brightness.bind(factor=(0.5, 1.5)))
+
+
+@pytest.fixture(scope="module")
+def images():
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 256, (3, 40, 36, 3), dtype=np.uint8)
+    x[2] = x[0]  # two identical images: their views must still differ
+    return jnp.asarray(x)
+
+
+@pytest.fixture(scope="module")
+def two_groups():
+    big, small = _chain(24), _chain(12)
+    other = augjax.compose(ops.random_resized_crop.bind(size=(24, 24), scale=(0.5, 1.0)),
+                           ops.solarize.bind(threshold=(64.0, 192.0)))
+    return augjax.views({"global": [big, other], "local": (4, small)})
+
+
+def test_shapes_and_dtype(two_groups, images):
+    out = two_groups(images, key=jax.random.key(0))
+    assert list(out) == ["global", "local"]
+    assert out["global"].shape == (3, 2, 24, 24, 3) and out["global"].dtype == jnp.uint8
+    assert out["local"].shape == (3, 4, 12, 12, 3)
+
+
+def test_each_view_is_its_step_alone_with_the_documented_key(two_groups, images):
+    """View v of group g of image i is the step on image i with fold_in(fold_in(k_i, g), v),
+    k_i = split(key, N)[i]: the reference is the step's own call."""
+    key = jax.random.key(3)
+    out = two_groups(images, key=key)
+    per_image = jax.random.split(key, images.shape[0])
+    for g, (name, steps) in enumerate(two_groups.groups):
+        for v, step in enumerate(steps):
+            keys = jax.vmap(lambda k: jax.random.fold_in(jax.random.fold_in(k, g), v))(per_image)
+            np.testing.assert_array_equal(np.asarray(step(images, key=keys)),
+                                          np.asarray(out[name][:, v]))
+    keys = two_groups.view_keys(key, images.shape[0])
+    assert keys["local"].shape == (3, 4)
+
+
+def test_no_two_views_equal(two_groups, images):
+    out = two_groups(images, key=jax.random.key(1))
+    local = np.asarray(out["local"]).reshape(12, -1)
+    for a, b in itertools.combinations(range(12), 2):  # across views and images (0 == 2)
+        assert not np.array_equal(local[a], local[b]), (a, b)
+    params = two_groups.sample(images, key=jax.random.key(1))
+    boxes = np.stack([np.asarray(p[0]["box"]) for p in params["local"]], 1).reshape(12, 4)
+    assert len({tuple(b) for b in boxes}) == 12
+
+
+def test_replay_from_params_bitwise(two_groups, images):
+    key = jax.random.key(5)
+    params = two_groups.sample(images, key=key)
+    assert len(params["global"]) == 2 and len(params["local"]) == 4
+    again = two_groups.apply(images, params=params)
+    out = two_groups(images, key=key)
+    for name in out:
+        np.testing.assert_array_equal(np.asarray(again[name]), np.asarray(out[name]))
+    # Edited params change exactly the edited view.
+    edited = {k: list(v) for k, v in params.items()}
+    box = np.asarray(edited["local"][1][0]["box"]).copy()
+    box[:] = (0, 0, 40, 36)  # the whole image
+    edited["local"][1] = (dict(box=jnp.asarray(box)),) + tuple(edited["local"][1][1:])
+    changed = two_groups.apply(images, params=edited)
+    np.testing.assert_array_equal(np.asarray(changed["local"][:, 0]),
+                                  np.asarray(out["local"][:, 0]))
+    whole = _chain(12).apply(images, params=edited["local"][1])
+    np.testing.assert_array_equal(np.asarray(changed["local"][:, 1]), np.asarray(whole))
+
+
+def test_same_key_same_views_and_per_image_keys(two_groups, images):
+    a = two_groups(images, key=jax.random.key(7))
+    keys = jax.random.split(jax.random.key(7), 3)
+    b = two_groups(np.asarray(images), key=keys)
+    for name in a:
+        np.testing.assert_array_equal(np.asarray(a[name]), np.asarray(b[name]))
+
+
+def test_inside_jit_equals_call(two_groups, images):
+    key = jax.random.key(2)
+    inside = jax.jit(lambda x, k: two_groups(x, key=k))(images, key)
+    out = two_groups(images, key=key)
+    for name in out:  # the same draws; floats may round differently in a caller's program
+        d = np.abs(np.asarray(inside[name], np.int32) - np.asarray(out[name], np.int32))
+        assert d.max() <= 1
+
+
+def test_dino_recipe_probabilities():
+    """The recipe's draws, sampled for 4000 images: blur p = 1.0 / 0.1 / 0.5 (global 1 /
+    global 2 / local), solarize p = 0.2 on global 2 only, jitter p = 0.8, gray p = 0.2, and
+    the crops' areas within the paper's scales."""
+    dino = augjax.recipes.dino(global_size=16, local_size=8, local_count=2, normalize=False)
+    n = 4000
+    params = dino.sample((n, 64, 64, 3), key=jax.random.key(0))
+    assert len(params["global"]) == 2 and len(params["local"]) == 2
+
+    def applied(view_params, op_name, chain):
+        for step, p in zip(chain.steps, view_params):
+            inner = getattr(step, "op", None)
+            if getattr(step, "name", "") == op_name:
+                return np.ones(n, bool)
+            if inner is not None and getattr(inner, "name", "") == op_name:
+                return np.asarray(p["applied"])
+        return np.zeros(n, bool)
+
+    g1, g2 = dino.groups[0][1]
+    local = dino.groups[1][1][0]
+    rate = lambda v, op, ch: applied(v, op, ch).mean()  # noqa: E731
+    assert rate(params["global"][0], "gaussian_blur", g1) == 1.0
+    assert abs(rate(params["global"][1], "gaussian_blur", g2) - 0.1) < 0.02
+    assert abs(rate(params["local"][0], "gaussian_blur", local) - 0.5) < 0.03
+    assert rate(params["global"][0], "solarize", g1) == 0.0
+    assert abs(rate(params["global"][1], "solarize", g2) - 0.2) < 0.03
+    assert rate(params["local"][1], "solarize", local) == 0.0
+    for view, chain in ((params["global"][0], g1), (params["local"][0], local)):
+        assert abs(rate(view, "color_jitter", chain) - 0.8) < 0.03
+        assert abs(np.asarray(view[3]["applied"]).mean() - 0.2) < 0.03  # random_grayscale
+    area = lambda v: np.prod(np.asarray(v[0]["box"])[:, 2:], 1) / 64 ** 2  # noqa: E731
+    a_glob, a_loc = area(params["global"][0]), area(params["local"][0])
+    assert a_glob.min() >= 0.4 - 0.05 and a_glob.max() <= 1.0
+    assert a_loc.min() >= 0.05 - 0.02 and a_loc.max() <= 0.4 + 0.05
+
+
+def test_simclr_and_byol_structure():
+    s = augjax.recipes.simclr(size=16)
+    b = augjax.recipes.byol(size=16)
+    assert s.counts() == {"views": 2} and b.counts() == {"views": 2}
+    assert s.groups[0][1][0] == s.groups[0][1][1]  # SimCLR: one distribution
+    assert b.groups[0][1][0] != b.groups[0][1][1]  # BYOL: blur / solarize differ
+    v1, v2 = b.groups[0][1]
+    assert "solarize" not in str(v1) and "solarize" in str(v2)
+
+
+def test_errors(images):
+    with pytest.raises(augjax.ParamError, match="non-empty dict"):
+        augjax.views({})
+    with pytest.raises(augjax.ParamError, match="count >= 1"):
+        augjax.views({"a": (0, _chain(8))})
+    with pytest.raises(augjax.ParamError, match="expects an augjax op"):
+        augjax.views({"a": (2, lambda x: x)})
+    with pytest.raises(augjax.ParamError, match="mixes labels"):
+        augjax.views({"a": (2, ops.mixup.bind(alpha=0.2, num_classes=3))})
+    mixed = augjax.views({"a": [_chain(8), _chain(12)]})
+    with pytest.raises(augjax.InputError, match="different outputs"):
+        mixed(images, key=jax.random.key(0))
+    with pytest.raises(augjax.KeyRequiredError):
+        augjax.views({"a": (2, _chain(8))})(images)
+    with pytest.raises(augjax.InputError, match=r"\(N, H, W, C\)"):
+        augjax.views({"a": (2, _chain(8))})(images[0], key=jax.random.key(0))
+    v = augjax.views({"a": (2, _chain(8))})
+    with pytest.raises(augjax.InputError, match="groups"):
+        v.apply(images, params={"b": ()})
