@@ -15,7 +15,7 @@ from augjax._runtime.compile_cache import enable as enable_compile_cache
 from augjax._runtime.given_params import check_given_params, explain_missing_key
 from augjax._runtime.inputs import as_array, check_label_range
 from augjax._runtime.keys import sample_keys
-from augjax._runtime.partition import array_spans_devices
+from augjax.kernels.partition import array_spans_devices
 from augjax._runtime.program import apply_program, array_program, sample_program
 from augjax._runtime.ragged import (
     as_arrays,

@@ -20,13 +20,13 @@ import einops
 import jax
 import jax.numpy as jnp
 
-from augjax._runtime.boundary import boundary_compiler_options, materialize, pointwise
+from augjax.kernels.boundary import boundary_compiler_options, materialize, pointwise
 from augjax._runtime.compile_cache import enable as enable_compile_cache
 from augjax._runtime.inputs import check_images, check_labels
 from augjax._runtime.keys import keys_from_seeds, per_sample_keys
 from augjax._core.meta import Meta
-from augjax._runtime.partition import tracing
-from augjax._runtime.platform import platform_dependent
+from augjax.kernels.partition import tracing
+from augjax.kernels.platform import platform_dependent
 from augjax._runtime.program_store import StoredProgram
 from augjax._runtime.targets import follow_targets
 from augjax._runtime.values import abstract, fill, given
@@ -170,7 +170,7 @@ def apply_params(
 ) -> tuple[jax.Array, jax.Array | None]:
     """Applies configured ops in order with the given params (one pytree per step, as
     :func:`sample_steps` returns them); deterministic. Traced inside ``jax.jit``. Every step's
-    output but the last passes through :func:`augjax._runtime.boundary.materialize`, except
+    output but the last passes through :func:`augjax.kernels.boundary.materialize`, except
     after a widening pointwise step and between two pointwise steps (:func:`_kind`,
     :func:`_fused_with`): XLA then fuses no op into a consumer that would compute it again for
     each read."""
@@ -548,7 +548,7 @@ def apply_program(steps: tuple[Any, ...], layout: str, partitioned: bool = False
     """The jitted deterministic program for arrays: ``f(images, labels, params, *targets)``
     returning ``(images, labels)``, or ``(images, labels, moved targets)`` when ``targets`` (a
     :class:`augjax._runtime.targets.TargetSpec`) names target arrays. Called at the top level
-    on the CPU it compiles with :func:`augjax._runtime.boundary.boundary_compiler_options`, so
+    on the CPU it compiles with :func:`augjax.kernels.boundary.boundary_compiler_options`, so
     that each step reads the one before from memory (:func:`apply_params`)."""
     enable_compile_cache()
 

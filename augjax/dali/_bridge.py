@@ -11,7 +11,7 @@ from typing import Any
 import augjax._runtime.padding as _padding
 from augjax._runtime.checking import check_batch, checking_enabled
 from augjax._runtime.keys import SEED_HIGH
-from augjax._runtime.partition import sharding_spans_devices
+from augjax.kernels.partition import sharding_spans_devices
 from augjax._runtime.program import final_layout, once_cache, seeded_program
 from augjax._runtime.ragged import ragged_count, window_structure
 from augjax.dali._backend import _dali

@@ -25,8 +25,8 @@ import jax.numpy as jnp
 
 from augjax._plugins.registry import REGISTRY
 from augjax._runtime.bound import BoundOp
-from augjax._runtime.partition import partitioned
-from augjax._runtime.platform import live_platforms, platform_dependent
+from augjax.kernels.partition import partitioned
+from augjax.kernels.platform import live_platforms, platform_dependent
 from augjax.chain._element import run_op
 from augjax.errors import OpNotFoundError, ParamError, PluginLoadError
 from augjax.kernels.batching import broadcast_unbatched
