@@ -184,22 +184,27 @@ class _Filled(BoundOp):
 
 #: Parameter kinds whose float values a program may take as arguments.
 _FLOAT_KINDS = ("float", "float_or_pair")
-_LIFTABLE: dict[tuple[Any, str], bool] = {}
+_LIFTABLE: dict[tuple[Any, ...], bool] = {}
 
 
 def liftable(spec: Any, params: tuple[tuple[str, Any], ...]) -> frozenset[str]:
     """The parameters of ``spec`` whose values (``params``) a program takes as arguments: a
     float value (not a range) of a float parameter whose every use in the op's code (sampler,
     kernel, matrix, output size and layout) takes a traced value, as :func:`_takes_traced`
-    found once per op and parameter. The others (ranges, ints, sizes, choices, switches, and
-    values the code branches on) stay in the program's key."""
+    found once per op, parameter and other parameters. The rest (ranges, ints, sizes,
+    choices, switches, values the code branches on) stay in the program's key."""
     out = []
     for name, value in params:
         if type(value) is not float or spec.params[name].kind not in _FLOAT_KINDS:
             continue
-        known = _LIFTABLE.get((spec, name))
+        # decided per op, parameter and the other parameters' structure (their floats aside)
+        key = (spec, name, tuple((k, "float" if type(v) is float else v) for k, v in params
+                                 if k != name))
+        known = _LIFTABLE.get(key)
         if known is None:
-            known = _LIFTABLE[(spec, name)] = _takes_traced(spec, dict(params), name)
+            if len(_LIFTABLE) >= _BOUND_MAX:
+                _LIFTABLE.clear()
+            known = _LIFTABLE[key] = _takes_traced(spec, dict(params), name)
         if known:
             out.append(name)
     return frozenset(out)

@@ -443,7 +443,7 @@ def call_program(steps: tuple[Any, ...], layout: str, start: int, shape: tuple[i
     sample = sample_program(steps, layout, start, shape, dtype, keys == "key")
     apply = apply_program(steps, layout, False, targets)
 
-    def program(images, labels, keys_in, values, *arrays):
+    def program(images, labels, keys_in, values=(), *arrays):
         k = keys_from_seeds(keys_in) if keys == "seeds" else keys_in
         params = jax.lax.optimization_barrier(sample(k, values))
         return apply(images, labels, params, values, *arrays)
@@ -552,7 +552,7 @@ def apply_program(steps: tuple[Any, ...], layout: str, partitioned: bool = False
     that each step reads the one before from memory (:func:`apply_params`)."""
     enable_compile_cache()
 
-    def program(images, labels, params, values, *arrays):
+    def program(images, labels, params, values=(), *arrays):
         with tracing(partitioned):
             filled = fill(steps, values)
             out, new_labels = apply_params(filled, images, labels, params, layout)

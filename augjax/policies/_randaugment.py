@@ -175,8 +175,9 @@ class RandAugment(LayeredPolicy):
         """``(skeleton, (m,))``: the policy with ``m`` taken out (what its structure reads of
         ``m``, whether levels are whole bins, stays in the marker); a magnitude schedule then
         compiles nothing new."""
-        _ = (self.levels, self.spec, self.bound)  # computed with m, kept by the copies
+        _ = (self.levels, self.bound)  # computed with m, kept by the copies
         skeleton = copy.copy(self)
+        skeleton.__dict__.pop("spec", None)  # its closures name the skeleton, not this m
         exact = "discrete" if self.levels.discrete else "float"
         object.__setattr__(skeleton, "m", Lifted(f"level/{exact}"))
         return skeleton, (float(self.m),)
