@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import math
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -46,11 +47,29 @@ def lift(steps: Sequence[Any]) -> tuple[tuple[Any, ...], tuple[tuple[Any, ...], 
     """``(skeletons, values)`` of ``steps``: one skeleton and one tuple of values per step."""
     skeletons, values = [], []
     for step in steps:
-        method = getattr(step, "lift", None)
-        skeleton, vals = method() if method is not None else (step, ())
+        try:
+            skeleton, vals = _LIFTS[step]
+        except (KeyError, TypeError):  # TypeError: a step that cannot be a key
+            method = getattr(step, "lift", None)
+            skeleton, vals = method() if method is not None else (step, ())
+            _remember(step, (skeleton, vals))
         skeletons.append(skeleton)
         values.append(tuple(vals))
     return tuple(skeletons), tuple(values)
+
+
+#: Lifted steps by step: a step called again gives the same skeleton (the program caches find
+#: it by identity first).
+_LIFTS: dict[Any, tuple[Any, tuple[Any, ...]]] = {}
+
+
+def _remember(step: Any, lifted: tuple[Any, tuple[Any, ...]]) -> None:
+    try:
+        if len(_LIFTS) >= 1024:
+            _LIFTS.clear()
+        _LIFTS[step] = lifted
+    except TypeError:  # unhashable: lifted on every call
+        pass
 
 
 def fill(skeletons: Sequence[Any], values: Sequence[Sequence[Any]] | None) -> tuple[Any, ...]:
@@ -105,7 +124,20 @@ def abstract(skeletons: Sequence[Any]) -> tuple[tuple[Any, ...], ...]:
 
 def as_arguments(values: Sequence[Sequence[Any]]) -> tuple[tuple[Any, ...], ...]:
     """``values`` as a program's argument: weak-typed float32 scalars, as JAX makes a Python
-    float it meets in a trace."""
+    float it meets in a trace (kept per value: a call then transfers nothing new)."""
+    return tuple(tuple(_argument(v) for v in vals) for vals in values)
+
+
+_ARGUMENTS: dict[tuple[float, float], Any] = {}
+
+
+def _argument(value: float) -> Any:
     import jax.numpy as jnp
 
-    return tuple(tuple(jnp.asarray(v) for v in vals) for vals in values)
+    key = (value, math.copysign(1.0, value))  # 0.0 and -0.0 apart; NaN is never found again
+    found = _ARGUMENTS.get(key)
+    if found is None:
+        if len(_ARGUMENTS) >= 4096:
+            _ARGUMENTS.clear()
+        found = _ARGUMENTS[key] = jnp.asarray(value)
+    return found
