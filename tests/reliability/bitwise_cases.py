@@ -121,6 +121,12 @@ def cases() -> Iterator[tuple[str, Callable[[], list[list[Any]]]]]:
                 yield f"{group}/{name}/{dtype}", run
 
 
+def dumps(result: dict[str, Any]) -> str:
+    """The fixture's text: JSON with one case per line."""
+    rows = [f"{json.dumps(k)}: {json.dumps(result[k])}" for k in sorted(result)]
+    return "{\n" + ",\n".join(rows) + "\n}\n"
+
+
 def record() -> dict[str, Any]:
     """Every case's digest rows (an error's type and message where a case raises)."""
     out: dict[str, Any] = {}
@@ -138,6 +144,6 @@ if __name__ == "__main__":
     if jax.default_backend() != "cpu":
         sys.exit("record the fixture on the CPU")
     result = record()
-    FIXTURE.write_text(json.dumps(result, indent=0, sort_keys=True) + "\n")
+    FIXTURE.write_text(dumps(result))
     errors = [k for k, v in result.items() if isinstance(v, dict)]
     print(f"{len(result)} cases -> {FIXTURE} ({len(errors)} raise: {errors})")
