@@ -39,7 +39,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from augjax._runtime.boundary import boundary_compiler_options
+from augjax.kernels.boundary import boundary_compiler_options
 from augjax._runtime.keys import SEED_HIGH, keys_from_seeds, sample_keys
 from augjax._runtime.program import sampler_compiler_options
 from augjax.errors import InputError

@@ -17,7 +17,7 @@ does not depend on the number of processes. Sample keys come from global indices
 (``augjax.index_seeds``).
 
 The global batch for the step: DALI's JAX iterator shards only GPU pipelines (CPU pipelines'
-outputs all land on ``CpuDevice(0)`` and it cannot place them; DALI.md section 6), so on CPU the
+outputs all land on ``CpuDevice(0)`` and it cannot place them), so on CPU the
 batch is assembled with ``jax.make_array_from_process_local_data``. With ``--device gpu`` (one
 process per GPU) DALI's ``DALIGenericIterator(sharding=...)`` builds it.
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from augjax._core.param import suggest
 from augjax._core.step import Step
+from augjax._runtime.values import Lifted
 from augjax.errors import ParamError
 
 __all__ = ["BoundOp", "bound"]
@@ -146,9 +147,127 @@ class BoundOp(Step):
         """A batch-level kernel on ``(images[, labels])`` with the batch's params."""
         return self.spec.run(inputs, params, self.kwargs)
 
+    # -- values as program arguments (augjax._runtime.values) -------------------------------
+    def lift(self) -> tuple[BoundOp, tuple[Any, ...]]:
+        """``(skeleton, values)``: the op with its liftable float values taken out (see
+        :func:`liftable`); ``(self, ())`` where none is."""
+        names = liftable(self.spec, self.params)
+        if not names:
+            return self, ()
+        params = tuple((k, Lifted("float") if k in names else v) for k, v in self.params)
+        return BoundOp(self.spec, params), tuple(v for k, v in self.params if k in names)
+
+    def with_values(self, values: tuple[Any, ...]) -> BoundOp:
+        """The skeleton with ``values`` (traced) in place of its markers."""
+        it = iter(values)
+        params = tuple((k, next(it) if isinstance(v, Lifted) else v) for k, v in self.params)
+        return _Filled(self.spec, params, self)
+
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.params)
         return f"{self.name}.bind({args})"
+
+
+class _Filled(BoundOp):
+    """A skeleton filled with traced values, inside one trace: hashed and compared by identity
+    (its values are tracers); ``skeleton`` is the op the program is keyed by."""
+
+    def __init__(self, spec: Any, params: tuple[tuple[str, Any], ...], skeleton: BoundOp):
+        super().__init__(spec, params)
+        object.__setattr__(self, "skeleton", skeleton)
+
+    __hash__ = object.__hash__
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+
+#: Parameter kinds whose float values a program may take as arguments.
+_FLOAT_KINDS = ("float", "float_or_pair")
+_LIFTABLE: dict[tuple[Any, ...], bool] = {}
+
+
+def liftable(spec: Any, params: tuple[tuple[str, Any], ...]) -> frozenset[str]:
+    """The parameters of ``spec`` whose values (``params``) a program takes as arguments: a
+    float value (not a range) of a float parameter whose every use in the op's code (sampler,
+    kernel, matrix, output size and layout) takes a traced value, as :func:`_takes_traced`
+    found once per op, parameter and other parameters. The rest (ranges, ints, sizes,
+    choices, switches, values the code branches on) stay in the program's key."""
+    out = []
+    for name, value in params:
+        if type(value) is not float or spec.params[name].kind not in _FLOAT_KINDS:
+            continue
+        # decided per op, parameter and the other parameters' structure (their floats aside)
+        key = (spec, name, tuple((k, "float" if type(v) is float else v) for k, v in params
+                                 if k != name))
+        known = _LIFTABLE.get(key)
+        if known is None:
+            if len(_LIFTABLE) >= _BOUND_MAX:
+                _LIFTABLE.clear()
+            known = _LIFTABLE[key] = _takes_traced(spec, dict(params), name)
+        if known:
+            out.append(name)
+    return frozenset(out)
+
+
+def _takes_traced(spec: Any, config: dict[str, Any], name: str) -> bool:
+    """Whether the op takes ``name`` as a traced float32 with the computation it does for the
+    value as a Python float: it traces (abstractly, on a small image) with the value as an
+    argument (no branch on it, no size from it), and into the same primitives as with the
+    value itself. Python arithmetic on the value before it meets the image (``1 - s + s / k``,
+    in double precision) adds primitives to the traced form, and would give other bits."""
+    import jax
+    import jax.numpy as jnp
+
+    from augjax._core.meta import Meta
+
+    channels = 3 if spec.channels is None or 3 in spec.channels else spec.channels[0]
+    dtype = spec.dtypes[0]
+    batch = None if spec.level == "sample" else 2
+    meta = Meta(16, 16, channels, dtype, batch)
+
+    def run(value: Any, image: Any) -> Any:
+        op = BoundOp(spec, tuple((k, value if k == name else v) for k, v in config.items()))
+        op = _Filled(spec, op.params, op)
+        op.size_after(16, 16)
+        op.layout_effect()
+        key = jax.random.key(0) if spec.random else None
+        params = op.draw(key, meta)
+        if batch is None:
+            out = op.run(image[0], params)
+        else:
+            inputs = (image,) + ((jnp.array([0, 1]),) if "labels" in spec.inputs else ())
+            out = op.run_batch(inputs, params)
+        if spec.matrix is not None:
+            op.matrix(jax.tree_util.tree_map(lambda v: v[0], params)
+                      if batch is not None else params, meta)
+        return params, out
+
+    image = jax.ShapeDtypeStruct((2, 16, 16, channels), jnp.dtype(dtype))
+    weak = jax.ShapeDtypeStruct((), jnp.float32, weak_type=True)
+    try:
+        traced = jax.make_jaxpr(run)(weak, image)
+        constant = jax.make_jaxpr(lambda x: run(config[name], x))(image)
+    except Exception:  # noqa: BLE001  (the code needs the value itself: it stays static)
+        return False
+    return _primitives(traced.jaxpr) == _primitives(constant.jaxpr)
+
+
+def _primitives(jaxpr: Any) -> list[str]:
+    """The primitives of ``jaxpr`` in order, those of the jaxprs inside included; a conversion
+    that changes only the weak type (a traced value's, folded for a literal) is left out."""
+    out = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "convert_element_type" and \
+                eqn.params.get("new_dtype") == getattr(eqn.invars[0].aval, "dtype", None):
+            continue
+        out.append(eqn.primitive.name)
+        for value in eqn.params.values():
+            for inner in value if isinstance(value, (tuple, list)) else (value,):
+                inner = getattr(inner, "jaxpr", inner)
+                if hasattr(inner, "eqns"):
+                    out += _primitives(inner)
+    return out
 
 
 def _frozen(value: Any) -> Any:

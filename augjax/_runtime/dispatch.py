@@ -15,7 +15,7 @@ from augjax._runtime.compile_cache import enable as enable_compile_cache
 from augjax._runtime.given_params import check_given_params, explain_missing_key
 from augjax._runtime.inputs import as_array, check_label_range
 from augjax._runtime.keys import sample_keys
-from augjax._runtime.partition import array_spans_devices
+from augjax.kernels.partition import array_spans_devices
 from augjax._runtime.program import apply_program, array_program, sample_program
 from augjax._runtime.ragged import (
     as_arrays,
@@ -27,6 +27,7 @@ from augjax._runtime.ragged import (
     window_structure,
 )
 from augjax._runtime.targets import prepare_targets
+from augjax._runtime.values import as_arguments, giving, lift
 from augjax.errors import InputError
 
 __all__ = ["apply_steps", "apply_with_params", "is_data_node", "sample_steps_on"]
@@ -132,9 +133,12 @@ def apply_steps(
     random = any(step.spec.random for step in steps)
     # one key stays one: the sampler's program splits it
     keys = sample_keys(key, images.shape[0], name, split=False) if random else None
-    program = array_program(tuple(steps), layout, start, array_spans_devices(images), tspec)
+    # Numeric values are the program's arguments (values.py); with targets they stay static.
+    skeletons, values = lift(steps) if tspec is None else (tuple(steps), ())
+    program = array_program(skeletons, layout, start, array_spans_devices(images), tspec)
     # A batch smaller than one this program ran with runs padded to it: no new compile.
-    out, labels, *moved = _padding.call(program, steps, (images, labels, keys, *arrays))
+    with giving(as_arguments(values)):
+        out, labels, *moved = _padding.call(program, steps, (images, labels, keys, *arrays))
     return _result(out, labels, outputs_decl, tspec, moved)
 
 
@@ -242,9 +246,10 @@ def sample_steps_on(steps: Sequence[Any], inputs: Sequence[Any], *, name: str,
     images, _ = _array_inputs(inputs, name, inputs_decl, layout, "sample")
     random = any(step.spec.random for step in steps)
     keys = sample_keys(key, images.shape[0], name) if random else None
-    program = sample_program(tuple(steps), layout, start, tuple(images.shape),
+    skeletons, values = lift(steps)
+    program = sample_program(skeletons, layout, start, tuple(images.shape),
                              np.dtype(images.dtype).name)
-    return program(keys)
+    return program(keys, as_arguments(values))
 
 
 def apply_with_params(steps: Sequence[Any], inputs: Sequence[Any], params: Sequence[Any], *,
@@ -268,9 +273,11 @@ def apply_with_params(steps: Sequence[Any], inputs: Sequence[Any], params: Seque
     check_given_params(steps, params, name=name, chained=chained)
     if len(inputs) > 1 and isinstance(inputs[1], np.ndarray):
         check_label_range(inputs[1], steps)
-    program = apply_program(tuple(steps), layout, array_spans_devices(images), tspec)
+    skeletons, values = lift(steps) if tspec is None else (tuple(steps), ())
+    program = apply_program(skeletons, layout, array_spans_devices(images), tspec)
     try:
-        out, labels, *moved = program(images, labels, tuple(params), *arrays)
+        out, labels, *moved = program(images, labels, tuple(params), as_arguments(values),
+                                      *arrays)
     except InputError:
         raise
     except KeyError as err:  # the params lack a key a kernel (or a policy) reads

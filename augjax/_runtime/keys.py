@@ -1,6 +1,6 @@
 """Keys: per-sample JAX keys from DALI seeds or a user key, and each op's key in a chain.
 
-The scheme (DESIGN.md, "Randomness"):
+The scheme (docs/guide/reproducibility.md):
 
 - In DALI, a DALI RNG op draws two int32 seeds per sample, ``s``; the sample key is
   ``fold_in(key(s[0]), s[1])`` (:func:`keys_from_seeds`). DALI checkpoints that RNG, so a restored
@@ -21,11 +21,11 @@ import numpy as np
 
 from augjax.errors import InputError, KeyRequiredError
 
-__all__ = ["keys_from_seeds", "index_seeds", "op_keys", "per_sample_keys", "sample_keys",
+__all__ = ["keys_from_seeds", "index_seeds", "per_sample_keys", "sample_keys",
            "SEED_HIGH"]
 
 #: Seeds are drawn from [0, SEED_HIGH] as INT32 (larger bounds give negative or zero draws in
-#: DALI 2.4: fn.random.uniform with an INT32 range).
+#: DALI 2.4).
 SEED_HIGH = 2**30
 
 
@@ -147,6 +147,3 @@ def per_sample_keys(keys: jax.Array, batch_size: int) -> jax.Array:
     return _split(keys, batch_size) if keys.ndim == 0 else keys
 
 
-def op_keys(keys: jax.Array, position: int) -> jax.Array:
-    """The keys of the op at ``position`` in a chain, one per sample."""
-    return jax.vmap(jax.random.fold_in, in_axes=(0, None))(keys, position)

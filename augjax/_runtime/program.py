@@ -20,15 +20,16 @@ import einops
 import jax
 import jax.numpy as jnp
 
-from augjax._runtime.boundary import boundary_compiler_options, materialize, pointwise
+from augjax.kernels.boundary import boundary_compiler_options, materialize, pointwise
 from augjax._runtime.compile_cache import enable as enable_compile_cache
 from augjax._runtime.inputs import check_images, check_labels
 from augjax._runtime.keys import keys_from_seeds, per_sample_keys
 from augjax._core.meta import Meta
-from augjax._runtime.partition import tracing
-from augjax._runtime.platform import platform_dependent
+from augjax.kernels.partition import tracing
+from augjax.kernels.platform import platform_dependent
 from augjax._runtime.program_store import StoredProgram
 from augjax._runtime.targets import follow_targets
+from augjax._runtime.values import abstract, fill, given
 from augjax.errors import InputError, OpDefinitionError
 
 __all__ = [
@@ -169,7 +170,7 @@ def apply_params(
 ) -> tuple[jax.Array, jax.Array | None]:
     """Applies configured ops in order with the given params (one pytree per step, as
     :func:`sample_steps` returns them); deterministic. Traced inside ``jax.jit``. Every step's
-    output but the last passes through :func:`augjax._runtime.boundary.materialize`, except
+    output but the last passes through :func:`augjax.kernels.boundary.materialize`, except
     after a widening pointwise step and between two pointwise steps (:func:`_kind`,
     :func:`_fused_with`): XLA then fuses no op into a consumer that would compute it again for
     each read."""
@@ -207,8 +208,8 @@ def _kind(step: Any, hwc: jax.Array, params: Any) -> str:
     if boundary_compiler_options() is None:
         return OTHER
     leaves, tree = jax.tree_util.tree_flatten(params)
-    return _kind_of(step, (hwc.shape, hwc.dtype), tree,
-                    tuple((v.shape, v.dtype) for v in leaves))
+    kind_of = _kind_of.__wrapped__ if hasattr(step, "skeleton") else _kind_of  # traced values
+    return kind_of(step, (hwc.shape, hwc.dtype), tree, tuple((v.shape, v.dtype) for v in leaves))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -355,8 +356,13 @@ def array_program(steps: tuple[Any, ...], layout: str, start: int = 0,
     enable_compile_cache()
     apply = apply_program(steps, layout, partitioned, targets)
     runs: dict[tuple[Any, ...], Any] = {}
+    last: list[Any] = [()]  # the values of the last call (a background compile reuses them)
 
     def program(images, labels, keys, *arrays):
+        values = given()
+        if values is None:
+            values = last[0]
+        last[0] = values
         form = _key_form(keys, seeded)
         device = None if isinstance(images, jax.core.Tracer) else getattr(images, "sharding",
                                                                           None)
@@ -373,7 +379,7 @@ def array_program(steps: tuple[Any, ...], layout: str, start: int = 0,
                     steps, layout, start, shape, dtype, form == "key"), form == "seeds",
                     partitioned)
             runs[lookup] = run
-        return run(images, labels, keys, *arrays)
+        return run(images, labels, keys, values, *arrays)
 
     return program
 
@@ -401,14 +407,14 @@ def _two_programs(apply: Any, sample: Any, seeded: bool, partitioned: bool = Fal
     stored sampler's outputs are committed to the keys' device, which a program over the
     images' devices would refuse."""
 
-    def run(images, labels, keys, *arrays):
+    def run(images, labels, keys, values, *arrays):
         if seeded:
             keys = _keys_from_seeds(keys)
-        params = sample(keys)
+        params = sample(keys, values)
         sharding = getattr(images, "sharding", None)
         if partitioned and sharding is not None and not isinstance(images, jax.core.Tracer):
             params = jax.device_put(params, _replicated(sharding))
-        return apply(images, labels, params, *arrays)
+        return apply(images, labels, params, values, *arrays)
 
     return run
 
@@ -437,10 +443,10 @@ def call_program(steps: tuple[Any, ...], layout: str, start: int, shape: tuple[i
     sample = sample_program(steps, layout, start, shape, dtype, keys == "key")
     apply = apply_program(steps, layout, False, targets)
 
-    def program(images, labels, keys_in, *arrays):
+    def program(images, labels, keys_in, values=(), *arrays):
         k = keys_from_seeds(keys_in) if keys == "seeds" else keys_in
-        params = jax.lax.optimization_barrier(sample(k))
-        return apply(images, labels, params, *arrays)
+        params = jax.lax.optimization_barrier(sample(k, values))
+        return apply(images, labels, params, values, *arrays)
 
     config = {"layout": layout, "start": start, "shape": shape, "dtype": dtype, "keys": keys,
               "targets": targets}
@@ -482,18 +488,19 @@ def sample_program(steps: tuple[Any, ...], layout: str, start: int, shape: tuple
     enable_compile_cache()
     struct = jax.ShapeDtypeStruct(shape, jnp.dtype(dtype))
 
-    def program(keys):
+    def program(keys, values=()):
         with tracing(False):
             for step in steps[:1]:
                 check_images(struct, step.spec, layout)
             if split:
                 keys = per_sample_keys(keys, shape[0])
-            return sample_steps(steps, shape, dtype, keys, layout, start)
+            return sample_steps(fill(steps, values), shape, dtype, keys, layout, start)
 
     def draws():  # the params' shapes (JAX keeps the trace for the compile that follows)
         key = jax.random.key(0)
         keys = key if split else jax.ShapeDtypeStruct((shape[0],), key.dtype)
-        return jax.eval_shape(program, keys if any(s.spec.random for s in steps) else None)
+        return jax.eval_shape(program, keys if any(s.spec.random for s in steps) else None,
+                              abstract(steps))
 
     options = sampler_compiler_options(draws)
     config = dict(layout=layout, start=start, shape=shape, dtype=dtype)
@@ -541,17 +548,18 @@ def apply_program(steps: tuple[Any, ...], layout: str, partitioned: bool = False
     """The jitted deterministic program for arrays: ``f(images, labels, params, *targets)``
     returning ``(images, labels)``, or ``(images, labels, moved targets)`` when ``targets`` (a
     :class:`augjax._runtime.targets.TargetSpec`) names target arrays. Called at the top level
-    on the CPU it compiles with :func:`augjax._runtime.boundary.boundary_compiler_options`, so
+    on the CPU it compiles with :func:`augjax.kernels.boundary.boundary_compiler_options`, so
     that each step reads the one before from memory (:func:`apply_params`)."""
     enable_compile_cache()
 
-    def program(images, labels, params, *arrays):
+    def program(images, labels, params, values=(), *arrays):
         with tracing(partitioned):
-            out, new_labels = apply_params(steps, images, labels, params, layout)
+            filled = fill(steps, values)
+            out, new_labels = apply_params(filled, images, labels, params, layout)
             if targets is None:
                 return out, new_labels
             shape = _hwc_shape(tuple(images.shape), layout)
-            moved = follow_targets(steps, params, targets, arrays, shape, images.dtype,
+            moved = follow_targets(filled, params, targets, arrays, shape, images.dtype,
                                    _first_name(steps))
             return out, new_labels, moved
 

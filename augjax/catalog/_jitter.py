@@ -45,8 +45,8 @@ import jax
 import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
 
-from augjax._runtime.partition import partitioned
-from augjax._runtime.platform import platform_dependent
+from augjax.kernels.partition import partitioned
+from augjax.kernels.platform import platform_dependent
 from augjax.catalog._tv_color import hue_planes
 from augjax.kernels.batching import broadcast_unbatched
 from augjax.kernels.pixels import blend_gray, blend_planes, mean_gray, to_dtype
@@ -113,7 +113,7 @@ def jitter(image: jax.Array, order: jax.Array, factors: jax.Array, active: tuple
             branching kernel of :mod:`augjax.catalog._jitter_kernel`; interpreted where the
             default backend is the CPU), or "auto": "cpu" on CPU, "pallas" on CUDA (where this
             JAX has Pallas' Triton backend and the program is not partitioned over several
-            devices, see :mod:`augjax._runtime.partition`), "gpu" elsewhere. Same values.
+            devices, see :mod:`augjax.kernels.partition`), "gpu" elsewhere. Same values.
     """
     active = tuple(bool(a) for a in active)
     act = jnp.asarray(active)
@@ -135,7 +135,7 @@ def jitter(image: jax.Array, order: jax.Array, factors: jax.Array, active: tuple
         return gpu(image)
     if form == "pallas":
         return pallas(image, interpret=jax.default_backend() == "cpu")
-    if partitioned() or not _pallas_available():  # partitioned: see augjax._runtime.partition
+    if partitioned() or not _pallas_available():  # partitioned: see augjax.kernels.partition
         return platform_dependent(image, cpu=cpu, default=gpu)
     return platform_dependent(image, cpu=cpu, cuda=pallas, default=gpu)
 

@@ -299,6 +299,15 @@ def _common(smoothing: float) -> dict[str, Param]:
 
 
 _MODE_DOC = "one draw per batch, per pair (i, N-1-i) or per sample"
+
+
+def _how_often() -> dict[str, Param]:
+    """``p`` and ``mode`` of ``mixup`` and ``cutmix``: how often, and over what, they mix."""
+    return {
+        "p": Param(1.0, low=0.0, high=1.0, neutral=0.0, aliases={"prob": "timm"},
+                   doc="probability of mixing (per batch, pair or sample, by mode)"),
+        "mode": Param("batch", choices=MODES, doc=_MODE_DOC),
+    }
 _MINMAX = Param(None, kind="pair", low=0.0, high=1.0, optional=True,
                 aliases={"cutmix_minmax": "timm"},
                 doc="box side range as image fractions (timm cutmix_minmax); None = from lam")
@@ -310,9 +319,7 @@ _MINMAX = Param(None, kind="pair", low=0.0, high=1.0, optional=True,
         "alpha": _alpha_param(1.0, "lambda ~ Beta(alpha, alpha); 0 disables mixing",
                               "mixup_alpha"),
         **_common(0.0),
-        "p": Param(1.0, low=0.0, high=1.0, neutral=0.0, aliases={"prob": "timm"},
-                   doc="probability of mixing (per batch, pair or sample, by mode)"),
-        "mode": Param("batch", choices=MODES, doc=_MODE_DOC),
+        **_how_often(),
     },
     level="batch",
     inputs=("images", "labels"),
@@ -351,9 +358,7 @@ def mixup(images, labels, params, *, alpha, num_classes, label_smoothing, p, mod
         "minmax": _MINMAX,
         "correct_lam": Param(True, doc="lambda = 1 - pasted area / image area after clipping"),
         **_common(0.0),
-        "p": Param(1.0, low=0.0, high=1.0, neutral=0.0, aliases={"prob": "timm"},
-                   doc="probability of mixing (per batch, pair or sample, by mode)"),
-        "mode": Param("batch", choices=MODES, doc=_MODE_DOC),
+        **_how_often(),
     },
     level="batch",
     inputs=("images", "labels"),

@@ -51,7 +51,7 @@ def _load(records: list) -> int:
 
 def _policies(args: argparse.Namespace) -> int:
     from augjax.policies import FACTORIES
-    from augjax.policies._describe import policy_summaries
+    from augjax.policies import policy_summaries
 
     rows = [r for r in policy_summaries() if fnmatch.fnmatchcase(r["name"], args.pattern)]
     if args.json:

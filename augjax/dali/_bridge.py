@@ -1,5 +1,5 @@
 """One ``jax_function`` per op or chain: the data, one per-sample seed input, and labels only
-for mixing ops cross into JAX (DESIGN.md, "The DALI bridge is the cost to beat")."""
+for mixing ops cross into JAX (docs/guide/performance.md, "One crossing per chain")."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import augjax._runtime.padding as _padding
 from augjax._runtime.checking import check_batch, checking_enabled
 from augjax._runtime.keys import SEED_HIGH
-from augjax._runtime.partition import sharding_spans_devices
+from augjax.kernels.partition import sharding_spans_devices
 from augjax._runtime.program import final_layout, once_cache, seeded_program
 from augjax._runtime.ragged import ragged_count, window_structure
 from augjax.dali._backend import _dali
@@ -27,7 +27,7 @@ _SHARDING: contextvars.ContextVar[Any] = contextvars.ContextVar("augjax_sharding
 def use_sharding(sharding: Any) -> Iterator[None]:
     """Within this block, augjax operators built in a pipeline definition pass ``sharding`` to
     ``jax_function``: the program then sees each batch as a slice of a global, sharding-aware
-    ``jax.Array`` (one local device per process, as DALI's jax_function requires).
+    ``jax.Array`` (one local device per process, as DALI requires; docs/guide/scaling.md).
 
     >>> with augjax.dali.use_sharding(NamedSharding(mesh, PartitionSpec("batch"))):  # doctest: +SKIP
     ...     images = augjax.ops.flip(images)

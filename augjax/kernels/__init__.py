@@ -5,6 +5,11 @@ built on them.
 A kernel sees one HWC image (uint8 0..255 or float32 0..1) and returns the same dtype; compute
 in float32 and come back with :func:`to_dtype` (truncating, as torchvision's adjustments do) or
 ``to_dtype(x, dtype, rounding="round")`` (as its warps and resizes do).
+
+Three modules below the runtime serve kernels and the runtime alike (the runtime sets, kernels
+read): :mod:`augjax.kernels.platform` (an implementation per platform),
+:mod:`augjax.kernels.partition` (whether a trace spans several devices) and
+:mod:`augjax.kernels.boundary` (fusion boundaries between steps).
 """
 
 from augjax.kernels.batching import broadcast_unbatched

@@ -25,7 +25,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from augjax._runtime.platform import platform_dependent
+from augjax.kernels.platform import platform_dependent
 
 __all__ = ["exact_div", "nearest_quotient"]
 

@@ -13,8 +13,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from augjax._runtime.partition import partitioned
-from augjax._runtime.platform import platform_dependent
+from augjax.kernels.partition import partitioned
+from augjax.kernels.platform import platform_dependent
 from augjax.errors import InputError
 
 __all__ = [

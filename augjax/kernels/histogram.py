@@ -19,8 +19,8 @@ import jax
 import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
 
-from augjax._runtime.partition import partitioned
-from augjax._runtime.platform import platform_dependent
+from augjax.kernels.partition import partitioned
+from augjax.kernels.platform import platform_dependent
 from augjax.kernels.batching import broadcast_unbatched
 from augjax.kernels.pixels import bound
 

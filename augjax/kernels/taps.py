@@ -20,8 +20,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from augjax._runtime.partition import partitioned
-from augjax._runtime.platform import platform_dependent
+from augjax.kernels.partition import partitioned
+from augjax.kernels.platform import platform_dependent
 from augjax.kernels.filters import pad_reflect
 from augjax.kernels.pixels import is_int, to_dtype
 

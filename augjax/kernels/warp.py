@@ -34,9 +34,9 @@ from collections.abc import Sequence
 import jax
 import jax.numpy as jnp
 
-from augjax._runtime.boundary import materialize
-from augjax._runtime.partition import partitioned
-from augjax._runtime.platform import platform_dependent
+from augjax.kernels.boundary import materialize
+from augjax.kernels.partition import partitioned
+from augjax.kernels.platform import platform_dependent
 from augjax.errors import InputError
 from augjax.kernels.division import exact_div
 from augjax.kernels.pixels import bound, is_int

@@ -22,7 +22,7 @@ same draws as ``policy(images, key=...)``; ``policy.apply(images, params=...)`` 
 from augjax.policies._augmix import AugMix, augmix
 from augjax.policies._autoaugment import POLICIES, AutoAugment, auto_augment
 from augjax.policies._base import Policy
-from augjax.policies._describe import FACTORIES, describe_policy
+from augjax.policies._describe import FACTORIES, describe_policy, policy_summaries
 from augjax.policies._randaugment import (
     RandAugment,
     TrivialAugmentWide,
@@ -43,6 +43,7 @@ __all__ = [
     "describe_policy",
     "auto_augment",
     "from_timm",
+    "policy_summaries",
     "rand_augment",
     "trivial_augment_wide",
 ]

@@ -25,8 +25,8 @@ import jax.numpy as jnp
 
 from augjax._plugins.registry import REGISTRY
 from augjax._runtime.bound import BoundOp
-from augjax._runtime.partition import partitioned
-from augjax._runtime.platform import live_platforms, platform_dependent
+from augjax.kernels.partition import partitioned
+from augjax.kernels.platform import live_platforms, platform_dependent
 from augjax.chain._element import run_op
 from augjax.errors import OpNotFoundError, ParamError, PluginLoadError
 from augjax.kernels.batching import broadcast_unbatched
@@ -41,7 +41,6 @@ __all__ = [
     "draw_branches",
     "draw_level",
     "layer_matrix",
-    "layer_values",
     "layers_matrix",
     "run_layer",
     "run_layer_switch",
@@ -131,17 +130,6 @@ def _value(entry: PolicyOp, levels: Levels, level: jax.Array, negative: jax.Arra
     else:
         v = mag.traced(level / levels.denominator, negative, height, width)
     return mag.finish(v, jax.random.fold_in(key, 0x0B1D))
-
-
-def layer_values(entries, levels: Levels, plan: dict[str, jax.Array], height: int, width: int,
-                 key: jax.Array) -> jax.Array:
-    """The parameter value the chosen op gets (NaN for ops without a magnitude)."""
-    values = [
-        _value(e, levels, plan["level"], plan["negative"], height, width, key)
-        if e.magnitude is not None else jnp.float32(jnp.nan)
-        for e in entries
-    ]
-    return jnp.stack(values)[plan["op"]]
 
 
 def draw_branches(entries, bound, levels: Levels, level: jax.Array, negative: jax.Array,

@@ -23,6 +23,7 @@ Magnitude noise (``mstd``) also works with the bin scale (in bins, clipped to
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 from typing import Any
@@ -31,6 +32,7 @@ import jax
 import jax.numpy as jnp
 
 import augjax.policies.tables as T
+from augjax._runtime.values import Lifted
 from augjax.chain._element import decision_key
 from augjax.errors import ParamError
 from augjax.policies._base import (
@@ -167,6 +169,25 @@ class RandAugment(LayeredPolicy):
             out.append(max((w / (total - sum(others[:i])) if w else 0.0)
                            for i in range(self.n)) * self.p)
         return tuple(out)
+
+    # -- the magnitude as a program argument (augjax._runtime.values) ------------------------
+    def lift(self) -> tuple[RandAugment, tuple[float, ...]]:
+        """``(skeleton, (m,))``: the policy with ``m`` taken out (what its structure reads of
+        ``m``, whether levels are whole bins, stays in the marker); a magnitude schedule then
+        compiles nothing new."""
+        _ = (self.levels, self.bound)  # computed with m, kept by the copies
+        skeleton = copy.copy(self)
+        skeleton.__dict__.pop("spec", None)  # its closures name the skeleton, not this m
+        exact = "discrete" if self.levels.discrete else "float"
+        object.__setattr__(skeleton, "m", Lifted(f"level/{exact}"))
+        return skeleton, (float(self.m),)
+
+    def with_values(self, values: tuple[Any, ...]) -> RandAugment:
+        """The skeleton with ``m`` traced (inside a program's trace)."""
+        filled = copy.copy(self)
+        object.__setattr__(filled, "m", values[0])
+        object.__setattr__(filled, "skeleton", self)
+        return filled
 
     def _draw_levels(self, key: jax.Array) -> jax.Array:
         keys = jax.random.split(key, self.n)

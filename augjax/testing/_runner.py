@@ -130,7 +130,7 @@ class Check:
 def failure_text(err: BaseException) -> str:
     """``"Type: message"`` for a check's failure; for DALI's "Critical error in pipeline" the
     exception raised inside the operator (an augjax error, the kernel's), not DALI's wrapper."""
-    from augjax.dali._errors import error_cause
+    from augjax.dali import error_cause
 
     cause = error_cause(err)
     if cause is not None:

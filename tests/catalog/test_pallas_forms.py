@@ -178,7 +178,7 @@ def test_remap_and_the_separable_blur_take_the_kernels_for_cuda(monkeypatch):
     """Exported for CUDA from this host, as a host with a GPU traces them: uint8 remapping and
     elastic sampling, float32 separable correlation and two planes' are Pallas calls; float32
     remapping and ``sample`` (whose coordinates XLA fuses) stay with XLA."""
-    from augjax._runtime import platform
+    from augjax.kernels import platform
 
     monkeypatch.setattr(platform, "live_platforms", lambda: frozenset({"cpu", "cuda"}))
     coords = jax.ShapeDtypeStruct((4, 32, 32), jnp.float32)

@@ -1,4 +1,4 @@
-"""Fusion boundaries between the steps of a program (augjax._runtime.boundary): the compiled
+"""Fusion boundaries between the steps of a program (augjax.kernels.boundary): the compiled
 chain computes no op twice, and the boundaries change no value.
 
 The structure is read from XLA's optimised HLO of the apply program, compiled with the options
@@ -16,7 +16,7 @@ from helpers import images
 
 import augjax
 from augjax import compose
-from augjax._runtime.boundary import boundary_compiler_options
+from augjax.kernels.boundary import boundary_compiler_options
 from augjax._runtime.program import apply_program
 
 ops = augjax.ops

@@ -212,7 +212,7 @@ def test_a_host_with_a_gpu_traces_both_forms_and_runs_the_cpu_one(name, monkeypa
     """On a host with CUDA a policy's program holds the CPU form (a scan of sample-by-sample
     layers) and the others' (unrolled layers, the kernels on CUDA): lowered for the CPU it
     gives the CPU-only host's pixels."""
-    from augjax._runtime import platform
+    from augjax.kernels import platform
 
     policy = POLICIES[name]()
     x = _batch(np.uint8, n=6, h=16, w=16, seed=4)

@@ -96,7 +96,7 @@ def test_branches_for_platforms_without_a_backend_are_not_traced():
     import jax
     import jax.numpy as jnp
 
-    from augjax._runtime.platform import live_platforms, platform_dependent
+    from augjax.kernels.platform import live_platforms, platform_dependent
 
     traced = []
 

@@ -95,11 +95,14 @@ def test_a_second_process_runs_the_stored_programs_without_tracing(script, tmp_p
     assert warm["warned"] == plain["warned"]  # the trace's warning, given again on load
 
 
-def test_an_edited_kernel_file_or_another_parameter_traces_afresh(script, tmp_path):
+def test_an_edited_kernel_file_traces_afresh_and_another_value_does_not(script, tmp_path):
     cache = tmp_path / "cache"
-    run(script, cache)
+    first = run(script, cache)
     other = run(script, cache, amount=0.25)
-    assert other["traces"] == 1 and len(stored(cache)) == 4
+    # a float value is an argument of the stored programs (issue 36): no trace, no new file,
+    # and the new value is the one applied
+    assert other["traces"] == 0 and len(stored(cache)) == 2
+    assert other["images"] != first["images"]
     script.write_text(SCRIPT.replace("* amount)", "* amount * 0.5)"))
     edited = run(script, cache, amount=0.25)
     assert edited["traces"] == 1

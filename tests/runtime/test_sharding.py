@@ -160,7 +160,7 @@ def test_partitioned_programs_trace_without_the_pallas_kernel(partitioned):
     seeds = augjax.index_seeds(np.arange(4))
     arrays = array_program(JITTER_CHAIN, "HWC", 0, partitioned)
     dali = seeded_program(JITTER_CHAIN, "HWC", False, True, 0, partitioned)
-    # Branches for platforms without a backend are not traced (augjax._runtime.platform): the
+    # Branches for platforms without a backend are not traced (augjax.kernels.platform): the
     # kernel is in a program only where CUDA is there to run it.
     cuda = any(d.platform == "gpu" for d in jax.devices())
     for jaxpr in (jax.make_jaxpr(arrays)(x, None, keys), jax.make_jaxpr(dali)(x, seeds)):
@@ -180,7 +180,7 @@ def test_arrays_and_shardings_over_several_devices_are_detected(tmp_path):
         "import jax, numpy as np\n"
         "from jax.sharding import Mesh, NamedSharding, PartitionSpec\n"
         "import augjax\n"
-        "from augjax._runtime.partition import array_spans_devices, sharding_spans_devices\n"
+        "from augjax.kernels.partition import array_spans_devices, sharding_spans_devices\n"
         "devs = jax.devices('cpu')\n"
         "assert len(devs) == 2, devs\n"
         "two = NamedSharding(Mesh(np.array(devs), ('b',)), PartitionSpec('b'))\n"

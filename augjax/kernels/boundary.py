@@ -30,7 +30,7 @@ from typing import Any
 
 import jax
 
-from augjax._runtime.platform import platform_dependent
+from augjax.kernels.platform import platform_dependent
 
 __all__ = ["BARRIER_PASS", "boundary_compiler_options", "materialize"]
 
