@@ -286,7 +286,7 @@ def call_clips(step: Any, inputs: tuple[Any, ...], *, key: Any, layout: str, per
 @functools.lru_cache(maxsize=256)
 def _dali_function(step: Any, layout: str, per_frame: bool, with_labels: bool, device: str):
     from augjax._runtime.program import final_layout
-    from augjax.dali._backend import _dali as dali_modules
+    from augjax.dali import dali_modules
 
     _, _, jax_fn = dali_modules()
     outputs = ("F" + final_layout(step.program()[0], layout),)
@@ -310,7 +310,7 @@ def _dali(step: Any, inputs: tuple[Any, ...], *, layout: str, per_frame: bool, s
     """``step`` on DALI sequences (samples ``(T, H, W, C)``): one ``jax_function`` whose
     program is :func:`call_clips` with the keys of the per-sample seeds, so it equals the
     array path with ``key=augjax.keys_from_seeds(seeds)``."""
-    from augjax.dali._backend import _dali as dali_modules
+    from augjax.dali import dali_modules
 
     fn, types, _ = dali_modules()
     name = step.name

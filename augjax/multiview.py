@@ -326,7 +326,7 @@ def _call(self: Views, images: jax.Array, keys: jax.Array) -> dict[str, jax.Arra
 # -- DALI -----------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=64)
 def _dali_function(self: Views, device: str):
-    from augjax.dali._backend import _dali
+    from augjax.dali import dali_modules as _dali
 
     _, _, jax_fn = _dali()
     names = self.names
@@ -341,7 +341,7 @@ def _dali_function(self: Views, device: str):
 
 def _views_dali(self: Views, images: Any, *, seeds: Any, seed: int | None,
                 device: str | None) -> dict[str, Any]:
-    from augjax.dali._backend import _dali
+    from augjax.dali import dali_modules as _dali
 
     fn, types, _ = _dali()
     source = "gpu" if getattr(images, "device", "cpu") in ("gpu", "mixed") else "cpu"

@@ -42,6 +42,9 @@ LAYER = {
     "interop": 7.5,   # from_torchvision / from_albumentations build chains and policies
     "dali": 8,
     "grain": 8.5,     # grain transforms over chains (and the DALI-free path)
+    "clips": 8.7,     # (N, T, H, W, C) clips and DALI sequences through any step
+    "multiview": 8.7,  # views: groups of chains from one batch (arrays and one DALI crossing)
+    "recipes": 8.8,   # DINO / SimCLR / BYOL views
     "testing": 9,
     "__init__": 9.5,  # the package's face (augjax.*): re-exports every layer up to testing,
     "_demo": 10,      # and _demo and the CLI use it as a user does
