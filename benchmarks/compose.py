@@ -430,6 +430,8 @@ def main(argv: list[str] | None = None) -> int:
     args.batch = args.batch or (256 if gpu else 16)
     args.peer_batches = args.peer_batches or ([256] if gpu else [16, 64])
     warnings.simplefilter("ignore")  # normalize's output read by a later op, as a float image
+    if not (args.no_pairs or args.recheck_file):
+        pair_list(args)  # a wrong --pairs name stops here, before any work
 
     import jax
     import numpy as np
