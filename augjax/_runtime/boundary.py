@@ -55,11 +55,13 @@ def materialize(x: Any, *, row_major: bool = False) -> Any:
 
 
 def _kept_row_major(x: Any) -> Any:
-    """``x`` behind an optimisation barrier, each array flattened on its way in: XLA's layout
-    assignment then gives the kept array the row-major layout the next step reads. Unflattened,
-    the barrier took its producer's layout: resize's height pass wrote a transposed one
-    ({3,2,0,1}), and the next step read it across (resize + flip 1.15x resize and flip alone,
-    2-core CPU, B=16, 224^2; resize alone writes row-major)."""
+    """``x`` behind an optimisation barrier, each array of 4 or more dimensions reshaped to
+    ``(N*H, W, C)`` on its way in and back after: the reshape is free only in the row-major
+    layout, so XLA's layout assignment gives the kept array the layout the next step reads.
+    Without it, the barrier took its producer's layout: resize's height pass wrote a transposed
+    one (``{3,2,0,1}``) and the next step read it across (resize + flip 1.15x resize and flip
+    alone, 2-core CPU, B=16, 224^2; resize alone writes row-major). Flattened to one dimension,
+    the producer's loop indexed its output element by element: resize's last pass 4x slower."""
     leaves, tree = jax.tree_util.tree_flatten(x)
     flat = jax.lax.optimization_barrier(
         [v.reshape((-1, *v.shape[-2:])) if v.ndim > 3 else v for v in leaves])
