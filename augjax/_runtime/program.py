@@ -199,6 +199,8 @@ def apply_params(
                 x = materialize(x, row_major=True)
             x, labels, layout = _batch_step(step, p, x, labels, layout)
             before = OTHER
+    if len(steps) > 1:  # the last step writes the row-major output itself (boundary.py)
+        x = materialize(x, row_major=True)
     return x, labels
 
 
