@@ -430,6 +430,8 @@ def main(argv: list[str] | None = None) -> int:
     args.batch = args.batch or (256 if gpu else 16)
     args.peer_batches = args.peer_batches or ([256] if gpu else [16, 64])
     warnings.simplefilter("ignore")  # normalize's output read by a later op, as a float image
+    if not (args.no_pairs or args.recheck_file):
+        pair_list(args)  # a wrong --pairs name stops here, before any work
 
     import jax
     import numpy as np
@@ -480,6 +482,10 @@ def main(argv: list[str] | None = None) -> int:
         run_pairs(args, x, labels, key, result["pairs"], save)
         if args.recheck:
             recheck(args, result["pairs"], x, labels, key)
+        else:  # no second reading: the paired ratio (a load change hits the three alike)
+            for row in result["pairs"]:
+                if "paired_ratio" in row:
+                    row.setdefault("final_ratio", row["paired_ratio"])
     if not args.peers_first:
         peers()
     result["machine"]["load_average_1min_end"] = harness.machine(gpu)["load_average_1min"]

@@ -32,7 +32,8 @@ import jax
 
 from augjax.kernels.platform import platform_dependent
 
-__all__ = ["BARRIER_PASS", "boundary_compiler_options", "materialize"]
+__all__ = ["BARRIER_PASS", "CROP", "MOVE", "MOVE_TWICE", "OTHER", "POINTWISE",
+           "boundary_compiler_options", "image_kind", "materialize"]
 
 #: The XLA pass that removes optimisation barriers before fusion (HLO pass name).
 BARRIER_PASS = "cse_barrier_expander"
@@ -42,11 +43,29 @@ def _identity(x: Any) -> Any:
     return x
 
 
-def materialize(x: Any) -> Any:
+def materialize(x: Any, *, row_major: bool = False) -> Any:
     """``x`` (an array or pytree), kept in memory where the program's compiler options keep
     barriers (:func:`boundary_compiler_options`): every later read loads it instead of fusing
-    its computation again. On platforms other than the CPU, ``x`` itself. Traced."""
-    return platform_dependent(x, cpu=jax.lax.optimization_barrier, default=_identity)
+    its computation again; ``row_major``: in the row-major layout (between the steps of a
+    chain, where the next step reads it; not inside an op, whose passes pick the layout that
+    suits them: resize's width pass is kept transposed for its height pass). On platforms other
+    than the CPU, ``x`` itself. Traced."""
+    kept = _kept_row_major if row_major else jax.lax.optimization_barrier
+    return platform_dependent(x, cpu=kept, default=_identity)
+
+
+def _kept_row_major(x: Any) -> Any:
+    """``x`` behind an optimisation barrier, each array of 4 or more dimensions reshaped to
+    ``(N*H, W, C)`` on its way in and back after: the reshape is free only in the row-major
+    layout, so XLA's layout assignment gives the kept array the layout the next step reads.
+    Without it, the barrier took its producer's layout: resize's height pass wrote a transposed
+    one (``{3,2,0,1}``) and the next step read it across (resize + flip 1.15x resize and flip
+    alone, 2-core CPU, B=16, 224^2; resize alone writes row-major). Flattened to one dimension,
+    the producer's loop indexed its output element by element: resize's last pass 4x slower."""
+    leaves, tree = jax.tree_util.tree_flatten(x)
+    flat = jax.lax.optimization_barrier(
+        [v.reshape((-1, *v.shape[-2:])) if v.ndim > 3 else v for v in leaves])
+    return jax.tree_util.tree_unflatten(tree, [f.reshape(v.shape) for f, v in zip(flat, leaves)])
 
 
 def boundary_compiler_options() -> dict[str, Any] | None:
@@ -68,27 +87,81 @@ _POINTWISE = frozenset({
 })
 
 
-def pointwise(fn: Any, *args: Any) -> bool:
-    """Whether ``fn(*args)`` (shapes and dtypes are enough) is pointwise: each output element
-    computed from the same element of its inputs by a few elementwise primitives. Such a step
-    is left to XLA's fusion (a pointwise producer fused into its consumer costs a few
-    operations per read, and keeping its output would cost a write and a read); any other
-    step (gathers, reversals, slices, reductions, control flow) is kept in memory."""
+#: Primitives that move or select image elements without computing on them (flips, crops,
+#: erasing's select between the image and a fill, cutmix's gather of the permuted batch).
+_MOVEMENT = frozenset({
+    "rev", "slice", "dynamic_slice", "gather", "concatenate", "pad", "reshape", "transpose",
+    "select_n", "broadcast_in_dim", "squeeze", "expand_dims", "copy", "copy_p",
+})
+#: Movement primitives that only cut or reshape (a crop): no element chosen or reversed.
+_CUTTING = _MOVEMENT - {"rev", "select_n"}
+#: The operand positions of a movement primitive that may hold the image (not its predicate,
+#: indices or start positions).
+_DATA_OPERANDS = {"select_n": lambda i: i > 0, "gather": lambda i: i == 0,
+                  "dynamic_slice": lambda i: i == 0}
+
+#: What a step does with the image (:func:`image_kind`).
+CROP, MOVE, MOVE_TWICE, POINTWISE, OTHER = "crop", "move", "move-twice", "pointwise", "other"
+
+
+def image_kind(fn: Any, *args: Any) -> str:
+    """What ``fn(*args)`` (shapes and dtypes are enough) does with its first argument, the
+    image, read from its jaxpr. :data:`CROP`: every primitive that reads the image (or a value
+    computed from it) only cuts it (slices, a gather of blocks); :data:`MOVE`: only moves or
+    selects elements (random erasing's select between the image and a fill), reading the image
+    once; :data:`MOVE_TWICE`: the same, reading the image in two places (flip's
+    ``select(coin, reverse(x), x)``); :data:`POINTWISE`: each element computed from the same
+    element (brightness, normalize); :data:`OTHER`: anything else (resampling, a gather of
+    single pixels, reductions, control flow on the image). What the step computes from its
+    other arguments, the parameters (a box, a mask drawn with ``iota``), does not count."""
     structs = jax.tree_util.tree_map(lambda v: jax.ShapeDtypeStruct(v.shape, v.dtype), args)
     try:
         closed = jax.make_jaxpr(fn)(*structs)
     except Exception:  # noqa: BLE001  (the step's own trace reports its errors)
-        return False
-    return _pointwise_jaxpr(closed.jaxpr)
+        return OTHER
+    leaves = len(jax.tree_util.tree_leaves(structs[0])) if structs else 0
+    jaxpr = closed.jaxpr
+    image = jaxpr.invars[:leaves]
+    cut, move, pointwise = _reads(jaxpr, set(image))
+    if cut:
+        return CROP
+    if move:
+        uses = sum(1 for eqn in jaxpr.eqns for v in eqn.invars if v in image)
+        return MOVE if uses <= 1 else MOVE_TWICE
+    return POINTWISE if pointwise else OTHER
 
 
-def _pointwise_jaxpr(jaxpr: Any) -> bool:
+def _block_gather(eqn: Any) -> bool:
+    """Whether a gather takes blocks wider than one pixel (a crop's window, cutmix's permuted
+    images), not one pixel per output element (a resample: rotate's nearest neighbours)."""
+    return max(eqn.params["slice_sizes"][:-1], default=0) > 1
+
+
+def _reads(jaxpr: Any, image: set) -> tuple[bool, bool, bool]:
+    """Whether ``jaxpr`` only cuts, only moves, and only computes pointwise the values of
+    ``image`` (grown with every value computed from them)."""
+    cut, move, pointwise = True, True, True
     for eqn in jaxpr.eqns:
-        subs = [v for v in eqn.params.values() if hasattr(v, "jaxpr") or hasattr(v, "eqns")]
-        if subs:  # a nested call (jit, custom_jvp): pointwise if its body is
-            if not all(_pointwise_jaxpr(getattr(s, "jaxpr", s)) for s in subs):
-                return False
+        reads = [i for i, v in enumerate(eqn.invars) if not hasattr(v, "val") and v in image]
+        if not reads:
             continue
-        if eqn.primitive.name not in _POINTWISE:
-            return False
-    return True
+        subs = [v for v in eqn.params.values() if hasattr(v, "jaxpr") or hasattr(v, "eqns")]
+        if subs:  # a nested call (jit, custom_jvp): its body's
+            for sub in subs:
+                inner = getattr(sub, "jaxpr", sub)
+                if len(inner.invars) != len(eqn.invars):
+                    return False, False, False
+                c, m, q = _reads(inner, {inner.invars[i] for i in reads})
+                cut, move, pointwise = cut and c, move and m, pointwise and q
+        else:
+            name = eqn.primitive.name
+            data = _DATA_OPERANDS.get(name, lambda i: True)
+            moves = (name in _MOVEMENT and all(data(i) for i in reads)
+                     and (name != "gather" or _block_gather(eqn)))
+            cut = cut and moves and name in _CUTTING
+            move = move and moves
+            pointwise = pointwise and name in _POINTWISE
+        if not (move or pointwise):
+            return False, False, False
+        image.update(eqn.outvars)
+    return cut, move, pointwise
