@@ -39,10 +39,16 @@ def _session_cache_dir(config) -> str:
 
 
 def pytest_configure(config):
-    """One persistent JAX compilation cache for the session, shared by the xdist workers:
+    """CPU profile (``AUGJAX_TEST_PROFILE``, tests/suite_profile.py) and one persistent JAX
+    compilation cache for the session, shared by the xdist workers:
     the per-module clearing below drops compiled programs from memory, and without a disk cache
     every module (and every worker) compiled the same small programs again. Only JAX's
     configuration is set here (augjax's own cache switches are left alone)."""
+    import suite_profile
+
+    if os.environ.get(suite_profile.ENV):
+        config.pluginmanager.register(suite_profile.Recorder(os.environ[suite_profile.ENV]),
+                                      "augjax_suite_profile")
     workerinput = getattr(config, "workerinput", None)
     folder = workerinput["augjax_jax_cache"] if workerinput else _session_cache_dir(config)
     # augjax's program store stays on (the default configuration): its programs are kept
