@@ -238,6 +238,22 @@ SLOW = frozenset({
 #: geometric and a size-changing op, ...); the ones left out repeat a path on a costlier op or
 #: size (same 2026-12-02 measurements). An id that no longer exists is reported (a warning).
 FAST_PARAMS: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in {
+    # 2026-12-04 (tests/suite_profile.py, CPU-seconds, full suite -n 2): the Pallas-interpreted
+    # layer kernels (4-9 CPU-s a policy) on one policy per warp convention, the tie-breaking
+    # shapes and quarter turns once each; the correlate kernel without its 41-tap case (18
+    # CPU-s: the 15-tap one over 5-6 pixels keeps taps longer than the image in the tier).
+    "tests/compose/test_layer_kernel.py::test_each_entry_through_the_kernels_is_the_op_alone": (
+        "ra-torchvision", "aa-v0"),
+    "tests/compose/test_layer_kernel.py::test_small_and_one_channel_images_through_the_kernels": (
+        "no-inside", "one-channel"),
+    "tests/compose/test_layer_kernel.py::test_pil_rotate_exact_paths_through_the_kernels": (
+        "square",),
+    "tests/compose/test_layer_kernel.py::test_a_mixed_batch_through_the_kernels_is_the_switch": (
+        "aa-imagenet",),
+    "tests/compose/test_layer_kernel.py::test_a_host_with_a_gpu_traces_both_forms_and_runs_the_cpu_one": (  # noqa: E501
+        "ra-torchvision",),
+    "tests/catalog/test_pallas_forms.py::test_the_correlate_kernels_interpreted_give_the_xla_sums": (  # noqa: E501
+        "5-9-7-3", "15-6-5-1", "3-70-300-1"),
     "tests/compose/test_policy_families.py::test_every_entry_equals_the_op_alone": (
         "families-ra-torchvision-uint8", "auto-ra-pack-op-uint8"),
     "tests/compose/test_policy_families.py::test_drawn_plans_equal_the_ops_alone": (
