@@ -375,11 +375,13 @@ OP_SWEEPS = frozenset({
 #: since 2026-12-02 (it compiles four programs an op: 49 s of the tier over the 52 ops): every
 #: op's own module tests sample/apply against the call. Every op's own tests stay in the tier,
 #: and so do the kit's cheap checks on every op. check_neutral_is_identity is a heavy check
-#: since 2026-12-02 too (a program of its own an op: 13 s of the tier over the other ops).
+#: since 2026-12-02 too (a program of its own an op: 13 s of the tier over the other ops), and
+#: check_geometry since 2026-12-04 (a warp with targets an op: 22 CPU-s of the tier over the 16
+#: geometric ops; rotate and random_resized_crop keep it in the tier).
 KIT_HEAVY_CHECKS = frozenset({
     "check_dali_matches_array", "check_output_contract", "check_input_errors",
     "check_differentiable", "check_vmap_matches_loop", "check_jit_matches_eager",
-    "check_sample_apply", "check_neutral_is_identity",
+    "check_sample_apply", "check_neutral_is_identity", "check_geometry",
 })
 KIT_FAST_OPS = frozenset({
     "rotate", "equalize", "brightness", "random_resized_crop", "mixup_cutmix", "cutout",
