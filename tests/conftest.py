@@ -254,6 +254,10 @@ FAST_PARAMS: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in {
         "ra-torchvision",),
     "tests/catalog/test_pallas_forms.py::test_the_correlate_kernels_interpreted_give_the_xla_sums": (  # noqa: E501
         "5-9-7-3", "15-6-5-1", "3-70-300-1"),
+    # compaction: each style once (torchvision uint8, timm float32) and the pack op's
+    # nothing-to-compact case (12 sets of 4-7 CPU-s each)
+    "tests/compose/test_policy_compact.py::test_compacted_layers_equal_the_whole_batch_layers": (
+        "ra-torchvision-uint8", "ra-timm-float32", "ra-pack-op-uint8"),
     "tests/compose/test_policy_families.py::test_every_entry_equals_the_op_alone": (
         "families-ra-torchvision-uint8", "auto-ra-pack-op-uint8"),
     "tests/compose/test_policy_families.py::test_drawn_plans_equal_the_ops_alone": (
