@@ -261,6 +261,14 @@ FAST_PARAMS: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in {
         "ra-torchvision",),
     "tests/catalog/test_pallas_forms.py::test_the_correlate_kernels_interpreted_give_the_xla_sums": (  # noqa: E501
         "5-9-7-3", "15-6-5-1", "3-70-300-1"),
+    # the interpreted sample and elastic kernels: each shape once, fill and interpolation
+    # alternating (16 and 12 sets of about 0.7 CPU-s)
+    "tests/catalog/test_pallas_forms.py::test_the_sample_kernel_interpreted_gives_the_xla_pixels": (  # noqa: E501
+        "12-9-7-11-3-None-nearest", "33-40-33-40-3-fill1-bilinear",
+        "10-12-10-12-1-None-bilinear", "9-9-8-8-5-fill1-nearest"),
+    "tests/catalog/test_pallas_forms.py::test_the_elastic_kernel_interpreted_gives_the_xla_pixels": (  # noqa: E501
+        "12-9-3-None-nearest", "33-40-3-fill1-bilinear", "10-12-1-None-bilinear",
+        "10-12-1-fill1-nearest"),
     # compaction: each style once (torchvision uint8, timm float32) and the pack op's
     # nothing-to-compact case (12 sets of 4-7 CPU-s each)
     "tests/compose/test_policy_compact.py::test_compacted_layers_equal_the_whole_batch_layers": (
