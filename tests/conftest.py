@@ -39,10 +39,16 @@ def _session_cache_dir(config) -> str:
 
 
 def pytest_configure(config):
-    """One persistent JAX compilation cache for the session, shared by the xdist workers:
+    """CPU profile (``AUGJAX_TEST_PROFILE``, tests/suite_profile.py) and one persistent JAX
+    compilation cache for the session, shared by the xdist workers:
     the per-module clearing below drops compiled programs from memory, and without a disk cache
     every module (and every worker) compiled the same small programs again. Only JAX's
     configuration is set here (augjax's own cache switches are left alone)."""
+    import suite_profile
+
+    if os.environ.get(suite_profile.ENV):
+        config.pluginmanager.register(suite_profile.Recorder(os.environ[suite_profile.ENV]),
+                                      "augjax_suite_profile")
     workerinput = getattr(config, "workerinput", None)
     folder = workerinput["augjax_jax_cache"] if workerinput else _session_cache_dir(config)
     # augjax's program store stays on (the default configuration): its programs are kept
@@ -224,6 +230,13 @@ SLOW = frozenset({
     "tests/reliability/test_alignment.py::test_chain_starting_with_a_mixing_op_is_local_to_sample_and_partner",  # noqa: E501
     "tests/core/test_params.py::test_chain_matrix_is_the_product_of_its_steps",
     "tests/compose/test_policy_tools.py::test_images_first_in_a_dali_pipeline_and_positional_config",  # noqa: E501
+    # 2026-12-04 (tests/suite_profile.py, CPU-s): the boundary pairs that put colour jitter or a
+    # policy beside a boundary (4-7 CPU-s each; the other eight pairs keep the property), the
+    # overflow fallback on the second policy (aa-imagenet keeps it).
+    "tests/compose/test_boundaries.py::test_boundaries_change_no_value[rand_augment+flip]",
+    "tests/compose/test_boundaries.py::test_boundaries_change_no_value[random_resized_crop+color_jitter]",  # noqa: E501
+    "tests/compose/test_boundaries.py::test_boundaries_change_no_value[color_jitter+random_erasing]",  # noqa: E501
+    "tests/compose/test_policy_compact.py::test_an_overflowing_batch_takes_the_whole_batch_path[ra-torchvision]",  # noqa: E501
 })
 
 #: Parametrized tests that the fast tier runs for some parameter sets only (CI runs them all):
@@ -232,6 +245,34 @@ SLOW = frozenset({
 #: geometric and a size-changing op, ...); the ones left out repeat a path on a costlier op or
 #: size (same 2026-12-02 measurements). An id that no longer exists is reported (a warning).
 FAST_PARAMS: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in {
+    # 2026-12-04 (tests/suite_profile.py, CPU-seconds, full suite -n 2): the Pallas-interpreted
+    # layer kernels (4-9 CPU-s a policy) on one policy per warp convention, the tie-breaking
+    # shapes and quarter turns once each; the correlate kernel without its 41-tap case (18
+    # CPU-s: the 15-tap one over 5-6 pixels keeps taps longer than the image in the tier).
+    "tests/compose/test_layer_kernel.py::test_each_entry_through_the_kernels_is_the_op_alone": (
+        "ra-torchvision", "aa-v0"),
+    "tests/compose/test_layer_kernel.py::test_small_and_one_channel_images_through_the_kernels": (
+        "no-inside", "one-channel"),
+    "tests/compose/test_layer_kernel.py::test_pil_rotate_exact_paths_through_the_kernels": (
+        "square",),
+    "tests/compose/test_layer_kernel.py::test_a_mixed_batch_through_the_kernels_is_the_switch": (
+        "aa-imagenet",),
+    "tests/compose/test_layer_kernel.py::test_a_host_with_a_gpu_traces_both_forms_and_runs_the_cpu_one": (  # noqa: E501
+        "ra-torchvision",),
+    "tests/catalog/test_pallas_forms.py::test_the_correlate_kernels_interpreted_give_the_xla_sums": (  # noqa: E501
+        "5-9-7-3", "15-6-5-1", "3-70-300-1"),
+    # the interpreted sample and elastic kernels: each shape once, fill and interpolation
+    # alternating (16 and 12 sets of about 0.7 CPU-s)
+    "tests/catalog/test_pallas_forms.py::test_the_sample_kernel_interpreted_gives_the_xla_pixels": (  # noqa: E501
+        "12-9-7-11-3-None-nearest", "33-40-33-40-3-fill1-bilinear",
+        "10-12-10-12-1-None-bilinear", "9-9-8-8-5-fill1-nearest"),
+    "tests/catalog/test_pallas_forms.py::test_the_elastic_kernel_interpreted_gives_the_xla_pixels": (  # noqa: E501
+        "12-9-3-None-nearest", "33-40-3-fill1-bilinear", "10-12-1-None-bilinear",
+        "10-12-1-fill1-nearest"),
+    # compaction: each style once (torchvision uint8, timm float32) and the pack op's
+    # nothing-to-compact case (12 sets of 4-7 CPU-s each)
+    "tests/compose/test_policy_compact.py::test_compacted_layers_equal_the_whole_batch_layers": (
+        "ra-torchvision-uint8", "ra-timm-float32", "ra-pack-op-uint8"),
     "tests/compose/test_policy_families.py::test_every_entry_equals_the_op_alone": (
         "families-ra-torchvision-uint8", "auto-ra-pack-op-uint8"),
     "tests/compose/test_policy_families.py::test_drawn_plans_equal_the_ops_alone": (
@@ -353,11 +394,13 @@ OP_SWEEPS = frozenset({
 #: since 2026-12-02 (it compiles four programs an op: 49 s of the tier over the 52 ops): every
 #: op's own module tests sample/apply against the call. Every op's own tests stay in the tier,
 #: and so do the kit's cheap checks on every op. check_neutral_is_identity is a heavy check
-#: since 2026-12-02 too (a program of its own an op: 13 s of the tier over the other ops).
+#: since 2026-12-02 too (a program of its own an op: 13 s of the tier over the other ops), and
+#: check_geometry since 2026-12-04 (a warp with targets an op: 22 CPU-s of the tier over the 16
+#: geometric ops; rotate and random_resized_crop keep it in the tier).
 KIT_HEAVY_CHECKS = frozenset({
     "check_dali_matches_array", "check_output_contract", "check_input_errors",
     "check_differentiable", "check_vmap_matches_loop", "check_jit_matches_eager",
-    "check_sample_apply", "check_neutral_is_identity",
+    "check_sample_apply", "check_neutral_is_identity", "check_geometry",
 })
 KIT_FAST_OPS = frozenset({
     "rotate", "equalize", "brightness", "random_resized_crop", "mixup_cutmix", "cutout",

@@ -1,0 +1,88 @@
+"""The test suite's CPU profile: CPU-seconds per test, module and tier, read off each test's
+process (every thread, plus the subprocesses it waited for), so that a run on a machine that
+other work shares still says what each test costs (wall time there says how busy the machine
+was). ``tests/conftest.py`` turns it on when ``AUGJAX_TEST_PROFILE`` names a folder: each
+pytest process (each xdist worker) writes ``<folder>/<worker>.jsonl``, one line per test. Then
+
+    python tests/suite_profile.py <folder>      # per module: CPU-s, tests, of which slow
+
+How the numbers became the fast tier and CI's split: CONTRIBUTING.md ("The tests")."""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ENV = "AUGJAX_TEST_PROFILE"
+
+
+def _cpu() -> tuple[float, float]:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime
+
+
+class Recorder:
+    """The pytest plugin: one JSON line per test (its setup, call and teardown together)."""
+
+    def __init__(self, folder: str) -> None:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        self.out = open(Path(folder) / f"{worker}.jsonl", "a", encoding="utf-8")  # noqa: SIM115
+
+    def _write(self, row: dict) -> None:
+        self.out.write(json.dumps(row) + "\n")
+        self.out.flush()
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        own0, kids0 = _cpu()
+        t0 = time.perf_counter()
+        yield
+        own1, kids1 = _cpu()
+        self._write({"id": item.nodeid, "cpu": round(own1 - own0 + kids1 - kids0, 3),
+                     "wall": round(time.perf_counter() - t0, 3),
+                     "slow": item.get_closest_marker("slow") is not None})
+
+    def pytest_sessionfinish(self, session):
+        self._write({"event": "end", "cpu": sum(_cpu())})
+        self.out.close()
+
+
+def report(folder: str, top: int = 40) -> str:
+    """Per module: CPU-seconds of all its tests and of its slow ones, heaviest first; then the
+    totals (tests, fast tier, slow) and the processes' CPU outside their tests."""
+    files = [[json.loads(line) for line in f.read_text().splitlines() if line]
+             for f in sorted(Path(folder).glob("*.jsonl"))]
+    tests = [r for rows in files for r in rows if "id" in r]
+    # each process's CPU outside its tests: imports, collection, xdist's traffic
+    outside = sum(rows[-1]["cpu"] - sum(r["cpu"] for r in rows if "id" in r)
+                  for rows in files if rows and rows[-1].get("event") == "end")
+    mods: dict[str, list[float]] = collections.defaultdict(lambda: [0.0, 0, 0.0, 0])
+    for r in tests:
+        m = mods[r["id"].split("::")[0]]
+        m[0] += r["cpu"]
+        m[1] += 1
+        if r["slow"]:
+            m[2] += r["cpu"]
+            m[3] += 1
+    lines = [f"{'CPU-s':>8} {'tests':>6} {'slow CPU-s':>10} {'slow':>5}  module"]
+    for name, (cpu, n, slow_cpu, slow_n) in sorted(mods.items(), key=lambda kv: -kv[1][0])[:top]:
+        lines.append(f"{cpu:8.1f} {n:6d} {slow_cpu:10.1f} {slow_n:5d}  {name}")
+    total = sum(r["cpu"] for r in tests)
+    slow = sum(r["cpu"] for r in tests if r["slow"])
+    lines.append(f"total {total:.0f} CPU-s over {len(tests)} tests: fast tier {total - slow:.0f}, "
+                 f"slow {slow:.0f}; outside the tests (imports, collection) {outside:.0f} CPU-s "
+                 f"over {len(files)} process(es)")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(report(sys.argv[1]))
