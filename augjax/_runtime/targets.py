@@ -144,7 +144,7 @@ def check_target_shapes(op: str, arrays: Mapping[str, Any], n: int, h: int, w: i
         b = arrays[name]
         ranks = (3, 4) if name == "keypoints" else (3,)
         if b.ndim not in ranks or b.shape[0] != n or b.shape[-1] != width:
-            shape = "(N, M, 4) boxes" if width == 4 else "(N, K, 2) or grouped (N, G, K, 2) x, y"
+            shape = "(N, M, 4) XYXY (or boxes_format=)" if width == 4 else "(N, K, 2) or grouped (N, G, K, 2) x, y"
             raise _fail(op, name, f"shape {shape} with N = {n}", _describe(b))
         if np.dtype(b.dtype) == np.bool_ or not (np.issubdtype(np.dtype(b.dtype), np.number)):
             raise _fail(op, name, "numbers (float or int pixels)", _describe(b))
