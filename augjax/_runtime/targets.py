@@ -20,10 +20,16 @@ jitted call, in DALI the same ``jax_function``), with the same params, step by s
   (``boxes_valid``) once it fails torchvision's ``SanitizeBoundingBoxes`` rule (``min_size=1``,
   ``min_area=1``) after a geometric op, and stays invalid. ``boxes_valid=`` takes an ``(N, M)``
   bool mask or ``(N,)`` counts (the first ``count`` boxes are real); default all valid.
+  ``boxes_format=`` / ``boxes_normalized=`` take other layouts (converted to pixel XYXY once
+  before the first op and back once after the last: :mod:`augjax._runtime.boxes`);
+  ``sanitize=`` (:class:`augjax.Sanitize`) sets the rule's ``min_size`` / ``min_area``, adds
+  ``min_visibility`` (the fraction of a box's area left inside, multiplied over the stages) and
+  ``valid_first`` (valid boxes first, with ``boxes_count`` and ``boxes_index``).
 - **keypoints** ``(N, K, 2)`` x, y in pixel *indices* (pixel ``j``'s centre at ``j``, as augjax's
   matrices and torchvision's keypoint flips): moved by the forward matrix, not clamped, flagged
   invalid (``keypoints_valid``) once outside ``[0, W) x [0, H)`` (torchvision's
-  ``SanitizeKeyPoints`` rule), and they stay invalid.
+  ``SanitizeKeyPoints`` rule), and they stay invalid. Grouped keypoints ``(N, G, K, 2)`` (with
+  ``keypoints_valid`` ``(N, G, K)`` as visibility) move as ``(N, G * K, 2)``.
 
 Outputs: masks in their dtype and rank, boxes and keypoints float32, validity bool. Steps move
 boxes one by one, and composites stage by stage (a chain per op, a policy per layer), as

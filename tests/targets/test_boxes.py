@@ -311,3 +311,39 @@ def test_dali_cpu_pipeline_equals_the_arrays_path():
     for name, value in zip(names, got):
         np.testing.assert_array_equal(np.asarray(value), np.asarray(ref[name]), err_msg=name)
     assert 0 < np.asarray(ref["boxes_count"]).sum() < b.shape[0] * b.shape[1]
+
+
+def test_dali_ragged_images_take_grouped_keypoints_and_refuse_other_box_formats():
+    pytest.importorskip("nvidia.dali")
+    from nvidia.dali import fn, pipeline_def
+
+    rng = np.random.default_rng(14)
+    sizes = [(30, 40), (24, 50), (36, 28)]
+    images = [rng.integers(0, 256, (h, w, 3), dtype=np.uint8) for h, w in sizes]
+    points = [rng.uniform(0, min(h, w) - 1, (2, 3, 2)).astype(np.float32) for h, w in sizes]
+    boxes = [np.array([[2, 3, 12, 14]], np.float32) for _ in sizes]
+    rrc = ops.random_resized_crop.bind(size=(16, 16), scale=(0.3, 1.0))
+
+    def make(grouped: bool, **extra):
+        @pipeline_def(batch_size=3, num_threads=1, device_id=None, seed=3)
+        def pipe():
+            x = fn.external_source(source=lambda: images, batch=True, layout="HWC")
+            k = fn.external_source(source=lambda: points if grouped else
+                                   [p.reshape(6, 2) for p in points], batch=True)
+            b = fn.external_source(source=lambda: boxes, batch=True)
+            out = rrc(x, seed=5, keypoints=k, **({"boxes": b, **extra} if extra else {}))
+            return out["keypoints"], out["keypoints_valid"]
+        return pipe()
+
+    results = []
+    for grouped in (True, False):
+        p = make(grouped)
+        p.build()
+        results.append([np.array(o.as_tensor()) for o in p.run()])
+    (kg, vg), (kf, vf) = results
+    assert kg.shape == (3, 2, 3, 2) and vg.shape == (3, 2, 3)
+    np.testing.assert_array_equal(kg.reshape(3, 6, 2), kf)
+    np.testing.assert_array_equal(vg.reshape(3, 6), vf)
+    with pytest.raises(InputError) as err:
+        make(True, boxes_format="xywh").build()
+    assert err.value.argument == "boxes_format"
