@@ -333,10 +333,7 @@ def _transform(m: jax.Array, xy: jax.Array) -> jax.Array:
 
 def sanitize_boxes(boxes: jax.Array, h: int, w: int) -> jax.Array:
     """torchvision ``SanitizeBoundingBoxes`` (``min_size=1``, ``min_area=1``) on XYXY boxes."""
-    ws, hs = boxes[..., 2] - boxes[..., 0], boxes[..., 3] - boxes[..., 1]
-    return ((ws >= 1.0) & (hs >= 1.0) & (ws * hs >= 1.0) & jnp.all(boxes >= 0.0, axis=-1)
-            & (boxes[..., 0] <= w) & (boxes[..., 2] <= w) & (boxes[..., 1] <= h)
-            & (boxes[..., 3] <= h))
+    return _boxes.box_rule(boxes, h, w)
 
 
 def move_boxes(m: jax.Array, boxes: jax.Array, valid: jax.Array, h: int,
