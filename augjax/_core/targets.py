@@ -21,6 +21,7 @@ Importing this module imports no JAX.
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from collections.abc import Callable
 from typing import Any
 
@@ -68,7 +69,7 @@ class Sanitize:
 
         for name in ("min_size", "min_area", "min_visibility"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0 or \
+            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not v >= 0 or \
                     (name == "min_visibility" and v > 1):
                 want = "a number in [0, 1]" if name == "min_visibility" else "a number >= 0"
                 raise InputError(f"argument 'sanitize': {name} expects {want}, got {v!r}",
