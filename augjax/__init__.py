@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from augjax import errors, ops
 from augjax._core.meta import Meta, Window
-from augjax._core.targets import Follow
+from augjax._core.targets import Follow, Sanitize
 from augjax._core.param import Param
 from augjax._plugins.registry import REGISTRY, OpRecord
 from augjax._core.spec import API_VERSION, OpSpec, op
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from augjax._runtime.keys import index_seeds, keys_from_seeds
     from augjax._core.magnitude import MagnitudeMap
     from augjax._runtime.program import trace_count
+    from augjax._runtime.boxes import convert_boxes
     from augjax.chain import (
         Chain,
         Sequential,
@@ -70,6 +71,7 @@ _LAZY = {
     **dict.fromkeys(("from_dict", "from_json", "to_dict", "to_json"), "augjax.config"),
     **dict.fromkeys(("index_seeds", "keys_from_seeds"), "augjax._runtime.keys"),
     "trace_count": "augjax._runtime.program",
+    "convert_boxes": "augjax._runtime.boxes",
     "checking": "augjax._runtime.checking",
     "compilation_cache_dir": "augjax._runtime.compile_cache",
     "MagnitudeMap": "augjax._core.magnitude",
@@ -119,6 +121,8 @@ __all__ = [
     "MagnitudeMap",
     "Meta",
     "Follow",
+    "Sanitize",
+    "convert_boxes",
     "OpConflictError",
     "OpDefinitionError",
     "OpDisabledError",

@@ -42,6 +42,7 @@ import numpy as np
 from augjax.kernels.boundary import boundary_compiler_options
 from augjax._runtime.keys import SEED_HIGH, keys_from_seeds, sample_keys
 from augjax._runtime.program import sampler_compiler_options
+from augjax._runtime.boxes import parse_sanitize
 from augjax.errors import InputError
 
 __all__ = ["apply_clips", "call_clips", "frame_keys", "frame_layout", "sample_clips"]
@@ -121,6 +122,8 @@ def _split_targets(targets: dict[str, Any], n: int, t: int, name: str) -> tuple[
                                  f"with leading axes (N, T) = {(n, t)}, got shape "
                                  f"{tuple(v.shape)}", op=name, argument=k)
             arrays[k] = v
+        elif k == "sanitize":  # a dict is taken: made hashable (the programs' key)
+            rest[k] = parse_sanitize(v, name)
         else:
             rest[k] = v
     return arrays, rest

@@ -67,12 +67,15 @@ class Step:
             **targets: ``masks=`` ((N, H, W) or (N, H, W, K) integer masks), ``boxes=``
                 ((N, M, 4) XYXY pixels), ``keypoints=`` ((N, K, 2) x, y), ``boxes_valid=`` /
                 ``keypoints_valid=`` ((N, M) / (N, K) bool; boxes also (N,) counts),
-                ``mask_fill=`` (int, default 0); see :mod:`augjax._runtime.targets`.
+                ``mask_fill=`` (int, default 0); ``boxes_format=`` (``"xyxy"``, ``"xywh"``,
+                ``"cxcywh"``, an ``n`` suffix for normalised), ``boxes_normalized=``,
+                ``sanitize=`` (:class:`augjax.Sanitize`); keypoints also grouped
+                ``(N, G, K, 2)``; see :mod:`augjax._runtime.targets`.
 
         Returns:
             ``images``, or ``(images, soft_labels)`` for steps that output labels; with any
             target, a dict ``{"images", "labels"?, "masks"?, "boxes"?, "boxes_valid"?,
-            "keypoints"?, "keypoints_valid"?}``.
+            "boxes_count"?, "boxes_index"?, "keypoints"?, "keypoints_valid"?}``.
         """
         from augjax._runtime.dispatch import apply_steps
 

@@ -21,17 +21,62 @@ Importing this module imports no JAX.
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["KEEP", "KERNEL", "MATRIX", "REFUSE", "HOOK", "Follow", "TARGET_KEYWORDS",
-           "default_follow"]
+__all__ = ["KEEP", "KERNEL", "MATRIX", "REFUSE", "HOOK", "Follow", "Sanitize", "TARGET_KEYWORDS",
+           "TARGET_OPTIONS", "default_follow"]
 
 KEEP, KERNEL, MATRIX, REFUSE, HOOK = "keep", "kernel", "matrix", "refuse", "hook"
 
 #: The keyword arguments of a call that carry targets (reserved: no op parameter may use them).
 TARGET_KEYWORDS = frozenset({"masks", "boxes", "keypoints", "boxes_valid", "keypoints_valid",
-                             "mask_fill"})
+                             "mask_fill", "boxes_format", "boxes_normalized", "sanitize"})
+
+#: The target keywords that are options (static values), not arrays.
+TARGET_OPTIONS = frozenset({"mask_fill", "boxes_format", "boxes_normalized", "sanitize"})
+
+
+@dataclasses.dataclass(frozen=True)
+class Sanitize:
+    """The validity rule of boxes (a call's ``sanitize=``; a dict of these fields is taken too).
+
+    A box is flagged invalid (``boxes_valid`` False) after an op that moves it once, in output
+    pixels, it is narrower or lower than ``min_size``, smaller than ``min_area``, or reaches out
+    of the image (torchvision ``SanitizeBoundingBoxes`` with these ``min_size`` / ``min_area``),
+    or once less than ``min_visibility`` of its area is left inside the output (albumentations'
+    ``min_visibility``: the clamped area over the area before clamping, multiplied over the ops).
+    It stays invalid. The default is the rule a call without ``sanitize=`` follows.
+
+    Attributes:
+        min_size: smallest width and height, pixels (torchvision's default 1).
+        min_area: smallest area, square pixels (torchvision's default 1).
+        min_visibility: smallest fraction of a box's area left inside, in [0, 1] (0: off).
+        valid_first: also reorder each sample's boxes, valid ones first in their order
+            (a stable partition), and return ``boxes_count`` ``(N,)`` int32 (how many are valid)
+            and ``boxes_index`` ``(N, M)`` int32 (each returned box's index in the input, to
+            reorder per-box labels with ``np.take_along_axis``).
+    """
+
+    min_size: float = 1.0
+    min_area: float = 1.0
+    min_visibility: float = 0.0
+    valid_first: bool = False
+
+    def __post_init__(self) -> None:
+        from augjax.errors import InputError
+
+        for name in ("min_size", "min_area", "min_visibility"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not v >= 0 or \
+                    (name == "min_visibility" and v > 1):
+                want = "a number in [0, 1]" if name == "min_visibility" else "a number >= 0"
+                raise InputError(f"argument 'sanitize': {name} expects {want}, got {v!r}",
+                                 argument="sanitize")
+        if not isinstance(self.valid_first, bool):
+            raise InputError(f"argument 'sanitize': valid_first expects a bool, got "
+                             f"{self.valid_first!r}", argument="sanitize")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -20,10 +20,16 @@ jitted call, in DALI the same ``jax_function``), with the same params, step by s
   (``boxes_valid``) once it fails torchvision's ``SanitizeBoundingBoxes`` rule (``min_size=1``,
   ``min_area=1``) after a geometric op, and stays invalid. ``boxes_valid=`` takes an ``(N, M)``
   bool mask or ``(N,)`` counts (the first ``count`` boxes are real); default all valid.
+  ``boxes_format=`` / ``boxes_normalized=`` take other layouts (converted to pixel XYXY once
+  before the first op and back once after the last: :mod:`augjax._runtime.boxes`);
+  ``sanitize=`` (:class:`augjax.Sanitize`) sets the rule's ``min_size`` / ``min_area``, adds
+  ``min_visibility`` (the fraction of a box's area left inside, multiplied over the stages) and
+  ``valid_first`` (valid boxes first, with ``boxes_count`` and ``boxes_index``).
 - **keypoints** ``(N, K, 2)`` x, y in pixel *indices* (pixel ``j``'s centre at ``j``, as augjax's
   matrices and torchvision's keypoint flips): moved by the forward matrix, not clamped, flagged
   invalid (``keypoints_valid``) once outside ``[0, W) x [0, H)`` (torchvision's
-  ``SanitizeKeyPoints`` rule), and they stay invalid.
+  ``SanitizeKeyPoints`` rule), and they stay invalid. Grouped keypoints ``(N, G, K, 2)`` (with
+  ``keypoints_valid`` ``(N, G, K)`` as visibility) move as ``(N, G * K, 2)``.
 
 Outputs: masks in their dtype and rank, boxes and keypoints float32, validity bool. Steps move
 boxes one by one, and composites stage by stage (a chain per op, a policy per layer), as
@@ -63,7 +69,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from augjax._core.meta import Meta
-from augjax._core.targets import HOOK, KEEP, REFUSE
+from augjax._core.targets import HOOK, KEEP, REFUSE, TARGET_OPTIONS
+from augjax._runtime import boxes as _boxes
 from augjax.errors import InputError
 
 __all__ = ["ORDER", "TargetSpec", "follow_targets", "prepare_targets", "run_op_on_mask",
@@ -77,16 +84,30 @@ _F32 = jnp.float32
 
 class TargetSpec(NamedTuple):
     """The static part of a call's targets (it keys the compiled programs): the arrays present
-    (a subset of :data:`ORDER`, in that order) and the masks' fill."""
+    (a subset of :data:`ORDER`, in that order), the masks' fill, the boxes' format and their
+    validity rule (:class:`augjax.Sanitize`; None: the default)."""
 
     names: tuple[str, ...]
     mask_fill: int = 0
+    boxes_format: str = "xyxy"
+    boxes_normalized: bool = False
+    sanitize: Any = None
 
     @property
     def outputs(self) -> tuple[str, ...]:
-        """The arrays a program returns: the targets given and their validity."""
-        return tuple(k for k in ORDER if k in self.names
-                     or (k.endswith("_valid") and k[:-6] in self.names))
+        """The arrays a program returns: the targets given and their validity (and with
+        ``valid_first``, the boxes' counts and indices)."""
+        out = tuple(k for k in ORDER if k in self.names
+                    or (k.endswith("_valid") and k[:-6] in self.names))
+        if "boxes" in self.names and self.sanitize is not None and self.sanitize.valid_first:
+            out += ("boxes_count", "boxes_index")
+        return out
+
+    @property
+    def plain(self) -> bool:
+        """Whether boxes need no conversion and follow the default rule."""
+        return (self.boxes_format, self.boxes_normalized, self.sanitize) == ("xyxy", False,
+                                                                            None)
 
 
 def is_data_node(x: Any) -> bool:
@@ -127,15 +148,16 @@ def check_target_shapes(op: str, arrays: Mapping[str, Any], n: int, h: int, w: i
         if name not in arrays:
             continue
         b = arrays[name]
-        if b.ndim != 3 or b.shape[0] != n or b.shape[2] != width:
-            shape = "(N, M, 4) XYXY" if width == 4 else "(N, K, 2) x, y"
+        ranks = (3, 4) if name == "keypoints" else (3,)
+        if b.ndim not in ranks or b.shape[0] != n or b.shape[-1] != width:
+            shape = "(N, M, 4) XYXY (or boxes_format=)" if width == 4 else "(N, K, 2) or grouped (N, G, K, 2) x, y"
             raise _fail(op, name, f"shape {shape} with N = {n}", _describe(b))
         if np.dtype(b.dtype) == np.bool_ or not (np.issubdtype(np.dtype(b.dtype), np.number)):
             raise _fail(op, name, "numbers (float or int pixels)", _describe(b))
         valid = arrays.get(f"{name}_valid")
-        if valid is not None and (tuple(valid.shape) != tuple(b.shape[:2])
+        if valid is not None and (tuple(valid.shape) != tuple(b.shape[:-1])
                                   or np.dtype(valid.dtype) != np.bool_):
-            raise _fail(op, f"{name}_valid", f"bool {tuple(b.shape[:2])} (one flag per "
+            raise _fail(op, f"{name}_valid", f"bool {tuple(b.shape[:-1])} (one flag per "
                         f"{name[:-1] if name == 'boxes' else 'keypoint'})", _describe(valid))
 
 
@@ -148,8 +170,15 @@ def prepare_targets(op: str, targets: Mapping[str, Any], n: int, h: int, w: int,
     Raises:
         InputError: a bad target (rank, dtype, size, batch, box order, fill).
     """
-    given = {k: v for k, v in targets.items() if v is not None and k != "mask_fill"}
+    given = {k: v for k, v in targets.items() if v is not None and k not in TARGET_OPTIONS}
     fill = targets.get("mask_fill", 0)
+    fmt, norm = _boxes.parse_format(targets.get("boxes_format") or "xyxy",
+                                    targets.get("boxes_normalized"), op=op)
+    rule = _boxes.parse_sanitize(targets.get("sanitize"), op)
+    if "boxes" not in given:
+        for k in ("boxes_format", "boxes_normalized", "sanitize"):
+            if targets.get(k) is not None:
+                raise _fail(op, k, "boxes= as well (it describes the boxes)", f"{k} alone")
     if not any(k in given for k in ("masks", "boxes", "keypoints")):
         for k in given:
             raise _fail(op, k, f"{k[:-6]}= as well", f"{k} alone")
@@ -171,9 +200,9 @@ def prepare_targets(op: str, targets: Mapping[str, Any], n: int, h: int, w: int,
         arrays = _default_validity(op, arrays, n)
         check_target_shapes(op, arrays, n, h, w)
         if "boxes" in arrays:
-            _check_box_order(op, arrays["boxes"], arrays["boxes_valid"])
+            _check_box_order(op, arrays["boxes"], arrays["boxes_valid"], fmt)
     names = tuple(k for k in ORDER if k in arrays)
-    return TargetSpec(names, int(fill)), tuple(arrays[k] for k in names)
+    return TargetSpec(names, int(fill), fmt, norm, rule), tuple(arrays[k] for k in names)
 
 
 def _default_validity(op: str, arrays: dict[str, Any], n: int) -> dict[str, Any]:
@@ -185,7 +214,7 @@ def _default_validity(op: str, arrays: dict[str, Any], n: int) -> dict[str, Any]
         count = out[name].shape[1]
         v = out.get(key)
         if v is None:
-            out[key] = jnp.ones((n, count), jnp.bool_)
+            out[key] = jnp.ones((n, *out[name].shape[1:-1]), jnp.bool_)
         elif v.ndim == 1 and name == "boxes" and np.issubdtype(np.dtype(v.dtype), np.integer):
             if v.shape[0] != n:
                 raise _fail(op, key, f"(N,) counts with N = {n}", _describe(v))
@@ -193,9 +222,10 @@ def _default_validity(op: str, arrays: dict[str, Any], n: int) -> dict[str, Any]
     return out
 
 
-def _check_box_order(op: str, boxes: Any, valid: Any) -> None:
-    """Boxes must be XYXY (x1 <= x2, y1 <= y2) where valid: read from NumPy for free, from a
-    jax.Array only in checking mode (reading it is a device sync); traced boxes are not read."""
+def _check_box_order(op: str, boxes: Any, valid: Any, fmt: str = "xyxy") -> None:
+    """Boxes must be ordered (x1 <= x2, y1 <= y2; width and height >= 0) where valid: read
+    from NumPy for free, from a jax.Array only in checking mode (reading it is a device sync);
+    traced boxes are not read."""
     from augjax._runtime.checking import checking_enabled
 
     if isinstance(boxes, jax.core.Tracer) or isinstance(valid, jax.core.Tracer):
@@ -203,11 +233,16 @@ def _check_box_order(op: str, boxes: Any, valid: Any) -> None:
     if not isinstance(boxes, np.ndarray) and not checking_enabled():
         return
     b, v = np.asarray(boxes), np.asarray(valid)
-    bad = ((b[..., 2] < b[..., 0]) | (b[..., 3] < b[..., 1])) & v
+    if fmt == "xyxy":
+        bad = ((b[..., 2] < b[..., 0]) | (b[..., 3] < b[..., 1])) & v
+        want = ("XYXY boxes (x1 <= x2 and y1 <= y2; pass boxes_format='xywh' or 'cxcywh' for "
+                "the others)")
+    else:
+        bad = ((b[..., 2] < 0) | (b[..., 3] < 0)) & v
+        want = f"{fmt.upper()} boxes (width and height >= 0)"
     if bad.any():
         i, j = np.argwhere(bad)[0]
-        raise _fail(op, "boxes", "XYXY boxes (x1 <= x2 and y1 <= y2; convert XYWH or CXCYWH "
-                    "first)", f"boxes[{i}, {j}] = {b[i, j].tolist()}")
+        raise _fail(op, "boxes", want, f"boxes[{i}, {j}] = {b[i, j].tolist()}")
 
 
 # -- masks ---------------------------------------------------------------------------------------
@@ -298,10 +333,7 @@ def _transform(m: jax.Array, xy: jax.Array) -> jax.Array:
 
 def sanitize_boxes(boxes: jax.Array, h: int, w: int) -> jax.Array:
     """torchvision ``SanitizeBoundingBoxes`` (``min_size=1``, ``min_area=1``) on XYXY boxes."""
-    ws, hs = boxes[..., 2] - boxes[..., 0], boxes[..., 3] - boxes[..., 1]
-    return ((ws >= 1.0) & (hs >= 1.0) & (ws * hs >= 1.0) & jnp.all(boxes >= 0.0, axis=-1)
-            & (boxes[..., 0] <= w) & (boxes[..., 2] <= w) & (boxes[..., 1] <= h)
-            & (boxes[..., 3] <= h))
+    return _boxes.box_rule(boxes, h, w)
 
 
 def move_boxes(m: jax.Array, boxes: jax.Array, valid: jax.Array, h: int,
@@ -369,6 +401,15 @@ def follow_targets(steps: Sequence[Any], params: Sequence[Any], spec: TargetSpec
     for key in ("boxes", "keypoints"):
         if key in t:
             t[key] = t[key].astype(_F32)
+    groups = t["keypoints"].shape[1:-1] if "keypoints" in t else ()
+    if len(groups) == 2:  # grouped (N, G, K, 2): moved as (N, G * K, 2)
+        t["keypoints"] = t["keypoints"].reshape(n, -1, 2)
+        t["keypoints_valid"] = t["keypoints_valid"].reshape(n, -1)
+    rule = spec.sanitize
+    if "boxes" in t and not spec.plain:
+        t["boxes"] = _boxes.to_xyxy(t["boxes"], spec.boxes_format, spec.boxes_normalized, h, w)
+        if rule is not None and rule.min_visibility > 0:
+            t["boxes_seen"] = jnp.ones(t["boxes"].shape[:2], _F32)
     dtype = jnp.dtype(dtype)
     for step, p in zip(steps, params):
         (h2, w2, c2), dtype2 = step.struct_after((h, w, c), dtype)
@@ -378,14 +419,42 @@ def follow_targets(steps: Sequence[Any], params: Sequence[Any], spec: TargetSpec
             if "masks" in t:
                 t["masks"] = jax.vmap(step.run_masks)(t["masks"], p)
             if "boxes" in t or "keypoints" in t:
-                t = _move_points(step, p, t, Meta(h, w, c, dtype.name), n)
+                t = _move_points(step, p, t, Meta(h, w, c, dtype.name), n, rule)
         h, w, c, dtype = h2, w2, c2, jnp.dtype(dtype2)
     if "masks" in t:
         t["masks"] = decode_masks(t["masks"], mask_dtype, mask_rank, spec.mask_fill)
+    if len(groups) == 2:
+        t["keypoints"] = t["keypoints"].reshape(n, *groups, 2)
+        t["keypoints_valid"] = t["keypoints_valid"].reshape(n, *groups)
+    if "boxes" in t and not spec.plain:
+        t.pop("boxes_seen", None)
+        t["boxes"] = _boxes.from_xyxy(t["boxes"], spec.boxes_format, spec.boxes_normalized, h, w)
+        if rule is not None and rule.valid_first:
+            (t["boxes"], t["boxes_valid"], t["boxes_count"],
+             t["boxes_index"]) = _boxes.valid_first(t["boxes"], t["boxes_valid"])
     return tuple(t[k] for k in spec.outputs)
 
 
-def _move_points(step: Any, p: Any, t: dict[str, Any], meta: Meta, n: int) -> dict[str, Any]:
+def move_boxes_by(rule: Any, m: jax.Array, boxes: jax.Array, valid: jax.Array, seen: Any,
+                  h: int, w: int) -> tuple[jax.Array, jax.Array, Any]:
+    """:func:`move_boxes` under a :class:`augjax.Sanitize` rule: ``(boxes, valid, seen)``,
+    ``seen`` (the fraction of each box's area still inside, or None when not tracked) times
+    this stage's visible fraction."""
+    x1, y1, x2, y2 = (boxes[:, i] for i in range(4))
+    corners = jnp.stack([jnp.stack([x1, y1], -1), jnp.stack([x2, y1], -1),
+                         jnp.stack([x2, y2], -1), jnp.stack([x1, y2], -1)], axis=1)
+    moved = _transform(m, corners - 0.5) + 0.5
+    raw = jnp.concatenate([moved.min(axis=1), moved.max(axis=1)], axis=-1)
+    out = jnp.clip(raw, 0.0, jnp.array([w, h, w, h], _F32))
+    valid = valid & _boxes.box_rule(out, h, w, rule.min_size, rule.min_area)
+    if seen is not None:
+        seen = seen * _boxes.visible_fraction(raw, out)
+        valid = valid & (seen >= rule.min_visibility)
+    return out, valid, seen
+
+
+def _move_points(step: Any, p: Any, t: dict[str, Any], meta: Meta, n: int,
+                 rule: Any = None) -> dict[str, Any]:
     sizes = [size for _, size in point_stages(step, jax.tree_util.tree_map(lambda v: v[0], p),
                                               meta)] if n else []
     if not sizes:
@@ -393,7 +462,13 @@ def _move_points(step: Any, p: Any, t: dict[str, Any], meta: Meta, n: int) -> di
     ms = jax.vmap(lambda q: tuple(m for m, _ in point_stages(step, q, meta)), axis_size=n)(p)
     t = dict(t)
     for m, (h, w) in zip(ms, sizes):
-        if "boxes" in t:
+        if "boxes" in t and rule is not None:
+            t["boxes"], t["boxes_valid"], seen = jax.vmap(
+                lambda a, b, v, s, h=h, w=w: move_boxes_by(rule, a, b, v, s, h, w))(
+                    m, t["boxes"], t["boxes_valid"], t.get("boxes_seen"))
+            if seen is not None:
+                t["boxes_seen"] = seen
+        elif "boxes" in t:
             t["boxes"], t["boxes_valid"] = jax.vmap(
                 lambda a, b, v, h=h, w=w: move_boxes(a, b, v, h, w))(m, t["boxes"],
                                                                    t["boxes_valid"])
@@ -414,8 +489,8 @@ def _batch_targets(step: Any, params: Any, t: dict[str, Any]) -> dict[str, Any]:
             raise InputError(f"{step.name}: {what} cannot follow this op"
                              f"{': ' + rule.reason if rule.reason else ''}", op=step.name,
                              argument=what)
-    hooked = {k: v for k, v in t.items()
-              if (k == "masks" and rule.masks == HOOK) or (k != "masks" and rule.points == HOOK)}
+    hooked = {k: v for k, v in t.items() if k != "boxes_seen" and (
+        (k == "masks" and rule.masks == HOOK) or (k != "masks" and rule.points == HOOK))}
     if not hooked:
         return t
     out = dict(t)

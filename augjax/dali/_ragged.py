@@ -119,12 +119,15 @@ def target_function(steps: tuple[Any, ...], start: int, with_seeds: bool, names:
             if name not in given:
                 continue
             points = given[name].astype(jnp.float32)
+            grouped = points.shape[1:-1] if points.ndim == 4 else None
             valid = given.get(f"{name}_valid")
             if valid is None:
-                valid = jnp.ones(points.shape[:2], jnp.bool_)
+                valid = jnp.ones(points.shape[:-1], jnp.bool_)
             elif valid.ndim == 1:  # counts: the first count are real
                 valid = jnp.arange(points.shape[1])[None, :] < valid[:, None]
             valid = valid.astype(jnp.bool_)
+            if grouped is not None:  # grouped keypoints (N, G, K, 2): moved as (N, G * K, 2)
+                points, valid = points.reshape(n, -1, 2), valid.reshape(n, -1)
 
             def one(shape, pts, ok, b, s, a, move=move):
                 m, oh, ow = _window_matrix(None if box is None else b,
@@ -139,6 +142,8 @@ def target_function(steps: tuple[Any, ...], start: int, with_seeds: bool, names:
                                       size if size is not None else jnp.zeros((n, 2), jnp.int32),
                                       anchor if anchor is not None else jnp.zeros((n, 2),
                                                                                  jnp.int32))
+            if grouped is not None:
+                moved, ok = moved.reshape(n, *grouped, 2), ok.reshape(n, *grouped)
             outs += [moved, ok]
         return tuple(outs)
 
@@ -197,6 +202,13 @@ def ragged_read(steps: tuple[Any, ...], images: Any, seeds: Any, start: int,
     tspec, nodes = targets
     if tspec is None:
         return x
+    if not tspec.plain:
+        arg = "sanitize" if tspec.sanitize is not None else "boxes_format"
+        raise InputError(
+            f"{steps[0].name}: argument '{arg}' (boxes other than pixel XYXY under the default "
+            f"rule) is not taken yet with images of different sizes in DALI; convert the boxes "
+            f"with augjax.convert_boxes, or resize the images to one size first", op=steps[0].name,
+            argument=arg)
     given = dict(zip(tspec.names, nodes))
     moved: dict[str, Any] = {}
     if "masks" in given:

@@ -54,7 +54,8 @@ NEAREST = {
     "LinearTransformation": None,
     "GaussianNoise": "gaussian_noise (augjax-contrib)",
     "JPEG": None,
-    "SanitizeBoundingBoxes": "the targets' boxes_valid (README: Masks, boxes and keypoints)",
+    "SanitizeBoundingBoxes": "the targets' boxes_valid, its rule set by sanitize=augjax.Sanitize("
+                             "min_size=, min_area=) (docs/guide/targets.md)",
     "ClampBoundingBoxes": "the targets' boxes (clamped by every geometric op)",
     "ConvertBoundingBoxFormat": None,
     "ConvertImageDtype": "to_float / to_uint8",
