@@ -76,6 +76,8 @@ _LEVELS = ("sample", "batch")
 _IO = (("images",), ("images", "labels"))
 _DTYPES = ("uint8", "float32")
 _LAYOUTS = ("HWC", "CHW")
+#: What a sampler may ask to see (``sample_targets=``).
+_SAMPLE_TARGETS = ("boxes", "masks")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -110,6 +112,8 @@ class OpSpec:
     compute_bound: bool = False
     targets: Follow = Follow()
     ragged: Callable[..., Any] | None = None
+    #: The targets the ``sample`` hook reads (a subset of ``("boxes", "masks")``); see ``op``.
+    sample_targets: tuple[str, ...] = ()
     #: Internal: how a policy layer may compute this op together with others of its family
     #: (members from :mod:`augjax.catalog._fuse`, set with its ``fused`` decorator).
     fuse: tuple[Any, ...] = ()
@@ -136,10 +140,12 @@ class OpSpec:
         return tuple(k for k, p in self.params.items() if not p.per_sample)
 
     def draw(self, key: Any, meta: Meta, config: Mapping[str, Any],
-             overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+             overrides: Mapping[str, Any] | None = None,
+             targets: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The params of one sample (or, for batch-level ops, of the batch) under ``config``
         (validated parameter values): per-sample values, then the ``sample`` hook's fields.
-        ``overrides`` set per-sample values directly (a policy's magnitudes); traced."""
+        ``overrides`` set per-sample values directly (a policy's magnitudes); ``targets`` the
+        sample's targets for an op that declares ``sample_targets`` (None: no boxes); traced."""
         import jax
         import jax.numpy as jnp
 
@@ -158,8 +164,10 @@ class OpSpec:
             else:
                 out[n] = per_sample_value(self.params[n], config[n], u[i])
         if self.sampler is not None:
+            more = {} if not self.sample_targets else {"targets": _seen(self.sample_targets,
+                                                                        targets)}
             extra = self.sampler(jax.random.fold_in(key, 1) if key is not None else None, meta,
-                                 dict(out), **config)
+                                 dict(out), **config, **more)
             if not isinstance(extra, Mapping):
                 raise OpDefinitionError(
                     f"op {self.name!r}: sample= must return a dict of arrays, got "
@@ -188,10 +196,13 @@ class OpSpec:
     def sample(self, *inputs: Any, key: Any, layout: str = "HWC", per_frame: bool = False,
                **params: Any) -> Any:
         """The per-sample values this op draws for ``inputs`` with ``key``: a dict of arrays
-        with a leading axis N (see :meth:`augjax._runtime.bound.BoundOp.sample`)."""
+        with a leading axis N (see :meth:`augjax._runtime.bound.BoundOp.sample`). Targets
+        (``boxes=``, ...) are taken as in a call (read by a sampler with ``sample_targets``)."""
         from augjax._runtime.bound import bound
 
-        return bound(self, params).sample(*inputs, key=key, layout=layout, per_frame=per_frame)
+        targets = {k: params.pop(k) for k in list(params) if k in TARGET_KEYWORDS}
+        return bound(self, params).sample(*inputs, key=key, layout=layout, per_frame=per_frame,
+                                          **targets)
 
     def apply(self, *inputs: Any, params: Any, layout: str = "HWC", per_frame: bool = False,
               **op_params: Any) -> Any:
@@ -213,6 +224,25 @@ class OpSpec:
 
     def __repr__(self) -> str:
         return f"<augjax op {self.name!r} level={self.level} params={list(self.params)}>"
+
+
+def _seen(names: tuple[str, ...], targets: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The ``targets=`` a sampler that declares ``sample_targets=names`` gets: the boxes
+    (``M = 0`` when none came) and the masks where the call has them."""
+    import jax.numpy as jnp
+
+    targets = dict(targets or {})
+    out: dict[str, Any] = {}
+    if "boxes" in names:
+        if "boxes" in targets:
+            out["boxes"] = jnp.asarray(targets["boxes"], jnp.float32)
+            out["boxes_valid"] = jnp.asarray(targets["boxes_valid"], jnp.bool_)
+        else:
+            out["boxes"] = jnp.zeros((0, 4), jnp.float32)
+            out["boxes_valid"] = jnp.zeros((0,), jnp.bool_)
+    if "masks" in names and "masks" in targets:
+        out["masks"] = targets["masks"]
+    return out
 
 
 def op(
@@ -238,6 +268,7 @@ def op(
     compute_bound: bool = False,
     targets: Follow | None = None,
     ragged: Callable[..., Any] | None = None,
+    sample_targets: tuple[str, ...] = (),
 ) -> Callable[[Callable[..., Any]], OpSpec]:
     """Declares an op: ``@op("name", params={...})`` over its kernel returns an :class:`OpSpec`.
 
@@ -302,6 +333,7 @@ def op(
         if sample is not None and not callable(sample):
             raise OpDefinitionError(f"op {name!r}: sample= must be callable, got "
                                     f"{type(sample).__name__}")
+        seen = _check_sample_targets(name, sample_targets, sample, level, params)
         moves = matrix is not None if geometric is None else bool(geometric)
         if targets is not None and not isinstance(targets, Follow):
             raise OpDefinitionError(f"op {name!r}: targets= must be an augjax.Follow, got "
@@ -330,9 +362,27 @@ def op(
             compute_bound=bool(compute_bound),
             targets=targets or default_follow(level, moves, matrix is not None),
             ragged=ragged,
+            sample_targets=seen,
         )
 
     return decorate
+
+
+def _check_sample_targets(name, names, sample, level, params) -> tuple[str, ...]:
+    def bad(msg: str) -> OpDefinitionError:
+        return OpDefinitionError(f"op {name!r}: sample_targets= {msg}")
+
+    if isinstance(names, str) or not isinstance(names, (tuple, list)):
+        raise bad(f"must be a tuple of names from {_SAMPLE_TARGETS}, got {names!r}")
+    names = tuple(names)
+    if not set(names) <= set(_SAMPLE_TARGETS) or len(set(names)) != len(names):
+        raise bad(f"must be a tuple of distinct names from {_SAMPLE_TARGETS}, got {names!r}")
+    if names and (sample is None or level != "sample"):
+        raise bad(f"needs a sample= hook on a sample-level op (got sample="
+                  f"{'a hook' if sample is not None else 'None'}, level={level!r})")
+    if names and "targets" in params:
+        raise bad("reserves the keyword 'targets' of the sample hook; rename the parameter")
+    return tuple(n for n in _SAMPLE_TARGETS if n in names)
 
 
 def _check_declaration(name, kernel, params, level, inputs, outputs, dtypes, layouts) -> None:

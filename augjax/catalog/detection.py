@@ -1,0 +1,167 @@
+"""Detection crops on HWC images whose sampler sees the boxes (torchvision v2 semantics).
+
+``random_iou_crop`` is torchvision's ``RandomIoUCrop`` (SSD): its sampler declares
+``sample_targets=("boxes",)`` and so reads each sample's boxes (as the ops before it moved
+them). Every sample's crop is then resized to one fixed ``size`` (a batch has one shape), as
+torchvision's SSD recipe does with the ``Resize`` after the crop.
+
+Params (``op.sample``; one value per sample, leading axis N): ``box`` ((4,) int32: top, left,
+height, width of the crop in input pixels; the whole image where no crop was taken) and
+``boxes_valid`` ((M,) bool: the boxes whose centre lies inside the crop; a box outside is
+flagged invalid after the op, where torchvision zeroes it for ``SanitizeBoundingBoxes`` to drop).
+``op.apply(x, params={"box": ..., "boxes_valid": ...}, boxes=...)`` replays given values.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from augjax._core.param import Param
+from augjax._core.spec import op
+from augjax.kernels.matrix import crop_resize_matrix
+from augjax.kernels.warp import INTERPOLATIONS, resize_crop
+
+__all__ = ["random_iou_crop", "iou_crop_box", "IOU_OPTIONS"]
+
+#: torchvision's default ``sampler_options`` (minimum IoU; 1.0 leaves the image as it is).
+IOU_OPTIONS = (0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0)
+
+_F32 = jnp.float32
+
+
+def box_iou(boxes: jax.Array, crop: jax.Array) -> jax.Array:
+    """torchvision ``box_iou`` of XYXY ``boxes`` (M, 4) with one XYXY ``crop`` (4,), float32."""
+    area1 = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+    area2 = (crop[2] - crop[0]) * (crop[3] - crop[1])
+    lt = jnp.maximum(boxes[:, :2], crop[:2])
+    rb = jnp.minimum(boxes[:, 2:], crop[2:])
+    wh = jnp.clip(rb - lt, 0.0)
+    inter = wh[:, 0] * wh[:, 1]
+    return inter / (area1 + area2 - inter)
+
+
+def iou_crop_box(u_option, u_scale, u_pos, boxes, valid, h: int, w: int, *, min_scale,
+                 max_scale, min_aspect_ratio, max_aspect_ratio, sampler_options):
+    """torchvision ``RandomIoUCrop.make_params``, branch-free, from given uniform draws.
+
+    ``u_option`` picks the option ``sampler_options[floor(u * len)]`` (a value >= 1 takes no
+    crop); trial ``t`` of ``T`` takes ``r = min_scale + (max_scale - min_scale) * u_scale[t]``
+    ((2,) width, height factors: ``new_w = int(W * r[0])``, ``new_h = int(H * r[1])``) and
+    ``u_pos[t]`` ((2,): ``left = int((W - new_w) * u[0])``, ``top = int((H - new_h) * u[1])``).
+    A trial is accepted as torchvision accepts it: aspect ratio ``new_w / new_h`` within the
+    limits, a non-empty crop, at least one valid box whose centre lies strictly inside it, and
+    the largest IoU of those boxes with the crop ``>=`` the option. All ``T`` trials are computed
+    at once and the first accepted one wins; when none is (torchvision would draw another
+    option and try again), or the option is >= 1, the image is left as it is.
+
+    Returns ``(box, within)``: int32 ``(top, left, height, width)`` and the (M,) boxes whose
+    centre lies inside the crop (all of the valid ones where no crop is taken).
+    """
+    options = jnp.asarray(sampler_options, _F32)
+    idx = jnp.minimum(jnp.floor(u_option * len(sampler_options)).astype(jnp.int32),
+                      len(sampler_options) - 1)
+    min_iou = options[idx]
+    r = min_scale + (max_scale - min_scale) * u_scale  # (T, 2) float32, as torch.rand(2)
+    new_w = jnp.floor(w * r[:, 0])
+    new_h = jnp.floor(h * r[:, 1])
+    aspect = new_w / jnp.maximum(new_h, 1.0)
+    ok = (new_h > 0) & (min_aspect_ratio <= aspect) & (aspect <= max_aspect_ratio)
+    left = jnp.floor((w - new_w) * u_pos[:, 0])
+    top = jnp.floor((h - new_h) * u_pos[:, 1])
+    right, bottom = left + new_w, top + new_h
+    ok &= (left != right) & (top != bottom)
+    cx = 0.5 * (boxes[:, 0] + boxes[:, 2])
+    cy = 0.5 * (boxes[:, 1] + boxes[:, 3])
+    within = ((left[:, None] < cx) & (cx < right[:, None]) & (top[:, None] < cy)
+              & (cy < bottom[:, None]) & valid)  # (T, M)
+    crops = jnp.stack([left, top, right, bottom], axis=-1)
+    ious = jax.vmap(lambda c: box_iou(boxes, c))(crops)  # (T, M)
+    best = jnp.max(jnp.where(within, ious, -jnp.inf), axis=-1, initial=-jnp.inf)
+    ok &= within.any(axis=-1) & (best >= min_iou)
+    first = jnp.argmax(ok)
+    take = ok.any() & (min_iou < 1.0)
+    box = jnp.where(take, jnp.stack([top[first], left[first], new_h[first], new_w[first]]),
+                    jnp.array([0.0, 0.0, h, w], _F32)).astype(jnp.int32)
+    kept = jnp.where(take, within[first] if boxes.shape[0] else valid, valid)
+    return box, kept
+
+
+def _iou_sample(key, meta, params, *, targets, trials, min_scale, max_scale, min_aspect_ratio,
+                max_aspect_ratio, sampler_options, **_):
+    """One sample's ``box`` and ``boxes_valid``: ``u = jax.random.uniform(key, (1 + 4T,))``
+    holds the option draw ``u[0]``, the trials' scale draws ``u[1:1+2T]`` and their position
+    draws ``u[1+2T:]`` (each ``(T, 2)``, see :func:`iou_crop_box`)."""
+    t = trials
+    u = jax.random.uniform(key, (1 + 4 * t,))
+    box, within = iou_crop_box(
+        u[0], u[1:1 + 2 * t].reshape(t, 2), u[1 + 2 * t:].reshape(t, 2), targets["boxes"],
+        targets["boxes_valid"], meta.height, meta.width, min_scale=min_scale,
+        max_scale=max_scale, min_aspect_ratio=min_aspect_ratio,
+        max_aspect_ratio=max_aspect_ratio, sampler_options=sampler_options)
+    return {"box": box, "boxes_valid": within}
+
+
+def _iou_matrix(params, meta, *, size, **_):
+    top, left, h, w = (params["box"][i] for i in range(4))
+    return crop_resize_matrix(top, left, h, w, size[0], size[1])
+
+
+def _output_size(h: int, w: int, *, size, **_) -> tuple[int, int]:
+    return tuple(size)
+
+
+def _check(*, min_scale, max_scale, min_aspect_ratio, max_aspect_ratio, sampler_options,
+           **_) -> None:
+    if not 0.0 < min_scale <= max_scale <= 1.0:
+        raise ValueError(f"expected 0 < min_scale <= max_scale <= 1, got {min_scale}, "
+                         f"{max_scale}")
+    if not 0.0 < min_aspect_ratio <= max_aspect_ratio:
+        raise ValueError(f"expected 0 < min_aspect_ratio <= max_aspect_ratio, got "
+                         f"{min_aspect_ratio}, {max_aspect_ratio}")
+    if not sampler_options:
+        raise ValueError("sampler_options must hold at least one minimum IoU")
+
+
+@op(
+    "random_iou_crop",
+    params={
+        "size": Param(None, kind="size", low=1, required=True,
+                      doc="output (height, width) the crop is resized to, or one int"),
+        "min_scale": Param(0.3, low=0.0, doc="smallest crop side, a fraction of the image's"),
+        "max_scale": Param(1.0, low=0.0, high=1.0, doc="largest crop side, a fraction"),
+        "min_aspect_ratio": Param(0.5, low=0.0, low_exclusive=True,
+                                  doc="smallest crop width / height"),
+        "max_aspect_ratio": Param(2.0, low=0.0, low_exclusive=True,
+                                  doc="largest crop width / height"),
+        "sampler_options": Param(IOU_OPTIONS, kind="floats",
+                                 doc="minimum IoU options (one drawn per sample; >= 1: no crop)"),
+        "trials": Param(40, low=1, high=1000, doc="crops tried per sample (all at once)"),
+        "interpolation": Param("bilinear", choices=INTERPOLATIONS,
+                               doc="'bilinear' or 'nearest' resize of the crop"),
+        "antialias": Param(True, doc="widen the bilinear filter when shrinking"),
+    },
+    sample=_iou_sample,
+    sample_targets=("boxes",),
+    matrix=_iou_matrix,
+    output_size=_output_size,
+    check=_check,
+    reference="torchvision.transforms.v2.RandomIoUCrop (then Resize(size))",
+)
+def random_iou_crop(image, params, *, size, min_scale, max_scale, min_aspect_ratio,
+                    max_aspect_ratio, sampler_options, trials, interpolation, antialias):
+    """Crops a box that overlaps the sample's boxes by a drawn minimum IoU (SSD), resized.
+
+    torchvision RandomIoUCrop: a minimum IoU is drawn from ``sampler_options`` (``1.0``: no
+    crop); of ``trials`` random crops (sides ``[min_scale, max_scale]`` of the image's, aspect
+    ratio within ``[min_aspect_ratio, max_aspect_ratio]``), the first that holds the centre of a
+    valid box and whose IoU with one such box reaches the minimum is taken. Boxes whose centre
+    lies outside it become invalid. The crop is then resized to ``size`` (torchvision's SSD
+    recipe resizes after the crop). Differences: the trials of one drawn option are all there
+    is (torchvision draws another option when none is accepted; augjax leaves the image), and a
+    sample without valid boxes is left as it is (torchvision refuses it, or loops).
+
+    Params: ``box`` ((4,) int32 top, left, height, width), ``boxes_valid`` ((M,) bool).
+    """
+    box = params["box"]
+    return resize_crop(image, tuple(box[i] for i in range(4)), size, interpolation, antialias)
