@@ -41,23 +41,10 @@ def box_iou(boxes: jax.Array, crop: jax.Array) -> jax.Array:
     return inter / (area1 + area2 - inter)
 
 
-def iou_crop_box(u_option, u_scale, u_pos, boxes, valid, h: int, w: int, *, min_scale,
-                 max_scale, min_aspect_ratio, max_aspect_ratio, sampler_options):
-    """torchvision ``RandomIoUCrop.make_params``, branch-free, from given uniform draws.
-
-    ``u_option`` picks the option ``sampler_options[floor(u * len)]`` (a value >= 1 takes no
-    crop); trial ``t`` of ``T`` takes ``r = min_scale + (max_scale - min_scale) * u_scale[t]``
-    ((2,) width, height factors: ``new_w = int(W * r[0])``, ``new_h = int(H * r[1])``) and
-    ``u_pos[t]`` ((2,): ``left = int((W - new_w) * u[0])``, ``top = int((H - new_h) * u[1])``).
-    A trial is accepted as torchvision accepts it: aspect ratio ``new_w / new_h`` within the
-    limits, a non-empty crop, at least one valid box whose centre lies strictly inside it, and
-    the largest IoU of those boxes with the crop ``>=`` the option. All ``T`` trials are computed
-    at once and the first accepted one wins; when none is (torchvision would draw another
-    option and try again), or the option is >= 1, the image is left as it is.
-
-    Returns ``(box, within)``: int32 ``(top, left, height, width)`` and the (M,) boxes whose
-    centre lies inside the crop (all of the valid ones where no crop is taken).
-    """
+def _one_round(u_option, u_scale, u_pos, boxes, valid, h: int, w: int, *, min_scale,
+               max_scale, min_aspect_ratio, max_aspect_ratio, sampler_options):
+    """One option and its trials: ``(box, within, min_iou, decided)`` (see
+    :func:`iou_crop_box`); ``decided``: a trial was accepted, or the option takes no crop."""
     options = jnp.asarray(sampler_options, _F32)
     idx = jnp.minimum(jnp.floor(u_option * len(sampler_options)).astype(jnp.int32),
                       len(sampler_options) - 1)
@@ -83,23 +70,55 @@ def iou_crop_box(u_option, u_scale, u_pos, boxes, valid, h: int, w: int, *, min_
     take = ok.any() & (min_iou < 1.0)
     box = jnp.where(take, jnp.stack([top[first], left[first], new_h[first], new_w[first]]),
                     jnp.array([0.0, 0.0, h, w], _F32)).astype(jnp.int32)
-    kept = jnp.where(take, within[first] if boxes.shape[0] else valid, valid)
-    return box, kept
+    kept = jnp.where(take, within[first], valid) if boxes.shape[0] else valid
+    return box, kept, min_iou, take | (min_iou >= 1.0)
 
 
-def _iou_sample(key, meta, params, *, targets, trials, min_scale, max_scale, min_aspect_ratio,
-                max_aspect_ratio, sampler_options, **_):
-    """One sample's ``box`` and ``boxes_valid``: ``u = jax.random.uniform(key, (1 + 4T,))``
-    holds the option draw ``u[0]``, the trials' scale draws ``u[1:1+2T]`` and their position
-    draws ``u[1+2T:]`` (each ``(T, 2)``, see :func:`iou_crop_box`)."""
-    t = trials
-    u = jax.random.uniform(key, (1 + 4 * t,))
-    box, within = iou_crop_box(
-        u[0], u[1:1 + 2 * t].reshape(t, 2), u[1 + 2 * t:].reshape(t, 2), targets["boxes"],
-        targets["boxes_valid"], meta.height, meta.width, min_scale=min_scale,
+def iou_crop_box(u_option, u_scale, u_pos, boxes, valid, h: int, w: int, *, min_scale,
+                 max_scale, min_aspect_ratio, max_aspect_ratio, sampler_options):
+    """torchvision ``RandomIoUCrop.make_params``, branch-free, from given uniform draws.
+
+    ``R`` rounds of ``T`` trials: ``u_option`` (R,), ``u_scale`` and ``u_pos`` (R, T, 2). Round
+    ``k`` picks the option ``sampler_options[floor(u_option[k] * len)]`` (a value >= 1 takes no
+    crop); its trial ``t`` takes ``r = min_scale + (max_scale - min_scale) * u_scale[k, t]``
+    (``new_w = int(W * r[0])``, ``new_h = int(H * r[1])``) and ``u = u_pos[k, t]`` (``left =
+    int((W - new_w) * u[0])``, ``top = int((H - new_h) * u[1])``). A trial is accepted as
+    torchvision accepts it: aspect ratio ``new_w / new_h`` within the limits, a non-empty crop,
+    at least one valid box whose centre lies strictly inside it, and the largest IoU of those
+    boxes with the crop ``>=`` the option. Everything is computed at once; the first round that
+    decides (an accepted trial, its first; or the no-crop option) wins, as torchvision's loop
+    (which draws a new option when a round's trials all fail). When no round decides, the image
+    is left as it is (torchvision would keep drawing).
+
+    Returns ``(box, within, min_iou)``: int32 ``(top, left, height, width)``, the (M,) boxes
+    whose centre lies inside the crop (the valid ones where no crop is taken) and the option
+    of the deciding round (of the last round when none decides).
+    """
+    conf = dict(min_scale=min_scale, max_scale=max_scale, min_aspect_ratio=min_aspect_ratio,
+                max_aspect_ratio=max_aspect_ratio, sampler_options=sampler_options)
+    box, kept, min_iou, decided = jax.vmap(
+        lambda a, b, c: _one_round(a, b, c, boxes, valid, h, w, **conf))(
+            jnp.asarray(u_option), jnp.asarray(u_scale), jnp.asarray(u_pos))
+    k = jnp.where(decided.any(), jnp.argmax(decided), decided.shape[0] - 1)
+    found = decided.any()
+    box = jnp.where(found, box[k], jnp.array([0, 0, h, w], jnp.int32))
+    return box, jnp.where(found, kept[k], valid), min_iou[k]
+
+
+def _iou_sample(key, meta, params, *, targets, trials, rounds, min_scale, max_scale,
+                min_aspect_ratio, max_aspect_ratio, sampler_options, **_):
+    """One sample's ``box``, ``boxes_valid`` and ``min_iou``: ``u = jax.random.uniform(key,
+    (R, 1 + 4T))`` holds per round the option draw ``u[:, 0]``, the trials' scale draws
+    ``u[:, 1:1+2T]`` and their position draws ``u[:, 1+2T:]`` (each ``(R, T, 2)``, see
+    :func:`iou_crop_box`)."""
+    t, r = trials, rounds
+    u = jax.random.uniform(key, (r, 1 + 4 * t))
+    box, within, min_iou = iou_crop_box(
+        u[:, 0], u[:, 1:1 + 2 * t].reshape(r, t, 2), u[:, 1 + 2 * t:].reshape(r, t, 2),
+        targets["boxes"], targets["boxes_valid"], meta.height, meta.width, min_scale=min_scale,
         max_scale=max_scale, min_aspect_ratio=min_aspect_ratio,
         max_aspect_ratio=max_aspect_ratio, sampler_options=sampler_options)
-    return {"box": box, "boxes_valid": within}
+    return {"box": box, "boxes_valid": within, "min_iou": min_iou}
 
 
 def _iou_matrix(params, meta, *, size, **_):
@@ -136,7 +155,9 @@ def _check(*, min_scale, max_scale, min_aspect_ratio, max_aspect_ratio, sampler_
                                   doc="largest crop width / height"),
         "sampler_options": Param(IOU_OPTIONS, kind="floats",
                                  doc="minimum IoU options (one drawn per sample; >= 1: no crop)"),
-        "trials": Param(40, low=1, high=1000, doc="crops tried per sample (all at once)"),
+        "trials": Param(40, low=1, high=1000, doc="crops tried per option (all at once)"),
+        "rounds": Param(8, low=1, high=100, doc="options drawn per sample (torchvision draws "
+                                                 "until one decides; all at once)"),
         "interpolation": Param("bilinear", choices=INTERPOLATIONS,
                                doc="'bilinear' or 'nearest' resize of the crop"),
         "antialias": Param(True, doc="widen the bilinear filter when shrinking"),
@@ -149,19 +170,21 @@ def _check(*, min_scale, max_scale, min_aspect_ratio, max_aspect_ratio, sampler_
     reference="torchvision.transforms.v2.RandomIoUCrop (then Resize(size))",
 )
 def random_iou_crop(image, params, *, size, min_scale, max_scale, min_aspect_ratio,
-                    max_aspect_ratio, sampler_options, trials, interpolation, antialias):
+                    max_aspect_ratio, sampler_options, trials, rounds, interpolation, antialias):
     """Crops a box that overlaps the sample's boxes by a drawn minimum IoU (SSD), resized.
 
     torchvision RandomIoUCrop: a minimum IoU is drawn from ``sampler_options`` (``1.0``: no
     crop); of ``trials`` random crops (sides ``[min_scale, max_scale]`` of the image's, aspect
     ratio within ``[min_aspect_ratio, max_aspect_ratio]``), the first that holds the centre of a
-    valid box and whose IoU with one such box reaches the minimum is taken. Boxes whose centre
-    lies outside it become invalid. The crop is then resized to ``size`` (torchvision's SSD
-    recipe resizes after the crop). Differences: the trials of one drawn option are all there
-    is (torchvision draws another option when none is accepted; augjax leaves the image), and a
-    sample without valid boxes is left as it is (torchvision refuses it, or loops).
+    valid box and whose IoU with one such box reaches the minimum is taken; when none is, a new
+    option is drawn (``rounds`` of them, all computed at once). Boxes whose centre lies outside
+    the crop become invalid. The crop is then resized to ``size`` (torchvision's SSD recipe
+    resizes after the crop). Differences: after ``rounds`` undecided options (rare: a round
+    fails about half the time with 40 trials) the image is left as it is (torchvision keeps
+    drawing), and so is a sample without valid boxes (torchvision refuses it, or loops).
 
-    Params: ``box`` ((4,) int32 top, left, height, width), ``boxes_valid`` ((M,) bool).
+    Params: ``box`` ((4,) int32 top, left, height, width), ``min_iou`` (float32, the drawn
+    option), ``boxes_valid`` ((M,) bool: centre inside the crop).
     """
     box = params["box"]
     return resize_crop(image, tuple(box[i] for i in range(4)), size, interpolation, antialias)
