@@ -20,9 +20,10 @@ import jax.numpy as jnp
 from augjax._core.param import Param
 from augjax._core.spec import op
 from augjax.kernels.matrix import crop_resize_matrix
-from augjax.kernels.warp import INTERPOLATIONS, resize_crop
+from augjax.kernels.pixels import is_int
+from augjax.kernels.warp import INTERPOLATIONS, check_fill, resize_crop
 
-__all__ = ["random_iou_crop", "iou_crop_box", "IOU_OPTIONS"]
+__all__ = ["random_iou_crop", "random_zoom_out", "iou_crop_box", "IOU_OPTIONS"]
 
 #: torchvision's default ``sampler_options`` (minimum IoU; 1.0 leaves the image as it is).
 IOU_OPTIONS = (0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0)
@@ -188,3 +189,81 @@ def random_iou_crop(image, params, *, size, min_scale, max_scale, min_aspect_rat
     """
     box = params["box"]
     return resize_crop(image, tuple(box[i] for i in range(4)), size, interpolation, antialias)
+
+
+# ---------------------------------------------------------------------------------------------
+# random_zoom_out
+
+
+def _canvas_shape(h: int, w: int, side_range) -> tuple[int, int]:
+    """The largest canvas a zoom-out can draw: ``int(side * H)`` x ``int(side * W)``."""
+    return int(h * side_range[1]), int(w * side_range[1])
+
+
+def _zoom_sample(key, meta, params, *, p, side_range, **_):
+    """One sample's ``canvas`` ((4,) int32: top, left of the image on the canvas, canvas
+    height, width; ``(0, 0, H, W)`` where not applied): ``u = jax.random.uniform(key, (4,))``,
+    ``u[0] < p`` applies it, ``r = side_range[0] + u[1] * (side_range[1] - side_range[0])``
+    (``canvas = (int(H * r), int(W * r))``), ``left = int((cw - W) * u[2])``, ``top = int((ch -
+    H) * u[3])``, as torchvision's ``RandomZoomOut.make_params``."""
+    h, w = meta.height, meta.width
+    u = jax.random.uniform(key, (4,))
+    r = side_range[0] + u[1] * (side_range[1] - side_range[0])
+    cw, ch = jnp.floor(w * r), jnp.floor(h * r)
+    left, top = jnp.floor((cw - w) * u[2]), jnp.floor((ch - h) * u[3])
+    on = u[0] < p
+    canvas = jnp.where(on, jnp.stack([top, left, ch, cw]), jnp.array([0.0, 0.0, h, w], _F32))
+    return {"canvas": canvas.astype(jnp.int32)}
+
+
+def _zoom_size(h: int, w: int, *, size, **_) -> tuple[int, int]:
+    return (h, w) if size is None else tuple(size)
+
+
+def _zoom_matrix(params, meta, *, size, **_):
+    top, left, ch, cw = (params["canvas"][i] for i in range(4))
+    oh, ow = _zoom_size(meta.height, meta.width, size=size)
+    return crop_resize_matrix(-top, -left, ch, cw, oh, ow)
+
+
+@op(
+    "random_zoom_out",
+    params={
+        "fill": Param(0.0, kind="floats", low=0.0, high=1.0,
+                      doc="canvas value, a fraction of the range (one or one per channel)"),
+        "side_range": Param((1.0, 4.0), kind="pair", low=1.0,
+                            doc="range of the canvas side, a multiple of the image's"),
+        "p": Param(0.5, low=0.0, high=1.0, neutral=0.0, doc="probability of zooming out"),
+        "size": Param(None, kind="size", low=1, optional=True,
+                      doc="output (height, width) the canvas is resized to; None: the input's"),
+        "interpolation": Param("bilinear", choices=INTERPOLATIONS,
+                               doc="'bilinear' or 'nearest' resize of the canvas"),
+        "antialias": Param(True, doc="widen the bilinear filter when shrinking"),
+    },
+    sample=_zoom_sample,
+    matrix=_zoom_matrix,
+    output_size=_zoom_size,
+    reference="torchvision.transforms.v2.RandomZoomOut (then Resize(size))",
+)
+def random_zoom_out(image, params, *, fill, side_range, p, size, interpolation, antialias):
+    """Places the image on a larger canvas of ``fill`` (SSD's zoom out), resized to ``size``.
+
+    torchvision RandomZoomOut: with probability ``p`` the canvas is ``side`` times the image
+    (``side ~ U(side_range)``), the image at a uniform position on it; then the canvas is
+    resized to ``size`` (the input's size by default) as torchvision's recipes resize after it,
+    so a batch keeps one shape. The canvas is built at its largest size
+    (``side_range[1]`` squared times the image's pixels), then its drawn part is resized.
+
+    Params: ``canvas`` ((4,) int32 top, left of the image on the canvas, canvas height, width).
+    """
+    h, w, c = image.shape
+    top, left, ch, cw = (params["canvas"][i] for i in range(4))
+    big_h, big_w = _canvas_shape(h, w, side_range)
+    value = check_fill(fill, image, "random_zoom_out")
+    if is_int(image.dtype):
+        value = jnp.clip(jnp.round(value), 0.0, 255.0)
+    canvas = jnp.broadcast_to(value.astype(image.dtype), (big_h, big_w, c))
+    canvas = jax.lax.dynamic_update_slice(canvas, image, (top, left, 0))
+    out = _zoom_size(h, w, size=size)
+    return resize_crop(canvas, (jnp.int32(0), jnp.int32(0), ch, cw), out, interpolation,
+                       antialias)

@@ -13,7 +13,6 @@ from augjax import compose
 from augjax.catalog.detection import IOU_OPTIONS, iou_crop_box, random_iou_crop
 from augjax.catalog.geometry import flip
 from augjax.errors import OpDefinitionError
-from augjax.kernels.matrix import crop_resize_matrix  # noqa: F401  (the op's geometry)
 
 torch = pytest.importorskip("torch")
 tv2 = pytest.importorskip("torchvision.transforms.v2")
