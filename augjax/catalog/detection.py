@@ -21,9 +21,10 @@ from augjax._core.param import Param
 from augjax._core.spec import op
 from augjax.kernels.matrix import crop_resize_matrix
 from augjax.kernels.pixels import is_int
-from augjax.kernels.warp import INTERPOLATIONS, check_fill, resize_crop
+from augjax.kernels.warp import INTERPOLATIONS, check_fill, resize_crop, window_weights
 
-__all__ = ["random_iou_crop", "random_zoom_out", "iou_crop_box", "IOU_OPTIONS"]
+__all__ = ["random_iou_crop", "random_zoom_out", "scale_jitter", "iou_crop_box",
+           "IOU_OPTIONS"]
 
 #: torchvision's default ``sampler_options`` (minimum IoU; 1.0 leaves the image as it is).
 IOU_OPTIONS = (0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0)
@@ -267,3 +268,93 @@ def random_zoom_out(image, params, *, fill, side_range, p, size, interpolation, 
     out = _zoom_size(h, w, size=size)
     return resize_crop(canvas, (jnp.int32(0), jnp.int32(0), ch, cw), out, interpolation,
                        antialias)
+
+
+# ---------------------------------------------------------------------------------------------
+# scale_jitter (large-scale jitter: resize by a random scale, then crop / pad to a fixed size)
+
+
+def _jitter_sample(key, meta, params, *, target_size, scale_range, size, **_):
+    """One sample's ``resized`` ((2,) int32: the image's size after the jitter, height, width)
+    and ``offset`` ((2,) int32: top, left of the output window in the resized image):
+    ``u = jax.random.uniform(key, (2,))``, ``scale = lo + u[0] * (hi - lo)``, ``r = min(th / H,
+    tw / W) * scale`` (torchvision ``ScaleJitter``: ``(int(H * r), int(W * r))``); the window's
+    top and left are ``int(max(h' - oh, 0) * u[1])`` and ``int(max(w' - ow, 0) * u[1])`` (one
+    draw for both, as torchvision's detection reference ``FixedSizeCrop``)."""
+    h, w = meta.height, meta.width
+    oh, ow = _jitter_size(h, w, target_size=target_size, size=size)
+    u = jax.random.uniform(key, (2,))
+    scale = scale_range[0] + u[0] * (scale_range[1] - scale_range[0])
+    r = min(target_size[0] / h, target_size[1] / w) * scale
+    nh, nw = jnp.floor(h * r), jnp.floor(w * r)
+    top = jnp.floor(jnp.maximum(nh - oh, 0.0) * u[1])
+    left = jnp.floor(jnp.maximum(nw - ow, 0.0) * u[1])
+    return {"resized": jnp.stack([nh, nw]).astype(jnp.int32),
+            "offset": jnp.stack([top, left]).astype(jnp.int32)}
+
+
+def _jitter_size(h: int, w: int, *, target_size, size, **_) -> tuple[int, int]:
+    return tuple(target_size if size is None else size)
+
+
+def _jitter_matrix(params, meta, **_):
+    nh, nw = (params["resized"][i].astype(_F32) for i in range(2))
+    top, left = (params["offset"][i].astype(_F32) for i in range(2))
+    sx, sy = nw / meta.width, nh / meta.height
+    zero, one = jnp.float32(0.0), jnp.float32(1.0)
+    return jnp.stack([jnp.stack([sx, zero, 0.5 * sx - 0.5 - left]),
+                      jnp.stack([zero, sy, 0.5 * sy - 0.5 - top]),
+                      jnp.stack([zero, zero, one])])
+
+
+@op(
+    "scale_jitter",
+    params={
+        "target_size": Param(None, kind="size", low=1, required=True,
+                             doc="(height, width) whose fit sets the base scale"),
+        "scale_range": Param((0.1, 2.0), kind="pair", low=0.0, low_exclusive=True,
+                             doc="range of the scale drawn per sample, times the base scale"),
+        "size": Param(None, kind="size", low=1, optional=True,
+                      doc="output (height, width), cropped or padded to; None: target_size"),
+        "fill": Param(0.0, kind="floats", low=0.0, high=1.0,
+                      doc="padding value, a fraction of the range (one or one per channel)"),
+        "interpolation": Param("bilinear", choices=INTERPOLATIONS,
+                               doc="'bilinear' or 'nearest' resize"),
+        "antialias": Param(True, doc="widen the bilinear filter when shrinking"),
+    },
+    sample=_jitter_sample,
+    matrix=_jitter_matrix,
+    output_size=_jitter_size,
+    reference="torchvision.transforms.v2.ScaleJitter, then the detection reference's "
+              "FixedSizeCrop(size)",
+)
+def scale_jitter(image, params, *, target_size, scale_range, size, fill, interpolation,
+                 antialias):
+    """Resizes by a random scale, then crops or pads to a fixed size (large-scale jitter).
+
+    torchvision ScaleJitter: ``r = min(th / H, tw / W) * U(scale_range)`` and a resize to
+    ``(int(H * r), int(W * r))``; then torchvision's detection reference ``FixedSizeCrop(size)``
+    (the LSJ recipe of Mask R-CNN / DETR training): a random window of ``size`` where the
+    resized image is larger (one draw places it along both axes), ``fill`` below and to the
+    right where it is smaller. Only the output window of the resized image is computed (a
+    resize to a traced size, its rows from the offset on), so the batch keeps one shape.
+
+    Params: ``resized`` ((2,) int32 height, width after the jitter), ``offset`` ((2,) int32 top,
+    left of the window in the resized image).
+    """
+    h, w, c = image.shape
+    oh, ow = _jitter_size(h, w, target_size=target_size, size=size)
+    nh, nw = params["resized"][0], params["resized"][1]
+    top, left = params["offset"][0], params["offset"][1]
+    wy = window_weights(oh, top, nh, h, 0, h, interpolation, antialias)  # (oh, h)
+    wx = window_weights(ow, left, nw, w, 0, w, interpolation, antialias)  # (ow, w)
+    x = jnp.einsum("ow,hwc->hoc", wx, image.astype(_F32), precision="highest")
+    if is_int(image.dtype):
+        x = jnp.floor(x + 0.5)  # ATen's uint8 passes round half up
+    x = jnp.einsum("oh,hwc->owc", wy, x, precision="highest")
+    inside = ((jnp.arange(oh) < nh - top)[:, None] & (jnp.arange(ow) < nw - left)[None, :])
+    value = check_fill(fill, image, "scale_jitter")
+    if is_int(image.dtype):
+        x = jnp.clip(jnp.floor(x + 0.5), 0.0, 255.0)
+        value = jnp.clip(jnp.round(value), 0.0, 255.0)
+    return jnp.where(inside[..., None], x, value).astype(image.dtype)
