@@ -115,11 +115,16 @@ def _iou_sample(key, meta, params, *, targets, trials, rounds, min_scale, max_sc
     :func:`iou_crop_box`)."""
     t, r = trials, rounds
     u = jax.random.uniform(key, (r, 1 + 4 * t))
+    boxes, valid = targets["boxes"], targets["boxes_valid"]
+    if boxes.shape[0] == 0:  # a call without boxes: the whole image is the one box
+        boxes = jnp.array([[0.0, 0.0, meta.width, meta.height]], _F32)
+        valid = jnp.ones((1,), jnp.bool_)
     box, within, min_iou = iou_crop_box(
         u[:, 0], u[:, 1:1 + 2 * t].reshape(r, t, 2), u[:, 1 + 2 * t:].reshape(r, t, 2),
-        targets["boxes"], targets["boxes_valid"], meta.height, meta.width, min_scale=min_scale,
-        max_scale=max_scale, min_aspect_ratio=min_aspect_ratio,
-        max_aspect_ratio=max_aspect_ratio, sampler_options=sampler_options)
+        boxes, valid, meta.height, meta.width, min_scale=min_scale, max_scale=max_scale,
+        min_aspect_ratio=min_aspect_ratio, max_aspect_ratio=max_aspect_ratio,
+        sampler_options=sampler_options)
+    within = within[:targets["boxes"].shape[0]]
     return {"box": box, "boxes_valid": within, "min_iou": min_iou}
 
 
@@ -183,7 +188,9 @@ def random_iou_crop(image, params, *, size, min_scale, max_scale, min_aspect_rat
     the crop become invalid. The crop is then resized to ``size`` (torchvision's SSD recipe
     resizes after the crop). Differences: after ``rounds`` undecided options (rare: a round
     fails about half the time with 40 trials) the image is left as it is (torchvision keeps
-    drawing), and so is a sample without valid boxes (torchvision refuses it, or loops).
+    drawing), and so is a sample whose boxes are all invalid (torchvision loops); a call
+    without boxes crops as if the whole image were the one box (the crop's area is then at
+    least the drawn IoU times the image's; torchvision refuses such a call).
 
     Params: ``box`` ((4,) int32 top, left, height, width), ``min_iou`` (float32, the drawn
     option), ``boxes_valid`` ((M,) bool: centre inside the crop).

@@ -56,24 +56,9 @@ def _keys(seed: int, n: int = SHAPE[0]) -> jax.Array:
 
 def _run(op: BoundOp, images: Any, labels: Any, keys: Any, layout: str) -> list[np.ndarray]:
     inputs = (images,) if labels is None else (images, labels)
-    targets = _seen_targets(op, images, layout)
     with no_padding():  # each batch size its own program: the checks compare them
-        out = op(*inputs, key=keys, layout=layout, **targets)
-    if isinstance(out, dict):  # an op whose sampler reads the boxes: the images (and labels)
-        out = tuple(out[k] for k in ("images", "labels") if k in out)
+        out = op(*inputs, key=keys, layout=layout)
     return [np.asarray(o) for o in (out if isinstance(out, tuple) else (out,))]
-
-
-def _seen_targets(op: BoundOp, images: Any, layout: str) -> dict[str, Any]:
-    """Example boxes for an op whose sampler reads them (``sample_targets``): two boxes per
-    sample, so that its draws have boxes to see (without, ``random_iou_crop`` takes no crop)."""
-    if "boxes" not in getattr(op.spec, "sample_targets", ()):
-        return {}
-    n = images.shape[0]
-    h, w = (images.shape[2], images.shape[3]) if layout == "CHW" else images.shape[1:3]
-    one = np.array([[0.1 * w, 0.1 * h, 0.6 * w, 0.7 * h], [0.4 * w, 0.3 * h, 0.9 * w, h]],
-                   np.float32)
-    return {"boxes": np.broadcast_to(one, (n, 2, 4)).copy()}
 
 
 def _max_diff(a: np.ndarray, b: np.ndarray) -> float:

@@ -169,10 +169,15 @@ def test_a_call_equals_sample_then_apply_and_no_boxes_leaves_the_image():
     replay = random_iou_crop.apply(x, params=params, size=(H, W), boxes=boxes)
     for k in called:
         np.testing.assert_array_equal(np.asarray(called[k]), np.asarray(replay[k]))
-    # without boxes the sampler sees M = 0 boxes: no trial holds a box centre, no crop
-    plain = random_iou_crop.sample(x, key=key, size=(H, W))
-    assert np.asarray(plain["box"]).tolist() == [[0, 0, H, W]] * 4
-    np.testing.assert_array_equal(np.asarray(random_iou_crop(x, key=key, size=(H, W))), x)
+    # without boxes the whole image is the one box: the crop covers min_iou of the image
+    plain = random_iou_crop.sample(x, key=jax.random.key(8), size=(H, W))
+    area = np.prod(np.asarray(plain["box"])[:, 2:], axis=1) / (H * W)
+    assert (area >= np.asarray(plain["min_iou"]) - 1e-6).all()
+    assert plain["boxes_valid"].shape == (4, 0)
+    # boxes all invalid: no box centre to hold, the image is left as it is
+    none = random_iou_crop(x, key=key, size=(H, W), boxes=boxes,
+                           boxes_valid=np.zeros((4, 2), bool))
+    np.testing.assert_array_equal(np.asarray(none["images"]), x)
 
 
 def test_sample_targets_is_declared_and_checked():
