@@ -48,7 +48,7 @@ from augjax._core.param import Param, per_sample_value
 from augjax._core.reach import note
 from augjax._core.step import CALL_KEYWORDS
 from augjax._core.targets import TARGET_KEYWORDS, Follow, default_follow
-from augjax.errors import OpDefinitionError, ParamError
+from augjax.errors import InputError, OpDefinitionError, ParamError
 
 __all__ = ["API_VERSION", "Meta", "OpSpec", "op"]
 
@@ -145,7 +145,12 @@ class OpSpec:
         """The params of one sample (or, for batch-level ops, of the batch) under ``config``
         (validated parameter values): per-sample values, then the ``sample`` hook's fields.
         ``overrides`` set per-sample values directly (a policy's magnitudes); ``targets`` the
-        sample's targets for an op that declares ``sample_targets`` (None: no boxes); traced."""
+        sample's targets for an op that declares ``sample_targets`` (``{}``: the call has none;
+        None, from a composite that passes none, is refused for such an op); traced.
+
+        Raises:
+            InputError: an op whose sampler reads targets, drawn without them.
+        """
         import jax
         import jax.numpy as jnp
 
@@ -164,6 +169,13 @@ class OpSpec:
             else:
                 out[n] = per_sample_value(self.params[n], config[n], u[i])
         if self.sampler is not None:
+            if self.sample_targets and targets is None:
+                seen = " and ".join(self.sample_targets)
+                raise InputError(
+                    f"{self.name}: its sampler reads the sample's {seen} (sample_targets), "
+                    f"which only a call, a chain step or op.sample passes; "
+                    f"it cannot be drawn inside a composite (random_apply, one_of, a policy)",
+                    op=self.name)
             more = {} if not self.sample_targets else {"targets": _seen(self.sample_targets,
                                                                         targets)}
             extra = self.sampler(jax.random.fold_in(key, 1) if key is not None else None, meta,

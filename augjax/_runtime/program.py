@@ -147,14 +147,10 @@ def sample_steps(
     out = []
     for pos, step in enumerate(steps, start):
         spec = step.spec
-        if spec.level == "sample" and getattr(spec, "sample_targets", ()) and targets:
+        if spec.level == "sample" and getattr(spec, "sample_targets", ()):
             meta = Meta(h, w, c, dtype.name)
-            seen = _targets_at(steps[:pos - start], out, targets, arrays, shape0, dtype0)
-            if spec.random and keys is not None:
-                params = jax.vmap(lambda k, t, s=step, m=meta, i=pos: s.draw(
-                    jax.random.fold_in(k, i), m, targets=t))(keys, seen)
-            else:
-                params = jax.vmap(lambda t, s=step, m=meta: s.draw(None, m, targets=t))(seen)
+            params = _draw_seeing(step, pos, meta, keys, n, _targets_at(
+                steps[:pos - start], out, targets, arrays, shape0, dtype0) if targets else None)
         elif spec.level == "sample":
             meta = Meta(h, w, c, dtype.name)
             if spec.random and keys is not None:
@@ -172,6 +168,21 @@ def sample_steps(
         out.append(params)
         (h, w, c), dtype = step.struct_after((h, w, c), dtype)
     return tuple(out)
+
+
+def _draw_seeing(step: Any, pos: int, meta: Meta, keys: Any, n: int, seen: Any) -> Any:
+    """The params of a step whose sampler reads targets, for the batch's ``seen`` targets (a
+    dict of arrays with a leading axis N; None: the call has none, the sampler sees none)."""
+    def one(k: Any, t: Any) -> Any:
+        return step.draw(None if k is None else jax.random.fold_in(k, pos), meta,
+                         targets={} if t is None else t)
+
+    if step.spec.random and keys is not None:
+        return jax.vmap(one)(keys, seen)
+    if seen is not None:
+        return jax.vmap(lambda t: one(None, t))(seen)
+    return jax.tree_util.tree_map(lambda v: jnp.broadcast_to(v, (n,) + jnp.shape(v)),
+                                  one(None, None))
 
 
 def _targets_at(before: Sequence[Any], params: Sequence[Any], targets: Any,

@@ -245,3 +245,15 @@ def test_dali_cpu_pipeline_equals_the_arrays_path():
     np.testing.assert_array_equal(bx, np.asarray(ref["boxes"]))
     np.testing.assert_array_equal(valid, np.asarray(ref["boxes_valid"]))
     assert not (np.asarray(ref["boxes_valid"]).all())  # some box lost its centre
+
+
+def test_inside_a_composite_it_is_refused_not_blind():
+    """A composite draws its ops without targets: the op says so instead of cropping blind."""
+    from augjax.errors import InputError
+
+    x = np.zeros((2, H, W, 3), np.uint8)
+    boxes = np.tile(np.array([[[4, 4, 30, 30]]], np.float32), (2, 1, 1))
+    with pytest.raises(InputError, match="random_iou_crop: its sampler reads the sample's "
+                                         "boxes .* cannot be drawn inside a composite"):
+        augjax.random_apply(random_iou_crop.bind(size=8), p=0.5)(x, key=jax.random.key(0),
+                                                                 boxes=boxes)
