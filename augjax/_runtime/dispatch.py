@@ -16,8 +16,8 @@ from augjax._runtime.given_params import check_given_params, explain_missing_key
 from augjax._runtime.inputs import as_array, check_label_range
 from augjax._runtime.keys import sample_keys
 from augjax.kernels.partition import array_spans_devices
-from augjax._runtime.program import (apply_program, array_program, sample_program,
-                                     sees_targets)
+from augjax._runtime.program import apply_program, array_program, sample_program
+from augjax._runtime.sampler_targets import sees_targets
 from augjax._runtime.ragged import (
     as_arrays,
     check_list,

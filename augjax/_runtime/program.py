@@ -28,6 +28,7 @@ from augjax._core.meta import Meta
 from augjax.kernels.partition import tracing
 from augjax.kernels.platform import platform_dependent
 from augjax._runtime.program_store import StoredProgram
+from augjax._runtime.sampler_targets import draw_seeing, sees_targets, targets_at
 from augjax._runtime.targets import follow_targets
 from augjax._runtime.values import abstract, fill, given
 from augjax.errors import InputError, OpDefinitionError
@@ -149,7 +150,7 @@ def sample_steps(
         spec = step.spec
         if spec.level == "sample" and getattr(spec, "sample_targets", ()):
             meta = Meta(h, w, c, dtype.name)
-            params = _draw_seeing(step, pos, meta, keys, n, _targets_at(
+            params = draw_seeing(step, pos, meta, keys, n, targets_at(
                 steps[:pos - start], out, targets, arrays, shape0, dtype0) if targets else None)
         elif spec.level == "sample":
             meta = Meta(h, w, c, dtype.name)
@@ -168,39 +169,6 @@ def sample_steps(
         out.append(params)
         (h, w, c), dtype = step.struct_after((h, w, c), dtype)
     return tuple(out)
-
-
-def _draw_seeing(step: Any, pos: int, meta: Meta, keys: Any, n: int, seen: Any) -> Any:
-    """The params of a step whose sampler reads targets, for the batch's ``seen`` targets (a
-    dict of arrays with a leading axis N; None: the call has none, the sampler sees none)."""
-    def one(k: Any, t: Any) -> Any:
-        return step.draw(None if k is None else jax.random.fold_in(k, pos), meta,
-                         targets={} if t is None else t)
-
-    if step.spec.random and keys is not None:
-        return jax.vmap(one)(keys, seen)
-    if seen is not None:
-        return jax.vmap(lambda t: one(None, t))(seen)
-    return jax.tree_util.tree_map(lambda v: jnp.broadcast_to(v, (n,) + jnp.shape(v)),
-                                  one(None, None))
-
-
-def _targets_at(before: Sequence[Any], params: Sequence[Any], targets: Any,
-                arrays: Sequence[Any], shape: tuple[int, ...], dtype: Any) -> dict[str, Any]:
-    """The batch's targets after the steps ``before`` with their ``params``: a dict with the
-    names of :class:`TargetSpec` ``targets`` (boxes with their validity)."""
-    moved = follow_targets(tuple(before), tuple(params), targets, arrays, shape, dtype,
-                           _first_name(before))
-    return dict(zip(targets.outputs, moved))
-
-
-def sees_targets(steps: Sequence[Any], targets: Any) -> Any:
-    """``targets`` where a step's sampler reads targets (``sample_targets``), else None: the
-    samplers of other programs take no target arrays (and stay as they were)."""
-    if targets is None:
-        return None
-    asked = any(getattr(getattr(s, "spec", None), "sample_targets", ()) for s in steps)
-    return targets if asked else None
 
 
 def apply_params(
