@@ -30,6 +30,14 @@ Kernel and sampler signatures (checked when the op is declared):
   image size, channels and dtype; the batch size for batch-level ops), the per-sample values
   drawn so far, and every parameter's configured value; it returns more fields (arrays, per
   sample; with a leading axis N for batch-level ops). Fields hold drawn values, never keys.
+- ``sample_targets=("boxes",)`` (optional, with ``sample=``; sample level): the hook also gets
+  ``targets=``, that sample's targets as they reach the op (moved by the steps before it):
+  ``{"boxes": (M, 4) float32 XYXY pixel edges, "boxes_valid": (M,) bool}`` for ``"boxes"``
+  (``M = 0`` when the call has no boxes) and ``{"masks": (H, W) or (H, W, K)}`` in the masks'
+  dtype for ``"masks"`` (absent when the call has none). A ``"boxes_valid"`` (M,) field the
+  hook returns is ANDed into the boxes' validity after the op. Crops constrained by the boxes
+  (``random_iou_crop``) are written so. Ops that declare nothing get no ``targets=`` and draw
+  as before; inside a composite (``random_apply``, ``one_of``, a policy) such an op is refused.
 
 Kernels always see channels-last images; augjax moves CHW data to HWC and back around them.
 """
@@ -324,6 +332,10 @@ def op(
             size it is resampled to and the output window (:class:`augjax._core.meta.Window`),
             from its params drawn with the image's true (traced) size. DALI resamples and crops
             the ragged images natively by it; on arrays augjax does.
+        sample_targets: the targets the ``sample`` hook reads, a subset of ``("boxes",
+            "masks")`` (a sample-level op with a ``sample`` hook): the hook then also takes
+            ``targets=``, e.g. ``{"boxes": (M, 4), "boxes_valid": (M,)}`` for one sample (see
+            the module docstring). Default: none, and no ``targets=`` keyword.
 
     Raises:
         OpDefinitionError: when the declaration and the kernel disagree.
