@@ -1,15 +1,16 @@
-"""Detection crops on HWC images whose sampler sees the boxes (torchvision v2 semantics).
+"""Detection ops on HWC images (torchvision v2 semantics, each ending in one fixed size so a
+batch keeps one shape): ``random_iou_crop`` (SSD's ``RandomIoUCrop``; its sampler declares
+``sample_targets=("boxes",)`` and reads each sample's boxes as the ops before it moved them),
+``random_zoom_out`` (``RandomZoomOut``) and ``scale_jitter`` (``ScaleJitter`` with the detection
+reference's ``FixedSizeCrop``: large-scale jitter). Boxes, keypoints and masks follow each by its
+``matrix`` and kernel (:mod:`augjax._runtime.targets`).
 
-``random_iou_crop`` is torchvision's ``RandomIoUCrop`` (SSD): its sampler declares
-``sample_targets=("boxes",)`` and so reads each sample's boxes (as the ops before it moved
-them). Every sample's crop is then resized to one fixed ``size`` (a batch has one shape), as
-torchvision's SSD recipe does with the ``Resize`` after the crop.
-
-Params (``op.sample``; one value per sample, leading axis N): ``box`` ((4,) int32: top, left,
-height, width of the crop in input pixels; the whole image where no crop was taken) and
-``boxes_valid`` ((M,) bool: the boxes whose centre lies inside the crop; a box outside is
-flagged invalid after the op, where torchvision zeroes it for ``SanitizeBoundingBoxes`` to drop).
-``op.apply(x, params={"box": ..., "boxes_valid": ...}, boxes=...)`` replays given values.
+Params (``op.sample``; one value per sample, leading axis N): ``random_iou_crop``: ``box`` ((4,)
+int32: top, left, height, width of the crop in input pixels; the whole image where no crop was
+taken), ``min_iou`` (the drawn option) and ``boxes_valid`` ((M,) bool: the boxes whose centre
+lies inside the crop; one outside is flagged invalid after the op, where torchvision zeroes it
+for ``SanitizeBoundingBoxes`` to drop); ``random_zoom_out``: ``canvas``; ``scale_jitter``:
+``resized`` and ``offset`` (see each op). ``op.apply(x, params=..., boxes=...)`` replays them.
 """
 
 from __future__ import annotations
