@@ -30,6 +30,14 @@ Kernel and sampler signatures (checked when the op is declared):
   image size, channels and dtype; the batch size for batch-level ops), the per-sample values
   drawn so far, and every parameter's configured value; it returns more fields (arrays, per
   sample; with a leading axis N for batch-level ops). Fields hold drawn values, never keys.
+- ``sample_targets=("boxes",)`` (optional, with ``sample=``; sample level): the hook also gets
+  ``targets=``, that sample's targets as they reach the op (moved by the steps before it):
+  ``{"boxes": (M, 4) float32 XYXY pixel edges, "boxes_valid": (M,) bool}`` for ``"boxes"``
+  (``M = 0`` when the call has no boxes) and ``{"masks": (H, W) or (H, W, K)}`` in the masks'
+  dtype for ``"masks"`` (absent when the call has none). A ``"boxes_valid"`` (M,) field the
+  hook returns is ANDed into the boxes' validity after the op. Crops constrained by the boxes
+  (``random_iou_crop``) are written so. Ops that declare nothing get no ``targets=`` and draw
+  as before; inside a composite (``random_apply``, ``one_of``, a policy) such an op is refused.
 
 Kernels always see channels-last images; augjax moves CHW data to HWC and back around them.
 """
@@ -48,7 +56,7 @@ from augjax._core.param import Param, per_sample_value
 from augjax._core.reach import note
 from augjax._core.step import CALL_KEYWORDS
 from augjax._core.targets import TARGET_KEYWORDS, Follow, default_follow
-from augjax.errors import OpDefinitionError, ParamError
+from augjax.errors import InputError, OpDefinitionError, ParamError
 
 __all__ = ["API_VERSION", "Meta", "OpSpec", "op"]
 
@@ -76,6 +84,8 @@ _LEVELS = ("sample", "batch")
 _IO = (("images",), ("images", "labels"))
 _DTYPES = ("uint8", "float32")
 _LAYOUTS = ("HWC", "CHW")
+#: What a sampler may ask to see (``sample_targets=``).
+_SAMPLE_TARGETS = ("boxes", "masks")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -110,6 +120,8 @@ class OpSpec:
     compute_bound: bool = False
     targets: Follow = Follow()
     ragged: Callable[..., Any] | None = None
+    #: The targets the ``sample`` hook reads (a subset of ``("boxes", "masks")``); see ``op``.
+    sample_targets: tuple[str, ...] = ()
     #: Internal: how a policy layer may compute this op together with others of its family
     #: (members from :mod:`augjax.catalog._fuse`, set with its ``fused`` decorator).
     fuse: tuple[Any, ...] = ()
@@ -136,10 +148,17 @@ class OpSpec:
         return tuple(k for k, p in self.params.items() if not p.per_sample)
 
     def draw(self, key: Any, meta: Meta, config: Mapping[str, Any],
-             overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+             overrides: Mapping[str, Any] | None = None,
+             targets: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The params of one sample (or, for batch-level ops, of the batch) under ``config``
         (validated parameter values): per-sample values, then the ``sample`` hook's fields.
-        ``overrides`` set per-sample values directly (a policy's magnitudes); traced."""
+        ``overrides`` set per-sample values directly (a policy's magnitudes); ``targets`` the
+        sample's targets for an op that declares ``sample_targets`` (``{}``: the call has none;
+        None, from a composite that passes none, is refused for such an op); traced.
+
+        Raises:
+            InputError: an op whose sampler reads targets, drawn without them.
+        """
         import jax
         import jax.numpy as jnp
 
@@ -158,8 +177,17 @@ class OpSpec:
             else:
                 out[n] = per_sample_value(self.params[n], config[n], u[i])
         if self.sampler is not None:
+            if self.sample_targets and targets is None:
+                seen = " and ".join(self.sample_targets)
+                raise InputError(
+                    f"{self.name}: its sampler reads the sample's {seen} (sample_targets), "
+                    f"which only a call, a chain step or op.sample passes; "
+                    f"it cannot be drawn inside a composite (random_apply, one_of, a policy)",
+                    op=self.name)
+            more = {} if not self.sample_targets else {"targets": _seen(self.sample_targets,
+                                                                        targets)}
             extra = self.sampler(jax.random.fold_in(key, 1) if key is not None else None, meta,
-                                 dict(out), **config)
+                                 dict(out), **config, **more)
             if not isinstance(extra, Mapping):
                 raise OpDefinitionError(
                     f"op {self.name!r}: sample= must return a dict of arrays, got "
@@ -188,10 +216,13 @@ class OpSpec:
     def sample(self, *inputs: Any, key: Any, layout: str = "HWC", per_frame: bool = False,
                **params: Any) -> Any:
         """The per-sample values this op draws for ``inputs`` with ``key``: a dict of arrays
-        with a leading axis N (see :meth:`augjax._runtime.bound.BoundOp.sample`)."""
+        with a leading axis N (see :meth:`augjax._runtime.bound.BoundOp.sample`). Targets
+        (``boxes=``, ...) are taken as in a call (read by a sampler with ``sample_targets``)."""
         from augjax._runtime.bound import bound
 
-        return bound(self, params).sample(*inputs, key=key, layout=layout, per_frame=per_frame)
+        targets = {k: params.pop(k) for k in list(params) if k in TARGET_KEYWORDS}
+        return bound(self, params).sample(*inputs, key=key, layout=layout, per_frame=per_frame,
+                                          **targets)
 
     def apply(self, *inputs: Any, params: Any, layout: str = "HWC", per_frame: bool = False,
               **op_params: Any) -> Any:
@@ -213,6 +244,25 @@ class OpSpec:
 
     def __repr__(self) -> str:
         return f"<augjax op {self.name!r} level={self.level} params={list(self.params)}>"
+
+
+def _seen(names: tuple[str, ...], targets: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The ``targets=`` a sampler that declares ``sample_targets=names`` gets: the boxes
+    (``M = 0`` when none came) and the masks where the call has them."""
+    import jax.numpy as jnp
+
+    targets = dict(targets or {})
+    out: dict[str, Any] = {}
+    if "boxes" in names:
+        if "boxes" in targets:
+            out["boxes"] = jnp.asarray(targets["boxes"], jnp.float32)
+            out["boxes_valid"] = jnp.asarray(targets["boxes_valid"], jnp.bool_)
+        else:
+            out["boxes"] = jnp.zeros((0, 4), jnp.float32)
+            out["boxes_valid"] = jnp.zeros((0,), jnp.bool_)
+    if "masks" in names and "masks" in targets:
+        out["masks"] = targets["masks"]
+    return out
 
 
 def op(
@@ -238,6 +288,7 @@ def op(
     compute_bound: bool = False,
     targets: Follow | None = None,
     ragged: Callable[..., Any] | None = None,
+    sample_targets: tuple[str, ...] = (),
 ) -> Callable[[Callable[..., Any]], OpSpec]:
     """Declares an op: ``@op("name", params={...})`` over its kernel returns an :class:`OpSpec`.
 
@@ -281,6 +332,10 @@ def op(
             size it is resampled to and the output window (:class:`augjax._core.meta.Window`),
             from its params drawn with the image's true (traced) size. DALI resamples and crops
             the ragged images natively by it; on arrays augjax does.
+        sample_targets: the targets the ``sample`` hook reads, a subset of ``("boxes",
+            "masks")`` (a sample-level op with a ``sample`` hook): the hook then also takes
+            ``targets=``, e.g. ``{"boxes": (M, 4), "boxes_valid": (M,)}`` for one sample (see
+            the module docstring). Default: none, and no ``targets=`` keyword.
 
     Raises:
         OpDefinitionError: when the declaration and the kernel disagree.
@@ -302,6 +357,7 @@ def op(
         if sample is not None and not callable(sample):
             raise OpDefinitionError(f"op {name!r}: sample= must be callable, got "
                                     f"{type(sample).__name__}")
+        seen = _check_sample_targets(name, sample_targets, sample, level, params)
         moves = matrix is not None if geometric is None else bool(geometric)
         if targets is not None and not isinstance(targets, Follow):
             raise OpDefinitionError(f"op {name!r}: targets= must be an augjax.Follow, got "
@@ -330,9 +386,27 @@ def op(
             compute_bound=bool(compute_bound),
             targets=targets or default_follow(level, moves, matrix is not None),
             ragged=ragged,
+            sample_targets=seen,
         )
 
     return decorate
+
+
+def _check_sample_targets(name, names, sample, level, params) -> tuple[str, ...]:
+    def bad(msg: str) -> OpDefinitionError:
+        return OpDefinitionError(f"op {name!r}: sample_targets= {msg}")
+
+    if isinstance(names, str) or not isinstance(names, (tuple, list)):
+        raise bad(f"must be a tuple of names from {_SAMPLE_TARGETS}, got {names!r}")
+    names = tuple(names)
+    if not set(names) <= set(_SAMPLE_TARGETS) or len(set(names)) != len(names):
+        raise bad(f"must be a tuple of distinct names from {_SAMPLE_TARGETS}, got {names!r}")
+    if names and (sample is None or level != "sample"):
+        raise bad(f"needs a sample= hook on a sample-level op (got sample="
+                  f"{'a hook' if sample is not None else 'None'}, level={level!r})")
+    if names and "targets" in params:
+        raise bad("reserves the keyword 'targets' of the sample hook; rename the parameter")
+    return tuple(n for n in _SAMPLE_TARGETS if n in names)
 
 
 def _check_declaration(name, kernel, params, level, inputs, outputs, dtypes, layouts) -> None:

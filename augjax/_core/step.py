@@ -89,11 +89,14 @@ class Step:
                            outputs_decl=self.outputs, key=key, seeds=seeds, seed=seed,
                            device=device, layout=layout, start=start, targets=targets)
 
-    def sample(self, *inputs: Any, key: Any, layout: str = "HWC", per_frame: bool = False) -> Any:
+    def sample(self, *inputs: Any, key: Any, layout: str = "HWC", per_frame: bool = False,
+               **targets: Any) -> Any:
         """The values this step draws for ``inputs`` with ``key`` (arrays; only the images'
         shape and dtype matter, a shape tuple is accepted): a pytree of arrays with a leading
         axis N, exactly what ``self(*inputs, key=key)`` uses. A chain gives one per step.
         ``self.apply(*inputs, params=self.sample(*inputs, key=key))`` equals the call bitwise.
+        ``targets`` (``boxes=``, ``masks=``, ...) reach the ops whose samplers read them
+        (``sample_targets``, e.g. ``random_iou_crop``); pass the call's own.
         """
         from augjax._runtime.dispatch import sample_steps_on
 
@@ -103,7 +106,7 @@ class Step:
             return sample_clips(self, inputs, key=key, layout=layout, per_frame=per_frame)
         steps, start = self._steps()
         params = sample_steps_on(steps, inputs, name=self.name, inputs_decl=self.inputs,
-                                 key=key, layout=layout, start=start)
+                                 key=key, layout=layout, start=start, targets=targets)
         return params if self.chained else params[0]
 
     def apply(self, *inputs: Any, params: Any, layout: str = "HWC", per_frame: bool = False,

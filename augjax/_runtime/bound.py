@@ -74,9 +74,11 @@ class BoundOp(Step):
         return dict(self.params)
 
     # -- the Step contract (shared with composites) -----------------------------------------
-    def draw(self, key: Any, meta: Any, overrides: Any = None) -> dict[str, Any]:
-        """One sample's params (the batch's, for batch-level ops); traced."""
-        return self.spec.draw(key, meta, self.kwargs, overrides)
+    def draw(self, key: Any, meta: Any, overrides: Any = None,
+             targets: Any = None) -> dict[str, Any]:
+        """One sample's params (the batch's, for batch-level ops); ``targets``: the sample's
+        targets, for an op whose sampler reads them (``sample_targets``); traced."""
+        return self.spec.draw(key, meta, self.kwargs, overrides, targets)
 
     def run(self, image: Any, params: Any) -> Any:
         """The kernel on one HWC image with its params; traced, deterministic."""

@@ -17,6 +17,7 @@ from augjax._runtime.inputs import as_array, check_label_range
 from augjax._runtime.keys import sample_keys
 from augjax.kernels.partition import array_spans_devices
 from augjax._runtime.program import apply_program, array_program, sample_program
+from augjax._runtime.sampler_targets import sees_targets
 from augjax._runtime.ragged import (
     as_arrays,
     check_list,
@@ -229,9 +230,10 @@ def _array_inputs(inputs: Sequence[Any], name: str, inputs_decl: tuple[str, ...]
 
 def sample_steps_on(steps: Sequence[Any], inputs: Sequence[Any], *, name: str,
                     inputs_decl: tuple[str, ...], key: Any, layout: str,
-                    start: int = 0) -> tuple[Any, ...]:
+                    start: int = 0, targets: Any = None) -> tuple[Any, ...]:
     """Every step's params for ``inputs`` with ``key`` (arrays only): a tuple, one pytree per
-    step, exactly the values a call with the same key uses."""
+    step, exactly the values a call with the same key (and the same ``targets``, which the
+    samplers that declare ``sample_targets`` read) uses."""
     if inputs and isinstance(inputs[0], (list, tuple)) and not (
             inputs[0] and all(isinstance(d, int) for d in inputs[0])):
         rest, rest_start, out, params = _ragged_prefix(steps, inputs[0], key, layout, start,
@@ -246,10 +248,14 @@ def sample_steps_on(steps: Sequence[Any], inputs: Sequence[Any], *, name: str,
     images, _ = _array_inputs(inputs, name, inputs_decl, layout, "sample")
     random = any(step.spec.random for step in steps)
     keys = sample_keys(key, images.shape[0], name) if random else None
-    skeletons, values = lift(steps)
+    tspec, arrays = _targets(name, dict(targets or {}), images, layout)
+    seen = sees_targets(steps, tspec)
+    skeletons, values = lift(steps) if seen is None else (tuple(steps), ())
     program = sample_program(skeletons, layout, start, tuple(images.shape),
-                             np.dtype(images.dtype).name)
-    return program(keys, as_arguments(values))
+                             np.dtype(images.dtype).name, False, seen)
+    if seen is None:
+        return program(keys, as_arguments(values))
+    return program(keys, as_arguments(values), *arrays)
 
 
 def apply_with_params(steps: Sequence[Any], inputs: Sequence[Any], params: Sequence[Any], *,

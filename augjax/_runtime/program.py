@@ -37,6 +37,7 @@ from augjax._core.meta import Meta
 from augjax.kernels.partition import tracing
 from augjax.kernels.platform import platform_dependent
 from augjax._runtime.program_store import StoredProgram
+from augjax._runtime.sampler_targets import draw_seeing, sees_targets, targets_at
 from augjax._runtime.targets import follow_targets
 from augjax._runtime.values import abstract, fill, given
 from augjax.errors import InputError, OpDefinitionError
@@ -140,18 +141,27 @@ def sample_steps(
     keys: jax.Array | None,
     layout: str,
     start: int = 0,
+    targets: Any = None,
+    arrays: Sequence[Any] = (),
 ) -> tuple[Any, ...]:
     """Every step's params for a batch of ``shape`` (in ``layout``) and ``dtype``: a tuple with
     one pytree per step (a dict of arrays with a leading axis N). Traced inside ``jax.jit``.
 
     Step ``j`` draws from ``fold_in(sample_key, start + j)``; per-sample steps are vmapped over
-    the samples' keys, batch-level steps draw from the first sample's key."""
-    n, h, w, c = _hwc_shape(tuple(shape), layout)
+    the samples' keys, batch-level steps draw from the first sample's key. A step whose sampler
+    reads targets (``sample_targets``) gets each sample's ``arrays`` (named by ``targets``, a
+    :class:`TargetSpec`) as the steps before it moved them."""
+    shape0, dtype0 = _hwc_shape(tuple(shape), layout), dtype
+    n, h, w, c = shape0
     dtype = jnp.dtype(dtype)
     out = []
     for pos, step in enumerate(steps, start):
         spec = step.spec
-        if spec.level == "sample":
+        if spec.level == "sample" and getattr(spec, "sample_targets", ()):
+            meta = Meta(h, w, c, dtype.name)
+            params = draw_seeing(step, pos, meta, keys, n, targets_at(
+                steps[:pos - start], out, targets, arrays, shape0, dtype0) if targets else None)
+        elif spec.level == "sample":
             meta = Meta(h, w, c, dtype.name)
             if spec.random and keys is not None:
                 params = jax.vmap(lambda k, s=step, m=meta: s.draw(jax.random.fold_in(k, pos), m)
@@ -400,8 +410,8 @@ def array_program(steps: tuple[Any, ...], layout: str, start: int = 0,
                 run = call_program(steps, layout, start, shape, dtype, form, targets)
             else:
                 run = _two_programs(apply, sample_program(
-                    steps, layout, start, shape, dtype, form == "key"), form == "seeds",
-                    partitioned)
+                    steps, layout, start, shape, dtype, form == "key",
+                    sees_targets(steps, targets)), form == "seeds", partitioned)
             runs[lookup] = run
         return run(images, labels, keys, values, *arrays)
 
@@ -434,7 +444,8 @@ def _two_programs(apply: Any, sample: Any, seeded: bool, partitioned: bool = Fal
     def run(images, labels, keys, values, *arrays):
         if seeded:
             keys = _keys_from_seeds(keys)
-        params = sample(keys, values)
+        params = sample(keys, values, *arrays) if getattr(sample, "sees", False) else \
+            sample(keys, values)
         sharding = getattr(images, "sharding", None)
         if partitioned and sharding is not None and not isinstance(images, jax.core.Tracer):
             params = jax.device_put(params, _replicated(sharding))
@@ -464,12 +475,14 @@ def call_program(steps: tuple[Any, ...], layout: str, start: int, shape: tuple[i
     memory as the apply program does. The GPU tests check the call against
     ``apply(sample(...))`` bitwise for every op and policy."""
     enable_compile_cache()
-    sample = sample_program(steps, layout, start, shape, dtype, keys == "key")
+    seen = sees_targets(steps, targets)
+    sample = sample_program(steps, layout, start, shape, dtype, keys == "key", seen)
     apply = apply_program(steps, layout, False, targets)
 
     def program(images, labels, keys_in, values=(), *arrays):
         k = keys_from_seeds(keys_in) if keys == "seeds" else keys_in
-        params = jax.lax.optimization_barrier(sample(k, values))
+        drawn = sample(k, values, *arrays) if seen is not None else sample(k, values)
+        params = jax.lax.optimization_barrier(drawn)
         return apply(images, labels, params, values, *arrays)
 
     config = {"layout": layout, "start": start, "shape": shape, "dtype": dtype, "keys": keys,
@@ -506,19 +519,22 @@ def seeded_program(
 
 @once_cache(maxsize=512)
 def sample_program(steps: tuple[Any, ...], layout: str, start: int, shape: tuple[int, ...],
-                   dtype: str, split: bool = False):
+                   dtype: str, split: bool = False, targets: Any = None):
     """The jitted sampler for arrays of ``shape`` and ``dtype``: ``f(keys) -> params``; with
-    ``split``, ``f(key)`` for one typed key, split into one key per sample first."""
+    ``split``, ``f(key)`` for one typed key, split into one key per sample first. With
+    ``targets`` (a :class:`TargetSpec`, for steps whose samplers read targets):
+    ``f(keys, values, *arrays)``, the target arrays in ``targets.names`` order."""
     enable_compile_cache()
     struct = jax.ShapeDtypeStruct(shape, jnp.dtype(dtype))
 
-    def program(keys, values=()):
+    def program(keys, values=(), *arrays):
         with tracing(False):
             for step in steps[:1]:
                 check_images(struct, step.spec, layout)
             if split:
                 keys = per_sample_keys(keys, shape[0])
-            return sample_steps(fill(steps, values), shape, dtype, keys, layout, start)
+            return sample_steps(fill(steps, values), shape, dtype, keys, layout, start,
+                                targets, arrays)
 
     def draws():  # the params' shapes (JAX keeps the trace for the compile that follows)
         key = jax.random.key(0)
@@ -530,7 +546,11 @@ def sample_program(steps: tuple[Any, ...], layout: str, start: int, shape: tuple
     config = dict(layout=layout, start=start, shape=shape, dtype=dtype)
     if split:  # (the stored name of the other samplers stays as it was)
         config["split"] = True
-    return StoredProgram(program, lambda: ("sample", steps, config), options)
+    if targets is not None:  # (likewise)
+        config["targets"] = targets
+    stored = StoredProgram(program, lambda: ("sample", steps, config), options)
+    stored.sees = targets is not None
+    return stored
 
 
 #: A sampler that draws more values per sample than this (a noise field, per-pixel draws)

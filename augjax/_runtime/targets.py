@@ -476,7 +476,18 @@ def _move_points(step: Any, p: Any, t: dict[str, Any], meta: Meta, n: int,
             t["keypoints"], t["keypoints_valid"] = jax.vmap(
                 lambda a, k, v, h=h, w=w: move_keypoints(a, k, v, h, w))(
                     m, t["keypoints"], t["keypoints_valid"])
+    if "boxes" in t and _drops_boxes(step, p):  # a sampler that saw the boxes drops some
+        t["boxes_valid"] = t["boxes_valid"] & p["boxes_valid"]
     return t
+
+
+def _drops_boxes(step: Any, p: Any) -> bool:
+    """Whether ``step``'s params carry a ``boxes_valid`` of its own: an op whose sampler reads
+    the boxes (``sample_targets``) may flag some invalid (``random_iou_crop``: those whose
+    centre lies outside its crop)."""
+    spec = getattr(step, "spec", None)
+    return ("boxes" in getattr(spec, "sample_targets", ()) and isinstance(p, Mapping)
+            and "boxes_valid" in p)
 
 
 def _batch_targets(step: Any, params: Any, t: dict[str, Any]) -> dict[str, Any]:

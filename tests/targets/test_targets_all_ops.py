@@ -13,7 +13,8 @@ from augjax import InputError
 
 N, H, W = 2, 10, 10
 _REQUIRED = {"random_resized_crop": {"size": 8}, "random_crop": {"size": 8},
-             "center_crop": {"size": 8}, "resize": {"size": (8, 12)}}
+             "center_crop": {"size": 8}, "resize": {"size": (8, 12)},
+             "random_iou_crop": {"size": 8}, "scale_jitter": {"target_size": 8}}
 
 
 def _sample_ops():
@@ -47,7 +48,7 @@ def test_every_op_carries_masks_and_boxes_by_its_rule(name):
     if not spec.geometric:
         np.testing.assert_array_equal(np.asarray(moved["boxes"]), boxes)
     else:  # the op's matrix moves the corners (box math redone in NumPy)
-        params = op.sample(x, key=jax.random.key(1))
+        params = op.sample(x, key=jax.random.key(1), boxes=boxes)  # (samplers that see them)
         ms = np.asarray(augjax.matrices(op, params, (H, W), batch=N), np.float64)
         oh, ow = out["images"].shape[1:3]
         x1, y1, x2, y2 = boxes[0, 0]

@@ -1,0 +1,69 @@
+"""random_zoom_out against torchvision v2 (RandomZoomOut's pad, then Resize) with the same
+drawn canvas, and its draws against RandomZoomOut.make_params on the same uniforms."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+from augjax.catalog.detection import random_zoom_out
+
+torch = pytest.importorskip("torch")
+tv2 = pytest.importorskip("torchvision.transforms.v2")
+from torchvision import tv_tensors  # noqa: E402
+from torchvision.transforms.v2 import functional as F  # noqa: E402
+
+H, W = 24, 32
+
+
+def test_draws_equal_torchvisions_make_params(monkeypatch):
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        u = rng.random(4).astype(np.float32)
+        u[0] = 0.0  # applied
+        from augjax._core.meta import Meta
+
+        key_params = random_zoom_out.sampler  # the hook, fed the same uniforms
+        monkeypatch.setattr(jax.random, "uniform", lambda key, shape, *a, **k: jax.numpy.asarray(u))
+        got = np.asarray(key_params(jax.random.key(0), Meta(H, W, 3, "uint8"), {}, p=0.5,
+                                    side_range=(1.0, 4.0))["canvas"])
+        monkeypatch.undo()
+        draws = iter([torch.tensor(u[1:2]), torch.tensor(u[2:4])])
+        monkeypatch.setattr(torch, "rand", lambda *a, **k: next(draws))
+        want = tv2.RandomZoomOut(side_range=(1.0, 4.0)).make_params(
+            [tv_tensors.Image(torch.zeros(3, H, W))])["padding"]
+        monkeypatch.undo()
+        left, top, right, bottom = want
+        assert got.tolist() == [top, left, top + H + bottom, left + W + right]
+
+
+def test_apply_equals_torchvision_pad_then_resize():
+    rng = np.random.default_rng(1)
+    n = 6
+    x = rng.integers(0, 256, (n, H, W, 3), dtype=np.uint8)
+    boxes = np.tile(np.array([[[2, 3, 20, 15], [10, 0, 32, 24]]], np.float32), (n, 1, 1))
+    masks = np.zeros((n, H, W), np.int32)
+    masks[:, 5:15, 4:20] = 7
+    conf = dict(fill=(0.2, 0.4, 0.6), p=0.7, size=(40, 48))
+    params = random_zoom_out.sample(x, key=jax.random.key(2), **conf)
+    out = random_zoom_out.apply(x, params=params, boxes=boxes, masks=masks, **conf)
+    applied = 0
+    for i in range(n):
+        top, left, ch, cw = np.asarray(params["canvas"][i]).tolist()
+        applied += (ch, cw) != (H, W)
+        pad = [left, top, cw - W - left, ch - H - top]
+        img = tv_tensors.Image(torch.from_numpy(x[i]).permute(2, 0, 1))
+        fill = [round(v * 255) for v in conf["fill"]]
+        want = F.resize(F.pad(img, pad, fill=fill), [40, 48], antialias=True)
+        d = np.abs(np.asarray(out["images"][i]).astype(int)
+                   - want.permute(1, 2, 0).numpy().astype(int))
+        assert d.max() <= 1, d.max()  # ATen's uint8 fixed-point weights
+        bb = tv_tensors.BoundingBoxes(torch.from_numpy(boxes[i]), format="XYXY",
+                                      canvas_size=(H, W))
+        wb = F.resize(F.pad(bb, pad), [40, 48]).numpy()
+        np.testing.assert_allclose(np.asarray(out["boxes"][i]), wb, atol=1e-4)
+        mk = tv_tensors.Mask(torch.from_numpy(masks[i]))
+        wm = F.resize(F.pad(mk, pad), [40, 48], interpolation=tv2.InterpolationMode.NEAREST)
+        np.testing.assert_array_equal(np.asarray(out["masks"][i]), wm.numpy())
+    assert 1 <= applied < n
