@@ -34,6 +34,17 @@ from augjax.errors import InputError
 __all__ = ["apply_steps", "apply_with_params", "is_data_node", "sample_steps_on"]
 
 
+def _lift(steps: Sequence[Any], images: Any, allowed: bool) -> tuple[tuple[Any, ...], Any]:
+    """The steps' skeleton and numeric values (values.py), or the steps as they are where values
+    stay static: with targets, and inside a caller's trace (there a value is a constant of the
+    caller's program anyway; passed as a device array it would be captured as one, which JAX
+    hoists into an argument its compiled call then misses: "supplied 24 arguments but compiled
+    program expected 25", seen with views inside their jit)."""
+    if allowed and not isinstance(images, jax.core.Tracer):
+        return lift(steps)
+    return tuple(steps), ()
+
+
 def is_data_node(x: Any) -> bool:
     """Whether ``x`` is a DALI DataNode, decided without importing DALI."""
     return type(x).__module__.startswith("nvidia.dali") and type(x).__name__ == "DataNode"
@@ -135,7 +146,7 @@ def apply_steps(
     # one key stays one: the sampler's program splits it
     keys = sample_keys(key, images.shape[0], name, split=False) if random else None
     # Numeric values are the program's arguments (values.py); with targets they stay static.
-    skeletons, values = lift(steps) if tspec is None else (tuple(steps), ())
+    skeletons, values = _lift(steps, images, tspec is None)
     program = array_program(skeletons, layout, start, array_spans_devices(images), tspec)
     # A batch smaller than one this program ran with runs padded to it: no new compile.
     with giving(as_arguments(values)):
@@ -250,7 +261,8 @@ def sample_steps_on(steps: Sequence[Any], inputs: Sequence[Any], *, name: str,
     keys = sample_keys(key, images.shape[0], name) if random else None
     tspec, arrays = _targets(name, dict(targets or {}), images, layout)
     seen = sees_targets(steps, tspec)
-    skeletons, values = lift(steps) if seen is None else (tuple(steps), ())
+    traced = isinstance(keys, jax.core.Tracer) or isinstance(key, jax.core.Tracer)
+    skeletons, values = _lift(steps, images, seen is None and not traced)
     program = sample_program(skeletons, layout, start, tuple(images.shape),
                              np.dtype(images.dtype).name, False, seen)
     if seen is None:
@@ -279,7 +291,7 @@ def apply_with_params(steps: Sequence[Any], inputs: Sequence[Any], params: Seque
     check_given_params(steps, params, name=name, chained=chained)
     if len(inputs) > 1 and isinstance(inputs[1], np.ndarray):
         check_label_range(inputs[1], steps)
-    skeletons, values = lift(steps) if tspec is None else (tuple(steps), ())
+    skeletons, values = _lift(steps, images, tspec is None)
     program = apply_program(skeletons, layout, array_spans_devices(images), tspec)
     try:
         out, labels, *moved = program(images, labels, tuple(params), as_arguments(values),

@@ -169,3 +169,23 @@ def test_errors(images):
     v = augjax.views({"a": (2, _chain(8))})
     with pytest.raises(augjax.InputError, match="groups"):
         v.apply(images, params={"b": ()})
+
+
+def test_apply_and_call_share_one_program_in_any_order():
+    # flip's p and color_jitter's brightness are traced values on a plain call (issue 36);
+    # inside the views' own jit they must stay constants: passed as device arrays they were
+    # captured and hoisted into an argument that the next call of the cached program missed
+    # ("Execution supplied 8 arguments but compiled program expected 9").
+    chain = augjax.compose(augjax.ops.random_resized_crop.bind(size=16, scale=(0.4, 1.0)),
+                           augjax.ops.flip.bind(p=0.5),
+                           augjax.ops.color_jitter.bind(brightness=0.4))
+    views = augjax.views({"global": (2, chain)})
+    images = np.random.default_rng(3).integers(0, 256, (3, 24, 24, 3), dtype=np.uint8)
+    key = jax.random.key(5)
+    params = views.sample(images, key=key)
+    first = views.apply(images, params=params)
+    called = views(images, key=key)
+    again = views.apply(images, params=params)
+    for name in called:
+        np.testing.assert_array_equal(np.asarray(first[name]), np.asarray(called[name]))
+        np.testing.assert_array_equal(np.asarray(again[name]), np.asarray(called[name]))
