@@ -93,7 +93,7 @@ def dino(*, global_size: int = 224, local_size: int = 96, local_count: int = 6,
     0.1)`` p=0.8, grayscale p=0.2; Gaussian blur (sigma ~ U(0.1, 2)) p=1.0 on the first global
     view, p=0.1 on the second, p=0.5 on local views; solarize p=0.2 on the second global view
     only. Defaults are the paper's (``--global_crops_scale 0.4 1. --local_crops_number 8`` is
-    the ViT-S/16 best; the repository's default is 8 local crops, the issue's recipe 6)."""
+    the ViT-S/16 best; the repository's default is 8 local crops, the common multi-crop setting 6)."""
     common = dict(jitter=(0.4, 0.4, 0.2, 0.1), jitter_p=0.8, gray_p=0.2, normalize=normalize)
     global1 = view_chain(size=global_size, scale=global_scale, blur_p=1.0, solarize_p=0.0,
                          **common)

@@ -1,4 +1,4 @@
-"""Clips and views (issue 38's targets): one script, one result file.
+"""Clips and views (the clips and views targets): one script, one result file.
 
     python benchmarks/clips_views.py --out $OUT/clips_views.json           # H200, < 300 s
     python benchmarks/clips_views.py --device cpu --quick --out /tmp/cv.json  # CPU smoke / CPU row

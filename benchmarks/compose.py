@@ -14,7 +14,7 @@ and six ops alone against the peers that have them (``compose_cases.op_peers``).
     python benchmarks/compose.py --device gpu --batch 256 --time-limit 540
 
 Writes ``results/compose-<machine>-<date>.json`` (``--out``) and prints the worst pairs and the
-peers' rows. Target (issue 42): every pair <= 1.1x the sum of its parts; the ImageNet chain no
+peers' rows. Target: every pair <= 1.1x the sum of its parts; the ImageNet chain no
 slower than augmax and kornia on the CPU, and no slower than the sum of its ops on a GPU.
 """
 

@@ -7,7 +7,7 @@ in-memory list of decoded uint8 images (``--height`` x ``--width``, default 256 
 loaders differ only in the augmentation and their own overheads. Each loader is started, its
 first ``--warmup`` batches (worker start, compilation) are dropped, then ``--batches`` batches
 are timed; the loaders alternate for ``--rounds`` rounds and the median images/s is reported.
-Targets (issue 40): augjax >= 1.5x torchvision v2, and >= grain with NumPy/PIL. ``--floor`` adds
+Targets: augjax >= 1.5x torchvision v2, and >= grain with NumPy/PIL. ``--floor`` adds
 grain alone (a slice per record): what the loader costs under any recipe.
 
     python benchmarks/grain_bench.py                       # writes results/grain-cpu-<date>.json

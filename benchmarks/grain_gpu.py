@@ -1,4 +1,4 @@
-"""grain + augjax's device-side ``BatchAugment`` on a GPU vs grain's loading alone (issue 40).
+"""grain + augjax's device-side ``BatchAugment`` on a GPU vs grain's loading alone.
 
 Two pipelines over the same in-memory source of decoded uint8 images, grain ``MapDataset`` with
 ``mp_prefetch`` workers, batch ``--batch`` (256), each batch moved to the GPU and waited for:

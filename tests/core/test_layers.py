@@ -1,4 +1,4 @@
-"""Layers point down, and a package keeps its underscore modules to itself (issue 36, item 2).
+"""Layers point down, and a package keeps its underscore modules to itself.
 
 Every import in ``augjax/`` is read with ``ast``, deferred ones (inside functions, under
 ``TYPE_CHECKING``) included. Layers, low to high::
@@ -12,7 +12,7 @@ an import of another package's module whose name starts with an underscore
 (``augjax.chain._element`` from ``policies``) is *private*.
 
 ``layer_debt.txt`` lists the violations main had when this test was written: each is debt of
-issue 36, to be paid by handing the call down (the runtime installs what ``_core`` calls) or by
+the redesign, to be paid by handing the call down (the runtime installs what ``_core`` calls) or by
 exposing the name in the package's ``__init__`` or a public module. The list only shrinks: a new
 violation fails, and so does a listed one that is gone (delete its line).
 """

@@ -99,7 +99,7 @@ def test_an_edited_kernel_file_traces_afresh_and_another_value_does_not(script, 
     cache = tmp_path / "cache"
     first = run(script, cache)
     other = run(script, cache, amount=0.25)
-    # a float value is an argument of the stored programs (issue 36): no trace, no new file,
+    # a float value is an argument of the stored programs: no trace, no new file,
     # and the new value is the one applied
     assert other["traces"] == 0 and len(stored(cache)) == 2
     assert other["images"] != first["images"]

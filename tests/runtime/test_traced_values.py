@@ -1,5 +1,5 @@
 """Numeric values are a program's arguments: a new value of a float parameter, or a new
-magnitude of a policy, traces and compiles nothing (issue 36, item 5); the value still reaches
+magnitude of a policy, traces and compiles nothing; the value still reaches
 the op (checked against NumPy), and structure (a range, a size) still keys the program."""
 
 from __future__ import annotations

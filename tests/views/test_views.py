@@ -172,7 +172,7 @@ def test_errors(images):
 
 
 def test_apply_and_call_share_one_program_in_any_order():
-    # flip's p and color_jitter's brightness are traced values on a plain call (issue 36);
+    # flip's p and color_jitter's brightness are traced values on a plain call;
     # inside the views' own jit they must stay constants: passed as device arrays they were
     # captured and hoisted into an argument that the next call of the cached program missed
     # ("Execution supplied 8 arguments but compiled program expected 9").
