@@ -83,7 +83,7 @@ names = augjax.list_ops()
 assert len(names) >= 38, names
 for name in names:
     spec = augjax.get_op(name)
-    kw = {k: 32 for k, p in spec.params.items() if p.required and p.kind == "size"}
+    kw = {k: 32 for k, p in spec.params.items() if p.required and p.kind in ("size", "floats")}
     if "labels" in spec.inputs:
         out = getattr(augjax.ops, name)(x, np.arange(4) % 2, key=jax.random.key(0),
                                         num_classes=2, **kw)[0]
