@@ -51,6 +51,8 @@ def materialize(x: Any, *, row_major: bool = False) -> Any:
     suits them: resize's width pass is kept transposed for its height pass). On platforms other
     than the CPU, ``x`` itself. Traced."""
     kept = _kept_row_major if row_major else jax.lax.optimization_barrier
+    if row_major:  # between steps: kept on the CPU and on CUDA (where the step placed one)
+        return platform_dependent(x, cpu=kept, cuda=kept, default=_identity)
     return platform_dependent(x, cpu=kept, default=_identity)
 
 
@@ -69,9 +71,9 @@ def _kept_row_major(x: Any) -> Any:
 
 
 def boundary_compiler_options() -> dict[str, Any] | None:
-    """XLA options under which :func:`materialize`'s barriers bound fusion: on a CPU backend,
-    the barrier expander off; elsewhere None (no barrier is placed there)."""
-    if jax.default_backend() != "cpu":
+    """XLA options under which :func:`materialize`'s barriers bound fusion: on a CPU or CUDA
+    backend, the barrier expander off; elsewhere None (no barrier is placed there)."""
+    if jax.default_backend() not in ("cpu", "gpu"):
         return None
     return {"xla_disable_hlo_passes": BARRIER_PASS}
 
