@@ -36,6 +36,8 @@ class Recorder:
         Path(folder).mkdir(parents=True, exist_ok=True)
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
         self.out = open(Path(folder) / f"{worker}.jsonl", "a", encoding="utf-8")  # noqa: SIM115
+        self.jax = collections.Counter()  # JAX's own timings in this process (_listen)
+        _listen(self.jax)
 
     def _write(self, row: dict) -> None:
         self.out.write(json.dumps(row) + "\n")
@@ -45,15 +47,49 @@ class Recorder:
     def pytest_runtest_protocol(self, item, nextitem):
         own0, kids0 = _cpu()
         t0 = time.perf_counter()
+        jax0 = collections.Counter(self.jax)
         yield
         own1, kids1 = _cpu()
+        spent = {k: round(v, 3) for k, v in (self.jax - jax0).items()}
         self._write({"id": item.nodeid, "cpu": round(own1 - own0 + kids1 - kids0, 3),
                      "wall": round(time.perf_counter() - t0, 3),
-                     "slow": item.get_closest_marker("slow") is not None})
+                     "slow": item.get_closest_marker("slow") is not None, "jax": spent})
 
     def pytest_sessionfinish(self, session):
         self._write({"event": "end", "cpu": sum(_cpu())})
         self.out.close()
+
+
+#: JAX's monitoring events this profile adds up per test (in this process only, not its
+#: subprocesses): the name in the row -> JAX's event.
+_EVENTS = {
+    "trace_s": "/jax/core/compile/jaxpr_trace_duration",
+    "lower_s": "/jax/core/compile/jaxpr_to_mlir_module_duration",
+    "compile_s": "/jax/core/compile/backend_compile_duration",  # cache hits included
+    "saved_s": "/jax/compilation_cache/compile_time_saved_sec",
+}
+
+
+def _listen(into: collections.Counter) -> None:
+    """Adds JAX's compile-path durations and counts to ``into`` (``compile_s`` and
+    ``compiles`` count persistent-cache hits too; ``hits`` those)."""
+    import jax.monitoring as monitoring
+
+    names = {event: name for name, event in _EVENTS.items()}
+
+    def duration(event: str, secs: float, **_: object) -> None:
+        name = names.get(event)
+        if name:
+            into[name] += secs
+            if name == "compile_s":
+                into["compiles"] += 1
+
+    def event(event: str, **_: object) -> None:
+        if event == "/jax/compilation_cache/cache_hits":
+            into["hits"] += 1
+
+    monitoring.register_event_duration_secs_listener(duration)
+    monitoring.register_event_listener(event)
 
 
 def report(folder: str, top: int = 40) -> str:
