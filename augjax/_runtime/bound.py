@@ -8,7 +8,7 @@ from typing import Any
 
 from augjax._core.param import suggest
 from augjax._core.step import Step
-from augjax._runtime.values import Lifted
+from augjax._runtime.values import Lifted, abstract_value, marker_kind
 from augjax.errors import ParamError
 
 __all__ = ["BoundOp", "bound"]
@@ -156,7 +156,7 @@ class BoundOp(Step):
         names = liftable(self.spec, self.params)
         if not names:
             return self, ()
-        params = tuple((k, Lifted("float") if k in names else v) for k, v in self.params)
+        params = tuple((k, Lifted(marker_kind(v)) if k in names else v) for k, v in self.params)
         return BoundOp(self.spec, params), tuple(v for k, v in self.params if k in names)
 
     def with_values(self, values: tuple[Any, ...]) -> BoundOp:
@@ -185,23 +185,32 @@ class _Filled(BoundOp):
 
 
 #: Parameter kinds whose float values a program may take as arguments.
-_FLOAT_KINDS = ("float", "float_or_pair")
+_NUMERIC_KINDS = ("float", "float_or_pair", "pair", "int", "int_or_pair")
+
+
+def _structure(value: Any) -> Any:
+    """What the key of :func:`liftable` keeps of another parameter's value: a float (or a
+    range of floats) only as its kind, anything else (ints: often sizes) as it is."""
+    kind = marker_kind(value)
+    return kind if kind in ("float", "pair/float") else value
 _LIFTABLE: dict[tuple[Any, ...], bool] = {}
 
 
 def liftable(spec: Any, params: tuple[tuple[str, Any], ...]) -> frozenset[str]:
     """The parameters of ``spec`` whose values (``params``) a program takes as arguments: a
-    float value (not a range) of a float parameter whose every use in the op's code (sampler,
-    kernel, matrix, output size and layout) takes a traced value, as :func:`_takes_traced`
-    found once per op, parameter and other parameters. The rest (ranges, ints, sizes,
-    choices, switches, values the code branches on) stay in the program's key."""
+    float or int value, or a range of two, of a numeric parameter whose every use in the op's
+    code (sampler, kernel, matrix, output size and layout) takes a traced value, as
+    :func:`_takes_traced` found once per op, parameter, the value's kind and the other
+    parameters. The rest (sizes, choices, switches, values the code branches on or computes
+    with in Python) stay in the program's key."""
     out = []
     for name, value in params:
-        if type(value) is not float or spec.params[name].kind not in _FLOAT_KINDS:
+        kind = marker_kind(value)
+        if kind is None or spec.params[name].kind not in _NUMERIC_KINDS:
             continue
-        # decided per op, parameter and the other parameters' structure (their floats aside)
-        key = (spec, name, tuple((k, "float" if type(v) is float else v) for k, v in params
-                                 if k != name))
+        # decided per op, parameter, kind and the other parameters' structure (their floats
+        # and float ranges aside)
+        key = (spec, name, kind, tuple((k, _structure(v)) for k, v in params if k != name))
         known = _LIFTABLE.get(key)
         if known is None:
             if len(_LIFTABLE) >= _BOUND_MAX:
@@ -246,29 +255,37 @@ def _takes_traced(spec: Any, config: dict[str, Any], name: str) -> bool:
         return params, out
 
     image = jax.ShapeDtypeStruct((2, 16, 16, channels), jnp.dtype(dtype))
-    weak = jax.ShapeDtypeStruct((), jnp.float32, weak_type=True)
+    weak = abstract_value(marker_kind(config[name]))
     try:
         traced = jax.make_jaxpr(run)(weak, image)
         constant = jax.make_jaxpr(lambda x: run(config[name], x))(image)
     except Exception:  # noqa: BLE001  (the code needs the value itself: it stays static)
         return False
-    return _primitives(traced.jaxpr) == _primitives(constant.jaxpr)
+    ints = marker_kind(config[name]) in ("int", "pair/int")
+    return _primitives(traced.jaxpr, ints) == _primitives(constant.jaxpr, ints)
 
 
-def _primitives(jaxpr: Any) -> list[str]:
+def _primitives(jaxpr: Any, ints: bool = False) -> list[str]:
     """The primitives of ``jaxpr`` in order, those of the jaxprs inside included; a conversion
-    that changes only the weak type (a traced value's, folded for a literal) is left out."""
+    that changes only the weak type (a traced value's, folded for a literal) is left out, and
+    with ``ints`` one from an integer to a float type (exact for the whole numbers a lifted
+    int holds, below 2**24: :func:`augjax._runtime.values.marker_kind`; folded for a
+    literal)."""
+    import numpy as np
+
     out = []
     for eqn in jaxpr.eqns:
-        if eqn.primitive.name == "convert_element_type" and \
-                eqn.params.get("new_dtype") == getattr(eqn.invars[0].aval, "dtype", None):
-            continue
+        if eqn.primitive.name == "convert_element_type":
+            new, old = eqn.params.get("new_dtype"), getattr(eqn.invars[0].aval, "dtype", None)
+            if new == old or (ints and old is not None and np.issubdtype(old, np.integer)
+                              and np.issubdtype(new, np.floating)):
+                continue
         out.append(eqn.primitive.name)
         for value in eqn.params.values():
             for inner in value if isinstance(value, (tuple, list)) else (value,):
                 inner = getattr(inner, "jaxpr", inner)
                 if hasattr(inner, "eqns"):
-                    out += _primitives(inner)
+                    out += _primitives(inner, ints)
     return out
 
 

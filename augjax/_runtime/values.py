@@ -28,7 +28,8 @@ import math
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-__all__ = ["Lifted", "fill", "given", "giving", "has_lifted", "lift"]
+__all__ = ["Lifted", "abstract", "abstract_value", "as_arguments", "fill", "given", "giving",
+           "has_lifted", "kinds", "lift", "marker_kind"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,38 +104,66 @@ def given() -> Any:
     return _GIVEN.get()
 
 
-def markers(step: Any) -> int:
-    """How many :class:`Lifted` markers ``step`` holds (its values' count)."""
+def marker_kind(value: Any) -> str | None:
+    """The :class:`Lifted` kind a liftable Python value takes: ``"float"``, ``"int"`` (a whole
+    number below 2**24 in magnitude: exact as a float32), or ``"pair/float"`` / ``"pair/int"``
+    for a range of two; None for any other value."""
+    kind = type(value)
+    if kind in (tuple, list) and len(value) == 2 and type(value[0]) is type(value[1]):
+        one = marker_kind(value[0])
+        return None if one is None else f"pair/{one}"
+    if kind is float:
+        return "float"
+    if kind is int and abs(value) < 2 ** 24:  # (bool is not int) exact as a float32 too
+        return "int"
+    return None
+
+
+def kinds(step: Any) -> list[str]:
+    """The kinds of the :class:`Lifted` markers ``step`` holds, in order (its values')."""
     params = getattr(step, "params", None)
     if isinstance(params, tuple):
         items = [v for _, v in params]
     else:
         items = list(getattr(step, "__dict__", {}).values())
-    return sum(isinstance(v, Lifted) for v in items)
+    return [v.kind for v in items if isinstance(v, Lifted)]
 
 
-def abstract(skeletons: Sequence[Any]) -> tuple[tuple[Any, ...], ...]:
-    """Abstract values (weak-typed float32 scalars) for ``skeletons``' markers."""
+def abstract_value(kind: str) -> Any:
+    """The abstract value of a marker of ``kind``: a weak-typed scalar (int32 for ``"int"``,
+    float32 otherwise: a policy's ``"level/..."`` too), as JAX makes a Python number it meets
+    in a trace; two of them for a pair."""
     import jax
     import jax.numpy as jnp
 
-    one = jax.ShapeDtypeStruct((), jnp.float32, weak_type=True)
-    return tuple((one,) * markers(step) for step in skeletons)
+    pair = kind.startswith("pair/")
+    base = kind.split("/", 1)[1] if pair else kind
+    one = jax.ShapeDtypeStruct((), jnp.int32 if base == "int" else jnp.float32, weak_type=True)
+    return (one, one) if pair else one
+
+
+def abstract(skeletons: Sequence[Any]) -> tuple[tuple[Any, ...], ...]:
+    """Abstract values for ``skeletons``' markers (:func:`abstract_value`)."""
+    return tuple(tuple(abstract_value(k) for k in kinds(step)) for step in skeletons)
 
 
 def as_arguments(values: Sequence[Sequence[Any]]) -> tuple[tuple[Any, ...], ...]:
-    """``values`` as a program's argument: weak-typed float32 scalars, as JAX makes a Python
-    float it meets in a trace (kept per value: a call then transfers nothing new)."""
+    """``values`` as a program's argument: weak-typed float32 (int32) scalars, as JAX makes a
+    Python float (int) it meets in a trace, a pair as two (kept per value: a call then
+    transfers nothing new)."""
     return tuple(tuple(_argument(v) for v in vals) for vals in values)
 
 
-_ARGUMENTS: dict[tuple[float, float], Any] = {}
+_ARGUMENTS: dict[tuple[Any, ...], Any] = {}
 
 
-def _argument(value: float) -> Any:
+def _argument(value: Any) -> Any:
     import jax.numpy as jnp
 
-    key = (value, math.copysign(1.0, value))  # 0.0 and -0.0 apart; NaN is never found again
+    if isinstance(value, (tuple, list)):
+        return tuple(_argument(v) for v in value)
+    # ints apart from floats, 0.0 apart from -0.0; NaN is never found again
+    key = (type(value), value, math.copysign(1.0, value))
     found = _ARGUMENTS.get(key)
     if found is None:
         if len(_ARGUMENTS) >= 4096:

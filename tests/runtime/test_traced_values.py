@@ -1,4 +1,4 @@
-"""Numeric values are a program's arguments: a new value of a float parameter, or a new
+"""Numeric values are a program's arguments: a new value of a float or int parameter, or a new
 magnitude of a policy, traces and compiles nothing; the value still reaches
 the op (checked against NumPy), and structure (a range, a size) still keys the program."""
 
@@ -111,6 +111,30 @@ def test_a_magnitude_schedule_compiles_nothing_after_the_first_epoch():
         outs = [np.asarray(augjax.rand_augment(n=2, m=m)(x, key=KEY)) for m in range(1, 11)]
     assert counted == {}
     assert not np.array_equal(outs[0], outs[-1])  # m reached the policy
+
+
+@in_a_fresh_process
+def test_eight_values_of_posterize_bits_compile_nothing_after_the_first():
+    """An int value is an argument too (posterize's ``bits``); each equals PIL's posterize
+    (NumPy: keep the top ``bits`` bits of every level)."""
+    x = _images()
+    augjax.ops.posterize(x, key=KEY, bits=8)
+    with compiles() as counted:
+        outs = {b: np.asarray(augjax.ops.posterize(x, key=KEY, bits=b)) for b in range(1, 8)}
+    assert counted == {}
+    for b, out in outs.items():
+        np.testing.assert_array_equal(out, x & np.uint8((0xFF << (8 - b)) & 0xFF))
+
+
+def test_an_int_that_sizes_the_output_keys_the_program():
+    """An int the op's structure reads (rot90's quarter turns, which swap height and width)
+    stays in the program's key: no value is lifted where the code needs it as a number."""
+    from augjax._runtime.bound import liftable
+
+    for k in (1, 2):
+        op = augjax.ops.rot90.bind(k=k)
+        assert "k" not in liftable(op.spec, op.params)
+        np.testing.assert_array_equal(op(_images(), key=KEY), np.rot90(_images(), k, (1, 2)))
 
 
 def test_a_traced_value_equals_the_same_value_compiled_in():
