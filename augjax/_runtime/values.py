@@ -120,7 +120,11 @@ def marker_kind(value: Any) -> str | None:
 
 
 def kinds(step: Any) -> list[str]:
-    """The kinds of the :class:`Lifted` markers ``step`` holds, in order (its values')."""
+    """The kinds of the :class:`Lifted` markers ``step`` holds, in order (its values'); a step
+    that holds others' (a composite) says itself, with ``marker_kinds()``."""
+    method = getattr(step, "marker_kinds", None)
+    if method is not None:
+        return list(method())
     params = getattr(step, "params", None)
     if isinstance(params, tuple):
         items = [v for _, v in params]

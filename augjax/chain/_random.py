@@ -6,6 +6,7 @@ their order). Each decides per sample from its own key (the scheme of
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Sequence
 from typing import Any
@@ -15,6 +16,7 @@ import jax.numpy as jnp
 
 from augjax._core.param import F32_MAX, kernel_number, show_value
 from augjax._runtime.targets import gated, point_stages
+from augjax._runtime.values import Lifted, fill, kinds, lift
 from augjax.chain._composite import Composite
 from augjax.chain._config import Node, encode, json_value
 from augjax.chain._element import (
@@ -93,6 +95,31 @@ class RandomApply(Composite):
     def matrix(self, params, meta):
         m = element_matrix(self.op, params["op"], meta)
         return jnp.where(params["applied"], m, jnp.eye(3, dtype=jnp.float32))
+
+    # -- p (and the op's values) as program arguments (augjax._runtime.values) ---------------
+    def lift(self) -> tuple[RandomApply, tuple[Any, ...]]:
+        """``(skeleton, (p, *the op's values))``: a new probability compiles nothing (the coin
+        is ``bernoulli(key, p)`` either way)."""
+        (inner,), (values,) = lift([self.op])
+        skeleton = copy.copy(self)
+        skeleton.__dict__.pop("spec", None)  # its closures name the skeleton, not this p
+        object.__setattr__(skeleton, "op", inner)
+        object.__setattr__(skeleton, "p", Lifted("float"))
+        return skeleton, (self.p, *values)
+
+    def with_values(self, values: tuple[Any, ...]) -> RandomApply:
+        """The skeleton with ``p`` and the op's values traced (inside a program's trace)."""
+        filled = copy.copy(self)
+        filled.__dict__.pop("spec", None)
+        object.__setattr__(filled, "p", values[0])
+        object.__setattr__(filled, "op", fill([self.op], [tuple(values[1:])])[0])
+        object.__setattr__(filled, "skeleton", self)  # holds traced values: not a cache key
+        return filled
+
+    def marker_kinds(self) -> list[str]:
+        """The kinds of this skeleton's values: ``p``'s, then the op's."""
+        own = [self.p.kind] if isinstance(self.p, Lifted) else []
+        return own + kinds(self.op)
 
 
 def random_apply(op: Any, p: float = 0.5) -> RandomApply:

@@ -126,6 +126,27 @@ def test_eight_values_of_posterize_bits_compile_nothing_after_the_first():
         np.testing.assert_array_equal(out, x & np.uint8((0xFF << (8 - b)) & 0xFF))
 
 
+@in_a_fresh_process
+def test_random_apply_p_and_its_ops_values_compile_nothing_after_the_first():
+    """A composite's probability is an argument, and so are the values of the op inside it:
+    ``random_apply(rotate(degrees=d), p)`` over five p and five d compiles once. p = 0 leaves
+    every sample as it was, p = 1 rotates every one (as the op alone)."""
+    x = _images()
+    step = augjax.random_apply(augjax.ops.rotate.bind(degrees=5.0), p=0.5)
+    augjax.compose(step)(x, key=KEY)
+    with compiles() as counted:
+        outs = {(p, d): np.asarray(augjax.compose(augjax.random_apply(
+                    augjax.ops.rotate.bind(degrees=d), p=p))(x, key=KEY))
+                for p, d in ((0.0, 10.0), (0.2, 15.0), (0.6, 20.0), (0.9, 25.0), (1.0, 30.0))}
+    assert counted == {}
+    np.testing.assert_array_equal(outs[(0.0, 10.0)], x)
+    alone = augjax.compose(augjax.ops.rotate.bind(degrees=30.0))
+    params = augjax.compose(augjax.random_apply(augjax.ops.rotate.bind(degrees=30.0),
+                                                p=1.0)).sample(x, key=KEY)
+    np.testing.assert_array_equal(outs[(1.0, 30.0)],
+                                  alone.apply(x, params=[params[0]["op"]]))
+
+
 def test_an_int_that_sizes_the_output_keys_the_program():
     """An int the op's structure reads (rot90's quarter turns, which swap height and width)
     stays in the program's key: no value is lifted where the code needs it as a number."""
