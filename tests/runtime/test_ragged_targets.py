@@ -86,12 +86,16 @@ def _alone(chain, image, key, mask, boxes, points):
 
 
 @pytest.mark.parametrize("ops", [
-    [augjax.ops.random_resized_crop.bind(size=(24, 20), scale=(0.3, 1.0))],
-    [augjax.ops.random_resized_crop.bind(size=24, scale=(0.3, 1.0)), augjax.ops.flip.bind(p=0.5),
-     augjax.ops.rotate.bind(degrees=20)],
-    [augjax.ops.random_crop.bind(size=(30, 40), padding=3, pad_if_needed=True)],
-    [augjax.ops.resize.bind(size=36), augjax.ops.center_crop.bind(size=32)],
-], ids=["rrc", "rrc+flip+rotate", "random_crop", "resize+center_crop"])
+    pytest.param([augjax.ops.random_resized_crop.bind(size=(24, 20), scale=(0.3, 1.0))],
+                 id="rrc"),
+    pytest.param([augjax.ops.random_resized_crop.bind(size=24, scale=(0.3, 1.0)),
+                  augjax.ops.flip.bind(p=0.5), augjax.ops.rotate.bind(degrees=20)],
+                 id="rrc+flip+rotate", marks=pytest.mark.slow),
+    pytest.param([augjax.ops.random_crop.bind(size=(30, 40), padding=3, pad_if_needed=True)],
+                 id="random_crop"),
+    pytest.param([augjax.ops.resize.bind(size=36), augjax.ops.center_crop.bind(size=32)],
+                 id="resize+center_crop"),
+])
 def test_targets_on_a_list_equal_each_image_alone(ops):
     chain = augjax.compose(ops)
     images = _images()
