@@ -8,7 +8,7 @@ Decoding is left out of both (the images are decoded once, in memory).
     python benchmarks/bench_ragged_arrays.py [--iters 10] [--rounds 5] [--out FILE]
 
 Prints images/s (wall) and CPU-milliseconds per image (the process's CPU time, all threads, plus
-the DataLoader workers' from /proc) per pipeline, medians over rounds, pipelines interleaved in
+the persistent DataLoader workers', from /proc) per pipeline, medians over rounds, pipelines interleaved in
 each round; ratios against torchvision with 2 workers. Also: the list without boxes, the images
 padded to the largest and read by dense weights (the arrays path before), and how many XLA
 compiles the arrays path made after its first batch.
@@ -50,7 +50,8 @@ def make_data():
 
 
 def _cpu_seconds(pids=()) -> float:
-    """This process's CPU time (all threads) plus that of ``pids`` (live workers)."""
+    """This process's CPU time (all threads) plus that of ``pids`` (the live DataLoader
+    workers, from /proc)."""
     total = time.process_time()
     tick = os.sysconf("SC_CLK_TCK")
     for pid in pids:
@@ -70,7 +71,8 @@ class _Detection:
         import torch
         from torchvision import tv_tensors
 
-        self.items = [(tv_tensors.Image(torch.from_numpy(im).permute(2, 0, 1).contiguous()),
+        self.items = [(tv_tensors.Image(torch.from_numpy(np.array(im)).permute(2, 0, 1)
+                                        .contiguous()),
                        tv_tensors.BoundingBoxes(torch.from_numpy(b), format="XYXY",
                                                 canvas_size=im.shape[:2]))
                       for im, b in zip(images, boxes)]
@@ -89,36 +91,33 @@ def _collate(batch):
     return torch.stack([im for im, _ in batch]), [b for _, b in batch]
 
 
-def torchvision_loader(images, boxes, workers):
+def torchvision_loader(images, boxes, workers, iters):
+    """One run is one epoch of ``iters * B`` items (drawn from the 16): persistent workers
+    (started once, in the warm-up) compute exactly those; they prefetch nothing beyond it."""
     import torch
     from torchvision.transforms import v2
 
     torch.set_num_threads(1)
     transform = v2.Compose([v2.RandomResizedCrop(OUT, antialias=True),
                             v2.RandomHorizontalFlip()])
-    # the 16 images repeated: one epoch is many batches (a worker iterates without a restart)
-    data = _Detection(images * 64, boxes * 64, transform)
-    loader = torch.utils.data.DataLoader(data, batch_size=B, shuffle=True, num_workers=workers,
-                                         collate_fn=_collate, persistent_workers=workers > 0,
-                                         prefetch_factor=2 if workers else None)
-    state = {"it": iter(loader)}
+    pick = np.random.default_rng(2).integers(0, len(images), iters * B)
+    data = _Detection([images[i] for i in pick], [boxes[i] for i in pick], transform)
+    loader = torch.utils.data.DataLoader(data, batch_size=B, shuffle=True,
+                                         num_workers=workers, collate_fn=_collate,
+                                         persistent_workers=workers > 0)
 
-    def run(iters):
-        for _ in range(iters):
-            try:
-                next(state["it"])
-            except StopIteration:
-                state["it"] = iter(loader)
-                next(state["it"])
+    def run():
+        for _ in loader:
+            pass
 
     def pids():
-        workers_ = getattr(state["it"], "_workers", [])
-        return [w.pid for w in workers_]
+        it = getattr(loader, "_iterator", None)
+        return [w.pid for w in getattr(it, "_workers", [])]
 
     return run, pids
 
 
-def augjax_list(images, boxes, with_boxes=True):
+def augjax_list(images, boxes, iters, with_boxes=True):
     import jax
 
     import augjax
@@ -128,7 +127,7 @@ def augjax_list(images, boxes, with_boxes=True):
     rng = np.random.default_rng(1)
     count = [0]
 
-    def run(iters):
+    def run(iters=iters):
         for _ in range(iters):
             order = rng.permutation(len(images))
             key = jax.random.key(count[0])
@@ -143,7 +142,7 @@ def augjax_list(images, boxes, with_boxes=True):
     return run, lambda: []
 
 
-def augjax_padded(images, boxes):
+def augjax_padded(images, iters):
     """The arrays path before: the list padded to its largest image, read by dense weights
     (compiled per padded shape; here the same 16 images, so one shape)."""
     import jax
@@ -155,7 +154,7 @@ def augjax_padded(images, boxes):
     flip = augjax.ops.flip.bind(p=0.5)
     count = [0]
 
-    def run(iters):
+    def run(iters=iters):
         for _ in range(iters):
             padded, sizes = pad_images(images, "bench")
             key = jax.random.key(count[0])
@@ -183,14 +182,14 @@ def main() -> None:
         lambda event, _d, **_kw: compiles.append(event)
         if event == "/jax/core/compile/backend_compile_duration" else None)
     runners = {
-        "torchvision_2_workers": torchvision_loader(images, boxes, 2),
-        "torchvision_0_workers": torchvision_loader(images, boxes, 0),
-        "augjax_list_boxes": augjax_list(images, boxes),
-        "augjax_list": augjax_list(images, boxes, with_boxes=False),
-        "augjax_padded_before": augjax_padded(images, boxes),
+        "torchvision_2_workers": torchvision_loader(images, boxes, 2, args.iters),
+        "torchvision_0_workers": torchvision_loader(images, boxes, 0, args.iters),
+        "augjax_list_boxes": augjax_list(images, boxes, args.iters),
+        "augjax_list": augjax_list(images, boxes, args.iters, with_boxes=False),
+        "augjax_padded_before": augjax_padded(images, args.iters),
     }
     for run, _ in runners.values():
-        run(3)  # warm-up: compiles, worker start
+        run()  # warm-up: compiles (the canvas buckets the batches reach), workers start
     warm = len(compiles)
     wall: dict[str, list[float]] = {k: [] for k in runners}
     cpu: dict[str, list[float]] = {k: [] for k in runners}
@@ -200,7 +199,7 @@ def main() -> None:
         for k in rng.permutation(list(runners)):
             run, pids = runners[k]
             t, c = time.perf_counter(), _cpu_seconds(pids())
-            run(args.iters)
+            run()
             wall[k].append(B * args.iters / (time.perf_counter() - t))
             cpu[k].append((_cpu_seconds(pids()) - c) * 1e3 / (B * args.iters))
     base_w = statistics.median(wall["torchvision_2_workers"])

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 from augjax.kernels.boundary import materialize
 from augjax.kernels.division import exact_div
 from augjax.kernels.pixels import is_int
-from augjax.kernels.warp import _taps_pass, check_fill, window_weights
+from augjax.kernels.warp import check_fill, window_weights
 
 __all__ = ["read_window", "read_window_taps", "taps_needed", "window_taps"]
 
@@ -103,6 +103,18 @@ def window_taps(rows: int, offset, out_size, in_size: int, start, length, interp
     return jnp.clip(j + start, 0, in_size - 1), wt
 
 
+def _taps_pass(x: jax.Array, index: jax.Array, weight: jax.Array, axis: int) -> jax.Array:
+    """``out[o] = sum_k weight[o, k] * float32(x[index[o, k]])`` along ``axis``, the taps
+    summed in order (as :func:`augjax.kernels.warp.resize_crop`'s passes)."""
+    out = None
+    for k in range(index.shape[1]):
+        shape = [1] * x.ndim
+        shape[axis] = index.shape[0]
+        term = jnp.take(x, index[:, k], axis=axis).astype(_F32) * weight[:, k].reshape(shape)
+        out = term if out is None else out + term
+    return out
+
+
 def read_window_taps(image: jax.Array, box, size, anchor, out: tuple[int, int], fill,
                      interpolation: str = "bilinear", antialias: bool = True,
                      taps: tuple[int, int] = (1, 1)) -> jax.Array:
@@ -124,7 +136,10 @@ def read_window_taps(image: jax.Array, box, size, anchor, out: tuple[int, int], 
     if mode == "nearest":
         x = jnp.take(jnp.take(image, ix[:, 0], axis=1), iy[:, 0], axis=0)
     else:
-        x = _taps_pass(image.astype(_F32), ix, wx, axis=1)
+        # The taps gather the image's own dtype, each converted to float32 as it is weighed
+        # (exact; gathering uint8 instead of a float32 copy: 4.2 -> 3.3 CPU-ms per 320^2
+        # output from 512^2 canvases, 2 shared cores).
+        x = _taps_pass(image, ix, wx, axis=1)
         if is_int(image.dtype):
             x = jnp.floor(x + 0.5)  # ATen uint8 passes round half up
         x = _taps_pass(materialize(x), iy, wy, axis=0)
