@@ -4,9 +4,9 @@ prefix (crops, resize: :mod:`augjax._runtime.ragged`) to one batch.
 1. The windows are drawn from each image's true size with the per-sample keys
    (:func:`augjax._runtime.ragged.plan_program`, the DALI pipeline's plan) and read back.
 2. The host cuts from each image the region its window reads (NumPy slicing: the resampled box,
-   or for a copy the part of the image inside the output window) into one canvas whose height
-   and width are the largest region's rounded up to a bucket (:func:`bucket`: 64, 96, 128,
-   192, 256, 384, ...).
+   or for a copy the part of the image inside the output window) into one square canvas whose
+   side is the largest region's side rounded up to a bucket (:func:`bucket`: 64, 96, 128, 192,
+   256, 384, ...).
 3. One jitted program reads every window from the canvas
    (:func:`augjax.kernels.window.read_window_taps`; masks with nearest sampling and
    ``mask_fill``), and boxes and keypoints move by the windows' matrices
@@ -150,7 +150,9 @@ def _read(prefix: tuple[Any, ...], arrays: list[np.ndarray], sizes: np.ndarray, 
     box, size, anchor = window
     out = struct.out
     regions, rel = _regions(sizes, box, size, anchor, out)
-    hc, wc = bucket(int(regions[:, 2].max())), bucket(int(regions[:, 3].max()))
+    # One side for both: RandomResizedCrop's boxes of a batch reach about as far in height as
+    # in width, and a square bucket makes one program per bucket, not per pair of buckets.
+    hc = wc = bucket(int(regions[:, 2:].max()))
     config = dict(prefix[0].kwargs)
     if mask:
         config.update(interpolation="nearest", antialias=False)
