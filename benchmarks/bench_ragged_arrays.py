@@ -224,7 +224,12 @@ def main() -> None:
     print("\n".join(lines))
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"summary": lines, "rows": rows,
+            json.dump({"date": time.strftime("%Y-%m-%d"),
+                       "machine": {"cpu_count": os.cpu_count(), "load_average_1min": load[0],
+                                   "shared": "with other work"},
+                       "versions": {"jax": jax.__version__, "torch": torch.__version__,
+                                    "torchvision": torchvision.__version__},
+                       "summary": lines, "rows": rows,
                        "compiles_after_warmup": len(compiles) - warm}, f, indent=1)
 
 
