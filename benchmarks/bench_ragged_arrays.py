@@ -7,11 +7,12 @@ Decoding is left out of both (the images are decoded once, in memory).
 
     python benchmarks/bench_ragged_arrays.py [--iters 10] [--rounds 5] [--out FILE]
 
-Prints images/s (wall) and CPU-milliseconds per image (the process's CPU time, all threads, plus
-the persistent DataLoader workers', from /proc) per pipeline, medians over rounds, pipelines interleaved in
-each round; ratios against torchvision with 2 workers. Also: the list without boxes, the images
-padded to the largest and read by dense weights (the arrays path before), and how many XLA
-compiles the arrays path made after its first batch.
+Prints images/s (wall) and CPU-milliseconds per image (the process's CPU time, all threads,
+plus the persistent DataLoader workers', from /proc) per pipeline, medians over rounds,
+pipelines interleaved in each round; ratios against torchvision with 2 workers. Also: the list
+without boxes, the images padded to the largest and read by dense weights (the arrays path
+before), and how many XLA compiles all pipelines made after their warm-up run (a new canvas
+bucket the random boxes reach compiles once).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ host and read from a bucketed canvas (:mod:`augjax._runtime.ragged_read`); in DA
 boxes, sizes and anchors drive DALI's own ``fn.slice`` and ``fn.resize``
 (``augjax.dali._ragged``), so memory stays bounded by the output. :func:`ragged_apply` (the
 images padded to the largest one, read by :func:`augjax.kernels.window.read_window`) is the
-reference the canvas path equals.
+reference the canvas path is tested against (copies exact, bilinear within 1 level).
 """
 
 from __future__ import annotations

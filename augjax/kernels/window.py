@@ -3,8 +3,10 @@ images of different sizes, or a canvas holding a cut of each image): crop a box,
 crop an output window with padding, as one separable pass per axis whose weights come from
 traced sizes. :func:`read_window` multiplies by the dense weight matrices;
 :func:`read_window_taps` gathers their few nonzero taps per output (a static count), so its cost
-follows the output and the box's shrink factor, not the array's size, and its values are the
-same (the taps are the dense rows' nonzero entries, summed in the same order)."""
+follows the output and the box's shrink factor, not the array's size. Copies and nearest
+sampling give the same values; bilinear the same weights (the dense rows' nonzero entries),
+each row's normaliser summed over its taps, so a uint8 value may round to the neighbouring
+level."""
 
 from __future__ import annotations
 
