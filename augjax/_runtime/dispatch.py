@@ -21,12 +21,11 @@ from augjax._runtime.sampler_targets import sees_targets
 from augjax._runtime.ragged import (
     as_arrays,
     check_list,
-    pad_images,
     plan_program,
-    ragged_apply,
     ragged_count,
     window_structure,
 )
+from augjax._runtime.ragged_read import read_list
 from augjax._runtime.targets import prepare_targets
 from augjax._runtime.values import as_arguments, giving, lift
 from augjax.errors import InputError
@@ -116,17 +115,14 @@ def apply_steps(
                 argument=arg,
             )
     if isinstance(inputs[0], (list, tuple)):  # images of different sizes
-        given = sorted(k for k, v in targets.items() if v is not None and k != "mask_fill")
-        if given:
-            raise InputError(
-                f"{name}: targets ({', '.join(given)}) with a list of images of different sizes "
-                f"are taken in a DALI pipeline only; on arrays pad the images to one size (or "
-                f"crop each first) and pass the targets with that batch", op=name,
-                argument=given[0])
-        steps, start, images = _ragged_prefix(steps, inputs[0], key, layout, start, name)
+        steps, start, images, moved = _ragged_prefix(steps, inputs[0], key, layout, start, name,
+                                                     targets=targets)
         if not steps:
-            return images
+            if not moved:
+                return images
+            return {"images": images, **{k: v for k, v in moved.items() if k != "mask_fill"}}
         inputs = (images, *inputs[1:])
+        targets = moved or targets
     enable_compile_cache()  # before the first compile here (the input transfer, the keys)
     images = as_array(inputs[0], name, "images")
     # Float values outside [0, 1]: NumPy batches are read for free (a warning); jax.Arrays
@@ -183,9 +179,12 @@ def _result(out: Any, labels: Any, outputs_decl: tuple[str, ...], tspec: Any,
 
 
 def _ragged_prefix(steps: Sequence[Any], images: Sequence[Any], key: Any, layout: str,
-                   start: int, name: str, sample: bool = False) -> tuple[Any, ...]:
+                   start: int, name: str, sample: bool = False,
+                   targets: Any = None) -> tuple[Any, ...]:
     """Runs (or, with ``sample``, draws) the chain's leading steps that take a list of images of
-    different sizes; returns ``(remaining steps, their start, uniform batch[, params])``."""
+    different sizes; returns ``(remaining steps, their start, uniform batch, moved targets)``
+    (with ``sample``: ``(..., output size, params)``). The moved targets are the target
+    keywords for the remaining steps (:func:`augjax._runtime.ragged_read.read_list`)."""
     if layout != "HWC":
         raise InputError(f"{name}: a list of images of different sizes is taken in layout "
                          f"'HWC', got layout={layout!r}", op=name, argument="layout")
@@ -199,10 +198,10 @@ def _ragged_prefix(steps: Sequence[Any], images: Sequence[Any], key: Any, layout
         keys = sample_keys(key, len(shapes), name) if random else None
         params, _ = plan_program(steps[:n], start, arrays[0].dtype.name)(shapes, keys)
         return steps[n:], start + n, window_structure(steps[:n]).out, params
-    padded, sizes = pad_images(images, name)
-    keys = sample_keys(key, len(sizes), name) if random else None
-    out, _, n = ragged_apply(steps, padded, sizes, keys, start, name)
-    return steps[n:], start + n, out
+    check_list(arrays, name)
+    keys = sample_keys(key, len(arrays), name) if random else None
+    out, _, n, moved = read_list(steps, arrays, keys, start, name, targets)
+    return steps[n:], start + n, out, moved
 
 
 def _array_inputs(inputs: Sequence[Any], name: str, inputs_decl: tuple[str, ...],

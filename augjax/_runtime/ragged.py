@@ -8,10 +8,13 @@ that does not crop may be followed by a crop that does not resample (timm's eval
 ``resize(256)`` then ``center_crop(224)``): the two read the image as one window.
 
 The plan (:func:`plan_program`) is shared by both backends, so a DALI pipeline and the array
-replay (``key=keys_from_seeds(seeds)``) draw the same windows. On arrays the images are padded
-to the largest one and :func:`augjax.kernels.window.read_window` reads each window; in DALI
-the plan's boxes, sizes and anchors drive DALI's own ``fn.slice`` and ``fn.resize``
-(``augjax.dali._ragged``), so memory stays bounded by the output.
+replay (``key=keys_from_seeds(seeds)``) draw the same windows, and boxes and keypoints move by
+the same matrices (:func:`move_window_points`). On arrays each window's region is cut on the
+host and read from a bucketed canvas (:mod:`augjax._runtime.ragged_read`); in DALI the plan's
+boxes, sizes and anchors drive DALI's own ``fn.slice`` and ``fn.resize``
+(``augjax.dali._ragged``), so memory stays bounded by the output. :func:`ragged_apply` (the
+images padded to the largest one, read by :func:`augjax.kernels.window.read_window`) is the
+reference the canvas path is tested against (copies exact, bilinear within 1 level).
 """
 
 from __future__ import annotations
@@ -25,10 +28,12 @@ import numpy as np
 
 from augjax._core.meta import Meta, Window
 from augjax._runtime.program import once_cache
+from augjax._runtime.targets import move_boxes, move_keypoints
 from augjax.errors import InputError, InputTypeError
 
-__all__ = ["RAGGED_OPS", "as_arrays", "check_list", "pad_images", "plan_program", "ragged_apply",
-           "ragged_count", "ragged_message", "window_structure"]
+__all__ = ["RAGGED_OPS", "as_arrays", "check_list", "move_window_points", "pad_images",
+           "plan_program", "ragged_apply", "ragged_count", "ragged_message", "window_matrix",
+           "window_structure"]
 
 #: augjax's ops that take images of different sizes (any op declaring ``ragged=`` does).
 RAGGED_OPS = ("random_resized_crop", "random_crop", "center_crop", "resize")
@@ -229,3 +234,60 @@ def ragged_apply(steps: tuple[Any, ...], padded: Any, sizes: Any, keys: Any, sta
     out = window_structure(prefix).out
     images = _read_program(prefix, out)(padded, sizes, box, size, anchor)
     return images, params, n
+
+
+def window_matrix(box, size, anchor, shape):
+    """One sample's forward matrix (pixel indices, centre-aligned resampling) of its window and
+    the output's height and width (traced)."""
+    h, w = shape[0].astype(jnp.float32), shape[1].astype(jnp.float32)
+    top, left, bh, bw = ((0.0, 0.0, h, w) if box is None
+                         else tuple(box[i].astype(jnp.float32) for i in range(4)))
+    sh, sw = (bh, bw) if size is None else (size[0].astype(jnp.float32),
+                                          size[1].astype(jnp.float32))
+    ay, ax = (0.0, 0.0) if anchor is None else (anchor[0].astype(jnp.float32),
+                                                anchor[1].astype(jnp.float32))
+    sy, sx = sh / bh, sw / bw
+    m = jnp.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]], jnp.float32)
+    m = m.at[0, 0].set(sx).at[0, 2].set((0.5 - left) * sx - 0.5 - ax)
+    m = m.at[1, 1].set(sy).at[1, 2].set((0.5 - top) * sy - 0.5 - ay)
+    return m, sh, sw
+
+
+def move_window_points(struct: Window, shapes, window, given: dict[str, Any]) -> list[Any]:
+    """Boxes and keypoints among ``given`` (each with its ``*_valid``: ``(N, M)`` flags,
+    ``(N,)`` counts, or absent) moved by each sample's window (traced; ``shapes`` int32
+    ``(N, >= 2)`` true sizes, ``window`` the plan's ``(box, size, anchor)``): ``[boxes,
+    boxes_valid, keypoints, keypoints_valid]`` for those given, clamped and flagged as after any
+    geometric op. Shared by the DALI pipeline and the array path."""
+    box, size, anchor = window
+    n = shapes.shape[0]
+    outs = []
+    for name, move in (("boxes", move_boxes), ("keypoints", move_keypoints)):
+        if name not in given:
+            continue
+        points = given[name].astype(jnp.float32)
+        grouped = points.shape[1:-1] if points.ndim == 4 else None
+        valid = given.get(f"{name}_valid")
+        if valid is None:
+            valid = jnp.ones(points.shape[:-1], jnp.bool_)
+        elif valid.ndim == 1:  # counts: the first count are real
+            valid = jnp.arange(points.shape[1])[None, :] < valid[:, None]
+        valid = valid.astype(jnp.bool_)
+        if grouped is not None:  # grouped keypoints (N, G, K, 2): moved as (N, G * K, 2)
+            points, valid = points.reshape(n, -1, 2), valid.reshape(n, -1)
+
+        def one(shape, pts, ok, b, s, a, move=move):
+            m, oh, ow = window_matrix(None if box is None else b, None if size is None else s,
+                                      None if anchor is None else a, shape)
+            if struct.out is not None:
+                oh, ow = float(struct.out[0]), float(struct.out[1])
+            return move(m, pts, ok, oh, ow)
+
+        moved, ok = jax.vmap(one)(shapes, points, valid,
+                                  box if box is not None else jnp.zeros((n, 4), jnp.int32),
+                                  size if size is not None else jnp.zeros((n, 2), jnp.int32),
+                                  anchor if anchor is not None else jnp.zeros((n, 2), jnp.int32))
+        if grouped is not None:
+            moved, ok = moved.reshape(n, *grouped, 2), ok.reshape(n, *grouped)
+        outs += [moved, ok]
+    return outs

@@ -31,8 +31,8 @@ import jax.numpy as jnp
 
 from augjax._runtime.keys import keys_from_seeds
 from augjax._runtime.program import once_cache, sampler_compiler_options
-from augjax._runtime.ragged import plan_program, window_structure
-from augjax._runtime.targets import TargetSpec, move_boxes, move_keypoints
+from augjax._runtime.ragged import move_window_points, plan_program, window_structure
+from augjax._runtime.targets import TargetSpec
 from augjax.dali._backend import _dali
 from augjax.errors import InputError
 
@@ -80,23 +80,6 @@ def plan_function(steps: tuple[Any, ...], start: int, with_seeds: bool):
     return jax_fn.jax_function(on_cpu(program), num_outputs=count, device="cpu")
 
 
-def _window_matrix(box, size, anchor, shape):
-    """One sample's forward matrix (pixel indices, centre-aligned resampling) of its window and
-    the output's height and width."""
-    h, w = shape[0].astype(jnp.float32), shape[1].astype(jnp.float32)
-    top, left, bh, bw = ((0.0, 0.0, h, w) if box is None
-                         else tuple(box[i].astype(jnp.float32) for i in range(4)))
-    sh, sw = (bh, bw) if size is None else (size[0].astype(jnp.float32),
-                                          size[1].astype(jnp.float32))
-    ay, ax = (0.0, 0.0) if anchor is None else (anchor[0].astype(jnp.float32),
-                                                anchor[1].astype(jnp.float32))
-    sy, sx = sh / bh, sw / bw
-    m = jnp.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]], jnp.float32)
-    m = m.at[0, 0].set(sx).at[0, 2].set((0.5 - left) * sx - 0.5 - ax)
-    m = m.at[1, 1].set(sy).at[1, 2].set((0.5 - top) * sy - 0.5 - ay)
-    return m, sh, sw
-
-
 @once_cache(maxsize=256)
 def target_function(steps: tuple[Any, ...], start: int, with_seeds: bool, names: tuple[str, ...]):
     """The ``jax_function`` (CPU) ``(shapes[, seeds], *points) -> moved points`` for the boxes
@@ -111,40 +94,8 @@ def target_function(steps: tuple[Any, ...], start: int, with_seeds: bool, names:
             keys, arrays = keys_from_seeds(arrays[0]), arrays[1:]
         else:
             keys = None
-        given = dict(zip(names, arrays))
-        _, (box, size, anchor) = plan(shapes, keys)
-        n = shapes.shape[0]
-        outs = []
-        for name, move in (("boxes", move_boxes), ("keypoints", move_keypoints)):
-            if name not in given:
-                continue
-            points = given[name].astype(jnp.float32)
-            grouped = points.shape[1:-1] if points.ndim == 4 else None
-            valid = given.get(f"{name}_valid")
-            if valid is None:
-                valid = jnp.ones(points.shape[:-1], jnp.bool_)
-            elif valid.ndim == 1:  # counts: the first count are real
-                valid = jnp.arange(points.shape[1])[None, :] < valid[:, None]
-            valid = valid.astype(jnp.bool_)
-            if grouped is not None:  # grouped keypoints (N, G, K, 2): moved as (N, G * K, 2)
-                points, valid = points.reshape(n, -1, 2), valid.reshape(n, -1)
-
-            def one(shape, pts, ok, b, s, a, move=move):
-                m, oh, ow = _window_matrix(None if box is None else b,
-                                           None if size is None else s,
-                                           None if anchor is None else a, shape)
-                if struct.out is not None:
-                    oh, ow = float(struct.out[0]), float(struct.out[1])
-                return move(m, pts, ok, oh, ow)
-
-            moved, ok = jax.vmap(one)(shapes, points, valid,
-                                      box if box is not None else jnp.zeros((n, 4), jnp.int32),
-                                      size if size is not None else jnp.zeros((n, 2), jnp.int32),
-                                      anchor if anchor is not None else jnp.zeros((n, 2),
-                                                                                 jnp.int32))
-            if grouped is not None:
-                moved, ok = moved.reshape(n, *grouped, 2), ok.reshape(n, *grouped)
-            outs += [moved, ok]
+        _, window = plan(shapes, keys)
+        outs = move_window_points(struct, shapes, window, dict(zip(names, arrays)))
         return tuple(outs)
 
     return jax_fn.jax_function(on_cpu(program), num_outputs=2 * sum(k in names for k in

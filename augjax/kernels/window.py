@@ -1,18 +1,27 @@
 """Reading a window of an image whose true size is smaller than its array (a padded batch of
-images of different sizes): crop a box, resample it, crop an output window with padding, as
-one separable pass per axis whose weights come from traced sizes (:func:`read_window`)."""
+images of different sizes, or a canvas holding a cut of each image): crop a box, resample it,
+crop an output window with padding, as one separable pass per axis whose weights come from
+traced sizes. :func:`read_window` multiplies by the dense weight matrices;
+:func:`read_window_taps` gathers their few nonzero taps per output (a static count), so its cost
+follows the output and the box's shrink factor, not the array's size. Copies and nearest
+sampling give the same values; bilinear the same weights (the dense rows' nonzero entries),
+each row's normaliser summed over its taps, so a uint8 value may round to the neighbouring
+level."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
+from augjax.kernels.boundary import materialize
+from augjax.kernels.division import exact_div
 from augjax.kernels.pixels import is_int
 from augjax.kernels.warp import check_fill, window_weights
 
-__all__ = ["read_window"]
+__all__ = ["read_window", "read_window_taps", "taps_needed", "window_taps"]
 
 _F32 = jnp.float32
 
@@ -53,3 +62,95 @@ def read_window(image: jax.Array, height, width, window: Any, out: tuple[int, in
     if is_int(image.dtype):
         x = jnp.clip(x, 0.0, 255.0)
     return x.astype(image.dtype)
+
+
+def taps_needed(widest: float, interpolation: str, antialias: bool) -> int:
+    """How many taps per output :func:`window_taps` needs when no box is shrunk by more than
+    ``widest`` (input pixels per output pixel): 1 for nearest, ``ceil(2 s) + 1`` for bilinear,
+    where ``s`` is the filter's half-width (1, or with ``antialias`` the shrink factor)."""
+    if interpolation == "nearest":
+        return 1
+    return math.ceil(2.0 * (max(widest, 1.0) if antialias else 1.0)) + 1
+
+
+def window_taps(rows: int, offset, out_size, in_size: int, start, length, interpolation: str,
+                antialias: bool, taps: int) -> tuple[jax.Array, jax.Array]:
+    """The nonzero entries of :func:`augjax.kernels.warp.window_weights`' rows (same arguments,
+    ``offset``, ``out_size``, ``start`` and ``length`` may be traced): ``(index, weight)``, each
+    ``(rows, taps)``, with the same float32 weights; taps beyond a row's support have weight 0
+    and an index clamped into ``[0, in_size)``; rows outside ``[0, out_size)`` weigh 0. ``taps``
+    must be at least :func:`taps_needed` for the largest ``length / out_size``."""
+    n = jnp.asarray(length, jnp.int32)
+    out_i = jnp.asarray(out_size, jnp.int32)
+    length_f = n.astype(_F32)
+    scale = exact_div(length_f, out_i.astype(_F32))
+    o = jnp.arange(rows, dtype=jnp.int32) + jnp.asarray(offset, jnp.int32)
+    i = o.astype(_F32)[:, None]
+    row_in = ((o >= 0) & (o < out_i))[:, None]
+    start = jnp.asarray(start, jnp.int32)
+    if interpolation == "nearest":
+        src = jnp.minimum(jnp.floor(i * scale), length_f - 1.0)
+        index = jnp.clip(src.astype(jnp.int32) + start, 0, in_size - 1)
+        return index, row_in.astype(_F32)
+    invscale = jnp.where(scale >= 1.0, 1.0 / scale, 1.0) if antialias else 1.0
+    center = scale * (i + 0.5)
+    # The first tap, floor(center - 0.5 - half), in integers (as resize_taps).
+    widen = jnp.maximum(n, out_i) if antialias else out_i  # half * out_size
+    first = jnp.floor_divide(n * (2 * o + 1) - out_i - 2 * widen, 2 * out_i)
+    j = first[:, None] + jnp.arange(taps, dtype=jnp.int32)[None, :]
+    jf = j.astype(_F32)
+    wt = jnp.maximum(0.0, 1.0 - jnp.abs((jf - center + 0.5) * invscale))
+    wt = jnp.where((jf >= 0) & (jf < length_f) & row_in, wt, 0.0)
+    wt = wt / jnp.maximum(wt.sum(axis=1, keepdims=True), 1e-30)
+    return jnp.clip(j + start, 0, in_size - 1), wt
+
+
+def _taps_pass(x: jax.Array, index: jax.Array, weight: jax.Array, axis: int) -> jax.Array:
+    """``out[o] = sum_k weight[o, k] * float32(x[index[o, k]])`` along ``axis``, the taps
+    summed in order (as :func:`augjax.kernels.warp.resize_crop`'s passes)."""
+    out = None
+    for k in range(index.shape[1]):
+        shape = [1] * x.ndim
+        shape[axis] = index.shape[0]
+        term = jnp.take(x, index[:, k], axis=axis).astype(_F32) * weight[:, k].reshape(shape)
+        out = term if out is None else out + term
+    return out
+
+
+def read_window_taps(image: jax.Array, box, size, anchor, out: tuple[int, int], fill,
+                     interpolation: str = "bilinear", antialias: bool = True,
+                     taps: tuple[int, int] = (1, 1)) -> jax.Array:
+    """:func:`read_window` through :func:`window_taps`: one sample's ``out`` pixels of the
+    ``box`` ``(top, left, height, width)`` of ``image`` ``(H, W, C)`` resampled to ``size``
+    (None: the box's size, an exact copy), read from ``anchor``; pixels beyond the resampled
+    box hold ``fill`` (in the image's scale, ``(C,)`` or a scalar; rounded for integer images).
+    ``taps``: per axis (height, width), from :func:`taps_needed`. Nearest sampling and copies
+    gather the pixels themselves (any dtype, exact); bilinear rounds between the width and the
+    height pass for integer images, as ATen's uint8 kernel does."""
+    h_in, w_in, _ = image.shape
+    copy = size is None
+    size = box[2:] if copy else size
+    mode = "nearest" if copy else interpolation
+    iy, wy = window_taps(out[0], anchor[0], size[0], h_in, box[0], box[2], mode, antialias,
+                         taps[0])
+    ix, wx = window_taps(out[1], anchor[1], size[1], w_in, box[1], box[3], mode, antialias,
+                         taps[1])
+    if mode == "nearest":
+        x = jnp.take(jnp.take(image, ix[:, 0], axis=1), iy[:, 0], axis=0)
+    else:
+        # The taps gather the image's own dtype, each converted to float32 as it is weighed
+        # (exact; gathering uint8 instead of a float32 copy: 4.2 -> 3.3 CPU-ms per 320^2
+        # output from 512^2 canvases, 2 shared cores).
+        x = _taps_pass(image, ix, wx, axis=1)
+        if is_int(image.dtype):
+            x = jnp.floor(x + 0.5)  # ATen uint8 passes round half up
+        x = _taps_pass(materialize(x), iy, wy, axis=0)
+        if is_int(image.dtype):
+            x = jnp.clip(jnp.floor(x + 0.5), 0.0, 255.0)
+    rows = anchor[0] + jnp.arange(out[0])
+    cols = anchor[1] + jnp.arange(out[1])
+    inside = ((rows >= 0) & (rows < size[0]))[:, None] & ((cols >= 0) & (cols < size[1]))[None]
+    fill = jnp.asarray(fill)
+    if is_int(image.dtype) and jnp.issubdtype(fill.dtype, jnp.floating):
+        fill = jnp.clip(jnp.round(fill), 0.0, 255.0)
+    return jnp.where(inside[..., None], x, fill.astype(x.dtype)).astype(image.dtype)

@@ -243,15 +243,6 @@ def test_bad_lists_are_refused():
                                key=jax.random.key(0))
 
 
-def test_targets_with_a_list_of_images_are_refused_on_arrays():
-    images = [np.zeros((20, 30, 3), np.uint8), np.zeros((25, 20, 3), np.uint8)]
-    boxes = np.array([[[1, 1, 5, 5]], [[2, 2, 6, 6]]], np.float32)
-    with pytest.raises(InputError, match=r"random_resized_crop: targets \(boxes\) with a list "
-                                         r"of images of different sizes are taken in a DALI"):
-        augjax.ops.random_resized_crop(images, size=8, key=augjax.keys_from_seeds(
-            np.zeros((2, 2), np.int32)), boxes=boxes)
-
-
 @pytest.mark.gpu
 def test_crops_and_nearest_resizes_of_a_list_on_the_gpu_equal_the_cpu():
     """Copies and nearest indices come from divisions of traced sizes; on CUDA XLA's float32

@@ -220,6 +220,7 @@ def target_outputs():
     data = _targets_batch(np.random.default_rng(0))
     rrc = augjax.ops.random_resized_crop.bind(size=OUT, scale=(0.2, 1.0), interpolation="nearest")
     chain = augjax.compose([rrc, augjax.ops.flip.bind(p=0.5)])
+    crop = augjax.ops.random_crop.bind(size=(70, 90), padding=5, pad_if_needed=True)
 
     def source(batch):  # DALI passes an iteration number to a callable that takes one
         return lambda: batch
@@ -234,9 +235,12 @@ def target_outputs():
         alone = rrc(images, seeds=seeds, masks=masks, boxes=boxes, boxes_valid=counts,
                     keypoints=points, mask_fill=9)
         chained = chain(images, seeds=seeds, masks=masks, boxes=boxes, boxes_valid=counts)
+        cropped = crop(images, seeds=seeds, masks=masks, boxes=boxes, boxes_valid=counts,
+                       mask_fill=9)
         return (seeds, alone["images"], alone["masks"], alone["boxes"], alone["boxes_valid"],
                 alone["keypoints"], alone["keypoints_valid"], chained["images"],
-                chained["masks"], chained["boxes"], chained["boxes_valid"])
+                chained["masks"], chained["boxes"], chained["boxes_valid"], cropped["images"],
+                cropped["masks"], cropped["boxes"], cropped["boxes_valid"])
 
     p = pipe()
     p.build()
@@ -271,7 +275,7 @@ def test_targets_follow_a_ragged_crop(target_outputs):
 
 def test_targets_follow_a_chain_that_starts_with_a_ragged_crop(target_outputs):
     _, outs = target_outputs
-    _, im, _, b, bv, _, _, ci, cm, cb, cbv = outs
+    _, im, _, b, bv, _, _, ci, cm, cb, cbv, *_ = outs
     np.testing.assert_array_equal(cm[..., 0] * 30, ci[..., 0])  # still read as the image
     flipped = np.array([not np.array_equal(ci[i], im[i]) for i in range(B)])
     assert flipped.any() and not flipped.all()
@@ -281,6 +285,38 @@ def test_targets_follow_a_chain_that_starts_with_a_ragged_crop(target_outputs):
         np.testing.assert_allclose(cb[i, 0], want, atol=1e-4)
         np.testing.assert_array_equal(cbv[i], bv[i])
 
+
+
+def test_targets_replay_on_a_list_of_arrays(target_outputs):
+    """The same images, targets and seeds as a list of arrays: the windows, boxes and
+    keypoints equal the pipeline's (one plan, one matrix code); masks read by copies (a random
+    crop with padding) equal them pixel for pixel. Resampled masks differ by the samplers
+    (DALI's nearest samples centres, the arrays ATen's legacy nearest), so there each mask is
+    checked against its own image's red channel, as the pipeline's is."""
+    (images, masks, boxes, points), outs = target_outputs
+    seeds, im, m, b, bv, kp, kv, ci, cm, cb, cbv, pi, pm, pb, pbv = outs
+    keys = augjax.keys_from_seeds(seeds)
+    rrc = augjax.ops.random_resized_crop.bind(size=OUT, scale=(0.2, 1.0), interpolation="nearest")
+    alone = rrc(images, key=keys, masks=masks, boxes=boxes, boxes_valid=[np.array([True, False])] * B,
+                keypoints=points, mask_fill=9)
+    np.testing.assert_array_equal(np.asarray(alone["boxes"])[:, :2], b)
+    np.testing.assert_array_equal(np.asarray(alone["boxes_valid"])[:, :2], bv)
+    np.testing.assert_array_equal(np.asarray(alone["keypoints"])[:, :1], kp)
+    np.testing.assert_array_equal(np.asarray(alone["keypoints_valid"])[:, :1], kv)
+    np.testing.assert_array_equal(np.asarray(alone["masks"])[..., 0] * 30,
+                                  np.asarray(alone["images"])[..., 0])
+    chain = augjax.compose([rrc, augjax.ops.flip.bind(p=0.5)])
+    chained = chain(images, key=keys, masks=masks, boxes=boxes,
+                    boxes_valid=[np.array([True, False])] * B)
+    np.testing.assert_array_equal(np.asarray(chained["boxes"])[:, :2], cb)
+    np.testing.assert_array_equal(np.asarray(chained["boxes_valid"])[:, :2], cbv)
+    crop = augjax.ops.random_crop.bind(size=(70, 90), padding=5, pad_if_needed=True)
+    cropped = crop(images, key=keys, masks=masks, boxes=boxes,
+                   boxes_valid=[np.array([True, False])] * B, mask_fill=9)
+    np.testing.assert_array_equal(np.asarray(cropped["images"]), pi)
+    np.testing.assert_array_equal(np.asarray(cropped["masks"]), pm)
+    np.testing.assert_array_equal(np.asarray(cropped["boxes"])[:, :2], pb)
+    np.testing.assert_array_equal(np.asarray(cropped["boxes_valid"])[:, :2], pbv)
 
 
 def test_the_cpu_plan_returns_cpu_arrays_whatever_the_default_device(tmp_path):
