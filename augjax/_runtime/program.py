@@ -174,7 +174,12 @@ def sample_steps(
             meta = Meta(h, w, c, dtype.name, n)
             key = jax.random.fold_in(keys[0], pos) if (keys is not None and n) else \
                 (jax.random.key(0) if spec.random else None)
-            params = step.draw(key, meta)
+            if getattr(spec, "sample_targets", ()):  # the batch's targets (copy_paste)
+                seen = targets_at(steps[:pos - start], out, targets, arrays, shape0,
+                                  dtype0) if targets else {}
+                params = step.draw(key, meta, targets=seen)
+            else:
+                params = step.draw(key, meta)
         out.append(params)
         (h, w, c), dtype = step.struct_after((h, w, c), dtype)
     return tuple(out)
