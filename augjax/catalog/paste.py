@@ -32,6 +32,14 @@ __all__ = ["mosaic", "copy_paste", "mosaic_box_labels", "copy_paste_box_labels",
 _F32 = jnp.float32
 
 
+def take(a: jax.Array, index: jax.Array) -> jax.Array:
+    """``a[index]`` along the batch axis (an empty batch gives an empty result: XLA refuses a
+    gather from an axis of size 0)."""
+    if a.shape[0] == 0:
+        return jnp.zeros(index.shape + a.shape[1:], a.dtype)
+    return a[index]
+
+
 def partners(u: jax.Array, n: int) -> jax.Array:
     """Sample ``i``'s partners ``(i + o) mod n`` with offsets ``o`` uniform in ``[1, n)`` from
     uniforms ``u`` ``(n, k)``: other samples of the batch (itself when ``n == 1``)."""
@@ -88,6 +96,8 @@ def mosaic_gather(x: jax.Array, tiles: jax.Array, center: jax.Array, oh: int, ow
     + [x >= xc]`` and shows sample ``tiles[q]``'s pixel ``(y - dy_q, x - dx_q)``, or ``fill``
     where that is outside the image or the tile is -1. One gather, ``(N, oh, ow, C)``."""
     n, h, w, _ = x.shape
+    if n == 0:
+        return jnp.zeros((0, oh, ow) + x.shape[3:], x.dtype)
     yc, xc = center[:, :1], center[:, 1:]
     ys, xs = jnp.arange(oh)[None, :], jnp.arange(ow)[None, :]
     bottom, right = ys >= yc, xs >= xc  # (N, oh), (N, ow)
@@ -125,7 +135,7 @@ def _mosaic_targets(targets, params, *, sizes, **_):
     n = tiles.shape[0]
     if "boxes" in targets:
         src = jnp.maximum(tiles, 0)
-        raw = targets["boxes"][src] + jnp.tile(offset, (1, 1, 2))[:, :, None, :]  # (N,4,M,4)
+        raw = take(targets["boxes"], src) + jnp.tile(offset, (1, 1, 2))[:, :, None, :]  # (N,4,M,4)
         lo = jnp.stack([x_lo, y_lo], -1)[:, :, None, :]
         hi = jnp.stack([x_hi, y_hi], -1)[:, :, None, :]
         lo2, hi2 = jnp.concatenate([lo, lo], -1), jnp.concatenate([hi, hi], -1)
@@ -133,20 +143,20 @@ def _mosaic_targets(targets, params, *, sizes, **_):
                        jnp.array([ow, oh, ow, oh], _F32))
         m = raw.shape[2]
         out["boxes"] = box.reshape(n, 4 * m, 4)
-        ok = targets["boxes_valid"][src] & (tiles >= 0)[:, :, None]
+        ok = take(targets["boxes_valid"], src) & (tiles >= 0)[:, :, None]
         out["boxes_valid"] = ok.reshape(n, 4 * m)
         if "boxes_seen" in targets:
             area = (raw[..., 2] - raw[..., 0]) * (raw[..., 3] - raw[..., 1])
             kept = (box[..., 2] - box[..., 0]) * (box[..., 3] - box[..., 1])
             frac = jnp.where(area > 0, kept / jnp.where(area > 0, area, 1.0), 0.0)
-            out["boxes_seen"] = (targets["boxes_seen"][src] * frac).reshape(n, 4 * m)
+            out["boxes_seen"] = (take(targets["boxes_seen"], src) * frac).reshape(n, 4 * m)
     if "keypoints" in targets:
         src = jnp.maximum(tiles, 0)
-        pts = targets["keypoints"][src] + offset[:, :, None, :]  # (N, 4, K, 2)
+        pts = take(targets["keypoints"], src) + offset[:, :, None, :]  # (N, 4, K, 2)
         x, y = pts[..., 0], pts[..., 1]
         inside = ((x >= x_lo[..., None]) & (x < x_hi[..., None]) & (y >= y_lo[..., None])
                   & (y < y_hi[..., None]))
-        ok = targets["keypoints_valid"][src] & (tiles >= 0)[:, :, None] & inside
+        ok = take(targets["keypoints_valid"], src) & (tiles >= 0)[:, :, None] & inside
         k = pts.shape[2]
         out["keypoints"] = pts.reshape(n, 4 * k, 2)
         out["keypoints_valid"] = ok.reshape(n, 4 * k)
@@ -159,7 +169,7 @@ def mosaic_box_labels(labels: jax.Array, params: dict[str, jax.Array]) -> jax.Ar
     tile that is not shown gives its own sample's labels, on boxes that are invalid)."""
     labels = jnp.asarray(labels)
     src = jnp.maximum(jnp.asarray(params["tiles"]), 0)
-    out = labels[src]
+    out = take(labels, src)
     return out.reshape(labels.shape[0], -1, *labels.shape[2:])
 
 
@@ -215,7 +225,7 @@ def mosaic(images, params, *, size, center_range, fill, p):
     """
     n, h, w, _ = images.shape
     oh, ow = _mosaic_size(h, w, size=size)
-    value = check_fill(fill, images[0], "mosaic")
+    value = check_fill(fill, images, "mosaic")
     if is_int(images.dtype):
         value = jnp.clip(jnp.round(value), 0.0, 255.0)
     return mosaic_gather(images, params["tiles"], params["center"], oh, ow, value)
@@ -275,8 +285,8 @@ def _copy_paste_sample(key, meta, params, *, p, instance_p, targets, **_):
     m = inside.shape[-1]
     u = uniforms(key, coin=(n,), partner=(n, 1), instance=(n, m))
     perm = partners(u["partner"], n)[:, 0]
-    pasted = (u["coin"] < p)[:, None] & (u["instance"] < instance_p) & exists[perm]
-    paste = (inside[perm] & pasted[:, None, None, :]).any(axis=-1)
+    pasted = (u["coin"] < p)[:, None] & (u["instance"] < instance_p) & take(exists, perm)
+    paste = (take(inside, perm) & pasted[:, None, None, :]).any(axis=-1)
     return {"perm": perm, "pasted": pasted, "paste": paste}
 
 
@@ -313,11 +323,11 @@ def _copy_paste_targets(targets, params, *, sizes, **_):
         enc = targets["masks"]  # (N, H, W, M * bytes + 1): the ids' bytes, then 'inside'
         m = pasted.shape[1]
         ids, flag = enc[..., :-1], enc[..., -1:]
-        per = ids.reshape(*ids.shape[:3], m, -1)  # (N, H, W, M, bytes)
+        per = ids.reshape(*ids.shape[:3], m, ids.shape[-1] // max(m, 1))  # (N, H, W, M, bytes)
         own = (per != 0).any(axis=-1) & (flag >= 128)
         kept = jnp.where(paste[..., None], jnp.zeros_like(ids), ids)
-        take = jnp.repeat(pasted, per.shape[-1], axis=1)[:, None, None, :]
-        new = jnp.where(take & paste[..., None], ids[perm], jnp.zeros_like(ids))
+        chosen = jnp.repeat(pasted, per.shape[-1], axis=1)[:, None, None, :]
+        new = jnp.where(chosen & paste[..., None], take(ids, perm), jnp.zeros_like(ids))
         flag = jnp.where(paste[..., None], jnp.full_like(flag, 255), flag)
         out["masks"] = jnp.concatenate([kept, new, flag], axis=-1)
     if "boxes" in targets:
@@ -327,15 +337,15 @@ def _copy_paste_targets(targets, params, *, sizes, **_):
         touched = (own & paste[..., None]).any(axis=(1, 2))
         extent, left = _extent(own & ~paste[..., None])
         new_boxes = jnp.where(touched[..., None], extent, boxes)
-        out["boxes"] = jnp.concatenate([new_boxes, boxes[perm]], axis=1)
+        out["boxes"] = jnp.concatenate([new_boxes, take(boxes, perm)], axis=1)
         out["boxes_valid"] = jnp.concatenate([valid & (left | ~touched),
-                                              valid[perm] & pasted], axis=1)
+                                              take(valid, perm) & pasted], axis=1)
         if "boxes_seen" in targets:
             seen = targets["boxes_seen"]
             area = (boxes[..., 2] - boxes[..., 0]) * (boxes[..., 3] - boxes[..., 1])
             now = (new_boxes[..., 2] - new_boxes[..., 0]) * (new_boxes[..., 3] - new_boxes[..., 1])
             frac = jnp.where(area > 0, jnp.minimum(now / jnp.where(area > 0, area, 1.0), 1.0), 0.0)
-            out["boxes_seen"] = jnp.concatenate([seen * frac, seen[perm]], axis=1)
+            out["boxes_seen"] = jnp.concatenate([seen * frac, take(seen, perm)], axis=1)
     return out
 
 
@@ -389,4 +399,4 @@ def copy_paste(images, params, *, p, instance_p):
     kernel reads).
     """
     paste = params["paste"][..., None]
-    return jnp.where(paste, images[params["perm"]], images)
+    return jnp.where(paste, take(images, params["perm"]), images)
