@@ -29,8 +29,9 @@ from augjax.catalog.paste import copy_paste, mosaic
 M = 8  # boxes / instances per image
 
 
-def _timeit(fn, repeats):
-    fn()
+def _timeit(fn, repeats, warmup=3):
+    for _ in range(warmup):  # the compile, then the first runs (program store, caches)
+        fn()
     times = []
     for _ in range(repeats):
         t = time.perf_counter()
