@@ -424,8 +424,9 @@ def follow_targets(steps: Sequence[Any], params: Sequence[Any], spec: TargetSpec
     if "masks" in t:
         t["masks"] = decode_masks(t["masks"], mask_dtype, mask_rank, spec.mask_fill)
     if len(groups) == 2:  # (a batch hook may have made more groups of K: mosaic)
-        t["keypoints"] = t["keypoints"].reshape(n, -1, groups[1], 2)
-        t["keypoints_valid"] = t["keypoints_valid"].reshape(n, -1, groups[1])
+        g = t["keypoints"].shape[1] // groups[1]
+        t["keypoints"] = t["keypoints"].reshape(n, g, groups[1], 2)
+        t["keypoints_valid"] = t["keypoints_valid"].reshape(n, g, groups[1])
     if "boxes" in t and not spec.plain:
         t.pop("boxes_seen", None)
         t["boxes"] = _boxes.from_xyxy(t["boxes"], spec.boxes_format, spec.boxes_normalized, h, w)

@@ -235,3 +235,18 @@ def test_bad_input_errors():
         mosaic(x, key=jax.random.key(0), size=(0, 4))
     with pytest.raises(InputError, match="mosaic.*boxes"):
         mosaic(x, key=jax.random.key(0), boxes=np.zeros((2, 3, 5), np.float32))
+
+
+def test_grouped_keypoints_become_four_times_the_groups():
+    """Grouped keypoints (N, G, K, 2) come back as (N, 4 G, K, 2): each tile's groups, in the
+    order of the flat (N, 4 G K, 2) call."""
+    x = np.zeros((3, 8, 8, 3), np.uint8)
+    kp = np.random.default_rng(0).uniform(0, 7, (3, 2, 5, 2)).astype(np.float32)
+    key = jax.random.key(0)
+    out = mosaic(x, key=key, keypoints=kp)
+    flat = mosaic(x, key=key, keypoints=kp.reshape(3, 10, 2))
+    assert out["keypoints"].shape == (3, 8, 5, 2) and out["keypoints_valid"].shape == (3, 8, 5)
+    np.testing.assert_array_equal(np.asarray(out["keypoints"]).reshape(3, 40, 2),
+                                  np.asarray(flat["keypoints"]))
+    np.testing.assert_array_equal(np.asarray(out["keypoints_valid"]).reshape(3, 40),
+                                  np.asarray(flat["keypoints_valid"]))
