@@ -30,8 +30,9 @@ Kernel and sampler signatures (checked when the op is declared):
   image size, channels and dtype; the batch size for batch-level ops), the per-sample values
   drawn so far, and every parameter's configured value; it returns more fields (arrays, per
   sample; with a leading axis N for batch-level ops). Fields hold drawn values, never keys.
-- ``sample_targets=("boxes",)`` (optional, with ``sample=``; sample level): the hook also gets
-  ``targets=``, that sample's targets as they reach the op (moved by the steps before it):
+- ``sample_targets=("boxes",)`` (optional, with ``sample=``): the hook also gets
+  ``targets=``, that sample's targets as they reach the op (moved by the steps before it;
+  for a batch-level op the batch's, each with a leading axis N: ``copy_paste``):
   ``{"boxes": (M, 4) float32 XYXY pixel edges, "boxes_valid": (M,) bool}`` for ``"boxes"``
   (``M = 0`` when the call has no boxes) and ``{"masks": (H, W) or (H, W, K)}`` in the masks'
   dtype for ``"masks"`` (absent when the call has none). A ``"boxes_valid"`` (M,) field the
@@ -185,7 +186,7 @@ class OpSpec:
                     f"it cannot be drawn inside a composite (random_apply, one_of, a policy)",
                     op=self.name)
             more = {} if not self.sample_targets else {"targets": _seen(self.sample_targets,
-                                                                        targets)}
+                                                                        targets, shape)}
             extra = self.sampler(jax.random.fold_in(key, 1) if key is not None else None, meta,
                                  dict(out), **config, **more)
             if not isinstance(extra, Mapping):
@@ -246,9 +247,11 @@ class OpSpec:
         return f"<augjax op {self.name!r} level={self.level} params={list(self.params)}>"
 
 
-def _seen(names: tuple[str, ...], targets: Mapping[str, Any] | None) -> dict[str, Any]:
+def _seen(names: tuple[str, ...], targets: Mapping[str, Any] | None,
+          lead: tuple[int, ...] = ()) -> dict[str, Any]:
     """The ``targets=`` a sampler that declares ``sample_targets=names`` gets: the boxes
-    (``M = 0`` when none came) and the masks where the call has them."""
+    (``M = 0`` when none came; ``lead``: the batch axis of a batch-level op) and the masks
+    where the call has them."""
     import jax.numpy as jnp
 
     targets = dict(targets or {})
@@ -258,8 +261,8 @@ def _seen(names: tuple[str, ...], targets: Mapping[str, Any] | None) -> dict[str
             out["boxes"] = jnp.asarray(targets["boxes"], jnp.float32)
             out["boxes_valid"] = jnp.asarray(targets["boxes_valid"], jnp.bool_)
         else:
-            out["boxes"] = jnp.zeros((0, 4), jnp.float32)
-            out["boxes_valid"] = jnp.zeros((0,), jnp.bool_)
+            out["boxes"] = jnp.zeros(lead + (0, 4), jnp.float32)
+            out["boxes_valid"] = jnp.zeros(lead + (0,), jnp.bool_)
     if "masks" in names and "masks" in targets:
         out["masks"] = targets["masks"]
     return out
@@ -333,7 +336,7 @@ def op(
             from its params drawn with the image's true (traced) size. DALI resamples and crops
             the ragged images natively by it; on arrays augjax does.
         sample_targets: the targets the ``sample`` hook reads, a subset of ``("boxes",
-            "masks")`` (a sample-level op with a ``sample`` hook): the hook then also takes
+            "masks")`` (an op with a ``sample`` hook; batch level: the batch's): the hook then also takes
             ``targets=``, e.g. ``{"boxes": (M, 4), "boxes_valid": (M,)}`` for one sample (see
             the module docstring). Default: none, and no ``targets=`` keyword.
 
@@ -401,9 +404,8 @@ def _check_sample_targets(name, names, sample, level, params) -> tuple[str, ...]
     names = tuple(names)
     if not set(names) <= set(_SAMPLE_TARGETS) or len(set(names)) != len(names):
         raise bad(f"must be a tuple of distinct names from {_SAMPLE_TARGETS}, got {names!r}")
-    if names and (sample is None or level != "sample"):
-        raise bad(f"needs a sample= hook on a sample-level op (got sample="
-                  f"{'a hook' if sample is not None else 'None'}, level={level!r})")
+    if names and sample is None:
+        raise bad("needs a sample= hook (got sample=None)")
     if names and "targets" in params:
         raise bad("reserves the keyword 'targets' of the sample hook; rename the parameter")
     return tuple(n for n in _SAMPLE_TARGETS if n in names)

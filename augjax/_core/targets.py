@@ -8,8 +8,9 @@ declaration unless the op passes ``targets=``:
   (so mask pixels follow exactly the image's sampling), boxes and keypoints through the matrix;
 - a geometric op without a matrix (elastic warps): masks through the kernel; boxes and keypoints
   are refused (an error naming the op);
-- a batch-level op (mixing): refused, unless it declares a ``batch`` hook
-  ``fn(targets, params, **config) -> targets`` (augjax's mixing ops do, for masks).
+- a batch-level op (mixing, pasting): refused, unless it declares a ``batch`` hook
+  ``fn(targets, params, **config) -> targets`` (augjax's mixing ops do, for masks; ``mosaic``
+  and ``copy_paste`` for masks and boxes, whose count the hook may change).
 
 A kernel that carries masks is called on a uint8 image of any channel count (the ids' bytes,
 then a channel that is 255 inside the image), with ``interpolation="nearest"``,
@@ -92,14 +93,22 @@ class Follow:
             matrix), ``"hook"`` or ``"refuse"``.
         batch: for batch-level ops, ``fn(targets, params, **config) -> targets`` where
             ``targets`` is a dict that may hold ``"masks"`` (the batch's masks as an
-            ``(N, H, W, C)`` integer array) and ``params`` the batch's params.
+            ``(N, H, W, C)`` integer array) and ``params`` the batch's params. With
+            ``points="hook"`` it also gets ``"boxes"`` (N, M, 4) pixel XYXY, ``"boxes_valid"``,
+            ``"boxes_seen"`` (N, M) where ``min_visibility`` is tracked, and ``"keypoints"``
+            (N, K, 2) with ``"keypoints_valid"``, and may return more of them than came
+            (``mosaic``: ``M -> 4 M``), boxes clamped to the output; the call's
+            :class:`Sanitize` rule is applied to the boxes it returns.
         reason: why targets are refused (completes the error message).
+        sizes: the hook also takes ``sizes=((H, W), (out_H, out_W))``, the batch's spatial size
+            before and after the op.
     """
 
     masks: str = KEEP
     points: str = KEEP
     batch: Callable[..., Any] | None = None
     reason: str = ""
+    sizes: bool = False
 
     def __post_init__(self) -> None:
         from augjax.errors import OpDefinitionError

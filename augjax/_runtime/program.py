@@ -174,7 +174,12 @@ def sample_steps(
             meta = Meta(h, w, c, dtype.name, n)
             key = jax.random.fold_in(keys[0], pos) if (keys is not None and n) else \
                 (jax.random.key(0) if spec.random else None)
-            params = step.draw(key, meta)
+            if getattr(spec, "sample_targets", ()):  # the batch's targets (copy_paste)
+                seen = targets_at(steps[:pos - start], out, targets, arrays, shape0,
+                                  dtype0) if targets else {}
+                params = step.draw(key, meta, targets=seen)
+            else:
+                params = step.draw(key, meta)
         out.append(params)
         (h, w, c), dtype = step.struct_after((h, w, c), dtype)
     return tuple(out)
@@ -556,7 +561,12 @@ def sample_program(steps: tuple[Any, ...], layout: str, start: int, shape: tuple
         return jax.eval_shape(program, keys if any(s.spec.random for s in steps) else None,
                               abstract(steps))
 
-    options = sampler_compiler_options(draws)
+    # A batch-level sampler that reads targets computes over whole masks (copy_paste: an
+    # (N, H, W) paste mask, a field), and draws() has no target arrays to size it: optimised.
+    batch_seer = targets is not None and any(
+        getattr(getattr(s, "spec", None), "level", None) == "batch"
+        and getattr(s.spec, "sample_targets", ()) for s in steps)
+    options = None if batch_seer else sampler_compiler_options(draws)
     config = dict(layout=layout, start=start, shape=shape, dtype=dtype)
     if split:  # (the stored name of the other samplers stays as it was)
         config["split"] = True

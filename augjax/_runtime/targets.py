@@ -414,7 +414,7 @@ def follow_targets(steps: Sequence[Any], params: Sequence[Any], spec: TargetSpec
     for step, p in zip(steps, params):
         (h2, w2, c2), dtype2 = step.struct_after((h, w, c), dtype)
         if step.spec.level == "batch":
-            t = _batch_targets(step, p, t)
+            t = _batch_targets(step, p, t, rule, (h, w), h2, w2)
         else:
             if "masks" in t:
                 t["masks"] = jax.vmap(step.run_masks)(t["masks"], p)
@@ -423,9 +423,10 @@ def follow_targets(steps: Sequence[Any], params: Sequence[Any], spec: TargetSpec
         h, w, c, dtype = h2, w2, c2, jnp.dtype(dtype2)
     if "masks" in t:
         t["masks"] = decode_masks(t["masks"], mask_dtype, mask_rank, spec.mask_fill)
-    if len(groups) == 2:
-        t["keypoints"] = t["keypoints"].reshape(n, *groups, 2)
-        t["keypoints_valid"] = t["keypoints_valid"].reshape(n, *groups)
+    if len(groups) == 2:  # (a batch hook may have made more groups of K: mosaic)
+        g = t["keypoints"].shape[1] // groups[1]
+        t["keypoints"] = t["keypoints"].reshape(n, g, groups[1], 2)
+        t["keypoints_valid"] = t["keypoints_valid"].reshape(n, g, groups[1])
     if "boxes" in t and not spec.plain:
         t.pop("boxes_seen", None)
         t["boxes"] = _boxes.from_xyxy(t["boxes"], spec.boxes_format, spec.boxes_normalized, h, w)
@@ -490,7 +491,16 @@ def _drops_boxes(step: Any, p: Any) -> bool:
             and "boxes_valid" in p)
 
 
-def _batch_targets(step: Any, params: Any, t: dict[str, Any]) -> dict[str, Any]:
+def _batch_targets(step: Any, params: Any, t: dict[str, Any], sanitize: Any,
+                   size: tuple[int, int], h: int, w: int) -> dict[str, Any]:
+    """The targets after a batch-level step (input ``size``, output ``h`` x ``w``), by its
+    ``batch`` hook.
+
+    A points hook gets the boxes (and ``boxes_seen`` where ``min_visibility`` is tracked) and
+    keypoints and may return more of them than came (``mosaic``: four tiles' boxes, ``M ->
+    4M``); it returns boxes clamped to the output with its own validity (and ``boxes_seen``
+    for its boxes, times the fraction each kept). The call's :class:`augjax.Sanitize` rule is
+    then applied here, as after a geometric op."""
     rule = step.spec.targets
     for kind, present in (("masks", "masks" in t),
                           ("points", "boxes" in t or "keypoints" in t)):
@@ -500,10 +510,19 @@ def _batch_targets(step: Any, params: Any, t: dict[str, Any]) -> dict[str, Any]:
             raise InputError(f"{step.name}: {what} cannot follow this op"
                              f"{': ' + rule.reason if rule.reason else ''}", op=step.name,
                              argument=what)
-    hooked = {k: v for k, v in t.items() if k != "boxes_seen" and (
-        (k == "masks" and rule.masks == HOOK) or (k != "masks" and rule.points == HOOK))}
+    hooked = {k: v for k, v in t.items() if
+              (k == "masks" and rule.masks == HOOK) or (k != "masks" and rule.points == HOOK)}
     if not hooked:
         return t
     out = dict(t)
-    out.update(rule.batch(hooked, params, **step.kwargs))
+    sizes = {"sizes": (size, (h, w))} if rule.sizes else {}
+    out.update(rule.batch(hooked, params, **step.kwargs, **sizes))
+    if rule.points == HOOK and "boxes" in hooked:
+        min_size, min_area = (1.0, 1.0) if sanitize is None else (sanitize.min_size,
+                                                                  sanitize.min_area)
+        out["boxes_valid"] = out["boxes_valid"] & _boxes.box_rule(out["boxes"], h, w,
+                                                                  min_size, min_area)
+        if "boxes_seen" in out:
+            out["boxes_valid"] = out["boxes_valid"] & (out["boxes_seen"]
+                                                       >= sanitize.min_visibility)
     return out

@@ -172,6 +172,10 @@ def _check_wide_and_nan(spec, x, labels, key, layout, params, out):
         if is_mixing(spec):
             assert len(set(changed) - {0}) <= 1, f"{bad} of sample 0 reached samples {changed}"
             assert np.isfinite(np.asarray(soft_n)).all(), f"{bad} pixels reached the labels"
+        elif spec.level == "batch":  # pasting ops (mosaic, copy_paste) copy pixels across
+            # samples: the bad pixel is copied (at most once per tile of each output), not spread
+            shown = ~np.isfinite(out_n).all(axis=-1 if layout == "HWC" else 1)
+            assert shown.sum() <= 4 * n, f"{bad} of sample 0 spread to {shown.sum()} pixels"
         else:
             assert set(changed) <= {0}, f"{bad} of sample 0 reached samples {changed}"
 
