@@ -178,8 +178,11 @@ def run_clips(cfg: PipelineConfig, ops: str, frames: int, out_dir: Path) -> dict
     rows = []
     for n in range(cfg.batch):
         cells = [frame for out in (clips, per_clip, per_frame) for frame in out[n]]
-        rows.append(GridRow(f"clip {n}", [f"{frames} frames | one draw per clip | "
-                                          f"per_frame=True"], cells))
+        lines = [f"{frames} frames | one draw per clip | per_frame=True"]
+        if n == 0:
+            lines += [f"{s['op']}: " + (", ".join(f"{k}={v}" for k, v in s["params"].items())
+                                        or "(defaults)") for s in steps]
+        rows.append(GridRow(f"clip {n}", lines, cells))
     header = f"{ops} on clips in DALI (FHWC), demo seed {cfg.seed}"
     canvas, layout = render_grid(rows, cell=cfg.size, groups=frames, header=header)
     save_png(canvas, out_dir / CLIPS_PNG)
