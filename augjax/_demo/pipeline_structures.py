@@ -126,7 +126,10 @@ def clip_step(ops: str, size: int) -> tuple[Any, list[dict[str, Any]]]:
     from augjax.chain import compose
     from augjax._plugins.registry import REGISTRY
 
-    rows = parse_rows(ops)
+    try:
+        rows = parse_rows(ops)
+    except DemoInputError as err:  # parse_rows speaks of --ops
+        raise DemoInputError(str(err).replace("argument --ops", "argument --clip", 1)) from None
     if len(rows) != 1:
         raise DemoInputError(f"argument --clip: expects one op or one chain a+b, got {ops!r} "
                              f"({len(rows)} ops match)")
