@@ -172,8 +172,8 @@ def check_label_range(labels: Any, steps: Any) -> None:
                          argument="labels")
 
 
-def committed(x: Any, device: Any = None) -> Any:
-    """``x`` committed to ``device`` (default: its own one device), for a cached ``jax.jit``
+def committed(x: Any) -> Any:
+    """``x`` committed to the one device it is on, for a cached ``jax.jit``
     program whose callers hand both kinds: ``jax.jit`` compiles once per input signature and
     commitment is part of it, so that DALI's ``jax_function`` (committed arrays) and array
     callers (``jnp.asarray``, ``jax.device_put(x)``: uncommitted) would each trace and compile
@@ -184,4 +184,4 @@ def committed(x: Any, device: Any = None) -> Any:
     devices = x.devices()
     if len(devices) != 1:
         return x
-    return jax.device_put(x, device if device is not None else next(iter(devices)))
+    return jax.device_put(x, next(iter(devices)))
