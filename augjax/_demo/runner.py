@@ -40,7 +40,7 @@ class DemoOptions:
     draws: int = 2
     size: int = 80
     progress: bool | None = None  # None: a progress bar only on a terminal
-    views: str | None = "dino"  # a recipe drawn into demo-views.png; None: none
+    views: str | None = "simclr"  # a recipe drawn into demo-views.png; None: none
     clip: str | None = "rotate+color_jitter"  # an op or chain drawn on clips; None: none
     frames: int = 4
 

@@ -58,9 +58,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "photographs)")
     p.add_argument("--size", type=_size, default=80, metavar="PX",
                    help="images are resized and center-cropped to PX x PX (default: 80)")
-    p.add_argument("--views", default="dino", choices=("dino", "simclr", "byol", "none"),
+    p.add_argument("--views", default="simclr", choices=("dino", "simclr", "byol", "none"),
                    help="the recipe whose views DIR/demo-views.png draws, one row per image "
-                        "(default: dino; none: no views picture)")
+                        "(default: simclr, one chain to compile; dino: global and local views, "
+                        "three chains, about a minute more on a first run; none: no picture)")
     p.add_argument("--clip", default="rotate+color_jitter", metavar="OPS",
                    help="an op or chain a+b that DIR/demo-clips.png draws on clips (the photos "
                         "panned across), one draw per clip and one per frame (default: "

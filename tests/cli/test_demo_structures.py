@@ -31,9 +31,10 @@ def _run(out, *extra: str) -> dict:
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
-    """The demo with its default views (DINO) and clip op (rotate+color_jitter)."""
+    """The demo with DINO's views (two groups of two sizes) and its default clip op
+    (rotate+color_jitter)."""
     out = tmp_path_factory.mktemp("structures")
-    return out, _run(out)
+    return out, _run(out, "--views", "dino")
 
 
 def _cells(out, record: dict, row: int, shapes: list[tuple[int, int]]) -> list[np.ndarray]:
