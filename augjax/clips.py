@@ -40,6 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from augjax.kernels.boundary import boundary_compiler_options
+from augjax._runtime.inputs import committed
 from augjax._runtime.keys import SEED_HIGH, keys_from_seeds, sample_keys
 from augjax._runtime.program import sampler_compiler_options
 from augjax._runtime.boxes import parse_sanitize
@@ -236,6 +237,11 @@ def _mapped_apply(step, clips, labels, params, layout, per_frame, arrays, rest):
         clips, params, *arrays.values())
 
 
+def _array(x: Any) -> Any:
+    """NumPy arrays as ``jax.Array`` (to be committed); anything else as it is."""
+    return jnp.asarray(x) if isinstance(x, np.ndarray) else x
+
+
 def _on_cpu(x: Any) -> bool:
     if isinstance(x, np.ndarray) or isinstance(x, jax.core.Tracer):
         return True
@@ -268,6 +274,9 @@ def call_clips(step: Any, inputs: tuple[Any, ...], *, key: Any, layout: str, per
         raise InputError(f"{step.name}: expects {len(step.inputs)} positional input(s) "
                          f"({', '.join(step.inputs)}), got {len(inputs)}", op=step.name,
                          argument="images")
+    # committed: arrays and DALI (committed arrays) share the programs (inputs.committed)
+    inputs = tuple(committed(_array(x)) for x in inputs)
+    key, targets = committed(key), {k: committed(_array(v)) for k, v in targets.items()}
     clips = _clips(inputs[0], step.name)
     if _random(step) and key is None:
         sample_keys(None, clips.shape[0], step.name)  # raises KeyRequiredError

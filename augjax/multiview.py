@@ -38,6 +38,7 @@ import numpy as np
 from augjax._core.step import Step
 from augjax.kernels.boundary import boundary_compiler_options
 from augjax._runtime.program import sampler_compiler_options
+from augjax._runtime.inputs import committed
 from augjax._runtime.keys import SEED_HIGH, keys_from_seeds, sample_keys
 from augjax.errors import InputError, ParamError
 
@@ -117,7 +118,7 @@ class Views:
                              f"got shape {tuple(images.shape)}", op="views", argument="images")
         keys = sample_keys(key, images.shape[0], "views")
         struct = jax.ShapeDtypeStruct(images.shape, images.dtype)
-        params = _sampler(self, struct.shape, jnp.dtype(struct.dtype).name)(keys)
+        params = _sampler(self, struct.shape, jnp.dtype(struct.dtype).name)(committed(keys))
         return dict(zip(self.names, params))
 
     def apply(self, images: Any, *, params: Mapping[str, Sequence[Any]]) -> dict[str, Any]:
@@ -136,7 +137,7 @@ class Views:
                                  f"params, got {type(given).__name__}", op="views",
                                  argument="params")
         ordered = tuple(tuple(params[name]) for name in self.names)
-        return _applier(self)(images, ordered)
+        return _applier(self)(committed(images), jax.tree_util.tree_map(committed, ordered))
 
     # -- inspection -------------------------------------------------------------------------
     def __repr__(self) -> str:
@@ -317,6 +318,8 @@ def _call(self: Views, images: jax.Array, keys: jax.Array) -> dict[str, jax.Arra
     (bitwise replay by construction), elsewhere one program (one dispatch)."""
     if isinstance(images, jax.core.Tracer):  # inside a caller's trace: one traced program
         return _apply_all(self, images, _sample_all(self, images, keys))
+    # committed: arrays and DALI (committed arrays) share the programs (inputs.committed)
+    images, keys = committed(images), committed(keys)
     if _on_cpu(images):
         params = _sampler(self, tuple(images.shape), jnp.dtype(images.dtype).name)(keys)
         return _applier(self)(images, params)

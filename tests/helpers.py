@@ -173,3 +173,26 @@ def fresh_programs() -> None:
     for cache in (array_program, sample_program, apply_program, seeded_program, call_program,
                   dali_function):
         cache.cache_clear()
+
+
+def compiles(fn) -> int:
+    """How many programs XLA compiles while ``fn()`` runs (jax_log_compiles' records)."""
+    import logging
+
+    import jax
+
+    seen = []
+
+    class Count(logging.Handler):
+        def emit(self, record):
+            if "Finished XLA compilation" in record.getMessage():
+                seen.append(record.getMessage())
+
+    handler, logger = Count(), logging.getLogger("jax")
+    logger.addHandler(handler)
+    try:
+        with jax.log_compiles(True):
+            fn()
+    finally:
+        logger.removeHandler(handler)
+    return len(seen)

@@ -110,9 +110,11 @@ class GridRow:
     failed: bool = False
 
 
-def render_grid(rows: Sequence[GridRow], *, cell: int, groups: int, header: str):
+def render_grid(rows: Sequence[GridRow], *, cell: int, groups: int, header: str,
+                breaks: Sequence[int] = ()):
     """The demo grid as a Pillow image: a label column, then the cells of each row, with a gap
-    after every ``groups`` cells (one group per input image).
+    after every ``groups`` cells (one group per input image) and before each cell index in
+    ``breaks`` (groups of different sizes: a view group, a clip's frames).
 
     Returns:
         ``(image, layout)``; ``layout`` holds the left edge of each cell column (``"columns"``)
@@ -132,7 +134,8 @@ def render_grid(rows: Sequence[GridRow], *, cell: int, groups: int, header: str)
         body = [ln for text in r.lines for ln in _wrap(scratch, text, body_font, text_w)]
         height = max(cell, (len(title) + len(body)) * line_h)
         laid.append((r, title, body, height))
-    gaps = max(0, (n_cells - 1) // max(groups, 1))
+    gap_before = {i for i in range(1, n_cells) if (groups and i % groups == 0) or i in breaks}
+    gaps = len(gap_before)
     width = LABEL_WIDTH + n_cells * (cell + PAD) + gaps * GROUP_GAP + PAD
     head_h = 2 * PAD + line_h + 4
     height = head_h + sum(h + PAD for _, _, _, h in laid) + PAD
@@ -142,7 +145,7 @@ def render_grid(rows: Sequence[GridRow], *, cell: int, groups: int, header: str)
     columns, tops = [], []
     x = LABEL_WIDTH
     for i in range(n_cells):
-        if i and groups and i % groups == 0:
+        if i in gap_before:
             x += GROUP_GAP
         columns.append(x)
         x += cell + PAD

@@ -40,6 +40,9 @@ class DemoOptions:
     draws: int = 2
     size: int = 80
     progress: bool | None = None  # None: a progress bar only on a terminal
+    views: str | None = "simclr"  # a recipe drawn into demo-views.png; None: none
+    clip: str | None = "rotate+color_jitter"  # an op or chain drawn on clips; None: none
+    frames: int = 4
 
 
 @dataclasses.dataclass
@@ -137,6 +140,10 @@ def run_demo(opts: DemoOptions, log=None) -> DemoResult:
     log = log or _log
     start = time.perf_counter()
     rows = parse_rows(opts.ops)
+    if opts.clip is not None:
+        from augjax._demo.pipeline_structures import clip_step
+
+        clip_step(opts.clip, opts.size)  # a bad --clip is bad input: refused before any work
     source = collect(opts.images, opts.batch)
     if opts.device == "gpu":
         _check_gpu()
@@ -212,6 +219,7 @@ def run_demo(opts: DemoOptions, log=None) -> DemoResult:
             ]
             record.setdefault("timing", {})["total_s"] = round(time.perf_counter() - t0, 4)
             records.append(record)
+        structures = _run_structures(opts, cfg, out, log)
     header = (f"augjax demo: {opts.batch} images x {opts.draws} draws, seed {opts.seed}, "
               f"DALI {opts.device}, {opts.size}x{opts.size}")
     canvas, layout = render_grid(grid, cell=opts.size, groups=opts.draws, header=header)
@@ -237,6 +245,7 @@ def run_demo(opts: DemoOptions, log=None) -> DemoResult:
                              for d in range(opts.draws)],
                  "cell": layout["cell"], "column_x": layout["columns"], "row_y": layout["rows"]},
         "ops": records,
+        **structures,
         "ok": ok,
         "failed": failed,
         "timing": {"originals_s": round(originals.build_s + originals.first_s, 4),
@@ -246,6 +255,32 @@ def run_demo(opts: DemoOptions, log=None) -> DemoResult:
     js.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return DemoResult(png=png, json=js, png_size=(canvas.width, canvas.height), ok=ok,
                       failed=failed, seconds=seconds, summary=summary)
+
+
+def _run_structures(opts: DemoOptions, cfg: PipelineConfig, out: Path,
+                    log) -> dict[str, Any]:
+    """The views and clips pictures (:mod:`augjax._demo.pipeline_structures`): their records
+    for ``demo.json`` under ``"views"`` and ``"clips"``; a failure is recorded and logged, as
+    an op's is, and takes nothing else down."""
+    from augjax._demo.pipeline_structures import run_clips, run_views
+
+    jobs = {"views": (opts.views, lambda: run_views(cfg, opts.views, out)),
+            "clips": (opts.clip, lambda: run_clips(cfg, opts.clip, opts.frames, out))}
+    records: dict[str, Any] = {}
+    for name, (wanted, job) in jobs.items():
+        if wanted is None:
+            continue
+        t0 = time.perf_counter()
+        try:
+            records[name] = job()
+        except DemoInputError:
+            raise
+        except Exception as err:  # noqa: BLE001 - reported like a failed op
+            reason = short_error(err)
+            log(f"augjax demo: {name} ({wanted}) failed: {reason}")
+            records[name] = {"status": "failed", "error": reason, "detail": str(err)[:4000]}
+        records[name].setdefault("timing", {})["total_s"] = round(time.perf_counter() - t0, 4)
+    return records
 
 
 def _check_gpu() -> None:

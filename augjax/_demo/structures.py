@@ -13,9 +13,21 @@ from augjax._demo.params import demo_params
 from augjax._demo.render import GridRow, display_batch, render_grid, save_png
 from augjax._demo.sources import bundled_dir, load_rgb
 
-__all__ = ["RECIPES", "run_show_clip", "run_show_views"]
+__all__ = ["RECIPES", "run_show_clip", "run_show_views", "views_of"]
 
 RECIPES = ("dino", "simclr", "byol")
+
+
+def views_of(recipe: str, size: int) -> Any:
+    """The demo's views of ``recipe`` for a demo of ``size`` pixels: global views (DINO) or
+    both views (SimCLR, BYOL) of ``size``, DINO's local views of ``size * 96 // 224`` (the
+    paper's 224 / 96), uint8."""
+    import augjax
+
+    if recipe == "dino":
+        return augjax.recipes.dino(global_size=size, local_size=max(8, size * 96 // 224),
+                                   normalize=False)
+    return getattr(augjax.recipes, recipe)(size=size, normalize=False)
 
 
 def _photo(image: str | Path | None, size: int, name: str = "01-astronaut.jpg") -> np.ndarray:
@@ -49,10 +61,7 @@ def run_show_views(recipe: str, *, image: str | Path | None = None, out: str | P
     if recipe not in RECIPES:
         raise DemoInputError(f"argument NAME: with --views expects a recipe, one of "
                              f"{', '.join(RECIPES)}; got {recipe!r}")
-    small = max(8, size * 96 // 224)
-    views = (augjax.recipes.dino(global_size=size, local_size=small, normalize=False)
-             if recipe == "dino" else
-             getattr(augjax.recipes, recipe)(size=size, normalize=False))
+    views = views_of(recipe, size)
     source = 2 * size
     batch = np.stack([_photo(image, source), _photo(None, source, "02-chelsea.jpg")])
     out_views = views(batch, key=jax.random.key(seed))

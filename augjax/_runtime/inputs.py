@@ -23,6 +23,7 @@ __all__ = [
     "check_label_range",
     "check_labels",
     "check_layout_shape",
+    "committed",
     "label_classes",
 ]
 
@@ -169,3 +170,18 @@ def check_label_range(labels: Any, steps: Any) -> None:
     if low < 0 or high >= k:
         raise InputError(label_range_message(op, k, int(low), int(high)), op=op,
                          argument="labels")
+
+
+def committed(x: Any) -> Any:
+    """``x`` committed to the one device it is on, for a cached ``jax.jit``
+    program whose callers hand both kinds: ``jax.jit`` compiles once per input signature and
+    commitment is part of it, so that DALI's ``jax_function`` (committed arrays) and array
+    callers (``jnp.asarray``, ``jax.device_put(x)``: uncommitted) would each trace and compile
+    the same program. Tracers, NumPy arrays, ``None``, committed arrays and arrays over several
+    devices are returned as they are."""
+    if not isinstance(x, jax.Array) or isinstance(x, jax.core.Tracer) or x.committed:
+        return x
+    devices = x.devices()
+    if len(devices) != 1:
+        return x
+    return jax.device_put(x, next(iter(devices)))

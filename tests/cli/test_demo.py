@@ -28,9 +28,10 @@ BATCH, DRAWS, SIZE = 3, 2, 32
 
 
 def _demo(out: Path, *extra: str, ops: str = OPS, seed: int = 5) -> int:
+    """The demo's op grid only (its views and clips pictures: test_demo_structures.py)."""
     return main(["demo", "--ops", ops, "--batch", str(BATCH), "--draws", str(DRAWS),
                  "--size", str(SIZE), "--seed", str(seed), "--out", str(out), "--no-progress",
-                 *extra])
+                 "--views", "none", "--clip", "none", *extra])
 
 
 @pytest.fixture(scope="module")
@@ -161,7 +162,8 @@ def test_user_folder_recursive_and_cycled(tmp_path):
     (images / "notes.txt").write_text("not an image")
     out = tmp_path / "out"
     rc = main(["demo", "--images", str(images), "--ops", "invert", "--batch", "4", "--draws", "1",
-               "--size", str(SIZE), "--out", str(out), "--no-progress"])
+               "--size", str(SIZE), "--out", str(out), "--no-progress", "--views", "none",
+               "--clip", "none"])
     assert rc == 0
     summary = json.loads((out / "demo.json").read_text())
     assert summary["images"]["files"] == sorted(colours)  # recursive, sorted, images only

@@ -12,6 +12,7 @@ import pytest
 
 import augjax
 from augjax import ops
+from helpers import compiles
 
 
 def _chain(size):
@@ -189,3 +190,19 @@ def test_apply_and_call_share_one_program_in_any_order():
     for name in called:
         np.testing.assert_array_equal(np.asarray(first[name]), np.asarray(called[name]))
         np.testing.assert_array_equal(np.asarray(again[name]), np.asarray(called[name]))
+
+
+def test_committed_and_uncommitted_inputs_share_the_programs():
+    """DALI's jax_function hands committed arrays, jnp.asarray uncommitted ones: one program
+    serves both (jax.jit keys on commitment; the views compiled twice before)."""
+    chain = augjax.compose(ops.random_resized_crop.bind(size=(8, 8), scale=(0.5, 1.0)),
+                           ops.brightness.bind(factor=(0.5, 1.5)))
+    views = augjax.views({"a": (2, chain)})
+    x = np.random.default_rng(4).integers(0, 256, (2, 12, 12, 3), dtype=np.uint8)
+    keys = jax.random.split(jax.random.key(3), 2)
+    device = jax.devices()[0]
+    loose = views(jnp.asarray(x), key=keys)
+    assert compiles(lambda: jax.block_until_ready(
+        views(jax.device_put(x, device), key=jax.device_put(keys, device)))) == 0
+    again = views(jax.device_put(x, device), key=jax.device_put(keys, device))
+    np.testing.assert_array_equal(np.asarray(again["a"]), np.asarray(loose["a"]))
