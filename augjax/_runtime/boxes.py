@@ -159,8 +159,8 @@ def convert_boxes(boxes: Any, from_: Any, to: Any, size: tuple[int, int] | None 
     src = parse_format(from_, op=name, argument="from_")
     dst = parse_format(to, op=name, argument="to")
     if (src[0] in ROTATED) != (dst[0] in ROTATED):
-        kind = "rotated" if src[0] in ROTATED else "unrotated"
-        raise InputError(f"{name}: argument 'to' expects a {kind} format like from_="
+        kind = "a rotated" if src[0] in ROTATED else "an unrotated"
+        raise InputError(f"{name}: argument 'to' expects {kind} format like from_="
                          f"{src[0]!r} (rotated and unrotated boxes do not convert into each "
                          f"other, as in torchvision), got {dst[0]!r}", op=name, argument="to")
     if isinstance(boxes, (list, tuple)):
