@@ -27,7 +27,6 @@ import numpy as np
 
 from augjax._core.targets import Sanitize
 from augjax._runtime.rotated import ROTATED, WIDTH, from_corners, to_corners
-from augjax._runtime.rotated import rule as rotated_rule
 from augjax.errors import InputError, InputTypeError
 
 __all__ = ["FORMATS", "parse_format", "parse_sanitize", "to_xyxy", "from_xyxy", "convert_boxes",
@@ -196,10 +195,8 @@ def convert_boxes(boxes: Any, from_: Any, to: Any, size: tuple[int, int] | None 
 def box_rule(boxes: jax.Array, h: int, w: int, min_size: float = 1.0,
              min_area: float = 1.0) -> jax.Array:
     """torchvision's ``SanitizeBoundingBoxes`` mask on pixel XYXY boxes of an ``h`` x ``w``
-    image: wide, high and large enough, and inside ``[0, w] x [0, h]``. Rotated boxes
-    (corners ``(..., 8)``): :func:`augjax._runtime.rotated.rule`."""
-    if boxes.shape[-1] == 8:
-        return rotated_rule(boxes, h, w, min_size, min_area)
+    image: wide, high and large enough, and inside ``[0, w] x [0, h]`` (rotated boxes:
+    :func:`augjax._runtime.rotated.rule`)."""
     ws, hs = boxes[..., 2] - boxes[..., 0], boxes[..., 3] - boxes[..., 1]
     return ((ws >= min_size) & (hs >= min_size) & (ws * hs >= min_area)
             & jnp.all(boxes >= 0.0, axis=-1)

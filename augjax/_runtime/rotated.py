@@ -222,7 +222,7 @@ def move_corners(m: jnp.ndarray, c: jnp.ndarray, h: int, w: int) -> tuple[Any, A
     clamped (torchvision's soft clamp)."""
     x, y = _transform(m, c[:, 0::2] - 0.5, c[:, 1::2] - 0.5)  # edges -> pixel centres
     moved = jnp.stack([x + 0.5, y + 0.5], axis=-1).reshape(c.shape)
-    det = m[0, 0] * m[1, 1] - m[0, 1] * m[1, 0]  # the perspective part never mirrors here
+    det = m[0, 0] * m[1, 1] - m[0, 1] * m[1, 0]  # < 0: a flip (mirrors the corners' order)
     moved = jnp.where(det < 0, moved[:, jnp.array([2, 3, 0, 1, 6, 7, 4, 5])], moved)
     moved = rectify(moved)
     return moved, clamp_soft(moved, h, w)

@@ -342,6 +342,19 @@ def test_sanitize_rules_on_rotated_boxes():
     assert 0 < kept < N * M
 
 
+def test_area_inside_the_image_equals_clipping():
+    """The rule's area inside the image (Green's theorem on clipped edges) equals
+    Sutherland-Hodgman clipping on random rectangles, in both corner orders, in and out."""
+    from augjax._runtime.rotated import inside_area
+
+    c = _corners(np.concatenate([_boxes(11), _boxes(12)]).reshape(-1, 5), "cxcywhr")
+    c = np.concatenate([c, c.reshape(-1, 4, 2)[:, ::-1].reshape(-1, 8)])  # both orientations
+    got = np.asarray(inside_area(jax.numpy.asarray(c, jax.numpy.float32), H, W))
+    want = _inside_area(c, H, W)
+    np.testing.assert_allclose(got, want, atol=2e-3)
+    assert (want == 0).any() and (want > 0).any()
+
+
 def test_iou_crop_reads_pixel_xyxy_in_any_format_and_refuses_rotated_boxes():
     """random_iou_crop's sampler reads the boxes: given XYWH it draws the crops it draws for
     the same boxes in XYXY (it read XYWH as XYXY before); rotated boxes are refused."""
@@ -359,6 +372,20 @@ def test_iou_crop_reads_pixel_xyxy_in_any_format_and_refuses_rotated_boxes():
     with pytest.raises(InputError) as err:
         op(x, key=key, boxes=rot, boxes_format="cxcywhr")
     assert err.value.op == "random_iou_crop" and err.value.argument == "boxes_format"
+
+
+def test_clips_take_rotated_boxes():
+    """Per-frame rotated boxes of clips (N, T, M, 5) equal the batch call frame by frame (a
+    flip that always flips)."""
+    x = np.stack([_images(15)] * 2, axis=1)  # (N, T, H, W, C)
+    b = np.stack([_boxes(15), _boxes(16)], 1)
+    op = ops.flip.bind(p=1.0)
+    out = op(x, key=jax.random.key(0), boxes=b, boxes_format="cxcywhr")
+    assert out["boxes"].shape == b.shape and out["boxes_valid"].shape == b.shape[:3]
+    for t in range(2):
+        ref = op(x[:, t], key=jax.random.key(0), boxes=b[:, t], boxes_format="cxcywhr")
+        for name in ("boxes", "boxes_valid"):
+            np.testing.assert_array_equal(np.asarray(out[name][:, t]), np.asarray(ref[name]))
 
 
 # -- errors --------------------------------------------------------------------------------------
