@@ -21,7 +21,9 @@ jitted call, in DALI the same ``jax_function``), with the same params, step by s
   ``min_area=1``) after a geometric op, and stays invalid. ``boxes_valid=`` takes an ``(N, M)``
   bool mask or ``(N,)`` counts (the first ``count`` boxes are real); default all valid.
   ``boxes_format=`` / ``boxes_normalized=`` take other layouts (converted to pixel XYXY once
-  before the first op and back once after the last: :mod:`augjax._runtime.boxes`);
+  before the first op and back once after the last: :mod:`augjax._runtime.boxes`; rotated
+  boxes travel as corners and follow torchvision's rotated-box kernels:
+  :mod:`augjax._runtime.rotated`);
   ``sanitize=`` (:class:`augjax.Sanitize`) sets the rule's ``min_size`` / ``min_area``, adds
   ``min_visibility`` (the fraction of a box's area left inside, multiplied over the stages) and
   ``valid_first`` (valid boxes first, with ``boxes_count`` and ``boxes_index``).
