@@ -2,7 +2,8 @@
 
 Every op with a matrix moves them as torchvision 0.29's rotated-box kernels do (same params,
 sample by sample: corners through the matrix, the parallelogram rectified, torchvision's
-default ``"soft"`` clamp); ``augjax.convert_boxes`` equals ``convert_bounding_box_format``;
+default ``"soft"`` clamp; resized crops, zoom-out and scale jitter in one stage, as
+torchvision's kernels with their in-between clamps off, and flips clamped, both documented); ``augjax.convert_boxes`` equals ``convert_bounding_box_format``;
 the validity rule is checked against an independent area (Sutherland-Hodgman clipping) on
 torchvision's moved boxes; properties: a rotation by ``a`` adds ``a`` to the angle (mod 360),
 flips and rotations keep areas, a flip twice is the identity.
@@ -166,6 +167,17 @@ def _one_clamp(call):
     return run
 
 
+def _tv_scale_jitter(p, tb):
+    """torchvision's ScaleJitter (a resize) + references/detection FixedSizeCrop (24 x 24)."""
+    nh, nw = (int(v) for v in p["resized"])
+    top, left = (int(v) for v in p["offset"])
+    tb = F.resize(tb, [nh, nw])
+    ch, cw = min(nh, 24), min(nw, 24)
+    if (ch, cw) != (nh, nw):
+        tb = F.crop(tb, top, left, ch, cw)
+    return F.pad(tb, [0, 0, 24 - cw, 24 - ch])
+
+
 START = [[0, 0], [W - 1, 0], [W - 1, H - 1], [0, H - 1]]
 CASES = {
     # torchvision's flips do not clamp, augjax clamps after every op (boxes reach out here)
@@ -199,6 +211,9 @@ CASES = {
                          lambda p, tb: F.center_crop(tb, [30, 40])),
     "random_zoom_out": (ops.random_zoom_out.bind(size=(40, 48), p=1.0),
                         _one_clamp(_tv_zoom_out)),
+    "scale_jitter": (ops.scale_jitter.bind(target_size=(24, 24), scale_range=(0.3, 2.0),
+                                          size=(24, 24)),
+                     _one_clamp(_tv_scale_jitter)),
     "rot90": (ops.rot90.bind(k=1),
               lambda p, tb: F.rotate(tb, angle=90.0, expand=True)),
 }
