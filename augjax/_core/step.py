@@ -68,7 +68,8 @@ class Step:
                 ((N, M, 4) XYXY pixels), ``keypoints=`` ((N, K, 2) x, y), ``boxes_valid=`` /
                 ``keypoints_valid=`` ((N, M) / (N, K) bool; boxes also (N,) counts),
                 ``mask_fill=`` (int, default 0); ``boxes_format=`` (``"xyxy"``, ``"xywh"``,
-                ``"cxcywh"``, an ``n`` suffix for normalised), ``boxes_normalized=``,
+                ``"cxcywh"``, an ``n`` suffix for normalised; rotated ``"xywhr"``,
+                ``"cxcywhr"`` (N, M, 5), ``"xyxyxyxy"`` (N, M, 8)), ``boxes_normalized=``,
                 ``sanitize=`` (:class:`augjax.Sanitize`); keypoints also grouped
                 ``(N, G, K, 2)``; see :mod:`augjax._runtime.targets`.
 

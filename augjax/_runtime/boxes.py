@@ -8,7 +8,8 @@ name with an ``n``: ``"xyxyn"``, ``"xywhn"``, ``"cxcywhn"``, as YOLO-style tools
 Names are case-insensitive, so torchvision's ``"XYWH"`` and its ``BoundingBoxFormat.XYWH`` are
 taken too. The targets' pass (:func:`augjax._runtime.targets.follow_targets`) converts them to
 pixel XYXY once before the first op and back once after the last (normalised by the output's
-size), so no op sees another format.
+size), so no op sees another format. Rotated boxes (``"xywhr"``, ``"cxcywhr"``,
+``"xyxyxyxy"``; pixels only) travel as their 4 corners instead (:mod:`augjax._runtime.rotated`).
 
 :func:`convert_boxes` is the same conversion, public: torchvision's
 ``convert_bounding_box_format`` arithmetic on floats (``tests/targets/test_boxes.py`` checks it
@@ -25,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from augjax._core.targets import Sanitize
+from augjax._runtime.rotated import ROTATED, WIDTH, from_corners, to_corners
 from augjax.errors import InputError, InputTypeError
 
 __all__ = ["FORMATS", "parse_format", "parse_sanitize", "to_xyxy", "from_xyxy", "convert_boxes",
@@ -38,30 +40,35 @@ def parse_format(fmt: Any, normalized: Any = None, *, op: str = "augjax",
                  argument: str = "boxes_format") -> tuple[str, bool]:
     """``(format, normalised)`` from a format name (any case, an ``n`` suffix for normalised;
     or torchvision's ``BoundingBoxFormat``) and ``boxes_normalized`` (None: from the name).
+    Rotated formats (``xywhr``, ``cxcywhr``, ``xyxyxyxy``) are in pixels only.
 
     Raises:
-        InputError: an unknown format, a rotated one, or a non-bool ``normalized``.
+        InputError: an unknown format, normalised rotated boxes, or a non-bool ``normalized``.
     """
     name = getattr(fmt, "value", fmt)  # torchvision's BoundingBoxFormat is an Enum of str
     if not isinstance(name, str):
         raise InputError(f"{op}: argument '{argument}' expects a format name (one of "
-                         f"{', '.join(FORMATS)}, with an 'n' for normalised), got {fmt!r}",
-                         op=op, argument=argument)
+                         f"{', '.join(FORMATS + ROTATED)}, with an 'n' for normalised), got "
+                         f"{fmt!r}", op=op, argument=argument)
     low, norm = name.lower(), False
-    if low not in FORMATS and low.endswith("n") and low[:-1] in FORMATS:
+    if low not in FORMATS + ROTATED and low.endswith("n") and low[:-1] in FORMATS + ROTATED:
         low, norm = low[:-1], True
-    if low not in FORMATS:
-        extra = (" (rotated boxes are not supported yet)"
-                 if low.rstrip("n") in ("xywhr", "cxcywhr", "xyxyxyxy") else "")
+    if low not in FORMATS + ROTATED:
         raise InputError(f"{op}: argument '{argument}' expects one of {', '.join(FORMATS)} "
-                         f"(or xyxyn, xywhn, cxcywhn: normalised){extra}, got {name!r}",
-                         op=op, argument=argument)
+                         f"(or xyxyn, xywhn, cxcywhn: normalised) or a rotated format "
+                         f"({', '.join(ROTATED)}), got {name!r}", op=op, argument=argument)
     if normalized is not None and not isinstance(normalized, (bool, np.bool_)):
         raise InputError(f"{op}: argument 'boxes_normalized' expects a bool, got "
                          f"{normalized!r}", op=op, argument="boxes_normalized")
     if normalized is not None and norm and not normalized:
         raise InputError(f"{op}: argument 'boxes_normalized' is False but boxes_format={name!r} "
                          f"names normalised boxes", op=op, argument="boxes_normalized")
+    if low in ROTATED and (norm or normalized):
+        where = argument if norm else "boxes_normalized"
+        raise InputError(f"{op}: argument '{where}' expects rotated boxes ({low}) in pixels "
+                         f"(normalising x by the width and y by the height would change their "
+                         f"angles; torchvision has no normalised rotated format), got "
+                         f"{name!r} normalised", op=op, argument=where)
     return low, bool(norm or normalized)
 
 
@@ -94,7 +101,10 @@ def _scale(b: Any, h: int, w: int, xp: Any) -> Any:
 
 
 def to_xyxy(b: Any, fmt: str, normalized: bool, h: int, w: int) -> Any:
-    """Boxes ``(..., 4)`` (float) in ``fmt`` as pixel XYXY for an ``h`` x ``w`` image."""
+    """Boxes ``(..., 4)`` (float) in ``fmt`` as pixel XYXY for an ``h`` x ``w`` image (rotated
+    boxes ``(..., 5 or 8)``: as corners ``(..., 8)``, XYXYXYXY)."""
+    if fmt in ROTATED:
+        return to_corners(b, fmt)
     xp = _xp(b)
     if normalized:
         b = b * _scale(b, h, w, xp)
@@ -107,7 +117,10 @@ def to_xyxy(b: Any, fmt: str, normalized: bool, h: int, w: int) -> Any:
 
 
 def from_xyxy(b: Any, fmt: str, normalized: bool, h: int, w: int) -> Any:
-    """Pixel XYXY boxes ``(..., 4)`` (float) of an ``h`` x ``w`` image in ``fmt``."""
+    """Pixel XYXY boxes ``(..., 4)`` (float) of an ``h`` x ``w`` image in ``fmt`` (rotated
+    ``fmt``: corners ``(..., 8)`` in it)."""
+    if fmt in ROTATED:
+        return from_corners(b, fmt)
     xp = _xp(b)
     if fmt == "xywh":
         b = xp.concatenate([b[..., :2], b[..., 2:] - b[..., :2]], axis=-1)
@@ -123,12 +136,15 @@ def convert_boxes(boxes: Any, from_: Any, to: Any, size: tuple[int, int] | None 
     normalised forms.
 
     Args:
-        boxes: ``(..., 4)`` boxes: a NumPy array (NumPy out), a ``jax.Array`` (jax out; works
-            under ``jax.jit``) or a nested list.
+        boxes: ``(..., 4)`` boxes (rotated: ``(..., 5)`` or ``(..., 8)``): a NumPy array (NumPy
+            out), a ``jax.Array`` (jax out; works under ``jax.jit``) or a nested list.
         from_: their format: ``"xyxy"``, ``"xywh"``, ``"cxcywh"`` (pixels), or ``"xyxyn"``,
-            ``"xywhn"``, ``"cxcywhn"`` (normalised by the image's width and height); any case,
-            torchvision's ``BoundingBoxFormat`` too.
-        to: the format wanted, one of the same.
+            ``"xywhn"``, ``"cxcywhn"`` (normalised by the image's width and height), or a rotated
+            one, ``"xywhr"``, ``"cxcywhr"`` (angle in degrees, counter-clockwise) or
+            ``"xyxyxyxy"`` (the 4 corners; pixels only); any case, torchvision's
+            ``BoundingBoxFormat`` too.
+        to: the format wanted, one of the same; rotated and unrotated boxes do not convert
+            into each other (as in torchvision: a rotated box has no exact XYXY form).
         size: ``(height, width)`` of the image (torchvision's ``canvas_size``); needed when one
             side is normalised.
 
@@ -136,22 +152,29 @@ def convert_boxes(boxes: Any, from_: Any, to: Any, size: tuple[int, int] | None 
         The boxes in ``to``, float (float inputs keep their dtype; integers become float32).
 
     Raises:
-        InputError: a bad format, shape or ``size``.
+        InputError: a bad format, shape or ``size``, or rotated to unrotated (or back).
     """
     name = "convert_boxes"
     src = parse_format(from_, op=name, argument="from_")
     dst = parse_format(to, op=name, argument="to")
+    if (src[0] in ROTATED) != (dst[0] in ROTATED):
+        kind = "a rotated" if src[0] in ROTATED else "an unrotated"
+        raise InputError(f"{name}: argument 'to' expects {kind} format like from_="
+                         f"{src[0]!r} (rotated and unrotated boxes do not convert into each "
+                         f"other, as in torchvision), got {dst[0]!r}", op=name, argument="to")
     if isinstance(boxes, (list, tuple)):
         boxes = np.asarray(boxes)
+    width = WIDTH[src[0]]
     if not isinstance(boxes, (np.ndarray, jax.Array)):
         raise InputTypeError(f"{name}: argument 'boxes' expects a jax.Array or NumPy array of "
-                             f"shape (..., 4), got {type(boxes).__name__}", op=name,
+                             f"shape (..., {width}), got {type(boxes).__name__}", op=name,
                              argument="boxes")
     dt = np.dtype(boxes.dtype)
-    if boxes.ndim < 1 or boxes.shape[-1] != 4 or dt == np.bool_ or \
+    if boxes.ndim < 1 or boxes.shape[-1] != width or dt == np.bool_ or \
             not np.issubdtype(dt, np.number):
-        raise InputError(f"{name}: argument 'boxes' expects numbers of shape (..., 4), got "
-                         f"{dt.name} {tuple(boxes.shape)}", op=name, argument="boxes")
+        raise InputError(f"{name}: argument 'boxes' expects numbers of shape (..., {width}) "
+                         f"({src[0]}), got {dt.name} {tuple(boxes.shape)}", op=name,
+                         argument="boxes")
     if not np.issubdtype(dt, np.floating):
         boxes = boxes.astype(np.float32)
     h = w = 1
@@ -172,7 +195,8 @@ def convert_boxes(boxes: Any, from_: Any, to: Any, size: tuple[int, int] | None 
 def box_rule(boxes: jax.Array, h: int, w: int, min_size: float = 1.0,
              min_area: float = 1.0) -> jax.Array:
     """torchvision's ``SanitizeBoundingBoxes`` mask on pixel XYXY boxes of an ``h`` x ``w``
-    image: wide, high and large enough, and inside ``[0, w] x [0, h]``."""
+    image: wide, high and large enough, and inside ``[0, w] x [0, h]`` (rotated boxes:
+    :func:`augjax._runtime.rotated.rule`)."""
     ws, hs = boxes[..., 2] - boxes[..., 0], boxes[..., 3] - boxes[..., 1]
     return ((ws >= min_size) & (hs >= min_size) & (ws * hs >= min_area)
             & jnp.all(boxes >= 0.0, axis=-1)

@@ -13,6 +13,7 @@ import jax.numpy as jnp
 
 from augjax._core.meta import Meta
 from augjax._runtime.targets import follow_targets
+from augjax.errors import InputError
 
 __all__ = ["draw_seeing", "sees_targets", "targets_at"]
 
@@ -28,7 +29,14 @@ def sees_targets(steps: Sequence[Any], targets: Any) -> Any:
 
 def draw_seeing(step: Any, pos: int, meta: Meta, keys: Any, n: int, seen: Any) -> Any:
     """The params of a step whose sampler reads targets, for the batch's ``seen`` targets (a
-    dict of arrays with a leading axis N; None: the call has none, the sampler sees none)."""
+    dict of arrays with a leading axis N, boxes in pixel XYXY; None: the call has none, the
+    sampler sees none). Rotated boxes (corners, ``(N, M, 8)``) are refused: such samplers
+    read axis-aligned boxes (torchvision's ``RandomIoUCrop`` refuses them too)."""
+    boxes = None if seen is None else seen.get("boxes")
+    if boxes is not None and boxes.shape[-1] != 4:
+        raise InputError(f"{step.name}: argument 'boxes_format' expects unrotated boxes (xyxy, "
+                         f"xywh, cxcywh) for an op whose sampler reads the boxes, got rotated "
+                         f"boxes", op=step.name, argument="boxes_format")
     def one(k: Any, t: Any) -> Any:
         return step.draw(None if k is None else jax.random.fold_in(k, pos), meta,
                          targets={} if t is None else t)
@@ -44,7 +52,9 @@ def draw_seeing(step: Any, pos: int, meta: Meta, keys: Any, n: int, seen: Any) -
 def targets_at(before: Sequence[Any], params: Sequence[Any], targets: Any,
                arrays: Sequence[Any], shape: tuple[int, ...], dtype: Any) -> dict[str, Any]:
     """The batch's targets after the steps ``before`` with their ``params``: a dict with the
-    names of :class:`TargetSpec` ``targets`` (boxes with their validity)."""
+    names of :class:`TargetSpec` ``targets`` (boxes in pixel XYXY whatever the call's
+    ``boxes_format``, with their validity)."""
     name = getattr(before[0], "name", "augjax") if before else "augjax"
-    moved = follow_targets(tuple(before), tuple(params), targets, arrays, shape, dtype, name)
+    moved = follow_targets(tuple(before), tuple(params), targets, arrays, shape, dtype, name,
+                           inner=True)
     return dict(zip(targets.outputs, moved))

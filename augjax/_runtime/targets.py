@@ -21,7 +21,9 @@ jitted call, in DALI the same ``jax_function``), with the same params, step by s
   ``min_area=1``) after a geometric op, and stays invalid. ``boxes_valid=`` takes an ``(N, M)``
   bool mask or ``(N,)`` counts (the first ``count`` boxes are real); default all valid.
   ``boxes_format=`` / ``boxes_normalized=`` take other layouts (converted to pixel XYXY once
-  before the first op and back once after the last: :mod:`augjax._runtime.boxes`);
+  before the first op and back once after the last: :mod:`augjax._runtime.boxes`; rotated
+  boxes travel as corners and follow torchvision's rotated-box kernels:
+  :mod:`augjax._runtime.rotated`);
   ``sanitize=`` (:class:`augjax.Sanitize`) sets the rule's ``min_size`` / ``min_area``, adds
   ``min_visibility`` (the fraction of a box's area left inside, multiplied over the stages) and
   ``valid_first`` (valid boxes first, with ``boxes_count`` and ``boxes_index``).
@@ -69,8 +71,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from augjax._core.meta import Meta
-from augjax._core.targets import HOOK, KEEP, REFUSE, TARGET_OPTIONS
+from augjax._core.targets import HOOK, KEEP, REFUSE, TARGET_OPTIONS, Sanitize
 from augjax._runtime import boxes as _boxes
+from augjax._runtime import rotated as _rotated
 from augjax.errors import InputError
 
 __all__ = ["ORDER", "TargetSpec", "follow_targets", "prepare_targets", "run_op_on_mask",
@@ -129,9 +132,11 @@ def _integer_or_bool(dtype: Any) -> bool:
     return dt == np.bool_ or np.issubdtype(dt, np.integer)
 
 
-def check_target_shapes(op: str, arrays: Mapping[str, Any], n: int, h: int, w: int) -> None:
+def check_target_shapes(op: str, arrays: Mapping[str, Any], n: int, h: int, w: int,
+                        boxes_format: str = "xyxy") -> None:
     """Checks ranks, dtypes and sizes of the target arrays against a batch of ``n`` images of
-    ``h`` x ``w`` (static shapes: free, and safe inside a trace).
+    ``h`` x ``w`` (static shapes: free, and safe inside a trace); boxes' last dimension by
+    ``boxes_format`` (4; rotated 5 or 8).
 
     Raises:
         InputError: naming the op, the argument, what was expected and what came.
@@ -144,13 +149,15 @@ def check_target_shapes(op: str, arrays: Mapping[str, Any], n: int, h: int, w: i
         if not _integer_or_bool(m.dtype):
             raise _fail(op, "masks", "integer or bool class/instance ids (masks are not "
                         "interpolated; cast float masks with .astype(int32))", _describe(m))
-    for name, width in (("boxes", 4), ("keypoints", 2)):
+    for name, width in (("boxes", _rotated.WIDTH[boxes_format]), ("keypoints", 2)):
         if name not in arrays:
             continue
         b = arrays[name]
         ranks = (3, 4) if name == "keypoints" else (3,)
         if b.ndim not in ranks or b.shape[0] != n or b.shape[-1] != width:
-            shape = "(N, M, 4) XYXY (or boxes_format=)" if width == 4 else "(N, K, 2) or grouped (N, G, K, 2) x, y"
+            shape = ("(N, K, 2) or grouped (N, G, K, 2) x, y" if name == "keypoints" else
+                     "(N, M, 4) XYXY (or boxes_format=)" if boxes_format == "xyxy" else
+                     f"(N, M, {width}) {boxes_format.upper()} (boxes_format={boxes_format!r})")
             raise _fail(op, name, f"shape {shape} with N = {n}", _describe(b))
         if np.dtype(b.dtype) == np.bool_ or not (np.issubdtype(np.dtype(b.dtype), np.number)):
             raise _fail(op, name, "numbers (float or int pixels)", _describe(b))
@@ -198,7 +205,7 @@ def prepare_targets(op: str, targets: Mapping[str, Any], n: int, h: int, w: int,
         arrays[k] = v
     if concrete:
         arrays = _default_validity(op, arrays, n)
-        check_target_shapes(op, arrays, n, h, w)
+        check_target_shapes(op, arrays, n, h, w, fmt)
         if "boxes" in arrays:
             _check_box_order(op, arrays["boxes"], arrays["boxes_valid"], fmt)
     names = tuple(k for k in ORDER if k in arrays)
@@ -233,6 +240,8 @@ def _check_box_order(op: str, boxes: Any, valid: Any, fmt: str = "xyxy") -> None
     if not isinstance(boxes, np.ndarray) and not checking_enabled():
         return
     b, v = np.asarray(boxes), np.asarray(valid)
+    if fmt == "xyxyxyxy":  # any 4 corners: torchvision rectifies them on the first op
+        return
     if fmt == "xyxy":
         bad = ((b[..., 2] < b[..., 0]) | (b[..., 3] < b[..., 1])) & v
         want = ("XYXY boxes (x1 <= x2 and y1 <= y2; pass boxes_format='xywh' or 'cxcywh' for "
@@ -388,12 +397,13 @@ def gated(stages: Sequence[Any], on: jax.Array) -> tuple[Any, ...]:
 # -- the pass over a program's steps -------------------------------------------------------------
 def follow_targets(steps: Sequence[Any], params: Sequence[Any], spec: TargetSpec,
                    arrays: Sequence[Any], shape: tuple[int, int, int, int], dtype: Any,
-                   name: str) -> tuple[jax.Array, ...]:
+                   name: str, inner: bool = False) -> tuple[jax.Array, ...]:
     """The targets after ``steps`` with ``params`` (traced): ``arrays`` in ``spec.names`` order
-    for a batch of HWC ``shape`` and ``dtype``; returns the same names, moved."""
+    for a batch of HWC ``shape`` and ``dtype``; returns the same names, moved (``inner``: boxes
+    left as pixel XYXY, rotated ones as corners, for a sampler that reads them)."""
     n, h, w, c = shape
     t = _default_validity(name, dict(zip(spec.names, arrays)), n)
-    check_target_shapes(name, t, n, h, w)
+    check_target_shapes(name, t, n, h, w, spec.boxes_format)
     mask_dtype, mask_rank = None, 0
     if "masks" in t:
         mask_dtype, mask_rank = t["masks"].dtype, t["masks"].ndim
@@ -406,6 +416,8 @@ def follow_targets(steps: Sequence[Any], params: Sequence[Any], spec: TargetSpec
         t["keypoints"] = t["keypoints"].reshape(n, -1, 2)
         t["keypoints_valid"] = t["keypoints_valid"].reshape(n, -1)
     rule = spec.sanitize
+    if spec.boxes_format in _rotated.ROTATED and rule is None:
+        rule = Sanitize()  # rotated boxes always follow a rule's path (their own validity)
     if "boxes" in t and not spec.plain:
         t["boxes"] = _boxes.to_xyxy(t["boxes"], spec.boxes_format, spec.boxes_normalized, h, w)
         if rule is not None and rule.min_visibility > 0:
@@ -429,6 +441,8 @@ def follow_targets(steps: Sequence[Any], params: Sequence[Any], spec: TargetSpec
         t["keypoints_valid"] = t["keypoints_valid"].reshape(n, g, groups[1])
     if "boxes" in t and not spec.plain:
         t.pop("boxes_seen", None)
+        if inner:
+            return tuple(t.get(k) for k in spec.outputs)
         t["boxes"] = _boxes.from_xyxy(t["boxes"], spec.boxes_format, spec.boxes_normalized, h, w)
         if rule is not None and rule.valid_first:
             (t["boxes"], t["boxes_valid"], t["boxes_count"],
@@ -463,7 +477,13 @@ def _move_points(step: Any, p: Any, t: dict[str, Any], meta: Meta, n: int,
     ms = jax.vmap(lambda q: tuple(m for m, _ in point_stages(step, q, meta)), axis_size=n)(p)
     t = dict(t)
     for m, (h, w) in zip(ms, sizes):
-        if "boxes" in t and rule is not None:
+        if "boxes" in t and t["boxes"].shape[-1] == 8:  # rotated: corners (N, M, 8)
+            t["boxes"], t["boxes_valid"], seen = jax.vmap(
+                lambda a, b, v, s, h=h, w=w: _rotated.move_by(rule, a, b, v, s, h, w))(
+                    m, t["boxes"], t["boxes_valid"], t.get("boxes_seen"))
+            if seen is not None:
+                t["boxes_seen"] = seen
+        elif "boxes" in t and rule is not None:
             t["boxes"], t["boxes_valid"], seen = jax.vmap(
                 lambda a, b, v, s, h=h, w=w: move_boxes_by(rule, a, b, v, s, h, w))(
                     m, t["boxes"], t["boxes_valid"], t.get("boxes_seen"))

@@ -249,7 +249,7 @@ X, B = _images(12), _boxes(12)
 
 @pytest.mark.parametrize("kwargs,argument,text", [
     (dict(boxes=B, boxes_format="xyxyxy"), "boxes_format", "one of xyxy, xywh, cxcywh"),
-    (dict(boxes=B, boxes_format="cxcywhr"), "boxes_format", "rotated boxes are not supported"),
+    (dict(boxes=B, boxes_format="cxcywhr"), "boxes", "(N, M, 5) CXCYWHR"),
     (dict(boxes=B, boxes_format=3), "boxes_format", "a format name"),
     (dict(boxes=B, boxes_normalized="yes"), "boxes_normalized", "a bool"),
     (dict(boxes=B, boxes_format="xywhn", boxes_normalized=False), "boxes_normalized",
