@@ -157,11 +157,12 @@ def torchvision_recipe(name: str, size: int, **kwargs):
 
 def build_pipeline(root: str | Path, name: str, *, batch_size: int = 16, size: int = 320,
                    max_boxes: int = 4, device: str = "cpu", seed: int = 0,
-                   shuffle: bool = True, num_threads: int = 2, with_seeds: bool = False,
+                   shuffle: bool = True, num_threads: int = 2, replay: bool = False,
                    **recipe_kwargs):
     """A built DALI pipeline: COCO reader, decoder, recipe ``name``; outputs images, boxes,
-    boxes_valid, classes (and the per-sample seeds with ``with_seeds=True``, to replay a batch
-    on arrays with ``augjax.keys_from_seeds``). The JPEGs must be of one size."""
+    boxes_valid, classes. ``replay=True`` adds the per-sample seeds and the chain's inputs
+    (decoded images, padded boxes, counts), to replay a batch on arrays with
+    ``augjax.keys_from_seeds(seeds)``. The JPEGs must be of one size."""
     import augjax
     from nvidia.dali import fn, pipeline_def, types
 
@@ -180,7 +181,7 @@ def build_pipeline(root: str | Path, name: str, *, batch_size: int = 16, size: i
         seeds = augjax.dali.sample_seeds(device="cpu" if device == "cpu" else "gpu")
         out = chain(images, boxes=boxes, boxes_valid=count, seeds=seeds)
         outputs = (out["images"], out["boxes"], out["boxes_valid"], classes)
-        return outputs + (seeds,) if with_seeds else outputs
+        return outputs + (seeds, images, boxes, count) if replay else outputs
 
     p = pipe()
     p.build()

@@ -48,11 +48,13 @@ def _shape_mask(kind: int, h: int, w: int, box: tuple[int, int, int, int]) -> np
 
 
 def make_dataset(root: str | Path, seed: int = 0,
-                 sizes: tuple[tuple[int, int], ...] = SIZES) -> dict[str, list]:
+                 sizes: tuple[tuple[int, int], ...] = SIZES, gray: bool = False) -> dict[str, list]:
     """Writes the dataset under ``root`` (see the module docstring) and returns
     ``{"images": [...jpg paths], "masks": [...png paths], "boxes": [(K, 4) XYXY], "classes":
     [(K,) ids]}``, in file order. ``sizes``: one (height, width) per image (the photos repeat
-    past the eighth), e.g. ``((480, 640),) * 64`` for 64 images of one size."""
+    past the eighth), e.g. ``((480, 640),) * 64`` for 64 images of one size. ``gray=True``
+    paints the objects on gray photos, so that only the objects' pixels are saturated (a test
+    can find each object by its colour after any geometric augmentation)."""
     from PIL import Image
 
     import augjax
@@ -67,7 +69,8 @@ def make_dataset(root: str | Path, seed: int = 0,
     out: dict[str, list] = {"images": [], "masks": [], "boxes": [], "classes": []}
     for i, (h, w) in enumerate(sizes):
         photo = photos[i % len(photos)]
-        image = np.asarray(Image.fromarray(photo).resize((w, h), Image.BILINEAR)).copy()
+        image = Image.fromarray(photo).resize((w, h), Image.BILINEAR)
+        image = np.asarray(image.convert("L").convert("RGB") if gray else image).copy()
         mask = np.zeros((h, w), np.uint8)
         kinds = rng.permutation(3)[:1 + i % 3] + 1
         boxes = []
