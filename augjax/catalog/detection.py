@@ -22,7 +22,8 @@ from augjax._core.param import Param
 from augjax._core.spec import op
 from augjax.kernels.matrix import crop_resize_matrix
 from augjax.kernels.pixels import is_int
-from augjax.kernels.warp import INTERPOLATIONS, check_fill, resize_crop, window_weights
+from augjax.kernels.warp import (INTERPOLATIONS, check_fill, resize_canvas, resize_crop,
+                                 window_weights)
 
 __all__ = ["random_iou_crop", "random_zoom_out", "scale_jitter", "iou_crop_box",
            "IOU_OPTIONS"]
@@ -260,8 +261,8 @@ def random_zoom_out(image, params, *, fill, side_range, p, size, interpolation, 
     torchvision RandomZoomOut: with probability ``p`` the canvas is ``side`` times the image
     (``side ~ U(side_range)``), the image at a uniform position on it; then the canvas is
     resized to ``size`` (the input's size by default) as torchvision's recipes resize after it,
-    so a batch keeps one shape. The canvas is built at its largest size
-    (``side_range[1]`` squared times the image's pixels), then its drawn part is resized.
+    so a batch keeps one shape. The canvas is never built: each resampling tap reads the image
+    or ``fill`` (:func:`augjax.kernels.warp.resize_canvas`), so the cost follows the output.
 
     Params: ``canvas`` ((4,) int32 top, left of the image on the canvas, canvas height, width).
     """
@@ -271,11 +272,9 @@ def random_zoom_out(image, params, *, fill, side_range, p, size, interpolation, 
     value = check_fill(fill, image, "random_zoom_out")
     if is_int(image.dtype):
         value = jnp.clip(jnp.round(value), 0.0, 255.0)
-    canvas = jnp.broadcast_to(value.astype(image.dtype), (big_h, big_w, c))
-    canvas = jax.lax.dynamic_update_slice(canvas, image, (top, left, 0))
     out = _zoom_size(h, w, size=size)
-    return resize_crop(canvas, (jnp.int32(0), jnp.int32(0), ch, cw), out, interpolation,
-                       antialias)
+    return resize_canvas(image, (top, left), (ch, cw), (big_h, big_w), out, value,
+                         interpolation, antialias)
 
 
 # ---------------------------------------------------------------------------------------------
