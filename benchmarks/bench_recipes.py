@@ -21,6 +21,12 @@ robust one on a shared machine. Targets: DALI >= 3x torchvision v2 (2 workers).
 
     python benchmarks/bench_recipes.py                  # writes results/recipes-cpu-<date>.json
     python benchmarks/bench_recipes.py --rounds 1 --batches 4 --out /tmp/r.json
+
+``--device gpu`` (one GPU; no torchvision there): the recipes in DALI pipelines that decode on
+the GPU (``device="mixed"``) against a pipeline that only decodes and resizes to the output
+size (``fn.resize``), images/s per pipeline and augjax / decode+resize, e.g. B=64 on an H200:
+
+    python benchmarks/bench_recipes.py --device gpu --batch 64 --images 256 --batches 50
 """
 
 from __future__ import annotations
@@ -113,6 +119,67 @@ def arrays_loader(rec, name, data, batch, size):
     return batches()
 
 
+def dali_baseline_loader(root, batch, size, device):
+    """Decode + resize to ``size`` x ``size`` (no augmentation): the floor of any recipe."""
+    from nvidia.dali import fn, pipeline_def, types
+
+    @pipeline_def(batch_size=batch, num_threads=2 if device == "cpu" else 4,
+                  device_id=0 if device == "gpu" else None, seed=0)
+    def pipe():
+        jpegs, boxes, classes = fn.readers.coco(
+            file_root=str(root / "images"), annotations_file=str(root / "annotations.json"),
+            ltrb=True, random_shuffle=True)
+        images = fn.decoders.image(jpegs, device="mixed" if device == "gpu" else "cpu",
+                                   output_type=types.RGB)
+        return fn.resize(images, size=[size, size], antialias=True), boxes, classes
+
+    p = pipe()
+    p.build()
+
+    def batches():
+        while True:
+            yield p.run()
+    return batches()
+
+
+def gpu_main(args, rec, root) -> dict:
+    """Images/s of each recipe's DALI GPU pipeline and of decode + resize, same run."""
+    def timed(make):
+        it = make()
+        for _ in range(args.warmup):
+            next(it)[0].as_cpu()  # compiled, and the queue's batches done
+        t0 = time.perf_counter()
+        for _ in range(args.batches):
+            out = next(it)
+        out[0].as_cpu()  # the last batch is done
+        return args.batch * args.batches / (time.perf_counter() - t0)
+
+    loaders = {"decode+resize": lambda: dali_baseline_loader(root, args.batch, args.size, "gpu")}
+    for name in args.recipes.split(","):
+        loaders[f"augjax {name}"] = lambda name=name: gpu_loader(rec, name, root, args)
+    rates: dict[str, list[float]] = {k: [] for k in loaders}
+    for r in range(args.rounds):
+        for label, make in loaders.items():
+            rates[label].append(timed(make))
+            print(f"round {r}: {label}: {rates[label][-1]:.0f} images/s", flush=True)
+    med = {k: statistics.median(v) for k, v in rates.items()}
+    ratios = {f"augjax {n} / decode+resize": med[f"augjax {n}"] / med["decode+resize"]
+              for n in args.recipes.split(",")}
+    for k, v in ratios.items():
+        print(f"{k}: {v:.2f}x images/s")
+    return {"runs": rates, "medians": med, "ratios": ratios}
+
+
+def gpu_loader(rec, name, root, args):
+    p = rec.build_pipeline(root, name, batch_size=args.batch, size=args.size, max_boxes=3,
+                           device="gpu", seed=0, num_threads=4)
+
+    def batches():
+        while True:
+            yield p.run()
+    return batches()
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--recipes", default="ssd,lsj")
@@ -124,6 +191,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--images", type=int, default=64)
     ap.add_argument("--no-arrays", action="store_true")
+    ap.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
     ap.add_argument("--out")
     args = ap.parse_args(argv)
 
@@ -137,6 +205,15 @@ def main(argv=None) -> int:
 
     root = Path(tempfile.mkdtemp(prefix="augjax-bench-recipes-"))
     data = make_dataset(root, sizes=(HW,) * args.images)
+    if args.device == "gpu":
+        result = {"benchmark": "bench_recipes.py --device gpu", "date": today(),
+                  "machine": machine(gpu=True), "versions": versions(gpu=True),
+                  "config": {k: v for k, v in vars(args).items() if k != "out"}
+                  | {"jpeg": list(HW)}} | gpu_main(args, rec, root)
+        out = Path(args.out) if args.out else HERE / "results" / f"recipes-gpu-{today()}.json"
+        out.write_text(json.dumps(result, indent=1) + "\n")
+        print(f"wrote {out}")
+        return 0
     length = args.batch * (args.warmup + args.batches) * 2
     rows: dict[str, dict[str, list[float]]] = {}
     for name in args.recipes.split(","):
