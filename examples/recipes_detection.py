@@ -55,8 +55,8 @@ RECIPES = ("ssd", "lsj")
 def ssd(size: int = 300, *, photometric: bool = True, hflip_prob: float = 0.5):
     """torchvision's "ssd" detection preset as one augjax chain ending in ``size`` x ``size``.
 
-    ``photometric=False`` leaves out the colour step (the geometry alone, as the "ssdlite"
-    preset without its zoom-out)."""
+    ``photometric=False`` leaves out the colour step (the geometry alone; torchvision's
+    "ssdlite" preset drops the zoom-out too)."""
     import augjax
     from augjax import ops
 
