@@ -18,6 +18,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from augjax._core.meta import Window
 from augjax._core.param import Param
 from augjax._core.spec import op
 from augjax.kernels.matrix import crop_resize_matrix
@@ -292,7 +293,10 @@ def _jitter_sample(key, meta, params, *, target_size, scale_range, size, **_):
     oh, ow = _jitter_size(h, w, target_size=target_size, size=size)
     u = jax.random.uniform(key, (2,))
     scale = scale_range[0] + u[0] * (scale_range[1] - scale_range[0])
-    r = min(target_size[0] / h, target_size[1] / w) * scale
+    if isinstance(h, int) and isinstance(w, int):
+        r = min(target_size[0] / h, target_size[1] / w) * scale
+    else:  # an image of its own size (traced): the same float32 quotients
+        r = jnp.minimum(target_size[0] / h, target_size[1] / w) * scale
     nh, nw = jnp.floor(h * r), jnp.floor(w * r)
     top = jnp.floor(jnp.maximum(nh - oh, 0.0) * u[1])
     left = jnp.floor(jnp.maximum(nw - ow, 0.0) * u[1])
@@ -302,6 +306,13 @@ def _jitter_sample(key, meta, params, *, target_size, scale_range, size, **_):
 
 def _jitter_size(h: int, w: int, *, target_size, size, **_) -> tuple[int, int]:
     return tuple(target_size if size is None else size)
+
+
+def _jitter_window(params, h, w, *, target_size, size, fill, **_):
+    """Images of different sizes: the whole image resized to ``resized``, the output window at
+    ``offset`` in it, ``fill`` beyond (DALI's ``fn.resize`` then ``fn.slice`` in a pipeline)."""
+    return Window(size=params["resized"], anchor=params["offset"],
+                  out=_jitter_size(h, w, target_size=target_size, size=size), fill=tuple(fill))
 
 
 def _jitter_matrix(params, meta, **_):
@@ -331,6 +342,7 @@ def _jitter_matrix(params, meta, **_):
     },
     sample=_jitter_sample,
     matrix=_jitter_matrix,
+    ragged=_jitter_window,
     output_size=_jitter_size,
     reference="torchvision.transforms.v2.ScaleJitter, then the detection reference's "
               "FixedSizeCrop(size)",
