@@ -234,3 +234,48 @@ def test_the_torchvision_fixed_size_crop_is_the_references(rec):
         assert (out[c, :, 6:] == int(m)).all()
     np.testing.assert_allclose(out_boxes.numpy(),
                                [[1.0, max(1.0 - top, 0.0), 5.0, min(9.0 - top, 8.0)]])
+
+
+def test_lsj_takes_jpegs_of_different_sizes_in_dali(rec, tmp_path):
+    """LSJ from JPEGs of 6 sizes (scale_jitter's window for images of different sizes): boxes
+    follow the painted objects as torchvision's do on the same JPEGs, and the images equal the
+    arrays path on the decoded list within DALI's resampling (fn.resize, antialiased)."""
+    import augjax
+
+    sizes = _load("sample_dataset").SIZES * 2
+    data = _load("sample_dataset").make_dataset(tmp_path, sizes=sizes, gray=True)
+    p = rec.build_pipeline(tmp_path, "lsj", batch_size=B, size=S, max_boxes=3, shuffle=False,
+                           replay=True)
+    ours = Score()
+    for it in range(2):
+        outs = p.run()
+        images, boxes, valid, classes, seeds = (np.stack([np.asarray(o.at(i)) for i in
+                                                          range(len(o))]) for o in outs[:5])
+        decoded = [np.asarray(outs[5].at(i)) for i in range(B)]
+        assert len({d.shape for d in decoded}) > 3 and images.shape == (B, S, S, 3)
+        assert rec.check_batch(images, boxes, valid, classes) == []
+        ours.add_batch(images, boxes, valid, classes)
+        if it == 0:
+            replay = np.asarray(rec.lsj(S)(decoded, key=augjax.keys_from_seeds(seeds)))
+            d = np.abs(replay.astype(int) - images.astype(int))
+            assert d.mean() < 0.5 and np.percentile(d, 99.9) <= 2, (d.mean(), d.max())
+    data_tv = {k: data[k][:2 * B] for k in ("images", "boxes", "classes")}
+    tv = Score()
+    from torchvision import tv_tensors
+    from torchvision.io import decode_jpeg, read_file
+
+    transform = rec.torchvision_lsj(S)
+    torch.manual_seed(0)
+    for path, bx, cls in zip(data_tv["images"], data_tv["boxes"], data_tv["classes"]):
+        image = tv_tensors.Image(decode_jpeg(read_file(path)))
+        target = {"boxes": tv_tensors.BoundingBoxes(torch.as_tensor(bx), format="XYXY",
+                                                    canvas_size=tuple(image.shape[-2:])),
+                  "labels": torch.as_tensor(cls)}
+        out, t = transform(image, target)
+        kept = {int(c): b for b, c in zip(t["boxes"].numpy(), t["labels"].numpy())}
+        tv.add(out.permute(1, 2, 0).numpy(), {int(c): kept.get(int(c)) for c in cls})
+    print(f"\nlsj, 6 sizes: torchvision {tv}\naugjax DALI {ours}")
+    assert ours.visible > 15 and tv.visible > 15
+    assert ours.iou >= tv.iou - IOU_MARGIN
+    assert ours.invalid_visible_rate <= tv.invalid_visible_rate + RATE_MARGIN
+    assert ours.valid_invisible_rate <= tv.valid_invisible_rate + RATE_MARGIN
