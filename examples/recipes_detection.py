@@ -24,9 +24,10 @@ Sanitizing is augjax's default rule (boxes under one pixel, or outside the image
 in ``boxes_valid``; torchvision drops them). The mean fill is the references' (123, 117, 104)
 levels. Differences: augjax's zoom-out canvas is resized back to the input's size before the
 IoU crop (torchvision crops the large canvas and the model resizes), so a zoomed-out crop is
-resampled twice; and in a DALI pipeline these chains take decoded batches of one size (the
-detection ops read the image's size statically): resize or crop JPEGs of different sizes first,
-or use the arrays path.
+resampled twice; and in a DALI pipeline the SSD chain takes decoded batches of one size (its
+colour and zoom-out ops read the image's size statically): resize JPEGs of different sizes
+first. LSJ takes JPEGs of any sizes (``scale_jitter`` reads each at its own size; in DALI its
+resize and window are DALI's ``fn.resize`` and ``fn.slice``).
 
 One file holds both recipes and their torchvision counterparts: they share the dataset, the
 pipeline and the drawing, and the tests and the benchmark import the pairs from here.
@@ -162,7 +163,7 @@ def build_pipeline(root: str | Path, name: str, *, batch_size: int = 16, size: i
     """A built DALI pipeline: COCO reader, decoder, recipe ``name``; outputs images, boxes,
     boxes_valid, classes. ``replay=True`` adds the per-sample seeds and the chain's inputs
     (decoded images, padded boxes, counts), to replay a batch on arrays with
-    ``augjax.keys_from_seeds(seeds)``. The JPEGs must be of one size."""
+    ``augjax.keys_from_seeds(seeds)``. "ssd" needs JPEGs of one size, "lsj" takes any."""
     import augjax
     from nvidia.dali import fn, pipeline_def, types
 
@@ -213,7 +214,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--recipe", choices=RECIPES + ("all",), default="all")
     ap.add_argument("--root", help="dataset dir of JPEGs of one size (images/, "
-                    "annotations.json); default: 32 painted 480x640 images in a temp dir")
+                    "annotations.json; of one size for ssd); default: 32 painted 480x640 "
+                    "images in a temp dir")
     ap.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
     ap.add_argument("--arrays", action="store_true", help="the arrays path (PIL decode)")
     ap.add_argument("--batch-size", type=int, default=8)
