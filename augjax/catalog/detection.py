@@ -356,7 +356,9 @@ def scale_jitter(image, params, *, target_size, scale_range, size, fill, interpo
     (the LSJ recipe of Mask R-CNN / DETR training): a random window of ``size`` where the
     resized image is larger (one draw places it along both axes), ``fill`` below and to the
     right where it is smaller. Only the output window of the resized image is computed (a
-    resize to a traced size, its rows from the offset on), so the batch keeps one shape.
+    resize to a traced size, its rows from the offset on), so the batch keeps one shape. As a
+    chain's first op it takes images of different sizes (``ragged=``: each drawn from its own
+    size; in DALI ``fn.resize`` and ``fn.slice`` read them, see docs/guide/ragged.md).
 
     Params: ``resized`` ((2,) int32 height, width after the jitter), ``offset`` ((2,) int32 top,
     left of the window in the resized image).
