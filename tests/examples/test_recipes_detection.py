@@ -195,6 +195,9 @@ def test_boxes_follow_the_painted_objects_as_well_as_torchvisions(rec, data, nam
 
 @pytest.mark.parametrize("name", ["ssd", "lsj"])
 def test_dali_equals_arrays_and_the_same_seed_gives_the_same_batches(rec, data, name):
+    """SSD: DALI == arrays bitwise on the pipeline's seeds; LSJ: the same flags, boxes within
+    1e-3 px and the images within DALI's resampling (its window is read by fn.resize +
+    fn.slice)."""
     import augjax
 
     first = _dali_batches(rec, name, data["root"], 1, seed=3, replay=True)[0]
@@ -206,8 +209,15 @@ def test_dali_equals_arrays_and_the_same_seed_gives_the_same_batches(rec, data, 
     assert not np.array_equal(images, other[0])
     assert images.shape == (B, S, S, 3) and rec.check_batch(images, boxes, valid, classes) == []
     replay = rec.run_arrays(name, decoded, boxes_in, count, augjax.keys_from_seeds(seeds), S)
-    for a, b in zip((images, boxes, valid), replay):
-        np.testing.assert_array_equal(a, b)
+    if name == "ssd":
+        for a, b in zip((images, boxes, valid), replay):
+            np.testing.assert_array_equal(a, b)
+    else:  # scale_jitter's window in DALI: DALI's fn.resize and fn.slice (the same params;
+        # the window's matrix composed in float32 elsewhere: boxes within an ulp or so)
+        d = np.abs(images.astype(int) - replay[0].astype(int))
+        assert d.mean() < 0.5 and np.percentile(d, 99.9) <= 2, (d.mean(), d.max())
+        np.testing.assert_allclose(boxes, replay[1], atol=1e-3)
+        np.testing.assert_array_equal(valid, replay[2])
     twice = rec.run_arrays(name, decoded, boxes_in, count, augjax.keys_from_seeds(seeds), S)
     for a, b in zip(replay, twice):
         np.testing.assert_array_equal(a, b)
