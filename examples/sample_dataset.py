@@ -47,10 +47,14 @@ def _shape_mask(kind: int, h: int, w: int, box: tuple[int, int, int, int]) -> np
     return inside
 
 
-def make_dataset(root: str | Path, seed: int = 0) -> dict[str, list]:
+def make_dataset(root: str | Path, seed: int = 0,
+                 sizes: tuple[tuple[int, int], ...] = SIZES, gray: bool = False) -> dict[str, list]:
     """Writes the dataset under ``root`` (see the module docstring) and returns
     ``{"images": [...jpg paths], "masks": [...png paths], "boxes": [(K, 4) XYXY], "classes":
-    [(K,) ids]}``, in file order."""
+    [(K,) ids]}``, in file order. ``sizes``: one (height, width) per image (the photos repeat
+    past the eighth), e.g. ``((480, 640),) * 64`` for 64 images of one size. ``gray=True``
+    paints the objects on gray photos, so that only the objects' pixels are saturated (a test
+    can find each object by its colour after any geometric augmentation)."""
     from PIL import Image
 
     import augjax
@@ -63,8 +67,10 @@ def make_dataset(root: str | Path, seed: int = 0) -> dict[str, list]:
     coco: dict[str, list] = {"images": [], "annotations": [], "categories": [
         {"id": k, "name": name} for k, (name, _) in CLASSES.items()]}
     out: dict[str, list] = {"images": [], "masks": [], "boxes": [], "classes": []}
-    for i, (photo, (h, w)) in enumerate(zip(photos, SIZES)):
-        image = np.asarray(Image.fromarray(photo).resize((w, h), Image.BILINEAR)).copy()
+    for i, (h, w) in enumerate(sizes):
+        photo = photos[i % len(photos)]
+        image = Image.fromarray(photo).resize((w, h), Image.BILINEAR)
+        image = np.asarray(image.convert("L").convert("RGB") if gray else image).copy()
         mask = np.zeros((h, w), np.uint8)
         kinds = rng.permutation(3)[:1 + i % 3] + 1
         boxes = []

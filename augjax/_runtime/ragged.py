@@ -36,7 +36,7 @@ __all__ = ["RAGGED_OPS", "as_arrays", "check_list", "move_window_points", "pad_i
            "window_structure"]
 
 #: augjax's ops that take images of different sizes (any op declaring ``ragged=`` does).
-RAGGED_OPS = ("random_resized_crop", "random_crop", "center_crop", "resize")
+RAGGED_OPS = ("random_resized_crop", "random_crop", "center_crop", "resize", "scale_jitter")
 
 
 def ragged_message(name: str, what: str) -> str:

@@ -18,11 +18,13 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from augjax._core.meta import Window
 from augjax._core.param import Param
 from augjax._core.spec import op
 from augjax.kernels.matrix import crop_resize_matrix
 from augjax.kernels.pixels import is_int
-from augjax.kernels.warp import INTERPOLATIONS, check_fill, resize_crop, window_weights
+from augjax.kernels.warp import (INTERPOLATIONS, check_fill, resize_canvas, resize_crop,
+                                 window_weights)
 
 __all__ = ["random_iou_crop", "random_zoom_out", "scale_jitter", "iou_crop_box",
            "IOU_OPTIONS"]
@@ -260,8 +262,8 @@ def random_zoom_out(image, params, *, fill, side_range, p, size, interpolation, 
     torchvision RandomZoomOut: with probability ``p`` the canvas is ``side`` times the image
     (``side ~ U(side_range)``), the image at a uniform position on it; then the canvas is
     resized to ``size`` (the input's size by default) as torchvision's recipes resize after it,
-    so a batch keeps one shape. The canvas is built at its largest size
-    (``side_range[1]`` squared times the image's pixels), then its drawn part is resized.
+    so a batch keeps one shape. The canvas is never built: each resampling tap reads the image
+    or ``fill`` (:func:`augjax.kernels.warp.resize_canvas`), so the cost follows the output.
 
     Params: ``canvas`` ((4,) int32 top, left of the image on the canvas, canvas height, width).
     """
@@ -271,11 +273,9 @@ def random_zoom_out(image, params, *, fill, side_range, p, size, interpolation, 
     value = check_fill(fill, image, "random_zoom_out")
     if is_int(image.dtype):
         value = jnp.clip(jnp.round(value), 0.0, 255.0)
-    canvas = jnp.broadcast_to(value.astype(image.dtype), (big_h, big_w, c))
-    canvas = jax.lax.dynamic_update_slice(canvas, image, (top, left, 0))
     out = _zoom_size(h, w, size=size)
-    return resize_crop(canvas, (jnp.int32(0), jnp.int32(0), ch, cw), out, interpolation,
-                       antialias)
+    return resize_canvas(image, (top, left), (ch, cw), (big_h, big_w), out, value,
+                         interpolation, antialias)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -293,7 +293,10 @@ def _jitter_sample(key, meta, params, *, target_size, scale_range, size, **_):
     oh, ow = _jitter_size(h, w, target_size=target_size, size=size)
     u = jax.random.uniform(key, (2,))
     scale = scale_range[0] + u[0] * (scale_range[1] - scale_range[0])
-    r = min(target_size[0] / h, target_size[1] / w) * scale
+    if isinstance(h, int) and isinstance(w, int):
+        r = min(target_size[0] / h, target_size[1] / w) * scale
+    else:  # an image of its own size (traced): the same float32 quotients
+        r = jnp.minimum(target_size[0] / h, target_size[1] / w) * scale
     nh, nw = jnp.floor(h * r), jnp.floor(w * r)
     top = jnp.floor(jnp.maximum(nh - oh, 0.0) * u[1])
     left = jnp.floor(jnp.maximum(nw - ow, 0.0) * u[1])
@@ -303,6 +306,13 @@ def _jitter_sample(key, meta, params, *, target_size, scale_range, size, **_):
 
 def _jitter_size(h: int, w: int, *, target_size, size, **_) -> tuple[int, int]:
     return tuple(target_size if size is None else size)
+
+
+def _jitter_window(params, h, w, *, target_size, size, fill, **_):
+    """Images of different sizes: the whole image resized to ``resized``, the output window at
+    ``offset`` in it, ``fill`` beyond (DALI's ``fn.resize`` then ``fn.slice`` in a pipeline)."""
+    return Window(size=params["resized"], anchor=params["offset"],
+                  out=_jitter_size(h, w, target_size=target_size, size=size), fill=tuple(fill))
 
 
 def _jitter_matrix(params, meta, **_):
@@ -332,6 +342,7 @@ def _jitter_matrix(params, meta, **_):
     },
     sample=_jitter_sample,
     matrix=_jitter_matrix,
+    ragged=_jitter_window,
     output_size=_jitter_size,
     reference="torchvision.transforms.v2.ScaleJitter, then the detection reference's "
               "FixedSizeCrop(size)",
@@ -345,7 +356,9 @@ def scale_jitter(image, params, *, target_size, scale_range, size, fill, interpo
     (the LSJ recipe of Mask R-CNN / DETR training): a random window of ``size`` where the
     resized image is larger (one draw places it along both axes), ``fill`` below and to the
     right where it is smaller. Only the output window of the resized image is computed (a
-    resize to a traced size, its rows from the offset on), so the batch keeps one shape.
+    resize to a traced size, its rows from the offset on), so the batch keeps one shape. As a
+    chain's first op it takes images of different sizes (``ragged=``: each drawn from its own
+    size; in DALI ``fn.resize`` and ``fn.slice`` read them, see docs/guide/ragged.md).
 
     Params: ``resized`` ((2,) int32 height, width after the jitter), ``offset`` ((2,) int32 top,
     left of the window in the resized image).

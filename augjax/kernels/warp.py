@@ -424,3 +424,44 @@ def resize_crop(image: jax.Array, box, size: tuple[int, int], interpolation: str
     return x.astype(image.dtype)
 
 
+def resize_canvas(image: jax.Array, place, canvas, bound: tuple[int, int],
+                  size: tuple[int, int], value: jax.Array, interpolation: str,
+                  antialias: bool) -> jax.Array:
+    """:func:`resize_crop` of a canvas of ``value`` holding ``image`` (H, W, C) at ``place =
+    (top, left)``: the window ``(0, 0) + canvas`` (traced height, width, at most ``bound``)
+    resized to ``size``, without building the canvas. Each tap reads the image where it falls
+    on it and ``value`` (one or C values) elsewhere: the same taps, weights and order of sums
+    as ``resize_crop`` on the canvas built at its ``bound`` size."""
+    h, w, c = image.shape
+    top, left = (jnp.asarray(v, jnp.int32) for v in place)
+    iy, wy = resize_taps(size[0], bound[0], 0, canvas[0], interpolation, antialias)
+    ix, wx = resize_taps(size[1], bound[1], 0, canvas[1], interpolation, antialias)
+    fill = jnp.broadcast_to(value.astype(image.dtype).astype(_F32), (c,)).reshape(1, 1, c)
+    x = _canvas_pass(image.astype(_F32), ix - left, wx, 1, fill)
+    line = None  # a canvas row beyond the image, after the width pass: (1, size[1], C)
+    for k in range(wx.shape[1]):
+        term = fill * wx[:, k].reshape(1, -1, 1)
+        line = term if line is None else line + term
+    if is_int(image.dtype):
+        x, line = jnp.floor(x + 0.5), jnp.floor(line + 0.5)
+    x = _canvas_pass(materialize(x), iy - top, wy, 0, line)
+    if is_int(image.dtype):
+        return jnp.clip(jnp.floor(x + 0.5), 0.0, 255.0).astype(image.dtype)
+    return x.astype(image.dtype)
+
+
+def _canvas_pass(x: jax.Array, index: jax.Array, weight: jax.Array, axis: int,
+                 fill: jax.Array) -> jax.Array:
+    """:func:`_taps_pass` where ``index`` may fall off ``x`` along ``axis`` (onto the canvas
+    around it): those taps read ``fill`` (broadcast against ``x`` with ``axis`` of length 1)."""
+    n = x.shape[axis]
+    out = None
+    for k in range(index.shape[1]):
+        shape = [1] * x.ndim
+        shape[axis] = index.shape[0]
+        src = index[:, k]
+        inside = ((src >= 0) & (src < n)).reshape(shape)
+        term = jnp.where(inside, jnp.take(x, jnp.clip(src, 0, n - 1), axis=axis), fill)
+        term = term * weight[:, k].reshape(shape)
+        out = term if out is None else out + term
+    return out

@@ -67,3 +67,36 @@ def test_apply_equals_torchvision_pad_then_resize():
         wm = F.resize(F.pad(mk, pad), [40, 48], interpolation=tv2.InterpolationMode.NEAREST)
         np.testing.assert_array_equal(np.asarray(out["masks"][i]), wm.numpy())
     assert 1 <= applied < n
+
+
+@pytest.mark.parametrize("dtype,interpolation", [("uint8", "bilinear"), ("int32", "nearest")])
+def test_the_unbuilt_canvas_equals_resize_crop_of_the_built_one(dtype, interpolation):
+    """resize_canvas (taps read the image or the fill) == the canvas built at its largest size
+    and cropped + resized (the op's former kernel), bitwise, for canvases up to 4x."""
+    import jax.numpy as jnp
+
+    from augjax.kernels.warp import resize_canvas, resize_crop
+
+    rng = np.random.default_rng(3)
+    c = 1 if dtype == "int32" else 3
+    image = (rng.uniform(0, 1, (H, W, c)) * (255 if dtype == "uint8" else 8)).astype(dtype)
+    value = jnp.asarray([51.0, 128.0, 179.0][:c] if dtype == "uint8" else [0.4][:c])
+    big = (4 * H, 4 * W)
+
+    def built(im, place, canvas, out):
+        cv = jnp.broadcast_to(value.astype(im.dtype), big + (c,))
+        cv = jax.lax.dynamic_update_slice(cv, im, (place[0], place[1], 0))
+        return resize_crop(cv, (jnp.int32(0), jnp.int32(0)) + canvas, out, interpolation, True)
+
+    for out in ((30, 44),):  # shrinks most canvases, enlarges the smallest
+        want_fn = jax.jit(lambda im, p, cv: built(im, p, cv, out))
+        got_fn = jax.jit(lambda im, p, cv: resize_canvas(im, p, cv, big, out, value,
+                                                         interpolation, True))
+        for _ in range(4):
+            r = rng.uniform(1.0, 4.0)
+            ch, cw = int(H * r), int(W * r)
+            place = (jnp.int32(int((ch - H) * rng.uniform())),
+                     jnp.int32(int((cw - W) * rng.uniform())))
+            canvas = (jnp.int32(ch), jnp.int32(cw))
+            np.testing.assert_array_equal(np.asarray(got_fn(image, place, canvas)),
+                                          np.asarray(want_fn(image, place, canvas)))
