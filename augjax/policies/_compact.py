@@ -31,7 +31,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from augjax.catalog._fuse import ImageStats
+from augjax.catalog import ImageStats
 from augjax.kernels.pixels import is_int
 from augjax.policies._families import (
     FAMILIES,

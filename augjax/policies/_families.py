@@ -27,8 +27,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from augjax.catalog._fuse import Affine, Blend, ImageStats, Tone, member
-from augjax.catalog._warp_params import exact_paths
+from augjax.catalog import Affine, Blend, ImageStats, Tone, exact_paths, member
 from augjax.catalog.tone import sharpen, sharpness_smooth
 from augjax.kernels.histogram import level_ramp, lookup
 from augjax.kernels.pixels import bound, is_int, to_dtype
