@@ -10,15 +10,17 @@ from __future__ import annotations
 
 from typing import Any
 
+# Modules, not names: a call reads ``dispatch.apply_steps`` (and the others) when it runs.
+from augjax import clips
+from augjax._runtime import dispatch
 from augjax._runtime.bound import bound
-from augjax._runtime.dispatch import apply_steps, apply_with_params, sample_steps_on
-from augjax.clips import apply_clips, call_clips, sample_clips
 from augjax.errors import InputError
 
 __all__ = ["CALLS", "apply_step", "call_step", "sample_step"]
 
 
-def _clips(inputs: tuple[Any, ...], per_frame: bool, name: str, layout: str = "HWC") -> bool:
+def _are_clips(inputs: tuple[Any, ...], per_frame: bool, name: str,
+               layout: str = "HWC") -> bool:
     """Whether a call's images are clips: an array of rank 5, or a layout ``"FHWC"`` /
     ``"FCHW"`` (DALI sequences) (:mod:`augjax.clips`).
 
@@ -46,11 +48,11 @@ def _program(step: Any) -> tuple[tuple[Any, ...], int]:
 def call_step(step: Any, inputs: tuple[Any, ...], *, key: Any, seeds: Any, seed: int | None,
               device: str | None, layout: str, per_frame: bool, targets: dict[str, Any]) -> Any:
     """``step(*inputs, ...)`` (see :meth:`augjax._core.step.BaseStep.__call__`)."""
-    if _clips(inputs, per_frame, step.name, layout):
-        return call_clips(step, inputs, key=key, layout=layout, per_frame=per_frame,
+    if _are_clips(inputs, per_frame, step.name, layout):
+        return clips.call_clips(step, inputs, key=key, layout=layout, per_frame=per_frame,
                           targets=targets, seeds=seeds, seed=seed, device=device)
     steps, start = _program(step)
-    return apply_steps(steps, inputs, name=step.name, inputs_decl=step.inputs,
+    return dispatch.apply_steps(steps, inputs, name=step.name, inputs_decl=step.inputs,
                        outputs_decl=step.outputs, key=key, seeds=seeds, seed=seed,
                        device=device, layout=layout, start=start, targets=targets)
 
@@ -58,10 +60,10 @@ def call_step(step: Any, inputs: tuple[Any, ...], *, key: Any, seeds: Any, seed:
 def sample_step(step: Any, inputs: tuple[Any, ...], *, key: Any, layout: str, per_frame: bool,
                 targets: dict[str, Any]) -> Any:
     """``step.sample(*inputs, ...)`` (see :meth:`augjax._core.step.BaseStep.sample`)."""
-    if _clips(inputs, per_frame, step.name):
-        return sample_clips(step, inputs, key=key, layout=layout, per_frame=per_frame)
+    if _are_clips(inputs, per_frame, step.name):
+        return clips.sample_clips(step, inputs, key=key, layout=layout, per_frame=per_frame)
     steps, start = _program(step)
-    params = sample_steps_on(steps, inputs, name=step.name, inputs_decl=step.inputs,
+    params = dispatch.sample_steps_on(steps, inputs, name=step.name, inputs_decl=step.inputs,
                              key=key, layout=layout, start=start, targets=targets)
     return params if step.chained else params[0]
 
@@ -69,11 +71,11 @@ def sample_step(step: Any, inputs: tuple[Any, ...], *, key: Any, layout: str, pe
 def apply_step(step: Any, inputs: tuple[Any, ...], *, params: Any, layout: str,
                per_frame: bool, targets: dict[str, Any]) -> Any:
     """``step.apply(*inputs, params=...)`` (see :meth:`augjax._core.step.BaseStep.apply`)."""
-    if _clips(inputs, per_frame, step.name):
-        return apply_clips(step, inputs, params=params, layout=layout, per_frame=per_frame,
+    if _are_clips(inputs, per_frame, step.name):
+        return clips.apply_clips(step, inputs, params=params, layout=layout, per_frame=per_frame,
                            targets=targets)
     steps, _ = _program(step)
-    return apply_with_params(steps, inputs, params if step.chained else (params,),
+    return dispatch.apply_with_params(steps, inputs, params if step.chained else (params,),
                              name=step.name, inputs_decl=step.inputs,
                              outputs_decl=step.outputs, layout=layout, targets=targets,
                              chained=step.chained)
