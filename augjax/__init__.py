@@ -16,6 +16,7 @@ from augjax._core.targets import Follow, Sanitize
 from augjax._core.param import Param
 from augjax._plugins.registry import REGISTRY, OpRecord
 from augjax._core.spec import API_VERSION, OpSpec, op
+from augjax._core.step import install_calls as _install_calls
 from augjax.errors import (
     AugjaxError,
     AugjaxWarning,
@@ -152,6 +153,17 @@ __all__ = [
     "warmup",
     "ShardedSource",
 ]
+
+
+def _step_calls() -> dict[str, Any]:
+    """What steps call above ``_core`` (the runtime, clips, DALI): handed down here, at the top,
+    so that no import points up a layer; imported on the first call (JAX loads then)."""
+    from augjax.calls import CALLS
+
+    return CALLS
+
+
+_install_calls(_step_calls)
 
 
 def list_ops(pattern: str = "*", *, distribution: str | None = None) -> list[str]:

@@ -70,13 +70,13 @@ def _frame_struct(clips: jax.Array) -> jax.ShapeDtypeStruct:
 
 def _random(step: Any) -> bool:
     steps, _ = step.program()
-    return any(s.spec.random for s in steps)
+    return any(s.random for s in steps)
 
 
 def _batch_level(step: Any) -> bool:
     """Whether any op the step runs sees the whole batch (mixup, cutmix)."""
     steps, _ = step.program()
-    return any(s.spec.level != "sample" for s in steps) or "labels" in step.inputs
+    return any(s.level != "sample" for s in steps) or "labels" in step.inputs
 
 
 def sample_clips(step: Any, inputs: tuple[Any, ...], *, key: Any, layout: str,

@@ -3,6 +3,6 @@
 policies: importing it registers every built-in composite kind."""
 
 import augjax.policies  # noqa: F401 - registers the policy kinds
-from augjax.chain._config import CONFIG_VERSION, from_dict, from_json, to_dict, to_json
+from augjax.chain import CONFIG_VERSION, from_dict, from_json, to_dict, to_json
 
 __all__ = ["CONFIG_VERSION", "from_dict", "from_json", "to_dict", "to_json"]

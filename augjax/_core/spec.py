@@ -55,7 +55,7 @@ from typing import Any
 from augjax._core.meta import Meta
 from augjax._core.param import Param, per_sample_value
 from augjax._core.reach import note
-from augjax._core.step import CALL_KEYWORDS
+from augjax._core.step import CALL_KEYWORDS, step_call
 from augjax._core.targets import TARGET_KEYWORDS, Follow, default_follow
 from augjax.errors import InputError, OpDefinitionError, ParamError
 
@@ -210,19 +210,15 @@ class OpSpec:
 
     def bind(self, **params: Any) -> Any:
         """Returns this op configured with ``params`` (validated now), ready to apply or chain."""
-        from augjax._runtime.bound import bound
-
-        return bound(self, params)
+        return step_call("bind")(self, params)
 
     def sample(self, *inputs: Any, key: Any, layout: str = "HWC", per_frame: bool = False,
                **params: Any) -> Any:
         """The per-sample values this op draws for ``inputs`` with ``key``: a dict of arrays
         with a leading axis N (see :meth:`augjax._runtime.bound.BoundOp.sample`). Targets
         (``boxes=``, ...) are taken as in a call (read by a sampler with ``sample_targets``)."""
-        from augjax._runtime.bound import bound
-
         targets = {k: params.pop(k) for k in list(params) if k in TARGET_KEYWORDS}
-        return bound(self, params).sample(*inputs, key=key, layout=layout, per_frame=per_frame,
+        return self.bind(**params).sample(*inputs, key=key, layout=layout, per_frame=per_frame,
                                           **targets)
 
     def apply(self, *inputs: Any, params: Any, layout: str = "HWC", per_frame: bool = False,
@@ -230,18 +226,14 @@ class OpSpec:
         """Applies the op with given per-sample values ``params`` (from :meth:`sample`, maybe
         edited); deterministic (see :meth:`augjax._runtime.bound.BoundOp.apply`). Targets
         (``masks=``, ``boxes=``, ...) are taken as in a call."""
-        from augjax._runtime.bound import bound
-
         targets = {k: op_params.pop(k) for k in list(op_params) if k in TARGET_KEYWORDS}
-        return bound(self, op_params).apply(*inputs, params=params, layout=layout,
+        return self.bind(**op_params).apply(*inputs, params=params, layout=layout,
                                             per_frame=per_frame, **targets)
 
     def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
         """Applies the op; see :meth:`augjax._runtime.bound.BoundOp.__call__` for the call keywords."""
-        from augjax._runtime.bound import bound
-
         call = {k: kwargs.pop(k) for k in list(kwargs) if k in CALL_KEYWORDS | TARGET_KEYWORDS}
-        return bound(self, kwargs)(*inputs, **call)
+        return step_call("bind")(self, kwargs)(*inputs, **call)
 
     def __repr__(self) -> str:
         return f"<augjax op {self.name!r} level={self.level} params={list(self.params)}>"

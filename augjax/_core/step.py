@@ -1,26 +1,196 @@
-"""The Step contract: what ops (``BoundOp``) and composites (chains, ``random_apply``, policies)
-share, declared once: the call keywords, the structure a step promises (output size, dtype,
-layout), the per-sample params-first contract (``draw``, ``run``, ``matrix``) and the public
-batch calls (``step(...)``, ``step.sample(...)``, ``step.apply(...)``). Importing it imports no
-JAX (the dispatch is imported on the first call)."""
+"""The Step contract: what the runtime asks of everything it runs (a configured op,
+``BoundOp``; a composite: chains, ``random_apply``, the policies), declared once as the
+:class:`Step` protocol, and :class:`BaseStep`, the public batch calls and defaults both kinds
+share.
+
+A step answers four questions, and the runtime asks nothing else (tests/core/test_steps.py):
+
+- *structure*: what it takes (``inputs``, ``level``, ``layouts``, ``dtypes``, ``channels``)
+  and what it makes of one sample's :class:`Structure` (``after``: size, channels, dtype,
+  layout), and how targets follow it (``geometric``, ``follow``);
+- *randomness*: ``random``, ``draw(key, meta) -> params`` (``sample_targets``: what its sampler
+  reads);
+- *application*: ``run(image, params)`` on one HWC image (``run_batch`` for batch-level ops),
+  ``run_masks``;
+- *geometry*: ``matrix(params, meta)`` and ``stages(params, meta)`` for boxes and keypoints.
+
+The public calls (``step(...)``, ``step.sample``, ``step.apply``) go to the runtime, a higher
+layer: the package hands their implementation down with :func:`install_calls` (``_core``
+imports nothing above it). Importing this module imports no JAX.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from augjax.errors import InputError
 
-__all__ = ["CALL_KEYWORDS", "Step"]
+__all__ = ["CALL_KEYWORDS", "BaseStep", "Step", "Structure", "install_calls", "step_call"]
 
 #: Keywords of a call that are not op parameters (declared once: ops reserve these names).
 CALL_KEYWORDS = frozenset({"key", "seeds", "seed", "device", "layout", "per_frame"})
 
 
-class Step:
-    """Base of everything a program runs. Subclasses provide ``name``, ``spec`` (the step as
-    an op declaration: level, layouts, output size / dtype / layout), ``kwargs`` and the
-    per-sample contract: ``draw(key, meta) -> params``, ``run(image, params) -> image`` and
-    ``matrix(params, meta) -> (3, 3)``."""
+class Structure(NamedTuple):
+    """What a step sees of one sample before any pixel is read: an image of ``height`` x
+    ``width`` with ``channels`` channels of ``dtype`` (a NumPy dtype name), in a batch laid out
+    as ``layout`` (``"HWC"`` or ``"CHW"``)."""
+
+    height: int
+    width: int
+    channels: int
+    dtype: str
+    layout: str = "HWC"
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """One image's HWC shape."""
+        return (self.height, self.width, self.channels)
+
+
+@runtime_checkable
+class Step(Protocol):
+    """What the runtime runs. ``BoundOp`` and every composite implement it; the runtime reads
+    these members and nothing else of a step."""
+
+    # -- structure -----------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        """The step's name in messages."""
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """The positional inputs a call takes: ``("images",)`` or ``("images", "labels")``."""
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        """What a call returns."""
+
+    @property
+    def level(self) -> str:
+        """``"sample"`` (runs on one image, vmapped) or ``"batch"`` (mixes the batch)."""
+
+    @property
+    def layouts(self) -> tuple[str, ...]:
+        """The layouts the step takes."""
+
+    @property
+    def dtypes(self) -> tuple[str, ...]:
+        """The image dtypes the step takes."""
+
+    @property
+    def channels(self) -> tuple[int, ...] | None:
+        """The channel counts the step takes (None: any)."""
+
+    @property
+    def compute_bound(self) -> bool:
+        """Much arithmetic per pixel (the CPU runs such steps in cache-sized chunks)."""
+
+    def after(self, structure: Structure) -> Structure:
+        """What the step makes of one sample of ``structure``.
+
+        Raises:
+            InputError: the step cannot act on such a sample (alternatives that disagree)."""
+
+    @property
+    def ragged(self) -> bool:
+        """Whether the step takes images of different sizes (as a chain's first step)."""
+
+    def window(self, params: Any, height: Any, width: Any) -> Any:
+        """How the step reads one image of its true (traced) size (a ``Window``)."""
+
+    # -- randomness ----------------------------------------------------------------------
+    @property
+    def random(self) -> bool:
+        """Whether the step draws anything (a call then needs a key)."""
+
+    @property
+    def sample_targets(self) -> tuple[str, ...]:
+        """The targets its sampler reads (``("boxes",)``), empty for most steps."""
+
+    def draw(self, key: Any, meta: Any) -> Any:
+        """One sample's params (the batch's for batch-level steps); traced. An op also takes
+        ``overrides`` (a policy's values) and ``targets`` (for ``sample_targets``)."""
+
+    # -- application ---------------------------------------------------------------------
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        """The step's configured parameter values (empty for composites)."""
+
+    @property
+    def declared(self) -> Mapping[str, Any]:
+        """The step's declared parameters (``Param`` by name; empty for composites)."""
+
+    def run(self, image: Any, params: Any) -> Any:
+        """The step on one HWC image with its params; deterministic."""
+
+    def run_checked(self, image: Any, params: Any, where: str) -> Any:
+        """:meth:`run` as an element of a composite (``where`` names it in messages), checking
+        what it takes and gives."""
+
+    def run_batch(self, inputs: tuple[Any, ...], params: Any) -> Any:
+        """A batch-level step on ``(images[, labels])`` with the batch's params."""
+
+    @property
+    def pads_exactly(self) -> bool:
+        """Whether a batch padded with copies gives its real samples the same bits."""
+
+    # -- geometry and targets ------------------------------------------------------------
+    @property
+    def geometric(self) -> bool:
+        """Whether the step may move pixels."""
+
+    @property
+    def follow(self) -> Any:
+        """How targets follow a batch-level step (an ``augjax.Follow``)."""
+
+    def matrix(self, params: Any, meta: Any) -> Any:
+        """One sample's forward 3x3 matrix."""
+
+    def stages(self, params: Any, meta: Any) -> tuple[tuple[Any, tuple[int, int]], ...]:
+        """One sample's geometry for boxes and keypoints, stage by stage."""
+
+    def run_masks(self, mask: Any, params: Any) -> Any:
+        """The step on one encoded mask."""
+
+    # -- as a program --------------------------------------------------------------------
+    @property
+    def chained(self) -> bool:
+        """Whether the params are one pytree per step the step holds (a chain)."""
+
+    def elements(self) -> tuple[Any, ...]:
+        """The steps inside this one."""
+
+    def program(self) -> tuple[tuple[Any, ...], int]:
+        """The steps a call runs, and the chain position of the first."""
+
+
+# -- the calls the package hands down -----------------------------------------------------------
+_LOADER: list[Callable[[], Mapping[str, Callable[..., Any]]]] = []
+_CALLS: dict[str, Callable[..., Any]] = {}
+
+
+def install_calls(loader: Callable[[], Mapping[str, Callable[..., Any]]]) -> None:
+    """Hands down what steps call above this layer: ``loader()`` (run on the first call)
+    returns ``{"call", "sample", "apply", "bind", "dali"}`` functions (see ``augjax/__init__``)."""
+    _LOADER[:] = [loader]
+    _CALLS.clear()
+
+
+def step_call(name: str) -> Callable[..., Any]:
+    """The installed implementation of ``name`` (see :func:`install_calls`)."""
+    fn = _CALLS.get(name)
+    if fn is None:
+        if not _LOADER:
+            raise RuntimeError("augjax: no runtime is installed (import augjax first)")
+        _CALLS.update(_LOADER[0]())
+        fn = _CALLS[name]
+    return fn
+
+
+class BaseStep:
+    """The public batch calls and the defaults ``BoundOp`` and composites share."""
 
     #: Whether the step's params are one pytree per step it holds (a chain) or its own.
     chained = False
@@ -29,12 +199,12 @@ class Step:
     @property
     def inputs(self) -> tuple[str, ...]:
         """The positional inputs a call takes."""
-        return tuple(self.spec.inputs)
+        return ("images",)
 
     @property
     def outputs(self) -> tuple[str, ...]:
         """What a call returns."""
-        return tuple(self.spec.outputs)
+        return ("images",)
 
     def elements(self) -> tuple[Any, ...]:
         """The steps inside this one (empty for ops and policies)."""
@@ -78,17 +248,8 @@ class Step:
             target, a dict ``{"images", "labels"?, "masks"?, "boxes"?, "boxes_valid"?,
             "boxes_count"?, "boxes_index"?, "keypoints"?, "keypoints_valid"?}``.
         """
-        from augjax._runtime.dispatch import apply_steps
-
-        if _clips(inputs, per_frame, self.name, layout):
-            from augjax.clips import call_clips
-
-            return call_clips(self, inputs, key=key, layout=layout, per_frame=per_frame,
-                              targets=targets, seeds=seeds, seed=seed, device=device)
-        steps, start = self._steps()
-        return apply_steps(steps, inputs, name=self.name, inputs_decl=self.inputs,
-                           outputs_decl=self.outputs, key=key, seeds=seeds, seed=seed,
-                           device=device, layout=layout, start=start, targets=targets)
+        return step_call("call")(self, inputs, key=key, seeds=seeds, seed=seed, device=device,
+                                 layout=layout, per_frame=per_frame, targets=targets)
 
     def sample(self, *inputs: Any, key: Any, layout: str = "HWC", per_frame: bool = False,
                **targets: Any) -> Any:
@@ -99,33 +260,15 @@ class Step:
         ``targets`` (``boxes=``, ``masks=``, ...) reach the ops whose samplers read them
         (``sample_targets``, e.g. ``random_iou_crop``); pass the call's own.
         """
-        from augjax._runtime.dispatch import sample_steps_on
-
-        if _clips(inputs, per_frame, self.name):  # clips: see augjax.clips
-            from augjax.clips import sample_clips
-
-            return sample_clips(self, inputs, key=key, layout=layout, per_frame=per_frame)
-        steps, start = self._steps()
-        params = sample_steps_on(steps, inputs, name=self.name, inputs_decl=self.inputs,
-                                 key=key, layout=layout, start=start, targets=targets)
-        return params if self.chained else params[0]
+        return step_call("sample")(self, inputs, key=key, layout=layout, per_frame=per_frame,
+                                   targets=targets)
 
     def apply(self, *inputs: Any, params: Any, layout: str = "HWC", per_frame: bool = False,
               **targets: Any) -> Any:
         """Applies the step with given ``params`` (from :meth:`sample`, maybe edited):
         deterministic, no key. Takes the targets a call takes; returns what a call returns."""
-        from augjax._runtime.dispatch import apply_with_params
-
-        if _clips(inputs, per_frame, self.name):  # clips: see augjax.clips
-            from augjax.clips import apply_clips
-
-            return apply_clips(self, inputs, params=params, layout=layout, per_frame=per_frame,
-                               targets=targets)
-        steps, _ = self._steps()
-        return apply_with_params(steps, inputs, params if self.chained else (params,),
-                                 name=self.name, inputs_decl=self.inputs,
-                                 outputs_decl=self.outputs, layout=layout, targets=targets,
-                                 chained=self.chained)
+        return step_call("apply")(self, inputs, params=params, layout=layout,
+                                  per_frame=per_frame, targets=targets)
 
     # -- targets (masks, boxes, keypoints) ---------------------------------------------------
     @property
@@ -139,7 +282,8 @@ class Step:
         Default: the step's one matrix, or nothing for a step that moves no pixel."""
         if not self.geometric:
             return ()
-        return ((self.matrix(params, meta), self.size_after(meta.height, meta.width)),)
+        out = self.after(Structure(meta.height, meta.width, meta.channels, meta.dtype))
+        return ((self.matrix(params, meta), (out.height, out.width)),)
 
     def run_masks(self, mask: Any, params: Any) -> Any:
         """The step on one mask, encoded as an HWC uint8 image whose last channel is 255
@@ -154,27 +298,3 @@ class Step:
             return mask
         raise InputError(f"{self.name}: masks cannot follow this step (it moves pixels and "
                          f"declares no mask rule)", op=self.name, argument="masks")
-
-    def _steps(self) -> tuple[tuple[Any, ...], int]:
-        steps, start = self.program()
-        if not steps:
-            raise InputError(f"{self.name}: the chain is empty", op=self.name)
-        return steps, start
-
-
-def _clips(inputs: tuple[Any, ...], per_frame: bool, name: str, layout: str = "HWC") -> bool:
-    """Whether a call's images are clips: an array of rank 5, or a layout ``"FHWC"`` /
-    ``"FCHW"`` (DALI sequences) (:mod:`augjax.clips`).
-
-    Raises:
-        InputError: ``per_frame`` given for images that are not clips.
-    """
-    images = inputs[0] if inputs else None
-    clips = layout in ("FHWC", "FCHW") or (
-        hasattr(images, "ndim") and getattr(images, "ndim", 0) == 5
-        and not type(images).__module__.startswith("nvidia.dali"))
-    if per_frame and not clips:
-        raise InputError(f"{name}: argument 'per_frame' is for clips (N, T, H, W, C), got "
-                         f"images of shape {tuple(getattr(images, 'shape', ()))}", op=name,
-                         argument="per_frame")
-    return clips

@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from augjax._core.param import suggest
-from augjax._core.step import Step
+from augjax._core.step import BaseStep, Structure
 from augjax._runtime.values import Lifted, abstract_value, marker_kind
 from augjax.errors import ParamError
 
@@ -22,11 +22,14 @@ _SCALARS = (bool, int, float, str, type(None))
 
 
 @dataclasses.dataclass(frozen=True)
-class BoundOp(Step):
-    """An op spec plus validated parameter values (hashable: it keys the compile caches).
+class BoundOp(BaseStep):
+    """An op spec plus validated parameter values (hashable: it keys the compile caches): the
+    :class:`augjax._core.step.Step` of an op, answered from its declaration (the only place that
+    reads it).
 
-    Call it like the op (see :meth:`augjax._core.step.Step.__call__`); ``sample`` / ``apply`` give
-    and replay its per-sample values (documented per op: ``degrees``, ``box``, ``lam``, ...).
+    Call it like the op (see :meth:`augjax._core.step.BaseStep.__call__`); ``sample`` /
+    ``apply`` give and replay its per-sample values (documented per op: ``degrees``, ``box``,
+    ``lam``, ...).
     """
 
     spec: Any
@@ -73,43 +76,137 @@ class BoundOp(Step):
         """The parameter values, as keyword arguments for the kernel."""
         return dict(self.params)
 
-    # -- the Step contract (shared with composites) -----------------------------------------
+    # -- the Step contract (shared with composites): structure -----------------------------
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """The positional inputs a call takes."""
+        return tuple(self.spec.inputs)
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        """What a call returns."""
+        return tuple(self.spec.outputs)
+
+    @property
+    def level(self) -> str:
+        """``"sample"`` or ``"batch"``."""
+        return self.spec.level
+
+    @property
+    def layouts(self) -> tuple[str, ...]:
+        """The layouts the op takes."""
+        return self.spec.layouts
+
+    @property
+    def dtypes(self) -> tuple[str, ...]:
+        """The image dtypes the op takes."""
+        return self.spec.dtypes
+
+    @property
+    def channels(self) -> tuple[int, ...] | None:
+        """The channel counts the op takes (None: any)."""
+        return self.spec.channels
+
+    @property
+    def compute_bound(self) -> bool:
+        """Much arithmetic per pixel (see ``op(compute_bound=)``)."""
+        return self.spec.compute_bound
+
+    def after(self, structure: Structure) -> Structure:
+        """The op's output structure for one sample of ``structure``: the declared output
+        size, dtype and layout (each kept where the op declares none)."""
+        spec, (h, w, c, dtype, layout) = self.spec, structure
+        if spec.output_size is not None and h is not None:  # (None: not known yet)
+            h, w = spec.output_size(h, w, **self.kwargs)
+            h, w = int(h), int(w)
+        layout = spec.layout_after(layout, self.kwargs)
+        return Structure(h, w, c, spec.output_dtype or dtype, layout)
+
+    @property
+    def ragged(self) -> bool:
+        """Whether the op takes images of different sizes (it declares ``ragged=``)."""
+        return self.spec.ragged is not None
+
+    def window(self, params: Any, height: Any, width: Any) -> Any:
+        """How the op reads one image of its true size (the declared ``ragged`` window)."""
+        return self.spec.ragged(params, height, width, **self.kwargs)
+
+    # -- randomness ------------------------------------------------------------------------
+    @property
+    def random(self) -> bool:
+        """Whether the op draws anything."""
+        return self.spec.random
+
+    @property
+    def sample_targets(self) -> tuple[str, ...]:
+        """The targets the op's sampler reads."""
+        return self.spec.sample_targets
+
     def draw(self, key: Any, meta: Any, overrides: Any = None,
              targets: Any = None) -> dict[str, Any]:
         """One sample's params (the batch's, for batch-level ops); ``targets``: the sample's
         targets, for an op whose sampler reads them (``sample_targets``); traced."""
         return self.spec.draw(key, meta, self.kwargs, overrides, targets)
 
+    # -- application -----------------------------------------------------------------------
+    @property
+    def declared(self) -> Any:
+        """The op's declared parameters (``Param`` by name)."""
+        return self.spec.params
+
     def run(self, image: Any, params: Any) -> Any:
         """The kernel on one HWC image with its params; traced, deterministic."""
         return self.spec.run((image,), params, self.kwargs)
 
-    def size_after(self, height: int, width: int) -> tuple[int, int]:
-        """The output's spatial size for an input of ``height`` x ``width``."""
-        if self.spec.output_size is None:
-            return (height, width)
-        h, w = self.spec.output_size(height, width, **self.kwargs)
-        return (int(h), int(w))
+    def check_image(self, image: Any, where: str) -> None:
+        """The checks :meth:`run_checked` makes of its input (one HWC image the op takes),
+        without running the op."""
+        import jax
 
-    def dtype_after(self) -> str | None:
-        """The output dtype, or None when it is the input's."""
-        return self.spec.output_dtype
+        from augjax._runtime.inputs import check_images
+        from augjax.errors import InputError
 
-    def layout_effect(self) -> str | None:
-        """The layout the op sets on its output (normalize to CHW), or None if it keeps it."""
-        out = self.spec.output_layout
-        return None if out is None else out(**self.kwargs)
+        if image.ndim != 3:
+            raise InputError(f"{where}: expects one HWC image per sample, got shape "
+                             f"{image.shape}")
+        layout = "HWC" if "HWC" in self.layouts else "CHW"
+        h, w, c = image.shape
+        shape = (1, h, w, c) if layout == "HWC" else (1, c, h, w)
+        check_images(jax.ShapeDtypeStruct(shape, image.dtype), self, layout, op=where)
 
-    def struct_after(self, shape: tuple[int, ...], dtype: Any) -> tuple[tuple[int, ...], Any]:
-        """``(shape, dtype)`` of the output for one HWC image of ``shape`` and ``dtype``."""
+    def run_checked(self, image: Any, params: Any, where: str) -> Any:
+        """The op on one HWC image inside a composite (``where`` names it in messages:
+        ``"random_apply/flip"``), checking the input and the output its declaration promises."""
         import jax.numpy as jnp
 
-        h, w, c = shape
-        if self.spec.output_size is not None:
-            h, w = self.spec.output_size(h, w, **self.kwargs)
-        out = self.spec.output_dtype
-        return (int(h), int(w), c), jnp.dtype(out if out is not None else dtype)
+        from augjax.errors import OpDefinitionError
 
+        self.check_image(image, where)
+        out = self.run(image, params)
+        want = self.after(Structure(*image.shape, jnp.dtype(image.dtype).name))
+        expected = (want.shape, jnp.dtype(want.dtype))
+        if (tuple(out.shape), jnp.dtype(out.dtype)) != expected:
+            raise OpDefinitionError(
+                f"op {self.name!r}: the kernel returned {out.dtype} {tuple(out.shape)} for one "
+                f"image, but its declaration promises {expected[1]} {expected[0]} (HWC)")
+        return out
+
+    def run_batch(self, inputs: tuple[Any, ...], params: Any) -> Any:
+        """A batch-level kernel on ``(images[, labels])`` with the batch's params."""
+        return self.spec.run(inputs, params, self.kwargs)
+
+    @property
+    def pads_exactly(self) -> bool:
+        """Whether padding the batch keeps the real samples' bits: a sample-level op, or one
+        of augjax's mirror-paired mixing ops drawing once per batch (``mode="batch"``)."""
+        from augjax._runtime.padding import MIRROR_PAIRED
+
+        spec = self.spec
+        return spec.level != "batch" or (
+            spec.name in MIRROR_PAIRED and spec.kernel.__module__ == "augjax.catalog.mix"
+            and self.kwargs.get("mode", "batch") == "batch")
+
+    # -- geometry and targets --------------------------------------------------------------
     def matrix(self, params: Any, meta: Any) -> Any:
         """One sample's forward 3x3 matrix (identity for ops that do not move pixels).
 
@@ -134,6 +231,31 @@ class BoundOp(Step):
         """Whether the op moves pixels (its targets then follow it)."""
         return bool(self.spec.geometric)
 
+    @property
+    def follow(self) -> Any:
+        """How the op's targets follow it (its declared :class:`augjax.Follow`)."""
+        return self.spec.targets
+
+    def stages(self, params: Any, meta: Any) -> tuple[tuple[Any, tuple[int, int]], ...]:
+        """The op's geometry for boxes and keypoints, by its ``targets`` rule: its matrix and
+        output size, or nothing (points kept).
+
+        Raises:
+            InputError: the op refuses boxes and keypoints.
+        """
+        from augjax._core.targets import KEEP, REFUSE
+        from augjax.errors import InputError
+
+        rule = self.spec.targets
+        if rule.points == REFUSE:
+            raise InputError(f"{self.name}: boxes and keypoints cannot follow this op"
+                             f"{': ' + rule.reason if rule.reason else ''}",
+                             op=self.name, argument="boxes")
+        if rule.points == KEEP:
+            return ()
+        out = self.after(Structure(meta.height, meta.width, meta.channels, meta.dtype))
+        return ((self.matrix(params, meta), (out.height, out.width)),)
+
     def run_masks(self, mask: Any, params: Any) -> Any:
         """The op on one encoded mask (see :mod:`augjax._runtime.targets`), as its
         ``targets`` rule says: unchanged, or the kernel with nearest sampling and zero fill.
@@ -143,11 +265,7 @@ class BoundOp(Step):
         """
         from augjax._runtime.targets import run_op_on_mask
 
-        return run_op_on_mask(self, mask, params)
-
-    def run_batch(self, inputs: tuple[Any, ...], params: Any) -> Any:
-        """A batch-level kernel on ``(images[, labels])`` with the batch's params."""
-        return self.spec.run(inputs, params, self.kwargs)
+        return run_op_on_mask(self.spec, self.kwargs, mask, params)
 
     # -- values as program arguments (augjax._runtime.values) -------------------------------
     def lift(self) -> tuple[BoundOp, tuple[Any, ...]]:
@@ -240,8 +358,7 @@ def _takes_traced(spec: Any, config: dict[str, Any], name: str) -> bool:
     def run(value: Any, image: Any) -> Any:
         op = BoundOp(spec, tuple((k, value if k == name else v) for k, v in config.items()))
         op = _Filled(spec, op.params, op)
-        op.size_after(16, 16)
-        op.layout_effect()
+        op.after(Structure(16, 16, channels, dtype))
         key = jax.random.key(0) if spec.random else None
         params = op.draw(key, meta)
         if batch is None:

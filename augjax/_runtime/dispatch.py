@@ -10,6 +10,7 @@ import jax
 import numpy as np
 
 import augjax._runtime.padding as _padding
+from augjax._core.step import step_call
 from augjax._runtime.checking import check_batch, checking_enabled
 from augjax._runtime.compile_cache import enable as enable_compile_cache
 from augjax._runtime.given_params import check_given_params, explain_missing_key
@@ -101,9 +102,7 @@ def apply_steps(
                 op=name,
                 argument="key",
             )
-        from augjax.dali import apply_dali
-
-        return apply_dali(
+        return step_call("dali")(  # augjax.dali, handed down (augjax.calls)
             steps, inputs, name=name, outputs_decl=outputs_decl, seeds=seeds, seed=seed,
             device=device, layout=layout, start=start, targets=targets,
         )
@@ -138,7 +137,7 @@ def apply_steps(
     if images.ndim < 1:
         raise InputError(f"{name}: argument 'images' must be a batch, got a scalar", op=name)
     tspec, arrays = _targets(name, targets, images, layout)
-    random = any(step.spec.random for step in steps)
+    random = any(step.random for step in steps)
     # one key stays one: the sampler's program splits it
     keys = sample_keys(key, images.shape[0], name, split=False) if random else None
     # Numeric values are the program's arguments (values.py); with targets they stay static.
@@ -191,7 +190,7 @@ def _ragged_prefix(steps: Sequence[Any], images: Sequence[Any], key: Any, layout
     arrays = as_arrays(images, name)
     steps = tuple(steps)
     n = ragged_count(steps, _first_name(steps, name))
-    random = any(step.spec.random for step in steps)
+    random = any(step.random for step in steps)
     if sample:  # the windows need the sizes only
         check_list(arrays, name)
         shapes = np.array([a.shape for a in arrays], np.int32)
@@ -256,7 +255,7 @@ def sample_steps_on(steps: Sequence[Any], inputs: Sequence[Any], *, name: str,
                                layout=layout, start=rest_start)
         return tuple(params) + tuple(more)
     images, _ = _array_inputs(inputs, name, inputs_decl, layout, "sample")
-    random = any(step.spec.random for step in steps)
+    random = any(step.random for step in steps)
     keys = sample_keys(key, images.shape[0], name) if random else None
     tspec, arrays = _targets(name, dict(targets or {}), images, layout)
     seen = sees_targets(steps, tspec)

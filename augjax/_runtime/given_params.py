@@ -32,16 +32,15 @@ __all__ = ["check_given_params", "explain_missing_key"]
 def _expected(steps: tuple[Any, ...], layout: str, shape: tuple[int, ...], dtype: str) -> Any:
     program = sample_program(steps, layout, 0, shape, dtype)
     keys = None
-    if any(step.spec.random for step in steps):
+    if any(step.random for step in steps):
         keys = jax.ShapeDtypeStruct((shape[0],), jax.random.key(0).dtype)
     return jax.eval_shape(program, keys)
 
 
 def _static_switch(step: Any, key: str) -> bool:
     """Whether ``key`` is also a bool configuration parameter of ``step`` that is off."""
-    spec = getattr(step, "spec", None)
-    params = getattr(spec, "params", {}) or {}
-    kwargs = getattr(step, "kwargs", {}) or {}
+    params = step.declared
+    kwargs = step.kwargs
     p = params.get(key)
     return p is not None and p.kind == "bool" and kwargs.get(key) is False
 

@@ -135,10 +135,10 @@ def label_classes(steps: Any) -> tuple[str, int] | None:
     """``(op name, num_classes)`` of the first step that takes labels, when it declares an int
     ``num_classes``; ``None`` otherwise (later steps see that op's soft labels)."""
     for step in steps:
-        if "labels" in step.spec.inputs:
+        if "labels" in step.inputs:
             k = step.kwargs.get("num_classes")
             if isinstance(k, int) and not isinstance(k, bool):
-                return step.spec.name, k
+                return step.name, k
             return None
     return None
 

@@ -9,6 +9,8 @@ The scheme (docs/guide/reproducibility.md):
 - The op at position ``i`` of a chain uses ``fold_in(sample_key, i)``; a single op is position 0.
   Adding an op to the end of a chain never changes the draws of the ops before it.
 - A batch-level op (mixup) uses the key of sample 0 at its position.
+- A composite with key ``k`` (``random_apply``, a policy) draws its own decisions from
+  ``decision_key(k)`` (:mod:`augjax.chain._element` gives its elements' keys).
 """
 
 from __future__ import annotations
@@ -22,7 +24,15 @@ import numpy as np
 from augjax.errors import InputError, KeyRequiredError
 
 __all__ = ["keys_from_seeds", "index_seeds", "per_sample_keys", "sample_keys",
-           "SEED_HIGH"]
+           "SEED_HIGH", "DECISION_TAG", "decision_key"]
+
+#: ``fold_in`` tag of a composite's own random decisions (distinct from element positions).
+DECISION_TAG = 0x5EEDC401
+
+
+def decision_key(key: jax.Array) -> jax.Array:
+    """The key a composite draws its own decisions from."""
+    return jax.random.fold_in(key, DECISION_TAG)
 
 #: Seeds are drawn from [0, SEED_HIGH] as INT32 (larger bounds give negative or zero draws in
 #: DALI 2.4).

@@ -131,13 +131,7 @@ def no_padding() -> Iterator[None]:
 def paddable(steps: Sequence[Any]) -> bool:
     """Whether padding keeps the real samples' results bitwise: every batch-level step is one
     of augjax's mirror-paired mixing ops drawing once per batch (``mode="batch"``)."""
-    for step in steps:
-        spec = step.spec
-        if spec.level == "batch" and not (
-                spec.name in MIRROR_PAIRED and spec.kernel.__module__ == "augjax.catalog.mix"
-                and getattr(step, "kwargs", {}).get("mode", "batch") == "batch"):
-            return False
-    return True
+    return all(step.pads_exactly for step in steps)
 
 
 def bucket(n: int) -> int:
@@ -282,7 +276,7 @@ def _own(program: Callable[..., Any], args: Sequence[Any], sig: Any) -> Any:
 def _padded(program: Callable[..., Any], steps: Sequence[Any], args: Sequence[Any], n: int,
             size: int) -> Any:
     key = next((a for a in args if a is not None and a.ndim == 0), None)
-    if key is not None and _splits_by_prefix(key) and all(s.spec.level == "sample"
+    if key is not None and _splits_by_prefix(key) and all(s.level == "sample"
                                                            for s in steps):
         # The program splits the one key into ``size`` keys, the first ``n`` of which are the
         # batch's: the real samples go first (the program the full batches ran, as it is).

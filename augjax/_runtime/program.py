@@ -34,6 +34,7 @@ from augjax._runtime.compile_cache import enable as enable_compile_cache
 from augjax._runtime.inputs import check_images, check_labels
 from augjax._runtime.keys import keys_from_seeds, per_sample_keys
 from augjax._core.meta import Meta
+from augjax._core.step import Step, Structure
 from augjax.kernels.partition import tracing
 from augjax.kernels.platform import platform_dependent
 from augjax._runtime.program_store import StoredProgram
@@ -117,16 +118,19 @@ def _from_hwc(x: jax.Array, layout: str) -> jax.Array:
     return einops.rearrange(x, "n h w c -> n c h w") if layout == "CHW" else x
 
 
-def _check_output(spec: Any, out: jax.Array, src: jax.Array, params: dict[str, Any]) -> None:
+def _check_output(step: Step, out: jax.Array, src: jax.Array, layout: str) -> str:
+    """Checks a step's HWC output against what it promises for ``src`` (in ``layout``);
+    returns the output's layout."""
     n, h, w, c = src.shape
-    if spec.output_size is not None:
-        h, w = spec.output_size(h, w, **params)
-    expected_dtype = jnp.dtype(spec.output_dtype or src.dtype)
-    if tuple(out.shape) != (n, h, w, c) or out.dtype != expected_dtype:
+    want = step.after(Structure(h, w, c, jnp.dtype(src.dtype).name, layout))
+    expected_dtype = jnp.dtype(want.dtype)
+    if tuple(out.shape) != (n, want.height, want.width, c) or out.dtype != expected_dtype:
         raise OpDefinitionError(
-            f"op {spec.name!r}: the kernel returned {out.dtype} {tuple(out.shape)}, but its "
-            f"declaration promises {expected_dtype} {(n, h, w, c)} (batch in HWC)"
+            f"op {step.name!r}: the kernel returned {out.dtype} {tuple(out.shape)}, but its "
+            f"declaration promises {expected_dtype} {(n, want.height, want.width, c)} (batch "
+            f"in HWC)"
         )
+    return want.layout
 
 
 def _hwc_shape(shape: tuple[int, ...], layout: str) -> tuple[int, int, int, int]:
@@ -135,7 +139,7 @@ def _hwc_shape(shape: tuple[int, ...], layout: str) -> tuple[int, int, int, int]
 
 
 def sample_steps(
-    steps: Sequence[Any],
+    steps: Sequence[Step],
     shape: tuple[int, ...],
     dtype: Any,
     keys: jax.Array | None,
@@ -156,14 +160,13 @@ def sample_steps(
     dtype = jnp.dtype(dtype)
     out = []
     for pos, step in enumerate(steps, start):
-        spec = step.spec
-        if spec.level == "sample" and getattr(spec, "sample_targets", ()):
+        if step.level == "sample" and step.sample_targets:
             meta = Meta(h, w, c, dtype.name)
             params = draw_seeing(step, pos, meta, keys, n, targets_at(
                 steps[:pos - start], out, targets, arrays, shape0, dtype0) if targets else None)
-        elif spec.level == "sample":
+        elif step.level == "sample":
             meta = Meta(h, w, c, dtype.name)
-            if spec.random and keys is not None:
+            if step.random and keys is not None:
                 params = jax.vmap(lambda k, s=step, m=meta: s.draw(jax.random.fold_in(k, pos), m)
                                   )(keys)
             else:
@@ -173,20 +176,21 @@ def sample_steps(
         else:
             meta = Meta(h, w, c, dtype.name, n)
             key = jax.random.fold_in(keys[0], pos) if (keys is not None and n) else \
-                (jax.random.key(0) if spec.random else None)
-            if getattr(spec, "sample_targets", ()):  # the batch's targets (copy_paste)
+                (jax.random.key(0) if step.random else None)
+            if step.sample_targets:  # the batch's targets (copy_paste)
                 seen = targets_at(steps[:pos - start], out, targets, arrays, shape0,
                                   dtype0) if targets else {}
                 params = step.draw(key, meta, targets=seen)
             else:
                 params = step.draw(key, meta)
         out.append(params)
-        (h, w, c), dtype = step.struct_after((h, w, c), dtype)
+        h, w, c, name, _ = step.after(Structure(h, w, c, dtype.name))
+        dtype = jnp.dtype(name)
     return tuple(out)
 
 
 def apply_params(
-    steps: Sequence[Any],
+    steps: Sequence[Step],
     images: jax.Array,
     labels: jax.Array | None,
     params: Sequence[Any],
@@ -203,7 +207,7 @@ def apply_params(
                          argument="params")
     x = images
     items = list(zip(steps, params))
-    runs = itertools.groupby(items, key=lambda sp: (sp[0].spec.level, sp[0].spec.compute_bound))
+    runs = itertools.groupby(items, key=lambda sp: (sp[0].level, sp[0].compute_bound))
     before = None  # what the step before was (_kind); None: no step before
     for (level, _), run in runs:  # per-sample ops in runs (all compute-bound or none)
         run = list(run)
@@ -229,7 +233,7 @@ def apply_params(
 WIDENING = "widening"
 
 
-def _kind(step: Any, hwc: jax.Array, params: Any) -> str:
+def _kind(step: Step, hwc: jax.Array, params: Any) -> str:
     """The step's kind on ``hwc`` (traced or abstract) with ``params``; OTHER without tracing
     where no boundary is kept (not a CPU backend: the step's branches for a GPU cost trace
     time)."""
@@ -281,34 +285,32 @@ def _fused_on_gpu(before: str | None, kind: str) -> bool:
     return not (kind == OTHER and before in (OTHER, POINTWISE))
 
 
-def _batch_step(step, p, x, labels, layout):
+def _batch_step(step: Step, p, x, labels, layout):
     """Applies one batch-level op; returns (x, labels, layout)."""
-    spec, config = step.spec, step.kwargs
     n = x.shape[0]
-    check_images(x, spec, layout)
+    check_images(x, step, layout)
     hwc = _to_hwc(x, layout)
     args = [hwc]
-    if "labels" in spec.inputs:
+    if "labels" in step.inputs:
         if labels is None:
             raise InputError(
-                f"{spec.name}: argument 'labels' is required (the op mixes labels); "
-                f"call it as {spec.name}(images, labels, ...)",
-                op=spec.name,
+                f"{step.name}: argument 'labels' is required (the op mixes labels); "
+                f"call it as {step.name}(images, labels, ...)",
+                op=step.name,
                 argument="labels",
             )
-        args.append(check_labels(labels, n, spec.name))
+        args.append(check_labels(labels, n, step.name))
     result = step.run_batch(tuple(args), p)
-    if "labels" in spec.outputs:
+    if "labels" in step.outputs:
         out, labels = result
-        labels = _poison_bad_classes(args[-1], labels, config.get("num_classes"))
+        labels = _poison_bad_classes(args[-1], labels, step.kwargs.get("num_classes"))
     else:
         out = result
-    _check_output(spec, out, hwc, config)
-    layout = spec.layout_after(layout, config)
+    layout = _check_output(step, out, hwc, layout)
     return _from_hwc(out, layout), labels, layout
 
 
-#: On CPU a run of compute-bound per-sample ops (``OpSpec.compute_bound``) goes through the
+#: On CPU a run of compute-bound per-sample ops (``Step.compute_bound``) goes through the
 #: batch this many samples at a time (a loop of vmapped chunks): every stage then finds the
 #: chunk's images in cache, where over the whole batch each would stream it from memory (colour
 #: jitter, B=64 x 224 x 224 on 2 cores: 128 ms vmapped, 66 ms in chunks of 8; the same bits).
@@ -320,31 +322,27 @@ def _sample_segment(segment, x, layout, before=None):
     """Applies consecutive per-sample ops ``[(step, params), ...]`` after a step of kind
     ``before`` (:func:`_kind`; None: no step before); returns (x, layout, the last op's
     kind)."""
-    out_layout = layout
-    for step, _ in segment:
-        out_layout = step.spec.layout_after(out_layout, step.kwargs)
+    out_layout = final_layout([step for step, _ in segment], layout)
 
     kinds = [OTHER] * len(segment)  # per step: _kind (boundary.py)
 
     def apply(x, ps):
         lay = layout
         for i, ((step, _), p) in enumerate(zip(segment, ps)):
-            spec, config = step.spec, step.kwargs
-            check_images(x, spec, lay)
+            check_images(x, step, lay)
             kinds[i] = _kind(step, _to_hwc(x, lay), p)
             prev = before if i == 0 else kinds[i - 1]
             if prev is not None and not _fused_with(prev, kinds[i]):  # read from memory
                 x = materialize(x, row_major=True)
             hwc = _to_hwc(x, lay)
             out = jax.vmap(step.run)(hwc, p)
-            _check_output(spec, out, hwc, config)
-            lay = spec.layout_after(lay, config)
+            lay = _check_output(step, out, hwc, lay)
             x = _from_hwc(out, lay)
         return x
 
     ps = tuple(p for _, p in segment)
     n, chunk = x.shape[0], CPU_CHUNK
-    if n <= chunk or not segment[0][0].spec.compute_bound:
+    if n <= chunk or not segment[0][0].compute_bound:
         return apply(x, ps), out_layout, kinds[-1]
     # Checked on the whole batch first, so that an error names the batch's shapes, not a chunk's.
     jax.eval_shape(apply, x, ps)
@@ -380,11 +378,12 @@ def _poison_bad_classes(ids: jax.Array, soft: jax.Array, num_classes: Any) -> ja
     return jnp.where(bad, jnp.nan, soft)
 
 
-def final_layout(steps: Sequence[Any], layout: str) -> str:
-    """The layout of a program's output for an input of ``layout``."""
+def final_layout(steps: Sequence[Step], layout: str) -> str:
+    """The layout of a program's output for an input of ``layout`` (of any size and dtype)."""
+    structure = Structure(None, None, None, None, layout)
     for step in steps:
-        layout = step.spec.layout_after(layout, step.kwargs)
-    return layout
+        structure = step.after(structure)
+    return structure.layout
 
 
 #: Runs an array program keeps at hand by input signature (beyond, the shared caches serve).
@@ -549,7 +548,7 @@ def sample_program(steps: tuple[Any, ...], layout: str, start: int, shape: tuple
     def program(keys, values=(), *arrays):
         with tracing(False):
             for step in steps[:1]:
-                check_images(struct, step.spec, layout)
+                check_images(struct, step, layout)
             if split:
                 keys = per_sample_keys(keys, shape[0])
             return sample_steps(fill(steps, values), shape, dtype, keys, layout, start,
@@ -558,14 +557,13 @@ def sample_program(steps: tuple[Any, ...], layout: str, start: int, shape: tuple
     def draws():  # the params' shapes (JAX keeps the trace for the compile that follows)
         key = jax.random.key(0)
         keys = key if split else jax.ShapeDtypeStruct((shape[0],), key.dtype)
-        return jax.eval_shape(program, keys if any(s.spec.random for s in steps) else None,
+        return jax.eval_shape(program, keys if any(s.random for s in steps) else None,
                               abstract(steps))
 
     # A batch-level sampler that reads targets computes over whole masks (copy_paste: an
     # (N, H, W) paste mask, a field), and draws() has no target arrays to size it: optimised.
     batch_seer = targets is not None and any(
-        getattr(getattr(s, "spec", None), "level", None) == "batch"
-        and getattr(s.spec, "sample_targets", ()) for s in steps)
+        s.level == "batch" and s.sample_targets for s in steps)
     options = None if batch_seer else sampler_compiler_options(draws)
     config = dict(layout=layout, start=start, shape=shape, dtype=dtype)
     if split:  # (the stored name of the other samplers stays as it was)

@@ -81,10 +81,10 @@ def _encode(step: Any) -> Any:
     """A step's config, as augjax.chain's configs write it, read off the step itself."""
     if getattr(step, "kind", None) and hasattr(step, "to_config"):  # composites, policies
         return {"type": step.kind, **step.to_config()}
-    spec, params = getattr(step, "spec", None), getattr(step, "params", None)
-    if spec is None or not isinstance(params, tuple):
+    params = getattr(step, "params", None)  # an op: its name and configured values
+    if not isinstance(params, tuple):
         raise TypeError(f"no config form for {type(step).__name__}")
-    return {"type": "op", "name": spec.name, "params": [list(p) for p in params]}
+    return {"type": "op", "name": step.name, "params": [list(p) for p in params]}
 
 
 def program_key(kind: str, steps: tuple[Any, ...], config: dict[str, Any], signature: Any,

@@ -49,14 +49,14 @@ def ragged_message(name: str, what: str) -> str:
 
 
 def _window(step: Any, params: Any, h: Any, w: Any) -> Window:
-    return step.spec.ragged(params, h, w, **step.kwargs)
+    return step.window(params, h, w)
 
 
 def _plan_one(steps: Sequence[Any], h, w, c, dtype: str, key, start: int):
     """One sample's params (one dict per step) and its combined window."""
     params, windows = [], []
     for pos, step in enumerate(steps, start):
-        k = jax.random.fold_in(key, pos) if (key is not None and step.spec.random) else None
+        k = jax.random.fold_in(key, pos) if (key is not None and step.random) else None
         p = step.draw(k, Meta(h, w, c, dtype))
         win = _window(step, p, h, w)
         params.append(p)
@@ -82,7 +82,7 @@ def ragged_count(steps: Sequence[Any], name: str, open_end: bool = False) -> int
             not end in one output size (``resize`` with one int and no crop after it).
     """
     def ragged(step):
-        return getattr(getattr(step, "spec", None), "ragged", None) is not None
+        return step.ragged
 
     if not steps or not ragged(steps[0]):
         first = getattr(steps[0], "name", name) if steps else name

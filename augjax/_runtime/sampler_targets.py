@@ -23,7 +23,7 @@ def sees_targets(steps: Sequence[Any], targets: Any) -> Any:
     samplers of other programs take no target arrays (and stay as they were)."""
     if targets is None:
         return None
-    asked = any(getattr(getattr(s, "spec", None), "sample_targets", ()) for s in steps)
+    asked = any(s.sample_targets for s in steps)
     return targets if asked else None
 
 
@@ -41,7 +41,7 @@ def draw_seeing(step: Any, pos: int, meta: Meta, keys: Any, n: int, seen: Any) -
         return step.draw(None if k is None else jax.random.fold_in(k, pos), meta,
                          targets={} if t is None else t)
 
-    if step.spec.random and keys is not None:
+    if step.random and keys is not None:
         return jax.vmap(one)(keys, seen)
     if seen is not None:
         return jax.vmap(lambda t: one(None, t))(seen)

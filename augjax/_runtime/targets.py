@@ -71,6 +71,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from augjax._core.meta import Meta
+from augjax._core.step import Structure
 from augjax._core.targets import HOOK, KEEP, REFUSE, TARGET_OPTIONS, Sanitize
 from augjax._runtime import boxes as _boxes
 from augjax._runtime import rotated as _rotated
@@ -297,9 +298,10 @@ def _mask_config(spec: Any, config: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def run_op_on_mask(step: Any, mask: jax.Array, params: Any) -> jax.Array:
-    """A sample-level op on one encoded mask ``(H, W, C)`` uint8 by its ``targets`` rule."""
-    spec = step.spec
+def run_op_on_mask(spec: Any, config: dict[str, Any], mask: jax.Array,
+                   params: Any) -> jax.Array:
+    """A sample-level op (``spec`` configured with ``config``) on one encoded mask
+    ``(H, W, C)`` uint8 by its ``targets`` rule."""
     rule = spec.targets.masks
     if rule == KEEP:
         return mask
@@ -307,7 +309,7 @@ def run_op_on_mask(step: Any, mask: jax.Array, params: Any) -> jax.Array:
         raise InputError(f"{spec.name}: masks cannot follow this op"
                          f"{': ' + spec.targets.reason if spec.targets.reason else ''}",
                          op=spec.name, argument="masks")
-    config = _mask_config(spec, step.kwargs)
+    config = _mask_config(spec, config)
     as_float = "uint8" not in spec.dtypes
     x = mask.astype(_F32) / 255.0 if as_float else mask
     out = jnp.concatenate([spec.run((part,), params, config)
@@ -367,24 +369,9 @@ def move_keypoints(m: jax.Array, points: jax.Array, valid: jax.Array, h: int,
     return out, valid & inside
 
 
-def _moves_points(step: Any) -> bool:
-    rule = step.spec.targets.points if hasattr(step, "params") else None
-    if rule is None:  # a composite
-        return step.geometric
-    if rule == REFUSE:
-        raise InputError(f"{step.name}: boxes and keypoints cannot follow this op"
-                         f"{': ' + step.spec.targets.reason if step.spec.targets.reason else ''}",
-                         op=step.name, argument="boxes")
-    return rule != KEEP
-
-
 def point_stages(step: Any, params: Any, meta: Meta) -> tuple[tuple[Any, tuple[int, int]], ...]:
     """A step's stages for boxes and keypoints (see ``Step.stages``): an op gives its matrix
     (or nothing, or refuses, by its ``targets`` rule); a composite its own stages."""
-    if hasattr(step, "params"):  # an op
-        if not _moves_points(step):
-            return ()
-        return ((step.matrix(params, meta), step.size_after(meta.height, meta.width)),)
     return step.stages(params, meta)
 
 
@@ -424,8 +411,8 @@ def follow_targets(steps: Sequence[Any], params: Sequence[Any], spec: TargetSpec
             t["boxes_seen"] = jnp.ones(t["boxes"].shape[:2], _F32)
     dtype = jnp.dtype(dtype)
     for step, p in zip(steps, params):
-        (h2, w2, c2), dtype2 = step.struct_after((h, w, c), dtype)
-        if step.spec.level == "batch":
+        (h2, w2, c2, dtype2, _) = step.after(Structure(h, w, c, dtype.name))
+        if step.level == "batch":
             t = _batch_targets(step, p, t, rule, (h, w), h2, w2)
         else:
             if "masks" in t:
@@ -506,8 +493,7 @@ def _drops_boxes(step: Any, p: Any) -> bool:
     """Whether ``step``'s params carry a ``boxes_valid`` of its own: an op whose sampler reads
     the boxes (``sample_targets``) may flag some invalid (``random_iou_crop``: those whose
     centre lies outside its crop)."""
-    spec = getattr(step, "spec", None)
-    return ("boxes" in getattr(spec, "sample_targets", ()) and isinstance(p, Mapping)
+    return ("boxes" in step.sample_targets and isinstance(p, Mapping)
             and "boxes_valid" in p)
 
 
@@ -521,7 +507,7 @@ def _batch_targets(step: Any, params: Any, t: dict[str, Any], sanitize: Any,
     4M``); it returns boxes clamped to the output with its own validity (and ``boxes_seen``
     for its boxes, times the fraction each kept). The call's :class:`augjax.Sanitize` rule is
     then applied here, as after a geometric op."""
-    rule = step.spec.targets
+    rule = step.follow
     for kind, present in (("masks", "masks" in t),
                           ("points", "boxes" in t or "keypoints" in t)):
         mode = rule.masks if kind == "masks" else rule.points

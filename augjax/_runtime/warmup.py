@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 
 import augjax._runtime.padding as _padding
+from augjax._core.step import Step
 from augjax._runtime.program import seeded_program
 from augjax.errors import InputError
 
@@ -26,11 +27,9 @@ def _steps(aug: Any) -> tuple[tuple[Any, ...], int, tuple[str, ...]]:
 
     if isinstance(aug, OpSpec):
         aug = aug.bind()
-    steps = getattr(aug, "steps", None)
-    if steps is not None:  # a chain
-        return tuple(steps), getattr(aug, "start", 0), tuple(aug.inputs)
-    if hasattr(aug, "spec"):  # a configured op or a composite step
-        return (aug,), 0, tuple(aug.spec.inputs)
+    if isinstance(aug, Step):  # a configured op, a chain, a composite step
+        steps, start = aug.program()
+        return tuple(steps), start, tuple(aug.inputs)
     raise InputError(
         f"warmup: argument 'aug' expects an op, a configured op or a chain, got "
         f"{type(aug).__name__}",
@@ -67,7 +66,7 @@ def warmup(
     if isinstance(device, str):
         device = jax.devices("gpu" if device == "gpu" else "cpu")[0]
     n = batch_shape[0]
-    random = any(step.spec.random for step in steps)
+    random = any(step.random for step in steps)
     with_labels = "labels" in inputs
     arrays = [jax.device_put(jnp.zeros(batch_shape, dtype), device)]
     if with_labels:

@@ -36,7 +36,7 @@ from jax import lax
 from jax.experimental import pallas as pl
 
 from augjax.catalog._tv_color import hue_planes
-from augjax.kernels._pallas import AVAILABLE, compiler_params, tile, tile_start
+from augjax.kernels.pallas import AVAILABLE, compiler_params, tile, tile_start
 from augjax.kernels.pixels import blend_gray, blend_planes, to_dtype
 
 __all__ = ["AVAILABLE", "IDENTITY", "jitter_kernel", "tile_size"]

@@ -38,7 +38,7 @@ import jax.numpy as jnp
 from augjax._core.param import Param
 from augjax._core.spec import op
 from augjax._core.targets import Follow
-from augjax.catalog._gamma import loggamma
+from augjax.kernels.gamma import loggamma
 from augjax.catalog.erase import box_mask, uniforms
 from augjax.errors import InputError
 from augjax.kernels.pixels import to_dtype

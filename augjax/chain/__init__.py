@@ -18,7 +18,19 @@ from augjax.chain._random import (
 )
 from augjax.chain._invert import invert, matrices
 
+# For the config module and the policies' configs (augjax.config, augjax.policies):
+from augjax.chain._config import (
+    CONFIG_VERSION,
+    Node,
+    from_dict,
+    from_json,
+    json_value,
+    to_dict,
+    to_json,
+)
+
 __all__ = [
+    "CONFIG_VERSION",
     "Chain",
     "Composite",
     "RandomApply",
@@ -27,8 +39,14 @@ __all__ = [
     "SomeOf",
     "compose",
     "invert",
+    "from_dict",
+    "from_json",
+    "json_value",
     "matrices",
+    "Node",
     "random_apply",
     "random_choice",
     "some_of",
+    "to_dict",
+    "to_json",
 ]

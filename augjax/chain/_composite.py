@@ -13,29 +13,29 @@ On a batch, :meth:`Composite.sample` returns the params (a pytree with a leading
 :meth:`Composite.apply` replays them: record a batch's augmentation, inspect or edit a field,
 and apply it again.
 
-Subclasses implement :meth:`draw`, :meth:`run`, and the structure methods
-(:meth:`elements`, :meth:`size_after`, :meth:`dtype_after`, :meth:`struct_after`,
-:meth:`layout_effect`).
+Subclasses implement :meth:`draw`, :meth:`run`, and the structure methods (:meth:`elements`,
+:meth:`after`); the rest of the :class:`augjax._core.step.Step` protocol has its composite
+answer here (sample level, random, every layout its ops take).
 """
 
 from __future__ import annotations
 
-import functools
 from types import MappingProxyType
 from typing import Any, ClassVar
 
 import jax
 
 from augjax._core.meta import Meta
-from augjax._core.spec import OpSpec
-from augjax._core.step import Step
+from augjax._core.step import BaseStep, Structure
+from augjax._core.targets import Follow
 from augjax.chain._config import KINDS, Node, to_dict
 from augjax.chain._element import leaf_layouts
+from augjax.errors import InputError
 
 __all__ = ["Composite"]
 
 
-class Composite(Step):
+class Composite(BaseStep):
     """Base class of composite steps. Call one like an op: ``step(images, key=...)`` on arrays,
     ``step(node)`` inside a DALI ``@pipeline_def`` (one ``jax_function`` operator);
     ``step.sample`` / ``step.apply`` record and replay its decisions."""
@@ -68,24 +68,32 @@ class Composite(Step):
         """The ops / composites inside this step (empty for policies, whose ops are tables)."""
         return ()
 
-    def size_after(self, height: int, width: int) -> tuple[int, int]:
-        """The output's spatial size for an input of ``height`` x ``width``."""
-        return (height, width)
+    def after(self, structure: Structure) -> Structure:
+        """What the step makes of one sample of ``structure`` (default: the same); raises
+        InputError when the step cannot act on such a sample (alternatives that disagree)."""
+        return structure
 
-    def dtype_after(self) -> str | None:
-        """The output dtype, or None when it is the input's."""
-        return None
+    level = "sample"  # a composite decides per sample (batch-level ops stay at the top)
+    random = True
+    dtypes = ("uint8", "float32")
+    channels = None
+    compute_bound = False
+    sample_targets = ()
+    declared = MappingProxyType({})
+    follow = Follow()
+    ragged = False  # (a chain's first op may be: the runtime reads a chain's steps)
+    pads_exactly = True  # per sample: a padded batch's real samples keep their bits
 
-    def struct_after(self, shape: tuple[int, ...], dtype: Any) -> tuple[tuple[int, ...], Any]:
-        """``(shape, dtype)`` of the output for one HWC image; raises InputError when the step
-        cannot act on such an image (branches that disagree, for example)."""
-        import jax.numpy as jnp
+    @property
+    def layouts(self) -> tuple[str, ...]:
+        """The layouts every op inside takes (their intersection)."""
+        return leaf_layouts(self.elements()) if self.elements() else ("HWC", "CHW")
 
-        return tuple(shape), jnp.dtype(dtype)
+    def window(self, params: Any, height: Any, width: Any) -> Any:
+        raise InputError(f"{self.name}: takes no images of different sizes", op=self.name)
 
-    def layout_effect(self) -> str | None:
-        """The layout this step sets on its output, or None if it keeps the input's."""
-        return None
+    def run_batch(self, inputs: tuple[Any, ...], params: Any) -> Any:
+        raise InputError(f"{self.name}: runs per sample, not on a batch", op=self.name)
 
     # -- per-sample program (the Step contract, shared with ops) -------------------------------
     def draw(self, key: jax.Array, meta: Meta) -> dict[str, Any]:
@@ -96,41 +104,24 @@ class Composite(Step):
         """The output for one HWC image given its params (deterministic)."""
         raise NotImplementedError
 
+    def run_checked(self, image: jax.Array, params: Any, where: str) -> jax.Array:
+        """:meth:`run` as an element of a composite (its own elements check themselves)."""
+        return self.run(image, params)
+
     def matrix(self, params: dict[str, Any], meta: Meta) -> jax.Array:
         """One sample's forward 3x3 matrix (the geometric part of the step).
 
         Raises:
             InputError: the step has no single matrix (AugMix mixes several chains).
         """
-        from augjax.errors import InputError
-
         raise InputError(f"{self.name}: has no single geometric matrix, so it cannot be "
                          f"inverted", op=self.name)
 
     # -- as a step of the program ------------------------------------------------------------
     @property
     def kwargs(self) -> dict[str, Any]:
-        """A composite has no kernel parameters of its own (the program calls ``spec.kernel``)."""
+        """A composite has no kernel parameters of its own."""
         return {}
-
-    @functools.cached_property
-    def spec(self) -> OpSpec:
-        """The step as an op spec: a sample-level random kernel ``(key, image) -> image``."""
-        layouts = leaf_layouts(self.elements()) if self.elements() else ("HWC", "CHW")
-        effect = self.layout_effect()
-        return OpSpec(
-            name=self.name,
-            kernel=self.run,
-            params=MappingProxyType({}),
-            level="sample",
-            layouts=layouts,
-            random=True,
-            output_size=lambda h, w: self.size_after(h, w),
-            output_dtype=self.dtype_after(),
-            output_layout=(lambda: effect) if effect is not None else None,
-            reference="augjax composite",
-            doc=self.__doc__ or "",
-        )
 
     def explain(self, images: Any, *, key: Any, layout: str = "HWC") -> Any:
         """Alias of :meth:`sample` (the per-sample decisions, as arrays)."""

@@ -17,20 +17,10 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from augjax._runtime.targets import point_stages
+from augjax._core.step import Structure
 from augjax.chain._composite import Composite
 from augjax.chain._config import Node, encode
-from augjax.chain._element import (
-    as_element,
-    draw_element,
-    dtype_after,
-    element_matrix,
-    layout_effect,
-    meta_after,
-    run_element,
-    size_after,
-    struct_after,
-)
+from augjax.chain._element import as_element, draw_element, layout_set, meta_after
 from augjax.errors import InputError, ParamError
 
 __all__ = ["KEY_DATA_MAX", "Chain", "Sequential", "check_same_outputs", "compose"]
@@ -39,26 +29,27 @@ __all__ = ["KEY_DATA_MAX", "Chain", "Sequential", "check_same_outputs", "compose
 KEY_DATA_MAX = 2**32 - 1
 
 
-def _fmt_struct(struct: tuple[tuple[int, ...], Any]) -> str:
-    return f"{jnp.dtype(struct[1]).name} {tuple(struct[0])}"
+def _fmt_struct(struct: Structure) -> str:
+    return f"{jnp.dtype(struct.dtype).name} {struct.shape}"
 
 
-def check_same_outputs(owner: str, elements: Sequence[Any], shape: tuple[int, ...], dtype: Any,
-                       *, include_input: bool) -> tuple[tuple[int, ...], Any]:
-    """The common output structure of alternative ``elements`` for one image (and the input's,
-    when not applying is one of the alternatives).
+def check_same_outputs(owner: str, elements: Sequence[Any], structure: Structure, *,
+                       include_input: bool) -> Structure:
+    """The common output structure of alternative ``elements`` for one sample (and the input's,
+    when not applying is one of the alternatives); only the layout where the input's size is
+    not known yet (a DALI pipeline's build).
 
     Raises:
         InputError: the alternatives give different shapes or dtypes.
     """
-    structs = [(el.name, struct_after(el, shape, dtype)) for el in elements]
+    structs = [(el.name, el.after(structure)) for el in elements]
     if include_input:
-        structs.insert(0, ("(not applied)", (tuple(shape), jnp.dtype(dtype))))
+        structs.insert(0, ("(not applied)", structure))
     first = structs[0][1]
-    if any(s != first for _, s in structs):
+    if structure.height is not None and any(s[:4] != first[:4] for _, s in structs):
         listing = ", ".join(f"{n} -> {_fmt_struct(s)}" for n, s in structs)
         raise InputError(
-            f"{owner}: on a {_fmt_struct((shape, dtype))} image (HWC) the alternatives give "
+            f"{owner}: on a {_fmt_struct(structure)} image (HWC) the alternatives give "
             f"different outputs ({listing}); every alternative of a per-sample choice must give "
             f"the same shape and dtype (put size- or dtype-changing ops outside the choice)",
             op=owner,
@@ -68,7 +59,7 @@ def check_same_outputs(owner: str, elements: Sequence[Any], shape: tuple[int, ..
 
 
 def _check_layouts(owner: str, elements: Sequence[Any], *, optional: bool) -> str | None:
-    effects = {layout_effect(el) for el in elements}
+    effects = {layout_set(el) for el in elements}
     if optional:
         effects.add(None)
     if len(effects) > 1:
@@ -89,7 +80,7 @@ def _flatten(ops: Sequence[Any]) -> tuple[Any, ...]:
             out.extend(_flatten(x))
             continue
         el = as_element(x, "compose", f"ops[{i}]")
-        out.extend(el.steps if isinstance(el, Chain) else (el,))
+        out.extend(el.elements() if el.chained else (el,))
     return tuple(out)
 
 
@@ -123,13 +114,13 @@ class Chain(Composite):
     @property
     def inputs(self) -> tuple[str, ...]:
         """``("images", "labels")`` when an op of the chain mixes labels, else ``("images",)``."""
-        labels = any("labels" in s.spec.inputs for s in self.steps)
+        labels = any("labels" in s.inputs for s in self.steps)
         return ("images", "labels") if labels else ("images",)
 
     @property
     def outputs(self) -> tuple[str, ...]:
         """``("images", "labels")`` when an op of the chain outputs labels."""
-        labels = any("labels" in s.spec.outputs for s in self.steps)
+        labels = any("labels" in s.outputs for s in self.steps)
         return ("images", "labels") if labels else ("images",)
 
     def to_config(self):
@@ -168,27 +159,10 @@ class Chain(Composite):
     def elements(self) -> tuple[Any, ...]:
         return self.steps
 
-    def size_after(self, height: int, width: int) -> tuple[int, int]:
+    def after(self, structure: Structure) -> Structure:
         for el in self.steps:
-            height, width = size_after(el, height, width)
-        return (height, width)
-
-    def dtype_after(self) -> str | None:
-        out = None
-        for el in self.steps:
-            out = dtype_after(el) or out
-        return out
-
-    def struct_after(self, shape, dtype):
-        for el in self.steps:
-            shape, dtype = struct_after(el, shape, dtype)
-        return tuple(shape), jnp.dtype(dtype)
-
-    def layout_effect(self) -> str | None:
-        out = None
-        for el in self.steps:
-            out = layout_effect(el) or out
-        return out
+            structure = el.after(structure)
+        return structure
 
     def _key(self, key: jax.Array, j: int) -> jax.Array:
         return jax.random.fold_in(key, self.start + j)
@@ -202,7 +176,7 @@ class Chain(Composite):
 
     def run(self, image, params):
         for el, p in zip(self.steps, params["steps"]):
-            image = run_element(el, image, p, "compose")
+            image = el.run_checked(image, p, f"compose/{el.name}")
         return image
 
     def run_masks(self, mask, params):
@@ -213,14 +187,14 @@ class Chain(Composite):
     def stages(self, params, meta):
         out = []
         for el, p in zip(self.steps, params["steps"]):
-            out.extend(point_stages(el, p, meta))
+            out.extend(el.stages(p, meta))
             meta = meta_after(el, meta)
         return tuple(out)
 
     def matrix(self, params, meta):
         m = jnp.eye(3, dtype=jnp.float32)
         for el, p in zip(self.steps, params["steps"]):
-            m = element_matrix(el, p, meta) @ m
+            m = el.matrix(p, meta) @ m
             meta = meta_after(el, meta)
         return m
 

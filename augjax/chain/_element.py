@@ -1,5 +1,6 @@
-"""One element of a chain (a configured op or a composite) applied to ONE image, inside a traced
-per-sample function: input checks, the output each element promises, and key derivation.
+"""One element of a chain (a configured op or a composite: any :class:`augjax._core.step.Step`)
+inside a traced per-sample function: what an element may be, the structure it passes on, and key
+derivation. Every element is asked through the Step protocol, whatever its kind.
 
 Key scheme inside composites (the top level is in :mod:`augjax._runtime.keys`): a composite with key
 ``k`` draws its own decisions (coin, branch, op index, magnitude) from ``decision_key(k)``;
@@ -15,43 +16,27 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from augjax._runtime.bound import BoundOp
-from augjax._runtime.inputs import check_images
 from augjax._core.meta import Meta
 from augjax._core.spec import OpSpec
-from augjax._core.step import Step
-from augjax.errors import InputError, OpDefinitionError, ParamError
+from augjax._core.step import Step, Structure
+from augjax._runtime.keys import DECISION_TAG, decision_key
+from augjax.errors import ParamError
 
 __all__ = [
     "DECISION_TAG",
     "as_element",
     "as_sample_element",
-    "check_op_input",
     "decision_key",
     "draw_element",
-    "element_matrix",
-    "meta_after",
-    "run_element",
-    "run_op",
-    "dtype_after",
-    "layout_effect",
+    "layout_set",
     "leaf_layouts",
-    "size_after",
-    "struct_after",
+    "meta_after",
 ]
-
-#: ``fold_in`` tag of a composite's own random decisions (distinct from element positions).
-DECISION_TAG = 0x5EEDC401
-
-
-def decision_key(key: jax.Array) -> jax.Array:
-    """The key a composite draws its own decisions from."""
-    return jax.random.fold_in(key, DECISION_TAG)
 
 
 def as_element(x: Any, owner: str, argument: str) -> Any:
-    """``x`` as a chain element: an :class:`OpSpec` is bound with its defaults; a BoundOp or a
-    composite is kept.
+    """``x`` as a chain element: an :class:`OpSpec` is bound with its defaults; a step (a
+    BoundOp, a chain, a composite: whatever implements the Step protocol) is kept.
 
     Raises:
         ParamError: ``x`` is none of these.
@@ -68,111 +53,49 @@ def as_element(x: Any, owner: str, argument: str) -> Any:
     )
 
 
+def _batch_level(el: Any) -> Any:
+    """The first batch-level step inside ``el`` (itself included), or None."""
+    if el.level != "sample":
+        return el
+    return next((b for child in el.elements() if (b := _batch_level(child)) is not None), None)
+
+
 def as_sample_element(x: Any, owner: str, argument: str) -> Any:
     """Like :func:`as_element`, and the element must act on each image alone (no batch-level op
     such as mixup, anywhere inside it)."""
     el = as_element(x, owner, argument)
-    for leaf in _leaves(el):
-        if leaf.spec.level != "sample":
-            raise ParamError(
-                f"{owner}: argument '{argument}' contains {leaf.name!r}, a batch-level op "
-                f"(it mixes the batch); a composite decides per sample, so put {leaf.name!r} at "
-                f"the top level of compose(...) (it has its own probability parameter)",
-                op=owner,
-                param=argument,
-            )
+    leaf = _batch_level(el)
+    if leaf is not None:
+        raise ParamError(
+            f"{owner}: argument '{argument}' contains {leaf.name!r}, a batch-level op "
+            f"(it mixes the batch); a composite decides per sample, so put {leaf.name!r} at "
+            f"the top level of compose(...) (it has its own probability parameter)",
+            op=owner,
+            param=argument,
+        )
     return el
 
 
-def _leaves(el: Any) -> list[BoundOp]:
-    if isinstance(el, BoundOp):
-        return [el]
-    out: list[BoundOp] = []
-    for child in el.elements():
-        out.extend(_leaves(child))
-    return out
-
-
 def leaf_layouts(elements: Any) -> tuple[str, ...]:
-    """The layouts every op inside ``elements`` accepts (their intersection)."""
+    """The layouts every step in ``elements`` takes (their intersection)."""
     layouts = {"HWC", "CHW"}
     for el in elements:
-        for leaf in _leaves(el):
-            layouts &= set(leaf.spec.layouts)
+        layouts &= set(el.layouts)
     return tuple(x for x in ("HWC", "CHW") if x in layouts)
 
 
-def size_after(el: Any, height: int, width: int) -> tuple[int, int]:
-    """The spatial size of ``el``'s output for an input of ``height`` x ``width``."""
-    return el.size_after(height, width)
-
-
-def dtype_after(el: Any) -> str | None:
-    """The dtype ``el`` returns, or None when it returns its input's dtype."""
-    return el.dtype_after()
-
-
-def struct_after(el: Any, shape: tuple[int, ...], dtype: Any) -> tuple[tuple[int, ...], Any]:
-    """``(shape, dtype)`` of ``el``'s output for one HWC image of ``shape`` and ``dtype``."""
-    return el.struct_after(tuple(shape), dtype)
-
-
-def layout_effect(el: Any) -> str | None:
-    """The layout ``el`` sets on its output (normalize to CHW, ...), or None if it keeps it."""
-    return el.layout_effect()
-
-
-def _check_input(spec: Any, image: jax.Array, where: str) -> None:
-    layout = "HWC" if "HWC" in spec.layouts else "CHW"
-    h, w, c = image.shape
-    shape = (1, h, w, c) if layout == "HWC" else (1, c, h, w)
-    check_images(jax.ShapeDtypeStruct(shape, image.dtype), spec, layout, op=where)
-
-
-def check_op_input(el: BoundOp, image: jax.Array, where: str) -> None:
-    """The input checks :func:`run_op` makes (one HWC image the op accepts), without running
-    the op."""
-    if image.ndim != 3:
-        raise InputError(f"{where}: expects one HWC image per sample, got shape {image.shape}")
-    _check_input(el.spec, image, where)
+def layout_set(el: Any) -> str | None:
+    """The layout ``el`` sets on its output (normalize to CHW), or None where it keeps its
+    input's (asked of a sample whose structure is not known: the layout never depends on it)."""
+    return el.after(Structure(None, None, None, None, None)).layout
 
 
 def meta_after(el: Any, meta: Meta) -> Meta:
     """The :class:`Meta` of ``el``'s output for an input described by ``meta``."""
-    (h, w, c), dtype = struct_after(el, (meta.height, meta.width, meta.channels), meta.dtype)
-    return Meta(h, w, c, jnp.dtype(dtype).name, meta.batch)
+    out = el.after(Structure(meta.height, meta.width, meta.channels, meta.dtype))
+    return Meta(out.height, out.width, out.channels, jnp.dtype(out.dtype).name, meta.batch)
 
 
 def draw_element(el: Any, key: jax.Array, meta: Meta, **overrides: Any) -> dict[str, Any]:
-    """One sample's params of a chain element (an op, with per-sample ``overrides``, or a
-    composite)."""
-    if isinstance(el, BoundOp):
-        return el.draw(key, meta, overrides or None)
-    return el.draw(key, meta)
-
-
-def element_matrix(el: Any, params: Any, meta: Meta) -> jax.Array:
-    """One sample's forward 3x3 matrix of a chain element."""
-    return el.matrix(params, meta)
-
-
-def run_op(el: BoundOp, image: jax.Array, params: dict[str, Any], where: str) -> jax.Array:
-    """Runs a sample-level op's kernel on one HWC image with its params, checking the input
-    and the promised output."""
-    spec = el.spec
-    check_op_input(el, image, where)
-    out = el.run(image, params)
-    expected = struct_after(el, tuple(image.shape), image.dtype)
-    if (tuple(out.shape), jnp.dtype(out.dtype)) != expected:
-        raise OpDefinitionError(
-            f"op {spec.name!r}: the kernel returned {out.dtype} {tuple(out.shape)} for one image, "
-            f"but its declaration promises {expected[1]} {expected[0]} (HWC)"
-        )
-    return out
-
-
-def run_element(el: Any, image: jax.Array, params: Any, owner: str) -> jax.Array:
-    """Applies a chain element to one HWC image with its params."""
-    if isinstance(el, BoundOp):
-        return run_op(el, image, params, f"{owner}/{el.name}")
-    return el.run(image, params)
+    """One sample's params of a chain element (an op takes per-sample ``overrides``)."""
+    return el.draw(key, meta, overrides) if overrides else el.draw(key, meta)

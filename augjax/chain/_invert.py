@@ -11,6 +11,7 @@ import jax.numpy as jnp
 from augjax._runtime.inputs import LAYOUT_AXES, as_array
 from augjax._core.meta import Meta
 from augjax._core.spec import OpSpec
+from augjax._core.step import Structure
 from augjax.errors import InputError
 from augjax.kernels.matrix import warp_by
 from augjax.kernels.warp import INTERPOLATIONS, check_fill
@@ -19,16 +20,15 @@ __all__ = ["invert", "matrices"]
 
 
 def _steps_and_params(step: Any, params: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-    from augjax.chain._containers import Chain
-
     if isinstance(step, OpSpec):
         step = step.bind()
-    if isinstance(step, Chain):
-        if not isinstance(params, (tuple, list)) or len(params) != len(step.steps):
+    if step.chained:
+        steps, _ = step.program()
+        if not isinstance(params, (tuple, list)) or len(params) != len(steps):
             raise InputError(f"invert: params must be what the chain's sample returned (one "
-                             f"entry per step, {len(step.steps)}), got {type(params).__name__}",
+                             f"entry per step, {len(steps)}), got {type(params).__name__}",
                              argument="params")
-        return tuple(step.steps), tuple(params)
+        return tuple(steps), tuple(params)
     return (step,), (params,)
 
 
@@ -53,11 +53,11 @@ def matrices(step: Any, params: Any, size: tuple[int, int], channels: int = 3,
     meta = Meta(int(h), int(w), int(channels), jnp.dtype(dtype).name)
     ms = None
     for el, p in zip(steps, all_params):
-        if el.spec.level == "sample":
+        if el.level == "sample":
             m = jax.vmap(lambda q, el=el, meta=meta: el.matrix(q, meta), axis_size=n)(p)
             ms = m if ms is None else jnp.einsum("nij,njk->nik", m, ms)
-        (hh, ww, cc), dt = el.struct_after((meta.height, meta.width, meta.channels), meta.dtype)
-        meta = Meta(hh, ww, cc, jnp.dtype(dt).name)
+        out = el.after(Structure(meta.height, meta.width, meta.channels, meta.dtype))
+        meta = Meta(out.height, out.width, out.channels, jnp.dtype(out.dtype).name)
     if ms is None:
         raise InputError("invert: the steps hold no per-sample op", argument="step")
     return ms
@@ -95,7 +95,8 @@ def invert(step: Any, images: Any, params: Any, *, size: tuple[int, int] | None 
     steps, _ = _steps_and_params(step, params)
     out_size = (size[0], size[1])
     for el in steps:
-        out_size = el.struct_after((out_size[0], out_size[1], c), hwc.dtype)[0][:2]
+        out = el.after(Structure(out_size[0], out_size[1], c, hwc.dtype.name))
+        out_size = (out.height, out.width)
     if tuple(out_size) != (ho, wo):
         raise InputError(f"invert: the steps map a {size} input to {tuple(out_size)}, but the "
                          f"images are {(ho, wo)}; pass size= (the input's height, width)",

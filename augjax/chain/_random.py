@@ -15,20 +15,13 @@ import jax
 import jax.numpy as jnp
 
 from augjax._core.param import F32_MAX, kernel_number, show_value
-from augjax._runtime.targets import gated, point_stages
+from augjax._core.step import Structure
+from augjax._runtime.keys import decision_key
+from augjax._runtime.targets import gated
 from augjax._runtime.values import Lifted, fill, kinds, lift
 from augjax.chain._composite import Composite
 from augjax.chain._config import Node, encode, json_value
-from augjax.chain._element import (
-    as_sample_element,
-    decision_key,
-    draw_element,
-    dtype_after,
-    element_matrix,
-    layout_effect,
-    run_element,
-    size_after,
-)
+from augjax.chain._element import as_sample_element, draw_element
 from augjax.chain._containers import _check_layouts, check_same_outputs, compose
 from augjax.errors import ParamError
 
@@ -75,25 +68,25 @@ class RandomApply(Composite):
     def elements(self):
         return (self.op,)
 
-    def struct_after(self, shape, dtype):
-        return check_same_outputs(self.name, [self.op], shape, dtype, include_input=True)
+    def after(self, structure: Structure) -> Structure:
+        return check_same_outputs(self.name, [self.op], structure, include_input=True)
 
     def draw(self, key, meta):
         return {"applied": jax.random.bernoulli(decision_key(key), self.p),
                 "op": draw_element(self.op, key, meta)}
 
     def run(self, image, params):
-        out = run_element(self.op, image, params["op"], self.name)
+        out = self.op.run_checked(image, params["op"], f"{self.name}/{self.op.name}")
         return jnp.where(params["applied"], out, image)
 
     def run_masks(self, mask, params):
         return jnp.where(params["applied"], self.op.run_masks(mask, params["op"]), mask)
 
     def stages(self, params, meta):
-        return gated(point_stages(self.op, params["op"], meta), params["applied"])
+        return gated(self.op.stages(params["op"], meta), params["applied"])
 
     def matrix(self, params, meta):
-        m = element_matrix(self.op, params["op"], meta)
+        m = self.op.matrix(params["op"], meta)
         return jnp.where(params["applied"], m, jnp.eye(3, dtype=jnp.float32))
 
     # -- p (and the op's values) as program arguments (augjax._runtime.values) ---------------
@@ -191,18 +184,8 @@ class RandomChoice(Composite):
     def elements(self):
         return self.ops
 
-    def size_after(self, height, width):
-        return size_after(self.ops[0], height, width)
-
-    def dtype_after(self):
-        kinds = {dtype_after(el) for el in self.ops}
-        return kinds.pop() if len(kinds) == 1 else None
-
-    def struct_after(self, shape, dtype):
-        return check_same_outputs(self.name, self.ops, shape, dtype, include_input=False)
-
-    def layout_effect(self):
-        return layout_effect(self.ops[0])
+    def after(self, structure: Structure) -> Structure:
+        return check_same_outputs(self.name, self.ops, structure, include_input=False)
 
     def draw(self, key, meta):
         k = decision_key(key)
@@ -217,7 +200,7 @@ class RandomChoice(Composite):
 
     def run(self, image, params):
         branches = [
-            (lambda x, el=el, p=p: run_element(el, x, p, self.name))
+            (lambda x, el=el, p=p: el.run_checked(x, p, f"{self.name}/{el.name}"))
             for el, p in zip(self.ops, params["ops"])
         ]
         if len(branches) == 1:
@@ -232,7 +215,7 @@ class RandomChoice(Composite):
         return jax.lax.switch(params["index"], branches, mask)
 
     def matrix(self, params, meta):
-        ms = jnp.stack([element_matrix(el, p, meta) for el, p in zip(self.ops, params["ops"])])
+        ms = jnp.stack([el.matrix(p, meta) for el, p in zip(self.ops, params["ops"])])
         return ms[params["index"]]
 
 
@@ -294,10 +277,10 @@ class SomeOf(Composite):
     def elements(self):
         return self.ops
 
-    def struct_after(self, shape, dtype):
+    def after(self, structure: Structure) -> Structure:
         for el in self.ops:
-            check_same_outputs(self.name, [el], shape, dtype, include_input=True)
-        return tuple(shape), jnp.dtype(dtype)
+            check_same_outputs(self.name, [el], structure, include_input=True)
+        return structure
 
     def draw(self, key, meta):
         k_count, k_pick = jax.random.split(decision_key(key))
@@ -312,7 +295,7 @@ class SomeOf(Composite):
 
     def run(self, image, params):
         for j, el in enumerate(self.ops):
-            out = run_element(el, image, params["ops"][j], self.name)
+            out = el.run_checked(image, params["ops"][j], f"{self.name}/{el.name}")
             image = jnp.where(params["applied"][j], out, image)
         return image
 
@@ -325,13 +308,13 @@ class SomeOf(Composite):
     def stages(self, params, meta):
         out = []
         for j, el in enumerate(self.ops):
-            out.extend(gated(point_stages(el, params["ops"][j], meta), params["applied"][j]))
+            out.extend(gated(el.stages(params["ops"][j], meta), params["applied"][j]))
         return tuple(out)
 
     def matrix(self, params, meta):
         m = jnp.eye(3, dtype=jnp.float32)
         for j, el in enumerate(self.ops):
-            mj = element_matrix(el, params["ops"][j], meta)
+            mj = el.matrix(params["ops"][j], meta)
             m = jnp.where(params["applied"][j], mj, jnp.eye(3, dtype=jnp.float32)) @ m
         return m
 

@@ -15,6 +15,7 @@ import collections
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from augjax._core.step import Step
 from augjax._runtime.keys import SEED_HIGH
 from augjax._runtime.program import seeded_program
 from augjax.errors import InputError
@@ -42,20 +43,16 @@ def sample_seeds(*, device: str = "gpu", seed: int | None = None) -> Any:
 
 
 def _steps(chain: Any) -> tuple[tuple[Any, ...], int, tuple[str, ...], tuple[str, ...]]:
-    steps = getattr(chain, "steps", None)
-    if steps is None:  # a single bound op
-        if not hasattr(chain, "spec"):
-            raise InputError(f"augment_batches: argument 'chain' expects an augjax chain or bound "
-                             f"op, got {type(chain).__name__}", op="augment_batches",
-                             argument="chain")
-        steps = (chain,)
+    if not isinstance(chain, Step):  # a chain, a bound op, a composite
+        raise InputError(f"augment_batches: argument 'chain' expects an augjax chain or bound "
+                         f"op, got {type(chain).__name__}", op="augment_batches",
+                         argument="chain")
+    steps, start = chain.program()
     steps = tuple(steps)
     if not steps:
         raise InputError("augment_batches: the chain is empty", op="augment_batches",
                          argument="chain")
-    inputs = tuple(getattr(chain, "inputs", steps[0].spec.inputs))
-    outputs = tuple(getattr(chain, "outputs", steps[-1].spec.outputs))
-    return steps, int(getattr(chain, "start", 0)), inputs, outputs
+    return steps, int(start), tuple(chain.inputs), tuple(chain.outputs)
 
 
 class augment_batches(Iterator[dict]):  # noqa: N801 - used like a function
@@ -93,7 +90,7 @@ class augment_batches(Iterator[dict]):  # noqa: N801 - used like a function
         steps, start, inputs, outputs = _steps(chain)
         self._with_labels = "labels" in inputs
         self._labels_out = "labels" in outputs
-        self._random = any(step.spec.random for step in steps)
+        self._random = any(step.random for step in steps)
         self._program = seeded_program(steps, layout, self._with_labels, self._random, start)
         self._names = (images, labels, seeds)
         self._source = iter(batches)

@@ -81,8 +81,7 @@ def dali_function(
 def _ragged_prefix(steps: tuple[Any, ...], layout: str, name: str) -> int:
     """How many leading steps DALI runs on the images at their own sizes (0: none; the
     images must then be uniform): a chain starting with an op that declares ``ragged=``."""
-    spec = getattr(steps[0], "spec", None)
-    if layout != "HWC" or getattr(spec, "ragged", None) is None:
+    if layout != "HWC" or not steps[0].ragged:
         return 0
     try:
         window_structure(steps[:1])
@@ -159,7 +158,7 @@ def apply_dali(
         return node.gpu() if device == "gpu" and _node_device(node) == "cpu" else node
 
     steps = tuple(steps)
-    random = any(step.spec.random for step in steps)
+    random = any(step.random for step in steps)
     n = _ragged_prefix(steps, layout, name)
     if n and seeds is not None and _node_device(seeds) != "cpu":
         # The windows of images of different sizes are drawn on the CPU, and DALI cannot bring
@@ -187,7 +186,7 @@ def apply_dali(
             result = {"images": images}
             result.update(zip(tspec.names, target_nodes))
             return result
-        random = any(step.spec.random for step in steps)
+        random = any(step.random for step in steps)
         if not (random or given):
             seeds = None
 

@@ -10,6 +10,11 @@ Three modules below the runtime serve kernels and the runtime alike (the runtime
 read): :mod:`augjax.kernels.platform` (an implementation per platform),
 :mod:`augjax.kernels.partition` (whether a trace spans several devices) and
 :mod:`augjax.kernels.boundary` (fusion boundaries between steps).
+
+The Pallas (Triton) building blocks the GPU forms of augjax's kernels and policies share are
+public modules too, not re-exported here (importing Pallas takes about 0.1 s):
+:mod:`augjax.kernels.pallas` (tiles, planes, gathers, rounding),
+:mod:`augjax.kernels.histogram_pallas` and :mod:`augjax.kernels.sample_pallas`.
 """
 
 from augjax.kernels.batching import broadcast_unbatched

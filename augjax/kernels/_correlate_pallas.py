@@ -10,7 +10,7 @@ Here a program takes a strip of ``cols`` columns and ``rows`` consecutive output
 reflected, reflect-101) and keeps them in registers, and sums every output row from them:
 ``(rows + k - 1) / rows`` loads per value instead of ``k``. So it correlates along the first
 axis; the pass along the width runs on the transposed image and can store its tile transposed
-(the tile's rows joined into columns, :func:`augjax.kernels._pallas.interleave`, so each
+(the tile's rows joined into columns, :func:`augjax.kernels.pallas.interleave`, so each
 thread writes whole sectors): no transpose pass after it. The planes kernel runs the height
 passes of several planes in one program, scales them and stores them as the channels of one
 image. The sums run in tap order, as XLA's do (``v_0 k_0``, then ``+ v_t k_t``), so the values
@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
-from augjax.kernels._pallas import (
+from augjax.kernels.pallas import (
     AVAILABLE,
     compiler_params,
     interleave,

@@ -10,7 +10,7 @@ A program takes a tile of ``rows`` rows and ``cols`` consecutive values of the `
 image. For each cell it reflects (reflect-101) the tile's row indices and its column indices
 as two short vectors and adds them per value, so the image is never padded and a value's
 index costs one addition per cell. The sum is clamped, rounded half to even and stored as
-uint8. Rounding is :mod:`augjax.kernels._pallas`'s.
+uint8. Rounding is :mod:`augjax.kernels.pallas`'s.
 
 An earlier form took flat tiles of 2048 values and reflected each value's row and column for
 every cell (two divisions per value, about 20 integer operations per value and cell). On an
@@ -28,7 +28,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
-from augjax.kernels._pallas import (
+from augjax.kernels.pallas import (
     AVAILABLE,
     compiler_params,
     gather,

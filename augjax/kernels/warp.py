@@ -244,7 +244,7 @@ def remap(image: jax.Array, x: jax.Array, y: jax.Array, interpolation: str,
           fill: jax.Array | None) -> jax.Array:
     """:func:`sample` at coordinates held in arrays (a displacement field added to the pixel
     grid, OpenCV's ``remap`` maps): the same pixels. On CUDA a uint8 image takes the Pallas
-    kernel of :mod:`augjax.kernels._sample_pallas`, which reads the coordinates and gathers the
+    kernel of :mod:`augjax.kernels.sample_pallas`, which reads the coordinates and gathers the
     uint8 taps in one pass (H200, B=256, elastic_transform's coordinates: 0.12 ms against
     0.32 for XLA's form with the coordinates' arithmetic; for a rotation XLA's fused form is
     faster, 0.16 against 0.25)."""
@@ -257,7 +257,7 @@ def remap(image: jax.Array, x: jax.Array, y: jax.Array, interpolation: str,
         return sample(image, x, y, interpolation, fill_v[0] if fill_v else None)
 
     def pallas(image, x, y, *fill_v):
-        from augjax.kernels._sample_pallas import sample_kernel
+        from augjax.kernels.sample_pallas import sample_kernel
 
         return sample_kernel(image, x, y, interpolation, fill_v[0] if fill_v else None)
 
@@ -298,7 +298,7 @@ def elastic(image: jax.Array, displacement: jax.Array, interpolation: str,
         return xla(*args)
 
     def pallas(image, displacement, *fill_v):
-        from augjax.kernels._sample_pallas import elastic_kernel
+        from augjax.kernels.sample_pallas import elastic_kernel
 
         return elastic_kernel(image, base_x, base_y, displacement, interpolation,
                               fill_v[0] if fill_v else None)
@@ -307,7 +307,7 @@ def elastic(image: jax.Array, displacement: jax.Array, interpolation: str,
 
 
 def _pallas_available() -> bool:
-    from augjax.kernels._sample_pallas import AVAILABLE
+    from augjax.kernels.sample_pallas import AVAILABLE
 
     return AVAILABLE
 

@@ -30,8 +30,8 @@ import jax
 import jax.numpy as jnp
 
 import augjax.policies.tables as T
-from augjax.catalog._gamma import loggamma
-from augjax.chain._element import decision_key
+from augjax.kernels.gamma import loggamma
+from augjax._runtime.keys import decision_key
 from augjax.errors import ParamError
 from augjax.kernels.pixels import bound as max_level
 from augjax.kernels.pixels import is_int

@@ -15,8 +15,7 @@ import numbers
 from typing import Any
 
 from augjax._core.param import kernel_number, show_value
-from augjax.chain import Composite
-from augjax.chain._config import Node, json_value
+from augjax.chain import Composite, Node, json_value
 from augjax.errors import ParamError
 from augjax.policies._engine import bind_space, layers_matrix, run_layers
 from augjax.policies._magnitude import PolicyOp

@@ -31,8 +31,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from augjax.catalog._fuse import ImageStats
-from augjax.chain._element import check_op_input
+from augjax.catalog import ImageStats
 from augjax.kernels.pixels import is_int
 from augjax.policies._families import (
     FAMILIES,
@@ -214,7 +213,7 @@ def run_compact(entries, bound_ops, op_index: jax.Array, applied: jax.Array,
         return full(operands)
     for _, items in layout:
         for j, _ in items:
-            check_op_input(bound_ops[j], images[0], f"{owner}/{entries[j].name}")
+            bound_ops[j].check_image(images[0], f"{owner}/{entries[j].name}")
     groups = [_Group(key, items, k, st, op_index, applied, count)
               for (key, items), k, st in zip(layout, caps, stat_caps)]
 

@@ -27,7 +27,6 @@ from augjax._plugins.registry import REGISTRY
 from augjax._runtime.bound import BoundOp
 from augjax.kernels.partition import partitioned
 from augjax.kernels.platform import live_platforms, platform_dependent
-from augjax.chain._element import run_op
 from augjax.errors import OpNotFoundError, ParamError, PluginLoadError
 from augjax.kernels.batching import broadcast_unbatched
 from augjax.policies._compact import run_compact
@@ -234,7 +233,7 @@ def _chosen_only(entries, bound, owner, op_index, applied, branches, image):
         def run(x):
             if bound[j] is None:
                 return x
-            return run_op(bound[j], x, branches[j], f"{owner}/{entries[j].name}")
+            return bound[j].run_checked(x, branches[j], f"{owner}/{entries[j].name}")
 
         return run
 
@@ -255,7 +254,7 @@ def run_layer_switch(entries, bound, op_index: jax.Array, applied: jax.Array,
         def run(x):
             if op is None:
                 return x
-            return run_op(op, x, branches[j], f"{owner}/{entry.name}")
+            return op.run_checked(x, branches[j], f"{owner}/{entry.name}")
 
         return run
 

@@ -27,10 +27,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from augjax.catalog._fuse import Affine, Blend, ImageStats, Tone, member
-from augjax.catalog._warp_params import exact_paths
+from augjax.catalog import Affine, Blend, ImageStats, Tone, exact_paths, member
 from augjax.catalog.tone import sharpen, sharpness_smooth
-from augjax.chain._element import check_op_input, run_op
 from augjax.kernels.histogram import level_ramp, lookup
 from augjax.kernels.pixels import bound, is_int, to_dtype
 from augjax.kernels.warp import check_fill, warp_affine
@@ -209,7 +207,7 @@ def run_families(entries, bound_ops, op_index: jax.Array, applied: jax.Array,
     for key, items in groups:
         js = tuple(j for j, _ in items)
         for j in js:
-            check_op_input(bound_ops[j], image, f"{owner}/{entries[j].name}")
+            bound_ops[j].check_image(image, f"{owner}/{entries[j].name}")
         chosen, pos = position(op_index, js, count)
         y = FAMILIES[key[0]](image, [(bound_ops[j], branches[j], m) for j, m in items], pos,
                               chosen & applied)
@@ -248,4 +246,4 @@ def run_rest(entries, bound_ops, rest: tuple[int, ...], op_index: jax.Array,
 
 
 def _run_entry(entry, op, params, owner, x):
-    return run_op(op, x, params, f"{owner}/{entry.name}")
+    return op.run_checked(x, params, f"{owner}/{entry.name}")

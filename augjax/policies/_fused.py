@@ -24,7 +24,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from augjax.chain._element import check_op_input
 from augjax.kernels.histogram import equalize_lut
 from augjax.kernels.warp import check_fill, exact_div
 from augjax.kernels.warp_pil import fixed_affine, split_coefficient
@@ -111,7 +110,7 @@ def run_fused(entries, bound_ops, op_index: jax.Array, applied: jax.Array,
     fill, interpolation, convention, exact = None, "nearest", "torchvision", False
     for key, items in groups:
         for j, _ in items:
-            check_op_input(bound_ops[j], images[0], f"{owner}/{entries[j].name}")
+            bound_ops[j].check_image(images[0], f"{owner}/{entries[j].name}")
         chosen, pos = jax.vmap(lambda o, js=tuple(j for j, _ in items): position(o, js, count))(
             op_index)
         chosen = chosen & applied

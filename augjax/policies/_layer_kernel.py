@@ -11,7 +11,7 @@ pixels read straight from the interleaved uint8 ``(H, W, C)`` image (one strided
 channel):
 
 - :func:`stats_kernel`: the statistics the tone ops read (equalize's histogram, each tile's
-  counted by Triton's ``histogram`` (:mod:`augjax.kernels._histogram_pallas`), autocontrast's
+  counted by Triton's ``histogram`` (:mod:`augjax.kernels.histogram_pallas`), autocontrast's
   range, contrast's gray sum), each only for the images whose op reads it; the other images'
   programs return at once.
 - :func:`layer_kernel`: per image one of
@@ -36,8 +36,8 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
-import augjax.kernels._histogram_pallas as _hp
-from augjax.kernels._pallas import (
+import augjax.kernels.histogram_pallas as _hp
+from augjax.kernels.pallas import (
     AVAILABLE,
     compiler_params,
     gather,
@@ -123,7 +123,7 @@ def stats_kernel(image: jax.Array, reads: jax.Array, interpret: bool = False):
         ``(hist, lo, hi, gray)``: ``hist`` ``(256, C)`` int32 counts (zeros unless asked);
         ``lo``, ``hi`` ``(C,)`` int32 and ``gray`` the int32 sum of the floored gray (each
         meaningless unless asked). Where this JAX's Triton lowering has no histogram
-        (:data:`augjax.kernels._histogram_pallas.AVAILABLE`), the histogram is XLA's
+        (:data:`augjax.kernels.histogram_pallas.AVAILABLE`), the histogram is XLA's
         (:func:`augjax.kernels.histogram`).
     """
     h, w, c = image.shape

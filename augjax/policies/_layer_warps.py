@@ -4,7 +4,7 @@ Each follows its XLA form operation by operation, so that the pixels are the op'
 
 - :func:`warp_torchvision`: :func:`augjax.kernels.warp.warp_affine`'s source coordinates, from
   the per-image grid coefficients, then ``sample`` (nearest or bilinear, zero padding or a
-  fill) by :func:`augjax.kernels._sample_pallas.sample_pixels`;
+  fill) by :func:`augjax.kernels.sample_pallas.sample_pixels`;
 - :func:`warp_pil`: :func:`augjax.kernels.warp_pil.warp_affine_pil` (PIL's fixed-point nearest
   picks, its clamped bilinear with split products, the fill outside), and
   :func:`augjax.catalog._warp_params.exact_paths` (``Image.rotate``'s copies and turns).
@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from augjax.catalog._fuse import EXACT_NONE
-from augjax.catalog._warp_params import exact_source
-from augjax.kernels._pallas import gather, round_half_even, to_uint8
-from augjax.kernels._sample_pallas import sample_pixels
+from augjax.catalog import EXACT_NONE, exact_source
+from augjax.kernels.pallas import gather, round_half_even, to_uint8
+from augjax.kernels.sample_pallas import sample_pixels
 
 __all__ = ["warp_pil", "warp_torchvision"]
 

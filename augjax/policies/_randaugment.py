@@ -33,7 +33,7 @@ import jax.numpy as jnp
 
 import augjax.policies.tables as T
 from augjax._runtime.values import Lifted
-from augjax.chain._element import decision_key
+from augjax._runtime.keys import decision_key
 from augjax.errors import ParamError
 from augjax.policies._base import (
     DEFAULT,

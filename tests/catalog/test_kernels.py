@@ -115,7 +115,7 @@ def _bincounts(x):
 @pytest.mark.parametrize("h,w,c", [(9, 7, 3), (64, 80, 3), (33, 129, 1)])  # tiles overlap
 def test_the_pallas_histogram_counts_each_pixel_once(h, w, c):
     """The CUDA form (per-tile Triton histograms, one atomic add per level), interpreted."""
-    from augjax.kernels import _histogram_pallas as hp
+    from augjax.kernels import histogram_pallas as hp
 
     x = images(3, h, w, c, dtype=np.uint8, seed=h)
     x[0, : h // 2] = 17  # one level many times over
@@ -129,7 +129,7 @@ def test_the_pallas_histogram_counts_each_pixel_once(h, w, c):
 
 
 def test_block_histogram_counts_the_masked_values():
-    from augjax.kernels._histogram_pallas import block_histogram
+    from augjax.kernels.histogram_pallas import block_histogram
 
     rng = np.random.default_rng(3)
     v = rng.integers(0, 64, 512).astype(np.int32)
@@ -145,11 +145,11 @@ def test_the_pallas_histogram_lowers_to_tritons_histogram_for_cuda():
     (not one atomic add per pixel)."""
     from jax import export
 
-    from augjax.kernels import _histogram_pallas as hp
+    from augjax.kernels import histogram_pallas as hp
 
     if not hp.AVAILABLE:
         pytest.fail("this JAX's Pallas Triton lowering has no histogram: update "
-                    "augjax.kernels._histogram_pallas")
+                    "augjax.kernels.histogram_pallas")
     f = jax.jit(jax.vmap(hp.image_histogram))
     try:
         exported = export.export(f, platforms=["cuda"])(

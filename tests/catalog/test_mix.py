@@ -520,7 +520,7 @@ def test_num_classes_required_and_soft_label_width_checked():
 def _jitted_loggamma():
     """``loggamma`` compiled, as the ops run it (eagerly, each of its primitives dispatched and
     compiled alone, it took ~3x the CPU time; same values bitwise)."""
-    from augjax.catalog._gamma import loggamma
+    from augjax.kernels.gamma import loggamma
 
     return jax.jit(loggamma)
 

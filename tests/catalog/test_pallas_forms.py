@@ -36,7 +36,7 @@ def _coords(n, ho, wo, h, w, seed):
 @pytest.mark.parametrize("h,w,ho,wo,c", [(12, 9, 7, 11, 3), (33, 40, 33, 40, 3),  # tiles overlap
                                          (10, 12, 10, 12, 1), (9, 9, 8, 8, 5)])  # masks' channels
 def test_the_sample_kernel_interpreted_gives_the_xla_pixels(interpolation, fill, h, w, ho, wo, c):
-    from augjax.kernels._sample_pallas import sample_kernel
+    from augjax.kernels.sample_pallas import sample_kernel
 
     x = images(3, h, w, c, dtype=np.uint8, seed=h)
     sx, sy = _coords(3, ho, wo, h, w, seed=ho)
@@ -107,7 +107,7 @@ def test_the_correlate_kernels_interpreted_give_the_xla_sums(taps, h, w, c):
 def test_the_elastic_kernel_interpreted_gives_the_xla_pixels(interpolation, fill, h, w, c):
     """The displacement read, added to the grid and sampled in one pass: the pixels of
     ``elastic``'s XLA form (the same operations in the same order), past the edges too."""
-    from augjax.kernels._sample_pallas import elastic_kernel
+    from augjax.kernels.sample_pallas import elastic_kernel
 
     x = images(3, h, w, c, dtype=np.uint8, seed=h)
     disp = np.random.default_rng(w).uniform(-0.4, 0.4, (3, h, w, 2)).astype(np.float32)
@@ -216,7 +216,7 @@ def test_the_kernels_on_a_gpu_give_the_xla_values():
         correlate_planes_kernel,
         correlate_separable_kernel,
     )
-    from augjax.kernels._sample_pallas import elastic_kernel, sample_kernel
+    from augjax.kernels.sample_pallas import elastic_kernel, sample_kernel
 
     x = images(8, 224, 224, 3, dtype=np.uint8, seed=5)
     sx, sy = _coords(8, 224, 224, 224, 224, seed=6)

@@ -45,6 +45,7 @@ LAYER = {
     "clips": 8.7,     # (N, T, H, W, C) clips and DALI sequences through any step
     "multiview": 8.7,  # views: groups of chains from one batch (arrays and one DALI crossing)
     "recipes": 8.8,   # DINO / SimCLR / BYOL views
+    "calls": 8.9,     # what a step's calls run (clips, the runtime, DALI): handed down to _core
     "testing": 9,
     "__init__": 9.5,  # the package's face (augjax.*): re-exports every layer up to testing,
     "_demo": 10,      # and _demo and the CLI use it as a user does

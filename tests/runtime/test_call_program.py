@@ -65,7 +65,7 @@ CPU_CASES = [*POLICIES, "color_jitter", "elastic_transform", "mixup", "mixup_cut
 @pytest.mark.parametrize("name", CPU_CASES)
 def test_the_fused_program_equals_apply_of_the_sampler_it_holds(name):
     step = _step(name)
-    steps, start = step._steps()
+    steps, start = step.program()
     steps = tuple(steps)
     inputs = _inputs(step)
     x, labels = inputs[0], (inputs[1] if len(inputs) > 1 else None)
@@ -79,7 +79,7 @@ def test_the_fused_program_equals_apply_of_the_sampler_it_holds(name):
 
 def test_seeds_give_the_keys_of_keys_from_seeds_in_the_fused_program():
     step = _step("color_jitter")
-    steps = tuple(step._steps()[0])
+    steps = tuple(step.program()[0])
     x = _inputs(step)[0]
     seeds = augjax.index_seeds(np.arange(N), seed=3)
     fused = prog.call_program(steps, "HWC", 0, tuple(x.shape), "uint8", "seeds")(x, None, seeds)
@@ -204,7 +204,7 @@ def test_samplers_that_draw_fields_compile_optimised_on_the_cpu():
     key = jax.random.key(4)
     for name, optimised in (("salt_and_pepper", True), ("gaussian_noise", True),
                             ("rotate", False), ("flip", False)):
-        steps, start = _step(name)._steps()
+        steps, start = _step(name).program()
         sampler = prog.sample_program(tuple(steps), "HWC", start, tuple(x.shape), "uint8", True)
         assert (sampler._options is None) is optimised, name
         if optimised:  # compiled as inside a jit: the same draws

@@ -9,7 +9,7 @@ the image; this kernel reads the source coordinates of a tile of pixels, gathers
 of each channel from the uint8 image and writes the tile's pixels, interleaved, in one pass.
 The arithmetic is :func:`augjax.kernels.warp.sample`'s operation by operation, so the pixels
 are the same (checked interpreted on a CPU and compiled on a GPU, ``tests/catalog``). Tiles
-and rounding are :mod:`augjax.kernels._pallas`'s.
+and rounding are :mod:`augjax.kernels.pallas`'s.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
-from augjax.kernels._pallas import (
+from augjax.kernels.pallas import (
     AVAILABLE,
     compiler_params,
     gather,

@@ -23,8 +23,8 @@ from jax.experimental import pallas as pl
 from jax.extend.core import Primitive
 from jax.interpreters import mlir
 
-from augjax.kernels._pallas import AVAILABLE as PALLAS
-from augjax.kernels._pallas import compiler_params, pl_triton, planes, tile, tile_start
+from augjax.kernels.pallas import AVAILABLE as PALLAS
+from augjax.kernels.pallas import compiler_params, pl_triton, planes, tile, tile_start
 
 __all__ = ["AVAILABLE", "BLOCK", "block_histogram", "block_histogram_p", "image_histogram"]
 
@@ -87,7 +87,7 @@ NUM_WARPS = 4
 
 def add_tile_counts(hist_ref, planes_, counted: jax.Array) -> None:
     """Adds the ``counted`` (bool ``(block,)``) levels of each channel's plane (uint8 or int32,
-    :func:`augjax.kernels._pallas.planes`) to the float32 ``(C * 256,)`` counts in
+    :func:`augjax.kernels.pallas.planes`) to the float32 ``(C * 256,)`` counts in
     ``hist_ref``: one histogram per tile, one atomic add per level.
     (float32: JAX's Triton lowering adds an int32 vector atomically as floats; the counts are
     exact below 2**24.)"""
