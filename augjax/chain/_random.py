@@ -95,7 +95,6 @@ class RandomApply(Composite):
         is ``bernoulli(key, p)`` either way)."""
         (inner,), (values,) = lift([self.op])
         skeleton = copy.copy(self)
-        skeleton.__dict__.pop("spec", None)  # its closures name the skeleton, not this p
         object.__setattr__(skeleton, "op", inner)
         object.__setattr__(skeleton, "p", Lifted("float"))
         return skeleton, (self.p, *values)
@@ -103,7 +102,6 @@ class RandomApply(Composite):
     def with_values(self, values: tuple[Any, ...]) -> RandomApply:
         """The skeleton with ``p`` and the op's values traced (inside a program's trace)."""
         filled = copy.copy(self)
-        filled.__dict__.pop("spec", None)
         object.__setattr__(filled, "p", values[0])
         object.__setattr__(filled, "op", fill([self.op], [tuple(values[1:])])[0])
         object.__setattr__(filled, "skeleton", self)  # holds traced values: not a cache key

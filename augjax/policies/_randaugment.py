@@ -177,7 +177,6 @@ class RandAugment(LayeredPolicy):
         compiles nothing new."""
         _ = (self.levels, self.bound)  # computed with m, kept by the copies
         skeleton = copy.copy(self)
-        skeleton.__dict__.pop("spec", None)  # its closures name the skeleton, not this m
         exact = "discrete" if self.levels.discrete else "float"
         object.__setattr__(skeleton, "m", Lifted(f"level/{exact}"))
         return skeleton, (float(self.m),)
