@@ -31,10 +31,10 @@ def _run(out, *extra: str) -> dict:
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
-    """The demo with DINO's views (two groups of two sizes) and its default clip op
+    """The demo with DINO's views (two groups of two sizes) and a clip chain
     (rotate+color_jitter)."""
     out = tmp_path_factory.mktemp("structures")
-    return out, _run(out, "--views", "dino")
+    return out, _run(out, "--views", "dino", "--clip", "rotate+color_jitter")
 
 
 def _cells(out, record: dict, row: int, shapes: list[tuple[int, int]]) -> list[np.ndarray]:
@@ -131,7 +131,8 @@ def test_bad_clip_is_refused_before_any_work(tmp_path, capsys):
 # -- GPU (run on the GPU machine: pytest -m gpu) ---------------------------------------------------
 @pytest.mark.gpu
 def test_demo_structures_on_the_gpu(tmp_path):
-    summary = _run(tmp_path, "--device", "gpu")
+    summary = _run(tmp_path, "--device", "gpu", "--views", "simclr", "--clip",
+                   "rotate+color_jitter")
     assert summary["views"]["status"] == "ok" and summary["clips"]["status"] == "ok"
     rec = summary["clips"]
     rows = [_cells(tmp_path, rec, n, [(SIZE, SIZE)] * (3 * FRAMES)) for n in range(BATCH)]
