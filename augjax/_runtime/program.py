@@ -20,16 +20,8 @@ import einops
 import jax
 import jax.numpy as jnp
 
-from augjax.kernels.boundary import (
-    CROP,
-    MOVE,
-    MOVE_TWICE,
-    OTHER,
-    POINTWISE,
-    boundary_compiler_options,
-    image_kind,
-    materialize,
-)
+from augjax.kernels.boundary import OTHER, boundary_compiler_options, materialize
+from augjax._runtime.fusion import WIDENING, fused_with, step_kind
 from augjax._runtime.compile_cache import enable as enable_compile_cache
 from augjax._runtime.inputs import check_images, check_labels
 from augjax._runtime.keys import keys_from_seeds, per_sample_keys
@@ -199,7 +191,7 @@ def apply_params(
     """Applies configured ops in order with the given params (one pytree per step, as
     :func:`sample_steps` returns them); deterministic. Traced inside ``jax.jit``. Every step's
     output but the last passes through :func:`augjax.kernels.boundary.materialize`, except
-    where the next step reads it fused for less (:func:`_kind`, :func:`_fused_with`): XLA then
+    where the next step reads it fused for less (:mod:`augjax._runtime.fusion`): XLA then
     fuses no op into a consumer that would compute it again for each read."""
     _count_trace()
     if len(params) != len(steps):
@@ -208,7 +200,7 @@ def apply_params(
     x = images
     items = list(zip(steps, params))
     runs = itertools.groupby(items, key=lambda sp: (sp[0].level, sp[0].compute_bound))
-    before = None  # what the step before was (_kind); None: no step before
+    before = None  # what the step before was (fusion.step_kind); None: no step before
     for (level, _), run in runs:  # per-sample ops in runs (all compute-bound or none)
         run = list(run)
         if level == "sample":
@@ -223,66 +215,6 @@ def apply_params(
         # row-major output itself (boundary.py)
         x = materialize(x, row_major=True)
     return x, labels
-
-
-#: What a step is, for the fusion boundary after it (:func:`augjax.kernels.boundary.image_kind`):
-#: one that only moves or selects elements (flips, crops, erasing), a pointwise one that widens
-#: its values (its output has more bytes per value than its input, normalize's uint8 -> float32:
-#: recomputed from its input by a consumer for less than writing and reading it back), another
-#: pointwise one, or any other.
-WIDENING = "widening"
-
-
-def _kind(step: Step, hwc: jax.Array, params: Any) -> str:
-    """The step's kind on ``hwc`` (traced or abstract) with ``params``; OTHER without tracing
-    where no boundary is kept (not a CPU backend: the step's branches for a GPU cost trace
-    time)."""
-    if jax.default_backend() not in ("cpu", "gpu"):
-        return OTHER
-    leaves, tree = jax.tree_util.tree_flatten(params)
-    kind_of = _kind_of.__wrapped__ if hasattr(step, "skeleton") else _kind_of  # traced values
-    return kind_of(step, (hwc.shape, hwc.dtype), tree, tuple((v.shape, v.dtype) for v in leaves))
-
-
-@functools.lru_cache(maxsize=1024)
-def _kind_of(step: Any, image: tuple[Any, Any], tree: Any, leaves: tuple[Any, ...]) -> str:
-    hwc = jax.ShapeDtypeStruct(*image)
-    params = jax.tree_util.tree_unflatten(tree, [jax.ShapeDtypeStruct(*v) for v in leaves])
-    kind = image_kind(jax.vmap(step.run), hwc, params)
-    if kind != POINTWISE:
-        return kind
-    out = jax.eval_shape(jax.vmap(step.run), hwc, params)
-    return WIDENING if out.dtype.itemsize > hwc.dtype.itemsize else POINTWISE
-
-
-def _fused_with(before: str | None, kind: str) -> bool:
-    """Whether a step of ``kind`` reads the step ``before`` fused (no boundary between them),
-    as measured on a 2-core CPU (``benchmarks/compose.py``, ratios to the two ops alone):
-    after a widening pointwise step (normalize: cheaper to recompute than to write as float32
-    and read back); a pointwise or widening step after a pointwise one; after a step that only
-    moves elements (flip, crops, erasing), a widening step or one that moves elements once
-    (kept in memory, the flip's output cost its write and read back: vflip + normalize 1.26x,
-    flip + random_erasing 1.22x; fused 0.92x, 0.96x); after a crop, any moving step (crop +
-    flip 0.46-0.58x). Not a flip after a flip or erasing (read twice: erasing + vflip 1.70x
-    fused), nor a pointwise step after another kind (XLA:CPU fused rotate's resample into
-    brightness at 2x, random erasing and brightness at 2.6x)."""
-    if jax.default_backend() == "gpu":
-        return _fused_on_gpu(before, kind)
-    moving = (CROP, MOVE, MOVE_TWICE)
-    return (before == WIDENING or (before == POINTWISE and kind in (POINTWISE, WIDENING))
-            or (before == CROP and kind in (*moving, WIDENING))
-            or (before in (MOVE, MOVE_TWICE) and kind in (CROP, MOVE, WIDENING)))
-
-
-def _fused_on_gpu(before: str | None, kind: str) -> bool:
-    """:func:`_fused_with` on a CUDA GPU, where writing an image and reading it back costs
-    little (B=256 x 224^2 uint8 is 38 MB, ~0.02 ms on an H200) and XLA:GPU fuses a producer
-    into every tap of a resampling consumer: a boundary only before a resampling step
-    (:data:`OTHER`) that reads a resample or a pointwise step (H200, B=256, fused: affine +
-    rotate 1.81x the two ops alone, hue + affine 1.54x, random_resized_crop + rotate 1.25x).
-    Moving steps (a crop, a flip) and widening ones (normalize) stay fused: cheap to recompute,
-    and normalize's float32 would cost four times the bytes."""
-    return not (kind == OTHER and before in (OTHER, POINTWISE))
 
 
 def _batch_step(step: Step, p, x, labels, layout):
@@ -320,19 +252,19 @@ CPU_CHUNK = 8
 
 def _sample_segment(segment, x, layout, before=None):
     """Applies consecutive per-sample ops ``[(step, params), ...]`` after a step of kind
-    ``before`` (:func:`_kind`; None: no step before); returns (x, layout, the last op's
-    kind)."""
+    ``before`` (:func:`~augjax._runtime.fusion.step_kind`; None: no step before); returns
+    (x, layout, the last op's kind)."""
     out_layout = final_layout([step for step, _ in segment], layout)
 
-    kinds = [OTHER] * len(segment)  # per step: _kind (boundary.py)
+    kinds = [OTHER] * len(segment)  # per step: fusion.step_kind
 
     def apply(x, ps):
         lay = layout
         for i, ((step, _), p) in enumerate(zip(segment, ps)):
             check_images(x, step, lay)
-            kinds[i] = _kind(step, _to_hwc(x, lay), p)
+            kinds[i] = step_kind(step, _to_hwc(x, lay), p)
             prev = before if i == 0 else kinds[i - 1]
-            if prev is not None and not _fused_with(prev, kinds[i]):  # read from memory
+            if prev is not None and not fused_with(prev, kinds[i]):  # read from memory
                 x = materialize(x, row_major=True)
             hwc = _to_hwc(x, lay)
             out = jax.vmap(step.run)(hwc, p)

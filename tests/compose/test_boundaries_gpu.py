@@ -1,4 +1,4 @@
-"""Fusion boundaries on a CUDA GPU (augjax._runtime.program._fused_on_gpu): a resampling step
+"""Fusion boundaries on a CUDA GPU (augjax._runtime.fusion.fused_on_gpu): a resampling step
 reads a resample or a pointwise step from memory (XLA:GPU fused the producer into each of the
 consumer's taps: affine + rotate 1.81x the two ops alone on an H200, B=256); cheap producers
 stay fused. Read from the optimised HLO of the apply program as augjax compiles it; no timing.
