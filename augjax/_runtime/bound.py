@@ -263,7 +263,7 @@ class BoundOp(BaseStep):
         Raises:
             InputError: the op refuses masks.
         """
-        from augjax._runtime.targets import run_op_on_mask
+        from augjax._runtime.masks import run_op_on_mask
 
         return run_op_on_mask(self.spec, self.kwargs, mask, params)
 

@@ -83,13 +83,13 @@ def _geometry(spec: Any) -> str:
 
 def _follow(spec: Any) -> dict[str, str]:
     """How each target follows the op, in words."""
-    from augjax._runtime.targets import _mask_config
+    from augjax._runtime.masks import mask_config
 
     follow = spec.targets
     refused = "refused (InputError)" + (f": {follow.reason}" if follow.reason else "")
     masks = {"keep": "kept unchanged", "hook": "the op's batch hook", "refuse": refused}
     if follow.masks == "kernel":
-        config = {k: v for k, v in _mask_config(spec, {}).items()
+        config = {k: v for k, v in mask_config(spec, {}).items()
                   if k in ("interpolation", "antialias", "fill")}
         words = ", ".join(f"{k}={v!r}" for k, v in config.items())
         groups = (f", channels in groups of {max(spec.channels)}" if spec.channels is not None

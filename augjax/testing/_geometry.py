@@ -31,7 +31,7 @@ import numpy as np
 
 from augjax._runtime.bound import BoundOp
 from augjax._runtime.padding import no_padding
-from augjax._runtime.targets import _mask_config
+from augjax._runtime.masks import mask_config
 from augjax.testing._examples import SHAPE, channels_for
 
 __all__ = ["check_geometry", "moves_pixels"]
@@ -107,7 +107,7 @@ def _targets(op: BoundOp, n: int, h: int, w: int) -> dict[str, np.ndarray]:
 
 def _mask_hint(op: BoundOp) -> str:
     spec = op.spec
-    config = {k: v for k, v in _mask_config(spec, op.kwargs).items()
+    config = {k: v for k, v in mask_config(spec, op.kwargs).items()
               if k in ("interpolation", "antialias", "fill")}
     groups = (f", in groups of {max(spec.channels)} channels (its declared channels="
               f"{spec.channels})" if spec.channels is not None else "")
