@@ -336,14 +336,15 @@ class Registry:
         op while it is being imported gets a clear error instead of a deadlock."""
         if r.state != "available":
             return
-        if r._loading == threading.get_ident():  # before the lock: its holder waits for us
+        me = threading.current_thread()  # not get_ident(): idents of dead threads are reused
+        if r._loading is me:  # before the lock: its holder waits for us
             _circular(r)
         with r._lock:
             if r.state != "available":
                 return
-            if r._loading == threading.get_ident():
+            if r._loading is me:
                 _circular(r)
-            r._loading = threading.get_ident()
+            r._loading = me
             snap = self._snap  # an op loaded while a plugin imports: inline, in its time
             timeout = (None if r.is_core or snap is None or in_import_thread() else
                        snap.switches.import_timeout)

@@ -72,7 +72,8 @@ def load_with_timeout(record: OpRecord, timeout: float | None, load: Any = None
 
     def work() -> None:
         import_state.record, import_state.said = record, said
-        record._loading = threading.get_ident()  # a plugin asking for its own op: circular
+        # the Thread object, not its ident: a dead thread's ident is reused by the next new thread
+        record._loading = threading.current_thread()  # a plugin asking for its own op: circular
         try:
             box["result"] = load(record)
         except BaseException as err:  # noqa: BLE001 - KeyboardInterrupt: raised by the caller

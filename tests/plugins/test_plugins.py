@@ -563,6 +563,33 @@ def test_refresh_concurrent_with_readers(site):
     assert errors == []
 
 
+def test_a_finished_import_thread_never_makes_a_new_thread_look_circular(site):
+    """The import thread marks the record it imports; once it has exited, the next new thread
+    often gets its ident (pthreads reuse them). That thread loading the op is not a circular
+    import (CI once failed test_refresh_concurrent_with_readers this way)."""
+    from augjax._plugins.timed_import import load_with_timeout
+
+    write_two_packs(site)
+    reg = Registry()
+    record = reg.record("a_op")
+    load_with_timeout(record, 30.0, lambda r: ("failed", "not loaded here", None, None))
+    dead = record._loading  # the marker the exited import thread left (the registry clears it)
+    outcomes: list[tuple[bool, object]] = []
+
+    def new_thread() -> None:
+        same_ident = threading.get_ident() == getattr(dead, "ident", dead)
+        try:
+            outcomes.append((same_ident, reg.get("a_op").name))
+        except BaseException as err:  # noqa: BLE001 - asserted below
+            outcomes.append((same_ident, err))
+
+    for _ in range(5):  # one of them usually reuses the dead thread's ident
+        t = threading.Thread(target=new_thread)
+        t.start()
+        t.join()
+    assert [name for _, name in outcomes] == ["a_op"] * 5, outcomes
+
+
 def test_a_plugin_asking_for_itself_while_importing_fails_clearly(global_registry, site):
     source = op_source("self_op") + "\naugjax.get_op('self_op')\n"
     write_distribution(site, "self-pack", "1.0", ops={"self_op": "self_mod:self_op"},
