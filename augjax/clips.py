@@ -43,6 +43,7 @@ from augjax.kernels.boundary import boundary_compiler_options
 from augjax._runtime.inputs import committed
 from augjax._runtime.keys import SEED_HIGH, keys_from_seeds, sample_keys
 from augjax._runtime.program import sampler_compiler_options
+from augjax._runtime.program_store import StoredProgram
 from augjax._runtime.boxes import parse_sanitize
 from augjax.errors import InputError
 
@@ -99,12 +100,20 @@ def sample_clips(step: Any, inputs: tuple[Any, ...], *, key: Any, layout: str,
         frame_keys(keys, clips.shape[1]))
 
 
+def _identity(step: Any, kind: str, **config: Any):
+    """What names a clips program in augjax's program store: the step and the program's
+    config (``describe`` of :class:`StoredProgram`)."""
+    return lambda: (kind, (step,), config)
+
+
 @functools.lru_cache(maxsize=256)
 def _frame_sampler(step: Any, shape: tuple[int, ...], dtype: str, layout: str):
     """The jitted per-frame sampler: keys (T, N) -> params with a leading axis T."""
     struct = jax.ShapeDtypeStruct(shape, jnp.dtype(dtype))
-    return jax.jit(lambda ks: jax.vmap(lambda k: step.sample(struct, key=k, layout=layout))(ks),
-                   compiler_options=sampler_compiler_options())
+    return StoredProgram(
+        lambda ks: jax.vmap(lambda k: step.sample(struct, key=k, layout=layout))(ks),
+        _identity(step, "clips_sample_frames", shape=shape, dtype=dtype, layout=layout),
+        sampler_compiler_options())
 
 
 _FRAME_TARGETS = ("masks", "boxes", "keypoints", "boxes_valid", "keypoints_valid")
@@ -176,7 +185,9 @@ def _apply_program(step: Any, layout: str, per_frame: bool, names: tuple[str, ..
         return _apply_traced(step, layout, per_frame, names, dict(rest), clips, labels, params,
                              arrays)
 
-    return jax.jit(program, compiler_options=boundary_compiler_options())
+    return StoredProgram(program, _identity(step, "clips_apply", layout=layout,
+                                           per_frame=per_frame, targets=names, rest=rest),
+                         boundary_compiler_options())
 
 
 @functools.lru_cache(maxsize=256)
@@ -197,7 +208,9 @@ def _call_program(step: Any, layout: str, per_frame: bool, names: tuple[str, ...
         return _apply_traced(step, layout, per_frame, names, dict(rest), clips, labels, params,
                              arrays)
 
-    return jax.jit(program)
+    return StoredProgram(program, _identity(step, "clips_call", layout=layout,
+                                            per_frame=per_frame, targets=names, rest=rest,
+                                            frame=frame, dtype=dtype))
 
 
 def _flat_apply(step, clips, params, layout, per_frame, arrays, rest):

@@ -38,6 +38,7 @@ import numpy as np
 from augjax._core.step import Step
 from augjax.kernels.boundary import boundary_compiler_options
 from augjax._runtime.program import sampler_compiler_options
+from augjax._runtime.program_store import StoredProgram
 from augjax._runtime.inputs import committed
 from augjax._runtime.keys import SEED_HIGH, keys_from_seeds, sample_keys
 from augjax.errors import InputError, ParamError
@@ -283,19 +284,29 @@ def _apply_all(self: Views, images: jax.Array,
     return out
 
 
+def _identity(self: Views, kind: str, **config: Any):
+    """What names a views program in augjax's program store: every view's step, in order, and
+    the groups' names and counts (``describe`` of :class:`StoredProgram`)."""
+    steps = tuple(step for _, group in self.groups for step in group)
+    config = {"groups": [[name, len(group)] for name, group in self.groups], **config}
+    return lambda: (kind, steps, config)
+
+
 @functools.lru_cache(maxsize=64)
 def _sampler(self: Views, shape: tuple[int, ...], dtype: str):
     struct = jax.ShapeDtypeStruct(shape, jnp.dtype(dtype))
     # The XLA options of augjax's own sampler and apply programs (see their modules): on the
-    # CPU, samplers compile unoptimised and the apply keeps its fusion boundaries.
-    return jax.jit(lambda keys: _sample_all(self, struct, keys),
-                   compiler_options=sampler_compiler_options())
+    # CPU, samplers compile unoptimised and the apply keeps its fusion boundaries. Kept in the
+    # program store: a warm process loads them instead of tracing.
+    return StoredProgram(lambda keys: _sample_all(self, struct, keys),
+                         _identity(self, "views_sample", shape=shape, dtype=dtype),
+                         sampler_compiler_options())
 
 
 @functools.lru_cache(maxsize=64)
 def _applier(self: Views):
-    return jax.jit(lambda images, params: _apply_all(self, images, params),
-                   compiler_options=boundary_compiler_options())
+    return StoredProgram(lambda images, params: _apply_all(self, images, params),
+                         _identity(self, "views_apply"), boundary_compiler_options())
 
 
 @functools.lru_cache(maxsize=64)
@@ -304,7 +315,7 @@ def _fused(self: Views):
         params = jax.lax.optimization_barrier(_sample_all(self, images, keys))
         return _apply_all(self, images, params)
 
-    return jax.jit(program)
+    return StoredProgram(program, _identity(self, "views_call"))
 
 
 def _on_cpu(images: jax.Array) -> bool:

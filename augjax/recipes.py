@@ -55,6 +55,25 @@ def _maybe(op: Any, p: float) -> list[Any]:
     return [random_apply(op, p=p)]
 
 
+def _blur(size: int, sigma: tuple[float, float]) -> Any:
+    """The views' Gaussian blur: augjax-contrib's ``gaussian_blur`` op.
+
+    Raises:
+        OpNotFoundError: augjax-contrib is not installed (the error says so).
+    """
+    from augjax import ops
+    from augjax.errors import OpNotFoundError
+
+    try:
+        op = ops.gaussian_blur
+    except OpNotFoundError as err:
+        raise OpNotFoundError(
+            "recipes: the views' Gaussian blur is the gaussian_blur op of augjax-contrib, which "
+            "is not installed (pip install augjax-contrib; SimCLR without blur: blur=False)",
+            name="gaussian_blur") from err
+    return op.bind(kernel_size=_blur_kernel(size), sigma=tuple(sigma))
+
+
 def view_chain(*, size: int, scale: tuple[float, float], jitter: tuple[float, ...],
                jitter_p: float, gray_p: float, blur_p: float, solarize_p: float,
                normalize: bool, ratio: tuple[float, float] = (3 / 4, 4 / 3),
@@ -73,8 +92,7 @@ def view_chain(*, size: int, scale: tuple[float, float], jitter: tuple[float, ..
         ops.flip.bind(p=0.5),
         *_maybe(ops.color_jitter.bind(brightness=b, contrast=c, saturation=s, hue=h), jitter_p),
         *_maybe(ops.random_grayscale.bind(p=gray_p), 1.0 if gray_p > 0 else 0.0),
-        *_maybe(ops.gaussian_blur.bind(kernel_size=_blur_kernel(size), sigma=tuple(blur_sigma)),
-                blur_p),
+        *(_maybe(_blur(size, blur_sigma), blur_p) if blur_p > 0 else []),
         *_maybe(ops.solarize.bind(threshold=128.0), solarize_p),
     ]
     if normalize:

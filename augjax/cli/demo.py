@@ -36,9 +36,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Runs a real DALI pipeline (readers.file -> decoders.image -> resize -> augjax "
                     "ops) over the bundled photographs (or --images) and writes DIR/demo.png (one "
                     "row per op: its name, parameters and several random draws per image), "
-                    "with --views DIR/demo-views.png (a self-supervised recipe's views of each photo), "
-                    "with --clip DIR/demo-clips.png (an op on clips, per clip and per frame), "
-                    "and "
+                    "DIR/demo-views.png (a self-supervised recipe's views of each photo), "
+                    "DIR/demo-clips.png (an op on clips, per clip and per frame) and "
                     "DIR/demo.json (ops, parameters, seed, timings, versions).",
     )
     p.add_argument("--out", type=Path, default=Path("augjax-demo"), metavar="DIR",
@@ -59,16 +58,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "photographs)")
     p.add_argument("--size", type=_size, default=80, metavar="PX",
                    help="images are resized and center-cropped to PX x PX (default: 80)")
-    p.add_argument("--views", default="none", choices=("dino", "simclr", "byol", "none"),
+    p.add_argument("--views", default="simclr", choices=("dino", "simclr", "byol", "none"),
                    help="the recipe whose views DIR/demo-views.png draws, one row per image "
-                        "(default: none, no picture: these programs are not kept between runs "
-                        "yet, so a warm demo would trace them again; simclr: one chain to "
-                        "compile; dino: global and local views, three chains, about a minute "
-                        "more on a first run)")
-    p.add_argument("--clip", default="none", metavar="OPS",
+                        "(default: simclr, one chain to compile; dino: global and local views, "
+                        "three chains, about a minute more on a first run; none: no picture)")
+    p.add_argument("--clip", default="rotate+color_jitter", metavar="OPS",
                    help="an op or chain a+b that DIR/demo-clips.png draws on clips (the photos "
-                        "panned across), one draw per clip and one per frame, e.g. "
-                        "rotate+color_jitter (default: none, no clips picture)")
+                        "panned across), one draw per clip and one per frame (default: "
+                        "rotate+color_jitter; none: no clips picture)")
     p.add_argument("--frames", type=_positive, default=4, metavar="T",
                    help="frames per clip (default: 4)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")

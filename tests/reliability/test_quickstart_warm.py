@@ -1,7 +1,7 @@
 """The README's user install warms up: with exactly what ``pip install ".[dali,demo]"`` brings
 (augjax's declared requirements and those extras, resolved through the distributions'
 metadata; no torch), ``augjax demo`` prints no warning, and a second process compiles nothing
-and traces nothing (JAX's persistent cache and augjax's program store both hit).
+and traces nothing (the op grid, the views and the clips pictures: all their programs stored) (JAX's persistent cache and augjax's program store both hit).
 
 The environment is a *view*: a folder holding links to the files of exactly those
 distributions, run by a fresh interpreter with ``-S`` (no other site-packages). It resolves what
@@ -130,7 +130,8 @@ def test_the_user_install_warms_up_with_no_warning(tmp_path):
         assert "filelock" not in err and "Warning" not in err, err[-2000:]
     assert cold["misses"] > 0 and cold["traces"] > 0
     assert warm["misses"] == 0 and warm["traces"] == 0 and warm["hits"] > 0
-    for name in ("grid.png", "summary.json"):
-        if (tmp_path / "out1" / name).exists():
-            assert (tmp_path / "out1" / name).read_bytes() == (tmp_path / "out2" /
-                                                               name).read_bytes()
+    # the README's demo draws the op grid, the views and the clips (their programs stored too),
+    # byte for byte the same warm as cold
+    for name in ("demo.png", "demo-views.png", "demo-clips.png"):
+        assert (tmp_path / "out1" / name).read_bytes() == (tmp_path / "out2" /
+                                                           name).read_bytes()
