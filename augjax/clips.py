@@ -28,6 +28,8 @@ Targets are per frame and follow their frame: ``masks`` ``(N, T, H, W[, K])``, `
 ``(N, T, M, 4)``, ``keypoints`` ``(N, T, K, 2)``, ``boxes_valid`` ``(N, T, M)`` (or counts
 ``(N, T)``), ``keypoints_valid`` ``(N, T, K)``; results come back with the same ``(N, T)``
 leading axes. Layout ``"HWC"`` means frames ``(N, T, H, W, C)``, ``"CHW"`` ``(N, T, C, H, W)``.
+DALI sequences (layout ``"FHWC"``) take the same targets as nodes whose samples lead with T;
+the call then returns a dict of nodes. The programs are kept in augjax's program store.
 """
 
 from __future__ import annotations
@@ -309,7 +311,11 @@ def call_clips(step: Any, inputs: tuple[Any, ...], *, key: Any, layout: str, per
 
 # -- DALI sequences ----------------------------------------------------------------------------
 @functools.lru_cache(maxsize=256)
-def _dali_function(step: Any, layout: str, per_frame: bool, with_labels: bool, device: str):
+def _dali_function(step: Any, layout: str, per_frame: bool, with_labels: bool, with_seeds: bool,
+                   device: str, tspec: Any = None):
+    """The ``jax_function`` for ``step`` on sequences: ``(clips[, labels][, seeds], *targets)``
+    -> ``(clips[, labels], *target outputs)``, the targets per frame in ``tspec.names`` order
+    and out in ``tspec.outputs`` order (as the image path's)."""
     from augjax._runtime.program import final_layout
     from augjax.dali import dali_modules
 
@@ -317,15 +323,25 @@ def _dali_function(step: Any, layout: str, per_frame: bool, with_labels: bool, d
     outputs = ("F" + final_layout(step.program()[0], layout),)
     if "labels" in step.outputs:
         outputs += ("",)
+    names = tspec.names if tspec is not None else ()
+    moved = tspec.outputs if tspec is not None else ()
+    options = {} if tspec is None else {
+        "mask_fill": tspec.mask_fill, "boxes_format": tspec.boxes_format,
+        "boxes_normalized": tspec.boxes_normalized, "sanitize": tspec.sanitize}
 
     def function(*arrays):
         clips, rest = arrays[0], list(arrays[1:])
         labels = (rest.pop(0),) if with_labels else ()
-        keys = keys_from_seeds(rest.pop(0)) if rest else None
+        keys = keys_from_seeds(rest.pop(0)) if with_seeds else None
+        targets = dict(zip(names, rest), **options) if names else {}
         out = call_clips(step, (clips, *labels), key=keys, layout=layout, per_frame=per_frame,
-                         targets={})
+                         targets=targets)
+        if names:
+            head = (out["images"],) + ((out["labels"],) if "labels" in step.outputs else ())
+            return head + tuple(out[k] for k in moved)
         return tuple(out) if isinstance(out, tuple) else (out,)
 
+    outputs += tuple("" for _ in moved)
     return jax_fn.jax_function(function, num_outputs=len(outputs), output_layouts=outputs,
                                device=device)
 
@@ -343,10 +359,10 @@ def _dali(step: Any, inputs: tuple[Any, ...], *, layout: str, per_frame: bool, s
         raise InputError(f"{name}: argument 'key' is for arrays; in a DALI pipeline pass seed= "
                          f"(an int) or seeds= (a DataNode of per-sample seeds)", op=name,
                          argument="key")
-    given = sorted(k for k, v in targets.items() if v is not None)
-    if given:
-        raise InputError(f"{name}: targets ({', '.join(given)}) on DALI sequences are not "
-                         f"taken yet; run the clips on arrays", op=name, argument=given[0])
+    from augjax._runtime.targets import prepare_targets
+
+    # per-frame targets: DataNodes of samples (T, M, 4), (T, H, W[, K]), (T, K, 2), ...
+    tspec, target_nodes = prepare_targets(name, dict(targets), 0, 0, 0, concrete=False)
     source = "gpu" if getattr(inputs[0], "device", "cpu") in ("gpu", "mixed") else "cpu"
     device = device or source
     if device not in ("cpu", "gpu") or (device == "cpu" and source == "gpu"):
@@ -364,7 +380,15 @@ def _dali(step: Any, inputs: tuple[Any, ...], *, layout: str, per_frame: bool, s
             seeds = fn.random.uniform(range=[0, SEED_HIGH], shape=[2], dtype=types.INT32,
                                       device=device, **kwargs)
         args.append(place(seeds))
-    op = _dali_function(step, layout, per_frame, len(inputs) > 1, device)
+    args.extend(place(node) for node in target_nodes)
+    op = _dali_function(step, layout, per_frame, len(inputs) > 1, _random(step), device, tspec)
     out = op(*args)
     out = out if isinstance(out, (list, tuple)) else (out,)
+    if tspec is not None:
+        head = 2 if "labels" in step.outputs else 1
+        result = {"images": out[0]}
+        if head == 2:
+            result["labels"] = out[1]
+        result.update(zip(tspec.outputs, out[head:]))
+        return result
     return tuple(out) if "labels" in step.outputs else out[0]

@@ -60,3 +60,56 @@ def test_dali_sequences_mixup_whole_clips():
     ref, ref_soft = mix(batch, labels, key=augjax.keys_from_seeds(seeds))
     np.testing.assert_array_equal(out, np.asarray(ref))
     np.testing.assert_allclose(soft, np.asarray(ref_soft))
+
+
+def _targets_pipe(batch, boxes, masks, points, step, per_frame):
+    """A CPU pipeline: sequences with per-frame boxes (T, M, 4), masks (T, H, W) and
+    keypoints (T, K, 2) through ``step``; returns every output and the seeds."""
+    from nvidia.dali import fn, pipeline_def, types
+
+    @pipeline_def(batch_size=N, num_threads=1, device_id=None, seed=2)
+    def pipe():
+        def source(x, layout=None):
+            return fn.external_source(source=lambda: list(x), batch=True, layout=layout)
+
+        seeds = fn.random.uniform(range=[0, 2**30], shape=[2], dtype=types.INT32, seed=7)
+        out = step(source(batch, "FHWC"), seeds=seeds, layout="FHWC", per_frame=per_frame,
+                   boxes=source(boxes), masks=source(masks), keypoints=source(points))
+        names = sorted(out)
+        return (seeds, *(out[k] for k in names))
+
+    p = pipe()
+    p.build()
+    seeds, *outs = (np.array(o.as_tensor()) for o in p.run())
+    return seeds, outs
+
+
+@pytest.mark.parametrize("per_frame", [False, True])
+def test_dali_sequences_with_targets_equal_arrays(per_frame):
+    """Boxes, masks and keypoints per frame on DALI sequences follow the clip's draw (one per
+    clip, or per frame with per_frame=True), as on arrays, bitwise; with T identical frames and
+    targets, one draw per clip gives T identical frames of every output."""
+    rng = np.random.default_rng(4)
+    step = augjax.compose(ops.flip.bind(p=0.5), ops.affine.bind(degrees=20, translate=(0.1, 0.1)))
+    batch = rng.integers(0, 256, (N, T, H, W, 3), dtype=np.uint8)
+    corner = rng.uniform(0, 8, (N, T, 2, 2)).astype(np.float32)
+    boxes = np.concatenate([corner, corner + 5], -1)
+    masks = rng.integers(0, 3, (N, T, H, W), dtype=np.uint8)
+    points = rng.uniform(0, 15, (N, T, 5, 2)).astype(np.float32)
+    if not per_frame:  # identical frames: every frame's outputs must be identical
+        batch, boxes, masks, points = (np.repeat(a[:, :1], T, axis=1)
+                                       for a in (batch, boxes, masks, points))
+    seeds, outs = _targets_pipe(batch, boxes, masks, points, step, per_frame)
+    ref = step(batch, key=augjax.keys_from_seeds(seeds), per_frame=per_frame, boxes=boxes,
+               masks=masks, keypoints=points)
+    assert len(outs) == len(ref) == 6  # images, masks, boxes, keypoints and their validity
+    for k, got in zip(sorted(ref), outs):
+        np.testing.assert_array_equal(got, np.asarray(ref[k]), err_msg=k)
+    if per_frame:  # draws differ between frames: some frame's boxes move otherwise than frame 0
+        b = dict(zip(sorted(ref), outs))["boxes"]
+        assert any(not np.allclose(b[:, t] - boxes[:, t], b[:, 0] - boxes[:, 0])
+                   for t in range(1, T))
+    else:
+        for got in outs:
+            for t in range(1, T):
+                np.testing.assert_array_equal(got[:, t], got[:, 0])
