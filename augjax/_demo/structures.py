@@ -39,9 +39,13 @@ def views_note(recipe: str) -> str | None:
     ``pip install "augjax[dali,demo]"``; DINO and BYOL need it (their error says so)."""
     import augjax
 
-    if recipe != "simclr" or hasattr(augjax.ops, "gaussian_blur"):
+    if recipe != "simclr":
         return None
-    return "blur=False: gaussian_blur is augjax-contrib's (pip install augjax-contrib)"
+    try:
+        augjax.ops.gaussian_blur  # noqa: B018
+    except (augjax.OpNotFoundError, augjax.OpDisabledError):
+        return "blur=False: gaussian_blur is augjax-contrib's (pip install augjax-contrib)"
+    return None
 
 
 def _photo(image: str | Path | None, size: int, name: str = "01-astronaut.jpg") -> np.ndarray:

@@ -206,3 +206,29 @@ def test_committed_and_uncommitted_inputs_share_the_programs():
         views(jax.device_put(x, device), key=jax.device_put(keys, device)))) == 0
     again = views(jax.device_put(x, device), key=jax.device_put(keys, device))
     np.testing.assert_array_equal(np.asarray(again["a"]), np.asarray(loose["a"]))
+
+
+def test_recipes_without_augjax_contrib(monkeypatch):
+    """Without augjax-contrib (the README's user install), whose gaussian_blur the recipes
+    blur with: a recipe with a blur names the package to install; SimCLR's blur=False needs
+    none, and the demo's SimCLR views are that setting, said in a note."""
+    from augjax._demo.structures import views_note, views_of
+    from augjax._plugins.registry import REGISTRY
+
+    real = REGISTRY.get
+
+    def get(name):
+        if name == "gaussian_blur":
+            raise augjax.OpNotFoundError("no op named 'gaussian_blur'", name=name)
+        return real(name)
+
+    assert views_note("simclr") is None  # contrib is installed here
+    monkeypatch.setattr(REGISTRY, "get", get)
+    for recipe in (augjax.recipes.dino, augjax.recipes.byol, augjax.recipes.simclr):
+        with pytest.raises(augjax.OpNotFoundError, match=r"pip install augjax-contrib"):
+            recipe(size=16) if recipe is not augjax.recipes.dino else recipe()
+    assert views_note("simclr").startswith("blur=False")
+    assert views_of("simclr", 16) == augjax.recipes.simclr(size=16, normalize=False, blur=False)
+    chains = [step for _, group in views_of("simclr", 16).groups for step in group]
+    names = [op.name for chain in chains for op in chain.program()[0]]
+    assert "random_grayscale" in names and not any("gaussian_blur" in n for n in names)
