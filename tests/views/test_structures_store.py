@@ -173,3 +173,17 @@ def test_another_group_count_gets_its_own_programs(script, tmp_path):
     assert three["out"]["views/big"].startswith("uint8(3, 3, 12, 12, 3)")
     added = [p for p in stored(cache) if p not in before]
     assert len(added) == 2  # the views' sampler and apply for three views
+
+
+@pytest.mark.gpu
+def test_gpu_fused_views_and_clips_programs_are_stored(script, tmp_path):
+    """On the GPU, views and clips run as one fused program each (``views_call``,
+    ``clips_call``): stored, loaded by a warm process without tracing, with the bits of a
+    process without the store."""
+    cache = tmp_path / "cache"
+    plain = run(script, tmp_path / "plain", AUGJAX_COMPILATION_CACHE="0")
+    cold = run(script, cache)
+    kinds = _kinds(cache)
+    assert "views_call" in kinds and "clips_call" in kinds, kinds
+    warm = run(script, cache)
+    assert warm["traces"] == 0 and cold["out"] == warm["out"] == plain["out"]
