@@ -111,6 +111,16 @@ def test_clips_picture_one_draw_per_clip_and_per_frame(demo):
     assert not np.array_equal(per_frame[:, 1:], per_clip[:, 1:])
 
 
+def test_the_plain_demo_draws_views_and_clips():
+    """``augjax demo`` (the README's) draws SimCLR's views and rotate+color_jitter on clips:
+    their programs are in the program store, so a warm run traces nothing
+    (tests/reliability/test_quickstart_warm.py runs it twice)."""
+    from augjax.cli.main import build_parser
+
+    args = build_parser().parse_args(["demo"])
+    assert (args.views, args.clip) == ("simclr", "rotate+color_jitter")
+
+
 def test_none_skips_the_pictures(tmp_path):
     summary = _run(tmp_path, "--views", "none", "--clip", "none")
     assert "views" not in summary and "clips" not in summary
