@@ -14,8 +14,8 @@ An author writes the geometry, ``fn(params, meta, **config) -> Warp`` (``meta``:
 
 The op then needs the parameters ``interpolation`` and ``fill`` (what the pixels are sampled
 with; masks get ``"nearest"`` and a zero fill), and gets its kernel (the pixels, by
-:func:`augjax.kernels.warp.warp_affine`, :func:`~augjax.kernels.warp_pil.warp_affine_pil` or
-:func:`~augjax.kernels.warp.warp_perspective`) and its ``matrix`` (the same coefficients
+:func:`augjax.kernels.warp.warp_affine`, :func:`~augjax.kernels.warp_pil.warp_affine_pil`,
+:func:`~augjax.kernels.warp.warp_perspective` or :func:`~augjax.kernels.matrix.warp_by`) and its ``matrix`` (the same coefficients
 turned forward, :mod:`augjax.kernels.matrix`) from the one function.
 
 Exact paths (PIL ``Image.rotate`` copies and transposes the image at multiples of 90 degrees
@@ -39,6 +39,7 @@ from augjax.kernels.matrix import (
     from_perspective_coefficients,
     from_pil_coefficients,
     identity,
+    warp_by,
 )
 from augjax.kernels.warp import check_fill, warp_affine, warp_perspective
 from augjax.kernels.warp_pil import warp_affine_pil
@@ -50,19 +51,21 @@ __all__ = ["EXACT_COPY", "EXACT_HALF", "EXACT_NONE", "EXACT_QUARTER", "EXACT_THR
 #: turns (the turns only on square images). ``augjax.catalog``'s policy families use the same.
 EXACT_NONE, EXACT_COPY, EXACT_HALF, EXACT_QUARTER, EXACT_THREE_QUARTERS = range(5)
 
-_KINDS = ("affine", "pil", "perspective")
+_KINDS = ("affine", "pil", "perspective", "forward")
 
 
 @dataclasses.dataclass(frozen=True)
 class Warp:
     """One sample's geometry, as the pixels are sampled.
 
-    Build it with :meth:`affine`, :meth:`pil` or :meth:`perspective`.
+    Build it with :meth:`affine`, :meth:`pil`, :meth:`perspective` or :meth:`forward`.
 
     Attributes:
         kind: ``"affine"`` (torchvision's centred inverse, 6 coefficients), ``"pil"`` (PIL's
-            affine data, 6) or ``"perspective"`` (torchvision's 8 coefficients).
-        coeffs: the output-to-input map, float32, in the kind's coordinates.
+            affine data, 6), ``"perspective"`` (torchvision's 8 coefficients) or ``"forward"``
+            (the forward 3x3 matrix itself).
+        coeffs: the output-to-input map, float32, in the kind's coordinates (``"forward"``:
+            the input-to-output matrix).
         height, width: the image's size (the centre of an ``"affine"`` warp).
         applied: where False (a traced bool), the sample is left as it is (identity matrix).
         exact: an int32 ``EXACT_*`` code (PIL's exact paths), or None.
@@ -94,6 +97,12 @@ class Warp:
         (:func:`augjax.kernels.warp.perspective_coefficients`)."""
         return cls("perspective", coeffs, meta.height, meta.width, applied)
 
+    @classmethod
+    def forward(cls, matrix: jax.Array, meta: Meta, applied: jax.Array | None = None) -> Warp:
+        """A warp given by its forward 3x3 ``matrix`` (input pixel to output pixel,
+        :mod:`augjax.kernels.matrix`), sampled by :func:`augjax.kernels.matrix.warp_by`."""
+        return cls("forward", matrix, meta.height, meta.width, applied)
+
     def __post_init__(self) -> None:
         if self.kind not in _KINDS:
             raise ValueError(f"Warp kind must be one of {_KINDS}, got {self.kind!r}")
@@ -105,8 +114,10 @@ class Warp:
             m = from_centered_inverse(self.coeffs, self.height, self.width)
         elif self.kind == "pil":
             m = from_pil_coefficients(self.coeffs)
-        else:
+        elif self.kind == "perspective":
             m = from_perspective_coefficients(self.coeffs)
+        else:
+            m = jnp.asarray(self.coeffs, jnp.float32)
         return m if self.applied is None else jnp.where(self.applied, m, identity())
 
     def pixels(self, image: jax.Array, interpolation: str, fill: jax.Array | None) -> jax.Array:
@@ -116,8 +127,10 @@ class Warp:
             out = warp_affine(image, self.coeffs, interpolation, fill)
         elif self.kind == "pil":
             out = warp_affine_pil(image, self.coeffs, interpolation, fill)
-        else:
+        elif self.kind == "perspective":
             out = warp_perspective(image, self.coeffs, interpolation, fill)
+        else:
+            out = warp_by(image, self.coeffs, image.shape[:2], interpolation, fill)
         if self.exact is not None:
             out = exact_paths(image, out, self.exact)
         return out if self.applied is None else jnp.where(self.applied, out, image)

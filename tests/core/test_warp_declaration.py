@@ -42,7 +42,17 @@ def lean(params, meta, **_):
     return Warp.pil(jnp.stack([1.0, 0.0, 0.0, s, 1.0, 0.0]), meta)
 
 
-@pytest.mark.parametrize("spec", [turn, lean], ids=["affine", "pil"])
+@op("skew", params={**_PARAMS, "degrees": Param((-0.3, 0.3), kind="float_or_pair",
+                                               neutral=0.0)})
+@warp
+def skew(params, meta, **_):
+    """Shifts row ``y`` by ``t * (y - cy)`` pixels, given by the forward matrix."""
+    t, cy = params["degrees"], (meta.height - 1) / 2.0
+    m = jnp.eye(3, dtype=jnp.float32).at[0, 1].set(t).at[0, 2].set(-t * cy)
+    return Warp.forward(m, meta)
+
+
+@pytest.mark.parametrize("spec", [turn, lean, skew], ids=["affine", "pil", "forward"])
 def test_an_op_declared_by_its_geometry_passes_the_geometry_check(spec):
     assert spec.geometric and spec.matrix is not None and spec.targets.points == "matrix"
     report = check_op(spec, on_fail="raise", checks=["check_geometry", "check_jit_matches_eager",
