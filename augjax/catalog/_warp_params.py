@@ -21,6 +21,7 @@ __all__ = [
     "fill_param",
     "interpolation_param",
     "magnitude_param",
+    "sampling_params",
 ]
 
 #: torchvision RandAugment's largest translation, as a fraction of the image side (150/331).
@@ -47,6 +48,13 @@ def convention_param() -> Param:
                  doc="'torchvision' (tensor kernels: whole-pixel shifts, border pixels blend "
                      "with the fill) or 'pil' (PIL's transform, as timm: fractional shifts, "
                      "edge samples clamped, outside points take the fill)")
+
+
+def sampling_params(interpolation: str = "nearest", convention: bool = True) -> dict[str, Param]:
+    """How a warp samples: ``interpolation`` (this default), ``fill`` and, for the
+    single-magnitude warps, ``convention``."""
+    out = {"interpolation": interpolation_param(interpolation), "fill": fill_param()}
+    return {**out, "convention": convention_param()} if convention else out
 
 
 def magnitude_param(default: float, high: float, doc: str) -> Param:

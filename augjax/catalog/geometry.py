@@ -61,10 +61,8 @@ from augjax._core.param import Param
 from augjax._core.spec import op
 from augjax.catalog._warp_params import (
     affine_family,
-    convention_param,
-    fill_param,
-    interpolation_param,
     magnitude_param,
+    sampling_params,
 )
 from augjax.errors import InputError
 from augjax.kernels.geometry import (
@@ -223,9 +221,7 @@ def _rotate_inverse(angle):
         "degrees": magnitude_param(30.0, 30.0,
                               "angle in degrees, counter-clockwise positive: a number is used as "
                               "is, a pair (lo, hi) is drawn uniformly per sample"),
-        "interpolation": interpolation_param("nearest"),
-        "fill": fill_param(),
-        "convention": convention_param(),
+        **sampling_params(),
     },
     reference="torchvision.transforms.v2.RandomRotation / functional.rotate (expand=False); "
               "convention='pil': PIL Image.rotate (timm)",
@@ -324,8 +320,7 @@ def _affine_inverse(params):
         "shear": Param(None, kind="floats", optional=True, validate=_shear_ranges,
                        doc="shear in degrees: x = x-shear in U[-x, x]; (lo, hi) x-shear; "
                            "(xlo, xhi, ylo, yhi) both"),
-        "interpolation": interpolation_param("nearest"),
-        "fill": fill_param(),
+        **sampling_params(convention=False),
     },
     sample=_affine_sample,
     reference="torchvision.transforms.v2.RandomAffine (center=None)",
@@ -376,8 +371,7 @@ def _perspective_sample(key, meta, params, *, distortion_scale, p, **_):
         "distortion_scale": Param(0.5, low=0.0, high=1.0, neutral=0.0,
                                   doc="how far corners move, as a fraction of half the side"),
         "p": Param(0.5, low=0.0, high=1.0, neutral=0.0, doc="probability of distorting a sample"),
-        "interpolation": interpolation_param("bilinear"),
-        "fill": fill_param(),
+        **sampling_params("bilinear", convention=False),
     },
     sample=_perspective_sample,
     reference="torchvision.transforms.v2.RandomPerspective",

@@ -20,10 +20,8 @@ from augjax._core.spec import op
 from augjax.catalog._warp_params import (
     TRANSLATE_MAX,
     affine_family,
-    convention_param,
-    fill_param,
-    interpolation_param,
     magnitude_param,
+    sampling_params,
 )
 from augjax.kernels.geometry import Warp, warp
 
@@ -56,15 +54,6 @@ def _shear(params, meta, convention: str, axis: str) -> Warp:
     return Warp.affine(_shear_matrix(s, meta.height, meta.width, axis), meta)
 
 
-def _shear_params() -> dict[str, Param]:
-    return {
-        "shear": magnitude_param(0.3, 0.3, _SHEAR_DOC),
-        "interpolation": interpolation_param("nearest"),
-        "fill": fill_param(),
-        "convention": convention_param(),
-    }
-
-
 _SHEAR_DOC = ("shear factor: a number is used as is, a pair (lo, hi) is drawn uniformly per sample;"
               " RandAugment range 0..0.3, randomly negated")
 
@@ -72,7 +61,7 @@ _SHEAR_DOC = ("shear factor: a number is used as is, a pair (lo, hi) is drawn un
 @affine_family()
 @op(
     "shear_x",
-    params=_shear_params(),
+    params={"shear": magnitude_param(0.3, 0.3, _SHEAR_DOC), **sampling_params()},
     reference="torchvision AutoAugment/RandAugment ShearX (_apply_op: F.affine, center=[0, 0]); "
               "convention='pil': timm shear_x (PIL)",
 )
@@ -103,7 +92,7 @@ def shear_x(params, meta, *, convention, **_):
 @affine_family()
 @op(
     "shear_y",
-    params=_shear_params(),
+    params={"shear": magnitude_param(0.3, 0.3, _SHEAR_DOC), **sampling_params()},
     reference="torchvision AutoAugment/RandAugment ShearY (_apply_op: F.affine, center=[0, 0]); "
               "convention='pil': timm shear_y (PIL)",
 )
@@ -169,9 +158,7 @@ def _translate_params(side: str) -> dict[str, Param]:
     return {
         "translate": magnitude_param(TRANSLATE_MAX, TRANSLATE_MAX, _TRANSLATE_DOC.format(side=side)),
         "relative": Param(True, doc=f"translate is a fraction of the {side} (else pixels)"),
-        "interpolation": interpolation_param("nearest"),
-        "fill": fill_param(),
-        "convention": convention_param(),
+        **sampling_params(),
     }
 
 
