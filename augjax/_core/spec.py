@@ -118,6 +118,9 @@ class OpSpec:
     reference: str = ""
     api_version: str = API_VERSION
     doc: str = ""
+    #: Internal: the kernel does much arithmetic per pixel (HSV, random-order chains); on CPU a
+    #: run of per-sample ops that holds one goes through the batch in cache-sized chunks. Set by
+    #: the catalog's :func:`augjax.catalog._hints.compute_bound`, not by ``op()``.
     compute_bound: bool = False
     targets: Follow = Follow()
     ragged: Callable[..., Any] | None = None
@@ -280,10 +283,10 @@ def op(
     check: Callable[..., None] | None = None,
     reference: str = "",
     api_version: str = API_VERSION,
-    compute_bound: bool = False,
     targets: Follow | None = None,
     ragged: Callable[..., Any] | None = None,
     sample_targets: tuple[str, ...] = (),
+    **deprecated: Any,
 ) -> Callable[[Callable[..., Any]], OpSpec]:
     """Declares an op: ``@op("name", params={...})`` over its kernel returns an :class:`OpSpec`.
 
@@ -303,6 +306,9 @@ def op(
         matrix: for geometric sample-level ops, ``fn(params, meta, **config) -> (3, 3)``: the
             sample's forward matrix (input pixel ``(x, y, 1)`` to output, see
             :mod:`augjax.kernels.matrix`); boxes, keypoints and :func:`augjax.invert` use it.
+            A warping op is better declared by its geometry: ``@op`` over
+            ``@augjax.kernels.geometry.warp`` derives both the kernel and the matrix from one
+            function (no ``matrix=``).
         geometric: the op moves pixels (default: it declares a ``matrix``). A geometric op
             without a matrix (elastic warps) cannot be inverted.
         output_size: ``f(height, width, **params) -> (out_height, out_width)`` for ops that
@@ -316,9 +322,6 @@ def op(
             :class:`augjax.ParamError` (or ``ValueError``, which augjax wraps).
         reference: the reference semantics (e.g. "torchvision RandomHorizontalFlip").
         api_version: the authoring-API version the op is written for.
-        compute_bound: the kernel does much arithmetic per pixel (HSV, random-order chains). On
-            CPU a run of per-sample ops that holds one goes through the batch in cache-sized
-            chunks; memory-bound ops (flip, normalize) run faster over the whole batch.
         targets: how masks, boxes and keypoints follow the op (:class:`augjax.Follow`);
             default: kept by ops that do not move pixels, masks through the kernel (nearest)
             and points through ``matrix`` for geometric ops, refused by batch-level ops.
@@ -332,28 +335,35 @@ def op(
             ``targets=``, e.g. ``{"boxes": (M, 4), "boxes_valid": (M,)}`` for one sample (see
             the module docstring). Default: none, and no ``targets=`` keyword.
 
+    Deprecated: ``compute_bound=`` (a CPU performance hint; augjax's catalog sets it with its
+    own decorator, and it no longer changes a pack's op: a :class:`DeprecationWarning`).
+
     Raises:
         OpDefinitionError: when the declaration and the kernel disagree.
     """
+    _deprecated_options(name, deprecated)
     params = dict(params or {})
     outputs = inputs if outputs is None else tuple(outputs)
 
     def decorate(kernel: Callable[..., Any]) -> OpSpec:
         _check_declaration(name, kernel, params, level, tuple(inputs), outputs, dtypes, layouts)
-        _check_signature(name, kernel, params, level, tuple(inputs))
+        derived = _geometry_matrix(name, kernel, params, level, matrix)
+        if derived is None:
+            _check_signature(name, kernel, params, level, tuple(inputs))
+        moved = matrix if derived is None else derived
         drawn = sample is not None or any(p.per_sample for p in params.values())
         if random is False and drawn:
             raise OpDefinitionError(
                 f"op {name!r}: random=False, but the op draws per-sample values (a sample= hook "
                 f"or per-sample parameters: {[k for k, p in params.items() if p.per_sample]})")
-        if matrix is not None and (not callable(matrix) or level != "sample"):
+        if moved is not None and (not callable(moved) or level != "sample"):
             raise OpDefinitionError(f"op {name!r}: matrix= must be a callable of a sample-level "
                                     f"op")
         if sample is not None and not callable(sample):
             raise OpDefinitionError(f"op {name!r}: sample= must be callable, got "
                                     f"{type(sample).__name__}")
         seen = _check_sample_targets(name, sample_targets, sample, level, params)
-        moves = matrix is not None if geometric is None else bool(geometric)
+        moves = moved is not None if geometric is None else bool(geometric)
         if targets is not None and not isinstance(targets, Follow):
             raise OpDefinitionError(f"op {name!r}: targets= must be an augjax.Follow, got "
                                     f"{type(targets).__name__}")
@@ -369,7 +379,7 @@ def op(
             channels=None if channels is None else tuple(channels),
             random=drawn if random is None else bool(random),
             sampler=sample,
-            matrix=matrix,
+            matrix=moved,
             geometric=moves,
             output_size=output_size,
             output_dtype=output_dtype,
@@ -378,13 +388,68 @@ def op(
             reference=reference,
             api_version=api_version,
             doc=inspect.getdoc(kernel) or "",
-            compute_bound=bool(compute_bound),
-            targets=targets or default_follow(level, moves, matrix is not None),
+            targets=targets or default_follow(level, moves, moved is not None),
             ragged=ragged,
             sample_targets=seen,
         )
 
     return decorate
+
+
+#: Options ``op()`` took before and takes no more: the reason (in its warning).
+_DEPRECATED = {
+    "compute_bound": "a CPU performance hint internal to augjax (its catalog sets it with its "
+                     "own decorator); it is ignored on a pack's op",
+}
+
+
+def _deprecated_options(name: str, given: Mapping[str, Any]) -> None:
+    import warnings
+
+    unknown = sorted(set(given) - set(_DEPRECATED))
+    if unknown:
+        raise TypeError(f"op() got unexpected keyword argument(s) {unknown} (op {name!r})")
+    for option in given:
+        warnings.warn(f"op {name!r}: op({option}=...) is deprecated and will be removed: "
+                      f"{_DEPRECATED[option]}; drop the argument", DeprecationWarning,
+                      stacklevel=3)
+
+
+def _geometry_matrix(name, kernel, params, level, matrix) -> Callable[..., Any] | None:
+    """The matrix of an op declared by its geometry (a kernel made by
+    :func:`augjax.kernels.geometry.warp`: it has ``geometry`` and ``matrix``), after checking
+    the geometry function's signature; None for any other kernel."""
+    geometry = getattr(kernel, "geometry", None)
+    if geometry is None or not callable(getattr(kernel, "matrix", None)):
+        return None
+
+    def bad(msg: str) -> OpDefinitionError:
+        return OpDefinitionError(f"op {name!r}: {msg}")
+
+    if matrix is not None:
+        raise bad("declared by its geometry (@warp), which gives its matrix; drop matrix=")
+    if level != "sample":
+        raise bad("an op declared by its geometry (@warp) is level='sample'")
+    static = [k for k, p in params.items() if not p.per_sample]
+    missing = [k for k in ("interpolation", "fill") if k not in static]
+    if missing:
+        raise bad(f"an op declared by its geometry (@warp) needs the static parameters "
+                  f"'interpolation' and 'fill' (what the pixels are sampled with); missing "
+                  f"{missing}")
+    try:
+        sig = inspect.signature(geometry)
+    except (TypeError, ValueError) as err:
+        raise bad(f"cannot read the geometry's signature: {err}") from None
+    kinds = [p.kind for p in sig.parameters.values()]
+    positional = [p.name for p in sig.parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    keyword = [p.name for p in sig.parameters.values() if p.kind == p.KEYWORD_ONLY]
+    fn = getattr(geometry, "__name__", "geometry")
+    if positional != ["params", "meta"] or not set(keyword) <= set(params) or (
+            inspect.Parameter.VAR_KEYWORD not in kinds and set(keyword) != set(params)):
+        raise bad(f"the geometry must be def {fn}(params, meta, *, <parameters it reads>, **_) "
+                  f"-> Warp; got {fn}{sig}")
+    return kernel.matrix
 
 
 def _check_sample_targets(name, names, sample, level, params) -> tuple[str, ...]:

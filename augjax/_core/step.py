@@ -154,6 +154,15 @@ class Step(Protocol):
     def run_masks(self, mask: Any, params: Any) -> Any:
         """The step on one encoded mask."""
 
+    # -- as a config ---------------------------------------------------------------------
+    @property
+    def kind(self) -> str:
+        """The type of the step's config node (``"op"``, ``"compose"``, ``"rand_augment"``)."""
+
+    def to_config(self) -> dict[str, Any]:
+        """The step's config node without ``type`` (``augjax.to_dict``; values as they are,
+        child steps already encoded)."""
+
     # -- as a program --------------------------------------------------------------------
     @property
     def chained(self) -> bool:

@@ -63,6 +63,7 @@ from augjax.errors import (
     OpIncompatibleError,
     OpNotFoundError,
     OpPackMismatchError,
+    ParamError,
     PluginLoadError,
     PluginTimeoutError,
 )
@@ -302,6 +303,28 @@ class Registry:
             if r.spec is spec or (r.spec is None and _imported_target(r) is spec):
                 return r
         return None
+
+    def config_name(self, spec: Any) -> str:
+        """The name a config (``augjax.to_dict``) gives ``spec``: ``"distribution:name"`` for a
+        pack's op, so that loading it builds that pack's op or refuses (never another pack's op
+        of the same name); the plain name for augjax's own ops (never shadowed) and for ops
+        outside any entry point.
+
+        Raises:
+            ParamError: ``spec`` is not the registered op of its name, which a config would
+                build in its place.
+        """
+        record = self.record_of(spec)
+        if record is not None:
+            return spec.name if record.is_core else record.qualified_name
+        for r in self.records(spec.name, include_all=True):
+            if r.name == spec.name and r.state == "loaded":
+                raise ParamError(
+                    f"to_dict: the op {spec.name!r} given is not the registered op of that name "
+                    f"({r.source}); a config names ops by their registered name, so it would "
+                    f"load as that one: register this op under a name of its own",
+                    op="to_dict", param="step")
+        return spec.name
 
     def get(self, name: str) -> Any:
         """The op spec for ``name`` (plain or ``"distribution:name"``), importing it on first use.

@@ -35,6 +35,9 @@ class BoundOp(BaseStep):
     spec: Any
     params: tuple[tuple[str, Any], ...]
 
+    #: The type of the step's config node (``augjax.to_dict``).
+    kind = "op"
+
     @classmethod
     def create(cls, spec: Any, params: dict[str, Any]) -> BoundOp:
         """Validates ``params`` against ``spec`` and fills in the defaults.
@@ -75,6 +78,17 @@ class BoundOp(BaseStep):
     def kwargs(self) -> dict[str, Any]:
         """The parameter values, as keyword arguments for the kernel."""
         return dict(self.params)
+
+    def to_config(self) -> dict[str, Any]:
+        """The op's config node (without ``type``): its registered name and every parameter.
+
+        Raises:
+            ParamError: the op is not the registered op of its name (see
+                :meth:`augjax._plugins.registry.Registry.config_name`).
+        """
+        from augjax._plugins.registry import REGISTRY
+
+        return {"name": REGISTRY.config_name(self.spec), "params": dict(self.params)}
 
     # -- the Step contract (shared with composites): structure -----------------------------
     @property

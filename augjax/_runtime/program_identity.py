@@ -116,6 +116,7 @@ def _origin(spec: Any) -> str:
         if not callable(value):
             parts.append(f"{field.name}={_plain(value)}")
     for fn in (spec.kernel, spec.sampler, spec.matrix):
+        fn = getattr(fn, "__wrapped__", fn)  # an op declared by its geometry: the geometry
         code = getattr(fn, "__code__", None)
         if code is None:
             parts.append(f"{_module_of(fn)}:{getattr(fn, '__qualname__', type(fn).__name__)}")

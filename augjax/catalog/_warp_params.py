@@ -1,30 +1,27 @@
 """The parameters the geometric ops share (interpolation, fill, sampling convention, a signed
-magnitude) and the warp that follows the convention."""
+magnitude) and the policy family member a warping op's geometry gives."""
 
 from __future__ import annotations
 
 import jax.numpy as jnp
 
+from augjax._core.meta import Meta
 from augjax._core.param import Param
-from augjax.catalog._fuse import (
-    EXACT_HALF,
-    EXACT_NONE,
-    EXACT_QUARTER,
-    EXACT_THREE_QUARTERS,
-)
-from augjax.kernels.warp import INTERPOLATIONS, check_fill, warp_affine
-from augjax.kernels.warp_pil import warp_affine_pil
+from augjax.catalog._fuse import EXACT_NONE, Affine, fused
+from augjax.kernels.geometry import exact_paths, exact_source
+from augjax.kernels.warp import INTERPOLATIONS
 
 __all__ = [
     "CONVENTIONS",
     "TRANSLATE_MAX",
+    "affine_family",
     "convention_param",
     "exact_paths",
     "exact_source",
     "fill_param",
     "interpolation_param",
     "magnitude_param",
-    "warp_by_convention",
+    "sampling_params",
 ]
 
 #: torchvision RandAugment's largest translation, as a fraction of the image side (150/331).
@@ -53,13 +50,11 @@ def convention_param() -> Param:
                      "edge samples clamped, outside points take the fill)")
 
 
-def warp_by_convention(image, inverse6, coeffs, convention: str, interpolation: str, fill, name: str):
-    """Warps by torchvision's centred inverse ``inverse6`` or, for ``convention="pil"``, by
-    PIL's affine data ``coeffs`` (both callables of nothing, so only one is built)."""
-    fill = check_fill(fill, image, name)
-    if convention == "pil":
-        return warp_affine_pil(image, coeffs(), interpolation, fill)
-    return warp_affine(image, inverse6(), interpolation, fill)
+def sampling_params(interpolation: str = "nearest", convention: bool = True) -> dict[str, Param]:
+    """How a warp samples: ``interpolation`` (this default), ``fill`` and, for the
+    single-magnitude warps, ``convention``."""
+    out = {"interpolation": interpolation_param(interpolation), "fill": fill_param()}
+    return {**out, "convention": convention_param()} if convention else out
 
 
 def magnitude_param(default: float, high: float, doc: str) -> Param:
@@ -67,29 +62,21 @@ def magnitude_param(default: float, high: float, doc: str) -> Param:
                  signed=True, doc=doc)
 
 
-def exact_paths(image, out, code):
-    """``out`` where ``code`` is ``EXACT_NONE``, else the exact copy or turn of ``image`` it
-    names (PIL rotate's paths; the quarter turns only on square images).
+def affine_family(exact: bool = False):
+    """Joins an op declared by its geometry (:func:`augjax.kernels.geometry.warp`) to the
+    policy layers' affine family (above ``@op``): the member's coefficients (and, with
+    ``exact``, its exact-path code) are the geometry's own, for an image of the layer's size."""
 
-    The copy and the turns are one gather at integer positions chosen by ``code``: as
-    transposes, a batch computing every path and selecting would put all of the layer's pixel
-    work into XLA's (slower) transpose kernel on a GPU."""
-    h, w = image.shape[:2]
-    i = jnp.arange(h, dtype=jnp.int32)[:, None]
-    j = jnp.arange(w, dtype=jnp.int32)[None, :]
-    rows, cols = exact_source(i, j, code, h, w)
-    return jnp.where(code == EXACT_NONE, out, image[rows, cols])
+    def decorate(spec):
+        geometry = spec.kernel.geometry
 
+        def coeffs(params, h, w, **config):
+            return geometry(params, Meta(h, w, 0, ""), **config).coeffs
 
-def exact_source(i, j, code, h: int, w: int):
-    """The source row and column of output pixel ``(i, j)`` (int32 arrays) under the exact
-    path ``code`` of an ``h`` x ``w`` image (:func:`exact_paths`; the identity for
-    ``EXACT_NONE`` and ``EXACT_COPY``)."""
-    rows = jnp.where(code == EXACT_HALF, h - 1 - i, i)
-    cols = jnp.where(code == EXACT_HALF, w - 1 - j, j)
-    if h == w:  # rot90(image, 1)[i, j] = image[j, w-1-i]; rot90(image, 3)[i, j] = image[h-1-j, i]
-        rows = jnp.where(code == EXACT_QUARTER, j, rows)
-        cols = jnp.where(code == EXACT_QUARTER, w - 1 - i, cols)
-        rows = jnp.where(code == EXACT_THREE_QUARTERS, h - 1 - j, rows)
-        cols = jnp.where(code == EXACT_THREE_QUARTERS, i, cols)
-    return rows, cols
+        def code(params, h, w, **config):
+            found = geometry(params, Meta(h, w, 0, ""), **config).exact
+            return jnp.int32(EXACT_NONE) if found is None else found
+
+        return fused(Affine(coeffs, code if exact else None))(spec)
+
+    return decorate

@@ -29,6 +29,7 @@ from augjax._core.magnitude import ENHANCE
 from augjax._core.param import Param
 from augjax._core.spec import op
 from augjax.catalog._fuse import Blend, ImageStats, Tone, fused
+from augjax.catalog._hints import compute_bound
 from augjax.catalog._jitter import jitter
 from augjax.catalog._tv_color import (
     adjust_brightness,
@@ -257,6 +258,7 @@ def _jitter_sample(key, meta, params, *, brightness, contrast, saturation, hue):
     return out
 
 
+@compute_bound
 @op(
     "color_jitter",
     params={
@@ -269,7 +271,6 @@ def _jitter_sample(key, meta, params, *, brightness, contrast, saturation, hue):
     channels=(3,),
     sample=_jitter_sample,
     reference="torchvision.transforms.v2.ColorJitter",
-    compute_bound=True,
 )
 def color_jitter(image, params, *, brightness, contrast, saturation, hue):
     """Randomly changes brightness, contrast, saturation and hue, in a random order per sample.

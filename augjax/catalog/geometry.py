@@ -42,7 +42,9 @@ sample is mirrored); ``rot90``: ``k`` (int32 quarter turns; only with ``k=None``
 ``degrees``; ``affine``: ``degrees``, ``translate`` ((2,) whole pixels), ``scale``, ``shear`` ((2,)
 degrees); ``shear_x``/``shear_y``: ``shear``; ``translate_x``/``translate_y``: ``translate``;
 ``perspective``: ``endpoints`` ((4, 2) corner positions x, y) and ``applied``. Every op's
-``matrix`` gives the sample's forward 3x3 matrix (:mod:`augjax.kernels.matrix`).
+``matrix`` gives the sample's forward 3x3 matrix (:mod:`augjax.kernels.matrix`); the warping
+ops (``rotate``, ``affine``, ``perspective``, the shears and translations) are declared by their
+geometry (:func:`augjax.kernels.geometry.warp`), which gives their pixels and matrix alike.
 
 Targets (``masks=``, ``boxes=``, ``keypoints=``; :mod:`augjax._runtime.targets`): every op here
 moves masks through its own kernel with ``interpolation="nearest"`` (pixels from outside get
@@ -57,37 +59,25 @@ import jax.numpy as jnp
 
 from augjax._core.param import Param
 from augjax._core.spec import op
-from augjax.catalog._fuse import (
+from augjax.catalog._warp_params import (
+    affine_family,
+    magnitude_param,
+    sampling_params,
+)
+from augjax.errors import InputError
+from augjax.kernels.geometry import (
     EXACT_COPY,
     EXACT_HALF,
     EXACT_NONE,
     EXACT_QUARTER,
     EXACT_THREE_QUARTERS,
-    Affine,
-    fused,
-)
-from augjax.catalog._warp_params import (
-    convention_param,
-    exact_paths,
-    fill_param,
-    interpolation_param,
-    magnitude_param,
-    warp_by_convention,
-)
-from augjax.errors import InputError
-from augjax.kernels.matrix import (
-    from_centered_inverse,
-    from_perspective_coefficients,
-    from_pil_coefficients,
-    identity,
+    Warp,
+    warp,
 )
 from augjax.kernels.warp import (
-    check_fill,
     inverse_affine_matrix,
     perspective_coefficients,
     uniform_int,
-    warp_affine,
-    warp_perspective,
 )
 from augjax.kernels.warp_pil import pil_rotate_coefficients
 
@@ -210,25 +200,9 @@ def rot90(image, params, *, k):
 # rotate / affine
 
 
-def _rotate_matrix(params, meta, *, convention, **_):
-    if convention == "pil":
-        return from_pil_coefficients(
-            pil_rotate_coefficients(params["degrees"], meta.height, meta.width))
-    return from_centered_inverse(_rotate_inverse(params["degrees"]), meta.height, meta.width)
-
-
-def _rotate_coeffs(params, h, w, *, convention, **_):
-    angle = params["degrees"]
-    if convention == "pil":
-        return pil_rotate_coefficients(angle, h, w)
-    return _rotate_inverse(angle)
-
-
-def _rotate_exact(params, h, w, *, convention, **_):
+def _pil_exact(angle, h, w):
     """Image.rotate's exact paths (copy, transpose), whatever the resampling filter."""
-    if convention != "pil":
-        return jnp.int32(EXACT_NONE)
-    m = jnp.mod(jnp.asarray(params["degrees"], jnp.float32), 360.0)
+    m = jnp.mod(jnp.asarray(angle, jnp.float32), 360.0)
     quarter = (m == 90.0) & (h == w)
     three = (m == 270.0) & (h == w)
     codes = [EXACT_COPY, EXACT_HALF, EXACT_QUARTER, EXACT_THREE_QUARTERS]
@@ -240,22 +214,20 @@ def _rotate_inverse(angle):
     return inverse_affine_matrix((0.0, 0.0), -angle, (0.0, 0.0), 1.0, (0.0, 0.0))
 
 
-@fused(Affine(_rotate_coeffs, _rotate_exact))
+@affine_family(exact=True)
 @op(
     "rotate",
     params={
         "degrees": magnitude_param(30.0, 30.0,
                               "angle in degrees, counter-clockwise positive: a number is used as "
                               "is, a pair (lo, hi) is drawn uniformly per sample"),
-        "interpolation": interpolation_param("nearest"),
-        "fill": fill_param(),
-        "convention": convention_param(),
+        **sampling_params(),
     },
-    matrix=_rotate_matrix,
     reference="torchvision.transforms.v2.RandomRotation / functional.rotate (expand=False); "
               "convention='pil': PIL Image.rotate (timm)",
 )
-def rotate(image, params, *, interpolation, fill, convention):
+@warp
+def rotate(params, meta, *, convention, **_):
     """Rotates about the image centre, counter-clockwise for positive angles (torchvision).
 
     ``degrees`` (params ``degrees``) is a number (exactly that angle, as ``F.rotate``) or a pair
@@ -276,16 +248,10 @@ def rotate(image, params, *, interpolation, fill, convention):
     255 for uint8 images: torchvision's uint8 ``fill=128`` is ``fill=128/255``); ``None`` is
     zero padding (see the module docstring).
     """
-    angle = params["degrees"]
-    h, w = image.shape[:2]
-    out = warp_by_convention(image, lambda: _rotate_inverse(angle),
-                lambda: pil_rotate_coefficients(angle, h, w), convention, interpolation, fill,
-                "rotate")
-    if convention != "pil":
-        return out
-    return exact_paths(image, out, _rotate_exact(params, h, w, convention=convention))
-
-
+    angle, h, w = params["degrees"], meta.height, meta.width
+    if convention == "pil":
+        return Warp.pil(pil_rotate_coefficients(angle, h, w), meta, exact=_pil_exact(angle, h, w))
+    return Warp.affine(_rotate_inverse(angle), meta)
 
 
 def _degrees_range(value):
@@ -354,15 +320,13 @@ def _affine_inverse(params):
         "shear": Param(None, kind="floats", optional=True, validate=_shear_ranges,
                        doc="shear in degrees: x = x-shear in U[-x, x]; (lo, hi) x-shear; "
                            "(xlo, xhi, ylo, yhi) both"),
-        "interpolation": interpolation_param("nearest"),
-        "fill": fill_param(),
+        **sampling_params(convention=False),
     },
     sample=_affine_sample,
-    matrix=lambda params, meta, **_: from_centered_inverse(_affine_inverse(params), meta.height,
-                                                           meta.width),
     reference="torchvision.transforms.v2.RandomAffine (center=None)",
 )
-def affine(image, params, *, translate, scale, shear, interpolation, fill):
+@warp
+def affine(params, meta, **_):
     """Rotates, shifts, zooms and shears by random amounts about the image centre.
 
     torchvision RandomAffine: same parameterisation, draws and ``_get_inverse_affine_matrix``.
@@ -376,8 +340,7 @@ def affine(image, params, *, translate, scale, shear, interpolation, fill):
     zero padding (see the module docstring). Params: ``degrees``, ``translate`` ((2,) pixels),
     ``scale``, ``shear`` ((2,) degrees).
     """
-    return warp_affine(image, _affine_inverse(params), interpolation,
-                       check_fill(fill, image, "affine"))
+    return Warp.affine(_affine_inverse(params), meta)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -402,26 +365,19 @@ def _perspective_sample(key, meta, params, *, distortion_scale, p, **_):
     return {"endpoints": end.reshape(4, 2).astype(jnp.float32), "applied": u[8] < p}
 
 
-def _perspective_matrix(params, meta, **_):
-    coeffs = perspective_coefficients(_start_points(meta.height, meta.width),
-                                      params["endpoints"])
-    return jnp.where(params["applied"], from_perspective_coefficients(coeffs), identity())
-
-
 @op(
     "perspective",
     params={
         "distortion_scale": Param(0.5, low=0.0, high=1.0, neutral=0.0,
                                   doc="how far corners move, as a fraction of half the side"),
         "p": Param(0.5, low=0.0, high=1.0, neutral=0.0, doc="probability of distorting a sample"),
-        "interpolation": interpolation_param("bilinear"),
-        "fill": fill_param(),
+        **sampling_params("bilinear", convention=False),
     },
     sample=_perspective_sample,
-    matrix=_perspective_matrix,
     reference="torchvision.transforms.v2.RandomPerspective",
 )
-def perspective(image, params, *, distortion_scale, p, interpolation, fill):
+@warp
+def perspective(params, meta, **_):
     """Warps each image, with probability ``p``, to a quadrilateral with randomly moved corners.
 
     torchvision RandomPerspective: each corner moves inwards by a random whole number of pixels
@@ -435,8 +391,6 @@ def perspective(image, params, *, distortion_scale, p, interpolation, fill):
     zero padding (see the module docstring). Params: ``endpoints`` ((4, 2) x, y of the corners
     top-left, top-right, bottom-right, bottom-left, whole pixels) and ``applied``.
     """
-    h, w = image.shape[:2]
-    coeffs = perspective_coefficients(_start_points(h, w), params["endpoints"])
-    warped = warp_perspective(image, coeffs, interpolation, check_fill(fill, image, "perspective"))
-    return jnp.where(params["applied"], warped, image)
+    coeffs = perspective_coefficients(_start_points(meta.height, meta.width), params["endpoints"])
+    return Warp.perspective(coeffs, meta, applied=params["applied"])
 

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 
 from augjax._core.param import Param
 from augjax._core.spec import op
+from augjax.catalog._hints import compute_bound
 from augjax.catalog._tv_color import (adjust_brightness, adjust_contrast, adjust_hue,
                                       adjust_saturation)
 from augjax.kernels.pixels import to_dtype
@@ -45,6 +46,7 @@ def _check(*, hue, **_) -> None:
         raise ValueError(f"hue must be a range within [-0.5, 0.5], got {hue}")
 
 
+@compute_bound
 @op(
     "random_photometric_distort",
     params={
@@ -62,7 +64,6 @@ def _check(*, hue, **_) -> None:
     sample=_sample,
     check=_check,
     reference="torchvision.transforms.v2.RandomPhotometricDistort",
-    compute_bound=True,
 )
 def random_photometric_distort(image, params, *, brightness, contrast, saturation, hue, p):
     """Brightness, contrast, saturation and hue each with probability ``p``, contrast before or

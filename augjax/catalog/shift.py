@@ -4,9 +4,10 @@ Their one magnitude parameter (``shear``, ``translate``) is a number (used as is
 drawn uniformly per sample, and reaches the kernel in ``params`` under its own name. They follow
 torchvision's ``_apply_op`` (``F.affine`` about a corner, whole-pixel shifts) or, with
 ``convention="pil"``, PIL's affine transform as timm uses it. Sampling, fill and tolerances are
-those of :mod:`augjax.catalog.geometry`; each op's ``matrix`` gives the sample's forward 3x3
-matrix (:mod:`augjax.kernels.matrix`), which also moves boxes and keypoints; masks go through
-the kernel with nearest sampling (:mod:`augjax._runtime.targets`).
+those of :mod:`augjax.catalog.geometry`. Each op is declared by its geometry
+(:func:`augjax.kernels.geometry.warp`): one :class:`~augjax.kernels.geometry.Warp` per sample
+gives its pixels, its forward 3x3 matrix (which moves boxes and keypoints), the mask path
+(the same warp, nearest) and its policy family member.
 """
 
 from __future__ import annotations
@@ -16,16 +17,13 @@ import jax.numpy as jnp
 
 from augjax._core.param import Param
 from augjax._core.spec import op
-from augjax.catalog._fuse import Affine, fused
 from augjax.catalog._warp_params import (
     TRANSLATE_MAX,
-    convention_param,
-    fill_param,
-    interpolation_param,
+    affine_family,
     magnitude_param,
-    warp_by_convention,
+    sampling_params,
 )
-from augjax.kernels.matrix import from_centered_inverse, from_pil_coefficients
+from augjax.kernels.geometry import Warp, warp
 
 __all__ = ["shear_x", "shear_y", "translate_x", "translate_y"]
 
@@ -49,44 +47,26 @@ def _shear_coeffs(s: jax.Array, axis: str) -> jax.Array:
     return jnp.stack([one, zero, zero, s, one, zero])
 
 
-def _shear_op_matrix(axis: str):
-    def matrix(params, meta, *, convention, **_):
-        if convention == "pil":
-            return from_pil_coefficients(_shear_coeffs(params["shear"], axis))
-        return from_centered_inverse(
-            _shear_matrix(params["shear"], meta.height, meta.width, axis), meta.height,
-            meta.width)
-
-    return matrix
-
-
-def _shear_fuse(axis: str) -> Affine:
-    def coeffs(params, h, w, *, convention, **_):
-        if convention == "pil":
-            return _shear_coeffs(params["shear"], axis)
-        return _shear_matrix(params["shear"], h, w, axis)
-
-    return Affine(coeffs)
+def _shear(params, meta, convention: str, axis: str) -> Warp:
+    s = params["shear"]
+    if convention == "pil":
+        return Warp.pil(_shear_coeffs(s, axis), meta)
+    return Warp.affine(_shear_matrix(s, meta.height, meta.width, axis), meta)
 
 
 _SHEAR_DOC = ("shear factor: a number is used as is, a pair (lo, hi) is drawn uniformly per sample;"
               " RandAugment range 0..0.3, randomly negated")
 
 
-@fused(_shear_fuse("x"))
+@affine_family()
 @op(
     "shear_x",
-    params={
-        "shear": magnitude_param(0.3, 0.3, _SHEAR_DOC),
-        "interpolation": interpolation_param("nearest"),
-        "fill": fill_param(),
-        "convention": convention_param(),
-    },
-    matrix=_shear_op_matrix("x"),
+    params={"shear": magnitude_param(0.3, 0.3, _SHEAR_DOC), **sampling_params()},
     reference="torchvision AutoAugment/RandAugment ShearX (_apply_op: F.affine, center=[0, 0]); "
               "convention='pil': timm shear_x (PIL)",
 )
-def shear_x(image, params, *, interpolation, fill, convention):
+@warp
+def shear_x(params, meta, *, convention, **_):
     """Shears along the width axis by the factor ``shear`` (AutoAugment/RandAugment ShearX).
 
     Output pixel ``(x, y)`` samples input ``(x + s*y, y)``, with ``y`` counted from the top edge
@@ -106,26 +86,18 @@ def shear_x(image, params, *, interpolation, fill, convention):
     255 for uint8 images: torchvision's uint8 ``fill=128`` is ``fill=128/255``); ``None`` is
     zero padding (see the module docstring).
     """
-    h, w = image.shape[:2]
-    s = params["shear"]
-    return warp_by_convention(image, lambda: _shear_matrix(s, h, w, "x"), lambda: _shear_coeffs(s, "x"),
-                 convention, interpolation, fill, "shear_x")
+    return _shear(params, meta, convention, "x")
 
 
-@fused(_shear_fuse("y"))
+@affine_family()
 @op(
     "shear_y",
-    params={
-        "shear": magnitude_param(0.3, 0.3, _SHEAR_DOC),
-        "interpolation": interpolation_param("nearest"),
-        "fill": fill_param(),
-        "convention": convention_param(),
-    },
-    matrix=_shear_op_matrix("y"),
+    params={"shear": magnitude_param(0.3, 0.3, _SHEAR_DOC), **sampling_params()},
     reference="torchvision AutoAugment/RandAugment ShearY (_apply_op: F.affine, center=[0, 0]); "
               "convention='pil': timm shear_y (PIL)",
 )
-def shear_y(image, params, *, interpolation, fill, convention):
+@warp
+def shear_y(params, meta, *, convention, **_):
     """Shears along the height axis by the factor ``shear`` (AutoAugment/RandAugment ShearY).
 
     Output pixel ``(x, y)`` samples input ``(x, y + s*x)``, with ``x`` counted from the left edge
@@ -145,10 +117,7 @@ def shear_y(image, params, *, interpolation, fill, convention):
     255 for uint8 images: torchvision's uint8 ``fill=128`` is ``fill=128/255``); ``None`` is
     zero padding (see the module docstring).
     """
-    h, w = image.shape[:2]
-    s = params["shear"]
-    return warp_by_convention(image, lambda: _shear_matrix(s, h, w, "y"), lambda: _shear_coeffs(s, "y"),
-                 convention, interpolation, fill, "shear_y")
+    return _shear(params, meta, convention, "y")
 
 
 def _translate_inverse(value, h: int, w: int, relative: bool, axis: str) -> jax.Array:
@@ -172,31 +141,11 @@ def _translate_coeffs(value, h: int, w: int, relative: bool, axis: str) -> jax.A
     return jnp.stack([one, zero, zero, zero, one, -pixels])
 
 
-def _translate(image, value, relative, interpolation, fill, convention, axis: str):
-    h, w = image.shape[:2]
-    return warp_by_convention(image, lambda: _translate_inverse(value, h, w, relative, axis),
-                 lambda: _translate_coeffs(value, h, w, relative, axis), convention,
-                 interpolation, fill, f"translate_{axis}")
-
-
-def _translate_matrix(axis: str):
-    def matrix(params, meta, *, relative, convention, **_):
-        if convention == "pil":
-            return from_pil_coefficients(
-                _translate_coeffs(params["translate"], meta.height, meta.width, relative, axis))
-        m6 = _translate_inverse(params["translate"], meta.height, meta.width, relative, axis)
-        return from_centered_inverse(m6, meta.height, meta.width)
-
-    return matrix
-
-
-def _translate_fuse(axis: str) -> Affine:
-    def coeffs(params, h, w, *, relative, convention, **_):
-        if convention == "pil":
-            return _translate_coeffs(params["translate"], h, w, relative, axis)
-        return _translate_inverse(params["translate"], h, w, relative, axis)
-
-    return Affine(coeffs)
+def _translate(params, meta, relative: bool, convention: str, axis: str) -> Warp:
+    value, h, w = params["translate"], meta.height, meta.width
+    if convention == "pil":
+        return Warp.pil(_translate_coeffs(value, h, w, relative, axis), meta)
+    return Warp.affine(_translate_inverse(value, h, w, relative, axis), meta)
 
 
 _TRANSLATE_DOC = ("shift: a fraction of the {side} (relative=True) or pixels, truncated to whole "
@@ -209,21 +158,19 @@ def _translate_params(side: str) -> dict[str, Param]:
     return {
         "translate": magnitude_param(TRANSLATE_MAX, TRANSLATE_MAX, _TRANSLATE_DOC.format(side=side)),
         "relative": Param(True, doc=f"translate is a fraction of the {side} (else pixels)"),
-        "interpolation": interpolation_param("nearest"),
-        "fill": fill_param(),
-        "convention": convention_param(),
+        **sampling_params(),
     }
 
 
-@fused(_translate_fuse("x"))
+@affine_family()
 @op(
     "translate_x",
     params=_translate_params("width"),
-    matrix=_translate_matrix("x"),
     reference="torchvision AutoAugment/RandAugment TranslateX (_apply_op: F.affine); "
               "convention='pil': timm translate_x_rel / translate_x_abs (PIL), negated",
 )
-def translate_x(image, params, *, relative, interpolation, fill, convention):
+@warp
+def translate_x(params, meta, *, relative, convention, **_):
     """Shifts the content right by whole pixels (left when negative), filling the uncovered columns.
 
     The shift is ``trunc(translate * width)`` pixels when ``relative`` (the default), else
@@ -245,19 +192,18 @@ def translate_x(image, params, *, relative, interpolation, fill, convention):
     255 for uint8 images: torchvision's uint8 ``fill=128`` is ``fill=128/255``); ``None`` is
     zero padding (see the module docstring).
     """
-    return _translate(image, params["translate"], relative, interpolation, fill, convention,
-                      "x")
+    return _translate(params, meta, relative, convention, "x")
 
 
-@fused(_translate_fuse("y"))
+@affine_family()
 @op(
     "translate_y",
     params=_translate_params("height"),
-    matrix=_translate_matrix("y"),
     reference="torchvision AutoAugment/RandAugment TranslateY (_apply_op: F.affine); "
               "convention='pil': timm translate_y_rel / translate_y_abs (PIL), negated",
 )
-def translate_y(image, params, *, relative, interpolation, fill, convention):
+@warp
+def translate_y(params, meta, *, relative, convention, **_):
     """Shifts the content down by whole pixels (up when negative), filling the uncovered rows.
 
     The shift is ``trunc(translate * height)`` pixels when ``relative`` (the default), else
@@ -278,5 +224,4 @@ def translate_y(image, params, *, relative, interpolation, fill, convention):
     255 for uint8 images: torchvision's uint8 ``fill=128`` is ``fill=128/255``); ``None`` is
     zero padding (see the module docstring).
     """
-    return _translate(image, params["translate"], relative, interpolation, fill, convention,
-                      "y")
+    return _translate(params, meta, relative, convention, "y")

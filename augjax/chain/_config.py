@@ -50,7 +50,10 @@ KINDS: dict[str, type] = {}
 
 
 def json_value(v: Any) -> Any:
-    """``v`` as JSON-ready data: tuples as lists, infinities as ``"inf"``/``"-inf"``."""
+    """``v`` as JSON-ready data: tuples as lists, infinities as ``"inf"``/``"-inf"``, dicts
+    value by value (JSON-ready data comes back as it is)."""
+    if isinstance(v, dict):
+        return {k: json_value(x) for k, x in v.items()}
     if isinstance(v, tuple | list):
         return [json_value(x) for x in v]
     if isinstance(v, float) and not math.isfinite(v):
@@ -67,37 +70,14 @@ def value_from_json(v: Any) -> Any:
     return v
 
 
-def op_name(spec: OpSpec) -> str:
-    """The name a config gives ``spec``: ``"distribution:name"`` for a pack's op, so that
-    loading it builds that pack's op or refuses (never another pack's op of the same name);
-    the plain name for augjax's own ops (never shadowed) and for ops outside any entry point.
-
-    Raises:
-        ParamError: ``spec`` is not the registered op of its name, which a config would build
-            in its place.
-    """
-    record = REGISTRY.record_of(spec)
-    if record is not None:
-        return spec.name if record.is_core else record.qualified_name
-    for r in REGISTRY.records(spec.name, include_all=True):
-        if r.name == spec.name and r.state == "loaded":
-            raise ParamError(
-                f"to_dict: the op {spec.name!r} given is not the registered op of that name "
-                f"({r.source}); a config names ops by their registered name, so it would load "
-                f"as that one: register this op under a name of its own",
-                op="to_dict", param="step")
-    return spec.name
-
-
 def encode(step: Any) -> dict[str, Any]:
-    """One node: an op leaf here, anything else by its own ``to_config``."""
-    if isinstance(step, OpSpec):
+    """One node, read through the Step protocol (``kind``, ``to_config``): every step writes
+    its own fields; an op declaration is written as the op with its defaults."""
+    if isinstance(step, OpSpec):  # a declaration, not a step
         step = step.bind()
-    if isinstance(step, BoundOp):
-        return {"type": "op", "name": op_name(step.spec),
-                "params": {k: json_value(v) for k, v in step.params}}
-    if hasattr(step, "to_config") and getattr(step, "kind", None) in KINDS:
-        return {"type": step.kind, **step.to_config()}
+    kind = getattr(step, "kind", None)
+    if hasattr(step, "to_config") and (kind == "op" or kind in KINDS):
+        return {"type": kind, **json_value(step.to_config())}
     raise ParamError(f"to_dict: cannot write a {type(step).__name__}; expected an op, a chain, "
                      f"a composite or a policy", op="to_dict", param="step")
 

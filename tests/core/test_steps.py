@@ -154,13 +154,14 @@ def test_a_policy_runs_by_its_members(kind):
 
 
 # -- the runtime asks only the protocol ----------------------------------------------------------
-#: Modules that run steps: the runtime, the calls handed down to it, clips, DALI, and the
-#: composites' element machinery. ``_runtime/bound.py`` is the op's own implementation.
+#: Modules that run steps: the runtime, the calls handed down to it, clips, DALI, the
+#: composites' element machinery and configs (``to_dict`` writes a step through ``kind`` and
+#: ``to_config``). ``_runtime/bound.py`` is the op's own implementation.
 RUNNERS = sorted({*(PACKAGE / "_runtime").glob("*.py"), *(PACKAGE / "dali").glob("*.py"),
                   PACKAGE / "calls.py", PACKAGE / "clips.py", PACKAGE / "multiview.py",
                   PACKAGE / "grain.py", *(PACKAGE / "chain" / n for n in (
                       "_element.py", "_containers.py", "_random.py", "_composite.py",
-                      "_invert.py"))} - {PACKAGE / "_runtime" / "bound.py"})
+                      "_invert.py", "_config.py"))} - {PACKAGE / "_runtime" / "bound.py"})
 
 #: The concrete step classes: the runtime never branches on them.
 KINDS = {"BoundOp", "Composite", "Chain", "RandomApply", "RandomChoice", "SomeOf", "Policy",
