@@ -30,7 +30,7 @@ import jax.numpy as jnp
 from augjax.catalog import Affine, Blend, ImageStats, Tone, exact_paths, member
 from augjax.catalog.tone import sharpen, sharpness_smooth
 from augjax.kernels.histogram import level_ramp, lookup
-from augjax.kernels.pixels import bound, is_int, to_dtype
+from augjax.kernels.pixels import bound, is_int, mix, to_dtype
 from augjax.kernels.warp import check_fill, warp_affine
 from augjax.kernels.warp_pil import warp_affine_pil
 
@@ -141,7 +141,7 @@ def _blend(image: jax.Array, items, pos: jax.Array, chosen: jax.Array) -> jax.Ar
         d = jnp.where(kind == 1, stats.gray_mean, d)
     if "gray" in kinds:
         d = jnp.where(kind == 2, stats.gray[..., None], d)
-    v = x * f + d * (1.0 - f)  # pixels.blend (brightness: d = 0)
+    v = mix(x, d, f)  # pixels.blend's sum (brightness: d = 0)
     if "smooth" in kinds:  # sharpness's own formula; small images are returned unchanged
         sharp = sharpen(x, sharpness_smooth(x, dtype), f, dtype) if h > 2 and w > 2 else x
         v = jnp.where(kind == 3, sharp, v)

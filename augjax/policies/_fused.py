@@ -22,10 +22,11 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from augjax.kernels.histogram import equalize_lut
-from augjax.kernels.warp import check_fill, exact_div
+from augjax.kernels.pixels import mean_of_sum
+from augjax.kernels.grid_sample import grid_rows
+from augjax.kernels.warp import check_fill
 from augjax.kernels.warp_pil import fixed_affine, split_coefficient
 from augjax.policies._families import (
     _pick,
@@ -159,7 +160,7 @@ def warp_params(members, params, pos, convention: str, h: int, w: int):
         items = [(op, pp, m) for (op, m), pp in zip(members, p)]
         a = affine_coeffs(items, pos_, h, w)
         if convention != "pil":
-            grid = jnp.concatenate([exact_div(a[:3], 0.5 * w), exact_div(a[3:], 0.5 * h)])
+            grid = jnp.concatenate(grid_rows(a, h, w))
             return (jnp.concatenate([grid, jnp.zeros(8, jnp.float32)]),
                     jnp.zeros(8, jnp.int32))
         split = [part for k in (0, 1, 3, 4) for part in split_coefficient(a[k] * 0.5)]
@@ -192,7 +193,7 @@ def _tables(images, members, params, pos, chosen, interpret):
         if "range" in names:
             preset["range"] = (lo.astype(jnp.float32), hi.astype(jnp.float32))
         if "gray_mean" in names:  # augjax.kernels.pixels.mean_gray's integer form
-            preset["gray_mean"] = gray.astype(jnp.float32) * (np.float32(1) / np.float32(h * w))
+            preset["gray_mean"] = mean_of_sum(gray, h * w)
     def one(image, p, pos_, chosen_, preset_):
         items = [(op, pp, m) for (op, m), pp in zip(members, p)]
         return tone_table(image, items, pos_, chosen_, preset_)
