@@ -32,6 +32,7 @@ from augjax.policies._families import (
     _pick,
     affine_coeffs,
     affine_exact,
+    check_group,
     plan_layer,
     position,
     run_rest,
@@ -110,8 +111,7 @@ def run_fused(entries, bound_ops, op_index: jax.Array, applied: jax.Array,
     lut = jnp.zeros((b, 256, c), jnp.int32)
     fill, interpolation, convention, exact = None, "nearest", "torchvision", False
     for key, items in groups:
-        for j, _ in items:
-            bound_ops[j].check_image(images[0], f"{owner}/{entries[j].name}")
+        check_group(entries, bound_ops, items, images[0], owner)
         chosen, pos = jax.vmap(lambda o, js=tuple(j for j, _ in items): position(o, js, count))(
             op_index)
         chosen = chosen & applied
