@@ -36,7 +36,15 @@ from jax import lax
 from jax.experimental import pallas as pl
 
 from augjax.catalog._tv_color import hue_planes
-from augjax.kernels.pallas import AVAILABLE, compiler_params, tile, tile_start
+from augjax.kernels.pallas import (
+    AVAILABLE,
+    compiler_params,
+    owned,
+    planes,
+    store_planes,
+    tile,
+    tile_start,
+)
 from augjax.kernels.pixels import blend_gray, blend_planes, to_dtype
 
 __all__ = ["AVAILABLE", "IDENTITY", "jitter_kernel", "tile_size"]
@@ -88,15 +96,13 @@ class _Layout:
 
     def owned(self, start):
         """Mask of the tile's pixels that no earlier tile holds."""
-        return start + jnp.arange(self.block) >= pl.program_id(0) * self.block
+        return owned(start, self.block, pl.program_id(0) * self.block)
 
     def load(self, x_ref, start):
-        return tuple(x_ref[pl.ds(start * 3 + c, self.block, stride=3)].astype(jnp.float32)
-                     for c in range(3))
+        return tuple(v.astype(jnp.float32) for v in planes(x_ref, start, self.block, 3))
 
-    def store(self, o_ref, start, planes):
-        for c in range(3):
-            o_ref[pl.ds(start * 3 + c, self.block, stride=3)] = to_dtype(planes[c], self.dtype)
+    def store(self, o_ref, start, p):
+        store_planes(o_ref, start, self.block, [to_dtype(v, self.dtype) for v in p])
 
 
 def _scalars(seq_ref, par_ref):

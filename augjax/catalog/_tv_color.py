@@ -10,7 +10,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from augjax.kernels.pixels import blend, blend_gray, bound, is_int, mean_gray, requantize
+from augjax.kernels.pixels import blend, bound, is_int, mean_gray, planes_gray, requantize
 
 __all__ = [
     "adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue", "gray_for_blend",
@@ -25,9 +25,7 @@ def adjust_brightness(x: jax.Array, factor: jax.Array, dtype) -> jax.Array:
 
 def gray_for_blend(x: jax.Array, dtype) -> jax.Array:
     """The (H, W) grayscale contrast and saturation blend with (floored for uint8)."""
-    if x.shape[-1] == 1:  # torchvision: a one-channel image is its own grayscale
-        return x[..., 0]
-    return blend_gray(x[..., 0], x[..., 1], x[..., 2], dtype)
+    return planes_gray([x[..., k] for k in range(min(x.shape[-1], 3))], dtype)
 
 
 def adjust_contrast(x: jax.Array, factor: jax.Array, dtype) -> jax.Array:

@@ -20,7 +20,6 @@ The histogram arithmetic of ``equalize`` and ``autocontrast`` is public in
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 
 from augjax._core.magnitude import ENHANCE
@@ -36,6 +35,7 @@ from augjax.kernels.pixels import (
     to_dtype,
     to_unit,
 )
+from augjax.kernels.warp_pil import split_coefficient
 
 __all__ = [
     "autocontrast",
@@ -44,8 +44,10 @@ __all__ = [
     "invert",
     "posterize",
     "sharpen",
+    "sharpen_step",
     "sharpness",
     "sharpness_smooth",
+    "smoothed",
     "solarize",
     "solarize_add",
 ]
@@ -244,12 +246,29 @@ def _smooth_rows(rows, c, dtype):
     # Full-size shifted views of a zero-padded copy: pad, slices and arithmetic fuse into one
     # elementwise pass (no separate interior write).
     xp = jnp.pad(rows, ((1, 1), (c, c)))
-    total = 4.0 * rows
-    for i in range(3):
-        for j in range(3):
-            total = total + xp[i:h + i, j * c:wc + j * c]
+    return smoothed(rows, (xp[i:h + i, j * c:wc + j * c] for i in range(3) for j in range(3)),
+                    dtype)
+
+
+def smoothed(centre, window, dtype, rnd=jnp.round):
+    """Sharpness's smoothed value: ``(4 centre + sum(window)) / 13`` with ``window`` the 3x3
+    neighbourhood's 9 values (the centre's among them, zero outside the image) in row order,
+    summed in that order, rounded by ``rnd`` (half to even) for integer ``dtype``."""
+    total = 4.0 * centre
+    for v in window:
+        total = total + v
     smooth = total * (1.0 / 13.0)
-    return jnp.round(smooth) if is_int(dtype) else smooth
+    return rnd(smooth) if is_int(dtype) else smooth
+
+
+def sharpen_step(cf, a, dtype):
+    """Sharpness's step ``(1 - factor) * (smooth - x)`` from ``cf = 1 - factor`` (float32) and
+    ``a = smooth - x``; for integer ``dtype`` as :func:`sharpen` explains: the two exact partial
+    products of ``cf``'s :func:`~augjax.kernels.warp_pil.split_coefficient`."""
+    if not is_int(dtype):
+        return cf * a
+    c_hi, c_lo = split_coefficient(cf)
+    return c_hi * a + c_lo * a
 
 
 def sharpen(x, smooth, factor, dtype, keep_border=True):
@@ -276,14 +295,7 @@ def _sharpen_rows(rows, smooth, factor, dtype, c, keep_border=True):
     r = jnp.arange(h)[:, None]
     col = jnp.arange(wc)[None, :]
     border = (r == 0) | (r == h - 1) | (col < c) | (col >= wc - c)
-    cf = jnp.asarray(1.0 - factor, jnp.float32)
-    a = smooth - rows
-    if is_int(dtype):
-        bits = jax.lax.bitcast_convert_type(cf, jnp.uint32) & jnp.uint32(0xFFFFF000)
-        c_hi = jax.lax.bitcast_convert_type(bits, jnp.float32)
-        step = c_hi * a + (cf - c_hi) * a
-    else:
-        step = cf * a
+    step = sharpen_step(jnp.asarray(1.0 - factor, jnp.float32), smooth - rows, dtype)
     return jnp.where(border, rows, rows + step) if keep_border else rows + step
 
 

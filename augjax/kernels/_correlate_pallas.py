@@ -27,6 +27,7 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
+from augjax.kernels.pixels import tap_sum
 from augjax.kernels.pallas import (
     AVAILABLE,
     compiler_params,
@@ -63,15 +64,10 @@ def _source_rows(x_ref, i0, j, inside, *, n, length, taps, rows):
 
 
 def _correlated(k_ref, src, *, taps, rows):
-    """The ``rows`` output rows summed from the source rows, in tap order."""
+    """The ``rows`` output rows summed from the source rows, in tap order (``tap_sum``, as
+    :func:`augjax.kernels.correlate1d`)."""
     k = [k_ref[t] for t in range(taps)]
-    out = []
-    for o in range(rows):
-        acc = src[o] * k[0]
-        for t in range(1, taps):
-            acc = acc + src[o + t] * k[t]
-        out.append(acc)
-    return out
+    return [tap_sum(src[o:o + taps], k) for o in range(rows)]
 
 
 def _program(rows, cols, length):

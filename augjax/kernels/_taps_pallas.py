@@ -38,6 +38,7 @@ from augjax.kernels.pallas import (
     tile,
     tile_start,
 )
+from augjax.kernels.pixels import to_dtype
 
 __all__ = ["AVAILABLE", "taps_kernel"]
 #: Rows and values per program (powers of two) and warps per program. H200, B=256, the timing
@@ -63,7 +64,7 @@ def _kernel(count_ref, dy_ref, dx_ref, wt_ref, x_ref, o_ref, *, h, w, c, rows, c
         return acc + gather(x_ref, row[:, None] + col[None, :]).astype(jnp.float32) * wt_ref[k]
 
     acc = lax.fori_loop(0, count_ref[0], tap, jnp.zeros((rows, cols), jnp.float32))
-    out = round_half_even(jnp.clip(acc, 0.0, 255.0)).astype(o_ref.dtype)
+    out = to_dtype(acc, o_ref.dtype, rounding=round_half_even)  # filter_taps' cast
     pl_triton.store(o_ref.at[i[:, None] * wc + q[None, :]], out)
 
 

@@ -16,6 +16,7 @@ import numpy as np
 from augjax.kernels.partition import partitioned
 from augjax.kernels.platform import platform_dependent
 from augjax.errors import InputError
+from augjax.kernels.pixels import tap_sum
 
 __all__ = [
     "reflect_index",
@@ -132,11 +133,7 @@ def correlate1d(x: jax.Array, kernel: jax.Array, axis: int) -> jax.Array:
     kernel = jnp.asarray(kernel, jnp.float32)
     taps = kernel.shape[0]
     r = taps // 2
-    views = _windows(x, r, r, axis, "reflect")
-    out = views[0] * kernel[0]
-    for t in range(1, taps):
-        out = out + views[t] * kernel[t]
-    return out
+    return tap_sum(_windows(x, r, r, axis, "reflect"), [kernel[t] for t in range(taps)])
 
 
 def correlate_separable(x: jax.Array, k_rows: jax.Array, k_cols: jax.Array) -> jax.Array:

@@ -24,7 +24,7 @@ from jax.extend.core import Primitive
 from jax.interpreters import mlir
 
 from augjax.kernels.pallas import AVAILABLE as PALLAS
-from augjax.kernels.pallas import compiler_params, pl_triton, planes, tile, tile_start
+from augjax.kernels.pallas import compiler_params, owned, pl_triton, planes, tile, tile_start
 
 __all__ = ["AVAILABLE", "BLOCK", "block_histogram", "block_histogram_p", "image_histogram"]
 
@@ -103,9 +103,7 @@ def _kernel(needed_ref, x_ref, _zeros_ref, hist_ref, *, pixels, c, block):
 
     @pl.when(needed_ref[0] != 0)
     def _():
-        p = start + jnp.arange(block, dtype=jnp.int32)
-        owned = p >= first  # pixels no earlier tile holds (counted once)
-        add_tile_counts(hist_ref, planes(x_ref, start, block, c), owned)
+        add_tile_counts(hist_ref, planes(x_ref, start, block, c), owned(start, block, first))
 
 
 def image_histogram(image: jax.Array, needed: jax.Array, interpret: bool = False) -> jax.Array:

@@ -15,13 +15,16 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
+from augjax.kernels.pixels import to_dtype
+
 try:  # deprecated in JAX 0.11 (DeprecationWarning) in favour of Mosaic GPU; may go away
     from jax.experimental.pallas import triton as pl_triton
 except ImportError:  # pragma: no cover - JAX without the Triton backend
     pl_triton = None
 
-__all__ = ["AVAILABLE", "compiler_params", "gather", "interleave", "pl_triton", "planes",
-           "reflect101", "round_half_even", "tile", "tile_start", "to_uint8"]
+__all__ = ["AVAILABLE", "compiler_params", "gather", "interleave", "owned", "pl_triton",
+           "planes", "reflect101", "round_half_even", "store_planes", "tile", "tile_start",
+           "to_uint8"]
 
 #: Whether this JAX has Pallas' Triton backend.
 AVAILABLE = pl_triton is not None
@@ -43,6 +46,21 @@ def planes(x_ref, start, block: int, c: int) -> list:
     """The ``block`` pixels from pixel ``start`` of an interleaved ``(H * W * C,)`` image, one
     vector per channel in the image's dtype (one strided load each)."""
     return [x_ref[pl.ds(start * c + k, block, stride=c)] for k in range(c)]
+
+
+def store_planes(o_ref, start, block: int, vectors) -> None:
+    """:func:`planes`' inverse: writes one vector per channel as the ``block`` pixels from pixel
+    ``start`` of an interleaved ``(H * W * C,)`` output (one strided store each)."""
+    c = len(vectors)
+    for k, v in enumerate(vectors):
+        o_ref[pl.ds(start * c + k, block, stride=c)] = v
+
+
+def owned(start, block: int, first):
+    """Which of the tile's ``block`` elements from ``start`` no earlier tile holds (the last
+    tile, moved back, shares some with the one before): those at or past ``first``, this
+    program's own first element (``program_id * block``, read outside any branch)."""
+    return start + jnp.arange(block, dtype=jnp.int32) >= first
 
 
 def gather(x_ref, index):
@@ -93,8 +111,9 @@ def round_half_even(x):
 
 
 def to_uint8(v):
-    """``augjax.kernels.warp._cast`` of a float vector: clamped, rounded half to even."""
-    return round_half_even(jnp.clip(v, 0.0, 255.0)).astype(jnp.uint8)
+    """:func:`augjax.kernels.pixels.to_dtype` of a float vector to uint8, ``rounding="round"``
+    (clamped, rounded half to even: the warps' and filters' cast)."""
+    return to_dtype(v, jnp.uint8, rounding=round_half_even)
 
 
 def compiler_params(num_warps: int):

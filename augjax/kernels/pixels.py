@@ -21,6 +21,10 @@ __all__ = [
     "blend_gray",
     "blend_planes",
     "blend",
+    "mean_of_sum",
+    "mix",
+    "tap_sum",
+    "planes_gray",
     "draw",
     "levels_to_scale",
     "to_unit",
@@ -48,11 +52,15 @@ def requantize(x: jax.Array, dtype) -> jax.Array:
     return jnp.floor(x) if is_int(dtype) else x
 
 
-def to_dtype(x: jax.Array, dtype, *, rounding: str = "floor") -> jax.Array:
-    """Float32 ``x`` back to ``dtype``: clamped, and floored or rounded for uint8."""
+def to_dtype(x: jax.Array, dtype, *, rounding="floor") -> jax.Array:
+    """Float32 ``x`` back to ``dtype``: clamped, and floored (``"floor"``) or rounded half to
+    even (``"round"``, or a function that rounds so, where ``jnp.round`` does not lower) for
+    uint8."""
     if not is_int(dtype):
         return x.astype(dtype)
     x = jnp.clip(x, 0.0, 255.0)
+    if callable(rounding):
+        return rounding(x).astype(dtype)
     x = jnp.floor(x) if rounding == "floor" else jnp.round(x)
     return x.astype(dtype)
 
@@ -74,15 +82,28 @@ def blend_gray(r: jax.Array, g: jax.Array, b: jax.Array, dtype) -> jax.Array:
     return jnp.floor(y) if is_int(dtype) else y
 
 
+def planes_gray(planes, dtype) -> jax.Array:
+    """The gray torchvision blends contrast and saturation with, of an image given as its
+    channel planes: :func:`blend_gray` of the first three, or a one-channel image's own plane."""
+    if len(planes) == 1:  # torchvision: a one-channel image is its own grayscale
+        return planes[0]
+    return blend_gray(planes[0], planes[1], planes[2], dtype)
+
+
 def mean_gray(g: jax.Array, dtype) -> jax.Array:
     """``jnp.mean`` of a blend gray ``g`` (:func:`blend_gray`, any shape) of an image of
     ``dtype``. An integer image's gray is whole levels: their sum is exact in int32, taken in
     rows of 32 (XLA's CPU float reduction of a fused gray is ~10x slower), then scaled by
     ``1 / size`` in float32 as ``jnp.mean`` does."""
     if is_int(dtype) and 0 < g.size and g.size % 32 == 0 and g.size * 255 < 2**31:
-        total = g.astype(jnp.int32).reshape(-1, 32).sum(axis=0).sum()
-        return total.astype(jnp.float32) * (np.float32(1) / np.float32(g.size))
+        return mean_of_sum(g.astype(jnp.int32).reshape(-1, 32).sum(axis=0).sum(), g.size)
     return jnp.mean(g)
+
+
+def mean_of_sum(total: jax.Array, size: int) -> jax.Array:
+    """The mean of ``size`` values from their exact (integer) ``total``: ``total * (1 /
+    size)`` in float32, as ``jnp.mean`` scales (:func:`mean_gray`'s integer form)."""
+    return total.astype(jnp.float32) * (np.float32(1) / np.float32(size))
 
 
 def blend_planes(planes, other, ratio: jax.Array, dtype):
@@ -90,9 +111,24 @@ def blend_planes(planes, other, ratio: jax.Array, dtype):
     return tuple(blend(c, other, ratio, dtype) for c in planes)
 
 
+def mix(a: jax.Array, b: jax.Array, ratio: jax.Array) -> jax.Array:
+    """torchvision ``_blend``'s sum ``ratio * a + (1 - ratio) * b``, computed as ``a * ratio +
+    b * (1 - ratio)`` (unclamped)."""
+    return a * ratio + b * (1.0 - ratio)
+
+
 def blend(a: jax.Array, b: jax.Array, ratio: jax.Array, dtype) -> jax.Array:
-    """torchvision ``_blend``: ``ratio * a + (1 - ratio) * b``, clamped and requantized."""
-    return requantize(a * ratio + b * (1.0 - ratio), dtype)
+    """torchvision ``_blend``: :func:`mix`, clamped and requantized."""
+    return requantize(mix(a, b, ratio), dtype)
+
+
+def tap_sum(values, weights) -> jax.Array:
+    """``sum_t values[t] * weights[t]`` in tap order (``v_0 w_0``, then ``+ v_t w_t``): the
+    sum every form of a correlation computes, so that their values agree."""
+    out = values[0] * weights[0]
+    for t in range(1, len(values)):
+        out = out + values[t] * weights[t]
+    return out
 
 
 def draw(key: jax.Array, value) -> jax.Array:

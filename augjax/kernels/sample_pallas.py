@@ -7,9 +7,10 @@ pixels in 0.127 ms on an H200 at B=256).
 XLA's form gathers each bilinear tap of every channel as a separate value of a float copy of
 the image; this kernel reads the source coordinates of a tile of pixels, gathers the four taps
 of each channel from the uint8 image and writes the tile's pixels, interleaved, in one pass.
-The arithmetic is :func:`augjax.kernels.warp.sample`'s operation by operation, so the pixels
-are the same (checked interpreted on a CPU and compiled on a GPU, ``tests/catalog``). Tiles
-and rounding are :mod:`augjax.kernels.pallas`'s.
+The arithmetic is :func:`augjax.kernels.warp.sample`'s: the functions of
+:mod:`augjax.kernels.grid_sample` on the tile's pixels, so the pixels are the same (checked
+interpreted on a CPU and compiled on a GPU, ``tests/catalog``). Tiles and rounding are
+:mod:`augjax.kernels.pallas`'s.
 """
 
 from __future__ import annotations
@@ -20,17 +21,19 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
+from augjax.kernels.grid_sample import bilinear_taps, elastic_source, fill_blend, nearest_tap
 from augjax.kernels.pallas import (
     AVAILABLE,
     compiler_params,
     gather,
     round_half_even,
+    store_planes,
     tile,
     tile_start,
     to_uint8,
 )
 
-__all__ = ["AVAILABLE", "elastic_kernel", "sample_kernel", "sample_pixels"]
+__all__ = ["AVAILABLE", "elastic_kernel", "pick_pixels", "sample_kernel", "sample_pixels"]
 
 #: Pixels per program (a power of two). H200, B=256, 224x224x3, elastic_transform's
 #: coordinates: 256 / 512 / 1024 / 2048 pixels with 8 warps 0.121 / 0.130 / 0.150 / 0.153 ms,
@@ -41,49 +44,32 @@ BLOCK = 256
 NUM_WARPS = 8
 
 
+def pick_pixels(x_ref, fill_ref, index, inside, *, c, fill):
+    """The pixels at ``index`` (pixel indices) of the interleaved uint8 image in ``x_ref``
+    where ``inside``, the fill elsewhere (zeros, or ``fill_ref``'s ``(C,)`` fill rounded half
+    to even where ``fill``): one uint8 vector per channel."""
+    out = []
+    for k in range(c):
+        outside = jnp.uint8(0) if not fill else to_uint8(fill_ref[k])
+        out.append(jnp.where(inside, gather(x_ref, index * c + k), outside))
+    return tuple(out)
+
+
 def sample_pixels(x_ref, fill_ref, sx, sy, *, h, w, c, interpolation, fill):
     """``sample`` of the interleaved uint8 ``(H * W * C,)`` image in ``x_ref`` at the source
     coordinates ``sx``, ``sy`` (float vectors): one uint8 vector per channel. ``fill``
     (static): whether ``fill_ref`` holds a ``(C,)`` fill (torchvision's mask rule) or the
     padding is zeros."""
-
-    def tap(ix, iy):
-        inside = (ix >= 0) & (ix <= w - 1) & (iy >= 0) & (iy <= h - 1)
-        row = jnp.clip(iy, 0, h - 1).astype(jnp.int32)
-        src = (row * w + jnp.clip(ix, 0, w - 1).astype(jnp.int32)) * c
-        return src, inside
-
     if interpolation == "nearest":
-        src, inside = tap(round_half_even(sx), round_half_even(sy))
-        out = []
-        for k in range(c):
-            outside = jnp.uint8(0) if not fill else to_uint8(fill_ref[k])
-            out.append(jnp.where(inside, gather(x_ref, src + k), outside))
-        return tuple(out)
-    x0, y0 = jnp.floor(sx), jnp.floor(sy)
-    e_w = sx - x0
-    e_s = sy - y0
-    weights = ((1.0 - e_s) * (1.0 - e_w), (1.0 - e_s) * e_w, e_s * (1.0 - e_w), e_s * e_w)
+        return pick_pixels(x_ref, fill_ref, *nearest_tap(sx, sy, h, w, round_half_even), c=c,
+                           fill=fill)
+    taps, mask = bilinear_taps(sx, sy, h, w)
     values = [0.0] * c
-    mask = 0.0
-    for (dx, dy), wt in zip(((0, 0), (1, 0), (0, 1), (1, 1)), weights, strict=True):
-        src, inside = tap(x0 + dx, y0 + dy)
-        wt = jnp.where(inside, wt, 0.0)
+    for index, wt in taps:
         for k in range(c):
-            values[k] = values[k] + gather(x_ref, src + k).astype(jnp.float32) * wt
-        mask = mask + wt
-    out = []
-    for k in range(c):
-        v = values[k]
-        if fill:
-            v = (v - fill_ref[k]) * mask + fill_ref[k]
-        out.append(to_uint8(v))
-    return tuple(out)
-
-
-def _store(o_ref, out, start, block: int, c: int) -> None:
-    for k in range(c):
-        o_ref[pl.ds(start * c + k, block, stride=c)] = out[k]
+            values[k] = values[k] + gather(x_ref, index * c + k).astype(jnp.float32) * wt
+    return tuple(to_uint8(fill_blend(v, fill_ref[k], mask) if fill else v)
+                 for k, v in enumerate(values))
 
 
 def _kernel(fill_ref, sx_ref, sy_ref, x_ref, o_ref, *, h, w, c, pixels, block, interpolation,
@@ -91,8 +77,8 @@ def _kernel(fill_ref, sx_ref, sy_ref, x_ref, o_ref, *, h, w, c, pixels, block, i
     start = tile_start(pixels, block)
     sx = sx_ref[pl.ds(start, block)]
     sy = sy_ref[pl.ds(start, block)]
-    _store(o_ref, sample_pixels(x_ref, fill_ref, sx, sy, h=h, w=w, c=c,
-                                interpolation=interpolation, fill=fill), start, block, c)
+    store_planes(o_ref, start, block, sample_pixels(x_ref, fill_ref, sx, sy, h=h, w=w, c=c,
+                                                    interpolation=interpolation, fill=fill))
 
 
 def _elastic_kernel(fill_ref, bx_ref, by_ref, d_ref, x_ref, o_ref, *, h, w, c, pixels, block,
@@ -100,10 +86,9 @@ def _elastic_kernel(fill_ref, bx_ref, by_ref, d_ref, x_ref, o_ref, *, h, w, c, p
     start = tile_start(pixels, block)
     gx = bx_ref[pl.ds(start, block)] + d_ref[pl.ds(start * 2, block, stride=2)]
     gy = by_ref[pl.ds(start, block)] + d_ref[pl.ds(start * 2 + 1, block, stride=2)]
-    sx = ((gx + 1.0) * w - 1.0) * 0.5
-    sy = ((gy + 1.0) * h - 1.0) * 0.5
-    _store(o_ref, sample_pixels(x_ref, fill_ref, sx, sy, h=h, w=w, c=c,
-                                interpolation=interpolation, fill=fill), start, block, c)
+    sx, sy = elastic_source(gx, w), elastic_source(gy, h)
+    store_planes(o_ref, start, block, sample_pixels(x_ref, fill_ref, sx, sy, h=h, w=w, c=c,
+                                                    interpolation=interpolation, fill=fill))
 
 
 def _call(body, image, inputs, pixels, interpolation, fill, interpret):

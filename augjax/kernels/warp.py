@@ -39,7 +39,17 @@ from augjax.kernels.partition import partitioned
 from augjax.kernels.platform import platform_dependent
 from augjax.errors import InputError
 from augjax.kernels.division import exact_div
-from augjax.kernels.pixels import bound, is_int
+from augjax.kernels.grid_sample import (
+    affine_grid,
+    bilinear_taps,
+    centred,
+    elastic_source,
+    fill_blend,
+    grid_rows,
+    nearest_tap,
+    unnormalize,
+)
+from augjax.kernels.pixels import bound, is_int, to_dtype
 
 __all__ = [
     "INTERPOLATIONS",
@@ -129,11 +139,6 @@ def inverse_affine_matrix(center, angle, translate, scale, shear) -> jax.Array:
     return jnp.stack([m0, m1, m2, m3, m4, m5])
 
 
-def _unnormalize(g: jax.Array, size: int) -> jax.Array:
-    # grid_sample, align_corners=False (ATen GridSamplerKernel: (g + 1) * size / 2 - 0.5).
-    return (g + 1.0) * (size / 2.0) - 0.5
-
-
 def warp_affine(image: jax.Array, matrix: jax.Array, interpolation: str,
                 fill: jax.Array | None) -> jax.Array:
     """torchvision ``affine_image``: samples ``image`` (H, W, C) through the inverse ``matrix``
@@ -141,12 +146,11 @@ def warp_affine(image: jax.Array, matrix: jax.Array, interpolation: str,
     h, w = image.shape[:2]
     m = jnp.asarray(matrix, _F32)
     # _affine_grid: base grid centred on the image, theta rows divided by (W/2, H/2).
-    xs = jnp.arange(w, dtype=_F32) - (w - 1) / 2.0
-    ys = jnp.arange(h, dtype=_F32)[:, None] - (h - 1) / 2.0
-    rx, ry = exact_div(m[:3], 0.5 * w), exact_div(m[3:], 0.5 * h)
-    gx = xs * rx[0] + ys * rx[1] + rx[2]
-    gy = xs * ry[0] + ys * ry[1] + ry[2]
-    return sample(image, _unnormalize(gx, w), _unnormalize(gy, h), interpolation, fill)
+    xs = centred(jnp.arange(w), w)
+    ys = centred(jnp.arange(h)[:, None], h)
+    rx, ry = grid_rows(m, h, w)
+    gx, gy = affine_grid(xs, ys, rx, ry)
+    return sample(image, unnormalize(gx, w), unnormalize(gy, h), interpolation, fill)
 
 
 def _square_to_quad(p: jax.Array) -> jax.Array:
@@ -197,12 +201,12 @@ def warp_perspective(image: jax.Array, coeffs: jax.Array, interpolation: str,
     xs = jnp.arange(w, dtype=_F32) + 0.5
     ys = jnp.arange(h, dtype=_F32)[:, None] + 0.5
     # _perspective_grid: numerators divided by (W/2, H/2), then / denominator - 1.
-    rx, ry = exact_div(c[0:3], 0.5 * w), exact_div(c[3:6], 0.5 * h)
+    rx, ry = grid_rows(c, h, w)
     g1x = xs * rx[0] + ys * rx[1] + rx[2]
     g1y = xs * ry[0] + ys * ry[1] + ry[2]
     g2 = xs * c[6] + ys * c[7] + 1.0
     gx, gy = g1x / g2 - 1.0, g1y / g2 - 1.0
-    return sample(image, _unnormalize(gx, w), _unnormalize(gy, h), interpolation, fill)
+    return sample(image, unnormalize(gx, w), unnormalize(gy, h), interpolation, fill)
 
 
 def sample(image: jax.Array, x: jax.Array, y: jax.Array, interpolation: str,
@@ -214,30 +218,19 @@ def sample(image: jax.Array, x: jax.Array, y: jax.Array, interpolation: str,
     read from arrays."""
     h, w, ch = image.shape
     flat = image.reshape(h * w, ch)
-
-    def tap(ix, iy):
-        inside = (ix >= 0) & (ix <= w - 1) & (iy >= 0) & (iy <= h - 1)
-        row = jnp.clip(iy, 0, h - 1).astype(jnp.int32)
-        return flat[row * w + jnp.clip(ix, 0, w - 1).astype(jnp.int32)], inside
-
     if interpolation == "nearest":
         # Gathers in the image's dtype: a pixel is copied, or replaced by the fill (rounded to the
         # dtype as torchvision's final round does), so no float copy of the image is needed.
-        value, inside = tap(jnp.round(x), jnp.round(y))  # nearbyint: half to even, as ATen
-        outside = jnp.zeros((), image.dtype) if fill is None else _cast(fill, image.dtype)
-        return jnp.where(inside[..., None], value, outside)
-    x0, y0 = jnp.floor(x), jnp.floor(y)
-    e_w = x - x0  # weight of the east column
-    e_s = y - y0  # weight of the south row
-    weights = ((1.0 - e_s) * (1.0 - e_w), (1.0 - e_s) * e_w, e_s * (1.0 - e_w), e_s * e_w)
-    value = mask = 0.0
-    for (dx, dy), wt in zip(((0, 0), (1, 0), (0, 1), (1, 1)), weights, strict=True):
-        v, inside = tap(x0 + dx, y0 + dy)
-        wt = jnp.where(inside, wt, 0.0)
-        value = value + v.astype(_F32) * wt[..., None]
-        mask = mask + wt
-    out = value if fill is None else (value - fill) * mask[..., None] + fill
-    return _cast(out, image.dtype)
+        index, inside = nearest_tap(x, y, h, w)
+        outside = (jnp.zeros((), image.dtype) if fill is None
+                   else to_dtype(fill, image.dtype, rounding="round"))
+        return jnp.where(inside[..., None], flat[index], outside)
+    taps, mask = bilinear_taps(x, y, h, w)
+    value = 0.0
+    for index, wt in taps:
+        value = value + flat[index].astype(_F32) * wt[..., None]
+    out = value if fill is None else fill_blend(value, fill, mask[..., None])
+    return to_dtype(out, image.dtype, rounding="round")
 
 
 def remap(image: jax.Array, x: jax.Array, y: jax.Array, interpolation: str,
@@ -288,8 +281,8 @@ def elastic(image: jax.Array, displacement: jax.Array, interpolation: str,
     base_y = (2.0 * y + 1.0) / h - 1.0
 
     def xla(image, displacement, *fill_v):
-        ix = ((base_x + displacement[..., 0] + 1.0) * w - 1.0) / 2.0
-        iy = ((base_y + displacement[..., 1] + 1.0) * h - 1.0) / 2.0
+        ix = elastic_source(base_x + displacement[..., 0], w)
+        iy = elastic_source(base_y + displacement[..., 1], h)
         return sample(image, ix, iy, interpolation, fill_v[0] if fill_v else None)
 
     args = (image, displacement) if fill is None else (image, displacement, fill)
@@ -310,12 +303,6 @@ def _pallas_available() -> bool:
     from augjax.kernels.sample_pallas import AVAILABLE
 
     return AVAILABLE
-
-
-def _cast(x: jax.Array, dtype) -> jax.Array:
-    if is_int(dtype):
-        return jnp.clip(jnp.round(x), 0.0, 255.0).astype(dtype)
-    return x.astype(dtype)
 
 
 def resize_weights(out_size: int, in_size: int, start, length, interpolation: str,

@@ -13,10 +13,11 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from augjax.kernels.pixels import is_int
-from augjax.kernels.warp import _cast
+from augjax.kernels.pixels import is_int, to_dtype
 
-__all__ = ["fixed_affine", "pil_rotate_coefficients", "split_coefficient", "warp_affine_pil"]
+__all__ = ["fixed_affine", "pil_bilinear_taps", "pil_coordinate", "pil_lerp", "pil_nearest",
+           "pil_rotate_coefficients", "pil_truncate", "split_coefficient", "split_products",
+           "warp_affine_pil"]
 
 _F32 = jnp.float32
 
@@ -73,24 +74,26 @@ def fixed_affine(a: jax.Array, h: int, w: int) -> tuple[jax.Array, jax.Array]:
     return jnp.stack([a0, a1, a2, a3, a4, a5]), use_fixed
 
 
-def _pil_nearest_index(a: jax.Array, h: int, w: int) -> tuple[jax.Array, jax.Array]:
-    """The source column and row of every output pixel under PIL's nearest-neighbour affine
-    transform (``ImagingTransformAffine``), -1 where the source point falls outside."""
-    ys = jnp.arange(h, dtype=jnp.int32)[:, None]
-    xs = jnp.arange(w, dtype=jnp.int32)[None, :]
+def pil_nearest(a, fixed, use_fixed, i: jax.Array, j: jax.Array, h: int, w: int):
+    """PIL's nearest-neighbour affine pick (``ImagingTransformAffine``) at output rows ``i`` and
+    columns ``j`` (int32, broadcast together): ``(index, inside)``, the source pixel's index
+    ``row * w + col`` (clamped) and whether the source point falls inside. ``a``: the float32
+    affine data; ``fixed``, ``use_fixed``: :func:`fixed_affine`'s."""
+    a0, a1, a2, a3, a4, a5 = (fixed[k] for k in range(6))
     # Fixed point (affine_fixed): x_in = (A2 + y A1 + x A0) >> 16, an arithmetic shift (floor).
-    (a0, a1, a2, a3, a4, a5), use_fixed = fixed_affine(a, h, w)
-    fx = jnp.right_shift(a2 + ys * a1 + xs * a0, 16)
-    fy = jnp.right_shift(a5 + ys * a4 + xs * a3, 16)
+    fx = jnp.right_shift(a2 + i * a1 + j * a0, 16)
+    fy = jnp.right_shift(a5 + i * a4 + j * a3, 16)
     # Floating point (ImagingScaleAffine when a1 = a3 = 0, and the fallback when a corner lies
     # beyond the fixed-point range): COORD(a2 + a0 (x + 0.5) + a1 (y + 0.5)), floor for x >= 0.
-    xf = ys.astype(_F32) + 0.5
-    xc = xs.astype(_F32) + 0.5
+    xf = i.astype(_F32) + 0.5
+    xc = j.astype(_F32) + 0.5
     gx = jnp.floor((a[2] + a[1] * xf) + a[0] * xc)
     gy = jnp.floor((a[5] + a[4] * xf) + a[3] * xc)
     gx = jnp.clip(gx, -1.0, w).astype(jnp.int32)
     gy = jnp.clip(gy, -1.0, h).astype(jnp.int32)
-    return jnp.where(use_fixed, fx, gx), jnp.where(use_fixed, fy, gy)
+    ix, iy = jnp.where(use_fixed, fx, gx), jnp.where(use_fixed, fy, gy)
+    inside = (ix >= 0) & (ix < w) & (iy >= 0) & (iy < h)
+    return jnp.clip(iy, 0, h - 1) * w + jnp.clip(ix, 0, w - 1), inside
 
 
 def split_coefficient(c: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -101,17 +104,13 @@ def split_coefficient(c: jax.Array) -> tuple[jax.Array, jax.Array]:
     return c_hi, c - c_hi  # exact: the masked-off bits
 
 
-def _split_products(c: jax.Array, n: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """``c * n`` for a float32 scalar ``c`` and whole numbers ``n`` (below 2**15) as an int32
-    whole part and a float32 fraction, without rounding the product: ``c`` is cut into its top
-    12 significant bits and the rest (by masking its bits) and ``n`` into multiples of 256 and
-    the rest, so each partial product is exact in float32 (and stays exact if XLA fuses it into
-    a multiply-add)."""
-    c_hi, c_lo = split_coefficient(c)
-    n_lo = jnp.mod(n, 256.0)
-    n_hi = n - n_lo
-    whole = jnp.zeros(n.shape, jnp.int32)
-    frac = jnp.zeros(n.shape, _F32)
+def split_products(c_hi, c_lo, n_hi, n_lo) -> tuple[jax.Array, jax.Array]:
+    """``c * n`` for a float32 scalar ``c = c_hi + c_lo`` (:func:`split_coefficient`) and whole
+    numbers ``n = n_hi + n_lo`` (below 2**15; ``n_lo = n mod 256``, both float32) as an int32
+    whole part and a float32 fraction, without rounding the product: each partial product is
+    exact in float32 (and stays exact if a compiler fuses it into a multiply-add)."""
+    whole = jnp.zeros(jnp.shape(n_hi), jnp.int32)
+    frac = jnp.zeros(jnp.shape(n_hi), _F32)
     for p in (c_hi * n_hi, c_hi * n_lo, c_lo * n_hi, c_lo * n_lo):
         fl = jnp.floor(p)
         whole = whole + fl.astype(jnp.int32)
@@ -119,26 +118,63 @@ def _split_products(c: jax.Array, n: jax.Array) -> tuple[jax.Array, jax.Array]:
     return whole, frac
 
 
-def _pil_source(cx: jax.Array, cy: jax.Array, c0: jax.Array, h: int, w: int, size: int):
-    """One source coordinate of PIL's bilinear sampling, ``u = cx (x + 0.5) + cy (y + 0.5) +
-    c0 - 0.5`` at every output pixel, as ``(floor(u), u - floor(u), inside)``: the whole part
-    exactly and the fraction to about 1e-7 pixel (PIL computes it in float64; a float32 sum
-    of the terms would be off by up to ``ulp(size)``), and whether ``u + 0.5`` lies in
-    ``[0, size)``."""
-    nx = 2.0 * jnp.arange(w, dtype=_F32) + 1.0  # x + 0.5 = n / 2
-    ny = 2.0 * jnp.arange(h, dtype=_F32) + 1.0
-    xi, xf = _split_products(cx * 0.5, nx)
-    yi, yf = _split_products(cy * 0.5, ny)
-    c0 = jnp.asarray(c0, _F32)
+def pil_coordinate(x_part, y_part, c0, size: int):
+    """One source coordinate of PIL's bilinear sampling, ``u = cx (x + 0.5) + cy (y + 0.5) + c0
+    - 0.5``, from :func:`split_products` of its column term (``x_part``) and row term
+    (``y_part``), broadcast together: ``(floor(u), u - floor(u), inside)``, the whole part
+    exactly and the fraction to about 1e-7 pixel (PIL computes it in float64; a float32 sum of
+    the terms would be off by up to ``ulp(size)``), and whether ``u + 0.5`` lies in ``[0,
+    size)``."""
+    (xi, xf), (yi, yf) = x_part, y_part
     ci = jnp.floor(c0)
-    whole = yi[:, None] + xi[None, :] + ci.astype(jnp.int32)
-    frac = (yf[:, None] + xf[None, :]) + ((c0 - ci) - 0.5)
+    whole = yi + xi + ci.astype(jnp.int32)
+    frac = (yf + xf) + ((c0 - ci) - 0.5)
     carry = jnp.floor(frac)
     whole = whole + carry.astype(jnp.int32)
     frac = frac - carry
     lo = (whole >= 0) | ((whole == -1) & (frac >= 0.5))  # u + 0.5 >= 0
     hi = (whole < size - 1) | ((whole == size - 1) & (frac < 0.5))  # u + 0.5 < size
     return whole, frac, lo & hi
+
+
+def pil_bilinear_taps(ix: jax.Array, iy: jax.Array, h: int, w: int) -> tuple[jax.Array, ...]:
+    """The pixel indices of PIL's four bilinear neighbours of the whole source coordinates
+    ``ix``, ``iy`` (int32), clamped to the image (``XCLIP``/``YCLIP``): north-west, north-east,
+    south-west, south-east."""
+    x0, y0 = ix.astype(_F32), iy.astype(_F32)
+    c0 = jnp.clip(x0, 0, w - 1).astype(jnp.int32)
+    c1 = jnp.clip(x0 + 1.0, 0, w - 1).astype(jnp.int32)
+    r0 = jnp.clip(y0, 0, h - 1).astype(jnp.int32) * w
+    r1 = jnp.clip(y0 + 1.0, 0, h - 1).astype(jnp.int32) * w
+    return r0 + c0, r0 + c1, r1 + c0, r1 + c1
+
+
+def pil_lerp(values, fx, fy):
+    """PIL's bilinear blend (``BILINEAR(v, a, b, d)``) of the four float32 neighbour values of
+    :func:`pil_bilinear_taps` by the fractions ``fx``, ``fy``: along the rows, then down."""
+    nw, ne, sw, se = values
+    top = nw + (ne - nw) * fx
+    bottom = sw + (se - sw) * fx
+    return top + (bottom - top) * fy
+
+
+def pil_truncate(value):
+    """PIL's ``(UINT8)v`` of a bilinear uint8 value: floored and clamped, float32."""
+    return jnp.clip(jnp.floor(value), 0.0, 255.0)
+
+
+def _pil_source(cx: jax.Array, cy: jax.Array, c0: jax.Array, h: int, w: int, size: int):
+    """:func:`pil_coordinate` at every output pixel of an ``h`` x ``w`` image."""
+    nx = 2.0 * jnp.arange(w, dtype=_F32) + 1.0  # x + 0.5 = n / 2
+    ny = 2.0 * jnp.arange(h, dtype=_F32) + 1.0
+
+    def part(c, n):
+        n_lo = jnp.mod(n, 256.0)
+        return split_products(*split_coefficient(c * 0.5), n - n_lo, n_lo)
+
+    (xi, xf), (yi, yf) = part(cx, nx), part(cy, ny)
+    return pil_coordinate((xi[None, :], xf[None, :]), (yi[:, None], yf[:, None]),
+                          jnp.asarray(c0, _F32), size)
 
 
 def warp_affine_pil(image: jax.Array, coeffs, resample: str,
@@ -180,30 +216,20 @@ def warp_affine_pil(image: jax.Array, coeffs, resample: str,
                else jnp.asarray(fill, _F32)).astype(_F32)
     flat = image.reshape(h * w, ch)
     if resample == "nearest":
-        ix, iy = _pil_nearest_index(a, h, w)
-        inside = (ix >= 0) & (ix < w) & (iy >= 0) & (iy < h)
-        value = flat[jnp.clip(iy, 0, h - 1) * w + jnp.clip(ix, 0, w - 1)]
-        return jnp.where(inside[..., None], value, _cast(outside, image.dtype))
+        fixed, use_fixed = fixed_affine(a, h, w)
+        index, inside = pil_nearest(a, fixed, use_fixed, jnp.arange(h, dtype=jnp.int32)[:, None],
+                                    jnp.arange(w, dtype=jnp.int32)[None, :], h, w)
+        outside = to_dtype(outside, image.dtype, rounding="round")
+        return jnp.where(inside[..., None], flat[index], outside)
     if resample != "bilinear":
         raise ValueError(f"warp_affine_pil: resample must be 'nearest' or 'bilinear', "
                          f"got {resample!r}")
     ix, fx, inside_x = _pil_source(a[0], a[1], a[2], h, w, w)
     iy, fy, inside_y = _pil_source(a[3], a[4], a[5], h, w, h)
     inside = inside_x & inside_y
-    x0, y0 = ix.astype(_F32), iy.astype(_F32)
-    dx, dy = fx[..., None], fy[..., None]
-    c0 = jnp.clip(x0, 0, w - 1).astype(jnp.int32)
-    c1 = jnp.clip(x0 + 1.0, 0, w - 1).astype(jnp.int32)
-    r0 = jnp.clip(y0, 0, h - 1).astype(jnp.int32) * w
-    r1 = jnp.clip(y0 + 1.0, 0, h - 1).astype(jnp.int32) * w
-
-    def row(r):
-        left, right = flat[r + c0].astype(_F32), flat[r + c1].astype(_F32)
-        return left + (right - left) * dx  # BILINEAR(v, a, b, d)
-
-    top, bottom = row(r0), row(r1)
-    value = top + (bottom - top) * dy
+    taps = pil_bilinear_taps(ix, iy, h, w)
+    value = pil_lerp([flat[t].astype(_F32) for t in taps], fx[..., None], fy[..., None])
     if is_int(image.dtype):
-        value = jnp.clip(jnp.floor(value), 0.0, 255.0)  # (UINT8)v of a value >= 0
+        value = pil_truncate(value)
         outside = jnp.clip(jnp.round(outside), 0.0, 255.0)
     return jnp.where(inside[..., None], value, outside).astype(image.dtype)

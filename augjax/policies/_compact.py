@@ -35,6 +35,7 @@ from augjax.catalog import ImageStats
 from augjax.kernels.pixels import is_int
 from augjax.policies._families import (
     FAMILIES,
+    check_group,
     plan_layer,
     position,
     run_families_batch,
@@ -212,8 +213,7 @@ def run_compact(entries, bound_ops, op_index: jax.Array, applied: jax.Array,
     if not any(caps) and not any(k for st in stat_caps for k in st.values()):
         return full(operands)
     for _, items in layout:
-        for j, _ in items:
-            bound_ops[j].check_image(images[0], f"{owner}/{entries[j].name}")
+        check_group(entries, bound_ops, items, images[0], owner)
     groups = [_Group(key, items, k, st, op_index, applied, count)
               for (key, items), k, st in zip(layout, caps, stat_caps)]
 

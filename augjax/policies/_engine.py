@@ -30,7 +30,7 @@ from augjax.kernels.platform import live_platforms, platform_dependent
 from augjax.errors import OpNotFoundError, ParamError, PluginLoadError
 from augjax.kernels.batching import broadcast_unbatched
 from augjax.policies._compact import run_compact
-from augjax.policies._families import run_families, run_families_batch
+from augjax.policies._families import entry_fn, run_families, run_families_batch, switch
 from augjax.policies._fused import run_fused, supported
 from augjax.policies._magnitude import MagnitudeMap, PolicyOp, resolve
 
@@ -226,40 +226,20 @@ def run_layer(entries, bound, op_index: jax.Array, applied: jax.Array, branches:
     return layer(op_index, applied, branches, image)
 
 
+def _entry_fns(entries, bound, branches, owner):
+    return [entry_fn(entries, bound, j, branches[j], owner) for j in range(len(entries))]
+
+
 def _chosen_only(entries, bound, owner, op_index, applied, branches, image):
     """One sample's layer by real conditionals (unbatched): only the chosen op runs."""
-
-    def branch(j: int):
-        def run(x):
-            if bound[j] is None:
-                return x
-            return bound[j].run_checked(x, branches[j], f"{owner}/{entries[j].name}")
-
-        return run
-
-    def chosen(x):
-        fns = [branch(j) for j in range(len(entries))]
-        return fns[0](x) if len(fns) == 1 else jax.lax.switch(op_index, fns, x)
-
-    return jax.lax.cond(applied, chosen, lambda x: x, image)
+    fns = _entry_fns(entries, bound, branches, owner)
+    return jax.lax.cond(applied, lambda x: switch(op_index, fns, x), lambda x: x, image)
 
 
 def run_layer_switch(entries, bound, op_index: jax.Array, applied: jax.Array,
                      branches: tuple[Any, ...], image: jax.Array, owner: str) -> jax.Array:
     """:func:`run_layer` as a ``lax.switch`` over every entry (each op's own kernel)."""
-
-    def branch(j: int):
-        entry, op = entries[j], bound[j]
-
-        def run(x):
-            if op is None:
-                return x
-            return op.run_checked(x, branches[j], f"{owner}/{entry.name}")
-
-        return run
-
-    fns = [branch(j) for j in range(len(entries))]
-    out = fns[0](image) if len(fns) == 1 else jax.lax.switch(op_index, fns, image)
+    out = switch(op_index, _entry_fns(entries, bound, branches, owner), image)
     return jnp.where(applied, out, image)
 
 

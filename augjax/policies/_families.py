@@ -30,12 +30,12 @@ import jax.numpy as jnp
 from augjax.catalog import Affine, Blend, ImageStats, Tone, exact_paths, member
 from augjax.catalog.tone import sharpen, sharpness_smooth
 from augjax.kernels.histogram import level_ramp, lookup
-from augjax.kernels.pixels import bound, is_int, to_dtype
+from augjax.kernels.pixels import bound, is_int, mix, to_dtype
 from augjax.kernels.warp import check_fill, warp_affine
 from augjax.kernels.warp_pil import warp_affine_pil
 
-__all__ = ["FAMILIES", "affine_coeffs", "affine_exact", "plan_layer", "position", "run_families",
-           "run_families_batch", "run_rest", "tone_table"]
+__all__ = ["FAMILIES", "affine_coeffs", "affine_exact", "check_group", "entry_fn", "plan_layer",
+           "position", "run_families", "run_families_batch", "run_rest", "switch", "tone_table"]
 
 #: The family an op with several members joins, per image kind: on uint8 a level map is one
 #: table lookup (cheaper than a blend); on float32 brightness and contrast blend.
@@ -141,7 +141,7 @@ def _blend(image: jax.Array, items, pos: jax.Array, chosen: jax.Array) -> jax.Ar
         d = jnp.where(kind == 1, stats.gray_mean, d)
     if "gray" in kinds:
         d = jnp.where(kind == 2, stats.gray[..., None], d)
-    v = x * f + d * (1.0 - f)  # pixels.blend (brightness: d = 0)
+    v = mix(x, d, f)  # pixels.blend's sum (brightness: d = 0)
     if "smooth" in kinds:  # sharpness's own formula; small images are returned unchanged
         sharp = sharpen(x, sharpness_smooth(x, dtype), f, dtype) if h > 2 and w > 2 else x
         v = jnp.where(kind == 3, sharp, v)
@@ -206,8 +206,7 @@ def run_families(entries, bound_ops, op_index: jax.Array, applied: jax.Array,
     out = image
     for key, items in groups:
         js = tuple(j for j, _ in items)
-        for j in js:
-            bound_ops[j].check_image(image, f"{owner}/{entries[j].name}")
+        check_group(entries, bound_ops, items, image, owner)
         chosen, pos = position(op_index, js, count)
         y = FAMILIES[key[0]](image, [(bound_ops[j], branches[j], m) for j, m in items], pos,
                               chosen & applied)
@@ -237,13 +236,28 @@ def run_rest(entries, bound_ops, rest: tuple[int, ...], op_index: jax.Array,
     count = len(bound_ops)
 
     def one(o, br, x):
-        fns = [functools.partial(_run_entry, entries[j], bound_ops[j], br[j], owner)
-               for j in rest]
         chosen, pos = position(o, rest, count)
-        return chosen, (fns[0](x) if len(fns) == 1 else jax.lax.switch(pos, fns, x))
+        return chosen, switch(pos, [entry_fn(entries, bound_ops, j, br[j], owner) for j in rest], x)
 
     return jax.vmap(one)(op_index, branches, image) if batched else one(op_index, branches, image)
 
 
-def _run_entry(entry, op, params, owner, x):
-    return op.run_checked(x, params, f"{owner}/{entry.name}")
+def entry_fn(entries, bound_ops, j: int, params: Any, owner: str):
+    """Entry ``j``'s op with ``params`` on one image (its errors named ``owner/entry``); the
+    identity for an identity entry."""
+    op = bound_ops[j]
+    if op is None:
+        return lambda x: x
+    return lambda x: op.run_checked(x, params, f"{owner}/{entries[j].name}")
+
+
+def switch(index: jax.Array, fns, x: jax.Array) -> jax.Array:
+    """``fns[index](x)``: a ``lax.switch``, or the call where there is one function."""
+    return fns[0](x) if len(fns) == 1 else jax.lax.switch(index, fns, x)
+
+
+def check_group(entries, bound_ops, items, image: jax.Array, owner: str) -> None:
+    """Checks ``image`` (one HWC image) against each op of a family group's ``(entry index,
+    member)`` items, as each op alone would."""
+    for j, _ in items:
+        bound_ops[j].check_image(image, f"{owner}/{entries[j].name}")

@@ -22,15 +22,17 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from augjax.kernels.histogram import equalize_lut
-from augjax.kernels.warp import check_fill, exact_div
+from augjax.kernels.pixels import mean_of_sum
+from augjax.kernels.grid_sample import grid_rows
+from augjax.kernels.warp import check_fill
 from augjax.kernels.warp_pil import fixed_affine, split_coefficient
 from augjax.policies._families import (
     _pick,
     affine_coeffs,
     affine_exact,
+    check_group,
     plan_layer,
     position,
     run_rest,
@@ -109,8 +111,7 @@ def run_fused(entries, bound_ops, op_index: jax.Array, applied: jax.Array,
     lut = jnp.zeros((b, 256, c), jnp.int32)
     fill, interpolation, convention, exact = None, "nearest", "torchvision", False
     for key, items in groups:
-        for j, _ in items:
-            bound_ops[j].check_image(images[0], f"{owner}/{entries[j].name}")
+        check_group(entries, bound_ops, items, images[0], owner)
         chosen, pos = jax.vmap(lambda o, js=tuple(j for j, _ in items): position(o, js, count))(
             op_index)
         chosen = chosen & applied
@@ -159,7 +160,7 @@ def warp_params(members, params, pos, convention: str, h: int, w: int):
         items = [(op, pp, m) for (op, m), pp in zip(members, p)]
         a = affine_coeffs(items, pos_, h, w)
         if convention != "pil":
-            grid = jnp.concatenate([exact_div(a[:3], 0.5 * w), exact_div(a[3:], 0.5 * h)])
+            grid = jnp.concatenate(grid_rows(a, h, w))
             return (jnp.concatenate([grid, jnp.zeros(8, jnp.float32)]),
                     jnp.zeros(8, jnp.int32))
         split = [part for k in (0, 1, 3, 4) for part in split_coefficient(a[k] * 0.5)]
@@ -192,7 +193,7 @@ def _tables(images, members, params, pos, chosen, interpret):
         if "range" in names:
             preset["range"] = (lo.astype(jnp.float32), hi.astype(jnp.float32))
         if "gray_mean" in names:  # augjax.kernels.pixels.mean_gray's integer form
-            preset["gray_mean"] = gray.astype(jnp.float32) * (np.float32(1) / np.float32(h * w))
+            preset["gray_mean"] = mean_of_sum(gray, h * w)
     def one(image, p, pos_, chosen_, preset_):
         items = [(op, pp, m) for (op, m), pp in zip(members, p)]
         return tone_table(image, items, pos_, chosen_, preset_)

@@ -21,10 +21,11 @@ channel):
   - ``AFFINE``: torchvision's or PIL's warp (:mod:`augjax.policies._layer_warps`);
   - ``BLEND``: the gray blend (saturation) or sharpness's smoothed copy and formula.
 
-The arithmetic is the XLA forms', operation by operation (the divisions are done by XLA
-before the kernel: Triton's are not correctly rounded), so the images are those of the ops
-alone; ``tests/compose/test_layer_kernel.py`` checks it interpreted on a CPU, and on a GPU
-against the XLA layer.
+The arithmetic is the XLA forms' own functions on the tile's values (the gray, the blend,
+sharpness's smoothing and step, the warps'; the divisions are done by XLA before the kernel:
+Triton's are not correctly rounded), so the images are those of the ops alone;
+``tests/compose/test_layer_kernel.py`` checks it interpreted on a CPU, and on a GPU against
+the XLA layer.
 """
 
 from __future__ import annotations
@@ -41,14 +42,17 @@ from augjax.kernels.pallas import (
     AVAILABLE,
     compiler_params,
     gather,
+    owned,
     pl_triton,
     planes,
     round_half_even,
+    store_planes,
     tile,
     tile_start,
 )
 from augjax.kernels.histogram import histogram
-from augjax.kernels.pixels import LUMA
+from augjax.catalog.tone import sharpen_step, smoothed
+from augjax.kernels.pixels import mix, planes_gray, to_dtype
 from augjax.policies._layer_warps import warp_pil, warp_torchvision
 
 __all__ = ["AFFINE", "AVAILABLE", "BLEND", "KEEP", "TONE", "layer_kernel",
@@ -86,14 +90,13 @@ def _stats_kernel(reads_ref, x_ref, _zeros_ref, hist_ref, lo_ref, hi_ref, gray_r
 
     @pl.when(reads != 0)
     def _():
-        p = start + jnp.arange(block, dtype=jnp.int32)
-        owned = p >= tile * block  # pixels no earlier tile holds (counted once)
+        counted = owned(start, block, tile * block)  # each pixel counted once
         levels = [v.astype(jnp.int32) for v in planes(x_ref, start, block, c)]
 
         if count:  # static: False where Triton's histogram is not available
             @pl.when((reads & 1) != 0)
             def _():
-                _hp.add_tile_counts(hist_ref, levels, owned)
+                _hp.add_tile_counts(hist_ref, levels, counted)
 
         @pl.when((reads & 2) != 0)
         def _():
@@ -103,12 +106,9 @@ def _stats_kernel(reads_ref, x_ref, _zeros_ref, hist_ref, lo_ref, hi_ref, gray_r
 
         @pl.when((reads & 4) != 0)
         def _():
-            if c == 1:
-                g = levels[0]
-            else:  # augjax.kernels.pixels.blend_gray, floored: whole levels
-                r, gg, b = (v.astype(jnp.float32) for v in levels)
-                g = jnp.floor(r * LUMA[0] + gg * LUMA[1] + b * LUMA[2]).astype(jnp.int32)
-            gray_ref[tile] = jnp.sum(jnp.where(owned, g, 0))
+            g = planes_gray([v.astype(jnp.float32) for v in levels], jnp.uint8)
+            g = g.astype(jnp.int32)  # floored: whole levels
+            gray_ref[tile] = jnp.sum(jnp.where(counted, g, 0))
 
 
 def stats_kernel(image: jax.Array, reads: jax.Array, interpret: bool = False):
@@ -159,21 +159,20 @@ def stats_kernel(image: jax.Array, reads: jax.Array, interpret: bool = False):
 # --- the layer --------------------------------------------------------------------------------
 
 def _smooth(x_ref, planes, p, *, h, w, c):
-    """sharpness_smooth (3x3, centre weight 5, zero outside the image, /13 rounded) and the
-    border mask, for the tile's pixels."""
+    """:func:`~augjax.catalog.tone.sharpness_smooth` (its window read zero outside the image)
+    and the border mask, for the tile's pixels."""
     i = p // w
     j = p - i * w
     out = []
     for k in range(c):
-        total = 4.0 * planes[k]
+        window = []
         for di in (-1, 0, 1):
             for dj in (-1, 0, 1):
                 ii, jj = i + di, j + dj
                 ok = (ii >= 0) & (ii <= h - 1) & (jj >= 0) & (jj <= w - 1)
                 src = (jnp.clip(ii, 0, h - 1) * w + jnp.clip(jj, 0, w - 1)) * c + k
-                v = pl_triton.load(x_ref.at[src], mask=ok, other=0)
-                total = total + v.astype(jnp.float32)
-        out.append(round_half_even(total * (1.0 / 13.0)))
+                window.append(pl_triton.load(x_ref.at[src], mask=ok, other=0).astype(jnp.float32))
+        out.append(smoothed(planes[k], window, jnp.uint8, round_half_even))
     border = (i == 0) | (i == h - 1) | (j == 0) | (j == w - 1)
     return out, border
 
@@ -185,27 +184,19 @@ def _blend(x_ref, par, planes, p, *, h, w, c):
     kind = par[7]
 
     def gray(_):
-        if c == 1:
-            d = x[0]
-        else:  # blend_gray, floored
-            d = jnp.floor(x[0] * LUMA[0] + x[1] * LUMA[1] + x[2] * LUMA[2])
-        return tuple(xk * f + d * (1.0 - f) for xk in x)
+        d = planes_gray(x, jnp.uint8)
+        return tuple(mix(xk, d, f) for xk in x)
 
     def sharp(_):
         if h <= 2 or w <= 2:  # sharpness leaves images without an inside unchanged
             return tuple(x)
         smooth, border = _smooth(x_ref, x, p, h=h, w=w, c=c)
         cf = 1.0 - f
-        bits = lax.bitcast_convert_type(cf, jnp.uint32) & jnp.uint32(0xFFFFF000)
-        c_hi = lax.bitcast_convert_type(bits, jnp.float32)
-        out = []
-        for xk, sk in zip(x, smooth, strict=True):
-            a = sk - xk
-            out.append(jnp.where(border, xk, xk + (c_hi * a + (cf - c_hi) * a)))
-        return tuple(out)
+        return tuple(jnp.where(border, xk, xk + sharpen_step(cf, sk - xk, jnp.uint8))
+                     for xk, sk in zip(x, smooth, strict=True))
 
     v = lax.cond(kind == SMOOTH, sharp, gray, None)
-    return tuple(jnp.floor(jnp.clip(vk, 0.0, 255.0)).astype(jnp.uint8) for vk in v)
+    return tuple(to_dtype(vk, jnp.uint8) for vk in v)
 
 
 def _layer_kernel(code_ref, par_ref, ipar_ref, lut_ref, fill_ref, x_ref, o_ref, *, h, w, c,
@@ -233,9 +224,7 @@ def _layer_kernel(code_ref, par_ref, ipar_ref, lut_ref, fill_ref, x_ref, o_ref, 
     def blend():
         return _blend(x_ref, par, planes(x_ref, start, block, c), p, h=h, w=w, c=c)
 
-    out = lax.switch(code_ref[0], (keep, tone, affine, blend))
-    for k in range(c):
-        o_ref[pl.ds(start * c + k, block, stride=c)] = out[k]
+    store_planes(o_ref, start, block, lax.switch(code_ref[0], (keep, tone, affine, blend)))
 
 
 def layer_kernel(image: jax.Array, code: jax.Array, par: jax.Array, ipar: jax.Array,
