@@ -137,7 +137,7 @@ def yolo_loaders(yolo, root, data, batch, size, workers, length):
             persistent_workers=workers > 0, prefetch_factor=2))
 
     def arrays():
-        boxes, _, count = yolo._padded(data["boxes"], data["classes"], 3)
+        boxes, _, count = yolo.padded(data["boxes"], data["classes"], 3)
         n = len(data["images"])
         key = jax.random.key(0)
         for it in range(10**9):

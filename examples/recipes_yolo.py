@@ -54,6 +54,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from detection import check_batch, pad_boxes, save, to_numpy  # noqa: E402 (beside this file)
+from recipes_detection import padded  # noqa: E402
 from sample_dataset import make_dataset  # noqa: E402
 
 #: Ultralytics' training defaults (``ultralytics/cfg/default.yaml``) this recipe uses.
@@ -244,7 +245,7 @@ def main(argv=None) -> int:
         from PIL import Image
 
         decoded = np.stack([np.asarray(Image.open(p).convert("RGB")) for p in data["images"]])
-        boxes, classes, count = _padded(data["boxes"], data["classes"], 4)
+        boxes, classes, count = padded(data["boxes"], data["classes"], 4)
     else:
         p = build_pipeline(root, input_hw=hw, batch_size=args.batch_size, size=args.size,
                            seed=args.seed)
@@ -274,17 +275,6 @@ def main(argv=None) -> int:
     import shutil
     shutil.rmtree(root, ignore_errors=True)
     return 1 if problems else 0
-
-
-def _padded(boxes, classes, max_boxes: int):
-    n = len(boxes)
-    out = np.zeros((n, max_boxes, 4), np.float32)
-    cls = np.full((n, max_boxes), -1, np.int32)
-    count = np.zeros((n,), np.int32)
-    for i, (b, c) in enumerate(zip(boxes, classes)):
-        k = min(len(b), max_boxes)
-        out[i, :k], cls[i, :k], count[i] = b[:k], c[:k], k
-    return out, cls, count
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ both forms give the same bits (tests/catalog/test_photometric_distort.py).
 
 from __future__ import annotations
 
-
 import jax
 import jax.numpy as jnp
 from jax.custom_batching import custom_vmap

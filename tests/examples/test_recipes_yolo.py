@@ -163,7 +163,7 @@ def test_boxes_follow_the_painted_objects_as_well_as_the_references(rec, data):
             ref.add(image, boxes, classes)
     for batch, _ in _dali_batches(rec, data, 4, color=False):
         dali.add_batch(*batch)
-    boxes, classes, count = rec._padded(data["boxes"], data["classes"], 3)
+    boxes, classes, count = rec.padded(data["boxes"], data["classes"], 3)
     images = np.stack(data["decoded"])
     chain = rec.yolo(S, HW, color=False)
     for k in range(2):
