@@ -39,3 +39,26 @@ def test_apply_equals_torchvision_transform_with_the_same_params(dtype):
         d = np.abs(out[i].astype(np.float64) - want.astype(np.float64))
         assert d.max() <= tol, (i, d.max(), tp)
     assert len(seen) == 10  # every adjustment both on and off, contrast both before and after
+
+
+@pytest.mark.parametrize("hw", [(32, 48), (33, 65), (96, 128)])
+def test_the_cpu_branch_form_gives_the_select_forms_bits(hw):
+    """uint8 on the CPU: each image's drawn adjustments as real branches, image by image, and
+    every adjustment computed then selected (the form the op had, and keeps off the CPU): the
+    same bits, every adjustment on and off in both orders of contrast."""
+    import jax.numpy as jnp
+
+    from augjax.catalog.photometric import _branch_form, _exact_mean, _select_form
+
+    rng = np.random.default_rng(hw[0])
+    x = rng.integers(0, 256, (32, *hw, 3), dtype=np.uint8)
+    params = random_photometric_distort.sample(x, key=jax.random.key(2))
+    assert _exact_mean(x[0])
+    on = np.asarray(params["on"])
+    assert on.all(axis=1).any() or len({tuple(r) for r in on}) > 8
+    branch = np.asarray(jax.jit(jax.vmap(_branch_form))(jnp.asarray(x), params))
+    select = np.asarray(jax.jit(jax.vmap(_select_form))(jnp.asarray(x), params))
+    np.testing.assert_array_equal(branch, select)
+    np.testing.assert_array_equal(np.asarray(random_photometric_distort(x, key=jax.random.key(2))),
+                                  select)
+    assert not _exact_mean(x[0].astype(np.float32))  # float images keep the select form
