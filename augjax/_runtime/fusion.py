@@ -6,8 +6,6 @@ boundaries (:func:`augjax.kernels.boundary.materialize`) where this says so."""
 from __future__ import annotations
 
 import functools
-import math
-from pathlib import Path
 from typing import Any
 
 import jax
@@ -15,7 +13,7 @@ import jax
 from augjax._core.step import Step
 from augjax.kernels.boundary import CROP, MOVE, MOVE_TWICE, OTHER, POINTWISE, image_kind
 
-__all__ = ["WIDENING", "batch_fused_with", "cache_bytes", "fused_with", "step_kind"]
+__all__ = ["WIDENING", "fused_with", "step_kind"]
 
 
 #: What a step is, for the fusion boundary after it (:func:`augjax.kernels.boundary.image_kind`):
@@ -76,45 +74,3 @@ def fused_on_gpu(before: str | None, kind: str) -> bool:
     Moving steps (a crop, a flip) and widening ones (normalize) stay fused: cheap to recompute,
     and normalize's float32 would cost four times the bytes."""
     return not (kind == OTHER and before in (OTHER, POINTWISE))
-
-
-def batch_fused_with(before: str | None, image: Any) -> bool:
-    """Whether a batch-level step (mixup, cutmix: each output pixel reads the sample and its
-    partner in the batch) reads the output of the step ``before``, ``image`` (shape and dtype),
-    fused. Only a widening step's (normalize): any other step's output is kept in memory. On a
-    CPU, fused only when the widened batch is larger than the last-level cache
-    (:func:`cache_bytes`), where writing it and reading it back streams it from memory twice;
-    smaller, it stays in the cache and costs less than computing it again for each of the two
-    reads in the consumer's loop, which XLA:CPU emits as scalar code where the producer alone is
-    vectorised (2-core CPU with 32 MiB L3, 256^2 float32 batch, normalize then mixup against the
-    two ops alone: B=16 (13 MB) 1.22-1.65x fused, B=256 (201 MB) 0.6x fused)."""
-    if before != WIDENING:
-        return False
-    if jax.default_backend() != "cpu":
-        return True
-    return math.prod(image.shape) * image.dtype.itemsize > cache_bytes()
-
-
-#: The last-level cache assumed where the OS does not say (the 2-core CPU the rules were
-#: measured on: 32 MiB of L3).
-DEFAULT_CACHE_BYTES = 32 * 1024**2
-#: Where Linux describes cpu0's caches.
-CACHE_DIR = Path("/sys/devices/system/cpu/cpu0/cache")
-
-
-@functools.cache
-def cache_bytes() -> int:
-    """The CPU's largest cache in bytes, as Linux reports it
-    (``index*/size`` in :data:`CACHE_DIR`); :data:`DEFAULT_CACHE_BYTES` where it
-    cannot be read."""
-    sizes = []
-    for entry in CACHE_DIR.glob("index*/size"):
-        try:
-            text = entry.read_text().strip().upper()
-        except OSError:
-            continue
-        unit = {"K": 1024, "M": 1024**2, "G": 1024**3}.get(text[-1:], 1)
-        digits = text.rstrip("KMG")
-        if digits.isdigit():
-            sizes.append(int(digits) * unit)
-    return max(sizes, default=DEFAULT_CACHE_BYTES)

@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 
 from augjax.kernels.boundary import OTHER, boundary_compiler_options, materialize
-from augjax._runtime.fusion import batch_fused_with, fused_with, step_kind
+from augjax._runtime.fusion import WIDENING, fused_with, step_kind
 from augjax._runtime.compile_cache import enable as enable_compile_cache
 from augjax._runtime.inputs import check_images, check_labels
 from augjax._runtime.keys import keys_from_seeds, per_sample_keys
@@ -207,7 +207,7 @@ def apply_params(
             x, layout, before = _sample_segment(run, x, layout, before)
             continue
         for step, p in run:
-            if before is not None and not batch_fused_with(before, x):  # read from memory
+            if before is not None and before != WIDENING:  # read from memory (boundary.py)
                 x = materialize(x, row_major=True)
             x, labels, layout = _batch_step(step, p, x, labels, layout)
             before = OTHER

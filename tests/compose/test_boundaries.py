@@ -141,56 +141,6 @@ def test_cheap_producers_are_left_to_fusion(first, second, bounded):
     assert compiled.as_text().count(" opt-barrier(") == 1 + bounded
 
 
-def test_a_widened_batch_that_fits_in_the_cache_is_kept_before_a_mix(monkeypatch):
-    """compose(normalize, mixup): normalize's float32 output is kept in memory where it fits
-    in the last-level cache, and fused into mixup's loop (computed again for each of its two
-    reads, the sample and its partner) only where it does not. Before, it was always fused:
-    1.22-1.65x the two ops alone at B=16 (13 MB of float32, 2-core CPU with 32 MiB L3), where
-    XLA:CPU computed normalize twice per pixel in mixup's scalar loop; at B=256 (201 MB)
-    fused is 0.6x."""
-    from augjax._runtime import fusion
-
-    chain = compose(ops.normalize.bind(), ops.mixup.bind(alpha=0.4, num_classes=5))
-    small, large = images(3, 36, 28, seed=3), images(6, 36, 28, seed=4)
-    monkeypatch.setattr(fusion, "cache_bytes", lambda: small.size * 4 + 1,  # between the two
-                        raising=False)
-    for x, bounded in ((small, True), (large, False)):
-        labels = np.arange(x.shape[0], dtype=np.int32) % 5
-        compiled, params = _compiled(chain, x, labels)
-        text = compiled.as_text()
-        assert text.count(" opt-barrier(") == 1 + bounded, x.shape
-        # mixup's loop (its gather of the partners) reads the float32 batch normalize wrote,
-        # or the uint8 images, normalize computed in it.
-        mixes = [body for body in re.split(r"\n(?=%)", text)
-                 if body.startswith("%fused") and " gather(" in body
-                 and ",28,3]" in body.split("\n", 1)[0]]  # the images' (not the labels')
-        assert len(mixes) == 1, mixes
-        header = mixes[0].split("\n", 1)[0]
-        assert ("u8[" in header) != bounded, header
-        unbounded, _ = _compiled(chain, x, labels, options="unbounded")
-        for a, b in zip(compiled(x, labels, params), unbounded(x, labels, params)):
-            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-
-
-def test_cache_bytes_is_the_largest_cache_linux_reports(tmp_path, monkeypatch):
-    """cache_bytes reads the largest ``index*/size`` of cpu0 (``32768K``: 32 MiB)."""
-    from augjax._runtime import fusion
-
-    for i, size in enumerate(("32K", "1024K", "32768K")):
-        (tmp_path / f"index{i}").mkdir()
-        (tmp_path / f"index{i}" / "size").write_text(size + "\n")
-    monkeypatch.setattr(fusion, "CACHE_DIR", tmp_path)
-    fusion.cache_bytes.cache_clear()
-    try:
-        assert fusion.cache_bytes() == 32 * 1024**2
-        monkeypatch.setattr(fusion, "CACHE_DIR", tmp_path / "absent")
-        fusion.cache_bytes.cache_clear()
-        assert fusion.cache_bytes() == fusion.DEFAULT_CACHE_BYTES
-    finally:
-        monkeypatch.undo()
-        fusion.cache_bytes.cache_clear()
-
-
 _IDX = np.arange(8, dtype=np.int32)[::-1].copy()  # indices a parameter picks from
 
 
