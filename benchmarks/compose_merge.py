@@ -6,7 +6,7 @@ or cut by a time limit and finished by another run), with the summary the pages'
 
 A pair timed in several files keeps its row of the first file that has it; ``--drop-from FILE
 PAIR...`` leaves those pairs of that file out (rows timed on code that differs for them);
-``--recheck FILE``: the pairs timed again there (more rounds) take that reading's paired ratio
+``--recheck FILE...``: the pairs timed again there (more rounds) take that reading's paired ratio
 as their final ratio, as ``compose.py --recheck`` does, the first reading kept. The
 file keeps each source's name, note, argv and load, and adds ``summary``: the pairs timed, how
 many are over the target, the median and the worst rows by final ratio (``compose.worst``).
@@ -39,7 +39,7 @@ def summary(pairs: list[dict], n: int = 10) -> dict:
 
 
 def merge(files: list[str], note: str, drop: dict[str, set[tuple[str, str]]],
-          recheck: str | None = None) -> dict:
+          recheck: list[str] = ()) -> dict:
     results = [json.loads(Path(f).read_text()) for f in files]
     out = dict(results[0])
     seen: set[tuple[str, str]] = set()
@@ -57,8 +57,8 @@ def merge(files: list[str], note: str, drop: dict[str, set[tuple[str, str]]],
                          "machine": r.get("machine")} for f, r in zip(files, results)])
     for row in pairs:  # no recheck: the paired ratio (a load change hits the three alike)
         row.setdefault("final_ratio", row["paired_ratio"])
-    if recheck:
-        again = {(r["first"], r["second"]): r for r in json.loads(Path(recheck).read_text())
+    for name in recheck:
+        again = {(r["first"], r["second"]): r for r in json.loads(Path(name).read_text())
                  ["pairs"] if "ratio" in r}
         for row in pairs:
             pair = (row["first"], row["second"])
@@ -66,9 +66,9 @@ def merge(files: list[str], note: str, drop: dict[str, set[tuple[str, str]]],
                 keys = ("chain_ms", "first_ms", "second_ms", "sum_ms", "ratio", "paired_ratio",
                         "iters")
                 row["recheck"] = {**{k: again[pair][k] for k in keys},
-                                  "file": Path(recheck).name}
+                                  "file": Path(name).name}
                 row["final_ratio"] = again[pair]["paired_ratio"]
-        out["recheck_file"] = Path(recheck).name
+    out["recheck_files"] = [Path(name).name for name in recheck]
     out["summary"] = summary(pairs)
     return out
 
@@ -78,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("files", nargs="+")
     parser.add_argument("--out", required=True)
     parser.add_argument("--note", default="")
-    parser.add_argument("--recheck", default=None, help="a result file timing some pairs again")
+    parser.add_argument("--recheck", nargs="+", default=[],
+                        help="result files timing some pairs again (a later one wins)")
     parser.add_argument("--drop-from", nargs="+", action="append", default=[],
                         metavar=("FILE", "PAIR"))
     args = parser.parse_args(argv)
