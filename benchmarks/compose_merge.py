@@ -27,14 +27,15 @@ from compose import TARGET, worst  # noqa: E402
 
 def summary(pairs: list[dict], n: int = 10) -> dict:
     """The pairs timed, those over :data:`compose.TARGET`, the median final ratio and the ``n``
-    worst rows (first, second, the three ms and the final ratio)."""
+    worst rows (first, second, the three ms and the final ratio; the recheck's ms where the pair
+    was timed again)."""
     done = [r for r in pairs if "ratio" in r]
     final = [r.get("final_ratio", r["ratio"]) for r in done]
     keys = ("first", "second", "chain_ms", "first_ms", "second_ms", "sum_ms", "final_ratio")
     return {"pairs_timed": len(done), "over_target": sum(f > TARGET for f in final),
             "over_1_05": sum(f > 1.05 for f in final),
             "median_ratio": round(statistics.median(final), 3) if final else None,
-            "worst": [{k: r.get(k, r["ratio"] if k == "final_ratio" else None) for k in keys}
+            "worst": [{k: {**r, **r.get("recheck", {})}.get(k, r["ratio"]) for k in keys}
                       for r in worst(done, n)]}
 
 
