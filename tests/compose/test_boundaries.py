@@ -124,18 +124,23 @@ def test_a_chains_last_step_writes_the_output_row_major():
     (ops.rotate.bind(degrees=30), ops.normalize.bind(), True),  # a resample, then widening
     (ops.random_erasing.bind(p=0.5), ops.flip.bind(p=0.5), True),  # flip reads twice
     (ops.random_crop.bind(size=40), ops.flip.bind(p=0.5), False),  # a crop, then a flip
+    (ops.flip.bind(p=0.5), ops.flip.bind(p=0.5, horizontal=False, vertical=True), False),
+    (ops.flip.bind(p=0.5, horizontal=False, vertical=True),  # a flip, then pointwise
+     ops.brightness.bind(factor=(0.6, 1.4)), True),
 ], ids=["normalize+crop", "brightness+normalize", "brightness+rotate", "flip+normalize",
         "vflip+normalize", "flip+erasing", "crop+erasing", "erasing+rotate",
         "brightness+erasing", "erasing+brightness", "rotate+normalize", "erasing+flip",
-        "crop+flip"])
+        "crop+flip", "flip+vflip", "vflip+brightness"])
 def test_cheap_producers_are_left_to_fusion(first, second, bounded):
     """No boundary after a pointwise step that widens its values (normalize: uint8 -> float32,
     cheaper to recompute than to write and read back), between two pointwise steps, nor after
     a step that only moves elements (flip, crops, erasing) before a moving or widening one
     (kept in memory, the flip's output cost its write and read back: vflip + normalize 1.26x,
-    flip + random_erasing 1.22x the two ops alone), nor after a crop before any moving step; a
-    boundary otherwise (brightness fused into rotate's gather was 2.6x the two ops, brightness
-    and erasing fused 2.6x, erasing fused into vflip's two reads 1.7x)."""
+    flip + random_erasing 1.22x the two ops alone), nor after a crop before any moving step,
+    nor after a flip before a flip (kept, the first flip's output was faulted in on every
+    call: flip + vflip 1.14-1.41x at B=16); a boundary otherwise (brightness fused into
+    rotate's gather was 2.6x the two ops, brightness and erasing fused 2.6x, erasing fused into
+    vflip's two reads 1.7x, vflip fused into brightness 1.26-1.35x)."""
     compiled, _ = _compiled(compose(first, second), images(2, 48, 48))
     # One barrier after the last step (it writes the row-major output), one between the steps.
     assert compiled.as_text().count(" opt-barrier(") == 1 + bounded
@@ -189,6 +194,8 @@ PAIRS = [
     ("vflip", "normalize"),
     ("random_erasing", "normalize"),
     ("resize", "brightness"),
+    ("flip", "vflip"),
+    ("vflip", "brightness"),
 ]
 
 
