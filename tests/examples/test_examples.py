@@ -11,42 +11,34 @@ user runs them.
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from example_modules import EXAMPLES, load_example
+
 pytest.importorskip("nvidia.dali.plugin.jax")
 pytest.importorskip("PIL")
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 B, S = 4, 64
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"augjax_example_{name}", EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
 def det():
-    return _load("detection")
+    return load_example("detection")
 
 
 @pytest.fixture(scope="module")
 def seg():
-    return _load("segmentation")
+    return load_example("segmentation")
 
 
 @pytest.fixture(scope="module")
 def root(tmp_path_factory, det):
     path = tmp_path_factory.mktemp("shapes")
-    data = _load("sample_dataset").make_dataset(path)
+    data = load_example("sample_dataset").make_dataset(path)
     sizes = set()
     for p in data["images"]:
         from PIL import Image

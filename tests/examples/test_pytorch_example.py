@@ -10,37 +10,29 @@ parameters move and the losses are finite; the script runs as a user runs it.
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+
+from example_modules import EXAMPLES, load_example
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("nvidia.dali.plugin.pytorch")
 pytest.importorskip("PIL")
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"augjax_example_{name}", EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
 def pt():
-    return _load("pytorch_train")
+    return load_example("pytorch_train")
 
 
 @pytest.fixture(scope="module")
 def root(tmp_path_factory):
     path = tmp_path_factory.mktemp("shapes")
-    _load("sample_dataset").make_dataset(path)
+    load_example("sample_dataset").make_dataset(path)
     return path
 
 

@@ -24,12 +24,10 @@ more (without the zoom-out, 96 samples: augjax 0.959, torchvision 0.951; with it
 
 from __future__ import annotations
 
-import importlib.util
-import json
-from pathlib import Path
-
 import numpy as np
 import pytest
+
+from example_modules import load_example
 
 pytest.importorskip("nvidia.dali.plugin.jax")
 pytest.importorskip("PIL")
@@ -38,7 +36,6 @@ pytest.importorskip("torchvision.transforms.v2")
 
 pytestmark = pytest.mark.slow  # two chains compiled per path (about a minute on 2 cores)
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 B, S, N, HW = 8, 128, 16, (240, 320)
 #: pixels of an object's colour that make it visible; below this a dropped box is no error
 VISIBLE = 16
@@ -46,22 +43,15 @@ IOU_MARGIN = 0.03
 RATE_MARGIN = 0.08
 
 
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"augjax_example_{name}", EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def rec():
-    return _load("recipes_detection")
+    return load_example("recipes_detection")
 
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
     root = tmp_path_factory.mktemp("painted")
-    out = _load("sample_dataset").make_dataset(root, sizes=(HW,) * N, gray=True)
+    out = load_example("sample_dataset").make_dataset(root, sizes=(HW,) * N, gray=True)
     out["root"] = root
     return out
 
@@ -252,8 +242,8 @@ def test_lsj_takes_jpegs_of_different_sizes_in_dali(rec, tmp_path):
     arrays path on the decoded list within DALI's resampling (fn.resize, antialiased)."""
     import augjax
 
-    sizes = _load("sample_dataset").SIZES * 2
-    data = _load("sample_dataset").make_dataset(tmp_path, sizes=sizes, gray=True)
+    sizes = load_example("sample_dataset").SIZES * 2
+    data = load_example("sample_dataset").make_dataset(tmp_path, sizes=sizes, gray=True)
     p = rec.build_pipeline(tmp_path, "lsj", batch_size=B, size=S, max_boxes=3, shuffle=False,
                            replay=True)
     ours = Score()

@@ -22,11 +22,10 @@ plus ``RATE_MARGIN``.
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
+
+from example_modules import load_example
 
 pytest.importorskip("nvidia.dali.plugin.jax")
 pytest.importorskip("PIL")
@@ -35,23 +34,15 @@ ndimage = pytest.importorskip("scipy.ndimage")
 
 pytestmark = pytest.mark.slow  # the chain compiled for DALI and for arrays (about a minute)
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 B, S, N, HW = 8, 128, 16, (240, 320)
 VISIBLE = 16
 IOU_MARGIN = 0.03
 RATE_MARGIN = 0.08
 
 
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"augjax_example_{name}", EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def rec():
-    return _load("recipes_yolo")
+    return load_example("recipes_yolo")
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +50,7 @@ def data(tmp_path_factory):
     from PIL import Image
 
     root = tmp_path_factory.mktemp("painted")
-    out = _load("sample_dataset").make_dataset(root, sizes=(HW,) * N, gray=True)
+    out = load_example("sample_dataset").make_dataset(root, sizes=(HW,) * N, gray=True)
     out["root"] = root
     out["decoded"] = [np.asarray(Image.open(p).convert("RGB")) for p in out["images"]]
     return out
