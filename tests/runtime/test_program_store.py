@@ -10,10 +10,7 @@ leaves the store alone."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import jax
@@ -21,9 +18,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from store_process import run_with_store, stored
+
 from augjax._runtime import program_store
 
-ROOT = Path(__file__).resolve().parents[2]
 
 #: A chain with a user op defined in the script's own file (its kernel warns when traced),
 #: a per-sample op and a batch-level op mixing labels.
@@ -55,19 +53,7 @@ print(json.dumps({"traces": augjax.trace_count(), "images": np.asarray(images).t
 
 
 def run(script: Path, cache: Path, amount: float | str = 0.5, **env_extra: str) -> dict:
-    """Runs ``script`` with argument ``amount`` in a fresh process; ``PYTHONPATH`` in
-    ``env_extra`` goes before the checkout."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("AUGJAX_") and k not in ("JAX_COMPILATION_CACHE_DIR",
-                                                        "XDG_CACHE_HOME")}
-    extra_path = env_extra.pop("PYTHONPATH", "")
-    env.update({"AUGJAX_CACHE_DIR": str(cache), "AUGJAX_PROGRAM_CACHE": "1", **env_extra})
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in [extra_path, str(ROOT), env.get("PYTHONPATH", "")] if p)
-    out = subprocess.run([sys.executable, str(script), str(amount)], env=env,
-                         capture_output=True, text=True, check=False, timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_with_store(script, cache, amount, **env_extra)
 
 
 @pytest.fixture
@@ -76,10 +62,6 @@ def script(tmp_path):
     path = tmp_path / "chain_script.py"
     path.write_text(SCRIPT)
     return path
-
-
-def stored(cache: Path) -> list[Path]:
-    return sorted((cache / "augjax-programs").glob("*.jaxprog"))
 
 
 def test_a_second_process_runs_the_stored_programs_without_tracing(script, tmp_path):

@@ -8,15 +8,13 @@ group count and clips of another config get files of their own."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from store_process import run_with_store, stored
+
 
 #: Views (two groups, of two sizes) and clips (one draw per clip, per frame, with boxes) whose
 #: steps hold an op defined in this script's own file; prints digests of every output.
@@ -65,15 +63,7 @@ print(json.dumps({"traces": augjax.trace_count(), "loads": program_store.load_co
 
 
 def run(script: Path, cache: Path, count: int = 2, **env_extra: str) -> dict:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("AUGJAX_") and k not in ("JAX_COMPILATION_CACHE_DIR",
-                                                        "XDG_CACHE_HOME")}
-    env.update({"AUGJAX_CACHE_DIR": str(cache), "AUGJAX_PROGRAM_CACHE": "1", **env_extra})
-    env["PYTHONPATH"] = os.pathsep.join(p for p in [str(ROOT), env.get("PYTHONPATH", "")] if p)
-    out = subprocess.run([sys.executable, str(script), str(count)], env=env,
-                         capture_output=True, text=True, check=False, timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_with_store(script, cache, count, **env_extra)
 
 
 @pytest.fixture
@@ -82,10 +72,6 @@ def script(tmp_path):
     path = tmp_path / "structures_script.py"
     path.write_text(SCRIPT)
     return path
-
-
-def stored(cache: Path) -> list[Path]:
-    return sorted((cache / "augjax-programs").glob("*.jaxprog"))
 
 
 def _kinds_by_file(cache: Path) -> list[str]:
