@@ -35,14 +35,7 @@ from augjax._runtime.keys import decision_key
 from augjax.errors import ParamError
 from augjax.kernels.pixels import bound as max_level
 from augjax.kernels.pixels import is_int
-from augjax.policies._base import (
-    DEFAULT,
-    Policy,
-    check_choice,
-    check_float,
-    check_int,
-    check_names,
-)
+from augjax.policies._base import DEFAULT, Policy, check_names, param, shared
 from augjax.policies._call import data_first
 from augjax.policies._engine import (
     Levels,
@@ -59,48 +52,64 @@ _MAX_DEPTH = 3
 
 @dataclasses.dataclass(frozen=True)
 class AugMix(Policy):
-    """AugMix, per sample (build with :func:`augmix`; fields as there)."""
+    """AugMix with per-sample chains and mixing weights, in one compiled program.
 
-    severity: int = 3
-    width: int = 3
-    depth: int = -1
-    alpha: float = 1.0
-    all_ops: bool = True
-    style: str = "torchvision"
-    mstd: float | None = None
-    blended: bool = False
-    ops: tuple[str, ...] | None = None
-    fill: Any = DEFAULT
-    interpolation: str | None = None
-    translate_const: float = 250.0
-    translate_pct: float = 0.45
+    Args:
+        severity: magnitude: torchvision draws bins in ``[0, severity)`` of 10 (1..10); timm
+            levels ``U(0, severity)`` on 0..10.
+        width: number of chains (``mixture_width``).
+        depth: ops per chain; ``-1``: uniform in {1, 2, 3} per chain and sample.
+        alpha: Dirichlet / Beta concentration.
+        all_ops: torchvision: include brightness, color, contrast and sharpness.
+        style: ``"torchvision"`` or ``"timm"`` (see the module docstring).
+        mstd: timm: magnitude noise (default ``inf``: uniform in ``[0, severity]``).
+        blended: timm's ``b1`` sequential-blend mode.
+        ops: names of the ops to draw from (a subset of the style's space, e.g.
+            ``("AutoContrast", "Equalize")``); default all.
+        fill: fill of uncovered pixels, a fraction of the range in [0, 1] (x255 for uint8);
+            default None (zeros; torchvision), 128/255 (timm).
+        interpolation: ``"nearest"`` or ``"bilinear"`` (default for both styles).
+        translate_const: timm's absolute translation hparam (unused by its AugMix ops).
+        translate_pct: timm's relative translation hparam.
+    """
+
+    severity: int = param(3, low=1, high=10, aliases={"magnitude": "timm"})
+    width: int = param(3, low=1, aliases={"mixture_width": "torchvision"})
+    depth: int = param(-1, high=_MAX_DEPTH, aliases={"chain_depth": "torchvision"})
+    alpha: float = param(1.0, low=1e-6)
+    all_ops: bool = param(True)
+    _: dataclasses.KW_ONLY
+    style: str = param("torchvision", choices=("torchvision", "timm"))
+    mstd: float | None = shared("mstd", None)
+    blended: bool = param(False)
+    ops: tuple[str, ...] | None = shared("ops")
+    fill: Any = shared("fill")
+    interpolation: str | None = shared("interpolation")
+    translate_const: float = shared("translate_const")
+    translate_pct: float = shared("translate_pct")
     kind = "augmix"
 
     def __post_init__(self) -> None:
         own = self.kind
-        check_choice(own, "style", self.style, ("torchvision", "timm"))
-        timm = self.style == "timm"
-        self._set("severity", check_int(own, "severity", self.severity, 0 if timm else 1, 10))
-        self._set("width", check_int(own, "width", self.width, 1))
-        self._set("depth", check_int(own, "depth", self.depth, None, _MAX_DEPTH))
+        timm = self._check("style") == "timm"
+        self._check("severity", low=0 if timm else 1)
+        self._check("width", "depth", "alpha", "all_ops", "blended")
         if self.depth == 0:
             self._set("depth", -1)
-        self._set("alpha", check_float(own, "alpha", self.alpha, 1e-6))
-        check_choice(own, "all_ops", self.all_ops, (True, False))
-        check_choice(own, "blended", self.blended, (False, True) if timm else (False,))
         if timm:
             if not self.all_ops:
                 raise ParamError(f"{own}: all_ops=False is torchvision's; timm's AugMix has one "
                                  f"op list", op=own, param="all_ops")
-            mstd = math.inf if self.mstd is None else self.mstd
-            self._set("mstd", check_float(own, "mstd", mstd, 0.0, allow_inf=True))
-        elif self.mstd is not None:
-            raise ParamError(f"{own}: parameter 'mstd' is timm's (style='timm'); torchvision "
-                             f"draws the bin uniformly below 'severity'", op=own, param="mstd")
+            self._set("mstd", math.inf if self.mstd is None else self.mstd)
+            self._check("mstd")
+        elif self.mstd is not None or self.blended:
+            name = "mstd" if self.mstd is not None else "blended"
+            raise ParamError(f"{own}: parameter {name!r} is timm's (style='timm'); torchvision "
+                             f"draws the bin uniformly below 'severity' and mixes once", op=own,
+                             param=name)
         if self.interpolation in (None, DEFAULT) and not timm:
             self._set("interpolation", "bilinear")  # torchvision AugMix's default
-        self._set("translate_const", check_float(own, "translate_const", self.translate_const, 0))
-        self._set("translate_pct", check_float(own, "translate_pct", self.translate_pct, 0, 1))
+        self._check("translate_const", "translate_pct")
         self._geometry(self.style)
         if self.ops is not None:
             valid = tuple(e.name for e in self._space())
@@ -208,34 +217,4 @@ def _quantize(x: jax.Array, dtype: Any) -> jax.Array:
     return jnp.floor(x) if is_int(dtype) else x
 
 
-@data_first
-def augmix(severity: int = 3, width: int = 3, depth: int = -1, alpha: float = 1.0,
-           all_ops: bool = True, *, style: str = "torchvision", mstd: float | None = None,
-           blended: bool = False, ops=None, fill: Any = DEFAULT,
-           interpolation: str | None = None, translate_const: float = 250,
-           translate_pct: float = 0.45) -> AugMix:
-    """AugMix with per-sample chains and mixing weights, in one compiled program.
-
-    Args:
-        severity: magnitude: torchvision draws bins in ``[0, severity)`` of 10 (1..10); timm
-            levels ``U(0, severity)`` on 0..10.
-        width: number of chains (``mixture_width``).
-        depth: ops per chain; ``-1``: uniform in {1, 2, 3} per chain and sample.
-        alpha: Dirichlet / Beta concentration.
-        all_ops: torchvision: include brightness, color, contrast and sharpness.
-        style: ``"torchvision"`` or ``"timm"`` (see the module docstring).
-        mstd: timm: magnitude noise (default ``inf``: uniform in ``[0, severity]``).
-        blended: timm's ``b1`` sequential-blend mode.
-        ops: names of the ops to draw from (a subset of the style's space, e.g.
-            ``("AutoContrast", "Equalize")``); default all.
-        fill: fill of uncovered pixels, a fraction of the range in [0, 1] (x255 for uint8);
-            default None (zeros; torchvision), 128/255 (timm).
-        interpolation: ``"nearest"`` or ``"bilinear"`` (default for both styles).
-        translate_const: timm's absolute translation hparam (unused by its AugMix ops).
-        translate_pct: timm's relative translation hparam.
-    """
-    return AugMix(severity=severity, width=width, depth=depth, alpha=alpha, all_ops=all_ops,
-                  style=style, mstd=mstd, blended=blended,
-                  ops=None if ops is None else tuple(ops), fill=fill,
-                  interpolation=interpolation, translate_const=translate_const,
-                  translate_pct=translate_pct)
+augmix = data_first("augmix", AugMix)

@@ -22,7 +22,7 @@ import numpy as np
 import augjax.policies.tables as T
 from augjax._runtime.keys import decision_key
 from augjax.errors import ParamError
-from augjax.policies._base import DEFAULT, LayeredPolicy, check_choice, check_float
+from augjax.policies._base import LayeredPolicy, param, shared
 from augjax.policies._call import data_first
 from augjax.policies._engine import Levels, draw_branches, draw_level
 
@@ -34,29 +34,37 @@ POLICIES = tuple(T.TV_POLICIES) + tuple(T.TIMM_POLICIES)
 
 @dataclasses.dataclass(frozen=True)
 class AutoAugment(LayeredPolicy):
-    """AutoAugment, per sample (build with :func:`auto_augment`; fields as there)."""
+    """AutoAugment with a per-sample sub-policy, in one compiled program.
 
-    policy: str = "imagenet"
-    mstd: float = 0.0
-    mmax: float | None = None
-    fill: Any = DEFAULT
-    interpolation: str | None = None
-    translate_const: float = 250.0
-    translate_pct: float = 0.45
+    Args:
+        policy: torchvision's ``"imagenet"``, ``"cifar10"``, ``"svhn"``, or timm's ``"v0"``,
+            ``"v0r"``, ``"original"``, ``"originalr"``, ``"3a"`` (``"3a"`` needs the
+            ``gaussian_blur`` op of augjax-contrib).
+        mstd: timm policies: magnitude noise ``N(level, mstd)`` (``inf``: ``U(0, level)``).
+        mmax: timm policies: upper clip of the level (default 10).
+        fill: fill of uncovered pixels, a fraction of the range in [0, 1] (x255 for uint8);
+            default None (zeros; torchvision), 128/255 (timm).
+        interpolation: ``"nearest"`` (torchvision default) or ``"bilinear"`` (timm default).
+        translate_const: timm's absolute translation hparam (px).
+        translate_pct: timm's relative translation hparam.
+    """
+
+    policy: str = param("imagenet", choices=POLICIES, aliases={"policy_name": "DALI"})
+    _: dataclasses.KW_ONLY
+    mstd: float = shared("mstd")
+    mmax: float | None = shared("mmax")
+    fill: Any = shared("fill")
+    interpolation: str | None = shared("interpolation")
+    translate_const: float = shared("translate_const")
+    translate_pct: float = shared("translate_pct")
     kind = "auto_augment"
 
     def __post_init__(self) -> None:
-        own = self.kind
-        check_choice(own, "policy", self.policy, POLICIES)
-        self._set("mstd", check_float(own, "mstd", self.mstd, 0.0, allow_inf=True))
-        if self.mmax is not None:
-            self._set("mmax", check_float(own, "mmax", self.mmax, 0.0))
+        self._check("policy", "mstd", "mmax", "translate_const", "translate_pct")
         if self.style == "torchvision" and (self.mstd != 0 or self.mmax is not None):
-            raise ParamError(f"{own}: parameters 'mstd' and 'mmax' are for timm's policies (v0, "
-                             f"original, ...); torchvision's {self.policy!r} uses fixed bins",
-                             op=own, param="mstd")
-        self._set("translate_const", check_float(own, "translate_const", self.translate_const, 0))
-        self._set("translate_pct", check_float(own, "translate_pct", self.translate_pct, 0, 1))
+            raise ParamError(f"{self.kind}: parameters 'mstd' and 'mmax' are for timm's policies "
+                             f"(v0, original, ...); torchvision's {self.policy!r} uses fixed "
+                             f"bins", op=self.kind, param="mstd")
         self._geometry(self.style)
         self._bind_now()
 
@@ -131,24 +139,4 @@ class AutoAugment(LayeredPolicy):
 
 
 
-@data_first
-def auto_augment(policy: str = "imagenet", *, mstd: float = 0.0, mmax: float | None = None,
-                 fill: Any = DEFAULT, interpolation: str | None = None,
-                 translate_const: float = 250, translate_pct: float = 0.45) -> AutoAugment:
-    """AutoAugment with a per-sample sub-policy, in one compiled program.
-
-    Args:
-        policy: torchvision's ``"imagenet"``, ``"cifar10"``, ``"svhn"``, or timm's ``"v0"``,
-            ``"v0r"``, ``"original"``, ``"originalr"``, ``"3a"`` (``"3a"`` needs the
-            ``gaussian_blur`` op of augjax-contrib).
-        mstd: timm policies: magnitude noise ``N(level, mstd)`` (``inf``: ``U(0, level)``).
-        mmax: timm policies: upper clip of the level (default 10).
-        fill: fill of uncovered pixels, a fraction of the range in [0, 1] (x255 for uint8);
-            default None (zeros; torchvision), 128/255 (timm).
-        interpolation: ``"nearest"`` (torchvision default) or ``"bilinear"`` (timm default).
-        translate_const: timm's absolute translation hparam (px).
-        translate_pct: timm's relative translation hparam.
-    """
-    return AutoAugment(policy=policy, mstd=mstd, mmax=mmax, fill=fill,
-                       interpolation=interpolation, translate_const=translate_const,
-                       translate_pct=translate_pct)
+auto_augment = data_first("auto_augment", AutoAugment)

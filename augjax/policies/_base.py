@@ -11,10 +11,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import numbers
 from typing import Any
 
-from augjax._core.param import kernel_number, show_value
+from augjax._core.param import Param, show_value
 from augjax.chain import Composite, Node, json_value
 from augjax.errors import ParamError
 from augjax.policies._engine import bind_space, layers_matrix, run_layers
@@ -26,12 +25,10 @@ __all__ = [
     "STYLES",
     "LayeredPolicy",
     "Policy",
-    "check_choice",
-    "check_fill",
-    "check_float",
-    "check_int",
     "check_names",
+    "param",
     "registered_entry",
+    "shared",
 ]
 
 #: The reference implementations a policy can follow.
@@ -49,66 +46,34 @@ STYLE_GEOMETRY = {
 }
 
 
-def _fail(owner: str, name: str, expected: str, value: Any, detail: str = "") -> ParamError:
-    return ParamError(f"{owner}: parameter '{name}' expects {expected}, got {show_value(value)}"
-                      + (f" ({detail})" if detail else ""), op=owner, param=name)
+def param(default: Any, **declared: Any) -> Any:
+    """A policy's configuration field, declared as a :class:`~augjax.Param` (its valid values and
+    the names torchvision, timm and DALI give it); :meth:`Policy._check` validates by it."""
+    return dataclasses.field(default=default, metadata={"param": Param(default, **declared)})
 
 
-def _range(low: Any, high: Any) -> str:
-    return f" in [{low if low is not None else '-inf'}, {high if high is not None else 'inf'}]"
+#: The fields several policies take (geometry, timm's magnitude noise and translations, op
+#: lists): ``name -> (default, declaration)``.
+_SHARED = {
+    "fill": (DEFAULT, dict(kind="floats", low=0.0, high=1.0, optional=True,
+                           aliases={"fill_value": "DALI", "img_mean": "timm"})),
+    "interpolation": (None, dict(kind="str", choices=("nearest", "bilinear"),
+                                 aliases={"interpolation_mode": "torchvision",
+                                          "interp_type": "DALI"})),
+    "mstd": (0.0, dict(kind="float", low=0.0, aliases={"magnitude_std": "timm"})),
+    "mmax": (None, dict(kind="float", low=0.0, optional=True, aliases={"magnitude_max": "timm"})),
+    "translate_const": (250.0, dict(kind="float", low=0.0)),
+    "translate_pct": (0.45, dict(kind="float", low=0.0, high=1.0)),
+    "ops": (None, dict(kind="str", optional=True)),
+    "exclude": ((), dict(kind="str", optional=True, aliases={"excluded": "DALI"})),
+}
 
 
-def check_int(owner: str, name: str, value: Any, low: int | None = None,
-              high: int | None = None) -> int:
-    """An integer in ``[low, high]`` (whole floats, as JSON may give them, are accepted)."""
-    try:
-        whole, detail = float(kernel_number(value, integral=True)).is_integer(), ""
-    except (TypeError, ValueError) as err:
-        whole, detail = False, str(err)
-    if not whole or (low is not None and value < low) or (high is not None and value > high):
-        raise _fail(owner, name, "an integer" + _range(low, high), value, detail)
-    return int(value)
-
-
-def check_float(owner: str, name: str, value: Any, low: float | None = None,
-                high: float | None = None, allow_inf: bool = False) -> float:
-    """A real number in ``[low, high]``, finite in float32 (the kernels' dtype); ``inf`` too
-    with ``allow_inf``."""
-    try:
-        ok = (allow_inf and value == math.inf) or kernel_number(value) is not None
-        detail = ""
-    except (TypeError, ValueError) as err:  # not a number, or not finite in float32
-        ok, detail = False, str(err)
-    if not ok or (low is not None and value < low) or (high is not None and value > high):
-        raise _fail(owner, name, "a number" + _range(low, high), value, detail)
-    return float(value)
-
-
-def check_choice(owner: str, name: str, value: Any, choices: tuple[Any, ...]) -> Any:
-    """One of ``choices``."""
-    if value not in choices:
-        raise _fail(owner, name, "one of " + ", ".join(map(repr, choices)), value)
-    return value
-
-
-_FILL_EXPECTED = ("None, a fraction of the value range in [0, 1] or one per channel (x255 for "
-                  "uint8 images: a uint8 level 128 is 128/255)")
-
-
-def check_fill(owner: str, value: Any) -> tuple[float, ...] | None:
-    """A fill as the geometric ops take it: None (zero padding), or a fraction of the value
-    range in [0, 1] (multiplied by 255 for uint8 images), one number or one per channel."""
-    if value is None:
-        return None
-    values = (value,) if isinstance(value, numbers.Real) and not isinstance(value, bool) \
-        else value
-    try:
-        out = tuple(check_float(owner, "fill", v, 0.0, 1.0) for v in values)
-    except (TypeError, ParamError):
-        raise _fail(owner, "fill", _FILL_EXPECTED, value) from None
-    if not out:
-        raise _fail(owner, "fill", _FILL_EXPECTED, value)
-    return out
+def shared(name: str, *default: Any) -> Any:
+    """The field ``name`` that several policies take, declared once (``default``: another
+    default)."""
+    value, declared = _SHARED[name]
+    return param(default[0] if default else value, **declared)
 
 
 def check_names(owner: str, name: str, value: Any, valid: tuple[str, ...],
@@ -117,7 +82,8 @@ def check_names(owner: str, name: str, value: Any, valid: tuple[str, ...],
     ``registered``, a registered augjax op that declares a magnitude (see
     :func:`registered_entry`)."""
     if isinstance(value, str) or not isinstance(value, (list, tuple)):
-        raise _fail(owner, name, "a list of op names", value)
+        raise ParamError(f"{owner}: parameter '{name}' expects a list of op names, got "
+                         f"{show_value(value)}", op=owner, param=name)
     problems = []
     for v in value:
         if v in valid:
@@ -178,6 +144,11 @@ class Policy(Composite):
         node.keys((), names)
         return cls(**{k: node.get(k) for k in node.data if k != "type"})
 
+    @classmethod
+    def config_params(cls) -> dict[str, Param]:
+        """Each configuration field's declaration."""
+        return {f.name: f.metadata["param"] for f in dataclasses.fields(cls)}
+
     @property
     def name(self) -> str:
         return self.kind
@@ -185,15 +156,26 @@ class Policy(Composite):
     def _set(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)
 
+    def _check(self, *names: str, **change: Any) -> Any:
+        """Validates each field of ``names`` by its declaration (``change``: the declaration's
+        fields this configuration sets, e.g. the style's largest level) and sets it normalised;
+        returns the last value. ``mstd`` may be ``inf`` (timm's uniform noise)."""
+        for name in names:
+            value = getattr(self, name)
+            if not (name == "mstd" and value == math.inf):
+                declared = dataclasses.replace(self.config_params()[name], **change)
+                value = declared.check(self.kind, name, value)
+            self._set(name, value)
+        return value
+
     def _geometry(self, style: str) -> None:
         """Resolves ``fill`` / ``interpolation`` defaults for ``style`` and validates them."""
         fill, interp = STYLE_GEOMETRY[style]
         if self.fill == DEFAULT:
             self._set("fill", fill)
-        self._set("fill", check_fill(self.kind, self.fill))
         if self.interpolation in (None, DEFAULT):
             self._set("interpolation", interp)
-        check_choice(self.kind, "interpolation", self.interpolation, ("nearest", "bilinear"))
+        self._check("fill", "interpolation")
 
     def _bind_now(self) -> None:
         """Binds the op space at construction, so a missing op or a bad fixed parameter is

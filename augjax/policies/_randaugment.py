@@ -36,14 +36,12 @@ from augjax._runtime.values import Lifted
 from augjax._runtime.keys import decision_key
 from augjax.errors import ParamError
 from augjax.policies._base import (
-    DEFAULT,
     STYLES,
     LayeredPolicy,
-    check_choice,
-    check_float,
-    check_int,
     check_names,
+    param,
     registered_entry,
+    shared,
 )
 from augjax.policies._call import data_first
 from augjax.policies._engine import Levels, draw_branches, draw_level
@@ -68,51 +66,72 @@ def _space_for(style: str, increasing: bool, translate_const: float, translate_p
 
 @dataclasses.dataclass(frozen=True)
 class RandAugment(LayeredPolicy):
-    """RandAugment, per sample (build with :func:`rand_augment`; fields as there)."""
+    """RandAugment with per-sample op choice, in one compiled program.
 
-    n: int = 2
-    m: float = 9
-    num_magnitude_bins: int = 31
-    mstd: float = 0.0
-    mmax: float | None = None
-    p: float | None = None
-    increasing: bool | None = None
-    ops: tuple[str, ...] | None = None
-    exclude: tuple[str, ...] = ()
-    weights: tuple[float, ...] | None = None
-    style: str = "torchvision"
-    fill: Any = DEFAULT
-    interpolation: str | None = None
-    translate_const: float = 250.0
-    translate_pct: float = 0.45
+    Args:
+        n: ops applied per sample (layers).
+        m: magnitude: a bin index in ``[0, num_magnitude_bins - 1]`` (torchvision, dali) or a
+            level on timm's 0..10 scale (``style="timm"``).
+        num_magnitude_bins: bins of the torchvision / dali scale (ignored by timm).
+        mstd: magnitude noise per op application: ``N(m, mstd)``, ``inf`` = ``U(0, m)``.
+        mmax: upper clip of the noisy level (timm default 10; bins: ``bins - 1``).
+        p: probability of applying each layer (default 1.0; timm 0.5).
+        increasing: op space whose strength increases with ``m`` (timm ``inc1``, DALI
+            ``monotonic_mag``); default True except for timm (False, as timm).
+        ops: names of the ops to draw from: the style's names (e.g. ``"ShearX"`` or, for dali,
+            ``"shear_x"``) and any registered op that declares a magnitude, by its registered
+            name (``"rotate"``, ``"gaussian_blur"``, a pack's op), driven by its own map;
+            default the style's whole space. A dict name -> weight also sets ``weights``.
+        exclude: names to leave out (DALI's ``excluded``).
+        weights: relative weights of ``ops`` (timm ``tweights``): choice without replacement.
+        style: ``"torchvision"``, ``"timm"`` or ``"dali"`` (see the module docstring).
+        fill: value of pixels from outside the image, a fraction of the value range in [0, 1]
+            (x255 for uint8 images: a uint8 level 128 is 128/255), one or one per channel;
+            None = zeros; default per style (None for torchvision, 128/255 for timm and DALI).
+        interpolation: ``"nearest"`` or ``"bilinear"``; default per style.
+        translate_const: timm's ``translate_const`` hparam (px, absolute translations).
+        translate_pct: timm's ``translate_pct`` hparam (relative translations).
+    """
+
+    n: int = param(2, low=0, aliases={"num_ops": "torchvision", "num_layers": "timm"})
+    m: float = param(9, kind="float", low=0.0, aliases={"magnitude": "torchvision"})
+    num_magnitude_bins: int = param(31, low=2)
+    _: dataclasses.KW_ONLY
+    mstd: float = shared("mstd")
+    mmax: float | None = shared("mmax")
+    p: float | None = param(None, kind="float", low=0.0, high=1.0)
+    increasing: bool | None = param(None, kind="bool", aliases={"monotonic_mag": "DALI"})
+    ops: tuple[str, ...] | None = shared("ops")
+    exclude: tuple[str, ...] = shared("exclude")
+    weights: tuple[float, ...] | None = param(None, kind="floats", low=0.0, optional=True)
+    style: str = param("torchvision", choices=STYLES)
+    fill: Any = shared("fill")
+    interpolation: str | None = shared("interpolation")
+    translate_const: float = shared("translate_const")
+    translate_pct: float = shared("translate_pct")
     kind = "rand_augment"
 
     def __post_init__(self) -> None:
         own = self.kind
-        check_choice(own, "style", self.style, STYLES)
-        timm = self.style == "timm"
-        self._set("n", check_int(own, "n", self.n, 0))
-        self._set("num_magnitude_bins", check_int(own, "num_magnitude_bins",
-                                                  self.num_magnitude_bins, 2))
-        self._set("mstd", check_float(own, "mstd", self.mstd, 0.0, allow_inf=True))
+        timm = self._check("style") == "timm"
+        if isinstance(self.ops, dict):  # name -> weight
+            self._set("weights", tuple(self.ops.values()))
+            self._set("ops", tuple(self.ops))
+        self._check("n", "num_magnitude_bins", "mstd", "mmax", "translate_const", "translate_pct")
         top = 10.0 if timm else float(self.num_magnitude_bins - 1)
-        if self.mmax is not None:
-            self._set("mmax", check_float(own, "mmax", self.mmax, 0.0))
-        self._set("m", check_float(own, "m", self.m, 0.0, None if timm else top))
+        self._check("m", high=None if timm else top)
         if not timm and self.mstd == 0 and not float(self.m).is_integer():
             raise ParamError(f"{own}: parameter 'm' is a bin index of the {self.style} scale; "
                              f"expects an integer in [0, {int(top)}], got {self.m!r}",
                              op=own, param="m")
-        self._set("p", check_float(own, "p", 0.5 if timm and self.p is None else
-                                   1.0 if self.p is None else self.p, 0.0, 1.0))
+        self._set("p", (0.5 if timm else 1.0) if self.p is None else self.p)
+        self._check("p")
         inc = (not timm) if self.increasing is None else self.increasing
         if not isinstance(inc, bool) or (self.style == "torchvision" and not inc):
             raise ParamError(f"{own}: parameter 'increasing' expects True or False (torchvision's "
                              f"RandAugment has only the increasing space; use style='dali' or "
                              f"'timm'), got {self.increasing!r}", op=own, param="increasing")
         self._set("increasing", inc)
-        self._set("translate_const", check_float(own, "translate_const", self.translate_const, 0))
-        self._set("translate_pct", check_float(own, "translate_pct", self.translate_pct, 0, 1))
         self._geometry(self.style)
         space, default = _space_for(self.style, inc, self.translate_const, self.translate_pct)
         valid = tuple(e.name for e in space)
@@ -124,7 +143,7 @@ class RandAugment(LayeredPolicy):
         if not self.entries:
             raise ParamError(f"{own}: no op left after 'exclude'", op=own, param="exclude")
         if self.weights is not None:
-            ws = tuple(check_float(own, "weights", w, 0.0) for w in self.weights)
+            ws = self._check("weights")
             if len(ws) != len(self.entries) or sum(ws) <= 0:
                 raise ParamError(f"{own}: parameter 'weights' expects {len(self.entries)} "
                                  f"numbers >= 0 (one per op) with a positive sum, got "
@@ -133,7 +152,6 @@ class RandAugment(LayeredPolicy):
                 raise ParamError(f"{own}: weighted choice is without replacement (timm): n="
                                  f"{self.n} exceeds the ops with positive weight", op=own,
                                  param="n")
-            self._set("weights", ws)
         self._bind_now()
 
     @functools.cached_property
@@ -214,68 +232,37 @@ class RandAugment(LayeredPolicy):
         }
 
 
-
-@data_first
-def rand_augment(n: int = 2, m: float = 9, num_magnitude_bins: int = 31, *, mstd: float = 0.0,
-                 mmax: float | None = None, p: float | None = None,
-                 increasing: bool | None = None, ops=None, exclude=(), weights=None,
-                 style: str = "torchvision", fill: Any = DEFAULT,
-                 interpolation: str | None = None, translate_const: float = 250,
-                 translate_pct: float = 0.45) -> RandAugment:
-    """RandAugment with per-sample op choice, in one compiled program.
-
-    Args:
-        n: ops applied per sample (layers).
-        m: magnitude: a bin index in ``[0, num_magnitude_bins - 1]`` (torchvision, dali) or a
-            level on timm's 0..10 scale (``style="timm"``).
-        num_magnitude_bins: bins of the torchvision / dali scale (ignored by timm).
-        mstd: magnitude noise per op application: ``N(m, mstd)``, ``inf`` = ``U(0, m)``.
-        mmax: upper clip of the noisy level (timm default 10; bins: ``bins - 1``).
-        p: probability of applying each layer (default 1.0; timm 0.5).
-        increasing: op space whose strength increases with ``m`` (timm ``inc1``, DALI
-            ``monotonic_mag``); default True except for timm (False, as timm).
-        ops: names of the ops to draw from: the style's names (e.g. ``"ShearX"`` or, for dali,
-            ``"shear_x"``) and any registered op that declares a magnitude, by its registered
-            name (``"rotate"``, ``"gaussian_blur"``, a pack's op), driven by its own map;
-            default the style's whole space. A dict name -> weight also sets ``weights``.
-        exclude: names to leave out (DALI's ``excluded``).
-        weights: relative weights of ``ops`` (timm ``tweights``): choice without replacement.
-        style: ``"torchvision"``, ``"timm"`` or ``"dali"`` (see the module docstring).
-        fill: value of pixels from outside the image, a fraction of the value range in [0, 1]
-            (x255 for uint8 images: a uint8 level 128 is 128/255), one or one per channel;
-            None = zeros; default per style (None for torchvision, 128/255 for timm and DALI).
-        interpolation: ``"nearest"`` or ``"bilinear"``; default per style.
-        translate_const: timm's ``translate_const`` hparam (px, absolute translations).
-        translate_pct: timm's ``translate_pct`` hparam (relative translations).
-    """
-    if isinstance(ops, dict):
-        ops, weights = tuple(ops), tuple(ops.values())
-    return RandAugment(
-        n=n, m=m, num_magnitude_bins=num_magnitude_bins, mstd=mstd, mmax=mmax, p=p,
-        increasing=increasing, ops=None if ops is None else tuple(ops), exclude=tuple(exclude),
-        weights=None if weights is None else tuple(weights), style=style, fill=fill,
-        interpolation=interpolation, translate_const=translate_const,
-        translate_pct=translate_pct)
+rand_augment = data_first("rand_augment", RandAugment)
 
 
 @dataclasses.dataclass(frozen=True)
 class TrivialAugmentWide(LayeredPolicy):
-    """TrivialAugmentWide (build with :func:`trivial_augment_wide`): one op per sample, its
-    bin drawn uniformly from ``[0, num_magnitude_bins)``."""
+    """TrivialAugmentWide (torchvision, or DALI's suite with ``style="dali"``): one op per
+    sample, uniformly, with a uniform magnitude bin, in one compiled program.
 
-    num_magnitude_bins: int = 31
-    ops: tuple[str, ...] | None = None
-    exclude: tuple[str, ...] = ()
-    style: str = "torchvision"
-    fill: Any = DEFAULT
-    interpolation: str | None = None
+    Args:
+        num_magnitude_bins: the number of magnitude bins.
+        ops: names of the ops to draw from; default all 14. Registered ops that declare a
+            magnitude join by their registered names (driven by their own maps).
+        exclude: names to leave out.
+        style: ``"torchvision"`` (no fill, nearest) or ``"dali"`` (fill 128/255, bilinear).
+        fill: fill of uncovered pixels, a fraction of the range in [0, 1] (x255 for uint8);
+            default per style.
+        interpolation: ``"nearest"`` or ``"bilinear"``; default per style.
+    """
+
+    num_magnitude_bins: int = param(31, low=2)
+    _: dataclasses.KW_ONLY
+    ops: tuple[str, ...] | None = shared("ops")
+    exclude: tuple[str, ...] = shared("exclude")
+    style: str = param("torchvision", choices=("torchvision", "dali"))
+    fill: Any = shared("fill")
+    interpolation: str | None = shared("interpolation")
     kind = "trivial_augment_wide"
 
     def __post_init__(self) -> None:
         own = self.kind
-        check_choice(own, "style", self.style, ("torchvision", "dali"))
-        self._set("num_magnitude_bins", check_int(own, "num_magnitude_bins",
-                                                  self.num_magnitude_bins, 2))
+        self._check("style", "num_magnitude_bins")
         self._geometry(self.style)
         valid = tuple(e.name for e in self._space())
         if self.ops is not None:
@@ -314,23 +301,4 @@ class TrivialAugmentWide(LayeredPolicy):
         }
 
 
-@data_first
-def trivial_augment_wide(num_magnitude_bins: int = 31, *, ops=None, exclude=(),
-                         style: str = "torchvision", fill: Any = DEFAULT,
-                         interpolation: str | None = None) -> TrivialAugmentWide:
-    """TrivialAugmentWide (torchvision, or DALI's suite with ``style="dali"``): one op per
-    sample, uniformly, with a uniform magnitude bin, in one compiled program.
-
-    Args:
-        num_magnitude_bins: the number of magnitude bins.
-        ops: names of the ops to draw from; default all 14. Registered ops that declare a
-            magnitude join by their registered names (driven by their own maps).
-        exclude: names to leave out.
-        style: ``"torchvision"`` (no fill, nearest) or ``"dali"`` (fill 128/255, bilinear).
-        fill: fill of uncovered pixels, a fraction of the range in [0, 1] (x255 for uint8);
-            default per style.
-        interpolation: ``"nearest"`` or ``"bilinear"``; default per style.
-    """
-    return TrivialAugmentWide(num_magnitude_bins=num_magnitude_bins,
-                              ops=None if ops is None else tuple(ops), exclude=tuple(exclude),
-                              style=style, fill=fill, interpolation=interpolation)
+trivial_augment_wide = data_first("trivial_augment_wide", TrivialAugmentWide)
