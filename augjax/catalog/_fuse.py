@@ -28,21 +28,19 @@ import jax
 import jax.numpy as jnp
 
 from augjax.catalog._tv_color import gray_for_blend
+from augjax.kernels.geometry import EXACT_NONE
 from augjax.kernels.histogram import equalize_lut, histogram, value_range
 from augjax.kernels.pixels import from_unit, is_int, mean_gray
 
-__all__ = ["Affine", "Blend", "ImageStats", "Tone", "fused"]
-
-#: Exact-path codes of an affine member (PIL rotate): the warp, a copy, a half turn, a quarter
-#: turn and three quarter turns (the turns only on square images).
-EXACT_NONE, EXACT_COPY, EXACT_HALF, EXACT_QUARTER, EXACT_THREE_QUARTERS = range(5)
+__all__ = ["EXACT_NONE", "Affine", "Blend", "ImageStats", "Tone", "fused"]
 
 
 @dataclasses.dataclass(frozen=True)
 class Affine:
     """A warp member. ``coeffs(params, height, width, **config)`` gives the (6,) float32
     coefficients the op warps by under its ``convention``; ``exact(params, height, width,
-    **config)`` (optional) the int32 exact-path code (``EXACT_*``)."""
+    **config)`` (optional) the int32 exact-path code
+    (:data:`augjax.kernels.geometry.EXACT_NONE` and the others)."""
 
     coeffs: Callable[..., jax.Array]
     exact: Callable[..., jax.Array] | None = None

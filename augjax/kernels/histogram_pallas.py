@@ -23,10 +23,13 @@ from jax.experimental import pallas as pl
 from jax.extend.core import Primitive
 from jax.interpreters import mlir
 
+from augjax.kernels.histogram import histogram
 from augjax.kernels.pallas import AVAILABLE as PALLAS
 from augjax.kernels.pallas import compiler_params, owned, pl_triton, planes, tile, tile_start
+from augjax.kernels.pixels import planes_gray
 
-__all__ = ["AVAILABLE", "BLOCK", "block_histogram", "block_histogram_p", "image_histogram"]
+__all__ = ["AVAILABLE", "BLOCK", "block_histogram", "block_histogram_p", "image_histogram",
+           "stats_kernel"]
 
 block_histogram_p = Primitive("augjax_block_histogram")
 
@@ -79,7 +82,7 @@ def _register_triton() -> bool:
 
 #: Whether Pallas kernels traced for a GPU lower :func:`block_histogram` to Triton's histogram.
 AVAILABLE = PALLAS and _register_triton()
-#: Pixels per program of :func:`image_histogram`: each tile adds ``C * 256`` totals to memory.
+#: Pixels per program of :func:`stats_kernel`: each tile adds ``C * 256`` totals to memory.
 BLOCK = 4096
 #: Warps per program.
 NUM_WARPS = 4
@@ -97,34 +100,91 @@ def add_tile_counts(hist_ref, planes_, counted: jax.Array) -> None:
         pl_triton.atomic_add(hist_ref, k * 256 + level, counts)
 
 
-def _kernel(needed_ref, x_ref, _zeros_ref, hist_ref, *, pixels, c, block):
+def _stats_kernel(reads_ref, x_ref, _zeros_ref, hist_ref, lo_ref, hi_ref, gray_ref, *, h, w,
+                  c, block, count):
+    pixels = h * w
     start = tile_start(pixels, block)
-    first = pl.program_id(0) * block  # (read outside the branch: the interpreter needs it)
+    tile_ = pl.program_id(0)  # (read outside the branches: the interpreter needs it)
+    reads = reads_ref[0]
 
-    @pl.when(needed_ref[0] != 0)
+    @pl.when(reads != 0)
     def _():
-        add_tile_counts(hist_ref, planes(x_ref, start, block, c), owned(start, block, first))
+        counted = owned(start, block, tile_ * block)  # each pixel counted once
+        levels = [v.astype(jnp.int32) for v in planes(x_ref, start, block, c)]
+
+        if count:  # static: False where Triton's histogram is not available
+            @pl.when((reads & 1) != 0)
+            def _():
+                add_tile_counts(hist_ref, levels, counted)
+
+        @pl.when((reads & 2) != 0)
+        def _():
+            for k, v in enumerate(levels):
+                lo_ref[tile_ * c + k] = jnp.min(v)
+                hi_ref[tile_ * c + k] = jnp.max(v)
+
+        @pl.when((reads & 4) != 0)
+        def _():
+            g = planes_gray([v.astype(jnp.float32) for v in levels], jnp.uint8)
+            g = g.astype(jnp.int32)  # floored: whole levels
+            gray_ref[tile_] = jnp.sum(jnp.where(counted, g, 0))
+
+
+def stats_kernel(image: jax.Array, reads: jax.Array, interpret: bool = False,
+                 count: bool | None = None):
+    """Statistics of one uint8 ``(H, W, C)`` image in one pass, computed only where ``reads``
+    asks: equalize's histogram, autocontrast's range, contrast's gray sum.
+
+    Args:
+        image: the image.
+        reads: int32 bits: 1 the histogram, 2 the range, 4 the gray sum (C is 1 or 3).
+        interpret: run with Pallas' interpreter (CPU, tests).
+        count: whether the kernel counts the histogram; default :data:`AVAILABLE` (where this
+            JAX's Triton lowering has no histogram, the histogram is XLA's,
+            :func:`augjax.kernels.histogram`).
+
+    Returns:
+        ``(hist, lo, hi, gray)``: ``hist`` ``(256, C)`` int32 counts (zeros unless asked);
+        ``lo``, ``hi`` ``(C,)`` int32 and ``gray`` the int32 sum of the floored gray (each
+        meaningless unless asked).
+    """
+    h, w, c = image.shape
+    pixels = h * w
+    block = tile(pixels, BLOCK)
+    tiles = pl.cdiv(pixels, block)
+    reads = jnp.asarray(reads, jnp.int32)
+    counted = None
+    if not (AVAILABLE if count is None else count):
+        counted = histogram(image, needed=(reads & 1) != 0)
+        reads = reads & ~1
+    kernel = functools.partial(_stats_kernel, h=h, w=w, c=c, block=block,
+                               count=counted is None)
+    i32 = jnp.int32
+    hist, lo, hi, gray = pl.pallas_call(
+        kernel,
+        out_shape=(jax.ShapeDtypeStruct((c * 256,), jnp.float32),
+                   jax.ShapeDtypeStruct((tiles * c,), i32),
+                   jax.ShapeDtypeStruct((tiles * c,), i32),
+                   jax.ShapeDtypeStruct((tiles,), i32)),
+        grid=(tiles,),
+        input_output_aliases={2: 0},
+        interpret=interpret,
+        compiler_params=compiler_params(NUM_WARPS),
+    )(jnp.reshape(reads, (1,)).astype(i32), image.reshape(pixels * c),
+      jnp.zeros((c * 256,), jnp.float32))
+    if counted is None:
+        counted = hist.astype(i32).reshape(c, 256).T
+    return (counted, lo.reshape(tiles, c).min(axis=0), hi.reshape(tiles, c).max(axis=0),
+            gray.sum())
 
 
 def image_histogram(image: jax.Array, needed: jax.Array, interpret: bool = False) -> jax.Array:
     """``(256, C)`` int32 counts of the uint8 ``(H, W, C)`` image's levels, zeros where
-    ``needed`` (a bool scalar) is False: a Pallas kernel whose tiles count with
-    :func:`block_histogram`. ``H * W`` must stay below 2**24 (float32 counts); ``interpret``
-    runs Pallas' interpreter (CPU, tests)."""
-    h, w, c = image.shape
-    pixels = h * w
-    bins = 256
-    if image.dtype != jnp.uint8 or not 0 < pixels < 2**24:
+    ``needed`` (a bool scalar) is False: :func:`stats_kernel`'s histogram, its tiles counted
+    with :func:`block_histogram`. ``H * W`` must stay below 2**24 (float32 counts);
+    ``interpret`` runs Pallas' interpreter (CPU, tests)."""
+    h, w, _ = image.shape
+    if image.dtype != jnp.uint8 or not 0 < h * w < 2**24:
         raise ValueError("image_histogram: a uint8 image of fewer than 2**24 pixels, got "
                          f"{image.dtype} {image.shape}")
-    block = tile(pixels, BLOCK)
-    hist = pl.pallas_call(
-        functools.partial(_kernel, pixels=pixels, c=c, block=block),
-        out_shape=jax.ShapeDtypeStruct((c * bins,), jnp.float32),
-        grid=(pl.cdiv(pixels, block),),
-        input_output_aliases={2: 0},
-        interpret=interpret,
-        compiler_params=compiler_params(NUM_WARPS),
-    )(jnp.reshape(needed, (1,)).astype(jnp.int32), image.reshape(pixels * c),
-      jnp.zeros((c * bins,), jnp.float32))
-    return hist.astype(jnp.int32).reshape(c, bins).T
+    return stats_kernel(image, jnp.asarray(needed, jnp.int32), interpret, count=True)[0]

@@ -39,7 +39,6 @@ from augjax.policies._base import DEFAULT, Policy, check_names, param, shared
 from augjax.policies._call import data_first
 from augjax.policies._engine import (
     Levels,
-    draw_branches,
     draw_level,
     run_layers,
     scan_layers,
@@ -161,20 +160,13 @@ class AugMix(Policy):
             depth = jnp.full((self.width,), self.depth, jnp.int32)
         else:
             depth = jax.random.randint(ks[3], (self.width,), 1, _MAX_DEPTH + 1)
-        negative = jax.random.bernoulli(ks[5], 0.5, shape)
         index = (jnp.arange(self.width)[:, None] * _MAX_DEPTH
                  + jnp.arange(self.max_depth)[None, :])
-        return {
-            "op": jax.random.randint(ks[4], shape, 0, count).astype(jnp.int32),
-            "level": level,
-            "negative": negative,
-            "applied": jnp.arange(self.max_depth)[None, :] < depth[:, None],
-            "branches": draw_branches(self.space, self.bound, self.levels, level, negative,
-                                      index, key, meta),
-            "depth": depth.astype(jnp.int32),
-            "weights": weights.astype(jnp.float32),
-            "m": jnp.asarray(original, jnp.float32),
-        }
+        return self._decisions(
+            key, meta, ks[5], jax.random.randint(ks[4], shape, 0, count), level,
+            jnp.arange(self.max_depth)[None, :] < depth[:, None], index,
+            depth=depth.astype(jnp.int32), weights=weights.astype(jnp.float32),
+            m=jnp.asarray(original, jnp.float32))
 
     def run(self, image, params):
         dtype = image.dtype

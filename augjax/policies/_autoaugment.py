@@ -24,7 +24,7 @@ from augjax._runtime.keys import decision_key
 from augjax.errors import ParamError
 from augjax.policies._base import LayeredPolicy, param, shared
 from augjax.policies._call import data_first
-from augjax.policies._engine import Levels, draw_branches, draw_level
+from augjax.policies._engine import Levels, draw_level
 
 __all__ = ["POLICIES", "AutoAugment", "auto_augment"]
 
@@ -126,17 +126,9 @@ class AutoAugment(LayeredPolicy):
         keys = jax.random.split(k_level, width_)
         level = jax.vmap(lambda k, m: draw_level(k, m, self.mstd, self.levels.limit))(
             keys, base)
-        negative = jax.random.bernoulli(k_sign, 0.5, (width_,))
-        return {
-            "subpolicy": sub.astype(jnp.int32),
-            "op": jnp.asarray(ops)[sub],
-            "level": level,
-            "negative": negative,
-            "applied": jax.random.uniform(k_apply, (width_,)) < jnp.asarray(probs)[sub],
-            "branches": draw_branches(self.space, self.bound, self.levels, level, negative,
-                                      jnp.arange(width_), key, meta),
-        }
-
+        applied = jax.random.uniform(k_apply, (width_,)) < jnp.asarray(probs)[sub]
+        return self._decisions(key, meta, k_sign, jnp.asarray(ops)[sub], level, applied,
+                               jnp.arange(width_), subpolicy=sub.astype(jnp.int32))
 
 
 auto_augment = data_first("auto_augment", AutoAugment)

@@ -13,10 +13,13 @@ import functools
 import math
 from typing import Any
 
+import jax
+import jax.numpy as jnp
+
 from augjax._core.param import Param, show_value
 from augjax.chain import Composite, Node, json_value
 from augjax.errors import ParamError
-from augjax.policies._engine import bind_space, layers_matrix, run_layers
+from augjax.policies._engine import bind_space, draw_branches, run_layers
 from augjax.policies._magnitude import PolicyOp
 from augjax.policies._targets import geometric_space, layer_stages, run_mask_layers
 
@@ -202,6 +205,17 @@ class Policy(Composite):
         """The reference names of the op space, in the order of the plan's ``op`` indices."""
         return tuple(e.name for e in self.entries)
 
+    def _decisions(self, key, meta, k_sign, op, level, applied, index, **more):
+        """The layers' per-sample decisions (leading axes ``S``, those of ``level``): ``op``,
+        ``level``, ``negative`` (drawn from ``k_sign``), ``applied``, and ``branches``, every
+        entry's params at each layer (its key ``fold_in(key, index)``); ``more``: the
+        policy's own."""
+        negative = jax.random.bernoulli(k_sign, 0.5, level.shape)
+        branches = draw_branches(self.space, self.bound, self.levels, level, negative, index, key,
+                                 meta)
+        return {"op": op.astype(jnp.int32), "level": level, "negative": negative,
+                "applied": applied, "branches": branches, **more}
+
     @property
     def entries(self):
         """The op space (``PolicyOp`` entries)."""
@@ -228,8 +242,10 @@ class LayeredPolicy(Policy):
         return None
 
     def matrix(self, params, meta):
-        return layers_matrix(self.bound, params["op"], params["applied"], params["branches"],
-                             meta)
+        m = jnp.eye(3, dtype=jnp.float32)
+        for stage, _ in self.stages(params, meta):  # the layers' matrices, in order
+            m = stage @ m
+        return m
 
     def run_masks(self, mask, params):
         return run_mask_layers(self.bound, params["op"], params["applied"],

@@ -39,8 +39,6 @@ __all__ = [
     "bind_space",
     "draw_branches",
     "draw_level",
-    "layer_matrix",
-    "layers_matrix",
     "run_layer",
     "run_layer_switch",
     "run_layers",
@@ -241,25 +239,6 @@ def run_layer_switch(entries, bound, op_index: jax.Array, applied: jax.Array,
     """:func:`run_layer` as a ``lax.switch`` over every entry (each op's own kernel)."""
     out = switch(op_index, _entry_fns(entries, bound, branches, owner), image)
     return jnp.where(applied, out, image)
-
-
-def layer_matrix(bound, op_index: jax.Array, applied: jax.Array, branches: tuple[Any, ...],
-                 meta: Any) -> jax.Array:
-    """The forward matrix of one layer (identity where not applied or the op does not move
-    pixels)."""
-    eye = jnp.eye(3, dtype=jnp.float32)
-    ms = jnp.stack([eye if op is None else op.matrix(branches[j], meta)
-                    for j, op in enumerate(bound)])
-    return jnp.where(applied, ms[op_index], eye)
-
-
-def layers_matrix(bound, op_index, applied, branches, meta) -> jax.Array:
-    """The product of the layers' matrices (leading layer axis on every argument)."""
-    m = jnp.eye(3, dtype=jnp.float32)
-    for i in range(op_index.shape[0]):
-        b = jax.tree_util.tree_map(lambda v, i=i: v[i], branches)
-        m = layer_matrix(bound, op_index[i], applied[i], b, meta) @ m
-    return m
 
 
 def scan_layers(body, init: Any, xs: Any) -> Any:

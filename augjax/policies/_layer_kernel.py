@@ -10,10 +10,9 @@ Two kernels, both per image (``vmap`` adds the batch to the grid), over tiles of
 pixels read straight from the interleaved uint8 ``(H, W, C)`` image (one strided load per
 channel):
 
-- :func:`stats_kernel`: the statistics the tone ops read (equalize's histogram, each tile's
-  counted by Triton's ``histogram`` (:mod:`augjax.kernels.histogram_pallas`), autocontrast's
-  range, contrast's gray sum), each only for the images whose op reads it; the other images'
-  programs return at once.
+- :func:`~augjax.kernels.histogram_pallas.stats_kernel` (equalize's histogram kernel): the
+  statistics the tone ops read (equalize's histogram, autocontrast's range, contrast's gray
+  sum), each only for the images whose op reads it; the other images' programs return at once.
 - :func:`layer_kernel`: per image one of
 
   - ``KEEP``: a copy (identity, not applied, or an op computed elsewhere);
@@ -37,12 +36,11 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
-import augjax.kernels.histogram_pallas as _hp
+from augjax.kernels.histogram_pallas import stats_kernel
 from augjax.kernels.pallas import (
     AVAILABLE,
     compiler_params,
     gather,
-    owned,
     pl_triton,
     planes,
     round_half_even,
@@ -50,7 +48,6 @@ from augjax.kernels.pallas import (
     tile,
     tile_start,
 )
-from augjax.kernels.histogram import histogram
 from augjax.catalog.tone import sharpen_step, smoothed
 from augjax.kernels.pixels import mix, planes_gray, to_dtype
 from augjax.policies._layer_warps import warp_pil, warp_torchvision
@@ -67,93 +64,12 @@ GRAY, SMOOTH = 2, 3
 BLOCK = 1024
 #: Warps per program.
 NUM_WARPS = 4
-#: Pixels per program of :func:`stats_kernel` (each tile adds its ``C * 256`` counts to memory
-#: once, so a larger tile means fewer atomic adds) and its warps.
-STATS_BLOCK = _hp.BLOCK
-STATS_WARPS = _hp.NUM_WARPS
 #: The per-image float parameters of :func:`layer_kernel`: the warp's 6 coefficients, the
 #: blend factor and kind, and for PIL's bilinear warp its 4 split coefficients (8 values).
 PARAMS = 16
 #: The per-image int32 parameters: PIL's fixed-point affine data (6), whether PIL uses it,
 #: the exact-path code.
 IPARAMS = 8
-
-
-# --- the statistics ---------------------------------------------------------------------------
-
-def _stats_kernel(reads_ref, x_ref, _zeros_ref, hist_ref, lo_ref, hi_ref, gray_ref, *, h, w,
-                  c, block, count):
-    pixels = h * w
-    start = tile_start(pixels, block)
-    tile = pl.program_id(0)
-    reads = reads_ref[0]
-
-    @pl.when(reads != 0)
-    def _():
-        counted = owned(start, block, tile * block)  # each pixel counted once
-        levels = [v.astype(jnp.int32) for v in planes(x_ref, start, block, c)]
-
-        if count:  # static: False where Triton's histogram is not available
-            @pl.when((reads & 1) != 0)
-            def _():
-                _hp.add_tile_counts(hist_ref, levels, counted)
-
-        @pl.when((reads & 2) != 0)
-        def _():
-            for k, v in enumerate(levels):
-                lo_ref[tile * c + k] = jnp.min(v)
-                hi_ref[tile * c + k] = jnp.max(v)
-
-        @pl.when((reads & 4) != 0)
-        def _():
-            g = planes_gray([v.astype(jnp.float32) for v in levels], jnp.uint8)
-            g = g.astype(jnp.int32)  # floored: whole levels
-            gray_ref[tile] = jnp.sum(jnp.where(counted, g, 0))
-
-
-def stats_kernel(image: jax.Array, reads: jax.Array, interpret: bool = False):
-    """Statistics of one uint8 ``(H, W, C)`` image, computed only where ``reads`` asks.
-
-    Args:
-        image: the image.
-        reads: int32 bits: 1 the histogram, 2 the range, 4 the gray sum (C is 1 or 3).
-        interpret: run with Pallas' interpreter (CPU, tests).
-
-    Returns:
-        ``(hist, lo, hi, gray)``: ``hist`` ``(256, C)`` int32 counts (zeros unless asked);
-        ``lo``, ``hi`` ``(C,)`` int32 and ``gray`` the int32 sum of the floored gray (each
-        meaningless unless asked). Where this JAX's Triton lowering has no histogram
-        (:data:`augjax.kernels.histogram_pallas.AVAILABLE`), the histogram is XLA's
-        (:func:`augjax.kernels.histogram`).
-    """
-    h, w, c = image.shape
-    pixels = h * w
-    block = tile(pixels, STATS_BLOCK)
-    tiles = pl.cdiv(pixels, block)
-    reads = jnp.asarray(reads, jnp.int32)
-    counted = None
-    if not _hp.AVAILABLE:
-        counted = histogram(image, needed=(reads & 1) != 0)
-        reads = reads & ~1
-    kernel = functools.partial(_stats_kernel, h=h, w=w, c=c, block=block,
-                               count=counted is None)
-    i32 = jnp.int32
-    hist, lo, hi, gray = pl.pallas_call(
-        kernel,
-        out_shape=(jax.ShapeDtypeStruct((c * 256,), jnp.float32),
-                   jax.ShapeDtypeStruct((tiles * c,), i32),
-                   jax.ShapeDtypeStruct((tiles * c,), i32),
-                   jax.ShapeDtypeStruct((tiles,), i32)),
-        grid=(tiles,),
-        input_output_aliases={2: 0},
-        interpret=interpret,
-        compiler_params=compiler_params(STATS_WARPS),
-    )(jnp.reshape(reads, (1,)).astype(i32), image.reshape(pixels * c),
-      jnp.zeros((c * 256,), jnp.float32))
-    if counted is None:
-        counted = hist.astype(i32).reshape(c, 256).T
-    return (counted, lo.reshape(tiles, c).min(axis=0), hi.reshape(tiles, c).max(axis=0),
-            gray.sum())
 
 
 # --- the layer --------------------------------------------------------------------------------

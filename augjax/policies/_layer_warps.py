@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from augjax.catalog import EXACT_NONE, exact_source
+from augjax.kernels.geometry import EXACT_NONE, exact_source
 from augjax.kernels.grid_sample import affine_grid, centred, unnormalize
 from augjax.kernels.pallas import gather, round_half_even
 from augjax.kernels.sample_pallas import pick_pixels, sample_pixels

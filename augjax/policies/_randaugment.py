@@ -44,7 +44,7 @@ from augjax.policies._base import (
     shared,
 )
 from augjax.policies._call import data_first
-from augjax.policies._engine import Levels, draw_branches, draw_level
+from augjax.policies._engine import Levels, draw_level
 
 __all__ = ["RandAugment", "TrivialAugmentWide", "rand_augment", "trivial_augment_wide"]
 
@@ -219,17 +219,10 @@ class RandAugment(LayeredPolicy):
             w = jnp.asarray(self.weights, jnp.float32)
             scores = jnp.where(w > 0, jnp.log(w), -jnp.inf) + jax.random.gumbel(k_op, (count,))
             ops = jax.lax.top_k(scores, self.n)[1]
-        level = self._draw_levels(k_level)
-        negative = jax.random.bernoulli(k_sign, 0.5, (self.n,))
-        return {
-            "op": ops.astype(jnp.int32),
-            "level": level,
-            "negative": negative,
-            "applied": jax.random.uniform(k_apply, (self.n,)) < self.p if self.p < 1.0
-            else jnp.ones((self.n,), bool),
-            "branches": draw_branches(self.space, self.bound, self.levels, level, negative,
-                                      jnp.arange(self.n), key, meta),
-        }
+        applied = jax.random.uniform(k_apply, (self.n,)) < self.p if self.p < 1.0 \
+            else jnp.ones((self.n,), bool)
+        return self._decisions(key, meta, k_sign, ops, self._draw_levels(k_level), applied,
+                               jnp.arange(self.n))
 
 
 rand_augment = data_first("rand_augment", RandAugment)
@@ -290,15 +283,9 @@ class TrivialAugmentWide(LayeredPolicy):
     def draw(self, key, meta):
         k_op, k_sign, k_level = jax.random.split(decision_key(key), 3)
         level = jax.random.randint(k_level, (1,), 0, self.num_magnitude_bins).astype(jnp.float32)
-        negative = jax.random.bernoulli(k_sign, 0.5, (1,))
-        return {
-            "op": jax.random.randint(k_op, (1,), 0, len(self.entries)).astype(jnp.int32),
-            "level": level,
-            "negative": negative,
-            "applied": jnp.ones((1,), bool),
-            "branches": draw_branches(self.space, self.bound, self.levels, level, negative,
-                                      jnp.zeros((1,), jnp.int32), key, meta),
-        }
+        return self._decisions(key, meta, k_sign,
+                               jax.random.randint(k_op, (1,), 0, len(self.entries)), level,
+                               jnp.ones((1,), bool), jnp.zeros((1,), jnp.int32))
 
 
 trivial_augment_wide = data_first("trivial_augment_wide", TrivialAugmentWide)

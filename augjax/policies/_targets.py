@@ -1,6 +1,6 @@
 """Masks through a policy's layers: the same per-sample choices as the image, with each chosen
 op's mask rule (geometric ops: their kernel, nearest; colour ops: unchanged). Boxes and
-keypoints follow the policy's matrix (:func:`augjax.policies._engine.layers_matrix`)."""
+keypoints follow each layer's matrix (:func:`layer_stages`; their product is the policy's)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from augjax.policies._engine import layer_matrix
-
-__all__ = ["geometric_space", "layer_stages", "run_mask_layer", "run_mask_layers"]
+__all__ = ["geometric_space", "layer_matrix", "layer_stages", "run_mask_layer", "run_mask_layers"]
 
 
 def geometric_space(bound: tuple[Any, ...]) -> bool:
@@ -48,6 +46,16 @@ def run_mask_layers(bound, op_index: jax.Array, applied: jax.Array, branches: tu
 
     out, _ = jax.lax.scan(body, mask, (op_index, applied, branches))
     return out
+
+
+def layer_matrix(bound, op_index: jax.Array, applied: jax.Array, branches: tuple[Any, ...],
+                 meta: Any) -> jax.Array:
+    """The forward matrix of one layer (identity where not applied or the op does not move
+    pixels)."""
+    eye = jnp.eye(3, dtype=jnp.float32)
+    ms = jnp.stack([eye if op is None else op.matrix(branches[j], meta)
+                    for j, op in enumerate(bound)])
+    return jnp.where(applied, ms[op_index], eye)
 
 
 def layer_stages(bound, op_index: jax.Array, applied: jax.Array, branches: tuple[Any, ...],
