@@ -47,21 +47,16 @@ from augjax.kernels.pallas import (
 )
 from augjax.kernels.pixels import blend_gray, blend_planes, to_dtype
 
-__all__ = ["AVAILABLE", "IDENTITY", "jitter_kernel", "tile_size"]
+__all__ = ["AVAILABLE", "IDENTITY", "jitter_kernel"]
 
-#: Pixels per program (a power of two, as Triton's blocks must be).
+#: Pixels per program (a power of two, as Triton's blocks must be; smaller images: the largest
+#: power of two that fits).
 BLOCK = 512
 #: Warps per program.
 NUM_WARPS = 4
 #: The stage index that applies nothing (inactive adjustments, stages after contrast in the
 #: contrast pass).
 IDENTITY = 4
-
-
-def tile_size(pixels: int) -> int:
-    """The tile for an image of ``pixels`` pixels: :data:`BLOCK` (read when a program is
-    traced), or the largest power of two that fits a smaller image."""
-    return tile(pixels, BLOCK)
 
 
 def _branches(dtype):
@@ -76,33 +71,12 @@ def _branches(dtype):
     )
 
 
-class _Layout:
-    """How a tile's pixels are read and written: three strided loads (stores), one per channel,
-    of ``block`` pixels each, straight from the interleaved image.
-
-    Reading uint8 images as uint32 words instead (4 pixels in 3 words, channels by shifts, so a
-    thread moves 4 bytes per access) was measured and is 2x slower on an H200 (B=256: 0.392 vs
-    0.181 ms): four lanes of planes per thread cost more registers than the wider accesses save.
-    """
-
-    def __init__(self, pixels: int, dtype):
-        self.pixels = pixels
-        self.block = tile_size(pixels)
-        self.dtype = dtype
-
-    def start(self):
-        """The tile's first pixel, moved back for the last tile to end at the image's end."""
-        return tile_start(self.pixels, self.block)
-
-    def owned(self, start):
-        """Mask of the tile's pixels that no earlier tile holds."""
-        return owned(start, self.block, pl.program_id(0) * self.block)
-
-    def load(self, x_ref, start):
-        return tuple(v.astype(jnp.float32) for v in planes(x_ref, start, self.block, 3))
-
-    def store(self, o_ref, start, p):
-        store_planes(o_ref, start, self.block, [to_dtype(v, self.dtype) for v in p])
+def _load(x_ref, start, block: int):
+    """The tile's pixels as float32 planes, three strided loads straight from the interleaved
+    image. (Reading uint8 images as uint32 words instead, 4 pixels in 3 words, channels by
+    shifts, was 2x slower on an H200, B=256: 0.392 vs 0.181 ms: four lanes of planes per
+    thread cost more registers than the wider accesses save.)"""
+    return tuple(v.astype(jnp.float32) for v in planes(x_ref, start, block, 3))
 
 
 def _scalars(seq_ref, par_ref):
@@ -110,34 +84,35 @@ def _scalars(seq_ref, par_ref):
     return seq, [par_ref[j] for j in range(4)], par_ref[4]
 
 
-def _contrast_kernel(seq_ref, par_ref, x_ref, o_ref, *, layout):
+def _contrast_kernel(seq_ref, par_ref, x_ref, o_ref, *, pixels, block, dtype):
     seq, factors, _ = _scalars(seq_ref, par_ref)
-    start = layout.start()
-    p = layout.load(x_ref, start)
-    branches = _branches(layout.dtype)
+    start = tile_start(pixels, block)
+    p = _load(x_ref, start, block)
+    branches = _branches(dtype)
     before = True  # stages until contrast (seq holds each adjustment once)
     for j in range(4):
         before = before & (seq[j] != 1)
         p = lax.switch(jnp.where(before, seq[j], IDENTITY), branches, p, factors, 0.0)
     # uint8: integer levels, whose sums are exact in float32 (< 2**24) in any order
-    gray = jnp.where(layout.owned(start), blend_gray(*p, layout.dtype), 0.0)
+    gray = jnp.where(owned(start, block, pl.program_id(0) * block), blend_gray(*p, dtype), 0.0)
     o_ref[pl.program_id(0)] = jnp.sum(gray)
 
 
-def _chain_kernel(seq_ref, par_ref, x_ref, o_ref, *, layout):
+def _chain_kernel(seq_ref, par_ref, x_ref, o_ref, *, pixels, block, dtype):
     seq, factors, mean = _scalars(seq_ref, par_ref)
-    start = layout.start()
-    p = layout.load(x_ref, start)
-    branches = _branches(layout.dtype)
+    start = tile_start(pixels, block)
+    p = _load(x_ref, start, block)
+    branches = _branches(dtype)
     for j in range(4):
         p = lax.switch(seq[j], branches, p, factors, mean)
-    layout.store(o_ref, start, p)
+    store_planes(o_ref, start, block, [to_dtype(v, dtype) for v in p])
 
 
-def _call(kernel, out_shape, layout, interpret, *args):
-    grid = (pl.cdiv(layout.pixels, layout.block),)
+def _call(kernel, out_shape, pixels, dtype, interpret, *args):
+    block = tile(pixels, BLOCK)
+    grid = (pl.cdiv(pixels, block),)
     fn = pl.pallas_call(
-        functools.partial(kernel, layout=layout),
+        functools.partial(kernel, pixels=pixels, block=block, dtype=dtype),
         out_shape=out_shape(grid[0]), grid=grid, interpret=interpret,
         compiler_params=compiler_params(NUM_WARPS))
     return fn(*args)
@@ -157,16 +132,15 @@ def jitter_kernel(image: jax.Array, seq: jax.Array, factors: jax.Array, contrast
     h, w, _ = image.shape
     if h * w == 0:
         return image
-    layout = _Layout(h * w, image.dtype)
     flat = image.reshape(h * w * 3)
     seq = seq.astype(jnp.int32)
     mean = jnp.float32(0.0)
     if contrast:
         par = jnp.concatenate([factors, jnp.zeros(4, jnp.float32)])
         sums = _call(_contrast_kernel, lambda n: jax.ShapeDtypeStruct((n,), jnp.float32),
-                     layout, interpret, seq, par, flat)
+                     h * w, image.dtype, interpret, seq, par, flat)
         mean = jnp.sum(sums) / (h * w)
     par = jnp.concatenate([factors, jnp.stack([mean]), jnp.zeros(3, jnp.float32)])
     out = _call(_chain_kernel, lambda n: jax.ShapeDtypeStruct(flat.shape, flat.dtype),
-                layout, interpret, seq, par, flat)
+                h * w, image.dtype, interpret, seq, par, flat)
     return out.reshape(image.shape)

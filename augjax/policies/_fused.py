@@ -90,10 +90,6 @@ def supported(bound_ops: tuple[Any, ...], shape: tuple[int, ...], dtype: Any) ->
     return affine <= 1
 
 
-def _group_params(branches, items):
-    return tuple(branches[j] for j, _ in items)
-
-
 def run_fused(entries, bound_ops, op_index: jax.Array, applied: jax.Array,
               branches: tuple[Any, ...], images: jax.Array, owner: str,
               interpret: bool = False) -> jax.Array:
@@ -116,7 +112,7 @@ def run_fused(entries, bound_ops, op_index: jax.Array, applied: jax.Array,
             op_index)
         chosen = chosen & applied
         members = [(bound_ops[j], m) for j, m in items]
-        params = _group_params(branches, items)
+        params = tuple(branches[j] for j, _ in items)
         if key[0] == "tone":
             code = jnp.where(chosen, K.TONE, code)
             lut = _tables(images, members, params, pos, chosen, interpret)

@@ -40,7 +40,6 @@ __all__ = [
     "TIMM_RAND_INCREASING",
     "TIMM_RAND_WEIGHTED_0",
     "TIMM_RAND_WEIGHTED_3A",
-    "TRANSLATE_REL",
     "TV_AUGMIX",
     "TV_AUGMIX_PARTIAL",
     "TV_AUTO_AUGMENT",
@@ -52,13 +51,10 @@ __all__ = [
     "timm_ops",
 ]
 
-#: torchvision's largest RandAugment translation, a fraction of the side (150/331).
-TRANSLATE_REL = 150.0 / 331.0
-
-
 def over(**fields: Any) -> tuple[tuple[str, Any], ...]:
-    """The fields of an op's declared magnitude map that a reference changes."""
-    return tuple(sorted(fields.items()))
+    """The fields of an op's declared magnitude map that a reference changes (None: the op's
+    own)."""
+    return tuple(sorted((k, v) for k, v in fields.items() if v is not None))
 
 
 def _geo(name: str, op: str, param: str, mag, **fixed) -> PolicyOp:
@@ -69,19 +65,19 @@ def _op(name: str, op: str | None, param: str | None = None, mag=None, **fixed) 
     return PolicyOp(name, op, param, mag, tuple(sorted(fixed.items())))
 
 
-def _space(*ops: PolicyOp) -> tuple[PolicyOp, ...]:
-    return tuple(ops)
-
-
 # -------------------------------------------------------------------------------------------
 # torchvision (float32 linspace tables, f32=True)
 
 
-def _tv_space(*, shear: float, translate, rotate: float, enhance: float, posterize: tuple,
+def _tv_space(*, shear: float | None = None, translate=("rel", None), rotate: float | None = None,
+              enhance: float | None = None, posterize: tuple | None = None,
               identity: bool = True, invert: bool = False, enhance_ops: bool = True,
               enhance_last: bool = False):
-    """A torchvision op space. ``translate`` is ("rel", fraction of the side) or ("px", max)."""
+    """A torchvision op space, in float32 ``linspace`` tables: each op's declared map (the
+    ranges of torchvision's RandAugment) with the ranges given here (None: the op's own).
+    ``translate`` is ("rel", fraction of the side) or ("px", max)."""
     kind, amount = translate
+    post = (None, None) if posterize is None else tuple(map(float, posterize))
     per = {"rel": "width", "px": None}[kind]
     tx = over(end=amount, quantize="trunc", f32=True, per=per)
     ty = over(end=amount, quantize="trunc", f32=True, per=None if per is None else "height")
@@ -102,7 +98,7 @@ def _tv_space(*, shear: float, translate, rotate: float, enhance: float, posteri
         ops += enhance
     ops += [
         _op("Posterize", "posterize", "bits",
-            over(start=float(posterize[0]), end=float(posterize[1]), quantize="round", f32=True)),
+            over(start=post[0], end=post[1], quantize="round", f32=True)),
         _op("Solarize", "solarize", "threshold", over(start=1.0, end=0.0, times=255.0, f32=True)),
         _op("AutoContrast", "autocontrast"),
         _op("Equalize", "equalize"),
@@ -112,21 +108,19 @@ def _tv_space(*, shear: float, translate, rotate: float, enhance: float, posteri
     return tuple(ops + (enhance if enhance_last else []))
 
 
-#: torchvision RandAugment (31 bins by default).
-TV_RAND_AUGMENT = _tv_space(shear=0.3, translate=("rel", TRANSLATE_REL), rotate=30.0,
-                            enhance=0.9, posterize=(8, 4))
+#: torchvision RandAugment (31 bins by default): the ops' own ranges.
+TV_RAND_AUGMENT = _tv_space()
 #: torchvision TrivialAugmentWide: wider ranges, 32 px translations.
 TV_TRIVIAL_AUGMENT_WIDE = _tv_space(shear=0.99, translate=("px", 32.0), rotate=135.0,
                                     enhance=0.99, posterize=(8, 2))
 #: torchvision AutoAugment's space (10 bins): RandAugment's ranges, Invert, no Identity.
-TV_AUTO_AUGMENT = _tv_space(shear=0.3, translate=("rel", TRANSLATE_REL), rotate=30.0,
-                            enhance=0.9, posterize=(8, 4), identity=False, invert=True)
+TV_AUTO_AUGMENT = _tv_space(identity=False, invert=True)
 #: torchvision AugMix, all_ops=True (10 bins; translations up to a third of the side).
-TV_AUGMIX = _tv_space(shear=0.3, translate=("rel", 1.0 / 3.0), rotate=30.0, enhance=0.9,
-                      posterize=(4, 0), identity=False, enhance_last=True)
+TV_AUGMIX = _tv_space(translate=("rel", 1.0 / 3.0), posterize=(4, 0), identity=False,
+                      enhance_last=True)
 #: torchvision AugMix, all_ops=False: without the enhance ops.
-TV_AUGMIX_PARTIAL = _tv_space(shear=0.3, translate=("rel", 1.0 / 3.0), rotate=30.0,
-                              enhance=0.9, posterize=(4, 0), identity=False, enhance_ops=False)
+TV_AUGMIX_PARTIAL = _tv_space(translate=("rel", 1.0 / 3.0), posterize=(4, 0), identity=False,
+                              enhance_ops=False)
 
 #: torchvision AutoAugment sub-policies: ((name, probability, bin or None), ...), 10 bins.
 TV_POLICIES = {
