@@ -57,6 +57,16 @@ def deprecated_options(name: str, given: Mapping[str, Any]) -> None:
                       stacklevel=3)
 
 
+def with_kernel_params(kernel, params: dict[str, Param]) -> dict[str, Param]:
+    """The op's parameters: its own, then those the kernel of an op declared by its geometry
+    brings (:func:`augjax.kernels.geometry.warp`: what the pixels are sampled with) that the
+    op does not declare itself."""
+    brought = getattr(kernel, "params", None) if hasattr(kernel, "geometry") else None
+    if not isinstance(brought, Mapping):
+        return params
+    return {**params, **{k: p for k, p in brought.items() if k not in params}}
+
+
 def geometry_matrix(name, kernel, params, level, matrix) -> Callable[..., Any] | None:
     """The matrix of an op declared by its geometry (a kernel made by
     :func:`augjax.kernels.geometry.warp`: it has ``geometry`` and ``matrix``), after checking

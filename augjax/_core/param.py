@@ -37,6 +37,8 @@ KINDS = {
 #: Kinds whose value augjax draws per sample (a pair is a range; a number is used as is).
 PER_SAMPLE_KINDS = ("float_or_pair", "int_or_pair")
 
+_FACTOR_DOC = "factor (1 = unchanged); a number is used as is, a pair (lo, hi) is drawn per sample"
+
 
 @dataclasses.dataclass(frozen=True)
 class Param:
@@ -109,6 +111,25 @@ class Param:
                 f"policy's strength to a number, but this parameter is {what}; drop "
                 f"magnitude=, or make the parameter a number (kind='float' or "
                 f"'float_or_pair') that the kernel reads from params")
+
+    @classmethod
+    def probability(cls, default: float = 0.5,
+                    doc: str = "probability that a sample is changed") -> Param:
+        """A probability in [0, 1] whose 0 leaves every sample as it is (the ``p`` of a random
+        flip, grayscale or perspective): ``Param(default, low=0, high=1, neutral=0)``."""
+        return cls(default, low=0.0, high=1.0, neutral=0.0, doc=doc)
+
+    @classmethod
+    def factor(cls, doc: str = _FACTOR_DOC, *, aliases: Any = ()) -> Param:
+        """An enhance factor (PIL ``ImageEnhance``, torchvision ``adjust_brightness`` /
+        ``contrast`` / ``saturation`` / ``sharpness``): 1 leaves the image unchanged; a number
+        is used as is, a pair drawn per sample (default ``(0.6, 1.4)``); policies set it from
+        torchvision RandAugment's 31-bin map ``1 + linspace(0, 0.9)``, reflected around 1
+        (:data:`augjax._core.magnitude.ENHANCE`)."""
+        from augjax._core.magnitude import ENHANCE
+
+        return cls((0.6, 1.4), kind="float_or_pair", low=0.0, neutral=1.0, magnitude=ENHANCE,
+                   signed=True, doc=doc, aliases=aliases)
 
     @property
     def interval(self) -> str:

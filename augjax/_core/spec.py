@@ -59,6 +59,7 @@ from augjax._core.declaration import (
     check_signature,
     deprecated_options,
     geometry_matrix,
+    with_kernel_params,
 )
 from augjax._core.meta import Meta
 from augjax._core.param import Param, per_sample_value
@@ -331,10 +332,11 @@ def op(
         OpDefinitionError: when the declaration and the kernel disagree.
     """
     deprecated_options(name, deprecated)
-    params = dict(params or {})
+    declared = dict(params or {})
     outputs = inputs if outputs is None else tuple(outputs)
 
     def decorate(kernel: Callable[..., Any]) -> OpSpec:
+        params = with_kernel_params(kernel, declared)
         check_declaration(name, kernel, params, level, tuple(inputs), outputs, dtypes, layouts)
         derived = geometry_matrix(name, kernel, params, level, matrix)
         if derived is None:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from augjax._core.magnitude import ENHANCE
 from augjax._core.param import Param
 from augjax._core.spec import op
 from augjax.catalog._fuse import Blend, ImageStats, Tone, fused
@@ -30,6 +29,7 @@ from augjax.kernels.histogram import level_ramp, lookup, stretch
 from augjax.kernels.pixels import (
     bound,
     from_unit,
+    invert_levels,
     is_int,
     levels_to_scale,
     to_dtype,
@@ -57,9 +57,7 @@ __all__ = [
 @op("invert", random=False, reference="torchvision.transforms.v2.functional.invert")
 def invert(image, params):
     """Inverts every level: ``255 - x`` for uint8, ``1 - x`` for float (PIL ImageOps.invert)."""
-    if is_int(image.dtype):
-        return jnp.asarray(255, image.dtype) - image
-    return 1.0 - image
+    return invert_levels(image)
 
 
 @fused(Tone())
@@ -82,8 +80,7 @@ def solarize(image, params):
     Params: ``threshold``.
     """
     t = levels_to_scale(params["threshold"], image.dtype)
-    inverted = jnp.asarray(bound(image.dtype), image.dtype) - image
-    return jnp.where(image.astype(jnp.float32) >= t, inverted, image)
+    return jnp.where(image.astype(jnp.float32) >= t, invert_levels(image), image)
 
 
 @fused(Tone())
@@ -200,17 +197,10 @@ def autocontrast(image, params):
 
 
 @fused(Blend("smooth"))
-@op(
-    "sharpness",
-    params={
-        "factor": Param((0.6, 1.4), kind="float_or_pair", low=0.0, neutral=1.0,
-                        magnitude=ENHANCE, signed=True,
-                        aliases={"sharpness_factor": "torchvision"},
-                        doc="0 = smoothed, 1 = unchanged, > 1 sharper; a pair is drawn "
-                            "per sample"),
-    },
-    reference="PIL.ImageEnhance.Sharpness / torchvision.transforms.v2.functional.adjust_sharpness",
-)
+@op("sharpness",
+    params={"factor": Param.factor("0 = smoothed, 1 = unchanged, > 1 sharper; a pair is drawn "
+                                   "per sample", aliases={"sharpness_factor": "torchvision"})},
+    reference="PIL.ImageEnhance.Sharpness / torchvision.transforms.v2.functional.adjust_sharpness")
 def sharpness(image, params):
     """Blends the image with a smoothed copy by ``factor`` (PIL ImageEnhance.Sharpness).
 

@@ -13,6 +13,7 @@ import numpy as np
 
 __all__ = [
     "bound",
+    "invert_levels",
     "is_int",
     "requantize",
     "to_dtype",
@@ -43,6 +44,12 @@ def is_int(dtype) -> bool:
 def bound(dtype) -> float:
     """The largest pixel value: 255 for uint8, 1 for float images."""
     return 255.0 if is_int(dtype) else 1.0
+
+
+def invert_levels(image: jax.Array) -> jax.Array:
+    """Every level inverted in the image's own dtype: ``255 - x`` for uint8, ``1 - x`` for
+    float images (PIL ``ImageOps.invert``)."""
+    return jnp.asarray(bound(image.dtype), image.dtype) - image
 
 
 def requantize(x: jax.Array, dtype) -> jax.Array:
