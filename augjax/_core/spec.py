@@ -191,10 +191,18 @@ class OpSpec:
 
     def run(self, inputs: tuple[Any, ...], params: Mapping[str, Any],
             config: Mapping[str, Any]) -> Any:
-        """The kernel on ``inputs`` (one image, or the batch [and labels]) with ``params``."""
+        """The kernel on ``inputs`` (one image, or the batch [and labels]) with ``params``;
+        ``levels`` parameters in the image's scale, ``per_channel`` ones per channel."""
         note(self)
         static = {k: config[k] for k in self.static}
-        return self.kernel(*inputs, dict(params), **static)
+        params = dict(params)
+        image = inputs[0]
+        for k, p in self.params.items():
+            given = params if k in params else static if k in static else None
+            if given is not None and (p.levels or p.per_channel):
+                value = p.for_channels(self.name, k, given[k], image.shape[-1])
+                given[k] = p.in_scale(value, image.dtype)
+        return self.kernel(*inputs, params, **static)
 
     @property
     def defaults(self) -> dict[str, Any]:

@@ -65,6 +65,7 @@ from augjax.catalog._warp_params import (
 )
 from augjax.errors import InputError
 from augjax.kernels.geometry import Warp, warp
+from augjax.kernels.matrix import mirror
 from augjax.kernels.warp import (
     inverse_affine_matrix,
     perspective_coefficients,
@@ -84,16 +85,8 @@ def _flip_sample(key, meta, params, *, p, horizontal, vertical):
     return {"horizontal": (u[0] < p) & horizontal, "vertical": (u[1] < p) & vertical}
 
 
-def _mirror(on, size: int, axis: int) -> jax.Array:
-    """The matrix of mirroring axis 0 (x) or 1 (y) of ``size`` pixels where ``on``."""
-    m = jnp.eye(3, dtype=jnp.float32)
-    m = m.at[axis, axis].set(jnp.where(on, -1.0, 1.0))
-    return m.at[axis, 2].set(jnp.where(on, size - 1.0, 0.0))
-
-
 def _flip_matrix(params, meta, **_):
-    return _mirror(params["vertical"], meta.height, 1) @ _mirror(params["horizontal"],
-                                                                 meta.width, 0)
+    return mirror(params["horizontal"], params["vertical"], meta.height, meta.width)
 
 
 @op(

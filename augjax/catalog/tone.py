@@ -31,7 +31,6 @@ from augjax.kernels.pixels import (
     from_unit,
     invert_levels,
     is_int,
-    levels_to_scale,
     to_dtype,
     to_unit,
 )
@@ -64,10 +63,9 @@ def invert(image, params):
 @op(
     "solarize",
     params={
-        "threshold": Param((128.0, 255.0), kind="float_or_pair", low=0.0, high=256.0,
+        "threshold": Param((128.0, 255.0), kind="float_or_pair", low=0.0, high=256.0, levels=True,
                            neutral=256.0, magnitude=(255.0, 0.0),
-                           doc="levels >= threshold (uint8 levels; float images use "
-                               "threshold/255) are inverted; 256 changes nothing; a pair "
+                           doc="levels >= threshold are inverted; 256 changes nothing; a pair "
                                "is drawn per sample"),
     },
     reference="PIL.ImageOps.solarize / torchvision.transforms.v2.functional.solarize",
@@ -79,8 +77,7 @@ def solarize(image, params):
     identity. torchvision RandAugment's magnitude map is ``threshold = 255 * linspace(1, 0)``.
     Params: ``threshold``.
     """
-    t = levels_to_scale(params["threshold"], image.dtype)
-    return jnp.where(image.astype(jnp.float32) >= t, invert_levels(image), image)
+    return jnp.where(image.astype(jnp.float32) >= params["threshold"], invert_levels(image), image)
 
 
 @fused(Tone())
@@ -88,11 +85,9 @@ def solarize(image, params):
     "solarize_add",
     params={
         "addition": Param((0.0, 110.0), kind="float_or_pair", low=0.0, high=255.0, neutral=0.0,
-                          magnitude=(0.0, 110.0),
-                          doc="uint8 levels added below the threshold (float images: /255); "
-                              "a pair is drawn per sample"),
-        "threshold": Param(128.0, low=0.0, high=256.0,
-                           doc="only levels below it change (uint8 levels; float: /255)"),
+                          magnitude=(0.0, 110.0), levels=True,
+                          doc="added below the threshold; a pair is drawn per sample"),
+        "threshold": Param(128.0, low=0.0, high=256.0, levels=True, doc="levels below it change"),
     },
     reference="timm.data.auto_augment.solarize_add",
 )
@@ -104,12 +99,9 @@ def solarize_add(image, params, *, threshold):
     magnitude map is ``addition = 110 * level / 10``. A non-whole addition on uint8 is rounded to
     the nearest level after adding (timm only uses whole additions). Params: ``addition``.
     """
-    dtype = image.dtype
-    a = levels_to_scale(params["addition"], dtype)
-    t = levels_to_scale(threshold, dtype)
     x = image.astype(jnp.float32)
-    out = jnp.where(x < t, jnp.minimum(x + a, bound(dtype)), x)
-    return to_dtype(out, dtype, rounding="round")
+    out = jnp.where(x < threshold, jnp.minimum(x + params["addition"], bound(image.dtype)), x)
+    return to_dtype(out, image.dtype, rounding="round")
 
 
 @fused(Tone())
