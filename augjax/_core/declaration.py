@@ -42,6 +42,8 @@ SAMPLE_TARGETS = ("boxes", "masks")
 _DEPRECATED = {
     "compute_bound": "a CPU performance hint internal to augjax (its catalog sets it with its "
                      "own decorator); it is ignored on a pack's op",
+    "random": "whether an op is random follows from its declaration (a sample= hook or a "
+              "per-sample parameter); it is ignored",
 }
 
 

@@ -271,7 +271,6 @@ def op(
     dtypes: tuple[str, ...] = DTYPES,
     layouts: tuple[str, ...] = LAYOUTS,
     channels: tuple[int, ...] | None = None,
-    random: bool | None = None,
     sample: Callable[..., Mapping[str, Any]] | None = None,
     matrix: Callable[..., Any] | None = None,
     geometric: bool | None = None,
@@ -297,8 +296,6 @@ def op(
         dtypes: image dtypes accepted (and returned): a subset of ``("uint8", "float32")``.
         layouts: layouts accepted: a subset of ``("HWC", "CHW")``.
         channels: channel counts accepted, or ``None`` for any.
-        random: whether the op draws anything (a call then needs a key); default: it has a
-            ``sample`` hook or a per-sample parameter. ``random=False`` with either is an error.
         sample: ``fn(key, meta, params, **config) -> dict``, the op's own draws (coins, boxes,
             permutations) as arrays; see the module docstring.
         matrix: for geometric sample-level ops, ``fn(params, meta, **config) -> (3, 3)``: the
@@ -333,13 +330,18 @@ def op(
             ``targets=``, e.g. ``{"boxes": (M, 4), "boxes_valid": (M,)}`` for one sample (see
             the module docstring). Default: none, and no ``targets=`` keyword.
 
-    Deprecated: ``compute_bound=`` (a CPU performance hint; augjax's catalog sets it with its
-    own decorator, and it no longer changes a pack's op: a :class:`DeprecationWarning`).
+    Whether the op is random (a call then needs a key) follows from the declaration: it has a
+    ``sample`` hook or a per-sample parameter (``OpSpec.random``).
+
+    Deprecated (a :class:`DeprecationWarning`): ``compute_bound=`` (a CPU performance hint;
+    augjax's catalog sets it with its own decorator, and it no longer changes a pack's op);
+    ``random=`` (derived as above; ``random=False`` on an op that draws is still refused).
 
     Raises:
         OpDefinitionError: when the declaration and the kernel disagree.
     """
     deprecated_options(name, deprecated)
+    random = deprecated.get("random")
     declared = dict(params or {})
     outputs = inputs if outputs is None else tuple(outputs)
 
@@ -376,7 +378,7 @@ def op(
             dtypes=tuple(dtypes),
             layouts=tuple(layouts),
             channels=None if channels is None else tuple(channels),
-            random=drawn if random is None else bool(random),
+            random=drawn,
             sampler=sample,
             matrix=moved,
             geometric=moves,

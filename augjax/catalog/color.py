@@ -155,7 +155,7 @@ def _gray3(image: jax.Array) -> jax.Array:
     return to_dtype(jnp.broadcast_to(g, image.shape), image.dtype)
 
 
-@op("grayscale", channels=(3,), random=False,
+@op("grayscale", channels=(3,),
     reference="torchvision.transforms.v2.functional.rgb_to_grayscale(num_output_channels=3)")
 def grayscale(image, params):
     """Replaces RGB by its ITU-R 601-2 luma ``0.2989 R + 0.587 G + 0.114 B``, kept as 3 channels.

@@ -46,7 +46,7 @@ def normalize(image, params, *, mean, std, chw):
     return image.astype(jnp.float32) * scale + offset
 
 
-@op("to_float", random=False, output_dtype="float32",
+@op("to_float", output_dtype="float32",
     reference="torchvision.transforms.v2.ToDtype(torch.float32, scale=True)")
 def to_float(image, params):
     """Converts uint8 levels to float32 in [0, 1]; float32 input is returned as is.
@@ -60,7 +60,7 @@ def to_float(image, params):
     return image.astype(jnp.float32) * jnp.float32(1.0 / 255.0)
 
 
-@op("to_uint8", random=False, output_dtype="uint8",
+@op("to_uint8", output_dtype="uint8",
     reference="torchvision.transforms.v2.ToDtype(torch.uint8, scale=True), rounded")
 def to_uint8(image, params):
     """Converts float32 in [0, 1] to uint8 levels: ``round(clip(x, 0, 1) * 255)``.

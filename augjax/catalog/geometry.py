@@ -159,7 +159,6 @@ def _rot90_matrix(params, meta, *, k):
     },
     sample=_rot90_sample,
     matrix=_rot90_matrix,
-    random=True,
     output_size=_rot90_size,
     reference="torch.rot90 / kornia RandomRotation90 / albumentations RandomRotate90",
 )

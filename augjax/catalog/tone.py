@@ -53,7 +53,7 @@ __all__ = [
 
 
 @fused(Tone())
-@op("invert", random=False, reference="torchvision.transforms.v2.functional.invert")
+@op("invert", reference="torchvision.transforms.v2.functional.invert")
 def invert(image, params):
     """Inverts every level: ``255 - x`` for uint8, ``1 - x`` for float (PIL ImageOps.invert)."""
     return invert_levels(image)
@@ -145,7 +145,7 @@ def _equalize_levels(values, params, stats):
 
 
 @fused(Tone(_equalize_levels, stats=("equalize",)))
-@op("equalize", random=False, reference="PIL.ImageOps.equalize (as torchvision equalize)")
+@op("equalize", reference="PIL.ImageOps.equalize (as torchvision equalize)")
 def equalize(image, params):
     """Equalizes the histogram of each channel with PIL's lookup table (PIL ImageOps.equalize).
 
@@ -169,7 +169,7 @@ def _autocontrast_levels(values, params, stats):
 
 
 @fused(Tone(_autocontrast_levels, stats=("range",)))
-@op("autocontrast", random=False,
+@op("autocontrast",
     reference="PIL.ImageOps.autocontrast / torchvision.transforms.v2.functional.autocontrast")
 def autocontrast(image, params):
     """Stretches each channel so that its minimum maps to 0 and its maximum to the top level.

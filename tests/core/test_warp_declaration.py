@@ -132,3 +132,25 @@ def test_compute_bound_is_deprecated_and_ignored():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert op("plain")(kernel).compute_bound is False
+
+
+def test_random_is_deprecated_and_derived_from_the_declaration():
+    def kernel(image, params):
+        """Identity."""
+        return image
+
+    def drawn(image, params, *, amount):
+        """Identity; ``amount`` is drawn per sample."""
+        return image
+
+    amount = {"amount": Param((0.1, 0.9), kind="float_or_pair")}
+    with pytest.warns(DeprecationWarning, match="random"):
+        assert op("still_fixed", random=True)(kernel).random is False
+    with pytest.warns(DeprecationWarning, match="random"):
+        assert op("still_drawn", params=amount, random=True)(drawn).random is True
+    with pytest.warns(DeprecationWarning), pytest.raises(OpDefinitionError, match="random=False"):
+        op("contradicts", params=amount, random=False)(drawn)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert op("fixed")(kernel).random is False
+        assert op("drawn", params=amount)(drawn).random is True
