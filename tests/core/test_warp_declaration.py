@@ -139,8 +139,8 @@ def test_random_is_deprecated_and_derived_from_the_declaration():
         """Identity."""
         return image
 
-    def drawn(image, params, *, amount):
-        """Identity; ``amount`` is drawn per sample."""
+    def drawn(image, params):
+        """Identity; ``params["amount"]`` is drawn per sample."""
         return image
 
     amount = {"amount": Param((0.1, 0.9), kind="float_or_pair")}
