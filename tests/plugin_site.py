@@ -30,7 +30,7 @@ def op_source(*names: str, api: str | None = None, extra: str = "", random: bool
         hook = ", sample=_draw" if random else ""
         parts.append(
             f"@augjax.op({name!r}, params={{'amount': Param(0.0, low=0.0, high=1.0, "
-            f"neutral=0.0)}}, random={random}{hook}{api_kw})\n"
+            f"neutral=0.0)}}{hook}{api_kw})\n"
             f"def {name}(image, params, *, amount):\n"
             f"    '''Returns the image (a test op; ``amount`` is ignored).'''\n"
             f"    return image\n"

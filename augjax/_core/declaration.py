@@ -42,6 +42,8 @@ SAMPLE_TARGETS = ("boxes", "masks")
 _DEPRECATED = {
     "compute_bound": "a CPU performance hint internal to augjax (its catalog sets it with its "
                      "own decorator); it is ignored on a pack's op",
+    "random": "whether an op is random follows from its declaration (a sample= hook or a "
+              "per-sample parameter); it is ignored",
 }
 
 
@@ -55,6 +57,16 @@ def deprecated_options(name: str, given: Mapping[str, Any]) -> None:
         warnings.warn(f"op {name!r}: op({option}=...) is deprecated and will be removed: "
                       f"{_DEPRECATED[option]}; drop the argument", DeprecationWarning,
                       stacklevel=3)
+
+
+def with_kernel_params(kernel, params: dict[str, Param]) -> dict[str, Param]:
+    """The op's parameters: its own, then those the kernel of an op declared by its geometry
+    brings (:func:`augjax.kernels.geometry.warp`: what the pixels are sampled with) that the
+    op does not declare itself."""
+    brought = getattr(kernel, "params", None) if hasattr(kernel, "geometry") else None
+    if not isinstance(brought, Mapping):
+        return params
+    return {**params, **{k: p for k, p in brought.items() if k not in params}}
 
 
 def geometry_matrix(name, kernel, params, level, matrix) -> Callable[..., Any] | None:

@@ -37,6 +37,8 @@ KINDS = {
 #: Kinds whose value augjax draws per sample (a pair is a range; a number is used as is).
 PER_SAMPLE_KINDS = ("float_or_pair", "int_or_pair")
 
+_FACTOR_DOC = "factor (1 = unchanged); a number is used as is, a pair (lo, hi) is drawn per sample"
+
 
 @dataclasses.dataclass(frozen=True)
 class Param:
@@ -68,6 +70,13 @@ class Param:
         aliases: names other libraries give this parameter, each mapped to the library, e.g.
             ``{"probability": "timm"}``: a call that uses one gets "did you mean ..." (accepted
             as a mapping or a sequence of names; stored as ``((alias, library), ...)``).
+        levels: the value is in uint8 levels (0..255) whatever the image dtype (a threshold,
+            an addition); the kernel receives it in the image's scale: as given for uint8,
+            times 1/255 for float images (:meth:`in_scale`). ``op.sample`` / ``op.apply`` and
+            policies keep the levels.
+        per_channel: a ``floats`` parameter (the kind it implies) with one value or one per
+            channel (a mean, a std); the kernel receives one value per channel of the images,
+            and a call whose images have another channel count is refused.
     """
 
     default: Any
@@ -85,14 +94,22 @@ class Param:
     low_exclusive: bool = False
     high_exclusive: bool = False
     aliases: Any = ()
+    levels: bool = False
+    per_channel: bool = False
 
     def __post_init__(self) -> None:
         if self.kind is None:
-            object.__setattr__(self, "kind", _infer_kind(self.default))
+            object.__setattr__(self, "kind",
+                               "floats" if self.per_channel else _infer_kind(self.default))
         if self.kind not in KINDS:
             raise ValueError(f"Param kind must be one of {sorted(KINDS)}, got {self.kind!r}")
         if self.choices is not None:
             object.__setattr__(self, "choices", tuple(self.choices))
+        if self.per_channel and self.kind != "floats":
+            raise ValueError(f"Param per_channel=True needs kind 'floats', got {self.kind!r}")
+        if self.levels and self.kind not in ("float", "int", "float_or_pair", "int_or_pair"):
+            raise ValueError(f"Param levels=True needs a number (or a pair), got kind "
+                             f"{self.kind!r}")
         object.__setattr__(self, "aliases", _aliases(self.aliases))
         for flag, bound in (("low_exclusive", self.low), ("high_exclusive", self.high)):
             if getattr(self, flag) and bound is None:
@@ -109,6 +126,50 @@ class Param:
                 f"policy's strength to a number, but this parameter is {what}; drop "
                 f"magnitude=, or make the parameter a number (kind='float' or "
                 f"'float_or_pair') that the kernel reads from params")
+
+    @classmethod
+    def probability(cls, default: float = 0.5,
+                    doc: str = "probability that a sample is changed") -> Param:
+        """A probability in [0, 1] whose 0 leaves every sample as it is (the ``p`` of a random
+        flip, grayscale or perspective): ``Param(default, low=0, high=1, neutral=0)``."""
+        return cls(default, low=0.0, high=1.0, neutral=0.0, doc=doc)
+
+    @classmethod
+    def factor(cls, doc: str = _FACTOR_DOC, *, aliases: Any = ()) -> Param:
+        """An enhance factor (PIL ``ImageEnhance``, torchvision ``adjust_brightness`` /
+        ``contrast`` / ``saturation`` / ``sharpness``): 1 leaves the image unchanged; a number
+        is used as is, a pair drawn per sample (default ``(0.6, 1.4)``); policies set it from
+        torchvision RandAugment's 31-bin map ``1 + linspace(0, 0.9)``, reflected around 1
+        (:data:`augjax._core.magnitude.ENHANCE`)."""
+        from augjax._core.magnitude import ENHANCE
+
+        return cls((0.6, 1.4), kind="float_or_pair", low=0.0, neutral=1.0, magnitude=ENHANCE,
+                   signed=True, doc=doc, aliases=aliases)
+
+    def in_scale(self, value: Any, dtype: Any) -> Any:
+        """``value`` as the kernel receives it for images of ``dtype``: for a ``levels``
+        parameter, times 1/255 on float images (as given on integer ones)."""
+        import numpy as np
+
+        if not self.levels or value is None or np.issubdtype(np.dtype(dtype), np.integer):
+            return value
+        return value * (1.0 / 255.0)
+
+    def for_channels(self, op: str, name: str, value: Any, channels: int) -> Any:
+        """A ``per_channel`` parameter's ``value`` as one value per channel.
+
+        Raises:
+            InputError: neither one value nor ``channels`` values.
+        """
+        if not self.per_channel or value is None or len(value) == channels:
+            return value
+        if len(value) == 1:
+            return tuple(value) * channels
+        from augjax.errors import InputError
+
+        raise InputError(
+            f"{op}: parameter '{name}' has {len(value)} values but the images have {channels} "
+            f"channels (give one value, or one per channel)", op=op, argument="images")
 
     @property
     def interval(self) -> str:

@@ -59,6 +59,7 @@ from augjax._core.declaration import (
     check_signature,
     deprecated_options,
     geometry_matrix,
+    with_kernel_params,
 )
 from augjax._core.meta import Meta
 from augjax._core.param import Param, per_sample_value
@@ -190,10 +191,18 @@ class OpSpec:
 
     def run(self, inputs: tuple[Any, ...], params: Mapping[str, Any],
             config: Mapping[str, Any]) -> Any:
-        """The kernel on ``inputs`` (one image, or the batch [and labels]) with ``params``."""
+        """The kernel on ``inputs`` (one image, or the batch [and labels]) with ``params``;
+        ``levels`` parameters in the image's scale, ``per_channel`` ones per channel."""
         note(self)
         static = {k: config[k] for k in self.static}
-        return self.kernel(*inputs, dict(params), **static)
+        params = dict(params)
+        image = inputs[0]
+        for k, p in self.params.items():
+            given = params if k in params else static if k in static else None
+            if given is not None and (p.levels or p.per_channel):
+                value = p.for_channels(self.name, k, given[k], image.shape[-1])
+                given[k] = p.in_scale(value, image.dtype)
+        return self.kernel(*inputs, params, **static)
 
     @property
     def defaults(self) -> dict[str, Any]:
@@ -262,7 +271,6 @@ def op(
     dtypes: tuple[str, ...] = DTYPES,
     layouts: tuple[str, ...] = LAYOUTS,
     channels: tuple[int, ...] | None = None,
-    random: bool | None = None,
     sample: Callable[..., Mapping[str, Any]] | None = None,
     matrix: Callable[..., Any] | None = None,
     geometric: bool | None = None,
@@ -288,8 +296,6 @@ def op(
         dtypes: image dtypes accepted (and returned): a subset of ``("uint8", "float32")``.
         layouts: layouts accepted: a subset of ``("HWC", "CHW")``.
         channels: channel counts accepted, or ``None`` for any.
-        random: whether the op draws anything (a call then needs a key); default: it has a
-            ``sample`` hook or a per-sample parameter. ``random=False`` with either is an error.
         sample: ``fn(key, meta, params, **config) -> dict``, the op's own draws (coins, boxes,
             permutations) as arrays; see the module docstring.
         matrix: for geometric sample-level ops, ``fn(params, meta, **config) -> (3, 3)``: the
@@ -324,17 +330,23 @@ def op(
             ``targets=``, e.g. ``{"boxes": (M, 4), "boxes_valid": (M,)}`` for one sample (see
             the module docstring). Default: none, and no ``targets=`` keyword.
 
-    Deprecated: ``compute_bound=`` (a CPU performance hint; augjax's catalog sets it with its
-    own decorator, and it no longer changes a pack's op: a :class:`DeprecationWarning`).
+    Whether the op is random (a call then needs a key) follows from the declaration: it has a
+    ``sample`` hook or a per-sample parameter (``OpSpec.random``).
+
+    Deprecated (a :class:`DeprecationWarning`): ``compute_bound=`` (a CPU performance hint;
+    augjax's catalog sets it with its own decorator, and it no longer changes a pack's op);
+    ``random=`` (derived as above; ``random=False`` on an op that draws is still refused).
 
     Raises:
         OpDefinitionError: when the declaration and the kernel disagree.
     """
     deprecated_options(name, deprecated)
-    params = dict(params or {})
+    random = deprecated.get("random")
+    declared = dict(params or {})
     outputs = inputs if outputs is None else tuple(outputs)
 
     def decorate(kernel: Callable[..., Any]) -> OpSpec:
+        params = with_kernel_params(kernel, declared)
         check_declaration(name, kernel, params, level, tuple(inputs), outputs, dtypes, layouts)
         derived = geometry_matrix(name, kernel, params, level, matrix)
         if derived is None:
@@ -366,7 +378,7 @@ def op(
             dtypes=tuple(dtypes),
             layouts=tuple(layouts),
             channels=None if channels is None else tuple(channels),
-            random=drawn if random is None else bool(random),
+            random=drawn,
             sampler=sample,
             matrix=moved,
             geometric=moves,

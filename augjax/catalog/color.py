@@ -25,7 +25,6 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from augjax._core.magnitude import ENHANCE
 from augjax._core.param import Param
 from augjax._core.spec import op
 from augjax.catalog._fuse import Blend, ImageStats, Tone, fused
@@ -75,15 +74,9 @@ def factor_range(value, *, center: float = 1.0, low: float = 0.0, high: float = 
 # Single adjustments
 # ---------------------------------------------------------------------------------------------
 
-_FACTOR_DOC = "factor (1 = unchanged); a number is used as is, a pair (lo, hi) is drawn per sample"
-
-
-def _factor(doc: str, name: str) -> Param:
-    """The enhance-style factor of brightness/contrast/saturation/sharpness: torchvision
-    RandAugment's 31-bin map 1 + linspace(0, 0.9), reflected around 1 by policies."""
-    return Param((0.6, 1.4), kind="float_or_pair", low=0.0, neutral=1.0, magnitude=ENHANCE,
-                 signed=True, doc=doc,
-                 aliases={f"{name}_factor": "torchvision", name: "torchvision ColorJitter"})
+def _tv_names(name: str) -> dict[str, str]:
+    """torchvision's names of an adjustment's factor, as ``Param`` aliases."""
+    return {f"{name}_factor": "torchvision", name: "torchvision ColorJitter"}
 
 
 def _adjust(fn, image: jax.Array, factor: jax.Array) -> jax.Array:
@@ -91,7 +84,7 @@ def _adjust(fn, image: jax.Array, factor: jax.Array) -> jax.Array:
 
 
 @fused(Tone(), Blend("zero"))
-@op("brightness", params={"factor": _factor(_FACTOR_DOC, "brightness")},
+@op("brightness", params={"factor": Param.factor(aliases=_tv_names("brightness"))},
     reference="torchvision.transforms.v2.functional.adjust_brightness")
 def brightness(image, params):
     """Multiplies every pixel by ``factor`` and clamps (torchvision adjust_brightness).
@@ -109,7 +102,7 @@ def _contrast_levels(values, params, stats):
 
 
 @fused(Tone(_contrast_levels, stats=("gray_mean",)), Blend("mean"))
-@op("contrast", params={"factor": _factor(_FACTOR_DOC, "contrast")}, channels=(1, 3),
+@op("contrast", params={"factor": Param.factor(aliases=_tv_names("contrast"))}, channels=(1, 3),
     reference="torchvision.transforms.v2.functional.adjust_contrast")
 def contrast(image, params):
     """Blends the image with the mean of its grayscale version (torchvision adjust_contrast).
@@ -123,7 +116,7 @@ def contrast(image, params):
 
 
 @fused(Blend("gray"))
-@op("saturation", params={"factor": _factor(_FACTOR_DOC, "saturation")}, channels=(3,),
+@op("saturation", params={"factor": Param.factor(aliases=_tv_names("saturation"))}, channels=(3,),
     reference="torchvision.transforms.v2.functional.adjust_saturation")
 def saturation(image, params):
     """Blends the image with its grayscale version (torchvision adjust_saturation; RandAugment's
@@ -162,7 +155,7 @@ def _gray3(image: jax.Array) -> jax.Array:
     return to_dtype(jnp.broadcast_to(g, image.shape), image.dtype)
 
 
-@op("grayscale", channels=(3,), random=False,
+@op("grayscale", channels=(3,),
     reference="torchvision.transforms.v2.functional.rgb_to_grayscale(num_output_channels=3)")
 def grayscale(image, params):
     """Replaces RGB by its ITU-R 601-2 luma ``0.2989 R + 0.587 G + 0.114 B``, kept as 3 channels.

@@ -12,8 +12,7 @@ import jax.numpy as jnp
 
 from augjax._core.param import Param
 from augjax._core.spec import op
-from augjax.errors import InputError
-from augjax.kernels.pixels import is_int
+from augjax.kernels.pixels import bound, is_int
 
 __all__ = ["normalize", "to_float", "to_uint8"]
 
@@ -21,29 +20,13 @@ IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
-def _per_channel(values: tuple[float, ...], c: int, name: str) -> tuple[float, ...]:
-    if len(values) == 1:
-        return values * c
-    if len(values) != c:
-        raise InputError(
-            f"normalize: parameter '{name}' has {len(values)} values but the images have {c} "
-            f"channels (give one value, or one per channel)",
-            op="normalize",
-            argument="images",
-        )
-    return values
-
-
 @op(
     "normalize",
     params={
-        "mean": Param(IMAGENET_MEAN, kind="floats",
-                      doc="per-channel mean in the 0..1 scale (one value, or one per channel)"),
-        "std": Param(IMAGENET_STD, kind="floats", low=0.0, low_exclusive=True,
-                     doc="per-channel standard deviation in the 0..1 scale, > 0"),
+        "mean": Param(IMAGENET_MEAN, per_channel=True, doc="in the 0..1 scale (ImageNet's)"),
+        "std": Param(IMAGENET_STD, per_channel=True, low=0.0, low_exclusive=True, doc="0..1 scale"),
         "chw": Param(False, doc="return channels-first (N, C, H, W) whatever the input layout"),
     },
-    random=False,
     output_dtype="float32",
     output_layout=lambda **p: "CHW" if p["chw"] else None,
     reference="torchvision.transforms.v2.Normalize after ToDtype(float32, scale=True)",
@@ -58,16 +41,12 @@ def normalize(image, params, *, mean, std, chw):
     normalize at the end of a chain fuses the cast, the normalization and the transpose); with
     ``chw=False`` the output keeps the input's layout.
     """
-    c = image.shape[-1]
-    mean = _per_channel(mean, c, "mean")
-    std = _per_channel(std, c, "std")
-    unit = 255.0 if is_int(image.dtype) else 1.0
-    scale = jnp.asarray([1.0 / (unit * s) for s in std], jnp.float32)
+    scale = jnp.asarray([1.0 / (bound(image.dtype) * s) for s in std], jnp.float32)
     offset = jnp.asarray([-m / s for m, s in zip(mean, std)], jnp.float32)
     return image.astype(jnp.float32) * scale + offset
 
 
-@op("to_float", random=False, output_dtype="float32",
+@op("to_float", output_dtype="float32",
     reference="torchvision.transforms.v2.ToDtype(torch.float32, scale=True)")
 def to_float(image, params):
     """Converts uint8 levels to float32 in [0, 1]; float32 input is returned as is.
@@ -81,7 +60,7 @@ def to_float(image, params):
     return image.astype(jnp.float32) * jnp.float32(1.0 / 255.0)
 
 
-@op("to_uint8", random=False, output_dtype="uint8",
+@op("to_uint8", output_dtype="uint8",
     reference="torchvision.transforms.v2.ToDtype(torch.uint8, scale=True), rounded")
 def to_uint8(image, params):
     """Converts float32 in [0, 1] to uint8 levels: ``round(clip(x, 0, 1) * 255)``.

@@ -62,24 +62,15 @@ from augjax._core.spec import op
 from augjax.catalog._warp_params import (
     affine_family,
     magnitude_param,
-    sampling_params,
 )
 from augjax.errors import InputError
-from augjax.kernels.geometry import (
-    EXACT_COPY,
-    EXACT_HALF,
-    EXACT_NONE,
-    EXACT_QUARTER,
-    EXACT_THREE_QUARTERS,
-    Warp,
-    warp,
-)
+from augjax.kernels.geometry import Warp, warp
+from augjax.kernels.matrix import mirror
 from augjax.kernels.warp import (
     inverse_affine_matrix,
     perspective_coefficients,
     uniform_int,
 )
-from augjax.kernels.warp_pil import pil_rotate_coefficients
 
 __all__ = [
     "affine",
@@ -94,22 +85,14 @@ def _flip_sample(key, meta, params, *, p, horizontal, vertical):
     return {"horizontal": (u[0] < p) & horizontal, "vertical": (u[1] < p) & vertical}
 
 
-def _mirror(on, size: int, axis: int) -> jax.Array:
-    """The matrix of mirroring axis 0 (x) or 1 (y) of ``size`` pixels where ``on``."""
-    m = jnp.eye(3, dtype=jnp.float32)
-    m = m.at[axis, axis].set(jnp.where(on, -1.0, 1.0))
-    return m.at[axis, 2].set(jnp.where(on, size - 1.0, 0.0))
-
-
 def _flip_matrix(params, meta, **_):
-    return _mirror(params["vertical"], meta.height, 1) @ _mirror(params["horizontal"],
-                                                                 meta.width, 0)
+    return mirror(params["horizontal"], params["vertical"], meta.height, meta.width)
 
 
 @op(
     "flip",
     params={
-        "p": Param(0.5, low=0.0, high=1.0, neutral=0.0, doc="probability of each flip"),
+        "p": Param.probability(0.5, "probability of each flip"),
         "horizontal": Param(True, doc="mirror left-right (the width axis)"),
         "vertical": Param(False, doc="mirror top-bottom (the height axis)"),
     },
@@ -176,7 +159,6 @@ def _rot90_matrix(params, meta, *, k):
     },
     sample=_rot90_sample,
     matrix=_rot90_matrix,
-    random=True,
     output_size=_rot90_size,
     reference="torch.rot90 / kornia RandomRotation90 / albumentations RandomRotate90",
 )
@@ -200,15 +182,6 @@ def rot90(image, params, *, k):
 # rotate / affine
 
 
-def _pil_exact(angle, h, w):
-    """Image.rotate's exact paths (copy, transpose), whatever the resampling filter."""
-    m = jnp.mod(jnp.asarray(angle, jnp.float32), 360.0)
-    quarter = (m == 90.0) & (h == w)
-    three = (m == 270.0) & (h == w)
-    codes = [EXACT_COPY, EXACT_HALF, EXACT_QUARTER, EXACT_THREE_QUARTERS]
-    return jnp.select([m == 0.0, m == 180.0, quarter, three], codes, EXACT_NONE).astype(jnp.int32)
-
-
 def _rotate_inverse(angle):
     # torchvision rotate: the inverse matrix of affine(-angle), about the centre.
     return inverse_affine_matrix((0.0, 0.0), -angle, (0.0, 0.0), 1.0, (0.0, 0.0))
@@ -218,15 +191,13 @@ def _rotate_inverse(angle):
 @op(
     "rotate",
     params={
-        "degrees": magnitude_param(30.0, 30.0,
-                              "angle in degrees, counter-clockwise positive: a number is used as "
-                              "is, a pair (lo, hi) is drawn uniformly per sample"),
-        **sampling_params(),
+        "degrees": magnitude_param(30.0, "angle in degrees, counter-clockwise positive: a number "
+                                         "is used as is, a pair (lo, hi) is drawn per sample"),
     },
     reference="torchvision.transforms.v2.RandomRotation / functional.rotate (expand=False); "
               "convention='pil': PIL Image.rotate (timm)",
 )
-@warp
+@warp(convention=True)
 def rotate(params, meta, *, convention, **_):
     """Rotates about the image centre, counter-clockwise for positive angles (torchvision).
 
@@ -248,10 +219,9 @@ def rotate(params, meta, *, convention, **_):
     255 for uint8 images: torchvision's uint8 ``fill=128`` is ``fill=128/255``); ``None`` is
     zero padding (see the module docstring).
     """
-    angle, h, w = params["degrees"], meta.height, meta.width
     if convention == "pil":
-        return Warp.pil(pil_rotate_coefficients(angle, h, w), meta, exact=_pil_exact(angle, h, w))
-    return Warp.affine(_rotate_inverse(angle), meta)
+        return Warp.pil_rotate(params["degrees"], meta)
+    return Warp.affine(_rotate_inverse(params["degrees"]), meta)
 
 
 def _degrees_range(value):
@@ -320,7 +290,6 @@ def _affine_inverse(params):
         "shear": Param(None, kind="floats", optional=True, validate=_shear_ranges,
                        doc="shear in degrees: x = x-shear in U[-x, x]; (lo, hi) x-shear; "
                            "(xlo, xhi, ylo, yhi) both"),
-        **sampling_params(convention=False),
     },
     sample=_affine_sample,
     reference="torchvision.transforms.v2.RandomAffine (center=None)",
@@ -370,13 +339,12 @@ def _perspective_sample(key, meta, params, *, distortion_scale, p, **_):
     params={
         "distortion_scale": Param(0.5, low=0.0, high=1.0, neutral=0.0,
                                   doc="how far corners move, as a fraction of half the side"),
-        "p": Param(0.5, low=0.0, high=1.0, neutral=0.0, doc="probability of distorting a sample"),
-        **sampling_params("bilinear", convention=False),
+        "p": Param.probability(0.5, "probability of distorting a sample"),
     },
     sample=_perspective_sample,
     reference="torchvision.transforms.v2.RandomPerspective",
 )
-@warp
+@warp(interpolation="bilinear")
 def perspective(params, meta, **_):
     """Warps each image, with probability ``p``, to a quadrilateral with randomly moved corners.
 

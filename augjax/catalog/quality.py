@@ -10,12 +10,9 @@ Params (``op.sample``; float32, one value per sample): ``jpeg``: ``quality`` (a 
 
 from __future__ import annotations
 
-import jax.numpy as jnp
-
 from augjax._core.param import Param
 from augjax._core.spec import op
 from augjax.kernels.jpeg import jpeg_roundtrip
-from augjax.kernels.pixels import is_int
 
 __all__ = ["jpeg"]
 
@@ -39,8 +36,4 @@ def jpeg(image, params):
     are rounded to 8-bit levels first (JPEG codes 8-bit samples) and come back as ``levels / 255``.
     Params: ``quality``.
     """
-    if is_int(image.dtype):
-        return jpeg_roundtrip(image, params["quality"])
-    levels = jnp.clip(jnp.round(image * 255.0), 0.0, 255.0).astype(jnp.uint8)
-    return jpeg_roundtrip(levels, params["quality"]).astype(image.dtype) / jnp.asarray(
-        255.0, image.dtype)
+    return jpeg_roundtrip(image, params["quality"])

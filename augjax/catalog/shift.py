@@ -21,7 +21,6 @@ from augjax.catalog._warp_params import (
     TRANSLATE_MAX,
     affine_family,
     magnitude_param,
-    sampling_params,
 )
 from augjax.kernels.geometry import Warp, warp
 
@@ -61,11 +60,11 @@ _SHEAR_DOC = ("shear factor: a number is used as is, a pair (lo, hi) is drawn un
 @affine_family()
 @op(
     "shear_x",
-    params={"shear": magnitude_param(0.3, 0.3, _SHEAR_DOC), **sampling_params()},
+    params={"shear": magnitude_param(0.3, _SHEAR_DOC)},
     reference="torchvision AutoAugment/RandAugment ShearX (_apply_op: F.affine, center=[0, 0]); "
               "convention='pil': timm shear_x (PIL)",
 )
-@warp
+@warp(convention=True)
 def shear_x(params, meta, *, convention, **_):
     """Shears along the width axis by the factor ``shear`` (AutoAugment/RandAugment ShearX).
 
@@ -92,11 +91,11 @@ def shear_x(params, meta, *, convention, **_):
 @affine_family()
 @op(
     "shear_y",
-    params={"shear": magnitude_param(0.3, 0.3, _SHEAR_DOC), **sampling_params()},
+    params={"shear": magnitude_param(0.3, _SHEAR_DOC)},
     reference="torchvision AutoAugment/RandAugment ShearY (_apply_op: F.affine, center=[0, 0]); "
               "convention='pil': timm shear_y (PIL)",
 )
-@warp
+@warp(convention=True)
 def shear_y(params, meta, *, convention, **_):
     """Shears along the height axis by the factor ``shear`` (AutoAugment/RandAugment ShearY).
 
@@ -156,9 +155,8 @@ _TRANSLATE_DOC = ("shift: a fraction of the {side} (relative=True) or pixels, tr
 
 def _translate_params(side: str) -> dict[str, Param]:
     return {
-        "translate": magnitude_param(TRANSLATE_MAX, TRANSLATE_MAX, _TRANSLATE_DOC.format(side=side)),
+        "translate": magnitude_param(TRANSLATE_MAX, _TRANSLATE_DOC.format(side=side)),
         "relative": Param(True, doc=f"translate is a fraction of the {side} (else pixels)"),
-        **sampling_params(),
     }
 
 
@@ -169,7 +167,7 @@ def _translate_params(side: str) -> dict[str, Param]:
     reference="torchvision AutoAugment/RandAugment TranslateX (_apply_op: F.affine); "
               "convention='pil': timm translate_x_rel / translate_x_abs (PIL), negated",
 )
-@warp
+@warp(convention=True)
 def translate_x(params, meta, *, relative, convention, **_):
     """Shifts the content right by whole pixels (left when negative), filling the uncovered columns.
 
@@ -202,7 +200,7 @@ def translate_x(params, meta, *, relative, convention, **_):
     reference="torchvision AutoAugment/RandAugment TranslateY (_apply_op: F.affine); "
               "convention='pil': timm translate_y_rel / translate_y_abs (PIL), negated",
 )
-@warp
+@warp(convention=True)
 def translate_y(params, meta, *, relative, convention, **_):
     """Shifts the content down by whole pixels (up when negative), filling the uncovered rows.
 

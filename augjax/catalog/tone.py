@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from augjax._core.magnitude import ENHANCE
 from augjax._core.param import Param
 from augjax._core.spec import op
 from augjax.catalog._fuse import Blend, ImageStats, Tone, fused
@@ -30,8 +29,8 @@ from augjax.kernels.histogram import level_ramp, lookup, stretch
 from augjax.kernels.pixels import (
     bound,
     from_unit,
+    invert_levels,
     is_int,
-    levels_to_scale,
     to_dtype,
     to_unit,
 )
@@ -54,22 +53,19 @@ __all__ = [
 
 
 @fused(Tone())
-@op("invert", random=False, reference="torchvision.transforms.v2.functional.invert")
+@op("invert", reference="torchvision.transforms.v2.functional.invert")
 def invert(image, params):
     """Inverts every level: ``255 - x`` for uint8, ``1 - x`` for float (PIL ImageOps.invert)."""
-    if is_int(image.dtype):
-        return jnp.asarray(255, image.dtype) - image
-    return 1.0 - image
+    return invert_levels(image)
 
 
 @fused(Tone())
 @op(
     "solarize",
     params={
-        "threshold": Param((128.0, 255.0), kind="float_or_pair", low=0.0, high=256.0,
+        "threshold": Param((128.0, 255.0), kind="float_or_pair", low=0.0, high=256.0, levels=True,
                            neutral=256.0, magnitude=(255.0, 0.0),
-                           doc="levels >= threshold (uint8 levels; float images use "
-                               "threshold/255) are inverted; 256 changes nothing; a pair "
+                           doc="levels >= threshold are inverted; 256 changes nothing; a pair "
                                "is drawn per sample"),
     },
     reference="PIL.ImageOps.solarize / torchvision.transforms.v2.functional.solarize",
@@ -81,9 +77,7 @@ def solarize(image, params):
     identity. torchvision RandAugment's magnitude map is ``threshold = 255 * linspace(1, 0)``.
     Params: ``threshold``.
     """
-    t = levels_to_scale(params["threshold"], image.dtype)
-    inverted = jnp.asarray(bound(image.dtype), image.dtype) - image
-    return jnp.where(image.astype(jnp.float32) >= t, inverted, image)
+    return jnp.where(image.astype(jnp.float32) >= params["threshold"], invert_levels(image), image)
 
 
 @fused(Tone())
@@ -91,11 +85,9 @@ def solarize(image, params):
     "solarize_add",
     params={
         "addition": Param((0.0, 110.0), kind="float_or_pair", low=0.0, high=255.0, neutral=0.0,
-                          magnitude=(0.0, 110.0),
-                          doc="uint8 levels added below the threshold (float images: /255); "
-                              "a pair is drawn per sample"),
-        "threshold": Param(128.0, low=0.0, high=256.0,
-                           doc="only levels below it change (uint8 levels; float: /255)"),
+                          magnitude=(0.0, 110.0), levels=True,
+                          doc="added below the threshold; a pair is drawn per sample"),
+        "threshold": Param(128.0, low=0.0, high=256.0, levels=True, doc="levels below it change"),
     },
     reference="timm.data.auto_augment.solarize_add",
 )
@@ -107,12 +99,9 @@ def solarize_add(image, params, *, threshold):
     magnitude map is ``addition = 110 * level / 10``. A non-whole addition on uint8 is rounded to
     the nearest level after adding (timm only uses whole additions). Params: ``addition``.
     """
-    dtype = image.dtype
-    a = levels_to_scale(params["addition"], dtype)
-    t = levels_to_scale(threshold, dtype)
     x = image.astype(jnp.float32)
-    out = jnp.where(x < t, jnp.minimum(x + a, bound(dtype)), x)
-    return to_dtype(out, dtype, rounding="round")
+    out = jnp.where(x < threshold, jnp.minimum(x + params["addition"], bound(image.dtype)), x)
+    return to_dtype(out, image.dtype, rounding="round")
 
 
 @fused(Tone())
@@ -156,7 +145,7 @@ def _equalize_levels(values, params, stats):
 
 
 @fused(Tone(_equalize_levels, stats=("equalize",)))
-@op("equalize", random=False, reference="PIL.ImageOps.equalize (as torchvision equalize)")
+@op("equalize", reference="PIL.ImageOps.equalize (as torchvision equalize)")
 def equalize(image, params):
     """Equalizes the histogram of each channel with PIL's lookup table (PIL ImageOps.equalize).
 
@@ -180,7 +169,7 @@ def _autocontrast_levels(values, params, stats):
 
 
 @fused(Tone(_autocontrast_levels, stats=("range",)))
-@op("autocontrast", random=False,
+@op("autocontrast",
     reference="PIL.ImageOps.autocontrast / torchvision.transforms.v2.functional.autocontrast")
 def autocontrast(image, params):
     """Stretches each channel so that its minimum maps to 0 and its maximum to the top level.
@@ -200,17 +189,10 @@ def autocontrast(image, params):
 
 
 @fused(Blend("smooth"))
-@op(
-    "sharpness",
-    params={
-        "factor": Param((0.6, 1.4), kind="float_or_pair", low=0.0, neutral=1.0,
-                        magnitude=ENHANCE, signed=True,
-                        aliases={"sharpness_factor": "torchvision"},
-                        doc="0 = smoothed, 1 = unchanged, > 1 sharper; a pair is drawn "
-                            "per sample"),
-    },
-    reference="PIL.ImageEnhance.Sharpness / torchvision.transforms.v2.functional.adjust_sharpness",
-)
+@op("sharpness",
+    params={"factor": Param.factor("0 = smoothed, 1 = unchanged, > 1 sharper; a pair is drawn "
+                                   "per sample", aliases={"sharpness_factor": "torchvision"})},
+    reference="PIL.ImageEnhance.Sharpness / torchvision.transforms.v2.functional.adjust_sharpness")
 def sharpness(image, params):
     """Blends the image with a smoothed copy by ``factor`` (PIL ImageEnhance.Sharpness).
 

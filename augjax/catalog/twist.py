@@ -20,7 +20,7 @@ import numpy as np
 
 from augjax._core.param import Param
 from augjax._core.spec import op
-from augjax.kernels.pixels import is_int
+from augjax.kernels.pixels import is_int, mix_channels
 
 __all__ = ["color_twist", "twist_matrix"]
 
@@ -54,21 +54,8 @@ def twist_matrix(brightness, contrast, saturation, hue, half_range: float):
     return m, offset
 
 
-def _check_pair_or_value(low: float | None):
-    def check(v):
-        lo, hi = v if isinstance(v, tuple) else (v, v)
-        if lo > hi:
-            raise ValueError(f"the range ({lo:g}, {hi:g}) must be increasing")
-        if low is not None and lo < low:
-            raise ValueError(f"values must be >= {low:g}")
-        return v
-
-    return check
-
-
 def _param(default: float, doc: str, low: float | None = 0.0) -> Param:
-    return Param(default, kind="float_or_pair", low=low, neutral=default,
-                 validate=_check_pair_or_value(low), doc=doc)
+    return Param(default, kind="float_or_pair", low=low, neutral=default, doc=doc)
 
 
 @op(
@@ -77,8 +64,7 @@ def _param(default: float, doc: str, low: float | None = 0.0) -> Param:
         "brightness": _param(1.0, "brightness factor; a pair (lo, hi) is drawn per sample"),
         "contrast": _param(1.0, "contrast factor around half the range; a pair is drawn"),
         "saturation": _param(1.0, "saturation factor in YIQ; a pair is drawn per sample"),
-        "hue": _param(0.0, "hue rotation in degrees (DALI's unit); a pair is drawn",
-                      low=None),
+        "hue": _param(0.0, "hue rotation in degrees (DALI's unit); a pair is drawn", low=None),
         "clip": Param(False, doc="clamp float results to [0, 1] (DALI does not; uint8 results "
                                  "always saturate to 0..255)"),
     },
@@ -98,9 +84,7 @@ def color_twist(image, params, *, clip):
     """
     b, c, s, h = (params[n] for n in ("brightness", "contrast", "saturation", "hue"))
     m, offset = twist_matrix(b, c, s, h, 128.0 if is_int(image.dtype) else 0.5)
-    x = image.astype(jnp.float32)
-    r, g, bl = x[..., 0], x[..., 1], x[..., 2]
-    out = jnp.stack([m[i, 0] * r + m[i, 1] * g + m[i, 2] * bl + offset for i in range(3)], -1)
+    out = mix_channels(image.astype(jnp.float32), m, offset)
     if is_int(image.dtype):
         return jnp.clip(jnp.round(out), 0, 255).astype(image.dtype)
     return (jnp.clip(out, 0.0, 1.0) if clip else out).astype(image.dtype)

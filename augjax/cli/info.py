@@ -65,6 +65,8 @@ def describe(name: str) -> dict[str, Any]:
                 "required": p.required,
                 "magnitude": p.magnitude,
                 "signed": p.signed,
+                "levels": p.levels,
+                "per_channel": p.per_channel,
                 "doc": p.doc,
             }
             for pname, p in spec.params.items()
@@ -152,7 +154,9 @@ def run(args: argparse.Namespace) -> int:
             aliases = ", ".join(f"{lib} {a!r}" if lib else repr(a)
                                 for a, lib in p["aliases"].items())
             aliases = f"; also called {aliases}" if aliases else ""
-            print(f"    {pname}: {p['range']}; {default}{neutral}{mag}{aliases}")
+            unit = (", in uint8 levels (float images: /255)" if p["levels"] else "") + (
+                ", one value or one per channel" if p["per_channel"] else "")
+            print(f"    {pname}: {p['range']}{unit}; {default}{neutral}{mag}{aliases}")
             if p["doc"]:
                 print(f"        {p['doc']}")
     body = info["doc"].strip().split("\n", 1)

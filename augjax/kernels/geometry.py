@@ -5,15 +5,18 @@ An author writes the geometry, ``fn(params, meta, **config) -> Warp`` (``meta``:
 :class:`augjax.Meta`; ``config``: the op's configured parameters, so the function takes
 ``**_`` for those it does not read), and decorates it with :func:`warp` under ``@op``::
 
-    @op("shear_x", params={"shear": ..., "interpolation": ..., "fill": ...})
+    @op("shear_x", params={"shear": Param((-0.3, 0.3), kind="float_or_pair", neutral=0.0)})
     @warp
     def shear_x(params, meta, **_):
         \"\"\"Shears along the width axis.\"\"\"
         s = params["shear"]
         return Warp.affine(jnp.stack([1.0, s, 0.0, 0.0, 1.0, 0.0]), meta)
 
-The op then needs the parameters ``interpolation`` and ``fill`` (what the pixels are sampled
-with; masks get ``"nearest"`` and a zero fill), and gets its kernel (the pixels, by
+The op then also takes the parameters ``interpolation`` and ``fill`` (what the pixels are
+sampled with; masks get ``"nearest"`` and a zero fill), which ``@warp`` brings
+(:func:`sampling_params`: ``@warp(interpolation="bilinear")`` changes the default,
+``@warp(convention=True)`` adds ``convention``, torchvision's or PIL's sampling, for a geometry
+that reads it; a parameter the op declares itself is kept), and gets its kernel (the pixels, by
 :func:`augjax.kernels.warp.warp_affine`, :func:`~augjax.kernels.warp_pil.warp_affine_pil`,
 :func:`~augjax.kernels.warp.warp_perspective` or :func:`~augjax.kernels.matrix.warp_by`) and its ``matrix`` (the same coefficients
 turned forward, :mod:`augjax.kernels.matrix`) from the one function.
@@ -34,6 +37,7 @@ import jax
 import jax.numpy as jnp
 
 from augjax._core.meta import Meta
+from augjax._core.param import Param
 from augjax.kernels.matrix import (
     from_centered_inverse,
     from_perspective_coefficients,
@@ -41,11 +45,12 @@ from augjax.kernels.matrix import (
     identity,
     warp_by,
 )
-from augjax.kernels.warp import check_fill, warp_affine, warp_perspective
-from augjax.kernels.warp_pil import warp_affine_pil
+from augjax.kernels.warp import INTERPOLATIONS, check_fill, warp_affine, warp_perspective
+from augjax.kernels.warp_pil import pil_rotate_coefficients, warp_affine_pil
 
-__all__ = ["EXACT_COPY", "EXACT_HALF", "EXACT_NONE", "EXACT_QUARTER", "EXACT_THREE_QUARTERS",
-           "Warp", "WarpKernel", "exact_paths", "exact_source", "warp"]
+__all__ = ["CONVENTIONS", "EXACT_COPY", "EXACT_HALF", "EXACT_NONE", "EXACT_QUARTER",
+           "EXACT_THREE_QUARTERS", "Warp", "WarpKernel", "exact_paths", "exact_source",
+           "sampling_params", "warp"]
 
 #: Exact-path codes (PIL rotate): the warp, a copy, a half turn, a quarter turn and three quarter
 #: turns (the turns only on square images). ``augjax.catalog``'s policy families use the same.
@@ -53,12 +58,37 @@ EXACT_NONE, EXACT_COPY, EXACT_HALF, EXACT_QUARTER, EXACT_THREE_QUARTERS = range(
 
 _KINDS = ("affine", "pil", "perspective", "forward")
 
+#: The sampling conventions a geometry may offer (``@warp(convention=True)``): torchvision's
+#: tensor kernels (:meth:`Warp.affine`) or PIL's transform (:meth:`Warp.pil`).
+CONVENTIONS = ("torchvision", "pil")
+
+
+def sampling_params(interpolation: str = "nearest", convention: bool = False) -> dict[str, Param]:
+    """The parameters a warp samples with: ``interpolation`` (this default), ``fill`` and, with
+    ``convention``, ``convention`` (``"torchvision"`` or ``"pil"``)."""
+    out = {
+        "interpolation": Param(interpolation, choices=INTERPOLATIONS,
+                               doc="'nearest' or 'bilinear' sampling"),
+        "fill": Param(0.0, kind="floats", low=0.0, high=1.0, optional=True,
+                      doc="value of pixels from outside the image, a fraction of the range in "
+                          "[0, 1] (x255 for uint8; torchvision's uint8 128 is 128/255), one or "
+                          "one per channel; None = zero padding"),
+    }
+    if convention:
+        out["convention"] = Param(
+            "torchvision", choices=CONVENTIONS,
+            doc="'torchvision' (tensor kernels: whole-pixel shifts, border pixels blend with the "
+                "fill) or 'pil' (PIL's transform, as timm: fractional shifts, edge samples "
+                "clamped, outside points take the fill)")
+    return out
+
 
 @dataclasses.dataclass(frozen=True)
 class Warp:
     """One sample's geometry, as the pixels are sampled.
 
-    Build it with :meth:`affine`, :meth:`pil`, :meth:`perspective` or :meth:`forward`.
+    Build it with :meth:`affine`, :meth:`pil`, :meth:`pil_rotate`, :meth:`perspective` or
+    :meth:`forward`.
 
     Attributes:
         kind: ``"affine"`` (torchvision's centred inverse, 6 coefficients), ``"pil"`` (PIL's
@@ -89,6 +119,19 @@ class Warp:
         """PIL's ``Image.transform(size, Image.AFFINE, coeffs)``: ``coeffs`` (6,) map output to
         input in PIL's coordinates; ``exact``: an ``EXACT_*`` code (``Image.rotate``)."""
         return cls("pil", coeffs, meta.height, meta.width, exact=exact)
+
+    @classmethod
+    def pil_rotate(cls, angle: jax.Array, meta: Meta) -> Warp:
+        """PIL's ``Image.rotate(angle)`` (degrees, counter-clockwise, about the centre) with its
+        exact paths: a copy at 0 degrees, the half turn at 180 and, on square images, the
+        quarter turns at 90 and 270, whatever the resampling filter."""
+        h, w = meta.height, meta.width
+        m = jnp.mod(jnp.asarray(angle, jnp.float32), 360.0)
+        quarter = (m == 90.0) & (h == w)
+        three = (m == 270.0) & (h == w)
+        codes = [EXACT_COPY, EXACT_HALF, EXACT_QUARTER, EXACT_THREE_QUARTERS]
+        exact = jnp.select([m == 0.0, m == 180.0, quarter, three], codes, EXACT_NONE)
+        return cls.pil(pil_rotate_coefficients(angle, h, w), meta, exact=exact.astype(jnp.int32))
 
     @classmethod
     def perspective(cls, coeffs: jax.Array, meta: Meta,
@@ -141,10 +184,13 @@ class WarpKernel:
     ``(image, params, *, interpolation, fill, **config)``, it samples the pixels; ``matrix``
     gives the forward matrix ``@op`` takes for boxes, keypoints and inversion."""
 
-    def __init__(self, geometry: Callable[..., Warp]) -> None:
+    def __init__(self, geometry: Callable[..., Warp],
+                 params: dict[str, Param] | None = None) -> None:
         if not callable(geometry):
             raise TypeError(f"warp: expected a geometry function, got {type(geometry).__name__}")
         self.geometry = geometry
+        #: The parameters the pixels are sampled with, which ``@op`` adds to the op's own.
+        self.params = sampling_params() if params is None else dict(params)
         functools.update_wrapper(self, geometry)
 
     def __call__(self, image: jax.Array, params: Any, *, interpolation: str, fill: Any,
@@ -159,10 +205,19 @@ class WarpKernel:
         return self.geometry(params, meta, **config).matrix
 
 
-def warp(geometry: Callable[..., Warp]) -> WarpKernel:
+def warp(geometry: Callable[..., Warp] | None = None, *, interpolation: str = "nearest",
+         convention: bool = False) -> Any:
     """Makes ``geometry(params, meta, **config) -> Warp`` the kernel of a warping op (under
-    ``@op``, which then derives the op's ``matrix``); see the module docstring."""
-    return WarpKernel(geometry)
+    ``@op``, which then derives the op's ``matrix`` and adds the :func:`sampling_params` of
+    ``interpolation`` and ``convention`` to the op's parameters); ``@warp`` or
+    ``@warp(interpolation="bilinear", convention=True)``. See the module docstring."""
+    if interpolation not in INTERPOLATIONS:
+        raise ValueError(f"warp: interpolation must be one of {INTERPOLATIONS}, got "
+                         f"{interpolation!r}")
+    params = sampling_params(interpolation, convention)
+    if geometry is None:
+        return lambda fn: WarpKernel(fn, params)
+    return WarpKernel(geometry, params)
 
 
 def exact_paths(image, out, code):

@@ -232,10 +232,16 @@ def _ycc_to_rgb(y, cb, cr):
 
 
 def jpeg_roundtrip(image, quality):
-    """One uint8 HWC image (1 or 3 channels) coded at ``quality`` (an integer 1..100, traced
-    is fine) and decoded, as libjpeg with its defaults does it (4:2:0 for colour)."""
+    """One HWC image (1 or 3 channels) coded at ``quality`` (an integer 1..100, traced is
+    fine) and decoded, as libjpeg with its defaults does it (4:2:0 for colour). JPEG codes
+    8-bit samples: a float image in [0, 1] is rounded to whole levels first and comes back as
+    ``levels / 255`` in its dtype."""
     import jax.numpy as jnp
 
+    if not jnp.issubdtype(image.dtype, jnp.integer):
+        levels = jnp.clip(jnp.round(image * 255.0), 0.0, 255.0).astype(jnp.uint8)
+        return jpeg_roundtrip(levels, quality).astype(image.dtype) / jnp.asarray(
+            255.0, image.dtype)
     h, w, channels = image.shape
     index = jnp.clip(jnp.asarray(quality, jnp.int32), 1, 100) - 1
     x = image.astype(jnp.int32)

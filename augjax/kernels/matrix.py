@@ -15,6 +15,7 @@ from augjax.kernels.warp import sample
 
 __all__ = [
     "identity",
+    "mirror",
     "translation",
     "from_centered_inverse",
     "from_perspective_coefficients",
@@ -37,6 +38,17 @@ def translation(tx, ty) -> jax.Array:
     tx, ty = jnp.asarray(tx, _F32), jnp.asarray(ty, _F32)
     return jnp.stack([jnp.stack([one, zero, tx]), jnp.stack([zero, one, ty]),
                       jnp.stack([zero, zero, one])])
+
+
+def mirror(horizontal, vertical, height: int, width: int) -> jax.Array:
+    """The matrix of mirroring an image of ``height`` x ``width`` pixels left-right where
+    ``horizontal`` and top-bottom where ``vertical`` (bools, traced is fine)."""
+    def axis(on, size: int, i: int) -> jax.Array:
+        m = jnp.eye(3, dtype=jnp.float32)
+        m = m.at[i, i].set(jnp.where(on, -1.0, 1.0))
+        return m.at[i, 2].set(jnp.where(on, size - 1.0, 0.0))
+
+    return axis(vertical, height, 1) @ axis(horizontal, width, 0)
 
 
 def _rows(m6: jax.Array) -> jax.Array:

@@ -13,7 +13,9 @@ import numpy as np
 
 __all__ = [
     "bound",
+    "invert_levels",
     "is_int",
+    "mix_channels",
     "requantize",
     "to_dtype",
     "gray",
@@ -43,6 +45,20 @@ def is_int(dtype) -> bool:
 def bound(dtype) -> float:
     """The largest pixel value: 255 for uint8, 1 for float images."""
     return 255.0 if is_int(dtype) else 1.0
+
+
+def invert_levels(image: jax.Array) -> jax.Array:
+    """Every level inverted in the image's own dtype: ``255 - x`` for uint8, ``1 - x`` for
+    float images (PIL ``ImageOps.invert``)."""
+    return jnp.asarray(bound(image.dtype), image.dtype) - image
+
+
+def mix_channels(x: jax.Array, m: jax.Array, offset: jax.Array) -> jax.Array:
+    """A 3x3 colour map of the float32 RGB image ``x`` (HWC): output channel ``i`` is
+    ``m[i, 0] r + m[i, 1] g + m[i, 2] b + offset``, as multiply-adds (one elementwise pass, no
+    einsum)."""
+    r, g, b = x[..., 0], x[..., 1], x[..., 2]
+    return jnp.stack([m[i, 0] * r + m[i, 1] * g + m[i, 2] * b + offset for i in range(3)], -1)
 
 
 def requantize(x: jax.Array, dtype) -> jax.Array:

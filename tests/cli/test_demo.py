@@ -405,7 +405,7 @@ def test_gpu_without_a_gpu_is_a_clear_error(tmp_path, capsys):
     assert "'gpu' needs JAX with CUDA and a GPU" in err
 
 
-@augjax.op("invert", params={}, dtypes=("float32",), layouts=("CHW",), channels=(1,), random=False)
+@augjax.op("invert", params={}, dtypes=("float32",), layouts=("CHW",), channels=(1,))
 def _gray_float_chw_invert(image, params):
     """1 - x on one-channel float images (kernels see HWC; the op accepts CHW input only)."""
     return 1.0 - image

@@ -76,10 +76,38 @@ def test_declaring_the_geometry_twice_is_refused():
         op("twice", params=_PARAMS, matrix=lambda params, meta, **_: jnp.eye(3))(turn.kernel)
 
 
+def test_warp_brings_the_parameters_the_pixels_are_sampled_with():
+    """``@warp`` adds ``interpolation`` and ``fill`` (``convention`` on request) after the op's
+    own parameters; one the op declares itself is kept; the op samples with them."""
+    geometry = turn.kernel.geometry
+    plain = op("plain_turn", params={"degrees": _PARAMS["degrees"]})(warp(geometry))
+    assert list(plain.params) == ["degrees", "interpolation", "fill"]
+    assert plain.params["interpolation"].default == "nearest"
+    assert plain.params["fill"].optional and plain.params["fill"].kind == "floats"
+    smooth = op("smooth_turn", params={"degrees": _PARAMS["degrees"]})(
+        warp(interpolation="bilinear", convention=True)(geometry))
+    assert list(smooth.params) == ["degrees", "interpolation", "fill", "convention"]
+    assert smooth.params["interpolation"].default == "bilinear"
+    own = Param("bilinear", choices=("bilinear",))
+    kept = op("own_turn", params={"degrees": _PARAMS["degrees"], "interpolation": own})(
+        warp(geometry))
+    assert kept.params["interpolation"] is own
+    x = np.zeros((1, 9, 9, 1), np.uint8)
+    x[0, 2, 4] = 255
+    for spec, expected in ((plain, "nearest"), (smooth, "bilinear")):
+        out = spec(x, key=jax.random.key(0), degrees=37.0)
+        ref = turn(x, key=jax.random.key(0), degrees=37.0, interpolation=expected, fill=0.0)
+        assert np.array_equal(np.asarray(out), np.asarray(ref))
+    with pytest.raises(ValueError, match="interpolation must be one of"):
+        warp(interpolation="cubic")
+
+
 def test_a_geometry_without_fill_or_interpolation_is_refused():
+    from augjax.kernels.geometry import WarpKernel
+
     with pytest.raises(OpDefinitionError, match="'interpolation' and 'fill'"):
-        op("nofill", params={"degrees": _PARAMS["degrees"],
-                             "interpolation": _PARAMS["interpolation"]})(warp(turn.kernel.geometry))
+        op("nofill", params={"degrees": _PARAMS["degrees"]})(
+            WarpKernel(turn.kernel.geometry, params={}))
 
 
 def test_a_geometry_with_a_wrong_signature_is_refused():
@@ -104,3 +132,25 @@ def test_compute_bound_is_deprecated_and_ignored():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert op("plain")(kernel).compute_bound is False
+
+
+def test_random_is_deprecated_and_derived_from_the_declaration():
+    def kernel(image, params):
+        """Identity."""
+        return image
+
+    def drawn(image, params):
+        """Identity; ``params["amount"]`` is drawn per sample."""
+        return image
+
+    amount = {"amount": Param((0.1, 0.9), kind="float_or_pair")}
+    with pytest.warns(DeprecationWarning, match="random"):
+        assert op("still_fixed", random=True)(kernel).random is False
+    with pytest.warns(DeprecationWarning, match="random"):
+        assert op("still_drawn", params=amount, random=True)(drawn).random is True
+    with pytest.warns(DeprecationWarning), pytest.raises(OpDefinitionError, match="random=False"):
+        op("contradicts", params=amount, random=False)(drawn)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert op("fixed")(kernel).random is False
+        assert op("drawn", params=amount)(drawn).random is True

@@ -31,7 +31,7 @@ from augjax import Param
 
 
 @augjax.op("twin_op", params={{"amount": Param(0.0, low=0.0, high=1.0, neutral=0.0)}},
-           random=False, dtypes=("float32",))
+           dtypes=("float32",))
 def twin_op(image, params, *, amount):
     '''Fills the image with {value} (a test op).'''
     return jnp.full_like(image, {value})
@@ -139,8 +139,8 @@ def test_a_disabled_pack_gives_op_disabled_error_from_from_json(global_registry,
 def test_an_incompatible_pack_gives_op_incompatible_error_from_from_json(global_registry, site):
     write_distribution(site, "old-pack", "1.0", ops={"old_op": "old_pack_old:old_op"},
                        modules={"old_pack_old.py": TWIN.format(value=0.5).replace(
-                           "twin_op", "old_op").replace("random=False,",
-                                                        "random=False, api_version='9.0',")})
+                           "twin_op", "old_op").replace("dtypes=",
+                                                        "api_version='9.0', dtypes=")})
     augjax.refresh()
     config = {"augjax_config": 1, "type": "op", "name": "old-pack:old_op"}
     with pytest.raises(OpIncompatibleError, match="9.0"):
@@ -154,7 +154,7 @@ def test_an_unregistered_op_with_a_registered_name_is_not_written(global_registr
     write_twins(site, which=("pack-a",))
     registered = augjax.get_op("twin_op")
 
-    @augjax.op("twin_op", random=False)
+    @augjax.op("twin_op")
     def impostor(image, params):
         """Returns the image."""
         return image
@@ -163,7 +163,7 @@ def test_an_unregistered_op_with_a_registered_name_is_not_written(global_registr
     with pytest.raises(ParamError, match="not the registered op"):
         augjax.to_dict(impostor)
 
-    @augjax.op("script_only_op", random=False)
+    @augjax.op("script_only_op")
     def script_only(image, params):
         """Returns the image."""
         return image

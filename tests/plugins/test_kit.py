@@ -119,8 +119,7 @@ class _Loose(float):
         return self is other
 
 
-@op("kit_unhashed", params={"amount": Param(0.5, low=0.0, high=1.0, validate=_Loose)},
-    random=False)
+@op("kit_unhashed", params={"amount": Param(0.5, low=0.0, high=1.0, validate=_Loose)})
 def kit_unhashed(image, params, *, amount):
     """Returns the image (its parameter normalises to a value compared by identity)."""
     return image
@@ -214,7 +213,7 @@ def test_param_validation_check_can_fail():
 @op("kit_labels", params={"num_classes": Param(None, kind="int", low=1, required=True),
                           "size": Param(None, kind="size", low=1, required=True),
                           "mode": Param("a", choices=("a", "b"))},
-    level="batch", inputs=("images", "labels"), random=False)
+    level="batch", inputs=("images", "labels"))
 def kit_labels(images, labels, params, *, num_classes, size, mode):
     """Returns the images and one-hot labels."""
     return images, jax.nn.one_hot(labels, num_classes)

@@ -104,7 +104,7 @@ def test_keyboard_interrupt_propagates(site):
 
 
 def test_wrong_kernel_signature_fails_with_both_signatures(site):
-    source = ("import augjax\n@augjax.op('bad_op', random=False)\n"
+    source = ("import augjax\n@augjax.op('bad_op')\n"
               "def bad_op(image, *, extra):\n    '''Doc.'''\n    return image\n")
     reg = good_and(site, source)
     err = assert_load_error(reg, "bad_op", augjax.errors.OpDefinitionError)

@@ -122,7 +122,7 @@ def test_input_checks_run_on_the_first_batch_and_kill_only_that_pipeline():
 
 
 def test_an_exception_in_a_kernel_is_fatal_to_the_pipeline_and_names_its_cause():
-    @augjax.op("boom_at_trace", random=False)
+    @augjax.op("boom_at_trace")
     def boom(image, params):
         """Raises while it is traced."""
         raise ValueError("boom from the kernel")

@@ -119,7 +119,7 @@ def test_mixing_per_sample_mode_runs_its_own_program_and_pairs_only_real_samples
 
 
 def test_unknown_batch_level_op_is_not_padded():
-    @augjax.op("swap_halves", level="batch", random=False)
+    @augjax.op("swap_halves", level="batch")
     def swap_halves(images, params):
         """Rolls the batch by half its length (pairs depend on the batch size)."""
         return jnp.roll(images, images.shape[0] // 2, axis=0)

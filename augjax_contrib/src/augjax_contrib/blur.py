@@ -77,7 +77,6 @@ def gaussian_blur(image, params, *, kernel_size):
         "kernel_size": Param((3, 3), kind="size", low=1, high=99, validate=odd_size,
                              doc="odd kernel size, int or (height, width)"),
     },
-    random=False,
     reference="scipy.ndimage.uniform_filter(mode='mirror')",
     api_version=API,
 )
