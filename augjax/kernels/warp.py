@@ -140,14 +140,20 @@ def inverse_affine_matrix(center, angle, translate, scale, shear) -> jax.Array:
 
 
 def warp_affine(image: jax.Array, matrix: jax.Array, interpolation: str,
-                fill: jax.Array | None) -> jax.Array:
+                fill: jax.Array | None,
+                window: tuple[int, int, int, int] | None = None) -> jax.Array:
     """torchvision ``affine_image``: samples ``image`` (H, W, C) through the inverse ``matrix``
-    (from :func:`inverse_affine_matrix`); same output size."""
+    (from :func:`inverse_affine_matrix`); same output size. ``window`` (static ints ``top,
+    left, height, width``): only that window of the output is computed: the pixels of slicing the
+    whole output (each pixel's source comes from its own index alone), up to float32 rounding
+    (XLA's code for another output shape may fuse the multiply-adds otherwise: float32 results
+    within one step of the value, uint8 ones measured equal)."""
     h, w = image.shape[:2]
+    top, left, oh, ow = (0, 0, h, w) if window is None else window
     m = jnp.asarray(matrix, _F32)
     # _affine_grid: base grid centred on the image, theta rows divided by (W/2, H/2).
-    xs = centred(jnp.arange(w), w)
-    ys = centred(jnp.arange(h)[:, None], h)
+    xs = centred(jnp.arange(left, left + ow), w)
+    ys = centred(jnp.arange(top, top + oh)[:, None], h)
     rx, ry = grid_rows(m, h, w)
     gx, gy = affine_grid(xs, ys, rx, ry)
     return sample(image, unnormalize(gx, w), unnormalize(gy, h), interpolation, fill)
