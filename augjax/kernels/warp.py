@@ -63,6 +63,8 @@ __all__ = [
     "resize_weights",
     "resize_taps",
     "resize_crop",
+    "canvas_taps",
+    "resample_canvas",
     "uniform_int",
     "sample",
     "remap",
@@ -425,10 +427,25 @@ def resize_canvas(image: jax.Array, place, canvas, bound: tuple[int, int],
     resized to ``size``, without building the canvas. Each tap reads the image where it falls
     on it and ``value`` (one or C values) elsewhere: the same taps, weights and order of sums
     as ``resize_crop`` on the canvas built at its ``bound`` size."""
-    h, w, c = image.shape
-    top, left = (jnp.asarray(v, jnp.int32) for v in place)
+    taps = canvas_taps(canvas, bound, size, interpolation, antialias)
+    return resample_canvas(image, place, taps, value)
+
+
+def canvas_taps(canvas, bound: tuple[int, int], size: tuple[int, int], interpolation: str,
+                antialias: bool) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """:func:`resize_canvas`' taps ``(iy, wy, ix, wx)`` (:func:`resize_taps` of each axis)."""
     iy, wy = resize_taps(size[0], bound[0], 0, canvas[0], interpolation, antialias)
     ix, wx = resize_taps(size[1], bound[1], 0, canvas[1], interpolation, antialias)
+    return iy, wy, ix, wx
+
+
+def resample_canvas(image: jax.Array, place, taps, value: jax.Array) -> jax.Array:
+    """:func:`resize_canvas` by its taps (:func:`canvas_taps`). Taps may be cut to their first
+    ``K`` columns where the others weigh 0 in every row: each sum then stops before adding
+    zeros, the same float32 values (``v + 0.0 == v``)."""
+    h, w, c = image.shape
+    top, left = (jnp.asarray(v, jnp.int32) for v in place)
+    iy, wy, ix, wx = taps
     fill = jnp.broadcast_to(value.astype(image.dtype).astype(_F32), (c,)).reshape(1, 1, c)
     x = _canvas_pass(image.astype(_F32), ix - left, wx, 1, fill)
     line = None  # a canvas row beyond the image, after the width pass: (1, size[1], C)
