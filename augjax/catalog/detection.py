@@ -19,17 +19,16 @@ import functools
 
 import jax
 import jax.numpy as jnp
-from jax.custom_batching import custom_vmap
 
 from augjax._core.meta import Window
 from augjax._core.param import Param
 from augjax._core.spec import op
-from augjax.kernels.batching import broadcast_unbatched
+from augjax.catalog._by_image import by_image, crop_branching, zoom_branching
 from augjax.kernels.matrix import crop_resize_matrix
 from augjax.kernels.partition import partitioned
 from augjax.kernels.pixels import is_int
 from augjax.kernels.platform import platform_dependent
-from augjax.kernels.warp import (INTERPOLATIONS, canvas_taps, check_fill, resample_canvas,
+from augjax.kernels.warp import (INTERPOLATIONS, canvas_taps, check_fill, crop_taps,
                                  resize_canvas, resize_crop, window_weights)
 
 __all__ = ["random_iou_crop", "random_zoom_out", "scale_jitter", "iou_crop_box",
@@ -204,8 +203,27 @@ def random_iou_crop(image, params, *, size, min_scale, max_scale, min_aspect_rat
     Params: ``box`` ((4,) int32 top, left, height, width), ``min_iou`` (float32, the drawn
     option), ``boxes_valid`` ((M,) bool: centre inside the crop).
     """
-    box = params["box"]
+    config = (image.shape[:2], size, interpolation, antialias)
+    if partitioned():  # a loop would serialize a batch laid out over several devices
+        return _iou_all(image, params["box"], None, config)
+    return platform_dependent(image, params["box"], jnp.float32(0.0), cpu=_iou_by_image(config),
+                              default=lambda *a: _iou_all(*a, config))
+
+
+def _iou_all(image, box, _, config):
+    """Every sample resampled with every tap over every row (the form under ``vmap``)."""
+    _, size, interpolation, antialias = config
     return resize_crop(image, tuple(box[i] for i in range(4)), size, interpolation, antialias)
+
+
+@functools.cache
+def _iou_by_image(config):
+    hw, size, interpolation, antialias = config
+
+    def taps_of(b):
+        return crop_taps(hw, tuple(b[i] for i in range(4)), size, interpolation, antialias)
+
+    return by_image(crop_branching, taps_of, lambda *a: _iou_all(*a, config))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -283,8 +301,7 @@ def random_zoom_out(image, params, *, fill, side_range, p, size, interpolation, 
               antialias)
     if partitioned():  # a loop would serialize a batch laid out over several devices
         return _zoom_all(image, params["canvas"], value, config)
-    return platform_dependent(image, params["canvas"], value,
-                              cpu=_zoom_branch_form(config),
+    return platform_dependent(image, params["canvas"], value, cpu=_zoom_by_image(config),
                               default=lambda *a: _zoom_all(*a, config))
 
 
@@ -295,74 +312,16 @@ def _zoom_all(image, canvas, value, config):
                          value, interpolation, antialias)
 
 
-def _zoom_branching(image, canvas, value, taps):
-    """One image (a CPU batch runs image by image): a sample left alone is copied (its taps
-    weigh 1 on its own pixel: the resample's bits), the others read only the taps that weigh
-    something (the first ``K`` of :func:`canvas_taps`' columns, ``K`` rounded up to one of a
-    few sizes): the same sums in the same order as :func:`_zoom_all`'s, stopped before adding
-    zeros. ``taps`` are computed for the whole batch (:func:`_batch_taps`): one image's would
-    round a weight differently (XLA fuses the multiply-adds per shape)."""
-    out = taps[0].shape[0], taps[2].shape[0]
-    widest = taps[1].shape[1]
-    sizes = sorted({*range(3, widest, 2), widest})
-    used = jnp.maximum(_taps_used(taps[1]), _taps_used(taps[3]))
-    index = jnp.searchsorted(jnp.array(sizes, jnp.int32), used)
-    place = (canvas[0], canvas[1])
-
-    def cut(k):
-        return lambda im: resample_canvas(im, place, tuple(t[:, :k] for t in taps), value)
-
-    branches = [cut(k) for k in sizes]
-    if out == image.shape[:2]:
-        left_alone = jnp.all(canvas == jnp.array([0, 0, *out], canvas.dtype))
-        index = jnp.where(left_alone, 0, index + 1)
-        branches = [lambda im: im, *branches]
-    return jax.lax.switch(index, branches, image)
-
-
-def _batch_taps(canvas, config):
-    """:func:`canvas_taps` of each sample of ``canvas`` (N, 4), computed for the batch."""
-    bound, out, interpolation, antialias = config
-    return jax.vmap(lambda c: canvas_taps((c[2], c[3]), bound, out, interpolation,
-                                          antialias))(canvas)
-
-
-def _taps_used(weight):
-    """1 + the last column of ``weight`` (rows, K) with a nonzero entry (1 when none)."""
-    nonzero = jnp.any(weight != 0.0, axis=0)
-    k = jnp.arange(weight.shape[1], dtype=jnp.int32)
-    return jnp.max(jnp.where(nonzero, k + 1, 1))
-
-
 @functools.cache
-def _zoom_branch_form(config):
-    """:func:`_zoom_branching` image by image over a batch (a ``custom_vmap``), with the
-    derivative of :func:`_zoom_all` (the same function; ``custom_vmap`` has no rule of its
-    own)."""
+def _zoom_by_image(config):
+    bound, out, interpolation, antialias = config
 
-    @custom_vmap
-    def one(image, canvas, value):
-        taps = jax.tree.map(lambda t: t[0], _batch_taps(canvas[None], config))
-        return _zoom_branching(image, canvas, value, taps)
+    def taps_of(c):
+        return canvas_taps((c[2], c[3]), bound, out, interpolation, antialias)
 
-    @one.def_vmap
-    def batched(axis_size, in_batched, image, canvas, value):
-        image, canvas, value = broadcast_unbatched(axis_size, in_batched, (image, canvas, value))
-        taps = _batch_taps(canvas, config)
-        return jax.lax.map(lambda a: _zoom_branching(*a), (image, canvas, value, taps)), True
+    return by_image(zoom_branching, taps_of, lambda *a: _zoom_all(*a, config))
 
-    @jax.custom_jvp
-    def form(image, canvas, value):
-        return one(image, canvas, value)
 
-    @form.defjvp
-    def jvp(primals, tangents):
-        image, canvas, value = primals
-        _, tangent = jax.jvp(lambda im: _zoom_all(im, canvas, value, config), (image,),
-                             (tangents[0],))
-        return form(image, canvas, value), tangent
-
-    return form
 
 
 # ---------------------------------------------------------------------------------------------

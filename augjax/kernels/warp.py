@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -64,7 +65,9 @@ __all__ = [
     "resize_taps",
     "resize_crop",
     "canvas_taps",
+    "crop_taps",
     "resample_canvas",
+    "resample_crop",
     "uniform_int",
     "sample",
     "remap",
@@ -404,10 +407,27 @@ def resize_crop(image: jax.Array, box, size: tuple[int, int], interpolation: str
     images are rounded between the passes as ATen's native uint8 kernel does. Each pass gathers
     its few taps per output (:func:`resize_taps`) instead of multiplying by the dense
     :func:`resize_weights` matrix."""
-    h, w, _ = image.shape
+    return resample_crop(image, crop_taps(image.shape[:2], box, size, interpolation, antialias))
+
+
+def crop_taps(hw: tuple[int, int], box, size: tuple[int, int], interpolation: str,
+              antialias: bool) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """:func:`resize_crop`'s taps ``(iy, wy, ix, wx)`` for an image of ``hw``."""
     top, left, ch, cw = box
-    iy, wy = resize_taps(size[0], h, top, ch, interpolation, antialias)
-    ix, wx = resize_taps(size[1], w, left, cw, interpolation, antialias)
+    iy, wy = resize_taps(size[0], hw[0], top, ch, interpolation, antialias)
+    ix, wx = resize_taps(size[1], hw[1], left, cw, interpolation, antialias)
+    return iy, wy, ix, wx
+
+
+def resample_crop(image: jax.Array, taps, rows: tuple[Any, int] | None = None) -> jax.Array:
+    """:func:`resize_crop` by its taps (:func:`crop_taps`), which may be cut to their first
+    columns where the others weigh 0 (as :func:`resample_canvas`). ``rows = (r0, n)``: the
+    width pass reads only rows ``r0 .. r0 + n`` (``n`` static), which hold every row the height
+    taps read: the same values, for fewer rows computed."""
+    iy, wy, ix, wx = taps
+    if rows is not None:
+        image = jax.lax.dynamic_slice_in_dim(image, rows[0], rows[1], axis=0)
+        iy = iy - rows[0]
     x = _taps_pass(image.astype(_F32), ix, wx, axis=1)
     if is_int(image.dtype):
         x = jnp.floor(x + 0.5)  # ATen uint8 passes round half up
