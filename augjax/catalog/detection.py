@@ -322,8 +322,6 @@ def _zoom_by_image(config):
     return by_image(zoom_branching, taps_of, lambda *a: _zoom_all(*a, config))
 
 
-
-
 # ---------------------------------------------------------------------------------------------
 # scale_jitter (large-scale jitter: resize by a random scale, then crop / pad to a fixed size)
 
