@@ -22,8 +22,10 @@ The recipe follows ``ultralytics/data/augment.py`` (``v8_transforms``: ``Mosaic`
    YOLO's are random images of the dataset);
 3. ``RandomPerspective`` with the mosaic border: a zoom by ``U(1 - 0.5, 1 + 0.5)`` about the
    canvas centre and a shift of ``U(-0.1, 0.1) s`` per axis, bilinear, 114 outside, then the
-   middle s x s: augjax ``affine(scale=(0.5, 1.5), translate=(0.05, 0.05))`` on the 2s canvas
-   (0.05 of 2s) and ``center_crop(s)``; boxes follow (their corners through the matrix) and are
+   middle s x s: augjax ``affine(scale=(0.5, 1.5), translate=(0.05, 0.05), size=s)`` on the
+   2s canvas (0.05 of 2s; ``size``: only the middle s x s is resampled, the pixels of
+   ``affine`` then ``center_crop(s)``, as YOLO's ``warpAffine`` writes only its output);
+   boxes follow (their corners through the matrix) and are
    kept as YOLO's ``box_candidates`` keeps them: at least 2 px wide and high and at least 10%
    of their area left (``sanitize=Sanitize(min_size=2, min_visibility=0.1)``);
 4. ``RandomHSV``: hue, saturation and value gains ``1 + U(-1, 1) * (0.015, 0.7, 0.4)`` in
@@ -89,8 +91,7 @@ def yolo(size: int = 640, input_hw: tuple[int, int] | None = None, *, color: boo
     steps += [ops.mosaic.bind(size=(2 * size, 2 * size), center_range=(0.75, 1.25), fill=FILL,
                              p=hyp["mosaic"]),
              ops.affine.bind(translate=(t / 2, t / 2), scale=(1 - g, 1 + g),
-                             interpolation="bilinear", fill=FILL),
-             ops.center_crop.bind(size=size)]
+                             interpolation="bilinear", fill=FILL, size=size)]
     if color:
         steps.append(ops.color_jitter.bind(brightness=hyp["hsv_v"], saturation=hyp["hsv_s"],
                                            hue=hyp["hsv_h"]))

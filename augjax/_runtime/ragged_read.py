@@ -10,7 +10,10 @@ prefix (crops, resize: :mod:`augjax._runtime.ragged`) to one batch.
 3. One jitted program reads every window from the canvas
    (:func:`augjax.kernels.window.read_window_taps`; masks with nearest sampling and
    ``mask_fill``), and boxes and keypoints move by the windows' matrices
-   (:func:`augjax._runtime.ragged.move_window_points`, as in DALI).
+   (:func:`augjax._runtime.ragged.move_window_points`, as in DALI). On the CPU a bilinear
+   read runs image by image (:func:`_read_by_image`): each sample reads only its taps that
+   weigh something and the canvas rows they reach (its region is at the canvas's top), the
+   values of every tap of every sample.
 
 The programs are keyed by the output size, the chain, the batch size and the canvas bucket,
 never by the images' sizes: a new list whose regions fall in buckets seen before compiles
@@ -28,6 +31,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from augjax._runtime.program import once_cache
@@ -42,7 +46,7 @@ from augjax._runtime.ragged import (
 from augjax._runtime.targets import ORDER, TargetSpec, prepare_targets
 from augjax.errors import InputError
 from augjax.kernels.warp import check_fill
-from augjax.kernels.window import read_window_taps, taps_needed
+from augjax.kernels.window import read_by_taps, read_taps, read_window_taps, taps_needed
 
 __all__ = ["bucket", "read_list"]
 
@@ -126,13 +130,55 @@ def _read_program(out: tuple[int, int], copy: bool, interpolation: str, antialia
     """``f(canvas, box, size, anchor, fill) -> batch`` for one output size and sampling."""
 
     def program(canvas, box, size, anchor, fill):
-        def one(img, b, s, a):
-            return read_window_taps(img, b, None if copy else s, a, out, fill, interpolation,
-                                    antialias, taps)
+        if copy or interpolation == "nearest" or jax.default_backend() != "cpu":
+            def one(img, b, s, a):
+                return read_window_taps(img, b, None if copy else s, a, out, fill,
+                                        interpolation, antialias, taps)
 
-        return jax.vmap(one)(canvas, box, size, anchor)
+            return jax.vmap(one)(canvas, box, size, anchor)
+        return _read_by_image(canvas, box, size, anchor, fill, out, interpolation, antialias,
+                              taps)
 
     return jax.jit(program)
+
+
+def _read_by_image(canvas, box, size, anchor, fill, out, interpolation, antialias, taps):
+    """The CPU form: image by image, each sample's branch reading only its taps that weigh
+    something (the first ``K`` columns, ``K`` in 3, 5, ... the widest) and the canvas rows its
+    height taps read (its region is at the canvas's top: a quarter, half, three quarters or
+    all of the rows). The taps are computed for the whole batch (under ``vmap``, as the
+    every-tap form: one image's would round a weight differently), so the values are the
+    every-tap form's (each sum stops before adding zeros)."""
+    side = canvas.shape[1:3]
+    all_taps = jax.vmap(lambda b, s, a: read_taps(side, b, s, a, out, interpolation, antialias,
+                                                  taps))(box, size, anchor)
+    widest = max(taps)
+    sizes = sorted({*range(3, widest, 2), widest})
+    spans = sorted({max(1, -(-side[0] * q // 4)) for q in (1, 2, 3)} | {side[0]})
+
+    def one(args):
+        img, s, a, t = args
+        iy, wy, _, wx = t
+        used = jnp.maximum(_used(wy), _used(wx))
+        k_index = jnp.searchsorted(jnp.array(sizes, jnp.int32), used)
+        k = jnp.array(sizes, jnp.int32)[k_index]
+        hi = jnp.max(jnp.where(jnp.arange(iy.shape[1]) < k, iy, 0))
+        r_index = jnp.searchsorted(jnp.array(spans, jnp.int32), hi + 1)
+
+        def branch(k, n):
+            cut = tuple(v[:, :min(k, v.shape[1])] for v in t)
+            return lambda im: read_by_taps(im, cut, s, a, out, fill, interpolation, rows=n)
+
+        branches = [branch(k, n) for k in sizes for n in spans]
+        return jax.lax.switch(k_index * len(spans) + r_index, branches, img)
+
+    return jax.lax.map(one, (canvas, size, anchor, all_taps))
+
+
+def _used(weight):
+    """1 + the last column of ``weight`` (rows, K) that weighs something in any row."""
+    k = jnp.arange(weight.shape[1], dtype=jnp.int32)
+    return jnp.max(jnp.where(jnp.any(weight != 0.0, axis=0), k + 1, 1))
 
 
 @once_cache(maxsize=256)

@@ -341,7 +341,6 @@ def _center_window(params, h, w, *, size):
 @op(
     "center_crop",
     params={"size": _size_param("crop (height, width), or one int for a square")},
-    random=False,
     matrix=_center_matrix,
     ragged=_center_window,
     output_size=_output_size,

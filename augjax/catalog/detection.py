@@ -15,16 +15,21 @@ for ``SanitizeBoundingBoxes`` to drop); ``random_zoom_out``: ``canvas``; ``scale
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 
 from augjax._core.meta import Window
 from augjax._core.param import Param
 from augjax._core.spec import op
+from augjax.catalog._by_image import by_image, crop_branching, zoom_branching
 from augjax.kernels.matrix import crop_resize_matrix
+from augjax.kernels.partition import partitioned
 from augjax.kernels.pixels import is_int
-from augjax.kernels.warp import (INTERPOLATIONS, check_fill, resize_canvas, resize_crop,
-                                 window_weights)
+from augjax.kernels.platform import platform_dependent
+from augjax.kernels.warp import (INTERPOLATIONS, canvas_taps, check_fill, crop_taps,
+                                 resize_canvas, resize_crop, window_weights)
 
 __all__ = ["random_iou_crop", "random_zoom_out", "scale_jitter", "iou_crop_box",
            "IOU_OPTIONS"]
@@ -198,8 +203,27 @@ def random_iou_crop(image, params, *, size, min_scale, max_scale, min_aspect_rat
     Params: ``box`` ((4,) int32 top, left, height, width), ``min_iou`` (float32, the drawn
     option), ``boxes_valid`` ((M,) bool: centre inside the crop).
     """
-    box = params["box"]
+    config = (image.shape[:2], size, interpolation, antialias)
+    if partitioned():  # a loop would serialize a batch laid out over several devices
+        return _iou_all(image, params["box"], None, config)
+    return platform_dependent(image, params["box"], jnp.float32(0.0), cpu=_iou_by_image(config),
+                              default=lambda *a: _iou_all(*a, config))
+
+
+def _iou_all(image, box, _, config):
+    """Every sample resampled with every tap over every row (the form under ``vmap``)."""
+    _, size, interpolation, antialias = config
     return resize_crop(image, tuple(box[i] for i in range(4)), size, interpolation, antialias)
+
+
+@functools.cache
+def _iou_by_image(config):
+    hw, size, interpolation, antialias = config
+
+    def taps_of(b):
+        return crop_taps(hw, tuple(b[i] for i in range(4)), size, interpolation, antialias)
+
+    return by_image(crop_branching, taps_of, lambda *a: _iou_all(*a, config))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -264,18 +288,38 @@ def random_zoom_out(image, params, *, fill, side_range, p, size, interpolation, 
     resized to ``size`` (the input's size by default) as torchvision's recipes resize after it,
     so a batch keeps one shape. The canvas is never built: each resampling tap reads the image
     or ``fill`` (:func:`augjax.kernels.warp.resize_canvas`), so the cost follows the output.
+    On the CPU a batch runs image by image: a sample left alone is copied and the others read
+    only the taps that weigh something (the same bits as every tap of every sample).
 
     Params: ``canvas`` ((4,) int32 top, left of the image on the canvas, canvas height, width).
     """
     h, w, c = image.shape
-    top, left, ch, cw = (params["canvas"][i] for i in range(4))
-    big_h, big_w = _canvas_shape(h, w, side_range)
     value = check_fill(fill, image, "random_zoom_out")
     if is_int(image.dtype):
         value = jnp.clip(jnp.round(value), 0.0, 255.0)
-    out = _zoom_size(h, w, size=size)
-    return resize_canvas(image, (top, left), (ch, cw), (big_h, big_w), out, value,
-                         interpolation, antialias)
+    config = (_canvas_shape(h, w, side_range), _zoom_size(h, w, size=size), interpolation,
+              antialias)
+    if partitioned():  # a loop would serialize a batch laid out over several devices
+        return _zoom_all(image, params["canvas"], value, config)
+    return platform_dependent(image, params["canvas"], value, cpu=_zoom_by_image(config),
+                              default=lambda *a: _zoom_all(*a, config))
+
+
+def _zoom_all(image, canvas, value, config):
+    """Every sample resampled with every tap (the form under ``vmap``)."""
+    bound, out, interpolation, antialias = config
+    return resize_canvas(image, (canvas[0], canvas[1]), (canvas[2], canvas[3]), bound, out,
+                         value, interpolation, antialias)
+
+
+@functools.cache
+def _zoom_by_image(config):
+    bound, out, interpolation, antialias = config
+
+    def taps_of(c):
+        return canvas_taps((c[2], c[3]), bound, out, interpolation, antialias)
+
+    return by_image(zoom_branching, taps_of, lambda *a: _zoom_all(*a, config))
 
 
 # ---------------------------------------------------------------------------------------------

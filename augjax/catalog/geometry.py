@@ -276,6 +276,20 @@ def _affine_inverse(params):
                                  params["scale"], params["shear"])
 
 
+def _affine_size(h: int, w: int, *, size=None, **_) -> tuple[int, int]:
+    return (h, w) if size is None else tuple(size)
+
+
+def _centre_window(h: int, w: int, size) -> tuple[int, int, int, int]:
+    """``center_crop(size)``'s window ``(top, left, height, width)`` of an ``h`` x ``w`` image
+    (``round((H - h) / 2)``, half to even), for a crop no larger than the image."""
+    ch, cw = size
+    if ch > h or cw > w:
+        raise InputError(f"affine: size must be at most the image's size ({h}, {w}), got "
+                         f"{tuple(size)}", op="affine", argument="size")
+    return int(round((h - ch) / 2.0)), int(round((w - cw) / 2.0)), ch, cw
+
+
 @op(
     "affine",
     params={
@@ -290,12 +304,17 @@ def _affine_inverse(params):
         "shear": Param(None, kind="floats", optional=True, validate=_shear_ranges,
                        doc="shear in degrees: x = x-shear in U[-x, x]; (lo, hi) x-shear; "
                            "(xlo, xhi, ylo, yhi) both"),
+        "size": Param(None, kind="size", low=1, optional=True,
+                      doc="output (height, width), or one int: the central window of the "
+                          "warped image, computed alone (affine then center_crop(size)); "
+                          "None: the input's size"),
     },
     sample=_affine_sample,
+    output_size=_affine_size,
     reference="torchvision.transforms.v2.RandomAffine (center=None)",
 )
 @warp
-def affine(params, meta, **_):
+def affine(params, meta, *, size=None, **_):
     """Rotates, shifts, zooms and shears by random amounts about the image centre.
 
     torchvision RandomAffine: same parameterisation, draws and ``_get_inverse_affine_matrix``.
@@ -308,8 +327,16 @@ def affine(params, meta, **_):
     255 for uint8 images: torchvision's uint8 ``fill=128`` is ``fill=128/255``); ``None`` is
     zero padding (see the module docstring). Params: ``degrees``, ``translate`` ((2,) pixels),
     ``scale``, ``shear`` ((2,) degrees).
+
+    ``size``: only the central ``size`` window of the warped image is computed and returned,
+    the pixels, boxes and masks of ``affine`` then ``center_crop(size)`` (at most the image's
+    size; float32 pixels within float32 rounding, see
+    :func:`augjax.kernels.warp.warp_affine`), for a quarter of the work when ``size`` is half the side (YOLO's zoom of the mosaic
+    canvas, as OpenCV's ``warpAffine`` writes only its ``dsize``).
     """
-    return Warp.affine(_affine_inverse(params), meta)
+    window = None if size is None else _centre_window(meta.height, meta.width, size)
+    return Warp.affine(_affine_inverse(params), meta, window=window)
+
 
 
 # ---------------------------------------------------------------------------------------------

@@ -83,7 +83,6 @@ def _check(*, size, max_size, **_):
         "antialias": Param(True, doc="widen the bilinear filter when shrinking (torchvision "
                                      "default)"),
     },
-    random=False,
     matrix=_matrix,
     output_size=_output_size,
     check=_check,

@@ -43,6 +43,7 @@ from augjax.kernels.matrix import (
     from_perspective_coefficients,
     from_pil_coefficients,
     identity,
+    translation,
     warp_by,
 )
 from augjax.kernels.warp import INTERPOLATIONS, check_fill, warp_affine, warp_perspective
@@ -99,6 +100,9 @@ class Warp:
         height, width: the image's size (the centre of an ``"affine"`` warp).
         applied: where False (a traced bool), the sample is left as it is (identity matrix).
         exact: an int32 ``EXACT_*`` code (PIL's exact paths), or None.
+        window: ``(top, left, height, width)`` static ints (``"affine"`` only): the output is
+            that window of the warped image, computed alone (a warp then a crop in one
+            resample); None: the whole image.
     """
 
     kind: str
@@ -107,12 +111,15 @@ class Warp:
     width: Any
     applied: jax.Array | None = None
     exact: jax.Array | None = None
+    window: tuple[int, int, int, int] | None = None
 
     @classmethod
-    def affine(cls, inverse: jax.Array, meta: Meta, applied: jax.Array | None = None) -> Warp:
+    def affine(cls, inverse: jax.Array, meta: Meta, applied: jax.Array | None = None,
+               window: tuple[int, int, int, int] | None = None) -> Warp:
         """torchvision's affine warp: ``inverse`` (6,) maps output to input coordinates centred
-        on the image centre (:func:`augjax.kernels.warp.inverse_affine_matrix`)."""
-        return cls("affine", inverse, meta.height, meta.width, applied)
+        on the image centre (:func:`augjax.kernels.warp.inverse_affine_matrix`); ``window``:
+        only that window of the output (see the attributes)."""
+        return cls("affine", inverse, meta.height, meta.width, applied, window=window)
 
     @classmethod
     def pil(cls, coeffs: jax.Array, meta: Meta, exact: jax.Array | None = None) -> Warp:
@@ -149,6 +156,8 @@ class Warp:
     def __post_init__(self) -> None:
         if self.kind not in _KINDS:
             raise ValueError(f"Warp kind must be one of {_KINDS}, got {self.kind!r}")
+        if self.window is not None and self.kind != "affine":
+            raise ValueError(f"Warp window is for the 'affine' kind only, got {self.kind!r}")
 
     @property
     def matrix(self) -> jax.Array:
@@ -161,13 +170,16 @@ class Warp:
             m = from_perspective_coefficients(self.coeffs)
         else:
             m = jnp.asarray(self.coeffs, jnp.float32)
-        return m if self.applied is None else jnp.where(self.applied, m, identity())
+        m = m if self.applied is None else jnp.where(self.applied, m, identity())
+        if self.window is not None:  # the window's corner becomes the origin
+            m = translation(-self.window[1], -self.window[0]) @ m
+        return m
 
     def pixels(self, image: jax.Array, interpolation: str, fill: jax.Array | None) -> jax.Array:
         """``image`` (one HWC image) sampled by this geometry; ``fill`` as
         :func:`augjax.kernels.warp.check_fill` returns it."""
         if self.kind == "affine":
-            out = warp_affine(image, self.coeffs, interpolation, fill)
+            out = warp_affine(image, self.coeffs, interpolation, fill, self.window)
         elif self.kind == "pil":
             out = warp_affine_pil(image, self.coeffs, interpolation, fill)
         elif self.kind == "perspective":
@@ -176,7 +188,12 @@ class Warp:
             out = warp_by(image, self.coeffs, image.shape[:2], interpolation, fill)
         if self.exact is not None:
             out = exact_paths(image, out, self.exact)
-        return out if self.applied is None else jnp.where(self.applied, out, image)
+        if self.applied is None:
+            return out
+        if self.window is not None:
+            top, left, h, w = self.window
+            image = image[top:top + h, left:left + w]
+        return jnp.where(self.applied, out, image)
 
 
 class WarpKernel:

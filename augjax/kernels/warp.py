@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -63,6 +64,10 @@ __all__ = [
     "resize_weights",
     "resize_taps",
     "resize_crop",
+    "canvas_taps",
+    "crop_taps",
+    "resample_canvas",
+    "resample_crop",
     "uniform_int",
     "sample",
     "remap",
@@ -140,14 +145,20 @@ def inverse_affine_matrix(center, angle, translate, scale, shear) -> jax.Array:
 
 
 def warp_affine(image: jax.Array, matrix: jax.Array, interpolation: str,
-                fill: jax.Array | None) -> jax.Array:
+                fill: jax.Array | None,
+                window: tuple[int, int, int, int] | None = None) -> jax.Array:
     """torchvision ``affine_image``: samples ``image`` (H, W, C) through the inverse ``matrix``
-    (from :func:`inverse_affine_matrix`); same output size."""
+    (from :func:`inverse_affine_matrix`); same output size. ``window`` (static ints ``top,
+    left, height, width``): only that window of the output is computed: the pixels of slicing the
+    whole output (each pixel's source comes from its own index alone), up to float32 rounding
+    (XLA's code for another output shape may fuse the multiply-adds otherwise: float32 results
+    within one step of the value, uint8 ones measured equal)."""
     h, w = image.shape[:2]
+    top, left, oh, ow = (0, 0, h, w) if window is None else window
     m = jnp.asarray(matrix, _F32)
     # _affine_grid: base grid centred on the image, theta rows divided by (W/2, H/2).
-    xs = centred(jnp.arange(w), w)
-    ys = centred(jnp.arange(h)[:, None], h)
+    xs = centred(jnp.arange(left, left + ow), w)
+    ys = centred(jnp.arange(top, top + oh)[:, None], h)
     rx, ry = grid_rows(m, h, w)
     gx, gy = affine_grid(xs, ys, rx, ry)
     return sample(image, unnormalize(gx, w), unnormalize(gy, h), interpolation, fill)
@@ -396,10 +407,27 @@ def resize_crop(image: jax.Array, box, size: tuple[int, int], interpolation: str
     images are rounded between the passes as ATen's native uint8 kernel does. Each pass gathers
     its few taps per output (:func:`resize_taps`) instead of multiplying by the dense
     :func:`resize_weights` matrix."""
-    h, w, _ = image.shape
+    return resample_crop(image, crop_taps(image.shape[:2], box, size, interpolation, antialias))
+
+
+def crop_taps(hw: tuple[int, int], box, size: tuple[int, int], interpolation: str,
+              antialias: bool) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """:func:`resize_crop`'s taps ``(iy, wy, ix, wx)`` for an image of ``hw``."""
     top, left, ch, cw = box
-    iy, wy = resize_taps(size[0], h, top, ch, interpolation, antialias)
-    ix, wx = resize_taps(size[1], w, left, cw, interpolation, antialias)
+    iy, wy = resize_taps(size[0], hw[0], top, ch, interpolation, antialias)
+    ix, wx = resize_taps(size[1], hw[1], left, cw, interpolation, antialias)
+    return iy, wy, ix, wx
+
+
+def resample_crop(image: jax.Array, taps, rows: tuple[Any, int] | None = None) -> jax.Array:
+    """:func:`resize_crop` by its taps (:func:`crop_taps`), which may be cut to their first
+    columns where the others weigh 0 (as :func:`resample_canvas`). ``rows = (r0, n)``: the
+    width pass reads only rows ``r0 .. r0 + n`` (``n`` static), which hold every row the height
+    taps read: the same values, for fewer rows computed."""
+    iy, wy, ix, wx = taps
+    if rows is not None:
+        image = jax.lax.dynamic_slice_in_dim(image, rows[0], rows[1], axis=0)
+        iy = iy - rows[0]
     x = _taps_pass(image.astype(_F32), ix, wx, axis=1)
     if is_int(image.dtype):
         x = jnp.floor(x + 0.5)  # ATen uint8 passes round half up
@@ -419,10 +447,25 @@ def resize_canvas(image: jax.Array, place, canvas, bound: tuple[int, int],
     resized to ``size``, without building the canvas. Each tap reads the image where it falls
     on it and ``value`` (one or C values) elsewhere: the same taps, weights and order of sums
     as ``resize_crop`` on the canvas built at its ``bound`` size."""
-    h, w, c = image.shape
-    top, left = (jnp.asarray(v, jnp.int32) for v in place)
+    taps = canvas_taps(canvas, bound, size, interpolation, antialias)
+    return resample_canvas(image, place, taps, value)
+
+
+def canvas_taps(canvas, bound: tuple[int, int], size: tuple[int, int], interpolation: str,
+                antialias: bool) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """:func:`resize_canvas`' taps ``(iy, wy, ix, wx)`` (:func:`resize_taps` of each axis)."""
     iy, wy = resize_taps(size[0], bound[0], 0, canvas[0], interpolation, antialias)
     ix, wx = resize_taps(size[1], bound[1], 0, canvas[1], interpolation, antialias)
+    return iy, wy, ix, wx
+
+
+def resample_canvas(image: jax.Array, place, taps, value: jax.Array) -> jax.Array:
+    """:func:`resize_canvas` by its taps (:func:`canvas_taps`). Taps may be cut to their first
+    ``K`` columns where the others weigh 0 in every row: each sum then stops before adding
+    zeros, the same float32 values (``v + 0.0 == v``)."""
+    h, w, c = image.shape
+    top, left = (jnp.asarray(v, jnp.int32) for v in place)
+    iy, wy, ix, wx = taps
     fill = jnp.broadcast_to(value.astype(image.dtype).astype(_F32), (c,)).reshape(1, 1, c)
     x = _canvas_pass(image.astype(_F32), ix - left, wx, 1, fill)
     line = None  # a canvas row beyond the image, after the width pass: (1, size[1], C)

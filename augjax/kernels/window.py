@@ -21,7 +21,8 @@ from augjax.kernels.division import exact_div
 from augjax.kernels.pixels import is_int
 from augjax.kernels.warp import check_fill, window_weights
 
-__all__ = ["read_window", "read_window_taps", "taps_needed", "window_taps"]
+__all__ = ["read_by_taps", "read_taps", "read_window", "read_window_taps", "taps_needed",
+           "window_taps"]
 
 _F32 = jnp.float32
 
@@ -127,29 +128,47 @@ def read_window_taps(image: jax.Array, box, size, anchor, out: tuple[int, int], 
     ``taps``: per axis (height, width), from :func:`taps_needed`. Nearest sampling and copies
     gather the pixels themselves (any dtype, exact); bilinear rounds between the width and the
     height pass for integer images, as ATen's uint8 kernel does."""
-    h_in, w_in, _ = image.shape
     copy = size is None
     size = box[2:] if copy else size
-    mode = "nearest" if copy else interpolation
-    iy, wy = window_taps(out[0], anchor[0], size[0], h_in, box[0], box[2], mode, antialias,
+    t = read_taps(image.shape[:2], box, size, anchor, out, "nearest" if copy else interpolation,
+                  antialias, taps)
+    return read_by_taps(image, t, size, anchor, out, fill, "nearest" if copy else interpolation)
+
+
+def read_taps(hw: tuple[int, int], box, size, anchor, out: tuple[int, int], mode: str,
+              antialias: bool, taps: tuple[int, int]) -> tuple[jax.Array, ...]:
+    """:func:`read_window_taps`' taps ``(iy, wy, ix, wx)`` (:func:`window_taps` per axis) of a
+    box of an ``hw`` image resampled to ``size`` (its own size for a copy, ``mode``
+    "nearest")."""
+    iy, wy = window_taps(out[0], anchor[0], size[0], hw[0], box[0], box[2], mode, antialias,
                          taps[0])
-    ix, wx = window_taps(out[1], anchor[1], size[1], w_in, box[1], box[3], mode, antialias,
+    ix, wx = window_taps(out[1], anchor[1], size[1], hw[1], box[1], box[3], mode, antialias,
                          taps[1])
+    return iy, wy, ix, wx
+
+
+def read_by_taps(image: jax.Array, taps, size, anchor, out: tuple[int, int], fill, mode: str,
+                 rows: int | None = None) -> jax.Array:
+    """:func:`read_window_taps` by its taps (:func:`read_taps`). Bilinear taps may be cut to
+    their first columns where the others weigh 0 (each sum stops before adding zeros: the
+    same values); ``rows``: the width pass covers only the image's first ``rows`` rows (static),
+    which must hold every row the height taps read."""
+    iy, wy, ix, wx = taps
     if mode == "nearest":
         x = jnp.take(jnp.take(image, ix[:, 0], axis=1), iy[:, 0], axis=0)
     else:
         # The taps gather the image's own dtype, each converted to float32 as it is weighed
         # (exact; gathering uint8 instead of a float32 copy: 4.2 -> 3.3 CPU-ms per 320^2
         # output from 512^2 canvases, 2 shared cores).
-        x = _taps_pass(image, ix, wx, axis=1)
+        x = _taps_pass(image if rows is None else image[:rows], ix, wx, axis=1)
         if is_int(image.dtype):
             x = jnp.floor(x + 0.5)  # ATen uint8 passes round half up
         x = _taps_pass(materialize(x), iy, wy, axis=0)
         if is_int(image.dtype):
             x = jnp.clip(jnp.floor(x + 0.5), 0.0, 255.0)
-    rows = anchor[0] + jnp.arange(out[0])
+    rows_o = anchor[0] + jnp.arange(out[0])
     cols = anchor[1] + jnp.arange(out[1])
-    inside = ((rows >= 0) & (rows < size[0]))[:, None] & ((cols >= 0) & (cols < size[1]))[None]
+    inside = ((rows_o >= 0) & (rows_o < size[0]))[:, None] & ((cols >= 0) & (cols < size[1]))[None]
     fill = jnp.asarray(fill)
     if is_int(image.dtype) and jnp.issubdtype(fill.dtype, jnp.floating):
         fill = jnp.clip(jnp.round(fill), 0.0, 255.0)

@@ -253,3 +253,30 @@ def test_other_bad_targets_are_refused():
         op(images, key=_keys(7), masks=[m.astype(np.float32) for m in masks])
     with pytest.raises(InputError, match=r"'boxes_valid' expects boxes= as well"):
         op(images, key=_keys(7), boxes_valid=np.ones((7, 1), bool))
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "float32"])
+def test_the_cpu_read_by_image_gives_every_taps_bits(dtype):
+    """On the CPU the list's read runs image by image (each sample's branch reads only its taps
+    that weigh something and the canvas rows they reach): the bits of every tap over every row
+    for every sample under ``vmap`` (the read off the CPU), boxes shrunk and enlarged."""
+    from augjax._runtime.ragged_read import _read_by_image
+    from augjax.kernels.window import read_window_taps, taps_needed
+
+    rng = np.random.default_rng(6)
+    n, side, out = 16, 96, (40, 48)
+    canvas = rng.integers(0, 256, (n, side, side, 3), dtype=np.uint8)
+    canvas = canvas if dtype == "uint8" else canvas.astype(np.float32) / 255.0
+    heights, widths = rng.integers(8, side + 1, n), rng.integers(8, side + 1, n)
+    box = np.stack([np.zeros(n), np.zeros(n), heights, widths], 1).astype(np.int32)
+    size = np.tile(np.array(out, np.int32), (n, 1))
+    anchor = np.zeros((n, 2), np.int32)
+    taps = (taps_needed(side / out[0], "bilinear", True), taps_needed(side / out[1], "bilinear",
+                                                                      True))
+    fill = np.float32(0.0)
+    every = jax.jit(jax.vmap(lambda c, b, s, a: read_window_taps(
+        c, b, s, a, out, fill, "bilinear", True, taps)))(canvas, box, size, anchor)
+    got = jax.jit(lambda *a: _read_by_image(*a, fill, out, "bilinear", True, taps))(
+        canvas, box, size, anchor)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(every))
+    assert (heights < side // 4).any() and (heights > 3 * side // 4).any()

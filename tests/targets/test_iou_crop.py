@@ -260,3 +260,29 @@ def test_inside_a_composite_it_is_refused_not_blind():
                                          "boxes .* cannot be drawn inside a composite"):
         augjax.random_apply(random_iou_crop.bind(size=8), p=0.5)(x, key=jax.random.key(0),
                                                                  boxes=boxes)
+
+
+@pytest.mark.parametrize("dtype,size", [("uint8", (24, 32)), ("float32", (60, 40))])
+def test_the_cpu_branch_form_gives_every_taps_bits(dtype, size):
+    """On the CPU a batch runs image by image (only the taps that weigh something, the width
+    pass only over the rows the height taps read): the bits of every tap over every row for
+    every sample under ``vmap`` (the op's form off the CPU), for crops from a tenth of the
+    image to all of it (shrunk and enlarged)."""
+    from augjax.catalog.detection import _iou_all
+
+    rng = np.random.default_rng(5)
+    n = 16
+    x = rng.integers(0, 256, (n, H, W, 3), dtype=np.uint8)
+    x = x if dtype == "uint8" else x.astype(np.float32) / 255.0
+    tops, lefts = rng.integers(0, H // 2, n), rng.integers(0, W // 2, n)
+    heights = rng.integers(5, H + 1 - tops)
+    widths = rng.integers(6, W + 1 - lefts)
+    box = np.stack([tops, lefts, heights, widths], 1).astype(np.int32)
+    conf = dict(size=size, interpolation="bilinear", antialias=True)
+    got = np.asarray(random_iou_crop.apply(x, params={
+        "box": box, "min_iou": np.zeros(n, np.float32), "boxes_valid": np.ones((n, 0), bool)},
+        **conf))
+    config = ((H, W), size, "bilinear", True)
+    every = jax.jit(jax.vmap(lambda im, b: _iou_all(im, b, None, config)))
+    np.testing.assert_array_equal(got, np.asarray(every(x, box)))
+    assert (heights < H // 4).any() and (heights > 3 * H // 4).any()  # few rows and most

@@ -100,3 +100,32 @@ def test_the_unbuilt_canvas_equals_resize_crop_of_the_built_one(dtype, interpola
             canvas = (jnp.int32(ch), jnp.int32(cw))
             np.testing.assert_array_equal(np.asarray(got_fn(image, place, canvas)),
                                           np.asarray(want_fn(image, place, canvas)))
+
+
+@pytest.mark.parametrize("dtype,size,p", [("uint8", None, 0.5), ("float32", None, 1.0),
+                                          ("uint8", (20, 36), 0.6)])
+def test_the_cpu_branch_form_gives_every_taps_bits(dtype, size, p):
+    """On the CPU a batch runs image by image (a sample left alone copied, the others reading
+    only the taps that weigh something): the bits of every tap of every sample computed under
+    ``vmap`` (the op's form off the CPU)."""
+    import jax.numpy as jnp
+
+    from augjax.catalog.detection import _canvas_shape, _zoom_all
+    from augjax.kernels.warp import check_fill
+
+    rng = np.random.default_rng(4)
+    x = rng.integers(0, 256, (16, H, W, 3), dtype=np.uint8)
+    x = x if dtype == "uint8" else x.astype(np.float32) / 255.0
+    conf = dict(fill=(0.48, 0.46, 0.41), p=p, size=size)
+    value = check_fill(conf["fill"], x[0], "random_zoom_out")
+    value = jnp.clip(jnp.round(value), 0.0, 255.0) if dtype == "uint8" else value
+    config = (_canvas_shape(H, W, (1.0, 4.0)), size or (H, W), "bilinear", True)
+    every = jax.jit(jax.vmap(lambda im, c: _zoom_all(im, c, value, config)))
+    seen = set()
+    for seed in range(3):
+        params = random_zoom_out.sample(x, key=jax.random.key(seed), **conf)
+        got = np.asarray(random_zoom_out.apply(x, params=params, **conf))
+        np.testing.assert_array_equal(got, np.asarray(every(x, params["canvas"])))
+        sides = np.asarray(params["canvas"])[:, 2] / H
+        seen |= {int(np.ceil(2 * s)) for s in sides}
+    assert len(seen) >= 4  # canvases needing from few taps to many
