@@ -416,12 +416,23 @@ def _slow_kit_check(nodeid: str) -> bool:
     return f"check_{check}" in KIT_HEAVY_CHECKS and op not in KIT_FAST_OPS
 
 
-def _slow_in_the_fast_tier(nodeid: str) -> bool:
+def slow_by_hand(nodeid: str) -> bool:
+    """Whether the lists above leave ``nodeid`` out of the fast tier."""
     base, _, param = nodeid.partition("[")
     param = param[:-1]
     return (nodeid in SLOW or base in SLOW or _slow_kit_check(nodeid)
             or (base in FAST_PARAMS and param not in FAST_PARAMS[base])
             or (base in OP_SWEEPS and param.split("-", 1)[0] not in KIT_FAST_OPS))
+
+
+def _slow_in_the_fast_tier(nodeid: str) -> bool:
+    """The lists above, then the budget cut of tests/fast_tier_cut.py (written from a CPU
+    profile by ``python tests/suite_profile.py <profile> --cut``)."""
+    import fast_tier_cut
+    import suite_profile
+
+    return slow_by_hand(nodeid) or suite_profile.left_out_by_cut(
+        fast_tier_cut.ONE_PARAM, fast_tier_cut.LEFT_OUT, nodeid)
 
 
 def _check_fast_params(items) -> None:
@@ -440,8 +451,12 @@ def _check_fast_params(items) -> None:
 
 
 def pytest_collection_modifyitems(config, items):
+    import suite_profile
+
     for item in items:
-        if _slow_in_the_fast_tier(item.nodeid):
+        if item.get_closest_marker("slow") is not None:  # its module's own mark
+            item.stash[suite_profile.MARKED] = True
+        elif _slow_in_the_fast_tier(item.nodeid):
             item.add_marker(pytest.mark.slow)
     _check_fast_params(items)
     reason = _gpu_reason()
