@@ -64,9 +64,18 @@ def script(tmp_path):
     return path
 
 
-def test_a_second_process_runs_the_stored_programs_without_tracing(script, tmp_path):
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory) -> dict:
+    """SCRIPT's output in a process without the compilation cache and with a store of its own
+    (the tests that compare with it share one such process)."""
+    folder = tmp_path_factory.mktemp("plain")
+    path = folder / "chain_script.py"
+    path.write_text(SCRIPT)
+    return run(path, folder / "cache", AUGJAX_COMPILATION_CACHE="0")
+
+
+def test_a_second_process_runs_the_stored_programs_without_tracing(script, tmp_path, plain):
     cache = tmp_path / "cache"
-    plain = run(script, tmp_path / "plain", AUGJAX_COMPILATION_CACHE="0")
     cold = run(script, cache)
     assert len(stored(cache)) == 2  # the sample and the apply program
     warm = run(script, cache)
@@ -125,12 +134,11 @@ def _flip_a_body_bit(path: Path, seed: int) -> None:
 
 
 @pytest.mark.slow
-def test_damaged_files_are_refused_rebuilt_and_never_change_pixels(script, tmp_path):
+def test_damaged_files_are_refused_rebuilt_and_never_change_pixels(script, tmp_path, plain):
     """Bit flips, a cut file, a group-writable file and two files swapped (each another
     program's): the next process warns once per refused file, traces afresh and gives the
     pixels of a process without the store; the process after it reads the rebuilt files."""
     cache = tmp_path / "cache"
-    plain = run(script, tmp_path / "plain", AUGJAX_COMPILATION_CACHE="0")
     run(script, cache)
     files = stored(cache)
     assert len(files) == 2
