@@ -26,6 +26,9 @@ pytest_plugins = ["plugin_site"]  # the site / global_registry fixtures
 #: the next session: the inner loop then compiles only what changed). Unset: a temporary folder
 #: for this session, shared by its xdist workers, removed at the end.
 CACHE_ENV = "AUGJAX_TEST_CACHE_DIR"
+#: The augjax cache folder (``AUGJAX_CACHE_DIR``) of the processes the tests start, in the
+#: session's cache folder.
+PROCESS_CACHE = "processes"
 _OWN_CACHE: list[str] = []
 
 
@@ -59,6 +62,13 @@ def pytest_configure(config):
     jax.config.update("jax_compilation_cache_dir", folder)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    # The processes the tests start (examples and docs run as a user runs them, augjax's CLI)
+    # share one augjax cache folder of their own for the session instead of the user's
+    # ~/.cache/augjax: nothing of the run goes to ~ and a program one process compiled is there
+    # for the next, on every worker. A test about the cache gives its processes a folder of
+    # their own (or none).
+    if not os.environ.get("AUGJAX_CACHE_DIR"):
+        os.environ["AUGJAX_CACHE_DIR"] = os.path.join(folder, PROCESS_CACHE)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -436,18 +446,24 @@ def _slow_in_the_fast_tier(nodeid: str) -> bool:
 
 
 def _check_fast_params(items) -> None:
-    """Warns about FAST_PARAMS ids that none of the collected parameter sets has (a renamed
-    parameter would otherwise drop the test from the fast tier unnoticed)."""
+    """Warns about FAST_PARAMS and ONE_PARAM ids that none of the collected parameter sets has
+    (a renamed parameter would otherwise drop the test from the fast tier unnoticed)."""
+    import fast_tier_cut
+
+    lists = {"tests/conftest.py FAST_PARAMS": FAST_PARAMS,
+             "tests/fast_tier_cut.py ONE_PARAM": {b: frozenset({p}) for b, p in
+                                                  fast_tier_cut.ONE_PARAM.items()}}
     collected: dict[str, set[str]] = {}
     for item in items:
         base, _, param = item.nodeid.partition("[")
-        if base in FAST_PARAMS:
+        if base in FAST_PARAMS or base in fast_tier_cut.ONE_PARAM:
             collected.setdefault(base, set()).add(param[:-1])
     for base, params in collected.items():
-        missing = FAST_PARAMS[base] - params
-        if len(params) > 1 and missing:
-            warnings.warn(f"tests/conftest.py FAST_PARAMS: {base} has no parameter set "
-                          f"{sorted(missing)} (collected: {sorted(params)})", stacklevel=1)
+        for name, kept in lists.items():
+            missing = kept.get(base, frozenset()) - params
+            if len(params) > 1 and missing:
+                warnings.warn(f"{name}: {base} has no parameter set {sorted(missing)} "
+                              f"(collected: {sorted(params)})", stacklevel=1)
 
 
 def pytest_collection_modifyitems(config, items):
