@@ -131,16 +131,26 @@ TEST_BUDGET = 2.5
 CUT_FILE = Path(__file__).with_name("fast_tier_cut.py")
 
 
-def fast_tier_cut(folder: str) -> tuple[dict[str, str], list[str]]:
+def fast_tier_cut(*folders: str) -> tuple[dict[str, str], list[str]]:
     """The cut of :data:`PARAM_BUDGET` and :data:`TEST_BUDGET` over the tests that
     ``tests/conftest.py``'s own lists keep in the fast tier (those the current cut left out count
     as fast again): the parameter set each cut parametrized test keeps, and the tests left out.
-    The kit's test and the per-op sweeps keep their own sets (``KIT_FAST_OPS``)."""
+    The kit's test and the per-op sweeps keep their own sets (``KIT_FAST_OPS``). A test's cost
+    is the one of the last profile in ``folders`` that ran it: a profile of the whole suite
+    first, then one of the fast tier (a test there costs what it costs without the slow tests
+    that warmed the compilation cache for it)."""
     import conftest
     import fast_tier_cut as cut
 
-    rows = [json.loads(line) for f in sorted(Path(folder).glob("*.jsonl"))
-            for line in f.read_text().splitlines() if line]
+    last = {}
+    for folder in folders:
+        for f in sorted(Path(folder).glob("*.jsonl")):
+            for line in f.read_text().splitlines():
+                row = json.loads(line) if line else {}
+                if "id" in row:
+                    last[row["id"]] = row
+    rows = list(last.values())
+
     def fast_by_hand(r: dict) -> bool:  # a profile without "marked": the cut counts as fast
         marked = r["marked"] if "marked" in r else r["slow"] and not left_out_by_cut(
             cut.ONE_PARAM, cut.LEFT_OUT, r["id"])
@@ -190,11 +200,11 @@ def left_out_by_cut(params: dict[str, str], out, nodeid: str) -> bool:
             or (base in params and param[:-1] != params[base]))
 
 
-def write_cut(folder: str) -> None:
-    """Writes :data:`CUT_FILE` from the profile in ``folder``."""
-    params, out = fast_tier_cut(folder)
+def write_cut(*folders: str) -> None:
+    """Writes :data:`CUT_FILE` from the profiles in ``folders`` (:func:`fast_tier_cut`)."""
+    params, out = fast_tier_cut(*folders)
     lines = ['"""The fast tier\'s budget cut, written by ``python tests/suite_profile.py <profile>',
-             '--cut`` from a CPU profile of the whole suite (CONTRIBUTING.md, "The tests"): a',
+             '[<fast-tier profile>] --cut`` from CPU profiles (CONTRIBUTING.md, "The tests"): a',
              f'parametrized test whose fast parameter sets cost {PARAM_BUDGET} CPU-s or more',
              'together runs its cheapest set in the fast tier (``ONE_PARAM``); a test of',
              f'{TEST_BUDGET} CPU-s or more leaves the tier where its module keeps a cheaper test',
@@ -212,6 +222,6 @@ def write_cut(folder: str) -> None:
 
 if __name__ == "__main__":
     if "--cut" in sys.argv[2:]:
-        write_cut(sys.argv[1])
+        write_cut(*[a for a in sys.argv[1:] if a != "--cut"])
     else:
         print(report(sys.argv[1]))

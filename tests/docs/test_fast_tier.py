@@ -72,3 +72,17 @@ def test_a_costly_kept_set_takes_its_test_out_and_the_written_file_is_the_cut(
                                          "tests/a/test_x.py::test_p[one]")
     assert not suite_profile.left_out_by_cut(written.ONE_PARAM, written.LEFT_OUT,
                                              "tests/a/test_x.py::test_cheap")
+
+
+def test_a_later_profile_gives_the_cost_of_the_tests_it_ran(tmp_path, no_cut):
+    """A test that a profile of the whole suite found cheap (the slow tests warmed the cache
+    for it) leaves the tier when the fast tier's own profile finds it costly."""
+    big = suite_profile.TEST_BUDGET + 1.0
+    whole = _profile(tmp_path / "whole", [{"id": "tests/a/test_x.py::test_warmed", "cpu": 0.1},
+                                          {"id": "tests/a/test_x.py::test_cheap", "cpu": 0.1},
+                                          {"id": "tests/a/test_x.py::test_slow", "cpu": big,
+                                           "slow": True, "marked": True}])
+    fast = _profile(tmp_path / "fast", [{"id": "tests/a/test_x.py::test_warmed", "cpu": big},
+                                        {"id": "tests/a/test_x.py::test_cheap", "cpu": 0.1}])
+    assert suite_profile.fast_tier_cut(whole) == ({}, [])
+    assert suite_profile.fast_tier_cut(whole, fast) == ({}, ["tests/a/test_x.py::test_warmed"])
