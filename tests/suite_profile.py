@@ -166,7 +166,10 @@ def fast_tier_cut(*folders: str) -> tuple[dict[str, str], list[str]]:
         sweep = base in conftest.OP_SWEEPS or rs[0]["id"].startswith(conftest.KIT_TEST)
         if len(rs) > 1 and "[" in rs[0]["id"] and not sweep \
                 and sum(r["cpu"] for r in rs) >= PARAM_BUDGET:
-            cheapest = min(rs, key=lambda r: r["cpu"])
+            # the set the current cut keeps stays (costs of sets from different profiles do
+            # not compare); else the cheapest
+            same = [r for r in rs if r["id"] == f"{base}[{cut.ONE_PARAM.get(base)}]"]
+            cheapest = same[0] if same else min(rs, key=lambda r: r["cpu"])
             params[base] = cheapest["id"][len(base) + 1:-1]
             kept.append(cheapest)
         else:
