@@ -5,6 +5,8 @@ was). ``tests/conftest.py`` turns it on when ``AUGJAX_TEST_PROFILE`` names a fol
 pytest process (each xdist worker) writes ``<folder>/<worker>.jsonl``, one line per test. Then
 
     python tests/suite_profile.py <folder>      # per module: CPU-s, tests, of which slow
+    python tests/suite_profile.py <whole-suite folder> <fast-tier folder> --cut
+                                                # writes the fast tier's cut, fast_tier_cut.py
 
 How the numbers became the fast tier and CI's split: CONTRIBUTING.md ("The tests")."""
 
