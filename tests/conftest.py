@@ -26,6 +26,9 @@ pytest_plugins = ["plugin_site"]  # the site / global_registry fixtures
 #: the next session: the inner loop then compiles only what changed). Unset: a temporary folder
 #: for this session, shared by its xdist workers, removed at the end.
 CACHE_ENV = "AUGJAX_TEST_CACHE_DIR"
+#: The augjax cache folder (``AUGJAX_CACHE_DIR``) of the processes the tests start, in the
+#: session's cache folder.
+PROCESS_CACHE = "processes"
 _OWN_CACHE: list[str] = []
 
 
@@ -59,6 +62,13 @@ def pytest_configure(config):
     jax.config.update("jax_compilation_cache_dir", folder)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    # The processes the tests start (examples and docs run as a user runs them, augjax's CLI)
+    # share one augjax cache folder of their own for the session instead of the user's
+    # ~/.cache/augjax: nothing of the run goes to ~ and a program one process compiled is there
+    # for the next, on every worker. A test about the cache gives its processes a folder of
+    # their own (or none).
+    if not os.environ.get("AUGJAX_CACHE_DIR"):
+        os.environ["AUGJAX_CACHE_DIR"] = os.path.join(folder, PROCESS_CACHE)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -396,11 +406,15 @@ OP_SWEEPS = frozenset({
 #: and so do the kit's cheap checks on every op. check_neutral_is_identity is a heavy check
 #: since 2026-12-02 too (a program of its own an op: 13 s of the tier over the other ops), and
 #: check_geometry since 2026-12-04 (a warp with targets an op: 22 CPU-s of the tier over the 16
-#: geometric ops; rotate and random_resized_crop keep it in the tier).
+#: geometric ops; rotate and random_resized_crop keep it in the tier). The two key checks since
+#: 2026-12-05: in a profile of the fast tier alone the first of them compiled each op's program
+#: cold (32.6 CPU-s over 49 ops, against 0.2 in the whole suite, where the heavy checks had
+#: compiled it first; the second reuses the program); the tier runs them on the KIT_FAST_OPS.
 KIT_HEAVY_CHECKS = frozenset({
     "check_dali_matches_array", "check_output_contract", "check_input_errors",
     "check_differentiable", "check_vmap_matches_loop", "check_jit_matches_eager",
     "check_sample_apply", "check_neutral_is_identity", "check_geometry",
+    "check_same_key_reproduces", "check_different_keys_differ",
 })
 KIT_FAST_OPS = frozenset({
     "rotate", "equalize", "brightness", "random_resized_crop", "mixup_cutmix", "cutout",
@@ -416,7 +430,8 @@ def _slow_kit_check(nodeid: str) -> bool:
     return f"check_{check}" in KIT_HEAVY_CHECKS and op not in KIT_FAST_OPS
 
 
-def _slow_in_the_fast_tier(nodeid: str) -> bool:
+def slow_by_hand(nodeid: str) -> bool:
+    """Whether the lists above leave ``nodeid`` out of the fast tier."""
     base, _, param = nodeid.partition("[")
     param = param[:-1]
     return (nodeid in SLOW or base in SLOW or _slow_kit_check(nodeid)
@@ -424,24 +439,44 @@ def _slow_in_the_fast_tier(nodeid: str) -> bool:
             or (base in OP_SWEEPS and param.split("-", 1)[0] not in KIT_FAST_OPS))
 
 
+def _slow_in_the_fast_tier(nodeid: str) -> bool:
+    """The lists above, then the budget cut of tests/fast_tier_cut.py (written from a CPU
+    profile by ``python tests/suite_profile.py <profile> --cut``)."""
+    import fast_tier_cut
+    import suite_profile
+
+    return slow_by_hand(nodeid) or suite_profile.left_out_by_cut(
+        fast_tier_cut.ONE_PARAM, fast_tier_cut.LEFT_OUT, nodeid)
+
+
 def _check_fast_params(items) -> None:
-    """Warns about FAST_PARAMS ids that none of the collected parameter sets has (a renamed
-    parameter would otherwise drop the test from the fast tier unnoticed)."""
+    """Warns about FAST_PARAMS and ONE_PARAM ids that none of the collected parameter sets has
+    (a renamed parameter would otherwise drop the test from the fast tier unnoticed)."""
+    import fast_tier_cut
+
+    lists = {"tests/conftest.py FAST_PARAMS": FAST_PARAMS,
+             "tests/fast_tier_cut.py ONE_PARAM": {b: frozenset({p}) for b, p in
+                                                  fast_tier_cut.ONE_PARAM.items()}}
     collected: dict[str, set[str]] = {}
     for item in items:
         base, _, param = item.nodeid.partition("[")
-        if base in FAST_PARAMS:
+        if base in FAST_PARAMS or base in fast_tier_cut.ONE_PARAM:
             collected.setdefault(base, set()).add(param[:-1])
     for base, params in collected.items():
-        missing = FAST_PARAMS[base] - params
-        if len(params) > 1 and missing:
-            warnings.warn(f"tests/conftest.py FAST_PARAMS: {base} has no parameter set "
-                          f"{sorted(missing)} (collected: {sorted(params)})", stacklevel=1)
+        for name, kept in lists.items():
+            missing = kept.get(base, frozenset()) - params
+            if len(params) > 1 and missing:
+                warnings.warn(f"{name}: {base} has no parameter set {sorted(missing)} "
+                              f"(collected: {sorted(params)})", stacklevel=1)
 
 
 def pytest_collection_modifyitems(config, items):
+    import suite_profile
+
     for item in items:
-        if _slow_in_the_fast_tier(item.nodeid):
+        if item.get_closest_marker("slow") is not None:  # its module's own mark
+            item.stash[suite_profile.MARKED] = True
+        elif _slow_in_the_fast_tier(item.nodeid):
             item.add_marker(pytest.mark.slow)
     _check_fast_params(items)
     reason = _gpu_reason()

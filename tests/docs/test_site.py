@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def site(tmp_path_factory):
     out = tmp_path_factory.mktemp("site")
     env = {k: v for k, v in os.environ.items() if k != "AUGJAX_DOCS_GALLERY"}
-    env.update(NO_MKDOCS_2_WARNING="1", AUGJAX_CACHE_DIR=str(tmp_path_factory.mktemp("cache")),
+    # the gallery's programs go to the session processes' cache folder (tests/conftest.py)
+    env.update(NO_MKDOCS_2_WARNING="1",
                PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p))
     res = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f",
                           str(ROOT / "mkdocs.yml"), "-d", str(out)], cwd=ROOT, env=env,

@@ -23,13 +23,13 @@ TIMEOUT = 600
 
 
 @pytest.fixture(scope="session")
-def snippet_env(tmp_path_factory):
-    """The environment of every snippet: this checkout first on the path, one augjax cache
-    folder for the session (later snippets reuse earlier compilations; nothing goes to ~)."""
-    cache = tmp_path_factory.mktemp("snippet-cache")
+def snippet_env():
+    """The environment of every snippet: this checkout first on the path, and the augjax cache
+    folder that tests/conftest.py gives the session's processes (``AUGJAX_CACHE_DIR``: later
+    snippets, on any worker, reuse earlier compilations; nothing goes to ~)."""
+    assert os.environ.get("AUGJAX_CACHE_DIR"), "tests/conftest.py sets the processes' cache"
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-    return {**os.environ, "PYTHONPATH": path, "AUGJAX_CACHE_DIR": str(cache),
-            "MPLBACKEND": "Agg"}
+    return {**os.environ, "PYTHONPATH": path, "MPLBACKEND": "Agg"}
 
 
 def _run(argv: list[str], cwd, env) -> subprocess.CompletedProcess:

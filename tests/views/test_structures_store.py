@@ -74,6 +74,16 @@ def script(tmp_path):
     return path
 
 
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory) -> dict:
+    """SCRIPT's output (two views in group "big") in a process without the compilation cache
+    and with a store of its own (the tests that compare with it share one such process)."""
+    folder = tmp_path_factory.mktemp("plain")
+    path = folder / "structures_script.py"
+    path.write_text(SCRIPT)
+    return run(path, folder / "cache", AUGJAX_COMPILATION_CACHE="0")
+
+
 def _kinds_by_file(cache: Path) -> list[str]:
     """The kind of every stored program, in :func:`stored`'s order (from the header's key)."""
     kinds = []
@@ -87,9 +97,8 @@ def _kinds(cache: Path) -> list[str]:
     return sorted(_kinds_by_file(cache))
 
 
-def test_a_warm_process_runs_views_and_clips_without_tracing(script, tmp_path):
+def test_a_warm_process_runs_views_and_clips_without_tracing(script, tmp_path, plain):
     cache = tmp_path / "cache"
-    plain = run(script, tmp_path / "plain", AUGJAX_COMPILATION_CACHE="0")
     cold = run(script, cache)
     kinds = _kinds(cache)
     # views: sampler and apply; clips: the per-clip sampler (the step's own), the per-frame
@@ -105,14 +114,13 @@ def test_a_warm_process_runs_views_and_clips_without_tracing(script, tmp_path):
 
 
 @pytest.mark.slow
-def test_damaged_swapped_and_stale_entries_are_rebuilt(script, tmp_path):
+def test_damaged_swapped_and_stale_entries_are_rebuilt(script, tmp_path, plain):
     """Every stored views/clips file with a flipped bit, then two of them swapped (each
     another program's file): the next process warns once per refused file, traces afresh and
     gives the bits of a process without the store, and the one after reads the rebuilt files.
     An edited op in the steps (the script's own kernel) traces afresh silently, with its new
     pixels."""
     cache = tmp_path / "cache"
-    plain = run(script, tmp_path / "plain", AUGJAX_COMPILATION_CACHE="0")
     run(script, cache)
     structures = [p for p, kind in zip(stored(cache), _kinds_by_file(cache))
                   if kind.startswith(("views_", "clips_"))]
@@ -162,12 +170,11 @@ def test_another_group_count_gets_its_own_programs(script, tmp_path):
 
 
 @pytest.mark.gpu
-def test_gpu_fused_views_and_clips_programs_are_stored(script, tmp_path):
+def test_gpu_fused_views_and_clips_programs_are_stored(script, tmp_path, plain):
     """On the GPU, views and clips run as one fused program each (``views_call``,
     ``clips_call``): stored, loaded by a warm process without tracing, with the bits of a
     process without the store."""
     cache = tmp_path / "cache"
-    plain = run(script, tmp_path / "plain", AUGJAX_COMPILATION_CACHE="0")
     cold = run(script, cache)
     kinds = _kinds(cache)
     assert "views_call" in kinds and "clips_call" in kinds, kinds
