@@ -182,20 +182,34 @@ def check_jit_matches_eager(op: BoundOp) -> None:
     labels = make_labels(op, len(x))
     keys = _keys(2)
     got = _run(op, x, labels, keys, layout)
-    hwc = jnp.asarray(_to_layout(x, layout, "HWC"))
-    params = _sample(op, x, labels, keys, layout)
+    hwc = _to_layout(x, layout, "HWC")
+    params = jax.tree_util.tree_map(_on_host, _sample(op, x, labels, keys, layout))
+    # The eager kernel gets fresh (uncommitted) arrays, each sample's sliced on the host: the
+    # same values, and its primitives compile once for every kind of argument, not once for
+    # the sampler's committed outputs and again for constants (and no slicing programs).
     if spec.level == "sample":
-        outs = [op.run(hwc[i], jax.tree_util.tree_map(lambda v, i=i: v[i], params))
+        outs = [op.run(jnp.asarray(hwc[i]), jax.tree_util.tree_map(
+                    lambda v, i=i: jnp.asarray(v[i]) if isinstance(v, np.ndarray) else v[i],
+                    params))
                 for i in range(len(x))]
         want = [np.stack([np.asarray(o) for o in outs])]
     else:
-        args = [hwc] + ([jnp.asarray(labels)] if labels is not None else [])
-        result = op.run_batch(tuple(args), params)
+        args = [jnp.asarray(hwc)] + ([jnp.asarray(labels)] if labels is not None else [])
+        result = op.run_batch(tuple(args), jax.tree_util.tree_map(
+            lambda v: jnp.asarray(v) if isinstance(v, np.ndarray) else v, params))
         want = [np.asarray(r) for r in (result if isinstance(result, tuple) else (result,))]
     want[0] = _to_layout(want[0], "HWC", spec.layout_after(layout, kw))
     for i, (g, e) in enumerate(zip(got, want)):
         _assert_close(f"{'images' if i == 0 else 'labels'}: jit vs eager", g, e,
                       _tolerance(g.dtype))
+
+
+def _on_host(v: Any) -> Any:
+    """A param leaf as a NumPy array (keys, which params must not hold, are left as they are
+    for check_sample_apply to report)."""
+    if isinstance(v, jax.Array) and jnp.issubdtype(v.dtype, jax.dtypes.prng_key):
+        return v
+    return np.asarray(v)
 
 
 def check_vmap_matches_loop(op: BoundOp) -> None:

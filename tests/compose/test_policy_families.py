@@ -162,18 +162,23 @@ def test_every_entry_equals_the_op_alone(mode, name, dtype, monkeypatch):
 @pytest.mark.parametrize("dtype", [np.uint8, np.float32], ids=["uint8", "float32"])
 @pytest.mark.parametrize("name", ["ra-timm", "aa-imagenet", "ra-pack-op"])
 def test_drawn_plans_equal_the_ops_alone(name, dtype, layer_mode):
-    """Per-sample choices mixed in one batch, layers applied or not."""
+    """Per-sample choices mixed in one batch, layers applied or not: two batches of 8 (the
+    batch size of test_every_entry_equals_the_op_alone, whose programs of each op alone these
+    reuse) with their own images and draws."""
     policy = POLICIES[name]()
-    x = _batch(dtype, n=16, seed=9)
-    params = policy.sample(x, key=jax.random.key(11))
-    assert len(np.unique(np.asarray(params["op"]))) > 3
-    for chain, fused in _fused_chains(policy, name).items():
-        _assert_same(fused(x, params), _alone(policy, x, params, chain), name)
-    if layer_mode == "auto":  # the public path (its compiled program is cached: default mode)
-        public = np.asarray(policy.apply(x, params=params))
-        _assert_same(public, _alone(policy, x, params) if not name.startswith("augmix")
-                     else public, name)
-        np.testing.assert_array_equal(public, np.asarray(policy(x, key=jax.random.key(11))))
+    fused = _fused_chains(policy, name)
+    for seed, draw in ((9, 11), (10, 12)):
+        x = _batch(dtype, seed=seed)
+        params = policy.sample(x, key=jax.random.key(draw))
+        assert len(np.unique(np.asarray(params["op"]))) > 3
+        for chain, run in fused.items():
+            _assert_same(run(x, params), _alone(policy, x, params, chain), name)
+        if layer_mode == "auto":  # the public path (its compiled program is cached: default)
+            public = np.asarray(policy.apply(x, params=params))
+            _assert_same(public, _alone(policy, x, params) if not name.startswith("augmix")
+                         else public, name)
+            np.testing.assert_array_equal(public,
+                                          np.asarray(policy(x, key=jax.random.key(draw))))
 
 
 @pytest.mark.parametrize("name", ["ra-torchvision", "ra-timm", "ra-pack-op"])
@@ -181,13 +186,17 @@ def test_the_switch_reference_gives_the_same_uint8_pixels(name, monkeypatch):
     """The per-op switch (``run_layer_switch``, kept as the reference) and the families agree
     on uint8 images for drawn plans."""
     policy = POLICIES[name]()
-    x = _batch(np.uint8, n=16, seed=4)
-    params = policy.sample(x, key=jax.random.key(2))
-    outs = []
+    batches = []
+    for seed, draw in ((4, 2), (5, 3)):  # two batches of 8: one program per mode serves both
+        x = _batch(np.uint8, seed=seed)
+        batches.append((x, policy.sample(x, key=jax.random.key(draw))))
+    outs = {}
     for mode in ("families", "switch"):
         monkeypatch.setattr(_engine, "LAYER", mode)
-        outs.append(np.asarray(jax.jit(jax.vmap(policy.run))(x, params)))  # traced now
-    np.testing.assert_array_equal(*outs)
+        run = jax.jit(jax.vmap(policy.run))  # traced at its first call, in this mode
+        outs[mode] = [np.asarray(run(x, params)) for x, params in batches]
+    for families, switch in zip(outs["families"], outs["switch"]):
+        np.testing.assert_array_equal(families, switch)
 
 
 def test_grouping_of_the_op_spaces():
