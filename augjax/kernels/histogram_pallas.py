@@ -23,7 +23,6 @@ from jax.experimental import pallas as pl
 from jax.extend.core import Primitive
 from jax.interpreters import mlir
 
-from augjax.kernels.histogram import histogram
 from augjax.kernels.pallas import AVAILABLE as PALLAS
 from augjax.kernels.pallas import compiler_params, owned, pl_triton, planes, tile, tile_start
 from augjax.kernels.pixels import planes_gray
@@ -140,8 +139,9 @@ def stats_kernel(image: jax.Array, reads: jax.Array, interpret: bool = False,
         reads: int32 bits: 1 the histogram, 2 the range, 4 the gray sum (C is 1 or 3).
         interpret: run with Pallas' interpreter (CPU, tests).
         count: whether the kernel counts the histogram; default :data:`AVAILABLE` (where this
-            JAX's Triton lowering has no histogram, the histogram is XLA's,
-            :func:`augjax.kernels.histogram`).
+            JAX's Triton lowering has no histogram, ``hist`` is zeros and the caller counts
+            with XLA's :func:`augjax.kernels.histogram`, as the policy layer's
+            ``stats_kernel`` does).
 
     Returns:
         ``(hist, lo, hi, gray)``: ``hist`` ``(256, C)`` int32 counts (zeros unless asked);
@@ -153,12 +153,10 @@ def stats_kernel(image: jax.Array, reads: jax.Array, interpret: bool = False,
     block = tile(pixels, BLOCK)
     tiles = pl.cdiv(pixels, block)
     reads = jnp.asarray(reads, jnp.int32)
-    counted = None
-    if not (AVAILABLE if count is None else count):
-        counted = histogram(image, needed=(reads & 1) != 0)
+    count = AVAILABLE if count is None else count
+    if not count:
         reads = reads & ~1
-    kernel = functools.partial(_stats_kernel, h=h, w=w, c=c, block=block,
-                               count=counted is None)
+    kernel = functools.partial(_stats_kernel, h=h, w=w, c=c, block=block, count=count)
     i32 = jnp.int32
     hist, lo, hi, gray = pl.pallas_call(
         kernel,
@@ -172,8 +170,7 @@ def stats_kernel(image: jax.Array, reads: jax.Array, interpret: bool = False,
         compiler_params=compiler_params(NUM_WARPS),
     )(jnp.reshape(reads, (1,)).astype(i32), image.reshape(pixels * c),
       jnp.zeros((c * 256,), jnp.float32))
-    if counted is None:
-        counted = hist.astype(i32).reshape(c, 256).T
+    counted = hist.astype(i32).reshape(c, 256).T
     return (counted, lo.reshape(tiles, c).min(axis=0), hi.reshape(tiles, c).max(axis=0),
             gray.sum())
 
