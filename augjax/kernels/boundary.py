@@ -29,6 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 import jax
+from jax.experimental.layout import Layout, with_layout_constraint
 
 from augjax.kernels.platform import platform_dependent
 
@@ -65,9 +66,9 @@ def _kept_row_major(x: Any) -> Any:
     alone, 2-core CPU, B=16, 224^2; resize alone writes row-major). Flattened to one dimension,
     the producer's loop indexed its output element by element: resize's last pass 4x slower."""
     leaves, tree = jax.tree_util.tree_flatten(x)
-    flat = jax.lax.optimization_barrier(
-        [v.reshape((-1, *v.shape[-2:])) if v.ndim > 3 else v for v in leaves])
-    return jax.tree_util.tree_unflatten(tree, [f.reshape(v.shape) for f, v in zip(flat, leaves)])
+    kept = jax.lax.optimization_barrier(
+        [with_layout_constraint(v, Layout(tuple(range(v.ndim)))) for v in leaves])
+    return jax.tree_util.tree_unflatten(tree, kept)
 
 
 def boundary_compiler_options() -> dict[str, Any] | None:
