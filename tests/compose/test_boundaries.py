@@ -111,8 +111,8 @@ def test_a_chains_last_step_writes_the_output_row_major():
 
 
 def test_a_kept_step_output_keeps_the_images_shape():
-    """compose(cutmix, normalize): cutmix's output is kept as the (N, H, W, C) batch, row-major,
-    and normalize writes the output in that shape. Before, a kept output was reshaped to
+    """compose(cutmix, normalize): cutmix's output is kept as the (N, H, W, C) batch, row-major
+    (boundary._kept_whole, after a batch-level step). Before, a kept output was reshaped to
     (N*H, W, C) to get the row-major layout, and the loop that wrote it ran over that shape
     while cutmix computes over rows of W*C values: every element's index was taken apart and
     put together again (cutmix + normalize 1.22x the two ops alone, 2-core CPU, B=16)."""
@@ -120,9 +120,8 @@ def test_a_kept_step_output_keeps_the_images_shape():
     chain = compose(ops.cutmix.bind(alpha=1.0, num_classes=5), ops.normalize.bind())
     compiled, _ = _compiled(chain, x, np.arange(4, dtype=np.int32))
     kept = re.findall(r"= (\w+)\[([\d,]*)\]\{([\d,]+)\} opt-barrier", compiled.as_text())
-    assert sorted(dtype for dtype, _, _ in kept) == ["f32", "u8"], kept
-    for _, dims, layout in kept:
-        assert dims == "4,48,40,3" and layout == "3,2,1,0", kept
+    cut = [(dims, layout) for dtype, dims, layout in kept if dtype == "u8"]
+    assert cut == [("4,48,40,3", "3,2,1,0")], kept
 
 
 def test_the_mixing_ops_blend_rows_of_values():
