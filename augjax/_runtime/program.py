@@ -201,7 +201,8 @@ def apply_params(
     items = list(zip(steps, params))
     runs = itertools.groupby(items, key=lambda sp: (sp[0].level, sp[0].compute_bound))
     before = None  # what the step before was (fusion.step_kind); None: no step before
-    batch = False  # whether the step before is a batch-level one (kept whole: boundary.py)
+    batch = False  # whether the step before is a batch-level one (kept whole before and after
+    # a batch step: boundary._kept_whole)
     for (level, _), run in runs:  # per-sample ops in runs (all compute-bound or none)
         run = list(run)
         if level == "sample":
@@ -210,7 +211,7 @@ def apply_params(
             continue
         for step, p in run:
             if before is not None and before != WIDENING:  # read from memory (boundary.py)
-                x = materialize(x, row_major=True, whole=batch)
+                x = materialize(x, row_major=True, whole=True)  # read by a batch step
             x, labels, layout = _batch_step(step, p, x, labels, layout)
             before, batch = OTHER, True
     if len(steps) > 1 and jax.default_backend() == "cpu":  # the last step writes the
