@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import sys
 import time
@@ -56,20 +57,31 @@ def _call(chain, x, labels, key):
 CLOCK = {"fn": time.perf_counter}
 
 
+#: Minor page faults per call of each function timed by :func:`_timed`, in the order timed
+#: (read by :func:`time_pair`): a program whose buffers the allocator gave back to the kernel
+#: pays one fault per 4 KiB page it writes on every call.
+FAULTS: list[float] = []
+
+
 def _timed(fn, iters: int) -> float:
     import jax
 
     clock = CLOCK["fn"]
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     t0 = clock()
     out = None
     for _ in range(iters):
         out = fn()
     jax.block_until_ready(out)
-    return (clock() - t0) * 1e3 / iters
+    ms = (clock() - t0) * 1e3 / iters
+    FAULTS.append((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults) / iters)
+    return ms
 
 
-def _rounds(fns: list, iters: int, reps: int, warmup: int = 2) -> list[list[float]]:
-    """ms per call of each of ``fns``, ``reps`` rounds, the functions alternating in each."""
+def _rounds(fns: list, iters: int, reps: int, warmup: int = 2,
+            faults: list[list[float]] | None = None) -> list[list[float]]:
+    """ms per call of each of ``fns``, ``reps`` rounds, the functions alternating in each;
+    ``faults``: gets each function's minor page faults per call, per round."""
     import jax
 
     for fn in fns:
@@ -79,7 +91,36 @@ def _rounds(fns: list, iters: int, reps: int, warmup: int = 2) -> list[list[floa
     for _ in range(reps):
         for i, fn in enumerate(fns):
             times[i].append(_timed(fn, iters))
+            if faults is not None:
+                faults[i].append(FAULTS[-1])
     return times
+
+
+#: glibc's mallopt parameters (malloc.h): M_TRIM_THRESHOLD, M_MMAP_THRESHOLD.
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+
+
+def keep_freed_memory() -> bool:
+    """Makes glibc keep freed blocks in the process (blocks up to 32 MiB from its heaps, none
+    trimmed below 1 GiB), as ``MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=
+    1073741824`` would; False where the C library has no ``mallopt``. By default glibc serves
+    a large block with a fresh mapping or trims it back to the kernel depending on the sizes
+    freed before (its thresholds move with them), so in a process that has run hundreds of
+    programs a program's output or temporaries can be faulted in, page by page, on every call
+    while the same program in a fresh process takes no fault: compose(cutmix, resize) took
+    1,902 faults per call after 13 other pairs (1.38x its parts) and none in a fresh process
+    (0.99x), random_resized_crop + flip 495 (1.17x) against none (1.02-1.03x); which program
+    of a pair pays depends on the history, not on the pair. With freed memory kept, no
+    program pays for another's history."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    return bool(mallopt(_M_MMAP_THRESHOLD, 32 << 20)) and bool(mallopt(_M_TRIM_THRESHOLD, 1 << 30))
 
 
 def _iters_for(ms: float, row_ms: float) -> int:
@@ -196,20 +237,24 @@ def time_pair(first, second, x, labels, key, reps: int, row_ms: float,
            lambda: _call(alone_b, mid, mid_labels, key)]
     probe = [min(t) for t in _rounds(fns, 1, 1, warmup=1)]
     iters = _iters_for(max(probe), row_ms)
-    chain_t, a_t, b_t = _rounds(fns, iters, reps, warmup=0)
+    faults: list[list[float]] = [[], [], []]
+    chain_t, a_t, b_t = _rounds(fns, iters, reps, warmup=0, faults=faults)
     med = [statistics.median(t) for t in (chain_t, a_t, b_t)]
     return dict(chain_ms=round(med[0], 3), first_ms=round(med[1], 3),
                 second_ms=round(med[2], 3), sum_ms=round(med[1] + med[2], 3),
                 ratio=round(med[0] / (med[1] + med[2]), 3),
                 paired_ratio=round(statistics.median(
                     c / (p + q) for c, p, q in zip(chain_t, a_t, b_t)), 3),
-                iters=iters)
+                iters=iters, faults_per_call={k: round(statistics.median(f), 1) for k, f in
+                                              zip(("chain", "first", "second"), faults)})
 
 
 def _print_pair(row: dict, tag: str = "") -> None:
     print(f"{tag}{row['first']:>20} + {row['second']:<20} chain {row['chain_ms']:8.2f}  parts "
           f"{row['first_ms']:7.2f} + {row['second_ms']:7.2f}  ratio {row['ratio']:.2f} "
-          f"({row['paired_ratio']:.2f})", flush=True)
+          f"({row['paired_ratio']:.2f})  faults/call "
+          f"{'/'.join(f'{v:g}' for v in row.get('faults_per_call', {}).values()) or '-'}",
+          flush=True)
 
 
 def recheck(args, rows: list[dict], x, labels, key) -> None:
@@ -406,6 +451,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clock", default="wall", choices=("wall", "cpu"),
                         help="wall time, or the process's CPU time (all threads): the work "
                              "done, less disturbed by other processes on a shared machine")
+    parser.add_argument("--malloc", default="keep", choices=("keep", "glibc"),
+                        help="keep: glibc keeps freed memory (keep_freed_memory: no program "
+                             "pays page faults for the history of the process); glibc: its "
+                             "default thresholds")
     parser.add_argument("--note", default="", help="recorded in the file (the machine's load)")
     parser.add_argument("--out", default=None,
                         help="the result file (written after every pair: a cut-off run leaves "
@@ -430,6 +479,7 @@ def main(argv: list[str] | None = None) -> int:
     args.batch = args.batch or (256 if gpu else 16)
     args.peer_batches = args.peer_batches or ([256] if gpu else [16, 64])
     warnings.simplefilter("ignore")  # normalize's output read by a later op, as a float image
+    kept = args.malloc == "keep" and keep_freed_memory()
     if not (args.no_pairs or args.recheck_file):
         pair_list(args)  # a wrong --pairs name stops here, before any work
 
@@ -455,6 +505,7 @@ def main(argv: list[str] | None = None) -> int:
               "config": {"device": args.device, "batch": args.batch, "size": args.size,
                          "out_size": args.out_size, "reps": args.reps, "row_ms": args.row_ms,
                          "clock": args.clock, "recheck": args.recheck,
+                         "malloc": "keep" if kept else "glibc",
                          "dtype": "uint8", "target_ratio": TARGET,
                          "argv": sys.argv[1:] if argv is None else list(argv)},
               "note": args.note, "complete": False, "pairs": [], "peers": [], "op_peers": []}

@@ -201,19 +201,22 @@ def apply_params(
     items = list(zip(steps, params))
     runs = itertools.groupby(items, key=lambda sp: (sp[0].level, sp[0].compute_bound))
     before = None  # what the step before was (fusion.step_kind); None: no step before
+    batch = False  # whether the step before is a batch-level one (kept whole before and after
+    # a batch step: boundary._kept_whole)
     for (level, _), run in runs:  # per-sample ops in runs (all compute-bound or none)
         run = list(run)
         if level == "sample":
-            x, layout, before = _sample_segment(run, x, layout, before)
+            x, layout, before = _sample_segment(run, x, layout, before, batch)
+            batch = False
             continue
         for step, p in run:
             if before is not None and before != WIDENING:  # read from memory (boundary.py)
-                x = materialize(x, row_major=True)
+                x = materialize(x, row_major=True, whole=True)  # read by a batch step
             x, labels, layout = _batch_step(step, p, x, labels, layout)
-            before = OTHER
+            before, batch = OTHER, True
     if len(steps) > 1 and jax.default_backend() == "cpu":  # the last step writes the
         # row-major output itself (boundary.py)
-        x = materialize(x, row_major=True)
+        x = materialize(x, row_major=True, whole=batch)
     return x, labels
 
 
@@ -250,10 +253,10 @@ def _batch_step(step: Step, p, x, labels, layout):
 CPU_CHUNK = 8
 
 
-def _sample_segment(segment, x, layout, before=None):
+def _sample_segment(segment, x, layout, before=None, batch=False):
     """Applies consecutive per-sample ops ``[(step, params), ...]`` after a step of kind
-    ``before`` (:func:`~augjax._runtime.fusion.step_kind`; None: no step before); returns
-    (x, layout, the last op's kind)."""
+    ``before`` (:func:`~augjax._runtime.fusion.step_kind`; None: no step before; ``batch``:
+    a batch-level one); returns (x, layout, the last op's kind)."""
     out_layout = final_layout([step for step, _ in segment], layout)
 
     kinds = [OTHER] * len(segment)  # per step: fusion.step_kind
@@ -265,7 +268,7 @@ def _sample_segment(segment, x, layout, before=None):
             kinds[i] = step_kind(step, _to_hwc(x, lay), p)
             prev = before if i == 0 else kinds[i - 1]
             if prev is not None and not fused_with(prev, kinds[i]):  # read from memory
-                x = materialize(x, row_major=True)
+                x = materialize(x, row_major=True, whole=batch and i == 0)
             hwc = _to_hwc(x, lay)
             out = jax.vmap(step.run)(hwc, p)
             lay = _check_output(step, out, hwc, lay)

@@ -39,7 +39,7 @@ from augjax._core.param import Param
 from augjax._core.spec import op
 from augjax._core.targets import Follow
 from augjax.kernels.gamma import loggamma
-from augjax.catalog.erase import box_mask, uniforms
+from augjax.catalog.erase import box_mask, row_box_mask, uniforms
 from augjax.errors import InputError
 from augjax.kernels.pixels import to_dtype
 from augjax.kernels.warp import uniform_int
@@ -200,8 +200,9 @@ def mix_batch(images: jax.Array, soft: jax.Array, params: dict[str, jax.Array], 
     (mixup) or ``x_i`` with the box pasted from ``x_j`` (cutmix), ``j = perm[i]``; soft labels
     mix with ``lam``, or for cutmix with ``correct`` with ``1 - box area / image area``. uint8
     images are rounded to nearest, as timm's FastCollateMixup (``np.rint``)."""
-    n, height, width, _ = images.shape
-    x = images.astype(jnp.float32)
+    n, height, width, channels = images.shape
+    # Rows of W*C values (row_box_mask): XLA:CPU's loop over them vectorises.
+    x = images.astype(jnp.float32).reshape(n, height, width * channels)
     perm = params["perm"]
     partner = jnp.take(x, perm, axis=0)
     lam = params["lam"].astype(jnp.float32)
@@ -212,11 +213,12 @@ def mix_batch(images: jax.Array, soft: jax.Array, params: dict[str, jax.Array], 
     if correct:
         weight = jnp.where(cut, 1.0 - (box[:, 2] * box[:, 3]) / float(height * width), lam)
     weight = jnp.where(active, weight, 1.0).astype(jnp.float32)
-    lam_x = lam[:, None, None, None]
+    lam_x = lam[:, None, None]
     blended = x * lam_x + partner * (1.0 - lam_x)
-    blended = jnp.where((active & ~cut)[:, None, None, None], blended, x)
-    mask = box_mask(height, width, box[:, 0], box[:, 1], box[:, 2], box[:, 3]) & cut[:, None, None]
-    out = jnp.where(mask[..., None], partner, blended)
+    blended = jnp.where((active & ~cut)[:, None, None], blended, x)
+    mask = row_box_mask(height, width, channels, box[:, 0], box[:, 1], box[:, 2], box[:, 3])
+    out = jnp.where(mask & cut[:, None, None], partner, blended)
+    out = out.reshape(images.shape)
     w_y = weight[:, None]
     mixed_y = soft * w_y + jnp.take(soft, perm, axis=0) * (1.0 - w_y)
     return to_dtype(out, images.dtype, rounding="round"), mixed_y
