@@ -58,6 +58,11 @@ MAX_FILES = 512
 _SUFFIX = ".jaxprog"
 #: Temporary files older than this (seconds) are left over from a crashed writer: removed.
 STALE_TMP_S = 3600.0
+#: Custom calls without JAX's cross-version guarantee that a stored program may hold: Pallas'
+#: Triton kernels and the row-major layout constraint at a chain's batch-level steps
+#: (``kernels/boundary.py``). A stored file is keyed by the JAX and jaxlib versions, so it is
+#: never read by another version.
+_UNVERSIONED_CALLS = ("__gpu$xla.gpu.triton", "LayoutConstraint")
 
 
 def store_dir() -> Path | None:
@@ -244,8 +249,8 @@ class StoredProgram:
                     warnings.simplefilter("always")
                     exported = export.export(
                         self._jitted, platforms=(platform,),
-                        disabled_checks=[export.DisabledSafetyCheck.custom_call(
-                            "__gpu$xla.gpu.triton")])(*args)
+                        disabled_checks=[export.DisabledSafetyCheck.custom_call(target)
+                                         for target in _UNVERSIONED_CALLS])(*args)
                 caught = [(w.category, str(w.message)) for w in caught_now]
             except Exception:  # noqa: BLE001  (not exportable, or a bad input: trace as before,
                 return self._top  # which raises the input's error)

@@ -24,7 +24,13 @@ from jax.custom_batching import custom_vmap
 from augjax.kernels.batching import broadcast_unbatched
 from augjax.kernels.warp import resample_canvas, resample_crop
 
-__all__ = ["by_image", "crop_branching", "zoom_branching"]
+__all__ = ["MIN_SIDE", "by_image", "crop_branching", "zoom_branching"]
+
+#: The shortest side (of the image and of the output) the image-by-image form runs for;
+#: smaller images take the every-tap form. There is nothing to gain below it, and XLA:CPU
+#: (jaxlib 0.10.2) fails to compile the loop for some tiny shapes ("Unhandled opcode for
+#: elemental IR emission: opt-barrier": e.g. 2x2 or 6x1 images, seen up to 6 pixels a side).
+MIN_SIDE = 16
 
 
 def by_image(branching: Callable[..., jax.Array], taps_of: Callable[[jax.Array], Any],

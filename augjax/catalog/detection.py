@@ -23,7 +23,7 @@ import jax.numpy as jnp
 from augjax._core.meta import Window
 from augjax._core.param import Param
 from augjax._core.spec import op
-from augjax.catalog._by_image import by_image, crop_branching, zoom_branching
+from augjax.catalog._by_image import MIN_SIDE, by_image, crop_branching, zoom_branching
 from augjax.kernels.matrix import crop_resize_matrix
 from augjax.kernels.partition import partitioned
 from augjax.kernels.pixels import is_int
@@ -204,7 +204,8 @@ def random_iou_crop(image, params, *, size, min_scale, max_scale, min_aspect_rat
     option), ``boxes_valid`` ((M,) bool: centre inside the crop).
     """
     config = (image.shape[:2], size, interpolation, antialias)
-    if partitioned():  # a loop would serialize a batch laid out over several devices
+    if partitioned() or min(*image.shape[:2], *size) < MIN_SIDE:  # a loop would serialize a
+        # batch laid out over several devices; a tiny image gains nothing (MIN_SIDE)
         return _iou_all(image, params["box"], None, config)
     return platform_dependent(image, params["box"], jnp.float32(0.0), cpu=_iou_by_image(config),
                               default=lambda *a: _iou_all(*a, config))
@@ -299,7 +300,8 @@ def random_zoom_out(image, params, *, fill, side_range, p, size, interpolation, 
         value = jnp.clip(jnp.round(value), 0.0, 255.0)
     config = (_canvas_shape(h, w, side_range), _zoom_size(h, w, size=size), interpolation,
               antialias)
-    if partitioned():  # a loop would serialize a batch laid out over several devices
+    if partitioned() or min(h, w, *config[1]) < MIN_SIDE:  # a loop would serialize a batch
+        # laid out over several devices; a tiny image gains nothing (MIN_SIDE)
         return _zoom_all(image, params["canvas"], value, config)
     return platform_dependent(image, params["canvas"], value, cpu=_zoom_by_image(config),
                               default=lambda *a: _zoom_all(*a, config))

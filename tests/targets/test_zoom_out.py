@@ -129,3 +129,21 @@ def test_the_cpu_branch_form_gives_every_taps_bits(dtype, size, p):
         sides = np.asarray(params["canvas"])[:, 2] / H
         seen |= {int(np.ceil(2 * s)) for s in sides}
     assert len(seen) >= 4  # canvases needing from few taps to many
+
+
+@pytest.mark.parametrize("shape", [(2, 2), (6, 1), (1, 4)])
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+@pytest.mark.parametrize("interpolation", ["nearest", "bilinear"])
+def test_tiny_images_on_a_canvas_of_their_own_size_come_back(shape, dtype, interpolation):
+    """A canvas of the image's own size (side 1) gives the images back: also images too small
+    for the image-by-image CPU form (whose loop XLA:CPU failed to compile for some tiny
+    shapes)."""
+    import augjax
+
+    x = np.random.default_rng(1).integers(0, 256, (2, *shape, 3)).astype(dtype)
+    if dtype == np.float32:
+        x /= 255.0
+    zoom = augjax.ops.random_zoom_out.bind(p=0.5, side_range=(1.0, 1.0),
+                                           interpolation=interpolation)
+    out = zoom(x, key=jax.random.key(0))
+    np.testing.assert_array_equal(np.asarray(out), x)
