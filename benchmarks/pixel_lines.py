@@ -1,4 +1,4 @@
-"""How many lines the policies, the Pallas forms and the fused ColorJitter take (issue 36, item 3).
+"""How many lines the policies, the Pallas forms and the fused ColorJitter take.
 
 The set: ``augjax/policies/*.py``; the Pallas forms ``augjax/kernels/*pallas*.py`` and
 ``augjax/kernels/pallas.py`` (what they share: tiles, loads, rounding); ``augjax/catalog/_fuse.py``

@@ -1,7 +1,7 @@
 """How much an author writes per op: the median code lines of the catalog's ``@op``
 declarations with their kernels and the hooks they name (``benchmarks/declaration_lines.py``).
 
-Issue 36 measured 31 on main before warping ops were declared by their geometry
+The median was 31 on main before warping ops were declared by their geometry
 (``augjax.kernels.geometry.warp``) and 20 after; recurring parameters declared once
 (``Param.factor``, ``Param.probability``, ``@warp``'s sampling parameters) and values the library
 puts in the image's scale or per channel (``Param(levels=True)``, ``Param(per_channel=True)``)
