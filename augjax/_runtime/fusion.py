@@ -28,7 +28,7 @@ def step_kind(step: Step, hwc: jax.Array, params: Any) -> str:
     """The step's kind on ``hwc`` (traced or abstract) with ``params``; OTHER without tracing
     where no boundary is kept (not a CPU backend: the step's branches for a GPU cost trace
     time)."""
-    if jax.default_backend() not in ("cpu", "gpu"):
+    if jax.default_backend() != "cpu":
         return OTHER
     leaves, tree = jax.tree_util.tree_flatten(params)
     kind_of = kind_of_step.__wrapped__ if hasattr(step, "skeleton") else kind_of_step  # traced values
@@ -60,21 +60,8 @@ def fused_with(before: str | None, kind: str) -> bool:
     1.70-2.3x fused), nor a pointwise step after another kind (XLA:CPU fused rotate's resample
     into brightness at 2x, random erasing and brightness at 2.6x, vflip and brightness at
     1.26-1.35x where kept was 1.06-1.12x, B=16)."""
-    if jax.default_backend() == "gpu":
-        return fused_on_gpu(before, kind)
     moving = (CROP, MOVE, MOVE_TWICE)
     return (before == WIDENING or (before == POINTWISE and kind in (POINTWISE, WIDENING))
             or (before == CROP and kind in (*moving, WIDENING))
             or (before in (MOVE, MOVE_TWICE) and kind in (CROP, MOVE, WIDENING))
             or (before == MOVE_TWICE and kind == MOVE_TWICE))
-
-
-def fused_on_gpu(before: str | None, kind: str) -> bool:
-    """:func:`fused_with` on a CUDA GPU, where writing an image and reading it back costs
-    little (B=256 x 224^2 uint8 is 38 MB, ~0.02 ms on an H200) and XLA:GPU fuses a producer
-    into every tap of a resampling consumer: a boundary only before a resampling step
-    (:data:`OTHER`) that reads a resample or a pointwise step (H200, B=256, fused: affine +
-    rotate 1.81x the two ops alone, hue + affine 1.54x, random_resized_crop + rotate 1.25x).
-    Moving steps (a crop, a flip) and widening ones (normalize) stay fused: cheap to recompute,
-    and normalize's float32 would cost four times the bytes."""
-    return not (kind == OTHER and before in (OTHER, POINTWISE))

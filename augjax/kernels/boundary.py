@@ -54,8 +54,6 @@ def materialize(x: Any, *, row_major: bool = False, whole: bool = False) -> Any:
     platforms other than the CPU, ``x`` itself. Traced."""
     kept = (_kept_whole if whole else _kept_row_major) if row_major else \
         jax.lax.optimization_barrier
-    if row_major:  # between steps: kept on the CPU and on CUDA (where the step placed one)
-        return platform_dependent(x, cpu=kept, cuda=kept, default=_identity)
     return platform_dependent(x, cpu=kept, default=_identity)
 
 
@@ -88,10 +86,13 @@ def _kept_whole(x: Any) -> Any:
     return jax.tree_util.tree_unflatten(tree, kept)
 
 
-def boundary_compiler_options() -> dict[str, Any] | None:
-    """XLA options under which :func:`materialize`'s barriers bound fusion: on a CPU or CUDA
-    backend, the barrier expander off; elsewhere None (no barrier is placed there)."""
-    if jax.default_backend() not in ("cpu", "gpu"):
+def boundary_compiler_options(backend: str | None = None) -> dict[str, Any] | None:
+    """XLA options under which :func:`materialize`'s barriers bound fusion, for ``backend``
+    (default: JAX's): on a CPU, the barrier expander off; elsewhere None. Not on CUDA: XLA:GPU
+    emits no ``opt-barrier`` ("INTERNAL: Unsupported instruction opcode: opt-barrier", JAX
+    0.11.2 on an H200, for any program holding one, the kernels' own barriers too), so the
+    expander must run there, and an expanded barrier bounds no fusion."""
+    if (backend or jax.default_backend()) != "cpu":
         return None
     return {"xla_disable_hlo_passes": BARRIER_PASS}
 

@@ -16,7 +16,7 @@ from helpers import images
 
 import augjax
 from augjax import compose
-from augjax.kernels.boundary import boundary_compiler_options
+from augjax.kernels.boundary import BARRIER_PASS, boundary_compiler_options
 from augjax._runtime.program import apply_program
 
 ops = augjax.ops
@@ -269,3 +269,12 @@ def test_boundaries_change_no_value(pair):
             step.apply(y[0], params=p), y[1])
     for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(y)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_the_barrier_expander_is_turned_off_on_a_cpu_only():
+    """XLA:GPU cannot emit an ``opt-barrier`` (JAX 0.11.2 on an H200: "Unsupported instruction
+    opcode: opt-barrier"): a program for CUDA keeps XLA's barrier expander, whatever backend
+    the process defaults to."""
+    assert boundary_compiler_options("cpu") == {"xla_disable_hlo_passes": BARRIER_PASS}
+    for backend in ("gpu", "cuda", "rocm", "tpu"):
+        assert boundary_compiler_options(backend) is None
