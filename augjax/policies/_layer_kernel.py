@@ -36,8 +36,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
-from augjax.kernels import histogram_pallas
-from augjax.kernels.histogram import histogram
+from augjax.kernels.histogram_pallas import stats_kernel
 from augjax.kernels.pallas import (
     AVAILABLE,
     compiler_params,
@@ -55,17 +54,6 @@ from augjax.policies._layer_warps import warp_pil, warp_torchvision
 
 __all__ = ["AFFINE", "AVAILABLE", "BLEND", "KEEP", "TONE", "layer_kernel",
            "stats_kernel"]
-
-def stats_kernel(image: jax.Array, reads: jax.Array, interpret: bool = False):
-    """:func:`augjax.kernels.histogram_pallas.stats_kernel`, its histogram counted by XLA's
-    :func:`augjax.kernels.histogram` where this JAX's Triton lowering has none (the kernel
-    then reads only the range and the gray sum)."""
-    if histogram_pallas.AVAILABLE:
-        return histogram_pallas.stats_kernel(image, reads, interpret)
-    reads = jnp.asarray(reads, jnp.int32)
-    _, lo, hi, gray = histogram_pallas.stats_kernel(image, reads, interpret, count=False)
-    return histogram(image, needed=(reads & 1) != 0), lo, hi, gray
-
 
 #: The per-image op codes of :func:`layer_kernel`.
 KEEP, TONE, AFFINE, BLEND = range(4)

@@ -152,8 +152,14 @@ def test_only_uint8_images_of_one_or_three_channels_qualify():
     assert not supported(no_gray_mean, (4097, 4096, 3), np.uint8)  # over 2**24 pixels
 
 
-def test_the_statistics_kernel_reads_only_what_is_asked():
-    from augjax.policies._layer_kernel import stats_kernel
+@pytest.mark.parametrize("triton_histogram", [True, False])
+def test_the_statistics_kernel_reads_only_what_is_asked(triton_histogram, monkeypatch):
+    """Either way the histogram is counted: by the kernel (Triton's histogram), or by XLA where
+    this JAX's Triton lowering has none."""
+    from augjax.kernels import histogram_pallas
+    from augjax.kernels.histogram_pallas import stats_kernel
+
+    monkeypatch.setattr(histogram_pallas, "AVAILABLE", triton_histogram)
 
     x = _batch(np.uint8, n=4, h=12, w=40, seed=6)
     reads = jnp.asarray([7, 2, 4, 0], jnp.int32)
@@ -181,7 +187,7 @@ def test_the_kernels_match_the_xla_layer_on_the_gpu(monkeypatch):
     switch on the same GPU, bitwise (PIL's warp convention too: every entry of its policies
     was bitwise on the H200, although the interpreter allows one level on bilinear whole
     levels)."""
-    from augjax.policies._layer_kernel import stats_kernel
+    from augjax.kernels.histogram_pallas import stats_kernel
 
     rng = np.random.default_rng(0)
     x = rng.integers(0, 256, (32, 224, 224, 3), dtype=np.uint8)
