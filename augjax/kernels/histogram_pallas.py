@@ -25,7 +25,7 @@ from jax.interpreters import mlir
 
 from augjax.kernels.histogram import histogram
 from augjax.kernels.pallas import AVAILABLE as PALLAS
-from augjax.kernels.pallas import compiler_params, owned, pl_triton, planes, tile, tile_start
+from augjax.kernels.pallas import call, owned, pl_triton, planes, tile, tile_start
 from augjax.kernels.pixels import planes_gray
 
 __all__ = ["AVAILABLE", "BLOCK", "block_histogram", "block_histogram_p", "image_histogram",
@@ -152,18 +152,13 @@ def stats_kernel(image: jax.Array, reads: jax.Array, interpret: bool = False):
     reads = jnp.asarray(reads, jnp.int32)
     kernel = functools.partial(_stats_kernel, h=h, w=w, c=c, block=block, count=AVAILABLE)
     i32 = jnp.int32
-    hist, lo, hi, gray = pl.pallas_call(
-        kernel,
-        out_shape=(jax.ShapeDtypeStruct((c * 256,), jnp.float32),
-                   jax.ShapeDtypeStruct((tiles * c,), i32),
-                   jax.ShapeDtypeStruct((tiles * c,), i32),
-                   jax.ShapeDtypeStruct((tiles,), i32)),
-        grid=(tiles,),
-        input_output_aliases={2: 0},
-        interpret=interpret,
-        compiler_params=compiler_params(NUM_WARPS),
-    )(jnp.reshape(reads if AVAILABLE else reads & ~1, (1,)).astype(i32),
-      image.reshape(pixels * c), jnp.zeros((c * 256,), jnp.float32))
+    hist, lo, hi, gray = call(
+        kernel, (jax.ShapeDtypeStruct((c * 256,), jnp.float32),
+                 jax.ShapeDtypeStruct((tiles * c,), i32), jax.ShapeDtypeStruct((tiles * c,), i32),
+                 jax.ShapeDtypeStruct((tiles,), i32)), (tiles,),
+        (jnp.reshape(reads if AVAILABLE else reads & ~1, (1,)).astype(i32),
+         image.reshape(pixels * c), jnp.zeros((c * 256,), jnp.float32)),
+        num_warps=NUM_WARPS, interpret=interpret, input_output_aliases={2: 0})
     counted = (hist.astype(i32).reshape(c, 256).T if AVAILABLE
                else histogram(image, needed=(reads & 1) != 0))
     return (counted, lo.reshape(tiles, c).min(axis=0), hi.reshape(tiles, c).max(axis=0),

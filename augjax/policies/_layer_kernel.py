@@ -39,7 +39,7 @@ from jax.experimental import pallas as pl
 from augjax.kernels.histogram_pallas import stats_kernel
 from augjax.kernels.pallas import (
     AVAILABLE,
-    compiler_params,
+    call,
     gather,
     pl_triton,
     planes,
@@ -174,13 +174,8 @@ def layer_kernel(image: jax.Array, code: jax.Array, par: jax.Array, ipar: jax.Ar
                                interpolation=interpolation, fill=fill is not None,
                                convention=convention, exact=exact)
     fill_arg = jnp.zeros((c,), jnp.float32) if fill is None else fill.astype(jnp.float32)
-    out = pl.pallas_call(
-        kernel,
-        out_shape=jax.ShapeDtypeStruct((pixels * c,), image.dtype),
-        grid=(pl.cdiv(pixels, block),),
-        interpret=interpret,
-        compiler_params=compiler_params(NUM_WARPS),
-    )(jnp.reshape(code, (1,)).astype(jnp.int32), par.astype(jnp.float32),
-      ipar.astype(jnp.int32), lut.reshape(256 * c).astype(jnp.int32), fill_arg,
-      image.reshape(pixels * c))
+    out = call(kernel, jax.ShapeDtypeStruct((pixels * c,), image.dtype), (pl.cdiv(pixels, block),),
+               (jnp.reshape(code, (1,)).astype(jnp.int32), par.astype(jnp.float32),
+                ipar.astype(jnp.int32), lut.reshape(256 * c).astype(jnp.int32), fill_arg,
+                image.reshape(pixels * c)), num_warps=NUM_WARPS, interpret=interpret)
     return out.reshape(h, w, c)
