@@ -34,8 +34,9 @@ from augjax.kernels.pixels import bound, is_int, mix, to_dtype
 from augjax.kernels.warp import check_fill, warp_affine
 from augjax.kernels.warp_pil import warp_affine_pil
 
-__all__ = ["FAMILIES", "BatchGroup", "affine_coeffs", "blend_choice", "affine_exact", "check_group", "entry_fn", "plan_layer",
-           "position", "run_families", "run_families_batch", "run_rest", "switch", "tone_table"]
+__all__ = ["FAMILIES", "BatchGroup", "affine_coeffs", "affine_exact", "blend_choice",
+           "check_group", "entry_fn", "plan_layer", "position", "run_families",
+           "run_families_batch", "run_rest", "switch", "tone_table"]
 
 #: The family an op with several members joins, per image kind: on uint8 a level map is one
 #: table lookup (cheaper than a blend); on float32 brightness and contrast blend.

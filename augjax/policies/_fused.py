@@ -31,8 +31,8 @@ from augjax.kernels.warp_pil import fixed_affine, split_coefficient
 from augjax.policies._families import (
     BatchGroup,
     affine_coeffs,
-    blend_choice,
     affine_exact,
+    blend_choice,
     check_group,
     plan_layer,
     run_rest,
