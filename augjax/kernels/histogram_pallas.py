@@ -23,7 +23,6 @@ from jax.experimental import pallas as pl
 from jax.extend.core import Primitive
 from jax.interpreters import mlir
 
-from augjax.kernels.histogram import histogram
 from augjax.kernels.pallas import AVAILABLE as PALLAS
 from augjax.kernels.pallas import call, owned, pl_triton, planes, tile, tile_start
 from augjax.kernels.pixels import planes_gray
@@ -112,7 +111,7 @@ def _stats_kernel(reads_ref, x_ref, _zeros_ref, hist_ref, lo_ref, hi_ref, gray_r
         counted = owned(start, block, tile_ * block)  # each pixel counted once
         levels = [v.astype(jnp.int32) for v in planes(x_ref, start, block, c)]
 
-        if count:  # static: False where Triton's histogram is not available (XLA counts)
+        if count:  # static: False where Triton's histogram is not available
             @pl.when((reads & 1) != 0)
             def _():
                 add_tile_counts(hist_ref, levels, counted)
@@ -130,7 +129,8 @@ def _stats_kernel(reads_ref, x_ref, _zeros_ref, hist_ref, lo_ref, hi_ref, gray_r
             gray_ref[tile_] = jnp.sum(jnp.where(counted, g, 0))
 
 
-def stats_kernel(image: jax.Array, reads: jax.Array, interpret: bool = False):
+def stats_kernel(image: jax.Array, reads: jax.Array, interpret: bool = False,
+                 count: bool | None = None):
     """Statistics of one uint8 ``(H, W, C)`` image in one pass, computed only where ``reads``
     asks: equalize's histogram, autocontrast's range, contrast's gray sum.
 
@@ -138,29 +138,33 @@ def stats_kernel(image: jax.Array, reads: jax.Array, interpret: bool = False):
         image: the image.
         reads: int32 bits: 1 the histogram, 2 the range, 4 the gray sum (C is 1 or 3).
         interpret: run with Pallas' interpreter (CPU, tests).
+        count: whether the kernel counts the histogram; default :data:`AVAILABLE` (where this
+            JAX's Triton lowering has no histogram, ``hist`` is zeros and the caller counts
+            with XLA's :func:`augjax.kernels.histogram`, as the policy layer does).
 
     Returns:
-        ``(hist, lo, hi, gray)``: ``hist`` ``(256, C)`` int32 counts (zeros unless asked;
-        counted by XLA's :func:`augjax.kernels.histogram` where this JAX's Triton lowering has
-        no histogram, :data:`AVAILABLE`); ``lo``, ``hi`` ``(C,)`` int32 and ``gray`` the int32
-        sum of the floored gray (each meaningless unless asked).
+        ``(hist, lo, hi, gray)``: ``hist`` ``(256, C)`` int32 counts (zeros unless asked);
+        ``lo``, ``hi`` ``(C,)`` int32 and ``gray`` the int32 sum of the floored gray (each
+        meaningless unless asked).
     """
     h, w, c = image.shape
     pixels = h * w
     block = tile(pixels, BLOCK)
     tiles = pl.cdiv(pixels, block)
     reads = jnp.asarray(reads, jnp.int32)
-    kernel = functools.partial(_stats_kernel, h=h, w=w, c=c, block=block, count=AVAILABLE)
+    count = AVAILABLE if count is None else count
+    if not count:
+        reads = reads & ~1
+    kernel = functools.partial(_stats_kernel, h=h, w=w, c=c, block=block, count=count)
     i32 = jnp.int32
     hist, lo, hi, gray = call(
         kernel, (jax.ShapeDtypeStruct((c * 256,), jnp.float32),
                  jax.ShapeDtypeStruct((tiles * c,), i32), jax.ShapeDtypeStruct((tiles * c,), i32),
                  jax.ShapeDtypeStruct((tiles,), i32)), (tiles,),
-        (jnp.reshape(reads if AVAILABLE else reads & ~1, (1,)).astype(i32),
-         image.reshape(pixels * c), jnp.zeros((c * 256,), jnp.float32)),
+        (jnp.reshape(reads, (1,)).astype(i32), image.reshape(pixels * c),
+         jnp.zeros((c * 256,), jnp.float32)),
         num_warps=NUM_WARPS, interpret=interpret, input_output_aliases={2: 0})
-    counted = (hist.astype(i32).reshape(c, 256).T if AVAILABLE
-               else histogram(image, needed=(reads & 1) != 0))
+    counted = hist.astype(i32).reshape(c, 256).T
     return (counted, lo.reshape(tiles, c).min(axis=0), hi.reshape(tiles, c).max(axis=0),
             gray.sum())
 
@@ -174,4 +178,4 @@ def image_histogram(image: jax.Array, needed: jax.Array, interpret: bool = False
     if image.dtype != jnp.uint8 or not 0 < h * w < 2**24:
         raise ValueError("image_histogram: a uint8 image of fewer than 2**24 pixels, got "
                          f"{image.dtype} {image.shape}")
-    return stats_kernel(image, jnp.asarray(needed, jnp.int32), interpret)[0]
+    return stats_kernel(image, jnp.asarray(needed, jnp.int32), interpret, count=True)[0]

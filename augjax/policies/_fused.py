@@ -23,7 +23,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from augjax.kernels.histogram import equalize_lut
+from augjax.kernels.histogram import equalize_lut, histogram
 from augjax.kernels.pixels import mean_of_sum
 from augjax.kernels.grid_sample import grid_rows
 from augjax.kernels.warp import check_fill
@@ -183,9 +183,12 @@ def _tables(images, group, members, params, interpret):
         reads = reads | jnp.where(group.readers(name), _READS[name], 0)
     preset = {}
     if names:
+        stats = K.histogram_pallas
         hist, lo, hi, gray = jax.vmap(
-            functools.partial(K.stats_kernel, interpret=interpret))(images, reads)
+            functools.partial(stats.stats_kernel, interpret=interpret))(images, reads)
         if "equalize" in names:
+            if not stats.AVAILABLE:  # this JAX's Triton has no histogram: XLA counts
+                hist = jax.vmap(lambda x, r: histogram(x, needed=(r & 1) != 0))(images, reads)
             preset["equalize"] = jax.vmap(equalize_lut)(hist)
         if "range" in names:
             preset["range"] = (lo.astype(jnp.float32), hi.astype(jnp.float32))

@@ -36,7 +36,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
-from augjax.kernels.histogram_pallas import stats_kernel
+from augjax.kernels import histogram_pallas
 from augjax.kernels.pallas import (
     AVAILABLE,
     call,
@@ -52,8 +52,7 @@ from augjax.catalog.tone import sharpen_step, smoothed
 from augjax.kernels.pixels import mix, planes_gray, to_dtype
 from augjax.policies._layer_warps import warp_pil, warp_torchvision
 
-__all__ = ["AFFINE", "AVAILABLE", "BLEND", "KEEP", "TONE", "layer_kernel",
-           "stats_kernel"]
+__all__ = ["AFFINE", "AVAILABLE", "BLEND", "KEEP", "TONE", "histogram_pallas", "layer_kernel"]
 
 #: The per-image op codes of :func:`layer_kernel`.
 KEEP, TONE, AFFINE, BLEND = range(4)

@@ -152,14 +152,8 @@ def test_only_uint8_images_of_one_or_three_channels_qualify():
     assert not supported(no_gray_mean, (4097, 4096, 3), np.uint8)  # over 2**24 pixels
 
 
-@pytest.mark.parametrize("triton_histogram", [True, False])
-def test_the_statistics_kernel_reads_only_what_is_asked(triton_histogram, monkeypatch):
-    """Either way the histogram is counted: by the kernel (Triton's histogram), or by XLA where
-    this JAX's Triton lowering has none."""
-    from augjax.kernels import histogram_pallas
+def test_the_statistics_kernel_reads_only_what_is_asked():
     from augjax.kernels.histogram_pallas import stats_kernel
-
-    monkeypatch.setattr(histogram_pallas, "AVAILABLE", triton_histogram)
 
     x = _batch(np.uint8, n=4, h=12, w=40, seed=6)
     reads = jnp.asarray([7, 2, 4, 0], jnp.int32)
@@ -177,6 +171,24 @@ def test_the_statistics_kernel_reads_only_what_is_asked(triton_histogram, monkey
                  + f[..., 2] * np.float32(0.114))
     for i in (0, 2):
         assert gray[i] == int(g[i].sum())
+
+
+def test_without_tritons_histogram_the_layer_counts_with_xla(monkeypatch):
+    """Where this JAX's Triton lowering has no histogram, the statistics kernel leaves the
+    counts to XLA's histogram: equalize through the kernels is still the op alone."""
+    from augjax.kernels import histogram_pallas
+
+    monkeypatch.setattr(histogram_pallas, "AVAILABLE", False)
+    policy = augjax.rand_augment(n=1, m=9, ops=["Equalize", "AutoContrast"])
+    x = _batch(np.uint8, n=6, h=24, w=33, seed=3)  # a shape of its own: traced here
+    x[:3, :6] = 40  # one level many times over (PIL equalizes 256 pixels and more)
+    params = policy.sample(x, key=jax.random.key(2))
+    monkeypatch.setattr(_engine, "LAYER", "fused")
+    fused = _fused_chains(policy, "ra")[None]
+    for j, entry in enumerate(policy.space):
+        forced = _forced(params, j)
+        np.testing.assert_array_equal(fused(x, forced), _alone(policy, x, forced),
+                                      err_msg=entry.name)
 
 
 @pytest.mark.gpu
