@@ -335,11 +335,9 @@ def timm_ops(translate_const: float = 250, translate_pct: float = 0.45) -> dict[
 TIMM_RAND = ("AutoContrast", "Equalize", "Invert", "Rotate", "Posterize", "Solarize",
              "SolarizeAdd", "Color", "Contrast", "Brightness", "Sharpness", "ShearX", "ShearY",
              "TranslateXRel", "TranslateYRel")
-#: timm ``_RAND_INCREASING_TRANSFORMS`` (``inc1``).
-TIMM_RAND_INCREASING = ("AutoContrast", "Equalize", "Invert", "Rotate", "PosterizeIncreasing",
-                        "SolarizeIncreasing", "SolarizeAdd", "ColorIncreasing",
-                        "ContrastIncreasing", "BrightnessIncreasing", "SharpnessIncreasing",
-                        "ShearX", "ShearY", "TranslateXRel", "TranslateYRel")
+#: timm ``_RAND_INCREASING_TRANSFORMS`` (``inc1``): the ops with an increasing form take it.
+TIMM_RAND_INCREASING = tuple(f"{n}Increasing" if n in ("Posterize", "Solarize", "Color",
+                             "Contrast", "Brightness", "Sharpness") else n for n in TIMM_RAND)
 #: timm ``_RAND_3A`` (``t3a``).
 TIMM_RAND_3A = ("SolarizeIncreasing", "Desaturate", "GaussianBlur")
 #: timm ``_RAND_WEIGHTED_3A`` (``t3aw``): weighted choice without replacement.
