@@ -38,7 +38,7 @@ from jax.experimental import pallas as pl
 from augjax.catalog._tv_color import hue_planes
 from augjax.kernels.pallas import (
     AVAILABLE,
-    compiler_params,
+    call,
     owned,
     planes,
     store_planes,
@@ -110,12 +110,9 @@ def _chain_kernel(seq_ref, par_ref, x_ref, o_ref, *, pixels, block, dtype):
 
 def _call(kernel, out_shape, pixels, dtype, interpret, *args):
     block = tile(pixels, BLOCK)
-    grid = (pl.cdiv(pixels, block),)
-    fn = pl.pallas_call(
-        functools.partial(kernel, pixels=pixels, block=block, dtype=dtype),
-        out_shape=out_shape(grid[0]), grid=grid, interpret=interpret,
-        compiler_params=compiler_params(NUM_WARPS))
-    return fn(*args)
+    tiles = pl.cdiv(pixels, block)
+    return call(functools.partial(kernel, pixels=pixels, block=block, dtype=dtype),
+                out_shape(tiles), (tiles,), args, num_warps=NUM_WARPS, interpret=interpret)
 
 
 def jitter_kernel(image: jax.Array, seq: jax.Array, factors: jax.Array, contrast: bool,

@@ -30,7 +30,7 @@ from jax.experimental import pallas as pl
 from augjax.kernels.pixels import tap_sum
 from augjax.kernels.pallas import (
     AVAILABLE,
-    compiler_params,
+    call,
     interleave,
     pl_triton,
     reflect101,
@@ -101,14 +101,12 @@ def correlate_rows(x: jax.Array, kernel: jax.Array, interpret: bool = False,
         return x.T if transposed else x
     cols = min(MAX_COLS, _next_pow2(length))
     rows = min(ROWS, _next_pow2(n)) if transposed else min(ROWS, n)
-    out = pl.pallas_call(
-        functools.partial(_kernel, n=n, length=length, taps=kernel.shape[0], rows=rows,
-                          cols=cols, transposed=transposed),
-        out_shape=jax.ShapeDtypeStruct((n * length,), jnp.float32),
-        grid=(pl.cdiv(n, rows), pl.cdiv(length, cols)),
-        interpret=interpret,
-        compiler_params=compiler_params(NUM_WARPS),
-    )(kernel, x.astype(jnp.float32).reshape(n * length))
+    out = call(functools.partial(_kernel, n=n, length=length, taps=kernel.shape[0], rows=rows,
+                                 cols=cols, transposed=transposed),
+               jax.ShapeDtypeStruct((n * length,), jnp.float32),
+               (pl.cdiv(n, rows), pl.cdiv(length, cols)),
+               (kernel, x.astype(jnp.float32).reshape(n * length)), num_warps=NUM_WARPS,
+               interpret=interpret)
     return out.reshape((length, n) if transposed else (n, length))
 
 
@@ -160,12 +158,11 @@ def correlate_planes_kernel(planes: list, kernels: list, scale: jax.Array,
     k_rows = [jnp.asarray(k, jnp.float32) for k, _ in kernels]
     cols = min(MAX_COLS, _next_pow2(w))
     rows = min(ROWS, h)
-    out = pl.pallas_call(
-        functools.partial(_planes_kernel, n=h, length=w, taps=[k.shape[0] for k in k_rows],
-                          rows=rows, cols=cols),
-        out_shape=jax.ShapeDtypeStruct((h * w * c,), jnp.float32),
-        grid=(pl.cdiv(h, rows), pl.cdiv(w, cols)),
-        interpret=interpret,
-        compiler_params=compiler_params(NUM_WARPS),
-    )(*k_rows, *(f.reshape(h * w) for f in first), jnp.asarray(scale, jnp.float32).reshape(c))
+    out = call(functools.partial(_planes_kernel, n=h, length=w,
+                                 taps=[k.shape[0] for k in k_rows], rows=rows, cols=cols),
+               jax.ShapeDtypeStruct((h * w * c,), jnp.float32),
+               (pl.cdiv(h, rows), pl.cdiv(w, cols)),
+               (*k_rows, *(f.reshape(h * w) for f in first),
+                jnp.asarray(scale, jnp.float32).reshape(c)), num_warps=NUM_WARPS,
+               interpret=interpret)
     return out.reshape(h, w, c)

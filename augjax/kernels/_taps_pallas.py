@@ -30,7 +30,7 @@ from jax.experimental import pallas as pl
 
 from augjax.kernels.pallas import (
     AVAILABLE,
-    compiler_params,
+    call,
     gather,
     pl_triton,
     reflect101,
@@ -78,12 +78,9 @@ def taps_kernel(image: jax.Array, count: jax.Array, dy: jax.Array, dx: jax.Array
     if h * w * c == 0:
         return image
     rows, cols = tile(h, ROWS), tile(w * c, COLS)
-    out = pl.pallas_call(
-        functools.partial(_kernel, h=h, w=w, c=c, rows=rows, cols=cols, reach=reach),
-        out_shape=jax.ShapeDtypeStruct((h * w * c,), image.dtype),
-        grid=(pl.cdiv(h, rows), pl.cdiv(w * c, cols)),
-        interpret=interpret,
-        compiler_params=compiler_params(NUM_WARPS),
-    )(jnp.reshape(count, (1,)).astype(jnp.int32), dy, dx, weights.astype(jnp.float32),
-      image.reshape(h * w * c))
+    out = call(functools.partial(_kernel, h=h, w=w, c=c, rows=rows, cols=cols, reach=reach),
+               jax.ShapeDtypeStruct((h * w * c,), image.dtype),
+               (pl.cdiv(h, rows), pl.cdiv(w * c, cols)),
+               (jnp.reshape(count, (1,)).astype(jnp.int32), dy, dx, weights.astype(jnp.float32),
+                image.reshape(h * w * c)), num_warps=NUM_WARPS, interpret=interpret)
     return out.reshape(h, w, c)

@@ -24,7 +24,7 @@ from jax.extend.core import Primitive
 from jax.interpreters import mlir
 
 from augjax.kernels.pallas import AVAILABLE as PALLAS
-from augjax.kernels.pallas import compiler_params, owned, pl_triton, planes, tile, tile_start
+from augjax.kernels.pallas import call, owned, pl_triton, planes, tile, tile_start
 from augjax.kernels.pixels import planes_gray
 
 __all__ = ["AVAILABLE", "BLOCK", "block_histogram", "block_histogram_p", "image_histogram",
@@ -140,8 +140,7 @@ def stats_kernel(image: jax.Array, reads: jax.Array, interpret: bool = False,
         interpret: run with Pallas' interpreter (CPU, tests).
         count: whether the kernel counts the histogram; default :data:`AVAILABLE` (where this
             JAX's Triton lowering has no histogram, ``hist`` is zeros and the caller counts
-            with XLA's :func:`augjax.kernels.histogram`, as the policy layer's
-            ``stats_kernel`` does).
+            with XLA's :func:`augjax.kernels.histogram`, as the policy layer does).
 
     Returns:
         ``(hist, lo, hi, gray)``: ``hist`` ``(256, C)`` int32 counts (zeros unless asked);
@@ -158,18 +157,13 @@ def stats_kernel(image: jax.Array, reads: jax.Array, interpret: bool = False,
         reads = reads & ~1
     kernel = functools.partial(_stats_kernel, h=h, w=w, c=c, block=block, count=count)
     i32 = jnp.int32
-    hist, lo, hi, gray = pl.pallas_call(
-        kernel,
-        out_shape=(jax.ShapeDtypeStruct((c * 256,), jnp.float32),
-                   jax.ShapeDtypeStruct((tiles * c,), i32),
-                   jax.ShapeDtypeStruct((tiles * c,), i32),
-                   jax.ShapeDtypeStruct((tiles,), i32)),
-        grid=(tiles,),
-        input_output_aliases={2: 0},
-        interpret=interpret,
-        compiler_params=compiler_params(NUM_WARPS),
-    )(jnp.reshape(reads, (1,)).astype(i32), image.reshape(pixels * c),
-      jnp.zeros((c * 256,), jnp.float32))
+    hist, lo, hi, gray = call(
+        kernel, (jax.ShapeDtypeStruct((c * 256,), jnp.float32),
+                 jax.ShapeDtypeStruct((tiles * c,), i32), jax.ShapeDtypeStruct((tiles * c,), i32),
+                 jax.ShapeDtypeStruct((tiles,), i32)), (tiles,),
+        (jnp.reshape(reads, (1,)).astype(i32), image.reshape(pixels * c),
+         jnp.zeros((c * 256,), jnp.float32)),
+        num_warps=NUM_WARPS, interpret=interpret, input_output_aliases={2: 0})
     counted = hist.astype(i32).reshape(c, 256).T
     return (counted, lo.reshape(tiles, c).min(axis=0), hi.reshape(tiles, c).max(axis=0),
             gray.sum())

@@ -22,7 +22,7 @@ try:  # deprecated in JAX 0.11 (DeprecationWarning) in favour of Mosaic GPU; may
 except ImportError:  # pragma: no cover - JAX without the Triton backend
     pl_triton = None
 
-__all__ = ["AVAILABLE", "compiler_params", "gather", "interleave", "owned", "pl_triton",
+__all__ = ["AVAILABLE", "call", "gather", "interleave", "owned", "pl_triton",
            "planes", "reflect101", "round_half_even", "store_planes", "tile", "tile_start",
            "to_uint8"]
 
@@ -116,7 +116,11 @@ def to_uint8(v):
     return to_dtype(v, jnp.uint8, rounding=round_half_even)
 
 
-def compiler_params(num_warps: int):
-    """Triton's compile options, which also select Triton over Mosaic GPU (JAX's default for
-    ``pallas_call`` on a GPU): the kernels are written in Triton's model."""
-    return pl_triton.CompilerParams(num_warps=num_warps, num_stages=1)
+def call(kernel, out_shape, grid, args, *, num_warps: int, interpret: bool, **options):
+    """``pl.pallas_call(kernel, ...)(*args)`` with Triton's compile options (``num_warps``, one
+    stage), which also select Triton over Mosaic GPU (JAX's default on a GPU): the kernels are
+    written in Triton's model. ``interpret``: Pallas' interpreter (CPU, tests)."""
+    return pl.pallas_call(kernel, out_shape=out_shape, grid=grid, interpret=interpret,
+                          compiler_params=pl_triton.CompilerParams(num_warps=num_warps,
+                                                                   num_stages=1),
+                          **options)(*args)

@@ -24,7 +24,7 @@ from jax.experimental import pallas as pl
 from augjax.kernels.grid_sample import bilinear_taps, elastic_source, fill_blend, nearest_tap
 from augjax.kernels.pallas import (
     AVAILABLE,
-    compiler_params,
+    call,
     gather,
     round_half_even,
     store_planes,
@@ -98,14 +98,11 @@ def _call(body, image, inputs, pixels, interpolation, fill, interpret):
     block = tile(pixels, BLOCK)
     fill_v = (jnp.zeros((c,), jnp.float32) if fill is None
               else jnp.broadcast_to(jnp.asarray(fill, jnp.float32), (c,)))
-    return pl.pallas_call(
-        functools.partial(body, h=h, w=w, c=c, pixels=pixels, block=block,
-                          interpolation=interpolation, fill=fill is not None),
-        out_shape=jax.ShapeDtypeStruct((pixels * c,), image.dtype),
-        grid=(pl.cdiv(pixels, block),),
-        interpret=interpret,
-        compiler_params=compiler_params(NUM_WARPS),
-    )(fill_v, *inputs, image.reshape(h * w * c))
+    return call(functools.partial(body, h=h, w=w, c=c, pixels=pixels, block=block,
+                                  interpolation=interpolation, fill=fill is not None),
+                jax.ShapeDtypeStruct((pixels * c,), image.dtype), (pl.cdiv(pixels, block),),
+                (fill_v, *inputs, image.reshape(h * w * c)), num_warps=NUM_WARPS,
+                interpret=interpret)
 
 
 def sample_kernel(image: jax.Array, x: jax.Array, y: jax.Array, interpolation: str,

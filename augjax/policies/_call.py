@@ -64,6 +64,7 @@ def data_first(name: str, policy: type) -> Callable[..., Any]:
 
     build.__name__ = build.__qualname__ = name
     build.__module__ = policy.__module__
+    build.policy = policy  # the class (its declared fields)
     build.__signature__ = signature.replace(return_annotation=policy.__name__)
     build.__doc__ = (policy.__doc__ or "").rstrip() + _CALL_DOC.format(name=name)
     return build

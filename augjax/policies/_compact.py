@@ -35,9 +35,9 @@ from augjax.catalog import ImageStats
 from augjax.kernels.pixels import is_int
 from augjax.policies._families import (
     FAMILIES,
+    BatchGroup,
     check_group,
     plan_layer,
-    position,
     run_families_batch,
     run_rest,
 )
@@ -88,12 +88,6 @@ def _put(full_shape_of: Any, idx: jax.Array, values: Any) -> Any:
         values)
 
 
-def _stat_readers(items, pos: jax.Array, name: str) -> jax.Array:
-    """Per sample: whether its chosen member (``pos`` into ``items``, ``(entry, member)``
-    pairs) reads the statistic ``name``."""
-    return jnp.asarray([name in m.reads() for _, m in items])[pos]
-
-
 @functools.lru_cache(maxsize=256)
 def _plan(bound_ops: tuple[Any, ...], integer: bool, shares: tuple[float, ...], batch: int):
     """For each family group: its capacity (0: computed over the whole batch), and for the
@@ -134,30 +128,22 @@ def _rows(mask: jax.Array) -> jax.Array:
     return mask[:, None, None, None]
 
 
-class _Group:
-    """One family group of a layer over a batch: who chose it, and its capacities."""
+class _Group(BatchGroup):
+    """One family group of a layer over a batch, with its capacities."""
 
     def __init__(self, key, items, capacity_, stat_caps, op_index, applied, count):
-        self.kind = key[0]
-        self.items = items
-        self.js = tuple(j for j, _ in items)
+        super().__init__(key, items, op_index, applied, count)
         self.capacity = capacity_
         self.stat_caps = stat_caps
-        chosen, self.pos = position(op_index, self.js, count)
-        self.chosen = chosen & applied
-        self.readers = {name: self.chosen & _stat_readers(items, self.pos, name)
-                        for name, k in stat_caps.items() if k}
+        self.compacted = {name: self.readers(name) for name, k in stat_caps.items() if k}
 
     def fits(self) -> jax.Array:
         ok = jnp.bool_(True)
         if self.capacity:
             ok = ok & (jnp.sum(self.chosen) <= self.capacity)
-        for name, mask in self.readers.items():
+        for name, mask in self.compacted.items():
             ok = ok & (jnp.sum(mask) <= self.stat_caps[name])
         return ok
-
-    def params(self, branches):
-        return tuple(branches[j] for j in self.js)
 
 
 def _merge(out: jax.Array, idx: jax.Array, y: jax.Array) -> jax.Array:
@@ -171,7 +157,7 @@ def _tone(group: _Group, bound_ops, branches, x: jax.Array, out: jax.Array) -> j
     """The tone family over the batch, its statistics from compacted sub-batches."""
     b = x.shape[0]
     preset = {}
-    for name, mask in group.readers.items():
+    for name, mask in group.compacted.items():
         idx = _indices(mask, group.stat_caps[name])
         preset[name] = _put(b, idx, jax.vmap(_stat_fn(name))(_take(x, idx)))
     fn = _family("tone", group.items, bound_ops)

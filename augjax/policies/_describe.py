@@ -14,7 +14,6 @@ from typing import Any
 
 from augjax.errors import OpNotFoundError
 from augjax.policies._augmix import augmix
-from augjax.policies._autoaugment import POLICIES as AUTO_AUGMENT_POLICIES
 from augjax.policies._autoaugment import auto_augment
 from augjax.policies._magnitude import MagnitudeMap
 from augjax.policies._randaugment import rand_augment, trivial_augment_wide
@@ -29,13 +28,15 @@ FACTORIES: dict[str, Callable[..., Any]] = {
     "augmix": augmix,
 }
 
-#: The option that selects each policy's reference (and its choices).
-_VARIANTS = {
-    "rand_augment": ("style", ("torchvision", "timm", "dali")),
-    "trivial_augment_wide": ("style", ("torchvision", "dali")),
-    "auto_augment": ("policy", AUTO_AUGMENT_POLICIES),
-    "augmix": ("style", ("torchvision", "timm")),
-}
+#: The option that selects each policy's reference (its choices are the field's declared ones).
+_VARIANTS = {"rand_augment": "style", "trivial_augment_wide": "style", "auto_augment": "policy",
+             "augmix": "style"}
+
+
+def _variant(name: str) -> tuple[str, tuple[str, ...]]:
+    option = _VARIANTS[name]
+    return option, FACTORIES[name].policy.config_params()[option].choices
+
 
 #: The image size at which maps relative to the image side are evaluated for display.
 SIDE = 224
@@ -128,7 +129,7 @@ def describe_policy(name: str, **options: Any) -> dict[str, Any]:
     at = getattr(policy, "m", None) if name == "rand_augment" else None
     if name == "augmix" and policy.style == "timm":
         at = float(policy.severity)
-    variant, choices = _VARIANTS[name]
+    variant, choices = _variant(name)
     out = {
         "name": name,
         "kind": "policy",
@@ -153,5 +154,5 @@ def describe_policy(name: str, **options: Any) -> dict[str, Any]:
 
 def policy_summaries() -> list[dict[str, Any]]:
     """Name, one-line summary and variants of every policy (``augjax list --policies``)."""
-    return [{"name": name, "summary": _summary(f), "variant": _VARIANTS[name][0],
-             "choices": list(_VARIANTS[name][1])} for name, f in FACTORIES.items()]
+    return [{"name": name, "summary": _summary(f), "variant": _variant(name)[0],
+             "choices": list(_variant(name)[1])} for name, f in FACTORIES.items()]

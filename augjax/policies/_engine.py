@@ -4,13 +4,14 @@ applying one *layer* (one op chosen per sample among the space, with its magnitu
 A layer's per-sample decisions are four scalars: ``op`` (index into the space), ``level``
 (float32), ``negative`` (the sign of signed maps) and ``applied``, and ``branches``: every
 entry's params at that layer (the entry's magnitude value already in its op's parameter, and
-whatever else the op draws), so that a replay needs no key. Over a batch, a layer computes
-only each sample's chosen op: on CUDA for uint8 images as two Pallas kernels that branch per
-image (:mod:`augjax.policies._fused`), elsewhere off CPU each family of ops once on the
-compacted sub-batch of the samples that chose it (one warp, one blend, one level map;
-:mod:`augjax.policies._compact`), and on a CPU sample by sample through a real conditional
-(see :func:`run_layer`); one compiled program serves every sample's choice.
-:func:`run_layer_switch` is the per-op switch over the whole space (the reference).
+whatever else the op draws), so that a replay needs no key. Over a batch (a select would
+compute every choice for every sample), a layer computes only each sample's chosen op: on
+CUDA for uint8 images whose op space qualifies as two Pallas kernels that branch per image
+(:mod:`augjax.policies._fused`), elsewhere off CPU each family of ops once on the compacted
+sub-batch of the samples that chose it (one warp, one blend, one level map;
+:mod:`augjax.policies._compact`), and on a CPU, where a loop costs little beside an op,
+sample by sample through a real conditional; one compiled program serves every sample's
+choice. :func:`run_layer_switch` is the per-op switch over the whole space (the reference).
 """
 
 from __future__ import annotations
@@ -158,17 +159,10 @@ def draw_branches(entries, bound, levels: Levels, level: jax.Array, negative: ja
 def run_layer(entries, bound, op_index: jax.Array, applied: jax.Array, branches: tuple[Any, ...],
               image: jax.Array, owner: str, shares: tuple[float, ...] | None = None
               ) -> jax.Array:
-    """One layer on one HWC image: the chosen op with its params, where ``applied``.
-
-    Over a batch (under ``vmap``) the samples' choices differ, and a select over the choices
-    computes every one of them for every sample. On CUDA a uint8 layer whose op space
-    qualifies (:func:`augjax.policies._fused.supported`) runs as Pallas kernels in which each
-    image branches to its own op; other GPU layers compute each family of ops once, on the
-    sub-batch of the samples that chose it (:mod:`augjax.policies._compact`: one warp, one
-    blend, one level map; ``shares``, each entry's probability of being chosen and applied,
-    sizes the sub-batches); on a CPU, where a loop costs little and each op is many times the
-    cost of the loop, the samples go one by one and each computes only its chosen op (a real
-    conditional). Every way gives the pixels of the chosen op applied alone."""
+    """One layer on one HWC image: the chosen op with its params, where ``applied``. Over a
+    batch (under ``vmap``) it runs in the form :data:`LAYER` selects (the module docstring);
+    ``shares``, each entry's probability of being chosen and applied, sizes the compacted
+    sub-batches. Every form gives the pixels of the chosen op applied alone."""
     mode = LAYER
     if mode == "switch":
         return run_layer_switch(entries, bound, op_index, applied, branches, image, owner)

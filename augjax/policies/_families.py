@@ -34,8 +34,9 @@ from augjax.kernels.pixels import bound, is_int, mix, to_dtype
 from augjax.kernels.warp import check_fill, warp_affine
 from augjax.kernels.warp_pil import warp_affine_pil
 
-__all__ = ["FAMILIES", "affine_coeffs", "affine_exact", "check_group", "entry_fn", "plan_layer",
-           "position", "run_families", "run_families_batch", "run_rest", "switch", "tone_table"]
+__all__ = ["FAMILIES", "BatchGroup", "affine_coeffs", "affine_exact", "blend_choice",
+           "check_group", "entry_fn", "plan_layer", "position", "run_families",
+           "run_families_batch", "run_rest", "switch", "tone_table"]
 
 #: The family an op with several members joins, per image kind: on uint8 a level map is one
 #: table lookup (cheaper than a blend); on float32 brightness and contrast blend.
@@ -128,13 +129,19 @@ def _affine(image: jax.Array, items, pos: jax.Array, chosen: jax.Array) -> jax.A
     return out if code is None else exact_paths(image, out, code)
 
 
+def blend_choice(items, pos: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """The chosen blend member's factor (float32) and degenerate image's code (int32, its
+    index in ``_DEGENERATES``)."""
+    f = _pick([jnp.asarray(p[m.param], jnp.float32) for _, p, m in items], pos)
+    return f, _pick([jnp.int32(_DEGENERATES.index(m.degenerate)) for _, _, m in items], pos)
+
+
 def _blend(image: jax.Array, items, pos: jax.Array, chosen: jax.Array) -> jax.Array:
     dtype = image.dtype
     x = image.astype(jnp.float32)
     h, w = x.shape[:2]
     kinds = {m.degenerate for _, _, m in items}
-    f = _pick([jnp.asarray(p[m.param], jnp.float32) for _, p, m in items], pos)
-    kind = _pick([jnp.int32(_DEGENERATES.index(m.degenerate)) for _, _, m in items], pos)
+    f, kind = blend_choice(items, pos)
     stats = ImageStats(image)
     d = jnp.float32(0.0)
     if "mean" in kinds:
@@ -254,6 +261,25 @@ def entry_fn(entries, bound_ops, j: int, params: Any, owner: str):
 def switch(index: jax.Array, fns, x: jax.Array) -> jax.Array:
     """``fns[index](x)``: a ``lax.switch``, or the call where there is one function."""
     return fns[0](x) if len(fns) == 1 else jax.lax.switch(index, fns, x)
+
+
+class BatchGroup:
+    """One family group of a layer over a batch (``op_index`` and ``applied`` ``(B,)``): who
+    chose it (``chosen``, applied too), the chosen member's position ``pos``."""
+
+    def __init__(self, key, items, op_index: jax.Array, applied: jax.Array, count: int):
+        self.kind, self.items = key[0], items
+        self.js = tuple(j for j, _ in items)
+        chosen, self.pos = position(op_index, self.js, count)
+        self.chosen = chosen & applied
+
+    def params(self, branches):
+        """The group's entries' params, in ``items`` order."""
+        return tuple(branches[j] for j in self.js)
+
+    def readers(self, name: str) -> jax.Array:
+        """Per sample: whether it chose a member that reads the statistic ``name``."""
+        return self.chosen & jnp.asarray([name in m.reads() for _, m in self.items])[self.pos]
 
 
 def check_group(entries, bound_ops, items, image: jax.Array, owner: str) -> None:

@@ -23,18 +23,18 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from augjax.kernels.histogram import equalize_lut
+from augjax.kernels.histogram import equalize_lut, histogram
 from augjax.kernels.pixels import mean_of_sum
 from augjax.kernels.grid_sample import grid_rows
 from augjax.kernels.warp import check_fill
 from augjax.kernels.warp_pil import fixed_affine, split_coefficient
 from augjax.policies._families import (
-    _pick,
+    BatchGroup,
     affine_coeffs,
     affine_exact,
+    blend_choice,
     check_group,
     plan_layer,
-    position,
     run_rest,
     tone_table,
 )
@@ -43,8 +43,9 @@ __all__ = ["run_fused", "supported"]
 
 #: Bits of the statistics pass, by the ImageStats name that reads them.
 _READS = {"equalize": 1, "range": 2, "gray_mean": 4}
-#: The kernel's blend kinds (``_layer_kernel.GRAY``, ``SMOOTH``) by degenerate image.
-_KINDS = {"gray": 2, "smooth": 3}
+#: The blend members' degenerate images the kernel computes (their codes of
+#: :func:`~augjax.policies._families.blend_choice` are ``_layer_kernel.GRAY`` and ``SMOOTH``).
+_KINDS = ("gray", "smooth")
 
 
 def _kernels():
@@ -108,14 +109,12 @@ def run_fused(entries, bound_ops, op_index: jax.Array, applied: jax.Array,
     fill, interpolation, convention, exact = None, "nearest", "torchvision", False
     for key, items in groups:
         check_group(entries, bound_ops, items, images[0], owner)
-        chosen, pos = jax.vmap(lambda o, js=tuple(j for j, _ in items): position(o, js, count))(
-            op_index)
-        chosen = chosen & applied
+        group = BatchGroup(key, items, op_index, applied, count)
+        chosen, pos, params = group.chosen, group.pos, group.params(branches)
         members = [(bound_ops[j], m) for j, m in items]
-        params = tuple(branches[j] for j, _ in items)
         if key[0] == "tone":
             code = jnp.where(chosen, K.TONE, code)
-            lut = _tables(images, members, params, pos, chosen, interpret)
+            lut = _tables(images, group, members, params, interpret)
         elif key[0] == "affine":
             code = jnp.where(chosen, K.AFFINE, code)
             cfg = members[0][0].kwargs
@@ -129,10 +128,8 @@ def run_fused(entries, bound_ops, op_index: jax.Array, applied: jax.Array,
             code = jnp.where(chosen, K.BLEND, code)
 
             def blend(p, pos_, members=members):
-                f = _pick([jnp.asarray(pp[m.param], jnp.float32)
-                           for (_, m), pp in zip(members, p)], pos_)
-                kind = _pick([jnp.float32(_KINDS[m.degenerate]) for _, m in members], pos_)
-                return jnp.stack([f, kind])
+                f, kind = blend_choice(_items(members, p), pos_)
+                return jnp.stack([f, kind.astype(jnp.float32)])
 
             par = par.at[:, 6:8].set(jax.vmap(blend)(params, pos))
     kernel = functools.partial(K.layer_kernel, fill=fill, interpolation=interpolation,
@@ -145,6 +142,11 @@ def run_fused(entries, bound_ops, op_index: jax.Array, applied: jax.Array,
     return out
 
 
+def _items(members, params):
+    """The family functions' ``(op, params, member)`` items of a group's members."""
+    return [(op, p, m) for (op, m), p in zip(members, params)]
+
+
 def warp_params(members, params, pos, convention: str, h: int, w: int):
     """Each sample's warp scalars for the kernel: ``(par, ipar, exact)`` with ``par``
     ``(B, 14)`` float32 (the 6 coefficients, then PIL's 8 split coefficients), ``ipar``
@@ -153,7 +155,7 @@ def warp_params(members, params, pos, convention: str, h: int, w: int):
     exact = any(m.exact is not None for _, m in members) and convention == "pil"
 
     def one(p, pos_):
-        items = [(op, pp, m) for (op, m), pp in zip(members, p)]
+        items = _items(members, p)
         a = affine_coeffs(items, pos_, h, w)
         if convention != "pil":
             grid = jnp.concatenate(grid_rows(a, h, w))
@@ -170,7 +172,7 @@ def warp_params(members, params, pos, convention: str, h: int, w: int):
     return fpar, ipar, exact
 
 
-def _tables(images, members, params, pos, chosen, interpret):
+def _tables(images, group, members, params, interpret):
     """Each sample's chosen tone table ``(B, 256, C)``, the statistics from the kernel
     (the :class:`~augjax.catalog._fuse.ImageStats` names of :data:`_READS`)."""
     K = _kernels()
@@ -178,20 +180,21 @@ def _tables(images, members, params, pos, chosen, interpret):
     names = sorted({n for _, m in members for n in m.reads()})
     reads = jnp.zeros((b,), jnp.int32)
     for name in names:
-        readers = jnp.asarray([name in m.reads() for _, m in members])[pos] & chosen
-        reads = reads | jnp.where(readers, _READS[name], 0)
+        reads = reads | jnp.where(group.readers(name), _READS[name], 0)
     preset = {}
     if names:
+        stats = K.histogram_pallas
         hist, lo, hi, gray = jax.vmap(
-            functools.partial(K.stats_kernel, interpret=interpret))(images, reads)
+            functools.partial(stats.stats_kernel, interpret=interpret))(images, reads)
         if "equalize" in names:
+            if not stats.AVAILABLE:  # this JAX's Triton has no histogram: XLA counts
+                hist = jax.vmap(lambda x, r: histogram(x, needed=(r & 1) != 0))(images, reads)
             preset["equalize"] = jax.vmap(equalize_lut)(hist)
         if "range" in names:
             preset["range"] = (lo.astype(jnp.float32), hi.astype(jnp.float32))
         if "gray_mean" in names:  # augjax.kernels.pixels.mean_gray's integer form
             preset["gray_mean"] = mean_of_sum(gray, h * w)
     def one(image, p, pos_, chosen_, preset_):
-        items = [(op, pp, m) for (op, m), pp in zip(members, p)]
-        return tone_table(image, items, pos_, chosen_, preset_)
+        return tone_table(image, _items(members, p), pos_, chosen_, preset_)
 
-    return jax.vmap(one)(images, params, pos, chosen, preset).astype(jnp.int32)
+    return jax.vmap(one)(images, params, group.pos, group.chosen, preset).astype(jnp.int32)

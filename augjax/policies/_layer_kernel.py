@@ -37,10 +37,9 @@ from jax import lax
 from jax.experimental import pallas as pl
 
 from augjax.kernels import histogram_pallas
-from augjax.kernels.histogram import histogram
 from augjax.kernels.pallas import (
     AVAILABLE,
-    compiler_params,
+    call,
     gather,
     pl_triton,
     planes,
@@ -53,19 +52,7 @@ from augjax.catalog.tone import sharpen_step, smoothed
 from augjax.kernels.pixels import mix, planes_gray, to_dtype
 from augjax.policies._layer_warps import warp_pil, warp_torchvision
 
-__all__ = ["AFFINE", "AVAILABLE", "BLEND", "KEEP", "TONE", "layer_kernel",
-           "stats_kernel"]
-
-def stats_kernel(image: jax.Array, reads: jax.Array, interpret: bool = False):
-    """:func:`augjax.kernels.histogram_pallas.stats_kernel`, its histogram counted by XLA's
-    :func:`augjax.kernels.histogram` where this JAX's Triton lowering has none (the kernel
-    then reads only the range and the gray sum)."""
-    if histogram_pallas.AVAILABLE:
-        return histogram_pallas.stats_kernel(image, reads, interpret)
-    reads = jnp.asarray(reads, jnp.int32)
-    _, lo, hi, gray = histogram_pallas.stats_kernel(image, reads, interpret, count=False)
-    return histogram(image, needed=(reads & 1) != 0), lo, hi, gray
-
+__all__ = ["AFFINE", "AVAILABLE", "BLEND", "KEEP", "TONE", "histogram_pallas", "layer_kernel"]
 
 #: The per-image op codes of :func:`layer_kernel`.
 KEEP, TONE, AFFINE, BLEND = range(4)
@@ -186,13 +173,8 @@ def layer_kernel(image: jax.Array, code: jax.Array, par: jax.Array, ipar: jax.Ar
                                interpolation=interpolation, fill=fill is not None,
                                convention=convention, exact=exact)
     fill_arg = jnp.zeros((c,), jnp.float32) if fill is None else fill.astype(jnp.float32)
-    out = pl.pallas_call(
-        kernel,
-        out_shape=jax.ShapeDtypeStruct((pixels * c,), image.dtype),
-        grid=(pl.cdiv(pixels, block),),
-        interpret=interpret,
-        compiler_params=compiler_params(NUM_WARPS),
-    )(jnp.reshape(code, (1,)).astype(jnp.int32), par.astype(jnp.float32),
-      ipar.astype(jnp.int32), lut.reshape(256 * c).astype(jnp.int32), fill_arg,
-      image.reshape(pixels * c))
+    out = call(kernel, jax.ShapeDtypeStruct((pixels * c,), image.dtype), (pl.cdiv(pixels, block),),
+               (jnp.reshape(code, (1,)).astype(jnp.int32), par.astype(jnp.float32),
+                ipar.astype(jnp.int32), lut.reshape(256 * c).astype(jnp.int32), fill_arg,
+                image.reshape(pixels * c)), num_warps=NUM_WARPS, interpret=interpret)
     return out.reshape(h, w, c)

@@ -49,10 +49,26 @@ from augjax.policies._engine import Levels, draw_level
 __all__ = ["RandAugment", "TrivialAugmentWide", "rand_augment", "trivial_augment_wide"]
 
 
-def _entries(space, names: tuple[str, ...], owner: str):
-    """The entries named ``names``: the style's own, or registered ops by their names."""
+def _check_ops(policy, space, default=None) -> None:
+    """Validates and sets ``ops`` (the style's names or registered ops; None: ``default``, or
+    the whole space) and ``exclude`` (the style's names); some op must be left."""
+    own, valid = policy.kind, tuple(e.name for e in space)
+    if policy.ops is not None:
+        policy._set("ops", check_names(own, "ops", policy.ops, valid, registered=True))
+    elif default is not None:
+        policy._set("ops", tuple(default))
+    policy._set("exclude", check_names(own, "exclude", policy.exclude, valid))
+    if not policy.entries:
+        raise ParamError(f"{own}: no op left after 'exclude'", op=own, param="exclude")
+
+
+def _entries(policy, space):
+    """The entries of ``ops`` but ``exclude``: the style's own, or registered ops by their
+    names."""
     table = {e.name: e for e in space}
-    return tuple(table[n] if n in table else registered_entry(n, owner) for n in names)
+    names = policy.ops if policy.ops is not None else tuple(table)
+    return tuple(table[n] if n in table else registered_entry(n, policy.kind)
+                 for n in names if n not in policy.exclude)
 
 
 def _space_for(style: str, increasing: bool, translate_const: float, translate_pct: float):
@@ -133,15 +149,7 @@ class RandAugment(LayeredPolicy):
                              f"'timm'), got {self.increasing!r}", op=own, param="increasing")
         self._set("increasing", inc)
         self._geometry(self.style)
-        space, default = _space_for(self.style, inc, self.translate_const, self.translate_pct)
-        valid = tuple(e.name for e in space)
-        if self.ops is not None:
-            self._set("ops", check_names(own, "ops", self.ops, valid, registered=True))
-        elif timm:
-            self._set("ops", tuple(default))
-        self._set("exclude", check_names(own, "exclude", self.exclude, valid))
-        if not self.entries:
-            raise ParamError(f"{own}: no op left after 'exclude'", op=own, param="exclude")
+        _check_ops(self, *_space_for(self.style, inc, self.translate_const, self.translate_pct))
         if self.weights is not None:
             ws = self._check("weights")
             if len(ws) != len(self.entries) or sum(ws) <= 0:
@@ -156,10 +164,8 @@ class RandAugment(LayeredPolicy):
 
     @functools.cached_property
     def entries(self):
-        space, _ = _space_for(self.style, self.increasing, self.translate_const,
-                              self.translate_pct)
-        names = self.ops if self.ops is not None else tuple(e.name for e in space)
-        return _entries(space, tuple(n for n in names if n not in self.exclude), self.kind)
+        return _entries(self, _space_for(self.style, self.increasing, self.translate_const,
+                                         self.translate_pct)[0])
 
     @functools.cached_property
     def levels(self) -> Levels:
@@ -254,15 +260,9 @@ class TrivialAugmentWide(LayeredPolicy):
     kind = "trivial_augment_wide"
 
     def __post_init__(self) -> None:
-        own = self.kind
         self._check("style", "num_magnitude_bins")
         self._geometry(self.style)
-        valid = tuple(e.name for e in self._space())
-        if self.ops is not None:
-            self._set("ops", check_names(own, "ops", self.ops, valid, registered=True))
-        self._set("exclude", check_names(own, "exclude", self.exclude, valid))
-        if not self.entries:
-            raise ParamError(f"{own}: no op left after 'exclude'", op=own, param="exclude")
+        _check_ops(self, self._space())
         self._bind_now()
 
     def _space(self):
@@ -271,9 +271,7 @@ class TrivialAugmentWide(LayeredPolicy):
 
     @functools.cached_property
     def entries(self):
-        names = self.ops if self.ops is not None else tuple(e.name for e in self._space())
-        return _entries(self._space(), tuple(n for n in names if n not in self.exclude),
-                        self.kind)
+        return _entries(self, self._space())
 
     @functools.cached_property
     def levels(self) -> Levels:

@@ -122,35 +122,51 @@ TV_AUGMIX = _tv_space(translate=("rel", 1.0 / 3.0), posterize=(4, 0), identity=F
 TV_AUGMIX_PARTIAL = _tv_space(translate=("rel", 1.0 / 3.0), posterize=(4, 0), identity=False,
                               enhance_ops=False)
 
+#: AutoAugment's ImageNet sub-policies as timm's ``"original"`` lists them: ((name,
+#: probability, level), ...), with a level for the ops without a magnitude too (unused).
+#: torchvision's ``"imagenet"`` is the same table, its ``Posterize`` timm's
+#: ``PosterizeOriginal`` and None where an op takes no magnitude.
+_ORIGINAL = (
+    (("PosterizeOriginal", 0.4, 8), ("Rotate", 0.6, 9)),
+    (("Solarize", 0.6, 5), ("AutoContrast", 0.6, 5)),
+    (("Equalize", 0.8, 8), ("Equalize", 0.6, 3)),
+    (("PosterizeOriginal", 0.6, 7), ("PosterizeOriginal", 0.6, 6)),
+    (("Equalize", 0.4, 7), ("Solarize", 0.2, 4)),
+    (("Equalize", 0.4, 4), ("Rotate", 0.8, 8)),
+    (("Solarize", 0.6, 3), ("Equalize", 0.6, 7)),
+    (("PosterizeOriginal", 0.8, 5), ("Equalize", 1.0, 2)),
+    (("Rotate", 0.2, 3), ("Solarize", 0.6, 8)),
+    (("Equalize", 0.6, 8), ("PosterizeOriginal", 0.4, 6)),
+    (("Rotate", 0.8, 8), ("Color", 0.4, 0)),
+    (("Rotate", 0.4, 9), ("Equalize", 0.6, 2)),
+    (("Equalize", 0.0, 7), ("Equalize", 0.8, 8)),
+    (("Invert", 0.6, 4), ("Equalize", 1.0, 8)),
+    (("Color", 0.6, 4), ("Contrast", 1.0, 8)),
+    (("Rotate", 0.8, 8), ("Color", 1.0, 2)),
+    (("Color", 0.8, 8), ("Solarize", 0.8, 7)),
+    (("Sharpness", 0.4, 7), ("Invert", 0.6, 8)),
+    (("ShearX", 0.6, 5), ("Equalize", 1.0, 9)),
+    (("Color", 0.4, 0), ("Equalize", 0.6, 3)),
+    (("Equalize", 0.4, 7), ("Solarize", 0.2, 4)),
+    (("Solarize", 0.6, 5), ("AutoContrast", 0.6, 5)),
+    (("Invert", 0.6, 4), ("Equalize", 1.0, 8)),
+    (("Color", 0.6, 4), ("Contrast", 1.0, 8)),
+    (("Equalize", 0.8, 8), ("Equalize", 0.6, 3)),
+)
+
+
+def _renamed(policy, names: dict[str, str], levels: bool = True):
+    """``policy`` with its ops renamed by ``names``; ``levels=False``: None for the level of
+    an op without a magnitude (torchvision's form of a table)."""
+    return tuple(tuple((names.get(n, n), p, m if levels or n not in _NO_MAGNITUDE else None)
+                       for n, p, m in sub) for sub in policy)
+
+
+_NO_MAGNITUDE = ("AutoContrast", "Equalize", "Invert")
+
 #: torchvision AutoAugment sub-policies: ((name, probability, bin or None), ...), 10 bins.
 TV_POLICIES = {
-    "imagenet": (
-        (("Posterize", 0.4, 8), ("Rotate", 0.6, 9)),
-        (("Solarize", 0.6, 5), ("AutoContrast", 0.6, None)),
-        (("Equalize", 0.8, None), ("Equalize", 0.6, None)),
-        (("Posterize", 0.6, 7), ("Posterize", 0.6, 6)),
-        (("Equalize", 0.4, None), ("Solarize", 0.2, 4)),
-        (("Equalize", 0.4, None), ("Rotate", 0.8, 8)),
-        (("Solarize", 0.6, 3), ("Equalize", 0.6, None)),
-        (("Posterize", 0.8, 5), ("Equalize", 1.0, None)),
-        (("Rotate", 0.2, 3), ("Solarize", 0.6, 8)),
-        (("Equalize", 0.6, None), ("Posterize", 0.4, 6)),
-        (("Rotate", 0.8, 8), ("Color", 0.4, 0)),
-        (("Rotate", 0.4, 9), ("Equalize", 0.6, None)),
-        (("Equalize", 0.0, None), ("Equalize", 0.8, None)),
-        (("Invert", 0.6, None), ("Equalize", 1.0, None)),
-        (("Color", 0.6, 4), ("Contrast", 1.0, 8)),
-        (("Rotate", 0.8, 8), ("Color", 1.0, 2)),
-        (("Color", 0.8, 8), ("Solarize", 0.8, 7)),
-        (("Sharpness", 0.4, 7), ("Invert", 0.6, None)),
-        (("ShearX", 0.6, 5), ("Equalize", 1.0, None)),
-        (("Color", 0.4, 0), ("Equalize", 0.6, None)),
-        (("Equalize", 0.4, None), ("Solarize", 0.2, 4)),
-        (("Solarize", 0.6, 5), ("AutoContrast", 0.6, None)),
-        (("Invert", 0.6, None), ("Equalize", 1.0, None)),
-        (("Color", 0.6, 4), ("Contrast", 1.0, 8)),
-        (("Equalize", 0.8, None), ("Equalize", 0.6, None)),
-    ),
+    "imagenet": _renamed(_ORIGINAL, {"PosterizeOriginal": "Posterize"}, levels=False),
     "cifar10": (
         (("Invert", 0.1, None), ("Contrast", 0.2, 6)),
         (("Rotate", 0.7, 2), ("TranslateX", 0.3, 9)),
@@ -319,11 +335,9 @@ def timm_ops(translate_const: float = 250, translate_pct: float = 0.45) -> dict[
 TIMM_RAND = ("AutoContrast", "Equalize", "Invert", "Rotate", "Posterize", "Solarize",
              "SolarizeAdd", "Color", "Contrast", "Brightness", "Sharpness", "ShearX", "ShearY",
              "TranslateXRel", "TranslateYRel")
-#: timm ``_RAND_INCREASING_TRANSFORMS`` (``inc1``).
-TIMM_RAND_INCREASING = ("AutoContrast", "Equalize", "Invert", "Rotate", "PosterizeIncreasing",
-                        "SolarizeIncreasing", "SolarizeAdd", "ColorIncreasing",
-                        "ContrastIncreasing", "BrightnessIncreasing", "SharpnessIncreasing",
-                        "ShearX", "ShearY", "TranslateXRel", "TranslateYRel")
+#: timm ``_RAND_INCREASING_TRANSFORMS`` (``inc1``): the ops with an increasing form take it.
+TIMM_RAND_INCREASING = tuple(f"{n}Increasing" if n in ("Posterize", "Solarize", "Color",
+                             "Contrast", "Brightness", "Sharpness") else n for n in TIMM_RAND)
 #: timm ``_RAND_3A`` (``t3a``).
 TIMM_RAND_3A = ("SolarizeIncreasing", "Desaturate", "GaussianBlur")
 #: timm ``_RAND_WEIGHTED_3A`` (``t3aw``): weighted choice without replacement.
@@ -373,45 +387,14 @@ _V0 = (
     (("Solarize", 0.6, 8), ("Equalize", 0.6, 1)),
     (("Color", 0.8, 6), ("Rotate", 0.4, 5)),
 )
-_ORIGINAL = (
-    (("PosterizeOriginal", 0.4, 8), ("Rotate", 0.6, 9)),
-    (("Solarize", 0.6, 5), ("AutoContrast", 0.6, 5)),
-    (("Equalize", 0.8, 8), ("Equalize", 0.6, 3)),
-    (("PosterizeOriginal", 0.6, 7), ("PosterizeOriginal", 0.6, 6)),
-    (("Equalize", 0.4, 7), ("Solarize", 0.2, 4)),
-    (("Equalize", 0.4, 4), ("Rotate", 0.8, 8)),
-    (("Solarize", 0.6, 3), ("Equalize", 0.6, 7)),
-    (("PosterizeOriginal", 0.8, 5), ("Equalize", 1.0, 2)),
-    (("Rotate", 0.2, 3), ("Solarize", 0.6, 8)),
-    (("Equalize", 0.6, 8), ("PosterizeOriginal", 0.4, 6)),
-    (("Rotate", 0.8, 8), ("Color", 0.4, 0)),
-    (("Rotate", 0.4, 9), ("Equalize", 0.6, 2)),
-    (("Equalize", 0.0, 7), ("Equalize", 0.8, 8)),
-    (("Invert", 0.6, 4), ("Equalize", 1.0, 8)),
-    (("Color", 0.6, 4), ("Contrast", 1.0, 8)),
-    (("Rotate", 0.8, 8), ("Color", 1.0, 2)),
-    (("Color", 0.8, 8), ("Solarize", 0.8, 7)),
-    (("Sharpness", 0.4, 7), ("Invert", 0.6, 8)),
-    (("ShearX", 0.6, 5), ("Equalize", 1.0, 9)),
-    (("Color", 0.4, 0), ("Equalize", 0.6, 3)),
-    (("Equalize", 0.4, 7), ("Solarize", 0.2, 4)),
-    (("Solarize", 0.6, 5), ("AutoContrast", 0.6, 5)),
-    (("Invert", 0.6, 4), ("Equalize", 1.0, 8)),
-    (("Color", 0.6, 4), ("Contrast", 1.0, 8)),
-    (("Equalize", 0.8, 8), ("Equalize", 0.6, 3)),
-)
-
-
-def _rename(policy, old: str, new: str):
-    return tuple(tuple((new if n == old else n, p, m) for n, p, m in sub) for sub in policy)
 
 
 #: timm AutoAugment policies: ((name, probability, level 0..10), ...).
 TIMM_POLICIES = {
     "v0": _V0,
-    "v0r": _rename(_V0, "Posterize", "PosterizeIncreasing"),
+    "v0r": _renamed(_V0, {"Posterize": "PosterizeIncreasing"}),
     "original": _ORIGINAL,
-    "originalr": _rename(_ORIGINAL, "PosterizeOriginal", "PosterizeIncreasing"),
+    "originalr": _renamed(_ORIGINAL, {"PosterizeOriginal": "PosterizeIncreasing"}),
     "3a": ((("Solarize", 1.0, 5),), (("Desaturate", 1.0, 10),), (("GaussianBlurRand", 1.0, 10),)),
 }
 

@@ -153,7 +153,7 @@ def test_only_uint8_images_of_one_or_three_channels_qualify():
 
 
 def test_the_statistics_kernel_reads_only_what_is_asked():
-    from augjax.policies._layer_kernel import stats_kernel
+    from augjax.kernels.histogram_pallas import stats_kernel
 
     x = _batch(np.uint8, n=4, h=12, w=40, seed=6)
     reads = jnp.asarray([7, 2, 4, 0], jnp.int32)
@@ -173,6 +173,24 @@ def test_the_statistics_kernel_reads_only_what_is_asked():
         assert gray[i] == int(g[i].sum())
 
 
+def test_without_tritons_histogram_the_layer_counts_with_xla(monkeypatch):
+    """Where this JAX's Triton lowering has no histogram, the statistics kernel leaves the
+    counts to XLA's histogram: equalize through the kernels is still the op alone."""
+    from augjax.kernels import histogram_pallas
+
+    monkeypatch.setattr(histogram_pallas, "AVAILABLE", False)
+    policy = augjax.rand_augment(n=1, m=9, ops=["Equalize", "AutoContrast"])
+    x = _batch(np.uint8, n=6, h=24, w=33, seed=3)  # a shape of its own: traced here
+    x[:3, :6] = 40  # one level many times over (PIL equalizes 256 pixels and more)
+    params = policy.sample(x, key=jax.random.key(2))
+    monkeypatch.setattr(_engine, "LAYER", "fused")
+    fused = _fused_chains(policy, "ra")[None]
+    for j, entry in enumerate(policy.space):
+        forced = _forced(params, j)
+        np.testing.assert_array_equal(fused(x, forced), _alone(policy, x, forced),
+                                      err_msg=entry.name)
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(jax.default_backend() != "gpu", reason="needs a CUDA GPU (the kernels)")
 def test_the_kernels_match_the_xla_layer_on_the_gpu(monkeypatch):
@@ -181,7 +199,7 @@ def test_the_kernels_match_the_xla_layer_on_the_gpu(monkeypatch):
     switch on the same GPU, bitwise (PIL's warp convention too: every entry of its policies
     was bitwise on the H200, although the interpreter allows one level on bilinear whole
     levels)."""
-    from augjax.policies._layer_kernel import stats_kernel
+    from augjax.kernels.histogram_pallas import stats_kernel
 
     rng = np.random.default_rng(0)
     x = rng.integers(0, 256, (32, 224, 224, 3), dtype=np.uint8)
