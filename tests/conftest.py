@@ -69,6 +69,22 @@ def pytest_configure(config):
     # their own (or none).
     if not os.environ.get("AUGJAX_CACHE_DIR"):
         os.environ["AUGJAX_CACHE_DIR"] = os.path.join(folder, PROCESS_CACHE)
+    # Python's cyclic collector: tracing and lowering allocate many short-lived objects, and at
+    # the default thresholds (700, 10, 10) the collector ran ~2,300 times in 70 CPU-s of tests,
+    # scanning JAX's, torch's and DALI's objects again each time (5% of the tests' CPU). Fewer
+    # young collections; _release_compiled_programs still collects everything after each module
+    # (the memory mappings of dropped executables), and pytest_collection_finish freezes what
+    # the imports and the collection made (never garbage) out of those full collections.
+    gc.set_threshold(*GC_THRESHOLDS)
+
+
+#: Collector thresholds of the test processes (benchmarks/results/2026-12-05-suite-time.md).
+GC_THRESHOLDS = (100_000, 50, 10)
+
+
+def pytest_collection_finish(session):
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.hookimpl(optionalhook=True)
