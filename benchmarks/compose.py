@@ -218,7 +218,7 @@ def _alone(cache: dict, steps: dict, name: str, start: int = 0):
 #: (``compose(a)``, ``compose(b, start=1)``: the chain's slices; the default) or with their own
 #: (``compose(b)`` alone folds 0 into its key, not 1: the files before 2026-12-05's
 #: ``b16-same-draws`` runs). The cost of some ops depends on their draw: cutmix reads the
-#: partner image inside its box only (B=16, 224^2: 0.94 ms with an empty box, 1.78 with the
+#: partner image inside its box only (B=16, 256^2: 0.94 ms with an empty box, 1.78 with the
 #: whole image), and with key 0 cutmix as the second step drew a box of 35% of the image and
 #: alone one of 14%: flip + cutmix 1.12x, vflip + cutmix 1.10x "its parts" on identical
 #: programs (the chain's fusions are the parts' fusions, one barrier between them).
