@@ -2,7 +2,11 @@
 
 Every ordered pair (a, b) of the 20 ops of ``compose_cases.pair_ops`` runs as one chain,
 ``compose(a, b)``, against the two ops alone: ``a`` on the batch and ``b`` on ``a``'s output
-(the size and dtype it sees in the chain). The ratio is chain / (a + b) of the medians; the
+(the size and dtype it sees in the chain), each drawing the params it draws in the chain (the
+chain's slices ``chain[0:1]``, ``chain[1:2]``: op j of a chain folds j into its key, so
+``compose(b)`` alone drew other params than ``b`` in the chain, and an op whose cost depends on
+its draw was compared with other work: cutmix's box). The ratio is chain / (a + b) of the
+medians; the
 "paired" ratio is the median over rounds of the same quotient within a round (the chain and its
 two parts alternate in every round, so a load change hits all three). Then the ImageNet training
 chain (random resized crop, flip, colour jitter, normalize) against the sum of its four ops and
@@ -181,7 +185,7 @@ def run_pairs(args, x, labels, key, rows: list[dict], save) -> list[dict]:
         fresh += 1
         try:
             row.update(time_pair(steps[a], steps[b], x, labels, key, args.reps, args.row_ms,
-                                 alone=(_alone(alone, steps, a), _alone(alone, steps, b))))
+                                 alone=(_alone(alone, steps, a), _alone(alone, steps, b, 1))))
         except Exception as err:  # noqa: BLE001  (recorded; the matrix goes on)
             row["error"] = f"{type(err).__name__}: {str(err)[:300]}"
             continue
@@ -194,12 +198,31 @@ def run_pairs(args, x, labels, key, rows: list[dict], save) -> list[dict]:
 RELEASE_EVERY = 20
 
 
-def _alone(cache: dict, steps: dict, name: str):
+def part(step, start: int):
+    """``step`` alone as step ``start`` of a chain: ``compose(step, start=start)`` draws what
+    ``step`` draws there (op j of a chain folds ``start + j`` into its key); with
+    ``--parts own-draws``, ``compose(step)`` (:data:`PARTS`)."""
     import augjax
 
-    if name not in cache:
-        cache[name] = augjax.compose(steps[name])
-    return cache[name]
+    return augjax.compose(step, start=start if PARTS["same_draws"] else 0)
+
+
+def _alone(cache: dict, steps: dict, name: str, start: int = 0):
+    """:func:`part` of the op ``name``, made once per start."""
+    if (name, start) not in cache:
+        cache[(name, start)] = part(steps[name], start)
+    return cache[(name, start)]
+
+
+#: How the two ops alone are called (set by --parts): with the draws they make in the chain
+#: (``compose(a)``, ``compose(b, start=1)``: the chain's slices; the default) or with their own
+#: (``compose(b)`` alone folds 0 into its key, not 1: the files before 2026-12-05's
+#: ``b16-same-draws`` runs). The cost of some ops depends on their draw: cutmix reads the
+#: partner image inside its box only (B=16, 256^2: 0.94 ms with an empty box, 1.78 with the
+#: whole image), and with key 0 cutmix as the second step drew a box of 35% of the image and
+#: alone one of 14%: flip + cutmix 1.12x, vflip + cutmix 1.10x "its parts" on identical
+#: programs (the chain's fusions are the parts' fusions, one barrier between them).
+PARTS = {"same_draws": True}
 
 
 def _out_of_time(args) -> bool:
@@ -230,7 +253,7 @@ def time_pair(first, second, x, labels, key, reps: int, row_ms: float,
     import augjax
 
     chain = augjax.compose(first, second)
-    alone_a, alone_b = alone or (augjax.compose(first), augjax.compose(second))
+    alone_a, alone_b = alone or (part(first, 0), part(second, 1))
     mid, mid_labels = _call(alone_a, x, labels, key)
     fns = [lambda: _call(chain, x, labels, key),
            lambda: _call(alone_a, x, labels, key),
@@ -283,7 +306,6 @@ def recheck(args, rows: list[dict], x, labels, key) -> None:
 
 def run_peers(args, device: str) -> list[dict]:
     """The ImageNet chain: augjax, the sum of its four ops, and each peer, per batch size."""
-    import augjax
     import jax
     import numpy as np
 
@@ -293,7 +315,7 @@ def run_peers(args, device: str) -> list[dict]:
         x = jax.device_put(host, jax.devices(device)[0])
         key = jax.random.key(0)
         chain = imagenet_chain(args.out_size)
-        parts = [augjax.compose(step) for step in chain]
+        parts = [part(step, i) for i, step in enumerate(chain)]  # its draws in the chain
         inputs = [x]
         for part in parts[:-1]:
             inputs.append(part(inputs[-1], key=key))
@@ -455,6 +477,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="keep: glibc keeps freed memory (keep_freed_memory: no program "
                              "pays page faults for the history of the process); glibc: its "
                              "default thresholds")
+    parser.add_argument("--parts", default="same-draws", choices=("same-draws", "own-draws"),
+                        help="the ops alone draw what they draw in the chain (compose(b, "
+                             "start=1)), or their own params (compose(b): the files before "
+                             "2026-12-05's same-draws runs)")
     parser.add_argument("--note", default="", help="recorded in the file (the machine's load)")
     parser.add_argument("--out", default=None,
                         help="the result file (written after every pair: a cut-off run leaves "
@@ -476,6 +502,7 @@ def main(argv: list[str] | None = None) -> int:
     # program timed (augjax's random_resized_crop 5.8 -> 52 ms right after kornia's).
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     CLOCK["fn"] = time.process_time if args.clock == "cpu" else time.perf_counter
+    PARTS["same_draws"] = args.parts == "same-draws"
     args.batch = args.batch or (256 if gpu else 16)
     args.peer_batches = args.peer_batches or ([256] if gpu else [16, 64])
     warnings.simplefilter("ignore")  # normalize's output read by a later op, as a float image
@@ -504,7 +531,7 @@ def main(argv: list[str] | None = None) -> int:
               "versions": {**harness.versions(gpu), **_peer_versions()},
               "config": {"device": args.device, "batch": args.batch, "size": args.size,
                          "out_size": args.out_size, "reps": args.reps, "row_ms": args.row_ms,
-                         "clock": args.clock, "recheck": args.recheck,
+                         "clock": args.clock, "recheck": args.recheck, "parts": args.parts,
                          "malloc": "keep" if kept else "glibc",
                          "dtype": "uint8", "target_ratio": TARGET,
                          "argv": sys.argv[1:] if argv is None else list(argv)},

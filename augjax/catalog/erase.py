@@ -233,12 +233,17 @@ def random_erasing(image, params, *, p, min_area, max_area, min_aspect, max_aspe
         values = jnp.round(values)
     values = values.astype(image.dtype)
     active = params["applied"] & (jnp.arange(n_boxes) < params["count"]) & params["found"]
-    masks = box_mask(height, width, box[:, 0], box[:, 1], box[:, 2], box[:, 3])
+    # Rows of W*C values (row_box_mask): XLA:CPU's loop over them vectorises; over (H, W, C)
+    # its innermost loop had C (3) iterations, one value at a time.
+    masks = row_box_mask(height, width, channels, box[:, 0], box[:, 1], box[:, 2], box[:, 3])
     masks = masks & active[:, None, None]
-    out = image
+    rows = values.shape[1]  # 1 (one colour per box) or H (one per pixel)
+    fills = jnp.broadcast_to(values, (n_boxes, rows, width, channels)).reshape(
+        n_boxes, rows, width * channels)
+    out = image.reshape(height, width * channels)
     for b in range(n_boxes):  # in order: a later box is drawn over an earlier one
-        out = jnp.where(masks[b][..., None], values[b], out)
-    return out
+        out = jnp.where(masks[b], fills[b], out)
+    return out.reshape(image.shape)
 
 
 # -- cutout ------------------------------------------------------------------------------------
