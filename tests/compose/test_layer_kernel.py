@@ -80,13 +80,7 @@ def test_small_and_one_channel_images_through_the_kernels(h, w, c, monkeypatch):
                                                 "Equalize", "AutoContrast", "Contrast"])
     x = _batch(np.uint8, n=6, h=h, w=w, seed=h + c)[..., :c]
     assert supported(tuple(policy.bound), x.shape[1:], x.dtype)
-    params = policy.sample(x, key=jax.random.key(1))
-    monkeypatch.setattr(_engine, "LAYER", "fused")
-    fused = _fused_chains(policy, "ra")[None]
-    for j, entry in enumerate(policy.space):
-        forced = _forced(params, j)
-        np.testing.assert_array_equal(fused(x, forced), _alone(policy, x, forced),
-                                      err_msg=f"{entry.name} on {x.shape}")
+    _each_entry_fused_equals_alone(policy, x, jax.random.key(1), monkeypatch)
 
 
 @pytest.mark.parametrize("size", [(16, 16), (16, 24)], ids=["square", "oblong"])
@@ -182,13 +176,7 @@ def test_without_tritons_histogram_the_layer_counts_with_xla(monkeypatch):
     policy = augjax.rand_augment(n=1, m=9, ops=["Equalize", "AutoContrast"])
     x = _batch(np.uint8, n=6, h=24, w=33, seed=3)  # a shape of its own: traced here
     x[:3, :6] = 40  # one level many times over (PIL equalizes 256 pixels and more)
-    params = policy.sample(x, key=jax.random.key(2))
-    monkeypatch.setattr(_engine, "LAYER", "fused")
-    fused = _fused_chains(policy, "ra")[None]
-    for j, entry in enumerate(policy.space):
-        forced = _forced(params, j)
-        np.testing.assert_array_equal(fused(x, forced), _alone(policy, x, forced),
-                                      err_msg=entry.name)
+    _each_entry_fused_equals_alone(policy, x, jax.random.key(2), monkeypatch)
 
 
 @pytest.mark.gpu
@@ -242,3 +230,15 @@ def test_a_host_with_a_gpu_traces_both_forms_and_runs_the_cpu_one(name, monkeypa
     lowered = jax.jit(jax.vmap(policy.run)).lower(x, params)
     assert "triton" not in lowered.as_text()  # the CUDA branch (Pallas) traced, not lowered
     np.testing.assert_array_equal(np.asarray(lowered.compile()(x, params)), want)
+
+
+def _each_entry_fused_equals_alone(policy, x, key, monkeypatch):
+    """Every entry of ``policy``'s space, forced on the whole batch, through the fused layer
+    (interpreted off CUDA) against the entry's op alone, bitwise."""
+    params = policy.sample(x, key=key)
+    monkeypatch.setattr(_engine, "LAYER", "fused")
+    fused = _fused_chains(policy, "ra")[None]
+    for j, entry in enumerate(policy.space):
+        forced = _forced(params, j)
+        np.testing.assert_array_equal(fused(x, forced), _alone(policy, x, forced),
+                                      err_msg=f"{entry.name} on {x.shape}")
