@@ -1,4 +1,4 @@
-"""Errors that name the fix (issue 37): a pack author's and a user's mistakes each get a typed
+"""Errors that name the fix: a pack author's and a user's mistakes each get a typed
 augjax error saying what is wrong and what to write instead; each test asserts the message's
 content (these messages were, before: a signature with a dangling ``*, )``, "malformed" for the
 README's own spelling, a kernel-signature error, a blamed default, bare ``KeyError``s, silence,
