@@ -251,6 +251,7 @@ def test_cpu_chunks_of_compute_bound_ops_equal_the_whole_batch(n, monkeypatch):
     """On CPU a run of compute-bound ops (color_jitter) goes through the batch in chunks of
     CPU_CHUNK (one chunk, and 19 = 2 x 8 + 3: several and a remainder); the result is the
     whole-batch program's, bit for bit, with memory-bound and batch-level ops around it."""
+    import augjax._runtime.lowering as lowering
     import augjax._runtime.program as program
 
     chain = compose(
@@ -264,9 +265,9 @@ def test_cpu_chunks_of_compute_bound_ops_equal_the_whole_batch(n, monkeypatch):
     )
     x, y = images(n, 20, 24, seed=n), np.arange(n, dtype=np.int32) % 5
     key = jax.random.key(n)
-    assert program.CPU_CHUNK < n or n == 8
+    assert lowering.CPU_CHUNK < n or n == 8
     out, soft = chain(x, y, key=key)
-    monkeypatch.setattr(program, "CPU_CHUNK", 10**6)
+    monkeypatch.setattr(lowering, "CPU_CHUNK", 10**6)
     program.array_program.cache_clear()
     whole, whole_soft = chain(x, y, key=key)
     program.array_program.cache_clear()
