@@ -17,30 +17,6 @@ from pathlib import Path
 
 import pytest
 
-#: XLA:CPU compile options of the test processes and of every process they start (set here,
-#: before JAX starts its backend): no LLVM optimisation and XLA's loop emitters instead of its
-#: fusion emitters. The suite is bound by compiling thousands of distinct small programs, and
-#: these options compile them about 40% faster (benchmarks/results/2026-12-05-suite-time.md).
-#: Floating-point results may then differ from XLA's defaults in the last bit (LLVM contracts
-#: multiply-adds only when it optimises), so the outputs users get are pinned apart:
-#: tests/reliability/test_bitwise_fixture.py records its cases in a fresh process with the
-#: XLA options the suite was started with. ``AUGJAX_TEST_XLA_DEFAULTS=1`` runs the whole suite
-#: with XLA's defaults.
-FAST_COMPILE_FLAGS = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")
-#: The ``XLA_FLAGS`` the suite was started with (before the options above were added).
-STARTING_XLA_FLAGS = "AUGJAX_TEST_STARTING_XLA_FLAGS"
-
-
-def _fast_compile() -> None:
-    if os.environ.get("AUGJAX_TEST_XLA_DEFAULTS", "").lower() in ("1", "true", "yes", "on"):
-        return
-    flags = os.environ.setdefault(STARTING_XLA_FLAGS, os.environ.get("XLA_FLAGS", ""))
-    given = {f.split("=")[0] for f in flags.split()}
-    extra = [f for f in FAST_COMPILE_FLAGS if f.split("=")[0] not in given]
-    os.environ["XLA_FLAGS"] = " ".join([flags, *extra]).strip()
-
-
-_fast_compile()
 sys.path.insert(0, str(Path(__file__).parent))
 pytest.register_assert_rewrite("plugin_site", "helpers")
 

@@ -139,14 +139,6 @@ def abs_diff(a, b) -> np.ndarray:
     return np.abs(np.asarray(a).astype(np.float64) - np.asarray(b).astype(np.float64))
 
 
-def with_xla_flag(flag: str) -> str:
-    """This process's ``XLA_FLAGS`` (the suite's compile options, tests/conftest.py) with
-    ``flag`` added: for the environment of a process a test starts."""
-    import os
-
-    return " ".join([os.environ.get("XLA_FLAGS", ""), flag]).strip()
-
-
 def run_on_two_cpu_devices(tmp_path, source: str) -> None:
     """Runs ``source`` (a script that prints ``ok`` last) in a fresh Python whose JAX sees two
     CPU devices and no other platform; fails with its stderr otherwise."""
@@ -157,7 +149,7 @@ def run_on_two_cpu_devices(tmp_path, source: str) -> None:
     script = tmp_path / "two_cpu_devices.py"
     script.write_text(source)
     env = {**os.environ, "JAX_PLATFORMS": "cpu",
-           "XLA_FLAGS": with_xla_flag("--xla_force_host_platform_device_count=2")}
+           "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
     res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                          env=env, timeout=300, check=False)
     assert res.returncode == 0 and res.stdout.strip().endswith("ok"), res.stderr[-3000:]

@@ -61,7 +61,8 @@ class Recorder:
                      "marked": item.stash.get(MARKED, False), "jax": spent})
 
     def pytest_sessionfinish(self, session):
-        self._write({"event": "end", "cpu": sum(_cpu())})
+        own, kids = _cpu()
+        self._write({"event": "end", "cpu": own + kids, "own": own})
         self.out.close()
 
 
@@ -97,15 +98,23 @@ def _listen(into: collections.Counter) -> None:
     monitoring.register_event_listener(event)
 
 
+def _outside(rows: list[dict]) -> float:
+    """A process's CPU outside its tests (its own, and its children's outside the tests)."""
+    end, ran = rows[-1], [r["cpu"] for r in rows if "id" in r]
+    if not ran:
+        return end.get("own", 0.0)
+    return end["cpu"] - sum(ran)
+
+
 def report(folder: str, top: int = 40) -> str:
     """Per module: CPU-seconds of all its tests and of its slow ones, heaviest first; then the
     totals (tests, fast tier, slow) and the processes' CPU outside their tests."""
     files = [[json.loads(line) for line in f.read_text().splitlines() if line]
              for f in sorted(Path(folder).glob("*.jsonl"))]
     tests = [r for rows in files for r in rows if "id" in r]
-    # each process's CPU outside its tests: imports, collection, xdist's traffic
-    outside = sum(rows[-1]["cpu"] - sum(r["cpu"] for r in rows if "id" in r)
-                  for rows in files if rows and rows[-1].get("event") == "end")
+    # each process's CPU outside its tests: imports, collection, xdist's traffic. xdist's
+    # controller runs no test, and its children are the workers (their own files): its own CPU.
+    outside = sum(_outside(rows) for rows in files if rows and rows[-1].get("event") == "end")
     mods: dict[str, list[float]] = collections.defaultdict(lambda: [0.0, 0, 0.0, 0])
     for r in tests:
         m = mods[r["id"].split("::")[0]]

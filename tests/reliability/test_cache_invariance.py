@@ -20,8 +20,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import with_xla_flag
-
 ROOT = Path(__file__).resolve().parents[2]
 
 SCRIPT = r'''
@@ -75,8 +73,7 @@ def _run(tmp_path: Path, name: str, cache: Path, **env_extra: str) -> tuple[dict
            if not k.startswith("AUGJAX_") and k not in ("JAX_COMPILATION_CACHE_DIR",
                                                         "XDG_CACHE_HOME")}
     env.update({"AUGJAX_CACHE_DIR": str(cache), "JAX_PLATFORMS": "cpu",
-                "XLA_FLAGS": with_xla_flag("--xla_force_host_platform_device_count=2"),
-                **env_extra})
+                "XLA_FLAGS": "--xla_force_host_platform_device_count=2", **env_extra})
     env["PYTHONPATH"] = os.pathsep.join(p for p in [str(ROOT), env.get("PYTHONPATH", "")] if p)
     out = tmp_path / f"{name}.npz"
     proc = subprocess.run([sys.executable, str(script), str(out)], env=env, capture_output=True,
