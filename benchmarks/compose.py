@@ -249,7 +249,8 @@ def time_pair(first, second, x, labels, key, reps: int, row_ms: float,
               alone: tuple | None = None) -> dict:
     """compose(first, second) on ``x`` against ``first`` on ``x`` plus ``second`` on the
     output of ``first``, alternating in each of ``reps`` rounds. ``alone``: the two ops'
-    own chains, if already made (``compose(first), compose(second)``)."""
+    own chains, if already made (``compose(first), compose(second)``). The row's ``parts``
+    says how the ops alone drew (:data:`PARTS`: "same-draws" or "own-draws")."""
     import augjax
 
     chain = augjax.compose(first, second)
@@ -269,7 +270,8 @@ def time_pair(first, second, x, labels, key, reps: int, row_ms: float,
                 paired_ratio=round(statistics.median(
                     c / (p + q) for c, p, q in zip(chain_t, a_t, b_t)), 3),
                 iters=iters, faults_per_call={k: round(statistics.median(f), 1) for k, f in
-                                              zip(("chain", "first", "second"), faults)})
+                                              zip(("chain", "first", "second"), faults)},
+                parts="same-draws" if PARTS["same_draws"] else "own-draws")
 
 
 def _print_pair(row: dict, tag: str = "") -> None:

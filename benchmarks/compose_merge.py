@@ -7,7 +7,9 @@ or cut by a time limit and finished by another run), with the summary the pages'
 A pair timed in several files keeps its row of the first file that has it; ``--drop-from FILE
 PAIR...`` leaves those pairs of that file out (rows timed on code that differs for them);
 ``--recheck FILE...``: the pairs timed again there (more rounds) take that reading's paired ratio
-as their final ratio, as ``compose.py --recheck`` does, the first reading kept. The
+as their final ratio, as ``compose.py --recheck`` does, the first reading kept. Each row keeps
+``parts``, how its ops alone drew: its own (rows since 2026-12-05) or its file's ``config.parts``
+("own-draws" for files before it had one). The
 file keeps each source's name, note, argv and load, and adds ``summary``: the pairs timed, how
 many are over the target, the median and the worst rows by final ratio (``compose.worst``).
 """
@@ -51,7 +53,8 @@ def merge(files: list[str], note: str, drop: dict[str, set[tuple[str, str]]],
             if pair in seen or pair in drop.get(name, set()) or "ratio" not in row:
                 continue
             seen.add(pair)
-            pairs.append({**row, "source": Path(name).name})
+            pairs.append({"parts": result["config"].get("parts", "own-draws"), **row,
+                          "source": Path(name).name})
     out.update(pairs=pairs, note=note, complete=len(seen) == 400,
                sources=[{"file": Path(f).name, "note": r.get("note"),
                          "argv": r["config"].get("argv"), "elapsed_s": r.get("elapsed_s"),
