@@ -46,7 +46,14 @@ from augjax._runtime.ragged import (
 from augjax._runtime.targets import ORDER, TargetSpec, prepare_targets
 from augjax.errors import InputError
 from augjax.kernels.warp import check_fill
-from augjax.kernels.window import read_by_taps, read_taps, read_window_taps, taps_needed
+from augjax.kernels.window import (
+    read_by_taps,
+    read_taps,
+    read_window_taps,
+    tap_sizes,
+    taps_from_first,
+    taps_needed,
+)
 
 __all__ = ["bucket", "read_list"]
 
@@ -144,16 +151,18 @@ def _read_program(out: tuple[int, int], copy: bool, interpolation: str, antialia
 
 def _read_by_image(canvas, box, size, anchor, fill, out, interpolation, antialias, taps):
     """The CPU form: image by image, each sample's branch reading only its taps that weigh
-    something (the first ``K`` columns, ``K`` in 3, 5, ... the widest) and the canvas rows its
+    something (moved to the first columns, :func:`augjax.kernels.window.taps_from_first`; the
+    first ``K`` of them, ``K`` in 2, 3, 4, 6, ... the widest) and the canvas rows its
     height taps read (its region is at the canvas's top: a quarter, half, three quarters or
     all of the rows). The taps are computed for the whole batch (under ``vmap``, as the
     every-tap form: one image's would round a weight differently), so the values are the
     every-tap form's (each sum stops before adding zeros)."""
     side = canvas.shape[1:3]
-    all_taps = jax.vmap(lambda b, s, a: read_taps(side, b, s, a, out, interpolation, antialias,
-                                                  taps))(box, size, anchor)
+    iy, wy, ix, wx = jax.vmap(lambda b, s, a: read_taps(side, b, s, a, out, interpolation,
+                                                        antialias, taps))(box, size, anchor)
+    all_taps = (*taps_from_first(iy, wy), *taps_from_first(ix, wx))
     widest = max(taps)
-    sizes = sorted({*range(3, widest, 2), widest})
+    sizes = tap_sizes(widest)
     spans = sorted({max(1, -(-side[0] * q // 4)) for q in (1, 2, 3)} | {side[0]})
 
     def one(args):
