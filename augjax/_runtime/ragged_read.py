@@ -104,9 +104,23 @@ def _regions(sizes: np.ndarray, box: Any, size: Any, anchor: Any,
     return regions, rel
 
 
-def _canvas(arrays: Sequence[np.ndarray], regions: np.ndarray, hc: int, wc: int) -> np.ndarray:
+#: The alignment (bytes) at which JAX's CPU client reads a NumPy array in place: a canvas
+#: so aligned is not copied again on its way into the program (jaxlib 0.10.2: 16 MB per
+#: batch of 16 512^2 canvases, ~0.17 CPU-ms per image).
+ALIGN = 64
+
+
+def _canvas(arrays: Sequence[np.ndarray], regions: np.ndarray, hc: int, wc: int,
+            zero: bool = True) -> np.ndarray:
+    """The regions at the top left of one canvas per image, 64-byte aligned. ``zero=False``:
+    the rest is left as it was allocated (for a bilinear read of integer images, whose taps
+    beyond a region weigh 0: a finite value times 0 adds nothing)."""
     first = arrays[0]
-    canvas = np.zeros((len(arrays), hc, wc, *first.shape[2:]), first.dtype)
+    shape = (len(arrays), hc, wc, *first.shape[2:])
+    nbytes = int(np.prod(shape)) * first.dtype.itemsize
+    raw = (np.zeros if zero else np.empty)(nbytes + ALIGN, np.uint8)
+    start = -raw.ctypes.data % ALIGN
+    canvas = raw[start:start + nbytes].view(first.dtype).reshape(shape)
     for i, (a, (t, l, h, w)) in enumerate(zip(arrays, regions)):
         canvas[i, :h, :w] = a[t:t + h, l:l + w]
     return canvas
@@ -215,10 +229,13 @@ def _read(prefix: tuple[Any, ...], arrays: list[np.ndarray], sizes: np.ndarray, 
         config.update(interpolation="nearest", antialias=False)
     taps = _taps(rel, size, (hc, wc), out, config)
     n = len(arrays)
-    program = _read_program(out, size is None, config.get("interpolation", "bilinear"),
+    interpolation = config.get("interpolation", "bilinear")
+    program = _read_program(out, size is None, interpolation,
                             bool(config.get("antialias", True)), taps)
     zeros = np.zeros((n, 2), np.int32)
-    return program(_canvas(arrays, regions, hc, wc), rel,
+    zero = size is None or interpolation != "bilinear" or not np.issubdtype(arrays[0].dtype,
+                                                                            np.integer)
+    return program(_canvas(arrays, regions, hc, wc, zero), rel,
                    zeros if size is None else np.asarray(size, np.int32),
                    zeros if anchor is None else np.asarray(anchor, np.int32), fill)
 
