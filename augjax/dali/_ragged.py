@@ -7,7 +7,9 @@
    ``jax_function`` (:func:`plan_function`) that draws each sample's window with the same keys
    and code as the array path (:func:`augjax._runtime.ragged.plan_program`);
 2. ``fn.slice`` cuts the box, ``fn.resize`` resamples it (antialiased triangle filter, as
-   torchvision's ``antialias=True``), ``fn.slice`` with padding cuts the output window;
+   torchvision's ``antialias=True``), ``fn.slice`` with padding cuts the output window; a
+   resize followed by a window (``scale_jitter``, ``resize`` then ``center_crop``) resamples
+   only the part the window sees (``roi_start``/``roi_end``: :func:`visible_roi`);
 3. the uniform batch goes on to the chain's remaining ops: one ``jax_function``, as always.
 
 Targets (:mod:`augjax._runtime.targets`) follow the same windows: masks (ragged like the images)
