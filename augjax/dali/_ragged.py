@@ -7,7 +7,9 @@
    ``jax_function`` (:func:`plan_function`) that draws each sample's window with the same keys
    and code as the array path (:func:`augjax._runtime.ragged.plan_program`);
 2. ``fn.slice`` cuts the box, ``fn.resize`` resamples it (antialiased triangle filter, as
-   torchvision's ``antialias=True``), ``fn.slice`` with padding cuts the output window;
+   torchvision's ``antialias=True``), ``fn.slice`` with padding cuts the output window; a
+   resize followed by a window (``scale_jitter``, ``resize`` then ``center_crop``) resamples
+   only the part the window sees (``roi_start``/``roi_end``: :func:`visible_roi`);
 3. the uniform batch goes on to the chain's remaining ops: one ``jax_function``, as always.
 
 Targets (:mod:`augjax._runtime.targets`) follow the same windows: masks (ragged like the images)
@@ -70,13 +72,17 @@ def plan_function(steps: tuple[Any, ...], start: int, with_seeds: bool):
         outs = []
         if struct.box is not None:
             outs += [box[:, :2], box[:, 2:]]
-        if struct.size is not None:
+        if struct.size is not None and struct.anchor is not None:
+            length = box[:, 2:] if struct.box is not None else shapes[:, :2]
+            outs += list(visible_roi(length, size, anchor, struct.out))
+        elif struct.size is not None:
             outs.append(size.astype(jnp.float32))
-        if struct.anchor is not None:
+        if struct.anchor is not None and struct.size is None:
             outs.append(anchor)
         return tuple(outs)
 
-    count = 2 * (struct.box is not None) + (struct.size is not None) + (struct.anchor is not None)
+    count = (2 * (struct.box is not None) + (struct.size is not None) + (struct.anchor is not None)
+             + 2 * (struct.size is not None and struct.anchor is not None))
     return jax_fn.jax_function(on_cpu(program), num_outputs=count, device="cpu")
 
 
@@ -103,6 +109,23 @@ def target_function(steps: tuple[Any, ...], start: int, with_seeds: bool, names:
                                device="cpu")
 
 
+def visible_roi(length, size, anchor, out: tuple[int, int]):
+    """Per sample, the part of a box of ``length`` (int32 ``(N, 2)``) resized to ``size`` that
+    the output window of ``out`` at ``anchor`` sees: ``(roi_start, roi_end, visible size,
+    slice start)``, float32 ROI in the box's pixels, int32 / float32 sizes. ``fn.resize``
+    with that ROI resamples only the visible part (the same source positions: row ``i`` of it
+    is row ``lo + i`` of the whole resize), and ``fn.slice`` from the start pads it to ``out``.
+    A window that sees nothing keeps one row, sliced away."""
+    size = size.astype(jnp.int32)
+    anchor = anchor.astype(jnp.int32)
+    out = jnp.asarray(out, jnp.int32)
+    lo = jnp.clip(anchor, 0, jnp.maximum(size - 1, 0))
+    hi = jnp.maximum(jnp.minimum(anchor + out, size), lo + 1)
+    scale = length.astype(jnp.float32) / jnp.maximum(size, 1).astype(jnp.float32)
+    start = jnp.where(anchor + out <= lo, out, anchor - lo)  # sees nothing: all padding
+    return lo * scale, hi * scale, (hi - lo).astype(jnp.float32), start
+
+
 def _fill_values(fill: tuple[float, ...]) -> list[float]:
     # DALI cannot tell the images' dtype while the pipeline is defined: decoders give uint8.
     return [float(round(f * 255.0)) for f in fill]
@@ -116,11 +139,15 @@ def _read(x: Any, outs: list[Any], struct: Any, config: dict[str, Any], mask_fil
     if struct.box is not None:
         box_start, box_shape = outs.pop(0), outs.pop(0)
         x = fn.slice(x, start=box_start, shape=box_shape, axis_names="HW")
+    roi = {}
+    if struct.size is not None and struct.anchor is not None:  # only the part the window sees
+        roi = {"roi_start": outs.pop(0), "roi_end": outs.pop(0)}
     if struct.size is not None:
         nearest = mask_fill is not None or config.get("interpolation") == "nearest"
         x = fn.resize(x, size=outs.pop(0),
                       interp_type=types.INTERP_NN if nearest else types.INTERP_LINEAR,
-                      antialias=mask_fill is None and bool(config.get("antialias", True)))
+                      antialias=mask_fill is None and bool(config.get("antialias", True)),
+                      **roi)
     if struct.anchor is not None:
         fill = [float(mask_fill)] if mask_fill is not None else _fill_values(struct.fill)
         x = fn.slice(x, start=outs.pop(0), shape=list(struct.out), axis_names="HW",

@@ -21,8 +21,8 @@ from augjax.kernels.division import exact_div
 from augjax.kernels.pixels import is_int
 from augjax.kernels.warp import check_fill, window_weights
 
-__all__ = ["read_by_taps", "read_taps", "read_window", "read_window_taps", "taps_needed",
-           "window_taps"]
+__all__ = ["read_by_taps", "read_taps", "read_window", "read_window_taps", "tap_sizes",
+           "taps_from_first", "taps_needed", "window_taps"]
 
 _F32 = jnp.float32
 
@@ -106,15 +106,45 @@ def window_taps(rows: int, offset, out_size, in_size: int, start, length, interp
     return jnp.clip(j + start, 0, in_size - 1), wt
 
 
+def tap_sizes(widest: int) -> list[int]:
+    """The tap counts an image-by-image read branches on for taps of ``widest`` columns moved
+    by :func:`taps_from_first`: 2 (an enlargement's), 3, 4, then every other count up to
+    ``widest``."""
+    return sorted({k for k in (2, 3, *range(4, widest, 2)) if k < widest} | {widest})
+
+
+def taps_from_first(index: jax.Array, weight: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Taps ``(..., rows, taps)`` moved left so that each row starts at its first tap that
+    weighs something (its nonzero weights are contiguous: one triangle); the columns freed at
+    the end weigh 0 and read the row's first index. The nonzero terms keep their order, so
+    :func:`_taps_pass`'s sum over the moved taps has the bits of its sum over the given ones
+    (the zeros it skips add nothing), while fewer columns hold them: a bilinear enlargement's
+    2 nonzero taps sit in columns 0 and 1 instead of 1 and 2 (the first tap of a row always
+    sits one filter half-width before its centre: it weighs 0, or next to nothing)."""
+    taps = weight.shape[-1]
+    first = jnp.argmax(weight != 0.0, axis=-1)[..., None]
+    cols = first + jnp.arange(taps, dtype=first.dtype)
+    kept = cols < taps
+    cols = jnp.minimum(cols, taps - 1)
+    moved_w = jnp.where(kept, jnp.take_along_axis(weight, cols, axis=-1), 0.0)
+    moved_i = jnp.take_along_axis(index, cols, axis=-1)
+    moved_i = jnp.where(kept & (moved_w != 0.0), moved_i, moved_i[..., :1])
+    return moved_i, moved_w
+
+
 def _taps_pass(x: jax.Array, index: jax.Array, weight: jax.Array, axis: int) -> jax.Array:
     """``out[o] = sum_k weight[o, k] * float32(x[index[o, k]])`` along ``axis``, the taps
-    summed in order (as :func:`augjax.kernels.warp.resize_crop`'s passes)."""
-    out = None
+    summed in order (as :func:`augjax.kernels.warp.resize_crop`'s passes) onto a zero (a
+    value, not a constant XLA would fold): each term is then added to a sum the same way
+    wherever the row's first nonzero tap sits (without it, LLVM may fuse the first product
+    into the second's addition instead, and a row's bits would depend on its leading zeros),
+    so :func:`taps_from_first` keeps the bits."""
+    shape = [1] * x.ndim
+    shape[axis] = index.shape[0]
+    out = (weight[:, 0] * 0.0).reshape(shape)
     for k in range(index.shape[1]):
-        shape = [1] * x.ndim
-        shape[axis] = index.shape[0]
         term = jnp.take(x, index[:, k], axis=axis).astype(_F32) * weight[:, k].reshape(shape)
-        out = term if out is None else out + term
+        out = out + term
     return out
 
 
@@ -130,8 +160,10 @@ def read_window_taps(image: jax.Array, box, size, anchor, out: tuple[int, int], 
     height pass for integer images, as ATen's uint8 kernel does."""
     copy = size is None
     size = box[2:] if copy else size
-    t = read_taps(image.shape[:2], box, size, anchor, out, "nearest" if copy else interpolation,
-                  antialias, taps)
+    mode = "nearest" if copy else interpolation
+    t = read_taps(image.shape[:2], box, size, anchor, out, mode, antialias, taps)
+    if mode != "nearest":  # as the CPU's image-by-image read moves them: the same sums
+        t = (*taps_from_first(t[0], t[1]), *taps_from_first(t[2], t[3]))
     return read_by_taps(image, t, size, anchor, out, fill, "nearest" if copy else interpolation)
 
 

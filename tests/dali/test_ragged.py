@@ -367,3 +367,27 @@ def test_gpu_images_read_their_sizes_on_the_cpu_only_under_the_dynamic_executor(
         out = CHAIN(x)
     assert out.device == "gpu"
     assert bool(_gpu_to_cpu_steps(out)) == dynamic
+
+
+def test_the_visible_roi_resamples_exactly_the_rows_the_window_sees():
+    """``visible_roi``: a box of ``length`` resized to ``size``, the window of ``out`` at
+    ``anchor`` (inside, past either end, centred with padding, seeing nothing): the ROI's rows
+    resized and sliced from ``start`` with padding are the window's rows of the whole resize,
+    and the ROI is those rows' source span (``length / size`` per row)."""
+    from augjax.dali._ragged import visible_roi
+
+    pad = -1
+    cases = [(480, 600, 100, 320), (480, 600, 400, 320), (480, 200, 0, 320), (300, 250, -35, 320),
+             (640, 320, 0, 320), (480, 600, 700, 320), (480, 600, -400, 320), (7, 1, 0, 4)]
+    for length, size, anchor, out in cases:
+        r0, r1, vis, start = (np.asarray(v)[0, 0] for v in visible_roi(
+            np.array([[length, length]], np.int32), np.array([[size, size]], np.int32),
+            np.array([[anchor, anchor]], np.int32), (out, out)))
+        want = [a if 0 <= a < size else pad for a in range(anchor, anchor + out)]
+        lo = int(round(float(r0) * size / length))
+        rows = list(range(lo, lo + int(vis)))
+        got = [rows[start + i] if 0 <= start + i < len(rows) else pad for i in range(out)]
+        assert got == want, (length, size, anchor, out)
+        assert int(vis) >= 1 and lo + int(vis) <= size
+        np.testing.assert_allclose([r0, r1], np.array([lo, lo + int(vis)]) * length / size,
+                                   rtol=1e-6)

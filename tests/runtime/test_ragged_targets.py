@@ -280,3 +280,76 @@ def test_the_cpu_read_by_image_gives_every_taps_bits(dtype):
         canvas, box, size, anchor)
     np.testing.assert_array_equal(np.asarray(got), np.asarray(every))
     assert (heights < side // 4).any() and (heights > 3 * side // 4).any()
+
+
+
+def _moved_and_given_reads(dtype: str):
+    """Reads of 12 boxes (enlarged and shrunk) through their taps as given and as moved by
+    ``taps_from_first``: ``(moved read, given read, moved taps, given taps, enlarged)``."""
+    from augjax.kernels.window import read_by_taps, read_taps, taps_from_first, taps_needed
+
+    rng = np.random.default_rng(11)
+    n, side, out = 12, 80, (36, 44)
+    canvas = rng.integers(0, 256, (n, side, side, 3), dtype=np.uint8)
+    canvas = canvas if dtype == "uint8" else canvas.astype(np.float32) / 255.0
+    heights, widths = rng.integers(6, side + 1, n), rng.integers(6, side + 1, n)
+    box = np.stack([np.zeros(n), np.zeros(n), heights, widths], 1).astype(np.int32)
+    size = np.tile(np.array(out, np.int32), (n, 1))
+    anchor = np.zeros((n, 2), np.int32)
+    taps = tuple(taps_needed(side / o, "bilinear", True) for o in out)
+
+    def read(c, b, s, a, moved):
+        t = read_taps(c.shape[:2], b, s, a, out, "bilinear", True, taps)
+        if moved:
+            t = (*taps_from_first(t[0], t[1]), *taps_from_first(t[2], t[3]))
+        return read_by_taps(c, t, s, a, out, np.float32(0.0), "bilinear"), t
+
+    given, t0 = jax.jit(jax.vmap(lambda *a: read(*a, False)))(canvas, box, size, anchor)
+    moved, t1 = jax.jit(jax.vmap(lambda *a: read(*a, True)))(canvas, box, size, anchor)
+    return moved, given, t1, t0, (heights < out[0]) & (widths < out[1])
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "float32"])
+def test_taps_moved_to_their_first_weight_keep_their_terms(dtype):
+    """``taps_from_first`` keeps each row's nonzero taps (index and weight) in order from
+    column 0, the freed columns weighing 0 and reading the row's first index: an
+    enlargement's taps fit in 2 columns (3 before)."""
+    moved, given, t1, t0, enlarged = _moved_and_given_reads(dtype)
+    for (i0, w0), (i1, w1) in ((t0[:2], t1[:2]), (t0[2:], t1[2:])):
+        i0, w0, i1, w1 = (np.asarray(v) for v in (i0, w0, i1, w1))
+        for r in np.ndindex(w0.shape[:-1]):
+            k = int((w0[r] != 0).sum())
+            np.testing.assert_array_equal(w1[r][:k], w0[r][w0[r] != 0])
+            np.testing.assert_array_equal(i1[r][:k], i0[r][w0[r] != 0])
+            assert (w1[r][k:] == 0).all() and (i1[r][k:] == i1[r][0]).all()
+    assert enlarged.any() and (~enlarged).any()
+    assert (np.asarray(t1[1])[enlarged][..., 2:] == 0).all()
+    assert (np.asarray(t1[3])[enlarged][..., 2:] == 0).all()
+    assert (np.asarray(t0[1])[enlarged][..., 2] != 0).any()  # given: a third column used
+    diff = np.abs(np.asarray(moved, np.float64) - np.asarray(given, np.float64))
+    assert diff.max() <= (1 if dtype == "uint8" else 1e-6)
+
+
+def test_taps_moved_to_their_first_weight_read_the_same_bits_as_users_compile():
+    """Compiled as users compile (a fresh process with the suite's starting XLA options: the
+    suite's own unoptimised compiles round some sums otherwise), a read through the moved taps
+    has the bits of the read through the given ones, uint8 and float32."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from conftest import STARTING_XLA_FLAGS
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "XLA_FLAGS": os.environ.get(STARTING_XLA_FLAGS, ""),
+           "JAX_PLATFORMS": "cpu",
+           "PYTHONPATH": os.pathsep.join(p for p in (str(root / "tests" / "runtime"), str(root),
+                                                      os.environ.get("PYTHONPATH")) if p)}
+    code = ("import numpy as np, test_ragged_targets as t\n"
+            "for d in ('uint8', 'float32'):\n"
+            "    moved, given = t._moved_and_given_reads(d)[:2]\n"
+            "    np.testing.assert_array_equal(np.asarray(moved), np.asarray(given))\n")
+    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=600, check=False)
+    assert res.returncode == 0, res.stderr[-3000:]
