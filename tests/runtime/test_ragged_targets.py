@@ -255,24 +255,32 @@ def test_other_bad_targets_are_refused():
         op(images, key=_keys(7), boxes_valid=np.ones((7, 1), bool))
 
 
+def _boxes_on_canvas(seed: int, n: int, side: int, out: tuple[int, int], low: int, dtype: str):
+    """``n`` random boxes (sides ``low`` to ``side``) at the top left of random canvases of
+    ``dtype``, each resized to ``out``: ``(canvas, box, size, anchor, heights, taps)``."""
+    from augjax.kernels.window import taps_needed
+
+    rng = np.random.default_rng(seed)
+    canvas = rng.integers(0, 256, (n, side, side, 3), dtype=np.uint8)
+    canvas = canvas if dtype == "uint8" else canvas.astype(np.float32) / 255.0
+    heights, widths = rng.integers(low, side + 1, n), rng.integers(low, side + 1, n)
+    box = np.stack([np.zeros(n), np.zeros(n), heights, widths], 1).astype(np.int32)
+    size = np.tile(np.array(out, np.int32), (n, 1))
+    anchor = np.zeros((n, 2), np.int32)
+    taps = tuple(taps_needed(side / o, "bilinear", True) for o in out)
+    return canvas, box, size, anchor, heights, taps
+
+
 @pytest.mark.parametrize("dtype", ["uint8", "float32"])
 def test_the_cpu_read_by_image_gives_every_taps_bits(dtype):
     """On the CPU the list's read runs image by image (each sample's branch reads only its taps
     that weigh something and the canvas rows they reach): the bits of every tap over every row
     for every sample under ``vmap`` (the read off the CPU), boxes shrunk and enlarged."""
     from augjax._runtime.ragged_read import _read_by_image
-    from augjax.kernels.window import read_window_taps, taps_needed
+    from augjax.kernels.window import read_window_taps
 
-    rng = np.random.default_rng(6)
-    n, side, out = 16, 96, (40, 48)
-    canvas = rng.integers(0, 256, (n, side, side, 3), dtype=np.uint8)
-    canvas = canvas if dtype == "uint8" else canvas.astype(np.float32) / 255.0
-    heights, widths = rng.integers(8, side + 1, n), rng.integers(8, side + 1, n)
-    box = np.stack([np.zeros(n), np.zeros(n), heights, widths], 1).astype(np.int32)
-    size = np.tile(np.array(out, np.int32), (n, 1))
-    anchor = np.zeros((n, 2), np.int32)
-    taps = (taps_needed(side / out[0], "bilinear", True), taps_needed(side / out[1], "bilinear",
-                                                                      True))
+    side, out = 96, (40, 48)
+    canvas, box, size, anchor, heights, taps = _boxes_on_canvas(6, 16, side, out, 8, dtype)
     fill = np.float32(0.0)
     every = jax.jit(jax.vmap(lambda c, b, s, a: read_window_taps(
         c, b, s, a, out, fill, "bilinear", True, taps)))(canvas, box, size, anchor)
@@ -286,17 +294,10 @@ def test_the_cpu_read_by_image_gives_every_taps_bits(dtype):
 def _moved_and_given_reads(dtype: str):
     """Reads of 12 boxes (enlarged and shrunk) through their taps as given and as moved by
     ``taps_from_first``: ``(moved read, given read, moved taps, given taps, enlarged)``."""
-    from augjax.kernels.window import read_by_taps, read_taps, taps_from_first, taps_needed
+    from augjax.kernels.window import read_by_taps, read_taps, taps_from_first
 
-    rng = np.random.default_rng(11)
-    n, side, out = 12, 80, (36, 44)
-    canvas = rng.integers(0, 256, (n, side, side, 3), dtype=np.uint8)
-    canvas = canvas if dtype == "uint8" else canvas.astype(np.float32) / 255.0
-    heights, widths = rng.integers(6, side + 1, n), rng.integers(6, side + 1, n)
-    box = np.stack([np.zeros(n), np.zeros(n), heights, widths], 1).astype(np.int32)
-    size = np.tile(np.array(out, np.int32), (n, 1))
-    anchor = np.zeros((n, 2), np.int32)
-    taps = tuple(taps_needed(side / o, "bilinear", True) for o in out)
+    side, out = 80, (36, 44)
+    canvas, box, size, anchor, _, taps = _boxes_on_canvas(11, 12, side, out, 6, dtype)
 
     def read(c, b, s, a, moved):
         t = read_taps(c.shape[:2], b, s, a, out, "bilinear", True, taps)
@@ -306,7 +307,7 @@ def _moved_and_given_reads(dtype: str):
 
     given, t0 = jax.jit(jax.vmap(lambda *a: read(*a, False)))(canvas, box, size, anchor)
     moved, t1 = jax.jit(jax.vmap(lambda *a: read(*a, True)))(canvas, box, size, anchor)
-    return moved, given, t1, t0, (heights < out[0]) & (widths < out[1])
+    return moved, given, t1, t0, (box[:, 2] < out[0]) & (box[:, 3] < out[1])
 
 
 @pytest.mark.parametrize("dtype", ["uint8", "float32"])
