@@ -170,6 +170,10 @@ def run_pairs(args, x, labels, key, rows: list[dict], save) -> list[dict]:
     done = {(r["first"], r["second"]) for r in rows if "ratio" in r}
     rows[:] = [r for r in rows if (r["first"], r["second"]) in done]
     alone: dict[str, object] = {}  # one compose(op) per op: its programs are compiled once
+    chains: dict[tuple[str, str], object] = {}
+    if args.warm_threads > 1:
+        chains = warm(args, steps, [p for p in pair_list(args) if p not in done], x, labels, key,
+                      alone)
     fresh = 0
     for a, b in pair_list(args):
         if (a, b) in done:
@@ -185,13 +189,54 @@ def run_pairs(args, x, labels, key, rows: list[dict], save) -> list[dict]:
         fresh += 1
         try:
             row.update(time_pair(steps[a], steps[b], x, labels, key, args.reps, args.row_ms,
-                                 alone=(_alone(alone, steps, a), _alone(alone, steps, b, 1))))
+                                 alone=(_alone(alone, steps, a), _alone(alone, steps, b, 1)),
+                                 chain=chains.get((a, b))))
         except Exception as err:  # noqa: BLE001  (recorded; the matrix goes on)
             row["error"] = f"{type(err).__name__}: {str(err)[:300]}"
             continue
         _print_pair(row)
         save()
     return rows
+
+
+def warm(args, steps: dict, pairs: list[tuple[str, str]], x, labels, key,
+         alone: dict) -> dict[tuple[str, str], object]:
+    """Each pair's chain and its two parts made and called once, ``--warm-threads`` calls at
+    a time, before any is timed: XLA compiles in the calling thread with the GIL released, so
+    on a machine of many cores (the GPU machine's 16) the matrix's ~420 programs compile side
+    by side instead of one after the other (about 3 s per pair on an H200, mostly compiling).
+    Returns the chains by pair, for :func:`time_pair`; a pair whose call fails is left out
+    (it fails again, and is recorded, when timed)."""
+    import concurrent.futures as futures
+
+    import augjax
+    import jax
+
+    made = {}
+    for a, b in pairs:
+        made[(a, b)] = augjax.compose(steps[a], steps[b])
+        _alone(alone, steps, a)
+        _alone(alone, steps, b, 1)
+
+    def one(pair):
+        a, b = pair
+        jax.block_until_ready(_call(made[pair], x, labels, key))
+        mid, mid_labels = _call(alone[(a, 0)], x, labels, key)
+        jax.block_until_ready(_call(alone[(b, 1)], mid, mid_labels, key))
+        return pair
+
+    t0 = time.perf_counter()
+    ok = {}
+    with futures.ThreadPoolExecutor(args.warm_threads) as pool:
+        for job in futures.as_completed([pool.submit(one, p) for p in made]):
+            try:
+                pair = job.result()
+            except Exception:  # noqa: BLE001  (timed, and recorded, later)
+                continue
+            ok[pair] = made[pair]
+    print(f"warmed {len(ok)} of {len(made)} pairs in {time.perf_counter() - t0:.1f} s "
+          f"({args.warm_threads} threads)", flush=True)
+    return ok
 
 
 #: On the CPU, compiled programs are dropped after this many pairs (:func:`_release`).
@@ -246,14 +291,15 @@ def _release() -> None:
 
 
 def time_pair(first, second, x, labels, key, reps: int, row_ms: float,
-              alone: tuple | None = None) -> dict:
+              alone: tuple | None = None, chain=None) -> dict:
     """compose(first, second) on ``x`` against ``first`` on ``x`` plus ``second`` on the
     output of ``first``, alternating in each of ``reps`` rounds. ``alone``: the two ops'
-    own chains, if already made (``compose(first), compose(second)``). The row's ``parts``
-    says how the ops alone drew (:data:`PARTS`: "same-draws" or "own-draws")."""
+    own chains, if already made (``compose(first), compose(second)``); ``chain``: the pair's
+    chain, if already made (:func:`warm`). The row's ``parts`` says how the ops alone drew
+    (:data:`PARTS`: "same-draws" or "own-draws")."""
     import augjax
 
-    chain = augjax.compose(first, second)
+    chain = chain if chain is not None else augjax.compose(first, second)
     alone_a, alone_b = alone or (part(first, 0), part(second, 1))
     mid, mid_labels = _call(alone_a, x, labels, key)
     fns = [lambda: _call(chain, x, labels, key),
@@ -462,6 +508,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds since the start for everything; pairs (and rechecks) "
                              "after it are recorded as skipped and the file is written")
     parser.add_argument("--no-pairs", action="store_true")
+    parser.add_argument("--warm-threads", type=int, default=1,
+                        help="compile every pair's programs first, this many at a time "
+                             "(a GPU machine's cores; 1: each pair as it is timed)")
     parser.add_argument("--recheck", type=int, default=9,
                         help="rounds of the second reading of each pair over the target (0: none)")
     parser.add_argument("--recheck-file", default=None,
