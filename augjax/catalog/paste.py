@@ -109,8 +109,23 @@ def mosaic_gather(x: jax.Array, tiles: jax.Array, center: jax.Array, oh: int, ow
     if not fits(h, w, oh, ow):
         return _gather(x, tiles, center, oh, ow, value)
     return platform_dependent(x, tiles, center, value,
-                              cpu=functools.partial(mosaic_rows, oh=oh, ow=ow),
+                              cpu=lambda *a: _rows(*a, oh, ow),
                               default=lambda *a: _gather(*a[:3], oh, ow, a[3]))
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(4, 5))
+def _rows(x, tiles, center, fill, oh, ow):
+    """:func:`augjax.catalog._mosaic_rows.mosaic_rows`, with the pixel gather's derivative
+    (the same function: its transpose sums each input pixel's weights in the order it did)."""
+    return mosaic_rows(x, tiles, center, fill, oh=oh, ow=ow)
+
+
+@_rows.defjvp
+def _rows_jvp(oh, ow, primals, tangents):
+    x, tiles, center, fill = primals
+    _, tangent = jax.jvp(lambda v, f: _gather(v, tiles, center, oh, ow, f), (x, fill),
+                         (tangents[0], tangents[3]))
+    return _rows(x, tiles, center, fill, oh, ow), tangent
 
 
 def _gather(x: jax.Array, tiles: jax.Array, center: jax.Array, oh: int, ow: int,
