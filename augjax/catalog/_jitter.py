@@ -212,9 +212,9 @@ def _unpack(w: jax.Array, apart: bool = False) -> Planes:
 def _pack(p: Planes, apart: bool = False) -> jax.Array:
     """Three planes of whole levels in [0, 255] (a stage's requantized output) as words;
     ``apart``: each plane computed in its own loop first (see :func:`_branching`)."""
-    r, g, b = (c.astype(jnp.uint32) for c in p)
     if apart:
-        r, g, b = jax.lax.optimization_barrier((r, g, b))
+        p = jax.lax.optimization_barrier(tuple(c.astype(jnp.uint8) for c in p))
+    r, g, b = (c.astype(jnp.uint32) for c in p)
     return r | (g << 8) | (b << 16)
 
 
