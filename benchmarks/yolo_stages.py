@@ -1,14 +1,21 @@
-"""The YOLO recipe's steps on arrays, one at a time, in CPU-ms per image (``time.process_time``: this
-process's user + system time, XLA's threads included), B=16, 240x320 uint8 tiles (480x640
+"""The YOLO recipe's steps on arrays, one at a time, in CPU-ms per image (``time.process_time``:
+this process's user + system time, XLA's threads included), B=16, 240x320 uint8 tiles (480x640
 images resized as YOLO's ``load_image`` does), 640^2 mosaic, 320^2 output, 3 boxes per image.
 
-Each step is the chain's one-step slice (``chain[j:j + 1]``: the same draws) jitted on the batch the step before gave (boxes and
-``boxes_valid`` carried, ``sanitize`` as in the recipe), then the whole chain; the steps
-alternate for ``--rounds`` rounds of ``--calls`` calls each after 2 warm-up calls, and the
+Each step is the chain's one-step slice (``chain[j:j + 1]``: the same draws), called as a user
+calls it (its own compiled programs, not inside a ``jax.jit``) on the batch the step before gave
+(boxes and ``boxes_valid`` carried, ``sanitize`` as in the recipe), then the whole chain; the
+steps alternate for ``--rounds`` rounds of ``--calls`` calls each after 2 warm-up calls, and the
 median per-call CPU time of the rounds is reported (robust on a shared machine).
 
     python benchmarks/yolo_stages.py                    # prints a table
     python benchmarks/yolo_stages.py --out results/x.json
+    python benchmarks/yolo_stages.py --dali-floor       # and the DALI pipeline's own steps
+
+``--dali-floor`` also times what the recipe's DALI CPU pipeline does before the chain, on 64
+painted 480x640 JPEGs (``examples/sample_dataset.py``, q95) with one thread: the reader and
+``fn.decoders.image``, then with the recipe's ``fn.resize`` to the tiles (``grain_bench``'s
+``time_loader``: CPU-ms per image of the process).
 """
 
 from __future__ import annotations
@@ -60,6 +67,7 @@ def main(argv=None) -> int:
     ap.add_argument("--size", type=int, default=320)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--calls", type=int, default=5)
+    ap.add_argument("--dali-floor", action="store_true")
     ap.add_argument("--out")
     args = ap.parse_args(argv)
 
@@ -96,13 +104,52 @@ def main(argv=None) -> int:
           f"{args.rounds} rounds x {args.calls} calls)")
     for name, ms in rows.items():
         print(f"  {name:14s} {ms:6.3f}   rounds {[round(t, 3) for t in times[name]]}")
+    floor = dali_floor(args.batch, hw) if args.dali_floor else None
+    for name, ms in (floor or {}).items():
+        print(f"  DALI {name:28s} {ms:6.3f}")
     print(f"  load average {os.getloadavg()}")
     if args.out:
         Path(args.out).write_text(json.dumps({
             "date": today(), "machine": machine(), "versions": versions(),
             "load": os.getloadavg(), "batch": args.batch, "size": args.size, "tiles": hw,
-            "cpu_ms_per_image": rows, "rounds": times}, indent=1) + "\n")
+            "cpu_ms_per_image": rows, "rounds": times, "dali_floor": floor}, indent=1) + "\n")
     return 0
+
+
+def dali_floor(batch: int, tiles: tuple[int, int], rounds: int = 2) -> dict[str, float]:
+    """CPU-ms per image of the DALI pipeline's steps before the chain: read + decode, and
+    read + decode + the recipe's ``fn.resize`` to ``tiles`` (medians of ``rounds``)."""
+    import tempfile
+
+    from grain_bench import time_loader
+    from nvidia.dali import fn, pipeline_def, types
+    from sample_dataset import make_dataset
+
+    root = Path(tempfile.mkdtemp(prefix="augjax-yolo-floor-"))
+    make_dataset(root, sizes=((480, 640),) * 64)
+
+    def loader(resize: bool):
+        @pipeline_def(batch_size=batch, num_threads=1, device_id=None, seed=0)
+        def pipe():
+            jpegs, boxes, _ = fn.readers.coco(
+                file_root=str(root / "images"),
+                annotations_file=str(root / "annotations.json"), ltrb=True,
+                random_shuffle=True)
+            images = fn.decoders.image(jpegs, device="cpu", output_type=types.RGB)
+            if resize:
+                images = fn.resize(images, size=list(tiles), antialias=True)
+            return images, boxes
+
+        p = pipe()
+        p.build()
+        while True:
+            yield p.run()
+
+    out = {}
+    for name, resize in (("read + decode", False), (f"+ fn.resize to {tiles}", True)):
+        out[name] = statistics.median(time_loader(lambda r=resize: loader(r), batch, 3, 8)[1]
+                                      for _ in range(rounds))
+    return out
 
 
 if __name__ == "__main__":
