@@ -171,8 +171,8 @@ def _branching(image, seq, factors, active):
 
     branches = [adjust(w) for w in range(4)]
     if is_int(dtype):
-        words = [lambda w, f=f, k=k: _pack(f(_unpack(w, apart=k in (1, 2))), apart=k in (1, 2))
-                 for k, f in enumerate(branches)]
+        words = [(lambda w, f=f, k=k: _pack(f(_unpack(w, apart=k in (1, 2))), apart=k in (1, 2)))
+                 if active[k] else (lambda w: w) for k, f in enumerate(branches)]
         w = _words(image)
         for j in range(sum(active)):
             w = jax.lax.switch(seq[j], words, w)
