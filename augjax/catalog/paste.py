@@ -15,15 +15,19 @@ returned boxes from the op's params (``op.sample``, then ``op.apply``).
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 
 from augjax._core.param import Param
 from augjax._core.spec import op
 from augjax._core.targets import Follow
+from augjax.catalog._mosaic_rows import fits, mosaic_rows
 from augjax.catalog.erase import uniforms
 from augjax.errors import InputError
 from augjax.kernels.pixels import is_int
+from augjax.kernels.platform import platform_dependent
 from augjax.kernels.warp import check_fill, uniform_int
 
 __all__ = ["mosaic", "copy_paste", "mosaic_box_labels", "copy_paste_box_labels",
@@ -94,10 +98,40 @@ def mosaic_gather(x: jax.Array, tiles: jax.Array, center: jax.Array, oh: int, ow
                   fill: jax.Array) -> jax.Array:
     """The mosaic of ``x`` (N, H, W, C): output pixel ``(y, x)`` lies in tile ``q = 2 [y >= yc]
     + [x >= xc]`` and shows sample ``tiles[q]``'s pixel ``(y - dy_q, x - dx_q)``, or ``fill``
-    where that is outside the image or the tile is -1. One gather, ``(N, oh, ow, C)``."""
+    where that is outside the image or the tile is -1, ``(N, oh, ow, C)``. On the CPU, for an
+    output at least twice the input's width (YOLO's 2s canvas), whole tile rows are copied
+    sample by sample (:mod:`augjax.catalog._mosaic_rows`); elsewhere one gather of pixels.
+    The values are the same."""
     n, h, w, _ = x.shape
     if n == 0:
         return jnp.zeros((0, oh, ow) + x.shape[3:], x.dtype)
+    value = jnp.broadcast_to(fill.astype(x.dtype), x.shape[3:])
+    if not fits(h, w, oh, ow):
+        return _gather(x, tiles, center, oh, ow, value)
+    return platform_dependent(x, tiles, center, value,
+                              cpu=lambda *a: _rows(*a, oh, ow),
+                              default=lambda *a: _gather(*a[:3], oh, ow, a[3]))
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(4, 5))
+def _rows(x, tiles, center, fill, oh, ow):
+    """:func:`augjax.catalog._mosaic_rows.mosaic_rows`, with the pixel gather's derivative
+    (the same function: its transpose sums each input pixel's weights in the order it did)."""
+    return mosaic_rows(x, tiles, center, fill, oh=oh, ow=ow)
+
+
+@_rows.defjvp
+def _rows_jvp(oh, ow, primals, tangents):
+    x, tiles, center, fill = primals
+    _, tangent = jax.jvp(lambda v, f: _gather(v, tiles, center, oh, ow, f), (x, fill),
+                         (tangents[0], tangents[3]))
+    return _rows(x, tiles, center, fill, oh, ow), tangent
+
+
+def _gather(x: jax.Array, tiles: jax.Array, center: jax.Array, oh: int, ow: int,
+            fill: jax.Array) -> jax.Array:
+    """:func:`mosaic_gather` as one gather of pixels (any shapes, any platform)."""
+    n, h, w, _ = x.shape
     yc, xc = center[:, :1], center[:, 1:]
     ys, xs = jnp.arange(oh)[None, :], jnp.arange(ow)[None, :]
     bottom, right = ys >= yc, xs >= xc  # (N, oh), (N, ow)

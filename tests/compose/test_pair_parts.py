@@ -120,3 +120,23 @@ def test_a_chain_into_cutmix_runs_the_loops_of_its_parts(first):
     alone_b, _ = _loops(compose(second), mid, labels)
     assert chain == alone_a + alone_b
     assert text.count(" opt-barrier(") == 2  # between the ops, and after the last one
+
+
+def test_warming_the_pairs_side_by_side_gives_each_pairs_own_chain_and_parts():
+    """``--warm-threads``: every pair's chain and both parts are made and called once from a
+    pool of threads before any is timed; each chain returned is the pair's (its output equals a
+    fresh ``compose(a, b)``'s, bit for bit) and each part is cached under its op and start."""
+    import argparse
+
+    steps = {"flip": ops.flip.bind(p=0.5), "brightness": ops.brightness.bind(factor=(0.6, 1.4)),
+             "rotate": ops.rotate.bind(degrees=30)}
+    pairs = [("flip", "rotate"), ("rotate", "brightness"), ("brightness", "flip")]
+    x, labels, key = images(2, 24, 20), np.arange(2, dtype=np.int32), jax.random.key(2)
+    alone: dict = {}
+    chains = bench.warm(argparse.Namespace(warm_threads=3), steps, pairs, x, labels, key, alone)
+    assert set(chains) == set(pairs)
+    assert set(alone) == {(a, 0) for a, _ in pairs} | {(b, 1) for _, b in pairs}
+    for a, b in pairs:
+        np.testing.assert_array_equal(
+            np.asarray(chains[(a, b)](x, key=key)),
+            np.asarray(compose(steps[a], steps[b])(x, key=key)))
