@@ -8,10 +8,11 @@ only, by one of:
 - ``alias``: a Pallas (Triton) call that does nothing, its output aliased to its input
   (``input_output_aliases``): XLA cannot fuse a producer into a custom call, so the step's
   output is written to memory once and the next step reads it; no pixel is moved;
-- ``copy``: a Pallas call that copies the image (one read and one write of it);
-- ``alias-other``: ``alias``, but between two per-sample steps only where the second
-  resamples (its kind is OTHER, :mod:`augjax._runtime.fusion`) and the first is not a move, a
-  crop or a widening step (the step kinds are read on the GPU too); before a batch step always.
+- ``copy``: a Pallas call that copies the image (one read and one write of it).
+
+Both replace every boundary the CPU rules place (on a GPU, where step kinds are not read, that
+is between every two steps). Branch ``h42g``'s library form keeps only some (``benchmarks/
+gpu_runs.md``, item 7): time it with ``compose.py`` on that branch's wheel.
 
     python benchmarks/gpu_boundary.py --boundary alias -- --device gpu --batch 256 --no-peers \
         --pairs affine+rotate --out /tmp/b.json
@@ -80,47 +81,20 @@ def boundary(form: str):
 ORIGINAL = None
 
 
-def gpu_kinds(lowering) -> None:
-    """Step kinds read on a GPU too, and a boundary there only before a resampling step whose
-    producer is a resampling or pointwise one."""
-    import jax
-    import augjax._runtime.fusion as fusion
-    from augjax.kernels.boundary import OTHER, POINTWISE
-
-    def step_kind(step, hwc, params):
-        leaves, tree = jax.tree_util.tree_flatten(params)
-        kind_of = (fusion.kind_of_step.__wrapped__ if hasattr(step, "skeleton")
-                   else fusion.kind_of_step)
-        return kind_of(step, (hwc.shape, hwc.dtype), tree,
-                       tuple((v.shape, v.dtype) for v in leaves))
-
-    def fused_with(before, kind):
-        if jax.default_backend() == "cpu":
-            return fusion.fused_with(before, kind)
-        return not (kind == OTHER and before in (OTHER, POINTWISE))
-
-    lowering.step_kind = step_kind
-    lowering.fused_with = fused_with
-
-
 def main() -> int:
     global ORIGINAL
     argv = sys.argv[1:]
     rest = argv[argv.index("--") + 1:] if "--" in argv else []
     own = argv[:argv.index("--")] if "--" in argv else argv
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--boundary", choices=("none", "alias", "copy", "alias-other"),
-                    default="none")
+    ap.add_argument("--boundary", choices=("none", "alias", "copy"), default="none")
     args = ap.parse_args(own)
     import augjax._runtime.lowering as lowering
     import compose
 
     ORIGINAL = lowering.materialize
     if args.boundary != "none":
-        lowering.materialize = boundary("alias" if args.boundary == "alias-other"
-                                        else args.boundary)
-    if args.boundary == "alias-other":
-        gpu_kinds(lowering)
+        lowering.materialize = boundary(args.boundary)
     print(f"boundary: {args.boundary}", flush=True)
     return compose.main(rest)
 

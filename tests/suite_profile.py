@@ -138,7 +138,7 @@ def report(folder: str, top: int = 40) -> str:
 #: this many CPU-s together runs its cheapest set only; a test that costs ``TEST_BUDGET`` or more
 #: leaves the tier where its module keeps a cheaper test.
 PARAM_BUDGET = 2.0
-TEST_BUDGET = 2.5
+TEST_BUDGET = 2.0
 CUT_FILE = Path(__file__).with_name("fast_tier_cut.py")
 
 

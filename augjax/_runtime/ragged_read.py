@@ -145,13 +145,31 @@ def _taps(rel: np.ndarray, size: Any, canvas: tuple[int, int], out: tuple[int, i
     return taps[0], taps[1]
 
 
+#: XLA's options for the CPU's image-by-image bilinear read of integer images
+#: (:func:`_read_by_image`): loops vectorised 128 bits wide (``xla_cpu_prefer_vector_width``,
+#: XLA's default 256). Each branch is one loop of scalar byte gathers and multiply-adds; at 256
+#: bits LLVM vectorises its edges into code that costs more than it saves. The arithmetic is
+#: the same (the same multiply-adds in the same order: the same bits, tested); the read takes
+#: 8-12% less CPU for 320^2 outputs, ~5% less for 224^2, the same for 200^2 and 96^2 (2-core
+#: VM, uint8, B=16, 2026-12-05). Float32 images read ~5% slower so, and keep XLA's default.
+BY_IMAGE_OPTIONS = {"xla_cpu_prefer_vector_width": 128}
+
+
+def _by_image(copy: bool, interpolation: str) -> bool:
+    """Whether the read runs image by image (:func:`_read_by_image`): a bilinear resample on
+    the CPU."""
+    return not copy and interpolation != "nearest" and jax.default_backend() == "cpu"
+
+
 @once_cache(maxsize=256)
 def _read_program(out: tuple[int, int], copy: bool, interpolation: str, antialias: bool,
-                  taps: tuple[int, int]):
-    """``f(canvas, box, size, anchor, fill) -> batch`` for one output size and sampling."""
+                  taps: tuple[int, int], integer: bool = False):
+    """``f(canvas, box, size, anchor, fill) -> batch`` for one output size and sampling
+    (``integer``: for integer images, compiled with :data:`BY_IMAGE_OPTIONS` where the read
+    runs image by image)."""
 
     def program(canvas, box, size, anchor, fill):
-        if copy or interpolation == "nearest" or jax.default_backend() != "cpu":
+        if not _by_image(copy, interpolation):
             def one(img, b, s, a):
                 return read_window_taps(img, b, None if copy else s, a, out, fill,
                                         interpolation, antialias, taps)
@@ -160,7 +178,8 @@ def _read_program(out: tuple[int, int], copy: bool, interpolation: str, antialia
         return _read_by_image(canvas, box, size, anchor, fill, out, interpolation, antialias,
                               taps)
 
-    return jax.jit(program)
+    options = BY_IMAGE_OPTIONS if integer and _by_image(copy, interpolation) else None
+    return jax.jit(program, compiler_options=options)
 
 
 def _read_by_image(canvas, box, size, anchor, fill, out, interpolation, antialias, taps):
@@ -231,7 +250,8 @@ def _read(prefix: tuple[Any, ...], arrays: list[np.ndarray], sizes: np.ndarray, 
     n = len(arrays)
     interpolation = config.get("interpolation", "bilinear")
     program = _read_program(out, size is None, interpolation,
-                            bool(config.get("antialias", True)), taps)
+                            bool(config.get("antialias", True)), taps,
+                            bool(np.issubdtype(arrays[0].dtype, np.integer)))
     zeros = np.zeros((n, 2), np.int32)
     zero = size is None or interpolation != "bilinear" or not np.issubdtype(arrays[0].dtype,
                                                                             np.integer)

@@ -288,6 +288,37 @@ def test_the_cpu_read_by_image_gives_every_taps_bits(dtype):
         canvas, box, size, anchor)
     np.testing.assert_array_equal(np.asarray(got), np.asarray(every))
     assert (heights < side // 4).any() and (heights > 3 * side // 4).any()
+    # As a list's call compiles it (integer images: with BY_IMAGE_OPTIONS), the same bits.
+    from augjax._runtime.ragged_read import _read_program
+
+    program = _read_program(out, False, "bilinear", True, taps, dtype == "uint8")
+    np.testing.assert_array_equal(np.asarray(program(canvas, box, size, anchor, fill)),
+                                  np.asarray(every))
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="the CPU's image-by-image read")
+def test_the_cpu_read_by_image_keeps_no_image_between_its_passes():
+    """Compiled as a list's call compiles it (uint8, :data:`BY_IMAGE_OPTIONS`), each branch of
+    the image-by-image read writes its output from one loop fusion: the width pass is computed
+    inside the height pass's loop (no float image in memory between the passes; keeping one
+    there read 15-25% slower, its width pass then indexing every element anew), and nothing
+    else in a branch is a float array (at most a copy of the canvas rows it reads)."""
+    import re
+
+    from augjax._runtime.ragged_read import _read_program
+
+    side, out = 96, (40, 48)
+    canvas, box, size, anchor, _, taps = _boxes_on_canvas(6, 4, side, out, 8, "uint8")
+    program = _read_program(out, False, "bilinear", True, taps, True)
+    text = program.lower(canvas, box, size, anchor, np.float32(0.0)).compile().as_text()
+    result = f"u8[{out[0]},{out[1]},3]"
+    branches = [c for c in re.split(r"\n(?=%|ENTRY)", text)
+                if c.split("\n")[0].endswith(f"-> ({result}) {{")]
+    assert len(branches) >= 8
+    for branch in branches:
+        fusions = re.findall(r"= (\w+)\[([\d,]*)\]\{[\d,]*\} fusion\(", branch)
+        assert [f for f in fusions if f == ("u8", result[3:-1])] == [("u8", result[3:-1])]
+        assert all(kind == "u8" for kind, _ in fusions), fusions
 
 
 
