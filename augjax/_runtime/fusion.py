@@ -88,7 +88,9 @@ def fused_with(before: str | None, kind: str) -> bool:
 #: (hue: ~40 operations a pixel) computed again for each tap cost more than its write and read
 #: back (H200, B=256: affine + rotate 1.81x, hue + affine 1.55x, random_resized_crop + rotate
 #: 1.25x the two ops alone, unbounded); a move or a crop is cheaper to fuse (crop + rotate
-#: 0.79x, normalize + rotate 0.75x).
+#: 0.79x, normalize + rotate 0.75x). A step that mixes a pixel's channels (hue, saturation,
+#: grayscale) reads as OTHER too, so two of them are kept apart: hue + saturation 0.92x the
+#: two ops alone (H100, B=256, 2026-12-05; no kept pair over 0.94x there).
 GPU_KEPT = (OTHER, POINTWISE)
 
 

@@ -24,7 +24,7 @@ PAIRS = [
     (ops.affine.bind(degrees=20), ops.rotate.bind(degrees=30)),  # two resamples
     (ops.hue.bind(), ops.affine.bind(degrees=20)),  # pointwise into a resample
     (ops.random_resized_crop.bind(size=40), ops.rotate.bind(degrees=30)),
-    (ops.hue.bind(), ops.saturation.bind()),  # both pointwise
+    (ops.hue.bind(), ops.saturation.bind()),  # both mix a pixel's channels
     (ops.normalize.bind(), ops.rotate.bind(degrees=30)),  # widening
     (ops.random_crop.bind(size=40), ops.rotate.bind(degrees=30)),  # a crop
     (ops.rotate.bind(degrees=30), ops.flip.bind(p=0.5)),  # a move after a resample
@@ -33,8 +33,10 @@ PAIRS = [
 ]
 IDS = ["affine+rotate", "hue+affine", "rrc+rotate", "hue+saturation", "normalize+rotate",
        "crop+rotate", "rotate+flip", "vflip+cutmix", "mixup+normalize"]
-#: The pairs whose first step's output is kept in memory on a GPU (fusion.GPU_KEPT).
-KEPT = {"affine+rotate", "hue+affine", "rrc+rotate"}
+#: The pairs whose first step's output is kept in memory on a GPU (fusion.GPU_KEPT): a step
+#: that resamples or mixes a pixel's channels (hue, saturation: OTHER by their jaxprs) read by
+#: another such step.
+KEPT = {"affine+rotate", "hue+affine", "rrc+rotate", "hue+saturation"}
 
 
 def _gpu(x):
