@@ -12,8 +12,9 @@ import jax
 
 from augjax._core.step import Step
 from augjax.kernels.boundary import CROP, MOVE, MOVE_TWICE, OTHER, POINTWISE, image_kind
+from augjax.kernels.platform import only_platform
 
-__all__ = ["WIDENING", "fused_with", "step_kind"]
+__all__ = ["WIDENING", "backend", "fused_with", "kept_before_batch", "step_kind"]
 
 
 #: What a step is, for the fusion boundary after it (:func:`augjax.kernels.boundary.image_kind`):
@@ -24,22 +25,33 @@ __all__ = ["WIDENING", "fused_with", "step_kind"]
 WIDENING = "widening"
 
 
+def backend() -> str:
+    """The backend whose rules place the boundaries: JAX's default (the one a chain compiles
+    for)."""
+    return jax.default_backend()
+
+
 def step_kind(step: Step, hwc: jax.Array, params: Any) -> str:
     """The step's kind on ``hwc`` (traced or abstract) with ``params``; OTHER without tracing
-    where no boundary is kept (not a CPU backend: the step's branches for a GPU cost trace
-    time)."""
-    if jax.default_backend() != "cpu":
+    on a backend that keeps no boundary (neither a CPU nor a GPU)."""
+    if backend() not in ("cpu", "gpu"):
         return OTHER
     leaves, tree = jax.tree_util.tree_flatten(params)
     kind_of = kind_of_step.__wrapped__ if hasattr(step, "skeleton") else kind_of_step  # traced values
-    return kind_of(step, (hwc.shape, hwc.dtype), tree, tuple((v.shape, v.dtype) for v in leaves))
+    return kind_of(step, (hwc.shape, hwc.dtype), tree, tuple((v.shape, v.dtype) for v in leaves),
+                   backend())
 
 
 @functools.lru_cache(maxsize=1024)
-def kind_of_step(step: Any, image: tuple[Any, Any], tree: Any, leaves: tuple[Any, ...]) -> str:
+def kind_of_step(step: Any, image: tuple[Any, Any], tree: Any, leaves: tuple[Any, ...],
+                 on: str = "cpu") -> str:
+    """The kind of ``step`` on an image of ``image`` (shape, dtype) with params of ``tree``
+    and ``leaves`` (shapes, dtypes), as a program for the backend ``on`` computes it (its
+    platform's branches only: the others' would read as control flow)."""
     hwc = jax.ShapeDtypeStruct(*image)
     params = jax.tree_util.tree_unflatten(tree, [jax.ShapeDtypeStruct(*v) for v in leaves])
-    kind = image_kind(jax.vmap(step.run), hwc, params)
+    with only_platform("cuda" if on == "gpu" else on):
+        kind = image_kind(jax.vmap(step.run), hwc, params)
     if kind != POINTWISE:
         return kind
     out = jax.eval_shape(jax.vmap(step.run), hwc, params)
@@ -47,8 +59,9 @@ def kind_of_step(step: Any, image: tuple[Any, Any], tree: Any, leaves: tuple[Any
 
 
 def fused_with(before: str | None, kind: str) -> bool:
-    """Whether a step of ``kind`` reads the step ``before`` fused (no boundary between them),
-    as measured on a 2-core CPU (``benchmarks/compose.py``, ratios to the two ops alone):
+    """Whether a step of ``kind`` reads the step ``before`` fused (no boundary between them).
+    On a GPU (:data:`GPU_KEPT`): fused unless a resampling step reads a resampling or pointwise
+    one. On a CPU, as measured on a 2-core CPU (``benchmarks/compose.py``, ratios to the two ops alone):
     after a widening pointwise step (normalize: cheaper to recompute than to write as float32
     and read back); a pointwise or widening step after a pointwise one; after a step that only
     moves elements (flip, crops, erasing), a widening step or one that moves elements once
@@ -60,8 +73,33 @@ def fused_with(before: str | None, kind: str) -> bool:
     1.70-2.3x fused), nor a pointwise step after another kind (XLA:CPU fused rotate's resample
     into brightness at 2x, random erasing and brightness at 2.6x, vflip and brightness at
     1.26-1.35x where kept was 1.06-1.12x, B=16)."""
+    if backend() == "gpu":
+        return not (kind == OTHER and before in GPU_KEPT)
     moving = (CROP, MOVE, MOVE_TWICE)
     return (before == WIDENING or (before == POINTWISE and kind in (POINTWISE, WIDENING))
             or (before == CROP and kind in (*moving, WIDENING))
             or (before in (MOVE, MOVE_TWICE) and kind in (CROP, MOVE, WIDENING))
             or (before == MOVE_TWICE and kind == MOVE_TWICE))
+
+
+#: On a GPU, the kinds of step whose output is kept in memory before a resampling step or a
+#: batch-level one reads it. XLA:GPU fuses a producer into each read: into a resample's taps
+#: (four for bilinear) or into both images a mixing step reads. A resample or a pointwise step
+#: (hue: ~40 operations a pixel) computed again for each tap cost more than its write and read
+#: back (H200, B=256: affine + rotate 1.81x, hue + affine 1.55x, random_resized_crop + rotate
+#: 1.25x the two ops alone, unbounded); a move or a crop is cheaper to fuse (crop + rotate
+#: 0.79x, normalize + rotate 0.75x). A step that mixes a pixel's channels (hue, saturation,
+#: grayscale) reads as OTHER too, so two of them are kept apart: hue + saturation 0.92x the
+#: two ops alone (H100, B=256, 2026-12-05; no kept pair over 0.94x there).
+GPU_KEPT = (OTHER, POINTWISE)
+
+
+def kept_before_batch(before: str | None) -> bool:
+    """Whether the output of the step ``before`` (its kind; None: no step) is kept in memory
+    before a batch-level step reads it: on a GPU after a :data:`GPU_KEPT` step, on a CPU after
+    any but a widening one."""
+    if before is None:
+        return False
+    if backend() == "gpu":
+        return before in GPU_KEPT
+    return before != WIDENING

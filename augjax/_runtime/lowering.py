@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from augjax.kernels.boundary import OTHER, materialize
-from augjax._runtime.fusion import WIDENING, fused_with, step_kind
+from augjax._runtime.fusion import backend, fused_with, kept_before_batch, step_kind
 from augjax._runtime.inputs import check_images, check_labels
 from augjax._core.meta import Meta
 from augjax._core.step import Step, Structure
@@ -149,11 +149,11 @@ def apply_params(
             batch = False
             continue
         for step, p in run:
-            if before is not None and before != WIDENING:  # read from memory (boundary.py)
+            if kept_before_batch(before):  # read from memory (boundary.py)
                 x = materialize(x, row_major=True, whole=True)  # read by a batch step
             x, labels, layout = _batch_step(step, p, x, labels, layout)
             before, batch = OTHER, True
-    if len(steps) > 1 and jax.default_backend() == "cpu":  # the last step writes the
+    if len(steps) > 1 and backend() == "cpu":  # the last step writes the
         # row-major output itself (boundary.py)
         x = materialize(x, row_major=True, whole=batch)
     return x, labels

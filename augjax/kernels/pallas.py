@@ -22,7 +22,7 @@ try:  # deprecated in JAX 0.11 (DeprecationWarning) in favour of Mosaic GPU; may
 except ImportError:  # pragma: no cover - JAX without the Triton backend
     pl_triton = None
 
-__all__ = ["AVAILABLE", "call", "gather", "interleave", "owned", "pl_triton",
+__all__ = ["AVAILABLE", "call", "gather", "interleave", "kept_in_place", "owned", "pl_triton",
            "planes", "reflect101", "round_half_even", "store_planes", "tile", "tile_start",
            "to_uint8"]
 
@@ -124,3 +124,21 @@ def call(kernel, out_shape, grid, args, *, num_warps: int, interpret: bool, **op
                           compiler_params=pl_triton.CompilerParams(num_warps=num_warps,
                                                                    num_stages=1),
                           **options)(*args)
+
+
+def _nothing(x_ref, o_ref) -> None:
+    del x_ref, o_ref
+
+
+def kept_in_place(x):
+    """``x``, through a Triton call that does nothing, its output aliased to its input
+    (``input_output_aliases``): XLA:GPU fuses no producer into a custom call, so whatever
+    computes ``x`` is written to memory once and every later read loads it; no element is
+    moved (XLA copies ``x`` first only where its buffer cannot be given to the call). On a GPU
+    only (a Triton kernel)."""
+    import jax
+
+    flat = x.reshape(-1)
+    out = call(_nothing, jax.ShapeDtypeStruct(flat.shape, flat.dtype), (1,), (flat,),
+               num_warps=1, interpret=False, input_output_aliases={0: 0})
+    return out.reshape(x.shape)

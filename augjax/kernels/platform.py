@@ -10,13 +10,15 @@ trace. :func:`platform_dependent` drops those branches, and calls the one left d
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import jax
 
-__all__ = ["live_platforms", "platform_dependent"]
+__all__ = ["live_platforms", "only_platform", "platform_dependent"]
 
 
 @functools.cache
@@ -32,7 +34,7 @@ def platform_dependent(*args: Any, default: Callable[..., Any] | None = None,
     """``jax.lax.platform_dependent(*args, default=..., **per_platform)`` restricted to the
     platforms of :func:`live_platforms`; the branch is called directly when only one is left.
     """
-    live = live_platforms()
+    live = _ONLY.get() or live_platforms()
     kept = {name: fn for name, fn in per_platform.items() if name in live}
     if default is not None and live <= set(kept):
         default = None  # every live platform has its own branch
@@ -42,3 +44,18 @@ def platform_dependent(*args: Any, default: Callable[..., Any] | None = None,
     if not branches:  # no branch for any live platform: let JAX word the error
         return jax.lax.platform_dependent(*args, default=default, **per_platform)
     return jax.lax.platform_dependent(*args, default=default, **kept)
+
+
+_ONLY: contextvars.ContextVar[frozenset[str] | None] = contextvars.ContextVar(
+    "augjax_only_platform", default=None)
+
+
+@contextlib.contextmanager
+def only_platform(name: str) -> Iterator[None]:
+    """:func:`platform_dependent` traces only ``name``'s branch inside (what a program compiled
+    for that platform computes: how a chain reads a step, :mod:`augjax._runtime.fusion`)."""
+    token = _ONLY.set(frozenset({name}))
+    try:
+        yield
+    finally:
+        _ONLY.reset(token)
