@@ -140,3 +140,42 @@ def test_warming_the_pairs_side_by_side_gives_each_pairs_own_chain_and_parts():
         np.testing.assert_array_equal(
             np.asarray(chains[(a, b)](x, key=key)),
             np.asarray(compose(steps[a], steps[b])(x, key=key)))
+
+
+@pytest.mark.slow
+def test_pairs_warmed_in_other_processes_compile_nothing_here(monkeypatch):
+    """``--warm-procs``: processes that each make and call a slice of the pairs fill the
+    persistent compilation cache (the session's, tests/conftest.py), so the timing process
+    compiles none of those programs itself: every compile of the chains and parts is a cache
+    hit. Shapes no other test uses, so no program is in this process's memory already."""
+    import argparse
+
+    from jax import monitoring
+
+    args = argparse.Namespace(device="cpu", batch=3, size=29, out_size=23, parts="same-draws",
+                              warm_procs=2)
+    pairs = [("flip", "rotate"), ("rotate", "brightness"), ("hue", "random_resized_crop")]
+    from augjax._runtime.compile_cache import compilation_cache_dir
+
+    assert compilation_cache_dir() is not None  # tests/conftest.py: the session's cache
+    monkeypatch.setitem(bench.PARTS, "same_draws", True)  # what main() sets for --parts
+    assert bench.warm_in_processes(args, pairs) == 0
+    dev = jax.devices("cpu")[0]
+    x = jax.device_put(images(3, 29, 29), dev)
+    labels = jax.device_put(np.arange(3, dtype=np.int32) % bench.CLASSES, dev)
+    key = jax.random.key(0)
+    events: Counter = Counter()
+
+    def count(event, **kw):
+        events.update([event])
+
+    monitoring.register_event_listener(count)
+    try:
+        chains = bench.warm(argparse.Namespace(warm_threads=1), bench.pair_ops(23), pairs, x,
+                            labels, key, {})
+    finally:
+        monitoring.unregister_event_listener(count)
+    assert set(chains) == set(pairs)
+    # a program the warming processes made is read from the cache (or augjax's program store,
+    # which skips JAX's compile altogether); one they did not make would be a miss here
+    assert events["/jax/compilation_cache/cache_misses"] == 0, events
