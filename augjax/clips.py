@@ -96,9 +96,9 @@ def sample_clips(step: Any, inputs: tuple[Any, ...], *, key: Any, layout: str,
             return params
         return jax.tree_util.tree_map(
             lambda v: jnp.broadcast_to(v, (clips.shape[1], *v.shape)), params)
+    if not per_frame:  # (one key stays one: the images' sampler program splits it)
+        return step.sample(struct, key=key, layout=layout)
     keys = sample_keys(key, clips.shape[0], step.name)
-    if not per_frame:
-        return step.sample(struct, key=keys, layout=layout)
     return _frame_sampler(step, tuple(struct.shape), jnp.dtype(struct.dtype).name, layout)(
         frame_keys(keys, clips.shape[1]))
 

@@ -377,13 +377,14 @@ GRAD = {
 @pytest.mark.parametrize("name", list(GRAD))
 def test_gradient_with_respect_to_float_images(name):
     """jax.grad through apply (the params held fixed) on float32 images: finite, nonzero, and
-    equal to a finite difference."""
+    equal to a finite difference (apply and its gradient jitted: one program each, where the
+    eager gradient ran the linearized and transposed programs and each primitive apart)."""
     x = images(4, 8, 10, dtype=np.float32, seed=23) * 0.8 + 0.1
     spec, cfg = augjax.get_op(name), GRAD[name]
     p = spec.sample(x, key=KEY, **cfg)
     # color_jitter: four stages, more kinks (clamps, hue sectors) within eps of some pixel
     rtol = 5e-2 if name == "color_jitter" else 1e-2
-    g = check_grad(lambda z: spec.apply(z, params=p, **cfg), x, rtol=rtol)
+    g = check_grad(lambda z: spec.apply(z, params=p, **cfg), x, rtol=rtol, jit=True)
     assert np.abs(g).mean() > 0.1
 
 
