@@ -89,15 +89,16 @@ def sample_clips(step: Any, inputs: tuple[Any, ...], *, key: Any, layout: str,
     layout = frame_layout(layout)
     clips = _clips(inputs[0], step.name)
     struct = _frame_struct(clips)
+    key = committed(key)  # the programs of call_clips (which commits its inputs), not copies
     if not _random(step):
         params = step.sample(struct, key=key, layout=layout)
         if not per_frame:
             return params
         return jax.tree_util.tree_map(
             lambda v: jnp.broadcast_to(v, (clips.shape[1], *v.shape)), params)
+    if not per_frame:  # (one key stays one: the images' sampler program splits it)
+        return step.sample(struct, key=key, layout=layout)
     keys = sample_keys(key, clips.shape[0], step.name)
-    if not per_frame:
-        return step.sample(struct, key=keys, layout=layout)
     return _frame_sampler(step, tuple(struct.shape), jnp.dtype(struct.dtype).name, layout)(
         frame_keys(keys, clips.shape[1]))
 
@@ -146,10 +147,14 @@ def apply_clips(step: Any, inputs: tuple[Any, ...], *, params: Any, layout: str,
     """``step`` on clips with given params (from :func:`sample_clips`); deterministic. One
     jitted program (the repeat of the params per frame included)."""
     layout = frame_layout(layout)
-    clips = _clips(inputs[0], step.name)
+    # Committed, as call_clips commits its inputs: apply and the call share one program
+    # (jax.jit compiles once per commitment of its arguments).
+    clips = committed(_clips(inputs[0], step.name))
     n, t = clips.shape[:2]
-    labels = inputs[1] if len(inputs) > 1 else None
+    labels = committed(_array(inputs[1])) if len(inputs) > 1 else None
+    params = jax.tree_util.tree_map(lambda v: committed(_array(v)), params)
     arrays, rest = _split_targets(dict(targets), n, t, step.name)
+    arrays = {k: committed(v) for k, v in arrays.items()}
     program = _apply_program(step, layout, per_frame, tuple(arrays), _hashable(rest))
     return program(clips, labels, params, *arrays.values())
 

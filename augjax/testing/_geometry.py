@@ -172,7 +172,8 @@ def check_geometry(op: BoundOp) -> None:
     inside = planes[..., 2] >= INSIDE
     quant = 0.0 if dtype == "float32" else 0.5 * max(h, w) / 255.0
     first = jax.tree_util.tree_map(lambda v: v[:n], params)
-    ms = (np.asarray(matrices(op, first, (h, w), c, dtype, n), np.float64)
+    # One program for the matrices (eagerly, each of their primitives compiles alone).
+    ms = (np.asarray(jax.jit(lambda p: matrices(op, p, (h, w), c, dtype, n))(first), np.float64)
           if spec.matrix is not None else None)
     name = spec.name
     for i in range(n):

@@ -14,6 +14,7 @@ Drawn values are read through the public params path: ``op.sample`` gives each s
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import jax
@@ -180,25 +181,39 @@ def test_jitter_forced_orders_match_torchvision(dtype):
     assert_chain_close(outs, refs, dtype)
 
 
+SUBSETS = [(0, 1, 2, 3), (0, 1, 3), (1, 2), (1,), (0, 2, 3), (2, 3)]
+# float32-exact factors, as ColorJitter draws them (torch.empty(1).uniform_): a double factor
+# makes torchvision's 1 - factor differ from float32's by an ulp (a level in uint8).
+SUBSET_FACTORS = [1.25, 0.625, 1.375, 0.0625]
+
+
+@functools.cache
+def _subsets_in_every_order(dtype, form):
+    """``{subset: outputs}``: each subset of SUBSETS in all 24 orders through the ``form``
+    schedule of ``jitter``, every subset in one compiled program (each subset's its own
+    computation in it; a program per subset compiled twice as long in all)."""
+    from augjax.catalog._jitter import jitter
+
+    x = jnp.asarray(images(1, 16, 20, dtype=dtype, seed=12)[0])
+
+    def every_subset(o):
+        return [jitter(x, o, jnp.asarray(SUBSET_FACTORS), tuple(i in a for i in range(4)), form)
+                for a in SUBSETS]
+
+    outs = jax.jit(jax.vmap(every_subset))(jnp.asarray(ORDERS))
+    return {a: np.asarray(out) for a, out in zip(SUBSETS, outs)}
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("active", [(0, 1, 2, 3), (0, 1, 3), (1, 2), (1,), (0, 2, 3), (2, 3)])
+@pytest.mark.parametrize("active", SUBSETS)
 @pytest.mark.parametrize("form", ["cpu", "gpu", "pallas"])
 def test_jitter_subsets_in_every_order_match_torchvision(dtype, active, form):
     """Subsets of the adjustments in all 24 orders against torchvision, with every schedule of
     augjax.catalog._jitter (one pass: a mean per stage, CPU; two passes: contrast's mean first,
     GPU; the per-image branching Pallas kernel, interpreted here, compiled on CUDA)."""
-    from augjax.catalog._jitter import jitter
-
     x = images(1, 16, 20, dtype=dtype, seed=12)[0]
-    # float32-exact factors, as ColorJitter draws them (torch.empty(1).uniform_): a double
-    # factor makes torchvision's 1 - factor differ from float32's by an ulp (a level in uint8).
-    factors = [1.25, 0.625, 1.375, 0.0625]
-    mask = tuple(i in active for i in range(4))
-
-    def one(o):
-        return jitter(jnp.asarray(x), o, jnp.asarray(factors), mask, form)
-
-    outs = np.asarray(jax.jit(jax.vmap(one))(jnp.asarray(ORDERS)))
+    factors = SUBSET_FACTORS
+    outs = _subsets_in_every_order(dtype, form)[active]
     refs = [_tv_jitter(x, factors, order, active) for order in ORDERS]
     assert len({r.tobytes() for r in refs}) > 1 or len(active) == 1
     assert_chain_close(outs, refs, dtype)
@@ -224,12 +239,11 @@ def test_jitter_pallas_form_equals_the_xla_form_at_any_size(dtype, shape):
     p = augjax.ops.color_jitter.sample(x, key=jax.random.key(16), **cfg)
     factors = jnp.stack([p[k] for k in JITTER_NAMES], axis=1)
 
-    def form(name):
-        def one(image, order, f):
-            return jitter(image, order, f, (True,) * 4, name)
-        return np.asarray(jax.jit(jax.vmap(one))(jnp.asarray(x), p["order"], factors))
+    def both(image, order, f):  # the two forms in one compiled program
+        return tuple(jitter(image, order, f, (True,) * 4, name) for name in ("pallas", "cpu"))
 
-    kernel, ref = form("pallas"), form("cpu")
+    kernel, ref = (np.asarray(o) for o in jax.jit(jax.vmap(both))(jnp.asarray(x), p["order"],
+                                                                     factors))
     assert kernel.shape == x.shape and kernel.dtype == x.dtype
     if dtype == np.uint8:
         np.testing.assert_array_equal(kernel, ref)
@@ -377,13 +391,14 @@ GRAD = {
 @pytest.mark.parametrize("name", list(GRAD))
 def test_gradient_with_respect_to_float_images(name):
     """jax.grad through apply (the params held fixed) on float32 images: finite, nonzero, and
-    equal to a finite difference."""
+    equal to a finite difference (apply and its gradient jitted: one program each, where the
+    eager gradient ran the linearized and transposed programs and each primitive apart)."""
     x = images(4, 8, 10, dtype=np.float32, seed=23) * 0.8 + 0.1
     spec, cfg = augjax.get_op(name), GRAD[name]
     p = spec.sample(x, key=KEY, **cfg)
     # color_jitter: four stages, more kinks (clamps, hue sectors) within eps of some pixel
     rtol = 5e-2 if name == "color_jitter" else 1e-2
-    g = check_grad(lambda z: spec.apply(z, params=p, **cfg), x, rtol=rtol)
+    g = check_grad(lambda z: spec.apply(z, params=p, **cfg), x, rtol=rtol, jit=True)
     assert np.abs(g).mean() > 0.1
 
 

@@ -174,7 +174,8 @@ def test_fused_program_equals_two_programs(per_frame, clips):
 
 def test_committed_and_uncommitted_clips_share_the_programs(clips):
     """DALI's jax_function hands committed arrays, jnp.asarray uncommitted ones: the clips'
-    programs serve both (jax.jit keys on commitment; they compiled twice before)."""
+    programs serve both (jax.jit keys on commitment; they compiled twice before), and
+    ``sample`` / ``apply`` on clips run the call's programs."""
     step = augjax.compose(ops.flip.bind(p=0.5), ops.brightness.bind(factor=(0.5, 1.5)))
     keys = jax.random.split(KEY, N)
     loose = step(clips, key=keys)
@@ -182,3 +183,8 @@ def test_committed_and_uncommitted_clips_share_the_programs(clips):
     pinned = (jax.device_put(clips, device), jax.device_put(keys, device))
     assert compiles(lambda: jax.block_until_ready(step(pinned[0], key=pinned[1]))) == 0
     _eq(step(pinned[0], key=pinned[1]), loose)
+    # sample and apply run the call's two programs (they commit their inputs as the call does)
+    params = []
+    assert compiles(lambda: params.append(jax.block_until_ready(step.sample(clips, key=keys)))
+                    ) == 0
+    assert compiles(lambda: _eq(step.apply(clips, params=params[0]), loose)) == 0
