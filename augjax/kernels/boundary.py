@@ -68,11 +68,12 @@ def materialize(x: Any, *, row_major: bool = False, whole: bool = False) -> Any:
 def _kept_on_gpu(x: Any) -> Any:
     """Each array of ``x`` through :func:`augjax.kernels.pallas.kept_in_place` (``x`` itself
     where JAX has no Triton backend)."""
-    from augjax.kernels import pallas  # Pallas' import costs ~0.1 s: only when traced
+    # Pallas' import costs ~0.1 s: only when traced
+    from augjax.kernels.pallas import AVAILABLE, kept_in_place
 
-    if not pallas.AVAILABLE:
+    if not AVAILABLE:
         return x
-    return jax.tree_util.tree_map(pallas.kept_in_place, x)
+    return jax.tree_util.tree_map(kept_in_place, x)
 
 
 def _kept_row_major(x: Any) -> Any:
