@@ -60,8 +60,9 @@ def kind_of_step(step: Any, image: tuple[Any, Any], tree: Any, leaves: tuple[Any
 
 def fused_with(before: str | None, kind: str) -> bool:
     """Whether a step of ``kind`` reads the step ``before`` fused (no boundary between them).
-    On a GPU (:data:`GPU_KEPT`): fused unless a resampling step reads a resampling or pointwise
-    one. On a CPU, as measured on a 2-core CPU (``benchmarks/compose.py``, ratios to the two ops alone):
+    On a GPU (:data:`GPU_KEPT`): fused unless a step of kind OTHER (a resample, or a colour op
+    that mixes a pixel's channels) reads an OTHER or POINTWISE one. On a CPU, as measured on a
+    2-core CPU (``benchmarks/compose.py``, ratios to the two ops alone):
     after a widening pointwise step (normalize: cheaper to recompute than to write as float32
     and read back); a pointwise or widening step after a pointwise one; after a step that only
     moves elements (flip, crops, erasing), a widening step or one that moves elements once
