@@ -3,7 +3,8 @@ off (``AUGJAX_COMPILATION_CACHE=0``: no JAX persistent cache, no program store),
 cache folder) and warm (the same folder again), each in a fresh process.
 
 The paths: a training chain on arrays (crop, flip, colour jitter, normalize), the four policies,
-mixup with labels, a partial batch after a full one (padded to the compiled size), a DALI CPU
+mixup with labels, rotated boxes through two warps, an op's ``sample`` with one key then its
+``apply``, a chain on clips (called, and replayed from its params), a partial batch after a full one (padded to the compiled size), a DALI CPU
 pipeline, and inputs laid out over two CPU devices (the partitioned programs, which run beside
 stored ones: the 2-process ``examples/multi_host.py`` gave other bits with the store on, because
 the programs it cannot store compiled with other XLA options). The processes see two CPU
@@ -45,6 +46,20 @@ policies = {"rand": augjax.rand_augment(n=2, m=9), "trivial": augjax.trivial_aug
 for name, policy in policies.items():
     out[name] = policy(x, key=key)
 out["mixup_images"], out["mixup_labels"] = ops.mixup(x, y, key=key, alpha=0.4, num_classes=10)
+# rotated boxes through two warps; sample with one key, then apply; a chain on clips, called and
+# replayed from its sampled params
+boxes = np.tile(np.array([[20.0, 20.0, 16.0, 10.0, 30.0]], np.float32), (8, 1))[:, None]
+geo = augjax.compose(ops.rotate.bind(degrees=30), ops.affine.bind(degrees=10, scale=(0.8, 1.2)))
+for name, value in geo(x, key=key, boxes=boxes, boxes_format="cxcywhr").items():
+    out[f"rotated_{name}"] = value
+rotate = ops.rotate.bind(degrees=30)
+sampled = rotate.sample(x, key=key)
+out["sampled"] = jax.tree_util.tree_leaves(sampled)[0]
+out["sample_apply"] = rotate.apply(x, params=sampled)
+clips = rng.integers(0, 256, (4, 3, 24, 24, 3), dtype=np.uint8)
+crop_flip = augjax.compose(ops.random_resized_crop.bind(size=16), ops.flip.bind(p=0.5))
+out["clips"] = crop_flip(clips, key=key)
+out["clips_apply"] = crop_flip.apply(clips, params=crop_flip.sample(clips, key=key))
 
 mesh = Mesh(np.array(jax.devices()[:2]), ("b",))
 spread = jax.device_put(x, NamedSharding(mesh, PartitionSpec("b")))
