@@ -11,6 +11,7 @@ Pallas takes about 0.1 s.
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
@@ -136,8 +137,6 @@ def kept_in_place(x):
     computes ``x`` is written to memory once and every later read loads it; no element is
     moved (XLA copies ``x`` first only where its buffer cannot be given to the call). On a GPU
     only (a Triton kernel)."""
-    import jax
-
     flat = x.reshape(-1)
     out = call(_nothing, jax.ShapeDtypeStruct(flat.shape, flat.dtype), (1,), (flat,),
                num_warps=1, interpret=False, input_output_aliases={0: 0})
