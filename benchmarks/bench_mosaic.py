@@ -154,9 +154,15 @@ def dali(n, s, repeats, device):
                 if impl == "multi_paste":
                     args = [fn.external_source(source=_const(a), batch=True)
                             for a in (in_ids, in_a, shapes, out_a)]
-                    return fn.multi_paste(im, in_ids=args[0], in_anchors=args[1],
-                                          shapes=args[2], out_anchors=args[3],
-                                          output_size=[s, s])
+                    pasted = fn.multi_paste(im, in_ids=args[0], in_anchors=args[1],
+                                            shapes=args[2], out_anchors=args[3],
+                                            output_size=[s, s])
+                    if kind == "mosaic":
+                        return pasted
+                    # The same masks enter the pipeline (and reach the device) as augjax's
+                    # side gets them: their copy in is part of either pipeline's batch.
+                    mk = fn.external_source(source=lambda: masks, batch=True)
+                    return pasted, (mk.gpu() if device == "gpu" else mk)
                 bx = fn.external_source(source=lambda: boxes, batch=True)
                 sd = fn.external_source(source=lambda: seeds, batch=True)
                 if device == "gpu":
