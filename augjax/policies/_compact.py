@@ -36,10 +36,10 @@ from augjax.kernels.pixels import is_int
 from augjax.policies._families import (
     FAMILIES,
     BatchGroup,
-    check_group,
+    batch_groups,
+    merge_rest,
     plan_layer,
     run_families_batch,
-    run_rest,
 )
 
 __all__ = ["capacity", "run_compact"]
@@ -110,40 +110,12 @@ def _plan(bound_ops: tuple[Any, ...], integer: bool, shares: tuple[float, ...], 
     return tuple(caps), tuple(stat_caps)
 
 
-def _family(kind: str, items, bound_ops):
-    """The family's computation on one image: ``fn(image, params, pos, chosen, **kw)`` with
-    ``params`` the group's entries' params (in ``items`` order)."""
-    def fn(image, params, pos, chosen, **kw):
-        members = [(bound_ops[j], params[i], m) for i, (j, m) in enumerate(items)]
-        return FAMILIES[kind](image, members, pos, chosen, **kw)
-
-    return fn
-
-
 def _stat_fn(name: str):
     return lambda image: getattr(ImageStats(image), name)
 
 
 def _rows(mask: jax.Array) -> jax.Array:
     return mask[:, None, None, None]
-
-
-class _Group(BatchGroup):
-    """One family group of a layer over a batch, with its capacities."""
-
-    def __init__(self, key, items, capacity_, stat_caps, op_index, applied, count):
-        super().__init__(key, items, op_index, applied, count)
-        self.capacity = capacity_
-        self.stat_caps = stat_caps
-        self.compacted = {name: self.readers(name) for name, k in stat_caps.items() if k}
-
-    def fits(self) -> jax.Array:
-        ok = jnp.bool_(True)
-        if self.capacity:
-            ok = ok & (jnp.sum(self.chosen) <= self.capacity)
-        for name, mask in self.compacted.items():
-            ok = ok & (jnp.sum(mask) <= self.stat_caps[name])
-        return ok
 
 
 def _merge(out: jax.Array, idx: jax.Array, y: jax.Array) -> jax.Array:
@@ -153,29 +125,36 @@ def _merge(out: jax.Array, idx: jax.Array, y: jax.Array) -> jax.Array:
     return out.at[idx].set(y, mode="drop", unique_indices=True)
 
 
-def _tone(group: _Group, bound_ops, branches, x: jax.Array, out: jax.Array) -> jax.Array:
-    """The tone family over the batch, its statistics from compacted sub-batches."""
+def _tone(group: BatchGroup, readers: dict[str, jax.Array], stat_caps: dict[str, int],
+          branches, x: jax.Array, out: jax.Array) -> jax.Array:
+    """The tone family over the batch, the statistics of ``readers`` (each statistic's
+    compacted readers) from compacted sub-batches."""
     b = x.shape[0]
     preset = {}
-    for name, mask in group.compacted.items():
-        idx = _indices(mask, group.stat_caps[name])
+    for name, mask in readers.items():
+        idx = _indices(mask, stat_caps[name])
         preset[name] = _put(b, idx, jax.vmap(_stat_fn(name))(_take(x, idx)))
-    fn = _family("tone", group.items, bound_ops)
-    y = jax.vmap(lambda xx, p, pos, c, ps: fn(xx, p, pos, c, preset=ps))(
-        x, group.params(branches), group.pos, group.chosen, preset)
+
+    def one(image, params, pos, chosen, preset_):
+        return FAMILIES["tone"](image, group.members(params), pos, chosen, preset=preset_)
+
+    y = jax.vmap(one)(x, group.params(branches), group.pos, group.chosen, preset)
     return jnp.where(_rows(group.chosen), y, out)
 
 
-def _gathered(group: _Group, bound_ops, branches, x: jax.Array, out: jax.Array) -> jax.Array:
+def _gathered(group: BatchGroup, capacity_: int, branches, x: jax.Array,
+              out: jax.Array) -> jax.Array:
     """A family on the sub-batch of the samples that chose it (or over the whole batch when it
     has no capacity)."""
-    fn = _family(group.kind, group.items, bound_ops)
-    if not group.capacity:
-        y = jax.vmap(fn)(x, group.params(branches), group.pos, group.chosen)
+    def one(image, params, pos, chosen):
+        return FAMILIES[group.kind](image, group.members(params), pos, chosen)
+
+    if not capacity_:
+        y = jax.vmap(one)(x, group.params(branches), group.pos, group.chosen)
         return jnp.where(_rows(group.chosen), y, out)
-    idx = _indices(group.chosen, group.capacity)
+    idx = _indices(group.chosen, capacity_)
     sub = _take((x, group.params(branches), group.pos), idx)
-    y = jax.vmap(lambda xx, p, pos: fn(xx, p, pos, jnp.bool_(True)))(*sub)
+    y = jax.vmap(lambda image, params, pos: one(image, params, pos, jnp.bool_(True)))(*sub)
     return _merge(out, idx, y)
 
 
@@ -189,7 +168,6 @@ def run_compact(entries, bound_ops, op_index: jax.Array, applied: jax.Array,
     count = len(bound_ops)
     shares = tuple(shares) if shares is not None else (1.0 / count,) * count
     integer = bool(is_int(images.dtype))
-    layout, rest = plan_layer(tuple(bound_ops), integer)
     caps, stat_caps = _plan(tuple(bound_ops), integer, shares, images.shape[0])
 
     def full(args):
@@ -198,24 +176,25 @@ def run_compact(entries, bound_ops, op_index: jax.Array, applied: jax.Array,
     operands = (op_index, applied, branches, images)
     if not any(caps) and not any(k for st in stat_caps for k in st.values()):
         return full(operands)
-    for _, items in layout:
-        check_group(entries, bound_ops, items, images[0], owner)
-    groups = [_Group(key, items, k, st, op_index, applied, count)
-              for (key, items), k, st in zip(layout, caps, stat_caps)]
+    groups, rest = batch_groups(entries, bound_ops, op_index, applied, images, owner)
+    readers = [{name: g.readers(name) for name, k in st.items() if k}
+               for g, st in zip(groups, stat_caps)]
 
     def compact(args):
         o, a, br, x = args
         out = x
-        for g in groups:  # the elementwise families first: one pass over the batch
+        # the elementwise families first: one pass over the batch
+        for g, st, r in zip(groups, stat_caps, readers):
             if g.kind == "tone":
-                out = _tone(g, bound_ops, br, x, out)
-        if rest:
-            chosen, y = run_rest(entries, bound_ops, rest, o, br, x, owner, batched=True)
-            out = jnp.where(_rows(chosen & a), y, out)
-        for g in groups:
+                out = _tone(g, r, st, br, x, out)
+        out = merge_rest(entries, bound_ops, rest, o, a, br, x, owner, out)
+        for g, k in zip(groups, caps):
             if g.kind != "tone":
-                out = _gathered(g, bound_ops, br, x, out)
+                out = _gathered(g, k, br, x, out)
         return out
 
-    fits = functools.reduce(jnp.logical_and, [g.fits() for g in groups], jnp.bool_(True))
-    return jax.lax.cond(fits, compact, full, operands)
+    fits = [jnp.sum(g.chosen) <= k for g, k in zip(groups, caps) if k]
+    fits += [jnp.sum(mask) <= st[name]
+             for st, r in zip(stat_caps, readers) for name, mask in r.items()]
+    return jax.lax.cond(functools.reduce(jnp.logical_and, fits, jnp.bool_(True)), compact, full,
+                        operands)

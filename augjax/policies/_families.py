@@ -34,9 +34,9 @@ from augjax.kernels.pixels import bound, is_int, mix, to_dtype
 from augjax.kernels.warp import check_fill, warp_affine
 from augjax.kernels.warp_pil import warp_affine_pil
 
-__all__ = ["FAMILIES", "BatchGroup", "affine_coeffs", "affine_exact", "blend_choice",
-           "check_group", "entry_fn", "plan_layer", "position", "run_families",
-           "run_families_batch", "run_rest", "switch", "tone_table"]
+__all__ = ["FAMILIES", "BatchGroup", "affine_coeffs", "affine_exact", "batch_groups",
+           "blend_choice", "check_group", "entry_fn", "merge_rest", "plan_layer", "position",
+           "run_families", "run_families_batch", "run_rest", "switch", "tone_table"]
 
 #: The family an op with several members joins, per image kind: on uint8 a level map is one
 #: table lookup (cheaper than a blend); on float32 brightness and contrast blend.
@@ -267,19 +267,47 @@ class BatchGroup:
     """One family group of a layer over a batch (``op_index`` and ``applied`` ``(B,)``): who
     chose it (``chosen``, applied too), the chosen member's position ``pos``."""
 
-    def __init__(self, key, items, op_index: jax.Array, applied: jax.Array, count: int):
+    def __init__(self, key, items, bound_ops, op_index: jax.Array, applied: jax.Array):
         self.kind, self.items = key[0], items
         self.js = tuple(j for j, _ in items)
-        chosen, self.pos = position(op_index, self.js, count)
+        self.ops = tuple(bound_ops[j] for j in self.js)
+        chosen, self.pos = position(op_index, self.js, len(bound_ops))
         self.chosen = chosen & applied
 
     def params(self, branches):
         """The group's entries' params, in ``items`` order."""
         return tuple(branches[j] for j in self.js)
 
+    def members(self, params):
+        """The family functions' ``(op, params, member)`` items of one sample's ``params`` (in
+        ``items`` order)."""
+        return [(op, p, m) for op, p, (_, m) in zip(self.ops, params, self.items, strict=True)]
+
     def readers(self, name: str) -> jax.Array:
         """Per sample: whether it chose a member that reads the statistic ``name``."""
         return self.chosen & jnp.asarray([name in m.reads() for _, m in self.items])[self.pos]
+
+
+def batch_groups(entries, bound_ops, op_index: jax.Array, applied: jax.Array,
+                 images: jax.Array, owner: str) -> tuple[list[BatchGroup], tuple[int, ...]]:
+    """A layer's family groups over the batch ``images`` (each op checks the images as it
+    would alone) and the entries without a family (:func:`plan_layer`'s ``rest``)."""
+    layout, rest = plan_layer(tuple(bound_ops), bool(is_int(images.dtype)))
+    for _, items in layout:
+        check_group(entries, bound_ops, items, images[0], owner)
+    return [BatchGroup(key, items, bound_ops, op_index, applied) for key, items in layout], rest
+
+
+def merge_rest(entries, bound_ops, rest: tuple[int, ...], op_index: jax.Array,
+               applied: jax.Array, branches: tuple[Any, ...], images: jax.Array, owner: str,
+               out: jax.Array) -> jax.Array:
+    """``out`` (a batch) with the samples whose chosen entry has no family (``rest``) computed
+    by :func:`run_rest`'s switch, where ``applied``."""
+    if not rest:
+        return out
+    chosen, y = run_rest(entries, bound_ops, rest, op_index, branches, images, owner,
+                         batched=True)
+    return jnp.where((chosen & applied)[:, None, None, None], y, out)
 
 
 def check_group(entries, bound_ops, items, image: jax.Array, owner: str) -> None:

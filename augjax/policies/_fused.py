@@ -32,10 +32,10 @@ from augjax.policies._families import (
     BatchGroup,
     affine_coeffs,
     affine_exact,
+    batch_groups,
     blend_choice,
-    check_group,
+    merge_rest,
     plan_layer,
-    run_rest,
     tone_table,
 )
 
@@ -100,84 +100,71 @@ def run_fused(entries, bound_ops, op_index: jax.Array, applied: jax.Array,
     kernels with Pallas' interpreter (CPU, tests)."""
     K = _kernels()
     b, h, w, c = images.shape
-    count = len(bound_ops)
-    groups, rest = plan_layer(tuple(bound_ops), True)
     code = jnp.full((b,), K.KEEP, jnp.int32)
     par = jnp.zeros((b, K.PARAMS), jnp.float32)
     ipar = jnp.zeros((b, K.IPARAMS), jnp.int32)
     lut = jnp.zeros((b, 256, c), jnp.int32)
     fill, interpolation, convention, exact = None, "nearest", "torchvision", False
-    for key, items in groups:
-        check_group(entries, bound_ops, items, images[0], owner)
-        group = BatchGroup(key, items, op_index, applied, count)
-        chosen, pos, params = group.chosen, group.pos, group.params(branches)
-        members = [(bound_ops[j], m) for j, m in items]
-        if key[0] == "tone":
-            code = jnp.where(chosen, K.TONE, code)
-            lut = _tables(images, group, members, params, interpret)
-        elif key[0] == "affine":
-            code = jnp.where(chosen, K.AFFINE, code)
-            cfg = members[0][0].kwargs
-            fill = check_fill(cfg.get("fill"), images[0], members[0][0].name)
-            interpolation = cfg.get("interpolation", "nearest")
-            convention = _convention(members[0][0])
-            fpar, iwarp, exact = warp_params(members, params, pos, convention, h, w)
+    groups, rest = batch_groups(entries, bound_ops, op_index, applied, images, owner)
+    for group in groups:
+        params = group.params(branches)
+        if group.kind == "tone":
+            code = jnp.where(group.chosen, K.TONE, code)
+            lut = _tables(images, group, params, interpret)
+        elif group.kind == "affine":
+            code = jnp.where(group.chosen, K.AFFINE, code)
+            op = group.ops[0]
+            fill = check_fill(op.kwargs.get("fill"), images[0], op.name)
+            interpolation = op.kwargs.get("interpolation", "nearest")
+            convention = _convention(op)
+            fpar, ipar, exact = warp_params(group, params, convention, h, w)
             par = par.at[:, :6].set(fpar[:, :6]).at[:, 8:].set(fpar[:, 6:])
-            ipar = iwarp
         else:
-            code = jnp.where(chosen, K.BLEND, code)
+            code = jnp.where(group.chosen, K.BLEND, code)
 
-            def blend(p, pos_, members=members):
-                f, kind = blend_choice(_items(members, p), pos_)
+            def blend(p, pos, group=group):
+                f, kind = blend_choice(group.members(p), pos)
                 return jnp.stack([f, kind.astype(jnp.float32)])
 
-            par = par.at[:, 6:8].set(jax.vmap(blend)(params, pos))
+            par = par.at[:, 6:8].set(jax.vmap(blend)(params, group.pos))
     kernel = functools.partial(K.layer_kernel, fill=fill, interpolation=interpolation,
                                convention=convention, exact=exact, interpret=interpret)
     out = jax.vmap(kernel)(images, code, par, ipar, lut)
-    if rest:
-        chosen, y = run_rest(entries, bound_ops, rest, op_index, branches, images, owner,
-                             batched=True)
-        out = jnp.where((chosen & applied)[:, None, None, None], y, out)
-    return out
+    return merge_rest(entries, bound_ops, rest, op_index, applied, branches, images, owner, out)
 
 
-def _items(members, params):
-    """The family functions' ``(op, params, member)`` items of a group's members."""
-    return [(op, p, m) for (op, m), p in zip(members, params)]
-
-
-def warp_params(members, params, pos, convention: str, h: int, w: int):
+def warp_params(group: BatchGroup, params, convention: str, h: int, w: int):
     """Each sample's warp scalars for the kernel: ``(par, ipar, exact)`` with ``par``
     ``(B, 14)`` float32 (the 6 coefficients, then PIL's 8 split coefficients), ``ipar``
     ``(B, 8)`` int32 (PIL's fixed-point data, its use, the exact-path code) and ``exact``
-    whether the group has exact paths (static); computed as the XLA warps compute them."""
-    exact = any(m.exact is not None for _, m in members) and convention == "pil"
+    whether the affine ``group`` has exact paths (static); computed as the XLA warps compute
+    them."""
+    exact = any(m.exact is not None for _, m in group.items) and convention == "pil"
 
-    def one(p, pos_):
-        items = _items(members, p)
-        a = affine_coeffs(items, pos_, h, w)
+    def one(p, pos):
+        items = group.members(p)
+        a = affine_coeffs(items, pos, h, w)
         if convention != "pil":
             grid = jnp.concatenate(grid_rows(a, h, w))
             return (jnp.concatenate([grid, jnp.zeros(8, jnp.float32)]),
                     jnp.zeros(8, jnp.int32))
         split = [part for k in (0, 1, 3, 4) for part in split_coefficient(a[k] * 0.5)]
         fixed, use = fixed_affine(a, h, w)
-        code = affine_exact(items, pos_, h, w) if exact else None
+        code = affine_exact(items, pos, h, w) if exact else None
         ints = [fixed, use.astype(jnp.int32)[None],
                 jnp.zeros(1, jnp.int32) if code is None else code.astype(jnp.int32)[None]]
         return jnp.concatenate([a, jnp.stack(split)]), jnp.concatenate(ints)
 
-    fpar, ipar = jax.vmap(one)(params, pos)
+    fpar, ipar = jax.vmap(one)(params, group.pos)
     return fpar, ipar, exact
 
 
-def _tables(images, group, members, params, interpret):
+def _tables(images, group: BatchGroup, params, interpret):
     """Each sample's chosen tone table ``(B, 256, C)``, the statistics from the kernel
     (the :class:`~augjax.catalog._fuse.ImageStats` names of :data:`_READS`)."""
     K = _kernels()
     b, h, w, _ = images.shape
-    names = sorted({n for _, m in members for n in m.reads()})
+    names = sorted({n for _, m in group.items for n in m.reads()})
     reads = jnp.zeros((b,), jnp.int32)
     for name in names:
         reads = reads | jnp.where(group.readers(name), _READS[name], 0)
@@ -194,7 +181,8 @@ def _tables(images, group, members, params, interpret):
             preset["range"] = (lo.astype(jnp.float32), hi.astype(jnp.float32))
         if "gray_mean" in names:  # augjax.kernels.pixels.mean_gray's integer form
             preset["gray_mean"] = mean_of_sum(gray, h * w)
-    def one(image, p, pos_, chosen_, preset_):
-        return tone_table(image, _items(members, p), pos_, chosen_, preset_)
+
+    def one(image, p, pos, chosen, preset_):
+        return tone_table(image, group.members(p), pos, chosen, preset_)
 
     return jax.vmap(one)(images, params, group.pos, group.chosen, preset).astype(jnp.int32)
