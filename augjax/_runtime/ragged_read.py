@@ -187,7 +187,7 @@ def _read_by_image(canvas, box, size, anchor, fill, out, interpolation, antialia
     something (moved to the first columns, :func:`augjax.kernels.window.taps_from_first`; the
     first ``K`` of them, ``K`` in 2, 3, 4, 6, ... the widest) and the canvas rows its
     height taps read (its region is at the canvas's top: a quarter, half, three quarters or
-    all of the rows). The taps are computed for the whole batch (under ``vmap``, as the
+    all of the rows), sliced from the canvas inside the branch (read in place). The taps are computed for the whole batch (under ``vmap``, as the
     every-tap form: one image's would round a weight differently), so the values are the
     every-tap form's (each sum stops before adding zeros)."""
     side = canvas.shape[1:3]
@@ -199,7 +199,7 @@ def _read_by_image(canvas, box, size, anchor, fill, out, interpolation, antialia
     spans = sorted({max(1, -(-side[0] * q // 4)) for q in (1, 2, 3)} | {side[0]})
 
     def one(args):
-        img, s, a, t = args
+        i, s, a, t = args
         iy, wy, _, wx = t
         used = jnp.maximum(_used(wy), _used(wx))
         k_index = jnp.searchsorted(jnp.array(sizes, jnp.int32), used)
@@ -209,12 +209,21 @@ def _read_by_image(canvas, box, size, anchor, fill, out, interpolation, antialia
 
         def branch(k, n):
             cut = tuple(v[:, :min(k, v.shape[1])] for v in t)
-            return lambda im: read_by_taps(im, cut, s, a, out, fill, interpolation, rows=n)
+
+            def read(c):
+                img = jax.lax.dynamic_slice(c, (i, 0, 0, 0), (1, n, *c.shape[2:]))[0]
+                return read_by_taps(img, cut, s, a, out, fill, interpolation)
+
+            return read
 
         branches = [branch(k, n) for k in sizes for n in spans]
-        return jax.lax.switch(k_index * len(spans) + r_index, branches, img)
+        return jax.lax.switch(k_index * len(spans) + r_index, branches, canvas)
 
-    return jax.lax.map(one, (canvas, size, anchor, all_taps))
+    # The map runs over the images' indices and each branch slices its rows of the canvas:
+    # sliced inside the branch's loop fusion, the rows are read in place (mapped over the
+    # canvas, the loop copied each image's whole canvas out first: 0.15-0.25 CPU-ms per image
+    # of 1.1-1.3, 512^2 and 768^2 canvases).
+    return jax.lax.map(one, (jnp.arange(canvas.shape[0]), size, anchor, all_taps))
 
 
 def _used(weight):
