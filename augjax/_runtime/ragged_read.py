@@ -221,8 +221,8 @@ def _read_by_image(canvas, box, size, anchor, fill, out, interpolation, antialia
 
     # The map runs over the images' indices and each branch slices its rows of the canvas:
     # sliced inside the branch's loop fusion, the rows are read in place (mapped over the
-    # canvas, the loop copied each image's whole canvas out first: 0.15-0.25 CPU-ms per image
-    # of 1.1-1.3, 512^2 and 768^2 canvases).
+    # canvas, the loop copied each image's canvas out first; the read costs about the same
+    # either way, 0.84-0.88 CPU-ms per image, the whole call ~4% less, 2026-12-05).
     return jax.lax.map(one, (jnp.arange(canvas.shape[0]), size, anchor, all_taps))
 
 
