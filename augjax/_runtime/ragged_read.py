@@ -191,9 +191,9 @@ def _read_by_image(canvas, box, size, anchor, fill, out, interpolation, antialia
     something (moved to the first columns, :func:`augjax.kernels.window.taps_from_first`; the
     first ``K`` of them, ``K`` in 2, 3, 4, 6, ... the widest) and the canvas rows its
     height taps read (its region is at the canvas's top: a quarter, half, three quarters or
-    all of the rows), sliced from the canvas inside the branch (read in place). The taps are computed for the whole batch (under ``vmap``, as the
-    every-tap form: one image's would round a weight differently), so the values are the
-    every-tap form's (each sum stops before adding zeros). ``flip``: bools ``(N, 2)``, the
+    all of the rows), sliced from the canvas inside the branch (read in place). The taps are
+    computed for the whole batch (under ``vmap``, as the every-tap form: one image's would
+    round a weight differently), so the values are the every-tap form's (each sum stops before adding zeros). ``flip``: bools ``(N, 2)``, the
     outputs mirrored as they are read (:func:`augjax.kernels.window.flip_taps`)."""
     side = canvas.shape[1:3]
     iy, wy, ix, wx = jax.vmap(lambda b, s, a: read_taps(side, b, s, a, out, interpolation,
@@ -285,9 +285,9 @@ def read_list(steps: tuple[Any, ...], images: Sequence[Any], keys: Any, start: i
     """The chain's ragged prefix on a list of images (and ``targets``: the call's target
     keywords, lists or padded arrays), with a flip right after it folded into the read
     (:mod:`augjax._runtime.ragged_flip`): ``(batch, the params of the steps run, how many
-    steps ran, moved targets)``; the moved targets are a call's target keywords for the rest of the chain
-    (``masks`` ``(N, H, W[, K])``, ``boxes`` ``(N, M, 4)`` with ``boxes_valid``, ``keypoints``
-    with ``keypoints_valid``, ``mask_fill``), empty without targets.
+    steps ran, moved targets)``; the moved targets are a call's target keywords for the rest
+    of the chain (``masks`` ``(N, H, W[, K])``, ``boxes`` ``(N, M, 4)`` with ``boxes_valid``,
+    ``keypoints`` with ``keypoints_valid``, ``mask_fill``), empty without targets.
 
     Raises:
         InputError: see :func:`check_list`, :func:`augjax._runtime.ragged.ragged_count` and
