@@ -193,8 +193,9 @@ def _read_by_image(canvas, box, size, anchor, fill, out, interpolation, antialia
     height taps read (its region is at the canvas's top: a quarter, half, three quarters or
     all of the rows), sliced from the canvas inside the branch (read in place). The taps are
     computed for the whole batch (under ``vmap``, as the every-tap form: one image's would
-    round a weight differently), so the values are the every-tap form's (each sum stops before adding zeros). ``flip``: bools ``(N, 2)``, the
-    outputs mirrored as they are read (:func:`augjax.kernels.window.flip_taps`)."""
+    round a weight differently), so the values are the every-tap form's (each sum stops
+    before adding zeros). ``flip``: bools ``(N, 2)``, the outputs mirrored as they are read
+    (:func:`augjax.kernels.window.flip_taps`)."""
     side = canvas.shape[1:3]
     iy, wy, ix, wx = jax.vmap(lambda b, s, a: read_taps(side, b, s, a, out, interpolation,
                                                         antialias, taps))(box, size, anchor)
