@@ -85,6 +85,7 @@ def test_the_folded_flip_keeps_the_chains_bits(case, dtype, monkeypatch):
     for a, b in zip(folded, before):
         assert jax.tree_util.tree_structure(a) == jax.tree_util.tree_structure(b)
         for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
+            assert x.dtype == y.dtype and x.shape == y.shape
             np.testing.assert_array_equal(x, y)
 
 
