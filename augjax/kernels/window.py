@@ -21,8 +21,8 @@ from augjax.kernels.division import exact_div
 from augjax.kernels.pixels import is_int
 from augjax.kernels.warp import check_fill, window_weights
 
-__all__ = ["read_by_taps", "read_taps", "read_window", "read_window_taps", "tap_sizes",
-           "taps_from_first", "taps_needed", "window_taps"]
+__all__ = ["flip_taps", "read_by_taps", "read_taps", "read_window", "read_window_taps",
+           "tap_sizes", "taps_from_first", "taps_needed", "window_taps"]
 
 _F32 = jnp.float32
 
@@ -150,21 +150,43 @@ def _taps_pass(x: jax.Array, index: jax.Array, weight: jax.Array, axis: int) -> 
 
 def read_window_taps(image: jax.Array, box, size, anchor, out: tuple[int, int], fill,
                      interpolation: str = "bilinear", antialias: bool = True,
-                     taps: tuple[int, int] = (1, 1)) -> jax.Array:
+                     taps: tuple[int, int] = (1, 1), flip=None) -> jax.Array:
     """:func:`read_window` through :func:`window_taps`: one sample's ``out`` pixels of the
     ``box`` ``(top, left, height, width)`` of ``image`` ``(H, W, C)`` resampled to ``size``
     (None: the box's size, an exact copy), read from ``anchor``; pixels beyond the resampled
     box hold ``fill`` (in the image's scale, ``(C,)`` or a scalar; rounded for integer images).
     ``taps``: per axis (height, width), from :func:`taps_needed`. Nearest sampling and copies
     gather the pixels themselves (any dtype, exact); bilinear rounds between the width and the
-    height pass for integer images, as ATen's uint8 kernel does."""
+    height pass for integer images, as ATen's uint8 kernel does. ``flip``: bools ``(2,)``
+    (traced), the output then mirrored top-bottom where ``flip[0]``, left-right where
+    ``flip[1]`` (:func:`flip_taps`)."""
     copy = size is None
     size = box[2:] if copy else size
     mode = "nearest" if copy else interpolation
     t = read_taps(image.shape[:2], box, size, anchor, out, mode, antialias, taps)
     if mode != "nearest":  # as the CPU's image-by-image read moves them: the same sums
         t = (*taps_from_first(t[0], t[1]), *taps_from_first(t[2], t[3]))
-    return read_by_taps(image, t, size, anchor, out, fill, "nearest" if copy else interpolation)
+    if flip is not None:
+        t = flip_taps(t, flip)
+    return read_by_taps(image, t, size, anchor, out, fill, "nearest" if copy else interpolation,
+                        flip=flip)
+
+
+def flip_taps(taps, flip) -> tuple[jax.Array, ...]:
+    """Taps ``(iy, wy, ix, wx)`` (each ``(rows, K)``, or with leading axes matching
+    ``flip``'s) whose read is mirrored: the height taps' rows reversed where ``flip[..., 0]``,
+    the width taps' where ``flip[..., 1]``. Each output pixel keeps its taps and their order
+    (the same sum, the same bits), written at the mirrored place: the read then equals the
+    read followed by a flip of its output (pass the same ``flip`` to :func:`read_by_taps`, whose
+    fill mask it mirrors too)."""
+    iy, wy, ix, wx = taps
+    flip = jnp.asarray(flip)
+
+    def rev(on, a):
+        return jnp.where(on[..., None, None], jnp.flip(a, axis=-2), a)
+
+    v, h = flip[..., 0], flip[..., 1]
+    return rev(v, iy), rev(v, wy), rev(h, ix), rev(h, wx)
 
 
 def read_taps(hw: tuple[int, int], box, size, anchor, out: tuple[int, int], mode: str,
@@ -180,11 +202,12 @@ def read_taps(hw: tuple[int, int], box, size, anchor, out: tuple[int, int], mode
 
 
 def read_by_taps(image: jax.Array, taps, size, anchor, out: tuple[int, int], fill, mode: str,
-                 rows: int | None = None) -> jax.Array:
+                 rows: int | None = None, flip=None) -> jax.Array:
     """:func:`read_window_taps` by its taps (:func:`read_taps`). Bilinear taps may be cut to
     their first columns where the others weigh 0 (each sum stops before adding zeros: the
     same values); ``rows``: the width pass covers only the image's first ``rows`` rows (static),
-    which must hold every row the height taps read."""
+    which must hold every row the height taps read; ``flip``: the taps are mirrored
+    (:func:`flip_taps`), and so is the mask of the pixels that hold ``fill``."""
     iy, wy, ix, wx = taps
     if mode == "nearest":
         x = jnp.take(jnp.take(image, ix[:, 0], axis=1), iy[:, 0], axis=0)
@@ -200,6 +223,9 @@ def read_by_taps(image: jax.Array, taps, size, anchor, out: tuple[int, int], fil
             x = jnp.clip(jnp.floor(x + 0.5), 0.0, 255.0)
     rows_o = anchor[0] + jnp.arange(out[0])
     cols = anchor[1] + jnp.arange(out[1])
+    if flip is not None:
+        rows_o = jnp.where(flip[0], rows_o[::-1], rows_o)
+        cols = jnp.where(flip[1], cols[::-1], cols)
     inside = ((rows_o >= 0) & (rows_o < size[0]))[:, None] & ((cols >= 0) & (cols < size[1]))[None]
     fill = jnp.asarray(fill)
     if is_int(image.dtype) and jnp.issubdtype(fill.dtype, jnp.floating):
