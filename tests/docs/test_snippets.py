@@ -9,9 +9,14 @@ names of its own, without paying those imports again (~1 CPU-s a program)."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
 import os
 import re
 import shlex
+import tempfile
+from pathlib import Path
 
 import pytest
 from forkrun import ForkServer
@@ -85,21 +90,37 @@ def _shell_params():
             for b in SHELL if _runnable(b) and b.mark not in ("install", "cluster")]
 
 
-#: Command lines that already ran as printed in this process (README and docs/index.md both
-#: show ``augjax demo``: it runs once).
-_PASSED: set[str] = set()
+@pytest.fixture(scope="session")
+def passed_lines(testrun_uid):
+    """The folder of this test run (every xdist worker's) where a command line that ran as
+    printed leaves its mark: README and docs/index.md both show ``augjax demo`` (~45 CPU-s),
+    and it runs once in the run, whichever worker gets either block."""
+    folder = Path(tempfile.gettempdir()) / f"augjax-snippet-lines-{testrun_uid}"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+@contextlib.contextmanager
+def _once(folder: Path, line: str):
+    """Holds ``line``'s lock (a worker running it makes the others wait for its result) and
+    yields its mark: the line passed in this run where the file exists."""
+    mark = folder / hashlib.sha256(line.encode()).hexdigest()[:16]
+    with open(f"{mark}.lock", "w", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield mark
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("block", _shell_params())
-def test_commands_run_as_printed(block, tmp_path, python):
+def test_commands_run_as_printed(block, tmp_path, python, passed_lines):
     for line in commands(block):
-        if line in _PASSED:
-            continue
-        res = python(_argv(line), tmp_path)
-        assert res.returncode == 0, f"{block.ident}: `{line}` failed:\n{res.stderr[-3000:]}"
-        assert res.stdout or list(tmp_path.iterdir()), f"{block.ident}: `{line}` did nothing"
-        _PASSED.add(line)
+        with _once(passed_lines, line) as passed:
+            if passed.exists():
+                continue
+            res = python(_argv(line), tmp_path)
+            assert res.returncode == 0, f"{block.ident}: `{line}` failed:\n{res.stderr[-3000:]}"
+            assert res.stdout or list(tmp_path.iterdir()), f"{block.ident}: `{line}` did nothing"
+            passed.touch()
 
 
 def test_every_block_runs_or_says_why_not():
