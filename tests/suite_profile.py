@@ -27,6 +27,19 @@ ENV = "AUGJAX_TEST_PROFILE"
 MARKED = pytest.StashKey[bool]()
 
 
+#: CPU-seconds of processes that ran for the current test but that this process does not reap
+#: itself (a fork server's children, tests/docs/forkrun.py): :func:`charge` adds them here and
+#: the running test's row takes what was added during it.
+_CHARGED = [0.0]
+
+
+def charge(seconds: float) -> None:
+    """Adds ``seconds`` of CPU to the running test's row (negative: takes them off, e.g. where
+    a server that reaped those processes is reaped in turn and its children's CPU arrives in
+    this process's own count)."""
+    _CHARGED[0] += seconds
+
+
 def _cpu() -> tuple[float, float]:
     own = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -50,12 +63,14 @@ class Recorder:
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
         own0, kids0 = _cpu()
+        charged0 = _CHARGED[0]
         t0 = time.perf_counter()
         jax0 = collections.Counter(self.jax)
         yield
         own1, kids1 = _cpu()
+        charged = _CHARGED[0] - charged0
         spent = {k: round(v, 3) for k, v in (self.jax - jax0).items()}
-        self._write({"id": item.nodeid, "cpu": round(own1 - own0 + kids1 - kids0, 3),
+        self._write({"id": item.nodeid, "cpu": round(own1 - own0 + kids1 - kids0 + charged, 3),
                      "wall": round(time.perf_counter() - t0, 3),
                      "slow": item.get_closest_marker("slow") is not None,
                      "marked": item.stash.get(MARKED, False), "jax": spent})

@@ -1,17 +1,25 @@
 """Every code block of README.md, CONTRIBUTING.md and docs/ runs as printed (the rules:
-``tests/docs/snippets.py``): each ```python program in a fresh Python in an empty folder, each
+``tests/docs/snippets.py``): each ```python program in a fresh process in an empty folder, each
 ```bash block of ``augjax`` commands command by command; a block that cannot run here says why
-with a mark. The docs also name no internal run or session."""
+with a mark. The docs also name no internal run or session.
+
+The processes are forked from a server that has imported NumPy, JAX, augjax and DALI once
+(``tests/docs/forkrun.py``): each program still gets a process, a folder, an environment and
+names of its own, without paying those imports again (~1 CPU-s a program)."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
 import os
 import re
 import shlex
-import subprocess
-import sys
+import tempfile
+from pathlib import Path
 
 import pytest
+from forkrun import ForkServer
 
 from snippets import ROOT, blocks, commands, pages, python_programs, shell_blocks
 
@@ -32,9 +40,12 @@ def snippet_env():
     return {**os.environ, "PYTHONPATH": path, "MPLBACKEND": "Agg"}
 
 
-def _run(argv: list[str], cwd, env) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=TIMEOUT, check=False)
+@pytest.fixture(scope="module")
+def python(snippet_env):
+    """``python(argv, cwd)``: ``python *argv`` run in ``cwd`` with the snippets' environment, in
+    a process forked from the module's server."""
+    with ForkServer(snippet_env) as server:
+        yield lambda argv, cwd: server.run(argv, cwd, timeout=TIMEOUT)
 
 
 def _python_params():
@@ -44,7 +55,7 @@ def _python_params():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("program", _python_params())
-def test_python_block_runs_as_printed(program, tmp_path, snippet_env):
+def test_python_block_runs_as_printed(program, tmp_path, python):
     for f in program.files:
         target = tmp_path / f.file
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -53,19 +64,19 @@ def test_python_block_runs_as_printed(program, tmp_path, snippet_env):
             compile(f.code, f"{f.ident} ({f.file})", "exec")
     script = tmp_path / "snippet.py"
     script.write_text(program.code, encoding="utf-8")
-    res = _run([sys.executable, str(script)], tmp_path, snippet_env)
+    res = python([str(script)], tmp_path)
     assert res.returncode == 0, (f"{program.first.ident} failed as printed:\n"
                                  f"{res.stdout[-2000:]}\n{res.stderr[-4000:]}")
 
 
 def _argv(line: str) -> list[str]:
-    """``augjax ...`` through this Python's augjax; ``python examples/X.py ...`` with this Python
-    and the checkout's examples/."""
+    """The arguments of this Python for ``augjax ...`` (its augjax) and for ``python
+    examples/X.py ...`` (the checkout's examples/)."""
     argv = shlex.split(line)
     if argv[0] == "augjax":
-        return [sys.executable, "-c", "import sys; from augjax.cli.main import main; "
-                                      "sys.exit(main(sys.argv[1:]))", *argv[1:]]
-    return [sys.executable, str(ROOT / argv[1]), *argv[2:]]
+        return ["-c", "import sys; from augjax.cli.main import main; "
+                      "sys.exit(main(sys.argv[1:]))", *argv[1:]]
+    return [str(ROOT / argv[1]), *argv[2:]]
 
 
 def _runnable(block) -> bool:
@@ -79,21 +90,37 @@ def _shell_params():
             for b in SHELL if _runnable(b) and b.mark not in ("install", "cluster")]
 
 
-#: Command lines that already ran as printed in this process (README and docs/index.md both
-#: show ``augjax demo``: it runs once).
-_PASSED: set[str] = set()
+@pytest.fixture(scope="session")
+def passed_lines(testrun_uid):
+    """The folder of this test run (every xdist worker's) where a command line that ran as
+    printed leaves its mark: README and docs/index.md both show ``augjax demo`` (~45 CPU-s),
+    and it runs once in the run, whichever worker gets either block."""
+    folder = Path(tempfile.gettempdir()) / f"augjax-snippet-lines-{testrun_uid}"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+@contextlib.contextmanager
+def _once(folder: Path, line: str):
+    """Holds ``line``'s lock (a worker running it makes the others wait for its result) and
+    yields its mark: the line passed in this run where the file exists."""
+    mark = folder / hashlib.sha256(line.encode()).hexdigest()[:16]
+    with open(f"{mark}.lock", "w", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield mark
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("block", _shell_params())
-def test_commands_run_as_printed(block, tmp_path, snippet_env):
+def test_commands_run_as_printed(block, tmp_path, python, passed_lines):
     for line in commands(block):
-        if line in _PASSED:
-            continue
-        res = _run(_argv(line), tmp_path, snippet_env)
-        assert res.returncode == 0, f"{block.ident}: `{line}` failed:\n{res.stderr[-3000:]}"
-        assert res.stdout or list(tmp_path.iterdir()), f"{block.ident}: `{line}` did nothing"
-        _PASSED.add(line)
+        with _once(passed_lines, line) as passed:
+            if passed.exists():
+                continue
+            res = python(_argv(line), tmp_path)
+            assert res.returncode == 0, f"{block.ident}: `{line}` failed:\n{res.stderr[-3000:]}"
+            assert res.stdout or list(tmp_path.iterdir()), f"{block.ident}: `{line}` did nothing"
+            passed.touch()
 
 
 def test_every_block_runs_or_says_why_not():
