@@ -27,9 +27,18 @@ def flip_after(steps: tuple[Any, ...], n: int, keys: Any) -> Any:
     per sample (keys given), else None."""
     if keys is None or len(steps) <= n:
         return None
-    from augjax.catalog import geometry
+    spec = getattr(steps[n], "spec", None)
+    return steps[n] if spec is not None and _declared(spec) == CATALOG_FLIP else None
 
-    return steps[n] if getattr(steps[n], "spec", None) is geometry.flip else None
+
+#: The catalog's ``flip``, by where its kernel is declared: the runtime sits below the catalog
+#: and imports none of it (tests/core/test_layers.py); an op of another name or module (a
+#: pack's) is left to the chain.
+CATALOG_FLIP = ("augjax.catalog.geometry", "flip")
+
+
+def _declared(spec: Any) -> tuple[str, str]:
+    return getattr(spec.kernel, "__module__", ""), spec.name
 
 
 @once_cache(maxsize=64)
