@@ -263,7 +263,23 @@ class StoredProgram:
                 _bound(folder)
         for category, message in caught:
             warnings.warn(message, category, stacklevel=5)
-        return jax.jit(exported.call, compiler_options=self._options)
+        # The device named: one compiled program for committed inputs (DALI's jax_function
+        # hands them, a stored sampler returns them), uncommitted ones (jnp.asarray, NumPy) and
+        # a mixture; jax.jit keys on commitment and compiled each form apart.
+        return jax.jit(exported.call, compiler_options=self._options,
+                       in_shardings=SingleDeviceSharding(_call_device(leaves)))
+
+
+def _call_device(leaves: list[Any]) -> Any:
+    """The device a call on ``leaves`` (on one platform) runs on, as ``jax.jit`` picks it: a
+    committed input's, else JAX's default device."""
+    for leaf in leaves:
+        if isinstance(leaf, jax.Array) and leaf.committed:
+            return next(iter(leaf.devices()))
+    device = jax.config.jax_default_device
+    if device is None:
+        return jax.devices()[0]
+    return jax.devices(device)[0] if isinstance(device, str) else device
 
 
 def _trace_context() -> Any:

@@ -154,7 +154,11 @@ def abstract(skeletons: Sequence[Any]) -> tuple[tuple[Any, ...], ...]:
 def as_arguments(values: Sequence[Sequence[Any]]) -> tuple[tuple[Any, ...], ...]:
     """``values`` as a program's argument: weak-typed float32 (int32) scalars, as JAX makes a
     Python float (int) it meets in a trace, a pair as two (kept per value: a call then
-    transfers nothing new)."""
+    transfers nothing new). Steps without values give ``()``, as a caller that lifts nothing
+    (DALI's path) passes: the programs' argument then has one structure, and one program
+    serves both."""
+    if not any(values):
+        return ()
     return tuple(tuple(_argument(v) for v in vals) for vals in values)
 
 

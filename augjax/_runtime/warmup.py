@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import augjax._runtime.padding as _padding
 from augjax._core.step import Step
 from augjax._runtime.program import seeded_program
+from augjax._runtime.values import as_arguments, giving, lift
 from augjax.errors import InputError
 
 __all__ = ["warmup"]
@@ -75,10 +76,14 @@ def warmup(
     if with_seeds:
         arrays.append(jax.device_put(jnp.zeros((n, 2), jnp.int32), device))
     before = trace_count()
+    # The pipeline's operator runs the steps' skeletons with their values as arguments (as the
+    # array path does, augjax.dali._bridge): the same program.
+    steps, values = lift(steps)
     program = seeded_program(steps, layout, with_labels, with_seeds, start)
-    if _padding.policy() == "buckets":  # the pipeline's batches run at their bucket: that one
-        jax.block_until_ready(_padding.call(program, steps, arrays))
-    else:  # this size's own program, not a padded run of a larger one
-        with _padding.no_padding():
+    with giving(as_arguments(values)):
+        if _padding.policy() == "buckets":  # the pipeline's batches run at their bucket
             jax.block_until_ready(_padding.call(program, steps, arrays))
+        else:  # this size's own program, not a padded run of a larger one
+            with _padding.no_padding():
+                jax.block_until_ready(_padding.call(program, steps, arrays))
     return trace_count() - before

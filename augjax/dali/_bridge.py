@@ -14,6 +14,7 @@ from augjax._runtime.keys import SEED_HIGH
 from augjax.kernels.partition import sharding_spans_devices
 from augjax._runtime.program import final_layout, once_cache, seeded_program
 from augjax._runtime.ragged import ragged_count, window_structure
+from augjax._runtime.values import as_arguments, giving, lift
 from augjax.dali._backend import _dali
 from augjax.dali._ragged import ragged_read
 from augjax.errors import InputError
@@ -50,9 +51,13 @@ def dali_function(
     sharding: Any = None,
     check: bool = False,
     targets: Any = None,
+    values: tuple[tuple[Any, ...], ...] = (),
 ):
     """The DALI operator (a ``jax_function``) for ``steps``, cached so that building a pipeline
     again reuses the compiled program; ``check``: checking mode (see :mod:`augjax._runtime.checking`).
+    ``values``: the numbers lifted out of ``steps`` (skeletons, :mod:`augjax._runtime.values`),
+    handed to the program at every batch as the array path hands them: the two paths then run
+    the same compiled programs.
     """
     _, _, jax_fn = _dali()
     program = seeded_program(steps, layout, with_labels, with_seeds, start,
@@ -71,7 +76,9 @@ def dali_function(
         check_batch(arrays[0], first, on_host=device == "cpu", strict=check)
         if sharding is not None:
             return program(*arrays)
-        return _padding.call(program, steps, arrays)  # a smaller batch runs padded
+        with giving(arguments):
+            return _padding.call(program, steps, arrays)  # a smaller batch runs padded
+    arguments = as_arguments(values) if values else ()
     return jax_fn.jax_function(
         function, num_outputs=len(outputs), output_layouts=layouts, device=device,
         sharding=sharding,
@@ -203,9 +210,13 @@ def apply_dali(
             )
         )
     args.extend(place(node) for node in target_nodes)
+    sharding = _SHARDING.get()
+    steps, values = tuple(steps), ()
+    if tspec is None and sharding is None:  # the array path's skeletons and values
+        steps, values = lift(steps)
     op = dali_function(
-        tuple(steps), layout, labels is not None, bool(random or seeds is not None), device, start,
-        _SHARDING.get(), checking_enabled(), tspec,
+        steps, layout, labels is not None, bool(random or seeds is not None), device, start,
+        sharding, checking_enabled(), tspec, values,
     )
     out = op(*args)
     out = out if isinstance(out, (list, tuple)) else (out,)

@@ -11,6 +11,8 @@ import pytest
 
 import augjax
 from augjax import ops
+from augjax._runtime.padding import no_padding
+from augjax.testing import example_op, make_images
 from helpers import compiles
 
 N, T, H, W = 3, 4, 20, 16
@@ -137,19 +139,26 @@ def test_errors(frames, clips):
         ops.flip(clips, p=0.5)
 
 
+#: What tests/catalog/test_all_ops.py gives the kit instead of its example parameters.
+KIT_PARAMS = {"rot90": {"k": 1}, "affine": {"degrees": 30.0}}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [n for n in augjax.list_ops()
                                   if augjax.get_op(n).level == "sample"])
-def test_every_sample_op_on_clips(name, frames):
+def test_every_sample_op_on_clips(name):
+    """Each op as the conformance kit runs it (its example parameters, away from the neutral
+    values; rot90 a fixed quarter turn, as its random k needs square frames), on the kit's
+    batch: the image call is then the kit's own program (stored and compiled by
+    tests/catalog/test_all_ops.py when it ran first), and the clip of two copies of the
+    batch gives the image output in each frame."""
     spec = augjax.get_op(name)
-    # Ops with a required output size (crops, resize, scale_jitter) get one smaller than the
-    # frames; rot90 a fixed quarter turn (its random k needs square frames; these are 20 x 16);
-    # every other op runs at its defaults.
-    config = {k: (12, 10) for k, p in spec.params.items() if p.required}
-    op = spec.bind(**config, **({"k": 1} if name == "rot90" else {}))
-    clip = jnp.stack([frames] * 2, axis=1)
-    image = op(frames, key=KEY)
-    out = op(clip, key=KEY)
+    op = spec.bind(**KIT_PARAMS[name]) if name in KIT_PARAMS else example_op(spec)
+    x = make_images(spec, "uint8")
+    keys = jax.random.split(jax.random.key(1), len(x))
+    with no_padding():  # as the kit calls: each batch size its own program
+        image = op(x, key=keys, layout="HWC")
+        out = op(jnp.stack([x] * 2, axis=1), key=keys, layout="HWC")
     _eq(out[:, 0], image)
     _eq(out[:, 1], image)
 

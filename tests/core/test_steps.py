@@ -142,7 +142,8 @@ def test_a_policy_runs_by_its_members(kind):
     keys = jax.random.split(jax.random.key(1), 3)
     params = policy.sample(x, key=keys)
     meta = Meta(16, 20, 3, "uint8")
-    drawn = jax.vmap(lambda k: policy.draw(jax.random.fold_in(k, 0), meta))(keys)
+    # jitted: one program (eagerly, each primitive of every member's draw compiles alone)
+    drawn = jax.jit(jax.vmap(lambda k: policy.draw(jax.random.fold_in(k, 0), meta)))(keys)
     assert jax.tree_util.tree_structure(drawn) == jax.tree_util.tree_structure(params)
     for a, b in zip(jax.tree_util.tree_leaves(drawn), jax.tree_util.tree_leaves(params)):
         assert a.shape == b.shape and a.dtype == b.dtype

@@ -52,7 +52,9 @@ def test_every_op_carries_masks_and_boxes_by_its_rule(name):
         np.testing.assert_array_equal(np.asarray(moved["boxes"]), boxes)
     else:  # the op's matrix moves the corners (box math redone in NumPy)
         params = op.sample(x, key=jax.random.key(1), boxes=boxes)  # (samplers that see them)
-        ms = np.asarray(augjax.matrices(op, params, (H, W), batch=N), np.float64)
+        # one program for the matrices (eagerly, each of their primitives compiles alone)
+        ms = np.asarray(jax.jit(lambda p: augjax.matrices(op, p, (H, W), batch=N))(params),
+                        np.float64)
         oh, ow = out["images"].shape[1:3]
         x1, y1, x2, y2 = boxes[0, 0]
         corners = np.array([[x1, y1], [x2, y1], [x2, y2], [x1, y2]]) - 0.5
