@@ -27,18 +27,13 @@ def flip_after(steps: tuple[Any, ...], n: int, keys: Any) -> Any:
     per sample (keys given), else None."""
     if keys is None or len(steps) <= n:
         return None
-    spec = getattr(steps[n], "spec", None)
-    return steps[n] if spec is not None and _declared(spec) == CATALOG_FLIP else None
+    return steps[n] if steps[n].name == CATALOG_FLIP and steps[n].level == "sample" else None
 
 
-#: The catalog's ``flip``, by where its kernel is declared: the runtime sits below the catalog
-#: and imports none of it (tests/core/test_layers.py); an op of another name or module (a
-#: pack's) is left to the chain.
-CATALOG_FLIP = ("augjax.catalog.geometry", "flip")
-
-
-def _declared(spec: Any) -> tuple[str, str]:
-    return getattr(spec.kernel, "__module__", ""), spec.name
+#: The catalog's ``flip``, by its name (the Step protocol's; augjax's own ops are never
+#: shadowed by a pack's, and composites and policies go by other names): the runtime sits
+#: below the catalog and imports none of it (tests/core/test_layers.py).
+CATALOG_FLIP = "flip"
 
 
 @once_cache(maxsize=64)
