@@ -173,6 +173,8 @@ SLOW = frozenset({
     "tests/runtime/test_dispatch.py::test_dali_output_layouts_are_set",
     "tests/runtime/test_dispatch.py::test_dali_path_equals_array_path",
     "tests/runtime/test_dispatch.py::test_empty_batch_and_batch_of_one",
+    # 2026-12-05 (CI profile): 12 CPU-s; the tier keeps the folded flip's nearest cases below
+    "tests/runtime/test_ragged_flip.py::test_the_folded_flip_equals_each_image_alone",
     "tests/runtime/test_dispatch.py::test_key_forms_are_equivalent",
     "tests/catalog/test_erase.py::test_dali_pipeline_equals_array_path",
     "tests/catalog/test_erase.py::test_matches_timm_random_erasing_given_the_same_draws",
@@ -271,6 +273,10 @@ SLOW = frozenset({
 #: geometric and a size-changing op, ...); the ones left out repeat a path on a costlier op or
 #: size (same 2026-12-02 measurements). An id that no longer exists is reported (a warning).
 FAST_PARAMS: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in {
+    # 2026-12-05 (CI profile, CPU-s): the folded flip's bilinear chains cost 8-11 each; the
+    # nearest one (both flips, 1-4) keeps both dtypes and both axes in the tier.
+    "tests/runtime/test_ragged_flip.py::test_the_folded_flip_keeps_the_chains_bits": (
+        "rrc_nearest+both-uint8", "rrc_nearest+both-float32"),
     # 2026-12-04 (tests/suite_profile.py, CPU-seconds, full suite -n 2): the Pallas-interpreted
     # layer kernels (4-9 CPU-s a policy) on one policy per warp convention, the tie-breaking
     # shapes and quarter turns once each; the correlate kernel without its 41-tap case (18
