@@ -196,3 +196,19 @@ def compiles(fn) -> int:
     finally:
         logger.removeHandler(handler)
     return len(seen)
+
+
+def ragged_targets(sizes: Sequence[tuple[int, int]], seed: int = 1):
+    """Per image of ``sizes``: a class mask (ids 0..6), 1..3 ordered boxes and 2 keypoints
+    inside it, as lists ``(masks, boxes, points)``."""
+    rng = np.random.default_rng(seed)
+    masks, boxes, points = [], [], []
+    for i, (h, w) in enumerate(sizes):
+        masks.append(rng.integers(0, 7, (h, w)).astype(np.int32))
+        m = 1 + i % 3
+        x0, y0 = rng.uniform(0, w / 2, m), rng.uniform(0, h / 2, m)
+        x1, y1 = x0 + rng.uniform(1, w / 2, m), y0 + rng.uniform(1, h / 2, m)
+        boxes.append(np.stack([x0, y0, x1, y1], 1).astype(np.float32))
+        points.append(np.stack([rng.uniform(0, w - 1, 2), rng.uniform(0, h - 1, 2)],
+                               1).astype(np.float32))
+    return masks, boxes, points

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import augjax
+from helpers import ragged_targets
 from augjax._runtime import ragged_read
 
 SIZES = [(40, 56), (57, 33), (48, 48), (9, 70), (70, 12), (31, 45), (64, 50), (36, 36)]
@@ -25,16 +26,7 @@ def _images(dtype=np.uint8, seed=0):
 
 
 def _targets(seed=1):
-    rng = np.random.default_rng(seed)
-    masks, boxes, points = [], [], []
-    for i, (h, w) in enumerate(SIZES):
-        masks.append(rng.integers(0, 7, (h, w)).astype(np.int32))
-        m = 1 + i % 3
-        x0, y0 = rng.uniform(0, w / 2, m), rng.uniform(0, h / 2, m)
-        x1, y1 = x0 + rng.uniform(1, w / 2, m), y0 + rng.uniform(1, h / 2, m)
-        boxes.append(np.stack([x0, y0, x1, y1], 1).astype(np.float32))
-        points.append(np.stack([rng.uniform(0, w - 1, 2), rng.uniform(0, h - 1, 2)],
-                               1).astype(np.float32))
+    masks, boxes, points = ragged_targets(SIZES, seed)
     return {"masks": masks, "boxes": boxes, "keypoints": points, "mask_fill": 9}
 
 

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import augjax
+from helpers import ragged_targets
 from augjax._runtime.ragged import pad_images, ragged_apply
 from augjax._runtime.ragged_read import bucket
 from augjax.errors import InputError
@@ -29,17 +30,7 @@ def _images(sizes=SIZES, dtype=np.uint8, seed=0):
 
 def _targets(sizes=SIZES, seed=1):
     """Per image: a class mask (ids 0..6), 1..3 ordered boxes and 2 keypoints inside it."""
-    rng = np.random.default_rng(seed)
-    masks, boxes, points = [], [], []
-    for i, (h, w) in enumerate(sizes):
-        masks.append(rng.integers(0, 7, (h, w)).astype(np.int32))
-        m = 1 + i % 3
-        x0, y0 = rng.uniform(0, w / 2, m), rng.uniform(0, h / 2, m)
-        x1, y1 = x0 + rng.uniform(1, w / 2, m), y0 + rng.uniform(1, h / 2, m)
-        boxes.append(np.stack([x0, y0, x1, y1], 1).astype(np.float32))
-        points.append(np.stack([rng.uniform(0, w - 1, 2), rng.uniform(0, h - 1, 2)],
-                               1).astype(np.float32))
-    return masks, boxes, points
+    return ragged_targets(sizes, seed)
 
 
 def _keys(n, seed=0):
