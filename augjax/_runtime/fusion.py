@@ -11,10 +11,18 @@ from typing import Any
 import jax
 
 from augjax._core.step import Step
-from augjax.kernels.boundary import CROP, MOVE, MOVE_TWICE, OTHER, POINTWISE, image_kind
+from augjax.kernels.boundary import (
+    CROP,
+    MOVE,
+    MOVE_TWICE,
+    OTHER,
+    POINTWISE,
+    channel_work,
+    image_kind,
+)
 from augjax.kernels.platform import only_platform
 
-__all__ = ["WIDENING", "backend", "fused_with", "kept_before_batch", "step_kind"]
+__all__ = ["HEAVY", "WIDENING", "backend", "fused_with", "kept_before_batch", "step_kind"]
 
 
 #: What a step is, for the fusion boundary after it (:func:`augjax.kernels.boundary.image_kind`):
@@ -23,6 +31,15 @@ __all__ = ["WIDENING", "backend", "fused_with", "kept_before_batch", "step_kind"
 #: recomputed from its input by a consumer for less than writing and reading it back), another
 #: pointwise one, or any other.
 WIDENING = "widening"
+#: On a GPU, an OTHER step that stacks its output's channels from planes computed with at least
+#: :data:`HEAVY_OPERATIONS` primitives (:func:`augjax.kernels.boundary.channel_work`): XLA:GPU
+#: fused hue (109) into a crop's slice, whose loop computes each output value on its own, so
+#: the whole RGB -> HSV -> RGB of a pixel ran once for each of its three channels (hue +
+#: center_crop 1.24-1.57x the two ops alone, H100, B=256, 2026-12-05; hue alone writes the
+#: channels from planes it keeps). Fusing the other steps into a crop paid (saturation +
+#: center_crop 0.48x, gaussian_blur 0.83x, rotate 0.51x). Everywhere else it is an OTHER step.
+HEAVY = "heavy"
+HEAVY_OPERATIONS = 80
 
 
 def backend() -> str:
@@ -52,6 +69,9 @@ def kind_of_step(step: Any, image: tuple[Any, Any], tree: Any, leaves: tuple[Any
     params = jax.tree_util.tree_unflatten(tree, [jax.ShapeDtypeStruct(*v) for v in leaves])
     with only_platform("cuda" if on == "gpu" else on):
         kind = image_kind(jax.vmap(step.run), hwc, params)
+        if kind == OTHER and on == "gpu":
+            heavy = channel_work(jax.vmap(step.run), hwc, params) >= HEAVY_OPERATIONS
+            return HEAVY if heavy else OTHER
     if kind != POINTWISE:
         return kind
     out = jax.eval_shape(jax.vmap(step.run), hwc, params)
@@ -61,7 +81,8 @@ def kind_of_step(step: Any, image: tuple[Any, Any], tree: Any, leaves: tuple[Any
 def fused_with(before: str | None, kind: str) -> bool:
     """Whether a step of ``kind`` reads the step ``before`` fused (no boundary between them).
     On a GPU (:data:`GPU_KEPT`): fused unless a step of kind OTHER (a resample, or a colour op
-    that mixes a pixel's channels) reads an OTHER or POINTWISE one. On a CPU, as measured on a
+    that mixes a pixel's channels) reads an OTHER or POINTWISE one, or a crop reads a
+    :data:`HEAVY` one. On a CPU, as measured on a
     2-core CPU (``benchmarks/compose.py``, ratios to the two ops alone):
     after a widening pointwise step (normalize: cheaper to recompute than to write as float32
     and read back); a pointwise or widening step after a pointwise one; after a step that only
@@ -75,7 +96,8 @@ def fused_with(before: str | None, kind: str) -> bool:
     into brightness at 2x, random erasing and brightness at 2.6x, vflip and brightness at
     1.26-1.35x where kept was 1.06-1.12x, B=16)."""
     if backend() == "gpu":
-        return not (kind == OTHER and before in GPU_KEPT)
+        return not ((kind in (OTHER, HEAVY) and before in GPU_KEPT)
+                    or (kind == CROP and before == HEAVY))
     moving = (CROP, MOVE, MOVE_TWICE)
     return (before == WIDENING or (before == POINTWISE and kind in (POINTWISE, WIDENING))
             or (before == CROP and kind in (*moving, WIDENING))
@@ -92,7 +114,7 @@ def fused_with(before: str | None, kind: str) -> bool:
 #: 0.79x, normalize + rotate 0.75x). A step that mixes a pixel's channels (hue, saturation,
 #: grayscale) reads as OTHER too, so two of them are kept apart: hue + saturation 0.92x the
 #: two ops alone (H100, B=256, 2026-12-05; no kept pair over 0.94x there).
-GPU_KEPT = (OTHER, POINTWISE)
+GPU_KEPT = (OTHER, HEAVY, POINTWISE)
 
 
 def kept_before_batch(before: str | None) -> bool:

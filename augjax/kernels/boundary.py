@@ -40,7 +40,7 @@ from jax.experimental.layout import Layout, with_layout_constraint
 from augjax.kernels.platform import platform_dependent
 
 __all__ = ["BARRIER_PASS", "CROP", "MOVE", "MOVE_TWICE", "OTHER", "POINTWISE",
-           "boundary_compiler_options", "image_kind", "materialize"]
+           "boundary_compiler_options", "image_kind", "channel_work", "materialize"]
 
 #: The XLA pass that removes optimisation barriers before fusion (HLO pass name).
 BARRIER_PASS = "cse_barrier_expander"
@@ -205,3 +205,48 @@ def _reads(jaxpr: Any, image: set) -> tuple[bool, bool, bool]:
             return False, False, False
         image.update(eqn.outvars)
     return cut, move, pointwise
+
+
+def channel_work(fn: Any, *args: Any) -> int:
+    """For a step that writes its output's channels as separate planes (stacked on the last
+    axis from values computed from the image: hue's RGB -> HSV -> RGB), how many primitives
+    of ``fn(*args)``'s jaxpr compute on the image or on values computed from it (nested calls'
+    bodies included): what a consumer that fuses the step and computes each output value on its
+    own repeats for each channel. 0 for a step whose channels are not stacked (a blur, a
+    resample, a blend with gray). hue: 109 (uint8), channel_permute 10."""
+    structs = jax.tree_util.tree_map(lambda v: jax.ShapeDtypeStruct(v.shape, v.dtype), args)
+    try:
+        closed = jax.make_jaxpr(fn)(*structs)
+    except Exception:  # noqa: BLE001  (the step's own trace reports its errors)
+        return 0
+    leaves = len(jax.tree_util.tree_leaves(structs[0])) if structs else 0
+    count, stacked = _count(closed.jaxpr, set(closed.jaxpr.invars[:leaves]))
+    return count if stacked else 0
+
+
+def _count(jaxpr: Any, image: set) -> tuple[int, bool]:
+    """Primitives computing on ``image`` (grown with every value computed from it), and whether
+    one of them stacks or concatenates on the last axis."""
+    n, stacked = 0, False
+    for eqn in jaxpr.eqns:
+        reads = [i for i, v in enumerate(eqn.invars) if not hasattr(v, "val") and v in image]
+        if not reads:
+            continue
+        subs = [v for v in eqn.params.values() if hasattr(v, "jaxpr") or hasattr(v, "eqns")]
+        for sub in subs:
+            inner = getattr(sub, "jaxpr", sub)
+            c, s = _count(inner, {inner.invars[i] for i in reads if i < len(inner.invars)})
+            n, stacked = n + c, stacked or s
+        n += not subs
+        stacked = stacked or _on_last_axis(eqn)
+        image.update(eqn.outvars)
+    return n, stacked
+
+
+def _on_last_axis(eqn: Any) -> bool:
+    """Whether ``eqn`` stacks or concatenates planes on its output's last axis (JAX 0.10 has a
+    ``stack`` primitive; earlier ones a ``concatenate``)."""
+    last = eqn.outvars[0].aval.ndim - 1
+    name = eqn.primitive.name
+    return ((name == "stack" and eqn.params.get("axis") == last)
+            or (name == "concatenate" and eqn.params.get("dimension") == last))

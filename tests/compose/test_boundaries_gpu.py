@@ -30,13 +30,16 @@ PAIRS = [
     (ops.rotate.bind(degrees=30), ops.flip.bind(p=0.5)),  # a move after a resample
     (ops.flip.bind(p=0.5, horizontal=False, vertical=True), ops.cutmix.bind(num_classes=10)),  # into a batch-level step
     (ops.mixup.bind(num_classes=10), ops.normalize.bind()),  # out of one
+    (ops.hue.bind(), ops.center_crop.bind(size=40)),  # a heavy step into a crop
+    (ops.saturation.bind(), ops.center_crop.bind(size=40)),  # a light one
 ]
 IDS = ["affine+rotate", "hue+affine", "rrc+rotate", "hue+saturation", "normalize+rotate",
-       "crop+rotate", "rotate+flip", "vflip+cutmix", "mixup+normalize"]
+       "crop+rotate", "rotate+flip", "vflip+cutmix", "mixup+normalize", "hue+center_crop",
+       "saturation+center_crop"]
 #: The pairs whose first step's output is kept in memory on a GPU (fusion.GPU_KEPT): a step
 #: that resamples or mixes a pixel's channels (hue, saturation: OTHER by their jaxprs) read by
-#: another such step.
-KEPT = {"affine+rotate", "hue+affine", "rrc+rotate", "hue+saturation"}
+#: another such step, or a step of many operations a value (fusion.HEAVY: hue) read by a crop.
+KEPT = {"affine+rotate", "hue+affine", "rrc+rotate", "hue+saturation", "hue+center_crop"}
 
 
 def _gpu(x):
