@@ -5,7 +5,9 @@
   ``copy_paste`` (per-instance masks and boxes) alone (no peer has it on arrays);
 - DALI: the augjax ops inside a ``@pipeline_def`` vs ``fn.multi_paste`` doing the same pixel
   work (mosaic: four pastes per output, from the params augjax drew; copy-paste: one paste of
-  each chosen instance's box from the partner, i.e. box copy-paste). ``--device gpu`` for the
+  each chosen instance's box from the partner, i.e. box copy-paste, of the images and of the
+  per-instance masks, the partner's pasted beside the own: both pipelines take and return
+  the masks). ``--device gpu`` for the
   H200 run (target: no slower than ``fn.multi_paste``).
 
 Times are the median of ``--repeats`` runs of one batch, after a warm-up (compile) run.
@@ -159,19 +161,25 @@ def dali(n, s, repeats, device):
                                             output_size=[s, s])
                     if kind == "mosaic":
                         return pasted
-                    # The same masks enter the pipeline (and reach the device) as augjax's
-                    # side gets them: their copy in is part of either pipeline's batch.
-                    mk = fn.external_source(source=lambda: masks, batch=True)
-                    return pasted, (mk.gpu() if device == "gpu" else mk)
+                    # Like for like with augjax's targets: the same (N, H, W, M) masks enter
+                    # the pipeline, and the partner's masks are pasted with the same
+                    # arguments beside the own ones (augjax returns M -> 2M channels).
+                    mk = fn.external_source(source=lambda: masks, batch=True, layout="HWC")
+                    mk = mk.gpu() if device == "gpu" else mk
+                    moved = fn.multi_paste(mk, in_ids=args[0], in_anchors=args[1],
+                                           shapes=args[2], out_anchors=args[3],
+                                           output_size=[s, s])
+                    return pasted, fn.cat(mk, moved, axis=2)
                 bx = fn.external_source(source=lambda: boxes, batch=True)
                 sd = fn.external_source(source=lambda: seeds, batch=True)
                 if device == "gpu":
                     bx, sd = bx.gpu(), sd.gpu()
                 if kind == "mosaic":
                     return mosaic(im, boxes=bx, seeds=sd)["images"]
-                mk = fn.external_source(source=lambda: masks, batch=True)
+                mk = fn.external_source(source=lambda: masks, batch=True, layout="HWC")
                 mk = mk.gpu() if device == "gpu" else mk
-                return copy_paste(im, boxes=bx, masks=mk, seeds=sd)["images"]
+                out = copy_paste(im, boxes=bx, masks=mk, seeds=sd)
+                return out["images"], out["masks"]
 
             p = pipe()
             p.build()
