@@ -219,8 +219,10 @@ def _subsets_in_every_order(dtype, form):
     return {a: (np.asarray(out), np.asarray(op)) for a, out, op in zip(SUBSETS, outs, op_outs)}
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
+# the subset varies fastest: the six sets of one program (dtype and form) run one after
+# another, so that pytest-xdist hands them to one worker more often than to both
 @pytest.mark.parametrize("active", SUBSETS)
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("form", ["cpu", "gpu", "pallas"])
 def test_jitter_subsets_in_every_order_match_torchvision(dtype, active, form):
     """Subsets of the adjustments in all 24 orders against torchvision, with every schedule of
