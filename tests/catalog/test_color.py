@@ -191,7 +191,11 @@ SUBSET_FACTORS = [1.25, 0.625, 1.375, 0.0625]
 def _subsets_in_every_order(dtype, form):
     """``{subset: outputs}``: each subset of SUBSETS in all 24 orders through the ``form``
     schedule of ``jitter``, every subset in one compiled program (each subset's its own
-    computation in it; a program per subset compiled twice as long in all)."""
+    computation in it; a program per subset compiled twice as long in all). For the ``cpu``
+    form, ``{subset: (outputs, op outputs)}``: the same program also runs the op's own path on
+    this CPU, ``color_jitter.apply`` on the 24 copies of the image with only the subset's
+    fields and each order (the public apply traced inside a caller's ``jit``; one program for
+    the six subsets where each subset's own call compiled one of its own)."""
     from augjax.catalog._jitter import jitter
 
     x = jnp.asarray(images(1, 16, 20, dtype=dtype, seed=12)[0])
@@ -200,26 +204,38 @@ def _subsets_in_every_order(dtype, form):
         return [jitter(x, o, jnp.asarray(SUBSET_FACTORS), tuple(i in a for i in range(4)), form)
                 for a in SUBSETS]
 
-    outs = jax.jit(jax.vmap(every_subset))(jnp.asarray(ORDERS))
-    return {a: np.asarray(out) for a, out in zip(SUBSETS, outs)}
+    def through_the_op(orders):
+        batch = jnp.repeat(x[None], len(ORDERS), 0)
+        return [augjax.ops.color_jitter.apply(batch, params=jitter_params(
+            len(ORDERS), {JITTER_NAMES[i]: SUBSET_FACTORS[i] for i in a}, orders))
+            for a in SUBSETS]
+
+    def run(orders):
+        return jax.vmap(every_subset)(orders), through_the_op(orders) if form == "cpu" else None
+
+    outs, op_outs = jax.jit(run)(jnp.asarray(ORDERS))
+    if op_outs is None:
+        return {a: np.asarray(out) for a, out in zip(SUBSETS, outs)}
+    return {a: (np.asarray(out), np.asarray(op)) for a, out, op in zip(SUBSETS, outs, op_outs)}
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
+# the subset varies fastest: the six sets of one program (dtype and form) run one after
+# another, so that pytest-xdist hands them to one worker more often than to both
 @pytest.mark.parametrize("active", SUBSETS)
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("form", ["cpu", "gpu", "pallas"])
 def test_jitter_subsets_in_every_order_match_torchvision(dtype, active, form):
     """Subsets of the adjustments in all 24 orders against torchvision, with every schedule of
     augjax.catalog._jitter (one pass: a mean per stage, CPU; two passes: contrast's mean first,
     GPU; the per-image branching Pallas kernel, interpreted here, compiled on CUDA)."""
     x = images(1, 16, 20, dtype=dtype, seed=12)[0]
-    factors = SUBSET_FACTORS
     outs = _subsets_in_every_order(dtype, form)[active]
-    refs = [_tv_jitter(x, factors, order, active) for order in ORDERS]
+    if form == "cpu":  # and the op's path on CPU: apply with only the active adjustments' fields
+        outs, op_out = outs
+    refs = [_tv_jitter(x, SUBSET_FACTORS, order, active) for order in ORDERS]
     assert len({r.tobytes() for r in refs}) > 1 or len(active) == 1
     assert_chain_close(outs, refs, dtype)
-    if form == "cpu":  # the op's path on CPU: apply with only the active adjustments' fields
-        p = jitter_params(len(ORDERS), {JITTER_NAMES[i]: factors[i] for i in active}, ORDERS)
-        op_out = augjax.ops.color_jitter.apply(np.repeat(x[None], len(ORDERS), 0), params=p)
+    if form == "cpu":
         assert_chain_close(op_out, refs, dtype)
 
 

@@ -43,12 +43,17 @@ def _computations(hlo: str) -> dict[str, Counter]:
     return out
 
 
-def _compiled(chain, x, labels=None, options="bounded"):
-    """The chain's apply program compiled as augjax compiles it ("bounded") or with XLA's
-    default options ("unbounded": the barriers expanded before fusion), with its params."""
+def _lowered(chain, x, labels=None):
+    """The chain's apply program lowered for ``x`` (and ``labels``), with its params."""
     params = chain.sample(*((x,) if labels is None else (x, labels)), key=jax.random.key(1))
-    program = apply_program(tuple(chain), "HWC")
-    lowered = program.lower(x, labels, params)
+    return apply_program(tuple(chain), "HWC").lower(x, labels, params), params
+
+
+def _compiled(chain, x, labels=None, options="bounded", lowered=None):
+    """The chain's apply program compiled as augjax compiles it ("bounded") or with XLA's
+    default options ("unbounded": the barriers expanded before fusion), with its params;
+    ``lowered``: :func:`_lowered`'s, compiled again (one lowering for both options)."""
+    lowered, params = lowered or _lowered(chain, x, labels)
     compiled = lowered.compile(boundary_compiler_options() if options == "bounded" else None)
     return compiled, params
 
@@ -284,8 +289,9 @@ def test_boundaries_change_no_value(pair):
     chain = compose(first, second)
     x = images(4, 48, 44, seed=len(pair[0]))
     labels = np.arange(4, dtype=np.int32) % 5 if "labels" in chain.inputs else None
-    bounded, params = _compiled(chain, x, labels)
-    unbounded, _ = _compiled(chain, x, labels, options="unbounded")
+    lowered = _lowered(chain, x, labels)
+    bounded, params = _compiled(chain, x, labels, lowered=lowered)
+    unbounded, _ = _compiled(chain, x, labels, options="unbounded", lowered=lowered)
     got, want = bounded(x, labels, params), unbounded(x, labels, params)
     for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

@@ -18,7 +18,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from test_policy_families import POLICIES, _alone, _batch, _forced, _fused_chains
+from test_policy_families import (
+    POLICIES,
+    _alone,
+    _batch,
+    _forced,
+    _fused_chains,
+    made_once,
+)
 
 import augjax
 from augjax.kernels.histogram import histogram
@@ -43,6 +50,16 @@ def _bilinear(op) -> bool:
     return op is not None and op.kwargs.get("interpolation") == "bilinear"
 
 
+@pytest.fixture(scope="module")
+def programs():
+    """Each policy and its layers' programs, made once per layer mode for the module
+    (test_policy_families.made_once): the tests that run a policy's kernels on the batch shape
+    of test_each_entry_through_the_kernels_is_the_op_alone run its compiled program."""
+    get = made_once()
+    yield get
+    get.made.clear()
+
+
 def _check(got, want, op, msg):
     """Bitwise, but for the two places where the compiler's contraction of a multiply-add
     decides: a torchvision shear's half-pixel ties (any pick), and a bilinear sample whose
@@ -57,13 +74,12 @@ def _check(got, want, op, msg):
 
 
 @pytest.mark.parametrize("name", KERNEL_POLICIES + PIL_POLICIES)
-def test_each_entry_through_the_kernels_is_the_op_alone(name, monkeypatch):
-    policy = POLICIES[name]()
+def test_each_entry_through_the_kernels_is_the_op_alone(name, programs, monkeypatch):
+    monkeypatch.setattr(_engine, "LAYER", "fused")
+    policy, chains = programs(name)
     x = _batch(np.uint8, n=8, h=20, w=24, seed=11)
     assert supported(tuple(policy.bound), x.shape[1:], x.dtype)
     params = policy.sample(x, key=jax.random.key(4))
-    monkeypatch.setattr(_engine, "LAYER", "fused")
-    chains = _fused_chains(policy, name)
     for j, entry in enumerate(policy.space):
         forced = _forced(params, j)
         for chain, fused in chains.items():
@@ -83,11 +99,13 @@ def test_small_and_one_channel_images_through_the_kernels(h, w, c, monkeypatch):
     _each_entry_fused_equals_alone(policy, x, jax.random.key(1), monkeypatch)
 
 
-@pytest.mark.parametrize("size", [(16, 16), (16, 24)], ids=["square", "oblong"])
-def test_pil_rotate_exact_paths_through_the_kernels(size, monkeypatch):
+@pytest.mark.parametrize("size", [(16, 16), (20, 24)], ids=["square", "oblong"])
+def test_pil_rotate_exact_paths_through_the_kernels(size, programs, monkeypatch):
     """timm's Rotate at whole quarter turns takes Image.rotate's exact copies and turns (the
-    quarter turns on square images only), in the kernel as in the op."""
-    policy = POLICIES["ra-timm"]()
+    quarter turns on square images only), in the kernel as in the op. The oblong batch has
+    test_each_entry_through_the_kernels_is_the_op_alone's shape (its program)."""
+    monkeypatch.setattr(_engine, "LAYER", "fused")
+    policy, chains = programs("ra-timm")
     x = _batch(np.uint8, n=8, h=size[0], w=size[1], seed=9)
     assert supported(tuple(policy.bound), x.shape[1:], x.dtype)
     params = policy.sample(x, key=jax.random.key(5))
@@ -98,23 +116,29 @@ def test_pil_rotate_exact_paths_through_the_kernels(size, monkeypatch):
     branches = list(forced["branches"])
     branches[j] = {**branches[j], "degrees": degrees}
     forced["branches"] = tuple(branches)
-    monkeypatch.setattr(_engine, "LAYER", "fused")
-    got = _fused_chains(policy, "ra-timm")[None](x, forced)
+    got = chains[None](x, forced)
     np.testing.assert_array_equal(got, _alone(policy, x, forced))
 
 
 @pytest.mark.parametrize("name", ["ra-torchvision", "aa-imagenet"])
-def test_a_mixed_batch_through_the_kernels_is_the_switch(name, monkeypatch):
-    """Each sample its own op and magnitude, some not applied: the per-op switch's pixels."""
-    policy = POLICIES[name]()
-    x = _batch(np.uint8, n=32, h=16, w=16, seed=2)
-    params = policy.sample(x, key=jax.random.key(9))
+def test_a_mixed_batch_through_the_kernels_is_the_switch(name, programs, monkeypatch):
+    """Each sample its own op and magnitude, some not applied: the per-op switch's pixels.
+    32 samples, as 4 batches of 8 with their own images and draws (the programs of
+    test_each_entry_through_the_kernels_is_the_op_alone; each image is computed alone in
+    either form)."""
+    policy, _ = programs(name)
+    batches = []
+    for i in range(4):
+        x = _batch(np.uint8, n=8, h=20, w=24, seed=2 + i)
+        batches.append((x, policy.sample(x, key=jax.random.fold_in(jax.random.key(9), i))))
     out = {}
     for mode in ("switch", "fused"):
         monkeypatch.setattr(_engine, "LAYER", mode)
-        out[mode] = _fused_chains(policy, name)[None](x, params)
-    if any(_ties(policy.bound[j]) or _bilinear(policy.bound[j])
-           for j in np.unique(np.asarray(params["op"]))):
+        run = programs(name)[1][None]
+        out[mode] = np.concatenate([run(x, params) for x, params in batches])
+    chosen = np.concatenate([np.asarray(params["op"]) for _, params in batches])
+    assert len(np.unique(chosen)) > 3
+    if any(_ties(policy.bound[j]) or _bilinear(policy.bound[j]) for j in np.unique(chosen)):
         assert (out["fused"] != out["switch"]).mean() <= 0.01
     else:
         np.testing.assert_array_equal(out["fused"], out["switch"])

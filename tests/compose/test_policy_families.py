@@ -32,9 +32,11 @@ POLICIES = {
 }
 
 
-def _batch(dtype, n=8, h=20, w=20, seed=3):
+def _batch(dtype, n=8, h=20, w=24, seed=3):
     """Random images with per-sample level ranges (autocontrast, equalize see narrow, wide and
-    constant channels)."""
+    constant channels). The default shape is the one test_layer_kernel.py's kernels take (a
+    whole number of 32-pixel rows), so that both modules' programs of each op alone are the
+    same programs (compiled once, then read from the session's caches)."""
     x = images(n, h, w, dtype=np.float32, seed=seed)
     rng = np.random.default_rng(seed)
     lo = rng.uniform(0.0, 0.6, (n, 1, 1, 3))
@@ -44,6 +46,10 @@ def _batch(dtype, n=8, h=20, w=20, seed=3):
     if np.dtype(dtype) == np.uint8:
         return np.floor(x * 255.0).astype(np.uint8)
     return x
+
+
+def _host(tree):
+    return jax.tree_util.tree_map(np.asarray, tree)
 
 
 def _slice(tree, *index):
@@ -66,17 +72,19 @@ def _fused(policy, chain=None, layers=None):
     once and calls it for every forced entry: the params keep their shapes and dtypes, so one
     program serves them all (the entry is data, as in the policy's own program). AugMix's
     chains have the same shapes: pass the first chain's ``.layers`` for the others (one
-    program for every chain)."""
+    program for every chain). The params are given as NumPy arrays whatever they came as
+    (drawn: on the device; forced: in NumPy): an argument's placement is part of a compiled
+    program's signature, so mixed ones compiled the same program again."""
     if chain is None:
         run = jax.jit(jax.vmap(policy.run))
-        return lambda x, params: np.asarray(run(x, params))
+        return lambda x, params: np.asarray(run(x, _host(params)))
     if layers is None:
         layers = jax.jit(jax.vmap(lambda im, o, a, b: _engine.run_layers(
             policy.space, policy.bound, o, a, b, im, policy.kind)))
 
     def fused(x, params):
         op, applied, branches = _layers(policy, params, chain)
-        return np.asarray(layers(x, op, applied, branches))
+        return np.asarray(layers(x, op, applied, _host(branches)))
 
     fused.layers = layers
     return fused
@@ -130,6 +138,34 @@ def _chains(name):
     return (0, 1) if name.startswith("augmix") else (None,)
 
 
+def made_once():
+    """``get(name) -> (policy, {chain: fused})``: each policy of :data:`POLICIES` built once
+    and its :func:`_fused_chains` made once per layer mode (the mode set when ``get`` is
+    called, which the programs are traced in at their first call), so that the tests of a
+    module that check one policy in one mode on batches of one shape run one compiled program
+    (a module-scoped fixture holds it; the programs go with the module's caches)."""
+    made: dict = {}
+
+    def get(name):
+        if name not in made:
+            made[name] = POLICIES[name]()
+        policy, key = made[name], (name, _engine.LAYER)
+        if key not in made:
+            made[key] = _fused_chains(policy, name)
+        return policy, made[key]
+
+    get.made = made
+    return get
+
+
+@pytest.fixture(scope="module")
+def programs():
+    """:func:`made_once` for this module's tests."""
+    get = made_once()
+    yield get
+    get.made.clear()
+
+
 @pytest.fixture(params=["families", "auto"])
 def layer_mode(request, monkeypatch):
     """Each test runs with the layer by families (the GPU path) and as it runs on this
@@ -146,12 +182,11 @@ CASES = [("families", n) for n in POLICIES] + [
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.float32], ids=["uint8", "float32"])
 @pytest.mark.parametrize("mode, name", CASES)
-def test_every_entry_equals_the_op_alone(mode, name, dtype, monkeypatch):
+def test_every_entry_equals_the_op_alone(mode, name, dtype, programs, monkeypatch):
     monkeypatch.setattr(_engine, "LAYER", mode)
-    policy = POLICIES[name]()
+    policy, fused = programs(name)
     x = _batch(dtype)
     params = policy.sample(x, key=jax.random.key(5))
-    fused = _fused_chains(policy, name)
     for j, entry in enumerate(policy.space):
         forced = _forced(params, j)
         for chain in _chains(name):
@@ -161,12 +196,11 @@ def test_every_entry_equals_the_op_alone(mode, name, dtype, monkeypatch):
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.float32], ids=["uint8", "float32"])
 @pytest.mark.parametrize("name", ["ra-timm", "aa-imagenet", "ra-pack-op"])
-def test_drawn_plans_equal_the_ops_alone(name, dtype, layer_mode):
+def test_drawn_plans_equal_the_ops_alone(name, dtype, layer_mode, programs):
     """Per-sample choices mixed in one batch, layers applied or not: two batches of 8 (the
-    batch size of test_every_entry_equals_the_op_alone, whose programs of each op alone these
-    reuse) with their own images and draws."""
-    policy = POLICIES[name]()
-    fused = _fused_chains(policy, name)
+    batch of test_every_entry_equals_the_op_alone, whose programs of the layers and of each op
+    alone these reuse) with their own images and draws."""
+    policy, fused = programs(name)
     for seed, draw in ((9, 11), (10, 12)):
         x = _batch(dtype, seed=seed)
         params = policy.sample(x, key=jax.random.key(draw))
@@ -182,19 +216,18 @@ def test_drawn_plans_equal_the_ops_alone(name, dtype, layer_mode):
 
 
 @pytest.mark.parametrize("name", ["ra-torchvision", "ra-timm", "ra-pack-op"])
-def test_the_switch_reference_gives_the_same_uint8_pixels(name, monkeypatch):
+def test_the_switch_reference_gives_the_same_uint8_pixels(name, programs, monkeypatch):
     """The per-op switch (``run_layer_switch``, kept as the reference) and the families agree
     on uint8 images for drawn plans."""
-    policy = POLICIES[name]()
-    batches = []
-    for seed, draw in ((4, 2), (5, 3)):  # two batches of 8: one program per mode serves both
-        x = _batch(np.uint8, seed=seed)
-        batches.append((x, policy.sample(x, key=jax.random.key(draw))))
-    outs = {}
-    for mode in ("families", "switch"):
-        monkeypatch.setattr(_engine, "LAYER", mode)
-        run = jax.jit(jax.vmap(policy.run))  # traced at its first call, in this mode
-        outs[mode] = [np.asarray(run(x, params)) for x, params in batches]
+    batches, outs = [], {}
+    for mode in ("families", "switch"):  # one program per mode (the families' is the one of
+        monkeypatch.setattr(_engine, "LAYER", mode)  # test_every_entry_equals_the_op_alone)
+        policy, fused = programs(name)
+        if not batches:  # two batches of 8: one program per mode serves both
+            for seed, draw in ((4, 2), (5, 3)):
+                x = _batch(np.uint8, seed=seed)
+                batches.append((x, policy.sample(x, key=jax.random.key(draw))))
+        outs[mode] = [fused[None](x, params) for x, params in batches]
     for families, switch in zip(outs["families"], outs["switch"]):
         np.testing.assert_array_equal(families, switch)
 
