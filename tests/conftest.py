@@ -135,6 +135,31 @@ def _unpadded_batches(monkeypatch):
     monkeypatch.setenv("AUGJAX_PAD_BATCHES", "0")
 
 
+#: Rooms whose tests build their programs in this process for this process alone: augjax's
+#: program store (on by default: each new program exported to disk so that a later process
+#: skips its trace) is off in them, as padding is above. Exporting every first program cost
+#: 9-12% of their CPU (tests/targets, core, test_crop and test_mix: 467 -> 426 CPU-s; test_geometry
+#: and test_tone 67 -> 61), and almost none ran again from the store. The store keeps its
+#: default in the other rooms (docs, examples, CLI, DALI, clips, views: their processes share
+#: programs), in the conformance kit (every op, as a pack author runs it) and in the modules
+#: marked ``program_store`` (the store's own tests); output with the store on, off, cold and
+#: warm is compared bitwise in tests/reliability/test_cache_invariance.py. Child processes
+#: keep the default either way (the switch is this process's only).
+STORE_OFF_ROOMS = ("tests/catalog/", "tests/compose/", "tests/targets/", "tests/core/",
+                   "tests/reliability/", "tests/runtime/")
+STORE_ON_MODULES = ("tests/catalog/test_all_ops.py",)
+
+
+@pytest.fixture(autouse=True)
+def _program_store_off_in_process(request, monkeypatch):
+    nodeid = request.node.nodeid
+    if (nodeid.startswith(STORE_OFF_ROOMS) and not nodeid.startswith(STORE_ON_MODULES)
+            and request.node.get_closest_marker("program_store") is None):
+        from augjax._runtime import program_store
+
+        monkeypatch.setattr(program_store, "store_dir", lambda: None)
+
+
 def _gpu_reason() -> str | None:
     try:
         import jax

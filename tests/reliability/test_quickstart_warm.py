@@ -21,6 +21,9 @@ from pathlib import Path
 
 import pytest
 
+#: The program store on in this process, as a user has it (tests/conftest.py: STORE_OFF_ROOMS).
+pytestmark = pytest.mark.program_store
+
 ROOT = Path(__file__).resolve().parents[2]
 
 packaging = pytest.importorskip("packaging.requirements",

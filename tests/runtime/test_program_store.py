@@ -22,6 +22,9 @@ from store_process import run_with_store, stored
 
 from augjax._runtime import program_store
 
+#: The program store on in this process, as a user has it (tests/conftest.py: STORE_OFF_ROOMS).
+pytestmark = pytest.mark.program_store
+
 
 #: A chain with a user op defined in the script's own file (its kernel warns when traced),
 #: a per-sample op and a batch-level op mixing labels.

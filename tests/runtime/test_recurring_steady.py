@@ -27,6 +27,9 @@ import augjax._runtime.padding as _padding
 from augjax import ops
 from augjax._runtime import program_store
 
+#: The program store on in this process, as a user has it (tests/conftest.py: STORE_OFF_ROOMS).
+pytestmark = pytest.mark.program_store
+
 SMALL, BIG = 5, 16
 PADDING = _padding.__file__
 #: JAX's Python dispatch: a jitted call enters these only when its compiled fast path misses.
