@@ -64,7 +64,8 @@ def kind_of_step(step: Any, image: tuple[Any, Any], tree: Any, leaves: tuple[Any
                  on: str = "cpu") -> str:
     """The kind of ``step`` on an image of ``image`` (shape, dtype) with params of ``tree``
     and ``leaves`` (shapes, dtypes), as a program for the backend ``on`` computes it (its
-    platform's branches only: the others' would read as control flow)."""
+    platform's branches only: the others' would read as control flow); on a GPU, an OTHER step
+    that stacks its channels from much work is :data:`HEAVY`."""
     hwc = jax.ShapeDtypeStruct(*image)
     params = jax.tree_util.tree_unflatten(tree, [jax.ShapeDtypeStruct(*v) for v in leaves])
     with only_platform("cuda" if on == "gpu" else on):

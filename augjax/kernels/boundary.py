@@ -40,7 +40,7 @@ from jax.experimental.layout import Layout, with_layout_constraint
 from augjax.kernels.platform import platform_dependent
 
 __all__ = ["BARRIER_PASS", "CROP", "MOVE", "MOVE_TWICE", "OTHER", "POINTWISE",
-           "boundary_compiler_options", "image_kind", "channel_work", "materialize"]
+           "boundary_compiler_options", "channel_work", "image_kind", "materialize"]
 
 #: The XLA pass that removes optimisation barriers before fusion (HLO pass name).
 BARRIER_PASS = "cse_barrier_expander"
