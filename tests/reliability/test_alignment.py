@@ -32,7 +32,6 @@ from _reliability import (
     random_images,
     sample_case,
     spec_or_skip,
-    store_off,
 )
 
 import augjax
@@ -51,14 +50,6 @@ def _compose():
         except ImportError:
             pytest.skip("augjax.compose does not exist yet")
     return fn
-
-
-@pytest.fixture
-def _unstored(monkeypatch):
-    """The program store off (_reliability.STORE_ENV) for a test whose programs (its chain, its
-    mixing case) run in that test only; not for the shared case (:func:`sample_case`), which
-    test_hostile runs too."""
-    store_off(monkeypatch)
 
 
 def assert_moved_samples_keep_their_outputs(fn, x, k, out, name):
@@ -172,7 +163,7 @@ MIX_CASES = [(name, i % 2) for i, name in enumerate(MIXING_OPS)]
 @pytest.mark.parametrize("name, variant", MIX_CASES,
                          ids=[f"{n}-{'uint8-int' if v == 0 else 'float32-soft'}"
                               for n, v in MIX_CASES])
-def test_mixing_op_labels_and_images_stay_with_their_sample(name, variant, _unstored):
+def test_mixing_op_labels_and_images_stay_with_their_sample(name, variant):
     spec = spec_or_skip(name)
     n, k_classes = (6, 8) if variant == 0 else (5, 8)  # 5: odd batch, a middle sample
     dtype = np.uint8 if variant == 0 else np.float32
@@ -194,7 +185,7 @@ def test_mixing_op_labels_and_images_stay_with_their_sample(name, variant, _unst
 
 
 @pytest.mark.parametrize("name", BATCH_OTHER or ["<none>"])
-def test_batch_level_ops_without_labels_keep_the_batch(name, _unstored):
+def test_batch_level_ops_without_labels_keep_the_batch(name):
     if name == "<none>":
         pytest.skip("no batch-level op without labels is registered")
     spec = spec_or_skip(name)
@@ -240,7 +231,7 @@ def _mixer():
     return spec, spec.bind(**_mix_config(spec, 1))
 
 
-def test_chain_of_sample_ops_keeps_samples_aligned(_unstored):
+def test_chain_of_sample_ops_keeps_samples_aligned():
     compose = _compose()
     steps = _pick_sample_ops(6, seed=0)
     chain = compose(*steps)
@@ -256,7 +247,7 @@ def test_chain_of_sample_ops_keeps_samples_aligned(_unstored):
     np.testing.assert_array_equal(np.asarray(chain(x[perm], key=k[perm])), out[perm])
 
 
-def test_composites_and_a_policy_keep_samples_aligned(_unstored):
+def test_composites_and_a_policy_keep_samples_aligned():
     compose = _compose()
     a, b, c, d = _pick_sample_ops(4, seed=4)
     chain = compose(augjax.random_apply(a, p=0.5), augjax.random_choice([b, c]),
@@ -270,7 +261,7 @@ def test_composites_and_a_policy_keep_samples_aligned(_unstored):
                                             "composites + rand_augment")
 
 
-def test_chain_starting_with_a_mixing_op_is_local_to_sample_and_partner(_unstored):
+def test_chain_starting_with_a_mixing_op_is_local_to_sample_and_partner():
     compose = _compose()
     _, mixer = _mixer()
     chain = compose(mixer, *_pick_sample_ops(2, seed=2))
@@ -293,7 +284,7 @@ def test_chain_starting_with_a_mixing_op_is_local_to_sample_and_partner(_unstore
         np.testing.assert_array_equal(soft_y[i], soft[i], err_msg=f"label {i}")
 
 
-def test_dali_chain_ending_in_a_mixing_op_keeps_images_and_labels_aligned(_unstored):
+def test_dali_chain_ending_in_a_mixing_op_keeps_images_and_labels_aligned():
     """Images and labels cross into DALI's jax_function as separate inputs; the soft label and
     the blend of each sample must still match (the chain's prefix, run on arrays with the same
     seeds, gives the images before mixing: a slice keeps its ops' keys)."""

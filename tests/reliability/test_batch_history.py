@@ -26,7 +26,6 @@ from _reliability import (
     op_names,
     random_images,
     spec_or_skip,
-    store_off,
 )
 from helpers import fresh_programs
 from hypothesis import HealthCheck, given, settings
@@ -98,10 +97,6 @@ def assert_history_free(run, monkeypatch, label: str, n: int = N) -> None:
 @pytest.fixture(autouse=True)
 def _padding_on(monkeypatch):
     monkeypatch.setenv("AUGJAX_PAD_BATCHES", "1")  # the default, which conftest turns off
-    # Each test's programs (its op or chain at 16 and 11) run in that test only: the program
-    # store off (_reliability.STORE_ENV; the size's own program compiled again behind under
-    # "recurring" is then traced again, as after fresh_programs, and found in JAX's cache).
-    store_off(monkeypatch)
     yield
     fresh_programs()
 
