@@ -36,6 +36,7 @@ from _reliability import (
     random_images,
     sample_case,
     spec_or_skip,
+    store_off,
 )
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
@@ -193,13 +194,11 @@ def test_out_of_range_floats_and_nan_pixels(name):
 
 @pytest.fixture
 def _unstored(monkeypatch):
-    """The property tests' programs (drawn shapes and parameters) run in this test only, never
-    again in this module or another: augjax's program store (on in the suite, the default) would
-    only export and write each of them, ~20% of these tests' CPU (measured 2026-12-05, 100 of
-    the 224 tests, store on 101.5 and 110.2 CPU-s, off 84.8 and 89.4). Off, the programs are
-    traced and compiled as the store's are; that the store only saves time, bitwise, is
-    tests/reliability/test_cache_invariance.py's and tests/runtime/test_program_store.py's."""
-    monkeypatch.setenv("AUGJAX_PROGRAM_CACHE", "0")
+    """The program store off (_reliability.STORE_ENV) for a test whose programs run in that test
+    only: the property tests' (drawn shapes and parameters; 101.5 and 110.2 CPU-s with the store,
+    84.8 and 89.4 without, on 100 of the 224, 2026-12-05), empty batches, bad labels, the batch
+    of 4096. Not for the shared case (:func:`sample_case`), which test_alignment runs too."""
+    store_off(monkeypatch)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -233,7 +232,7 @@ def _key_kw(spec):
 
 
 @pytest.mark.parametrize("name", ALL_OPS)
-def test_empty_batch_keeps_its_shape(name):
+def test_empty_batch_keeps_its_shape(name, _unstored):
     spec = spec_or_skip(name)
     c = channels_for(spec)
     x = np.zeros((0, 8, 8, c), np.uint8)
@@ -293,7 +292,7 @@ def test_float64_images_become_float32_as_jax_does():
 
 # -- labels ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", MIXING_OPS)
-def test_bad_labels_are_input_errors_before_anything_runs(name):
+def test_bad_labels_are_input_errors_before_anything_runs(name, _unstored):
     spec = spec_or_skip(name)
     x = random_images(4, 8, 8, 3, np.uint8)
     params = _params(spec, k=3)
@@ -398,7 +397,7 @@ def _chain():
     return compose(*picked)
 
 
-def test_a_batch_of_4096_and_a_1024_pixel_image():
+def test_a_batch_of_4096_and_a_1024_pixel_image(_unstored):
     chain = _chain()
     x = random_images(4096, 8, 8, 3, np.uint8, seed=1)
     k = keys(4096, seed=2)
