@@ -142,7 +142,8 @@ def _unpadded_batches(monkeypatch):
 #: and test_tone 67 -> 61), and almost none ran again from the store. The store keeps its
 #: default in the other rooms (docs, examples, CLI, DALI, clips, views: their processes share
 #: programs), in the conformance kit (every op, as a pack author runs it) and in the modules
-#: marked ``program_store`` (the store's own tests); output with the store on, off, cold and
+#: marked ``program_store`` (the store's own tests, and batch history, whose programs run again
+#: after it drops them); output with the store on, off, cold and
 #: warm is compared bitwise in tests/reliability/test_cache_invariance.py. Child processes
 #: keep the default either way (the switch is this process's only).
 STORE_OFF_ROOMS = ("tests/catalog/", "tests/compose/", "tests/targets/", "tests/core/",

@@ -25,22 +25,6 @@ OPEN_BOUND = 1e3
 OPEN_INT_SPAN = 16
 
 
-#: Where a test's programs (its shapes, parameters and batch sizes) run in that test only, it
-#: turns augjax's program store (on in the suite, as by default) off: the store would only
-#: export and write each program, 13-22% of such a test's CPU (the bitwise fixture, empty
-#: batches; benchmarks/results/2026-12-05-suite-time-h37r.md). Where a test runs a program
-#: again after ``fresh_programs`` (batch history) the store saves that trace: it stays on.
-#: Off, the programs are traced and compiled with the same XLA options as the store's; that
-#: the store only saves time, bitwise, is test_cache_invariance.py's and
-#: tests/runtime/test_program_store.py's.
-STORE_ENV = "AUGJAX_PROGRAM_CACHE"
-
-
-def store_off(monkeypatch) -> None:
-    """Augjax's program store off for the running test (see :data:`STORE_ENV`)."""
-    monkeypatch.setenv(STORE_ENV, "0")
-
-
 def op_table() -> dict[str, tuple[Any, str | None]]:
     """``name -> (spec or None, reason it failed to load or None)`` for every listed op."""
     table = {}

@@ -10,7 +10,6 @@ import json
 
 import jax
 import pytest
-from _reliability import store_off
 
 import augjax
 from bitwise_cases import FIXTURE, cases
@@ -20,13 +19,6 @@ pytestmark = [pytest.mark.slow,
                                  reason="the fixture is recorded on the CPU")]
 
 RECORDED: dict[str, object] = json.loads(FIXTURE.read_text())
-
-
-@pytest.fixture(autouse=True)
-def _unstored(monkeypatch):
-    """Each case's programs (its op, fixed shape and dtype) run in this test only: the program
-    store off (_reliability.STORE_ENV; the module alone, paired: 102.9 -> 89.8 CPU-s)."""
-    store_off(monkeypatch)
 
 
 @functools.cache

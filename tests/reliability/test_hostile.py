@@ -36,7 +36,6 @@ from _reliability import (
     random_images,
     sample_case,
     spec_or_skip,
-    store_off,
 )
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
@@ -192,20 +191,11 @@ def test_out_of_range_floats_and_nan_pixels(name):
     _check_wide_and_nan(spec, x, None, k, "HWC", params, out)
 
 
-@pytest.fixture
-def _unstored(monkeypatch):
-    """The program store off (_reliability.STORE_ENV) for a test whose programs run in that test
-    only: the property tests' (drawn shapes and parameters; 101.5 and 110.2 CPU-s with the store,
-    84.8 and 89.4 without, on 100 of the 224, 2026-12-05), empty batches, bad labels, the batch
-    of 4096. Not for the shared case (:func:`sample_case`), which test_alignment runs too."""
-    store_off(monkeypatch)
-
-
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("name", SAMPLE_OPS)
 @_settings(EXAMPLES)
 @given(data=st.data())
-def test_op_properties_over_shapes_dtypes_and_params(name, variant, data, _unstored):
+def test_op_properties_over_shapes_dtypes_and_params(name, variant, data):
     _run_case(spec_or_skip(name), data, variant)
 
 
@@ -213,7 +203,7 @@ def test_op_properties_over_shapes_dtypes_and_params(name, variant, data, _unsto
 @pytest.mark.parametrize("name", MIXING_OPS)
 @_settings(EXAMPLES)
 @given(data=st.data())
-def test_mixing_op_properties_over_shapes_dtypes_and_params(name, variant, data, _unstored):
+def test_mixing_op_properties_over_shapes_dtypes_and_params(name, variant, data):
     _run_case(spec_or_skip(name), data, variant)
 
 
@@ -232,7 +222,7 @@ def _key_kw(spec):
 
 
 @pytest.mark.parametrize("name", ALL_OPS)
-def test_empty_batch_keeps_its_shape(name, _unstored):
+def test_empty_batch_keeps_its_shape(name):
     spec = spec_or_skip(name)
     c = channels_for(spec)
     x = np.zeros((0, 8, 8, c), np.uint8)
@@ -292,7 +282,7 @@ def test_float64_images_become_float32_as_jax_does():
 
 # -- labels ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", MIXING_OPS)
-def test_bad_labels_are_input_errors_before_anything_runs(name, _unstored):
+def test_bad_labels_are_input_errors_before_anything_runs(name):
     spec = spec_or_skip(name)
     x = random_images(4, 8, 8, 3, np.uint8)
     params = _params(spec, k=3)
@@ -397,7 +387,7 @@ def _chain():
     return compose(*picked)
 
 
-def test_a_batch_of_4096_and_a_1024_pixel_image(_unstored):
+def test_a_batch_of_4096_and_a_1024_pixel_image():
     chain = _chain()
     x = random_images(4096, 8, 8, 3, np.uint8, seed=1)
     k = keys(4096, seed=2)
