@@ -534,3 +534,19 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def fork_server():
+    """This test process's fork server (tests/forkrun.py), for the session: the docs' programs
+    and commands and the examples' scripts run in processes forked from it, each as ``python
+    *argv`` would run with the environment a test gives (``server.run(argv, cwd, env=...)``),
+    without paying NumPy's, JAX's, augjax's, DALI's and PyTorch's imports again. Its own
+    environment: this one with the checkout first on the path (what it imports is the
+    checkout's augjax)."""
+    from forkrun import ForkServer
+
+    root = str(Path(__file__).resolve().parents[1])
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+    with ForkServer({**os.environ, "PYTHONPATH": path}) as server:
+        yield server

@@ -28,9 +28,19 @@ MARKED = pytest.StashKey[bool]()
 
 
 #: CPU-seconds of processes that ran for the current test but that this process does not reap
-#: itself (a fork server's children, tests/docs/forkrun.py): :func:`charge` adds them here and
+#: itself (a fork server's children, tests/forkrun.py): :func:`charge` adds them here and
 #: the running test's row takes what was added during it.
 _CHARGED = [0.0]
+
+
+#: JAX's compile-path timings and counts of those processes (:func:`charge_jax`).
+_CHARGED_JAX: collections.Counter = collections.Counter()
+
+
+def charge_jax(spent: dict[str, float]) -> None:
+    """Adds a child's JAX timings and counts (the names of :data:`EVENTS`, ``compiles``,
+    ``hits``) to the running test's row, as :func:`charge` does its CPU."""
+    _CHARGED_JAX.update(spent)
 
 
 def charge(seconds: float) -> None:
@@ -65,11 +75,11 @@ class Recorder:
         own0, kids0 = _cpu()
         charged0 = _CHARGED[0]
         t0 = time.perf_counter()
-        jax0 = collections.Counter(self.jax)
+        jax0 = collections.Counter(self.jax) + _CHARGED_JAX
         yield
         own1, kids1 = _cpu()
         charged = _CHARGED[0] - charged0
-        spent = {k: round(v, 3) for k, v in (self.jax - jax0).items()}
+        spent = {k: round(v, 3) for k, v in (self.jax + _CHARGED_JAX - jax0).items()}
         self._write({"id": item.nodeid, "cpu": round(own1 - own0 + kids1 - kids0 + charged, 3),
                      "wall": round(time.perf_counter() - t0, 3),
                      "slow": item.get_closest_marker("slow") is not None,
@@ -81,9 +91,10 @@ class Recorder:
         self.out.close()
 
 
-#: JAX's monitoring events this profile adds up per test (in this process only, not its
-#: subprocesses): the name in the row -> JAX's event.
-_EVENTS = {
+#: JAX's monitoring events this profile adds up per test (in this process, and in the fork
+#: server's children that ran for it: :func:`charge_jax`; not in other subprocesses): the name
+#: in the row -> JAX's event.
+EVENTS = {
     "trace_s": "/jax/core/compile/jaxpr_trace_duration",
     "lower_s": "/jax/core/compile/jaxpr_to_mlir_module_duration",
     "compile_s": "/jax/core/compile/backend_compile_duration",  # cache hits included
@@ -96,7 +107,7 @@ def _listen(into: collections.Counter) -> None:
     ``compiles`` count persistent-cache hits too; ``hits`` those)."""
     import jax.monitoring as monitoring
 
-    names = {event: name for name, event in _EVENTS.items()}
+    names = {event: name for name, event in EVENTS.items()}
 
     def duration(event: str, secs: float, **_: object) -> None:
         name = names.get(event)

@@ -3,9 +3,10 @@
 ```bash block of ``augjax`` commands command by command; a block that cannot run here says why
 with a mark. The docs also name no internal run or session.
 
-The processes are forked from a server that has imported NumPy, JAX, augjax and DALI once
-(``tests/docs/forkrun.py``): each program still gets a process, a folder, an environment and
-names of its own, without paying those imports again (~1 CPU-s a program)."""
+The processes are forked from a server that has imported NumPy, JAX, augjax, DALI and PyTorch
+once (``tests/forkrun.py``, one per test process): each program still gets a process, a folder,
+an environment and names of its own, without paying those imports again (1.5 to 5 CPU-s a
+program)."""
 
 from __future__ import annotations
 
@@ -19,8 +20,6 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from forkrun import ForkServer
-
 from snippets import ROOT, blocks, commands, pages, python_programs, shell_blocks
 
 pytest.importorskip("nvidia.dali")
@@ -41,11 +40,10 @@ def snippet_env():
 
 
 @pytest.fixture(scope="module")
-def python(snippet_env):
+def python(snippet_env, fork_server):
     """``python(argv, cwd)``: ``python *argv`` run in ``cwd`` with the snippets' environment, in
-    a process forked from the module's server."""
-    with ForkServer(snippet_env) as server:
-        yield lambda argv, cwd: server.run(argv, cwd, timeout=TIMEOUT)
+    a process forked from the test process's server (tests/conftest.py)."""
+    return lambda argv, cwd: fork_server.run(argv, cwd, env=snippet_env, timeout=TIMEOUT)
 
 
 def _python_params():

@@ -11,6 +11,7 @@ user runs them.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -120,17 +121,19 @@ def test_boxes_enclose_masks_and_visible_objects_keep_their_box(seg, root):
                 assert (box[2] - box[0]) * (box[3] - box[1]) <= 4 * extent + 16
 
 
-def test_scripts_run_as_a_user_runs_them(tmp_path):
+def test_scripts_run_as_a_user_runs_them(tmp_path, fork_server):
+    # python examples/X.py ..., each in a process forked from the test process's server
+    # (tests/forkrun.py: its NumPy, JAX, augjax and DALI imported once)
     out = tmp_path / "boxes.png"
-    res = subprocess.run([sys.executable, str(EXAMPLES / "detection.py"), "--batch-size", "4",
-                          "--size", "64", "--iters", "2", "--save", str(out)],
-                         capture_output=True, text=True, timeout=300, check=False)
+    res = fork_server.run([str(EXAMPLES / "detection.py"), "--batch-size", "4", "--size", "64",
+                           "--iters", "2", "--save", str(out)], tmp_path, env=dict(os.environ),
+                          timeout=300)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     assert "batch 1: images (4, 64, 64, 3) uint8, boxes (4, 8, 4)" in res.stdout
     assert "checks ok" in res.stdout and out.stat().st_size > 1000
-    res = subprocess.run([sys.executable, str(EXAMPLES / "segmentation.py"), "--batch-size", "4",
-                          "--size", "64", "--iters", "2", "--no-color"],
-                         capture_output=True, text=True, timeout=300, check=False)
+    res = fork_server.run([str(EXAMPLES / "segmentation.py"), "--batch-size", "4", "--size",
+                           "64", "--iters", "2", "--no-color"], tmp_path, env=dict(os.environ),
+                          timeout=300)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     assert "masks (4, 64, 64, 1) uint8" in res.stdout and "checks ok" in res.stdout
 

@@ -10,6 +10,7 @@ parameters move and the losses are finite; the script runs as a user runs it.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -90,10 +91,11 @@ def test_a_training_step_moves_the_model(pt, root):
 
 
 @pytest.mark.slow
-def test_the_script_runs_as_a_user_runs_it(root):
-    res = subprocess.run([sys.executable, str(EXAMPLES / "pytorch_train.py"), "--root",
-                          str(root), "--epochs", "1", "--size", "32"],
-                         capture_output=True, text=True, timeout=600)
+def test_the_script_runs_as_a_user_runs_it(root, fork_server, tmp_path):
+    # python examples/pytorch_train.py ..., forked from the test process's server
+    # (tests/forkrun.py: its NumPy, JAX, augjax, DALI and PyTorch imported once)
+    res = fork_server.run([str(EXAMPLES / "pytorch_train.py"), "--root", str(root), "--epochs",
+                           "1", "--size", "32"], tmp_path, env=dict(os.environ), timeout=600)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "batch sizes [3, 3, 2] (8 images)" in res.stdout and "losses finite" in res.stdout
 

@@ -1,8 +1,12 @@
-"""Fresh processes without paying the imports each time: a server that imports what every
-snippet imports (NumPy, JAX, augjax, DALI; no JAX backend started, no program built) and forks
-one child per program. A child is a new process with its own working folder, environment,
-``sys.argv``, ``sys.path[0]``, ``__main__``, standard streams (files) and exit code; it ends
-as an interpreter does (threads joined, ``atexit`` handlers run, streams flushed). What it
+"""Fresh processes without paying the imports each time: a server that imports what the docs'
+programs and the examples import (NumPy, JAX, augjax, DALI, PyTorch; no JAX backend started, no
+program built) and forks one child per program. One server per test process serves the
+session (the ``fork_server`` fixture of tests/conftest.py): the docs' programs and commands
+(tests/docs/test_snippets.py) and the examples run as a user runs them (tests/examples).
+
+A child is a new process with its own working folder, environment, ``sys.argv``,
+``sys.path[0]``, ``__main__``, standard streams (files) and exit code; it ends as an
+interpreter does (threads joined, ``atexit`` handlers run, streams flushed). What it
 shares with a fresh ``python script.py`` is everything but the modules already imported, so
 a program that relies on an import it forgot would still fail (its names are its own).
 
@@ -25,9 +29,12 @@ from pathlib import Path
 
 import suite_profile
 
-#: What the server imports before it forks (what most of the docs' programs import first).
+#: What the server imports before it forks: what most of the docs' programs and the examples
+#: import first, and PyTorch with torchvision's v2 transforms (about 3.5 CPU-s a process; the
+#: migration guide's programs, the PyTorch example and its page import them).
 PRELOAD = ("numpy", "jax", "jax.numpy", "augjax", "augjax.data", "nvidia.dali",
-           "nvidia.dali.fn", "nvidia.dali.types", "nvidia.dali.plugin.jax")
+           "nvidia.dali.fn", "nvidia.dali.types", "nvidia.dali.plugin.jax", "PIL.Image",
+           "torch", "torchvision.transforms.v2")
 
 _SERVER = r'''
 import importlib, json, os, sys
@@ -37,6 +44,27 @@ for name in sys.argv[1].split(","):
     except ImportError:
         pass
 requests, replies = sys.stdin, os.fdopen(int(sys.argv[2]), "w")
+# JAX's compile-path timings of a child (tests/suite_profile.py's names), written at its end
+EVENTS = json.loads(sys.argv[3])
+spent = {}
+try:
+    import jax.monitoring
+
+    def _duration(event, secs, **_):
+        name = EVENTS.get(event)
+        if name:
+            spent[name] = spent.get(name, 0.0) + secs
+            if name == "compile_s":
+                spent["compiles"] = spent.get("compiles", 0) + 1
+
+    def _event(event, **_):
+        if event == "/jax/compilation_cache/cache_hits":
+            spent["hits"] = spent.get("hits", 0) + 1
+
+    jax.monitoring.register_event_duration_secs_listener(_duration)
+    jax.monitoring.register_event_listener(_event)
+except ImportError:
+    pass
 
 
 def child(req):
@@ -92,6 +120,11 @@ def child(req):
             stream.flush()
         except BaseException:
             pass
+    try:
+        with open(req["jax"], "w") as f:
+            json.dump(spent, f)
+    except BaseException:
+        pass
     os._exit(code & 0xFF)
 
 
@@ -118,7 +151,9 @@ class ForkServer:
         self._tmp = tempfile.TemporaryDirectory(prefix="augjax-forkrun-")
         read, write = os.pipe()
         self._proc = subprocess.Popen(
-            [sys.executable, "-c", _SERVER, ",".join(preload), str(write)], env=self.env,
+            [sys.executable, "-c", _SERVER, ",".join(preload), str(write),
+             json.dumps({event: name for name, event in suite_profile.EVENTS.items()})],
+            env=self.env,
             stdin=subprocess.PIPE, text=True, pass_fds=(write,), cwd=self._tmp.name)
         os.close(write)
         self._replies = os.fdopen(read)
@@ -140,8 +175,9 @@ class ForkServer:
         self._n += 1
         out = Path(self._tmp.name) / f"{self._n}.out"
         err = Path(self._tmp.name) / f"{self._n}.err"
+        spent = Path(self._tmp.name) / f"{self._n}.jax"
         req = {"argv": list(argv), "cwd": str(cwd), "env": dict(env or self.env),
-               "stdout": str(out), "stderr": str(err)}
+               "stdout": str(out), "stderr": str(err), "jax": str(spent)}
         self._proc.stdin.write(json.dumps(req) + "\n")
         self._proc.stdin.flush()
         pid = self._reply()["pid"]
@@ -153,6 +189,9 @@ class ForkServer:
             raise subprocess.TimeoutExpired(argv, timeout) from None
         code = reply["code"]
         self._charge(reply["cpu"])
+        if spent.exists():
+            suite_profile.charge_jax(json.loads(spent.read_text() or "{}"))
+            spent.unlink()
         res = subprocess.CompletedProcess(
             [sys.executable, *argv], code, out.read_text(errors="replace"),
             err.read_text(errors="replace"))
@@ -162,7 +201,8 @@ class ForkServer:
 
     def _charge(self, cpu: float) -> None:
         """The child's CPU goes to the running test's profile row (tests/suite_profile.py):
-        this process reaps the server, not its children."""
+        this process reaps the server, not its children. So do its JAX compile timings and
+        counts (:meth:`run`)."""
         self._charged += cpu
         suite_profile.charge(cpu)
 
