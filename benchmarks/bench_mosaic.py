@@ -107,7 +107,7 @@ def _paste_args(n, s, kind):
     """``fn.multi_paste`` arguments doing the pixel work augjax's op does for its params."""
     x, boxes, masks = data(n, s)
     key = jax.random.key(0)
-    ids, src, shapes, dst = [], [], [], []
+    ids = []  # per output image: (input index, source anchor, shape, output anchor) rows
     if kind == "mosaic":
         p = mosaic.sample(x, key=key)
         tiles, center = np.asarray(p["tiles"]), np.asarray(p["center"])
