@@ -143,6 +143,7 @@ def test_warming_the_pairs_side_by_side_gives_each_pairs_own_chain_and_parts():
 
 
 @pytest.mark.slow
+@pytest.mark.program_store  # as in the warming processes (tests/conftest.py: STORE_OFF_ROOMS)
 def test_pairs_warmed_in_other_processes_compile_nothing_here(monkeypatch):
     """``--warm-procs``: processes that each make and call a slice of the pairs fill the
     persistent compilation cache (the session's, tests/conftest.py), so the timing process
