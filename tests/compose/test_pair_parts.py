@@ -23,6 +23,12 @@ from augjax import compose
 from augjax._runtime.program import apply_program
 from augjax.kernels.boundary import boundary_compiler_options
 
+#: The program store on in this process, as in compose.py's warming processes: their stored
+#: programs' compiles are the cache entries the warmed-pairs test reads, and the programs the
+#: module's other tests make (kept for the module) must take the same path
+#: (tests/conftest.py: STORE_OFF_ROOMS).
+pytestmark = pytest.mark.program_store
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import compose as bench  # noqa: E402  (benchmarks/compose.py)
 from test_boundaries import _computations  # noqa: E402
@@ -143,7 +149,6 @@ def test_warming_the_pairs_side_by_side_gives_each_pairs_own_chain_and_parts():
 
 
 @pytest.mark.slow
-@pytest.mark.program_store  # as in the warming processes (tests/conftest.py: STORE_OFF_ROOMS)
 def test_pairs_warmed_in_other_processes_compile_nothing_here(monkeypatch):
     """``--warm-procs``: processes that each make and call a slice of the pairs fill the
     persistent compilation cache (the session's, tests/conftest.py), so the timing process
