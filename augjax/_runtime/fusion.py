@@ -17,8 +17,8 @@ from augjax.kernels.boundary import (
     MOVE_TWICE,
     OTHER,
     POINTWISE,
-    channel_work,
     image_kind,
+    image_kind_and_work,
 )
 from augjax.kernels.platform import only_platform
 
@@ -69,10 +69,12 @@ def kind_of_step(step: Any, image: tuple[Any, Any], tree: Any, leaves: tuple[Any
     hwc = jax.ShapeDtypeStruct(*image)
     params = jax.tree_util.tree_unflatten(tree, [jax.ShapeDtypeStruct(*v) for v in leaves])
     with only_platform("cuda" if on == "gpu" else on):
-        kind = image_kind(jax.vmap(step.run), hwc, params)
-        if kind == OTHER and on == "gpu":
-            heavy = channel_work(jax.vmap(step.run), hwc, params) >= HEAVY_OPERATIONS
-            return HEAVY if heavy else OTHER
+        if on == "gpu":  # the channels' work read from the same trace
+            kind, work = image_kind_and_work(jax.vmap(step.run), hwc, params)
+            if kind == OTHER:
+                return HEAVY if work >= HEAVY_OPERATIONS else OTHER
+        else:
+            kind = image_kind(jax.vmap(step.run), hwc, params)
     if kind != POINTWISE:
         return kind
     out = jax.eval_shape(jax.vmap(step.run), hwc, params)

@@ -40,7 +40,8 @@ from jax.experimental.layout import Layout, with_layout_constraint
 from augjax.kernels.platform import platform_dependent
 
 __all__ = ["BARRIER_PASS", "CROP", "MOVE", "MOVE_TWICE", "OTHER", "POINTWISE",
-           "boundary_compiler_options", "channel_work", "image_kind", "materialize"]
+           "boundary_compiler_options", "channel_work", "image_kind", "image_kind_and_work",
+           "materialize"]
 
 #: The XLA pass that removes optimisation barriers before fusion (HLO pass name).
 BARRIER_PASS = "cse_barrier_expander"
@@ -154,14 +155,29 @@ def image_kind(fn: Any, *args: Any) -> str:
     element (brightness, normalize); :data:`OTHER`: anything else (resampling, a gather of
     single pixels, reductions, control flow on the image). What the step computes from its
     other arguments, the parameters (a box, a mask drawn with ``iota``), does not count."""
+    traced = _trace(fn, *args)
+    return OTHER if traced is None else _kind(*traced)
+
+
+def image_kind_and_work(fn: Any, *args: Any) -> tuple[str, int]:
+    """:func:`image_kind` and :func:`channel_work` of ``fn(*args)`` from one trace."""
+    traced = _trace(fn, *args)
+    return (OTHER, 0) if traced is None else (_kind(*traced), _work(*traced))
+
+
+def _trace(fn: Any, *args: Any) -> tuple[Any, list] | None:
+    """The jaxpr of ``fn(*args)`` (shapes and dtypes are enough) and its image's variables (the
+    first argument's leaves); None where it does not trace."""
     structs = jax.tree_util.tree_map(lambda v: jax.ShapeDtypeStruct(v.shape, v.dtype), args)
     try:
         closed = jax.make_jaxpr(fn)(*structs)
     except Exception:  # noqa: BLE001  (the step's own trace reports its errors)
-        return OTHER
+        return None
     leaves = len(jax.tree_util.tree_leaves(structs[0])) if structs else 0
-    jaxpr = closed.jaxpr
-    image = jaxpr.invars[:leaves]
+    return closed.jaxpr, closed.jaxpr.invars[:leaves]
+
+
+def _kind(jaxpr: Any, image: list) -> str:
     cut, move, pointwise = _reads(jaxpr, set(image))
     if cut:
         return CROP
@@ -214,13 +230,12 @@ def channel_work(fn: Any, *args: Any) -> int:
     bodies included): what a consumer that fuses the step and computes each output value on its
     own repeats for each channel. 0 for a step whose channels are not stacked (a blur, a
     resample, a blend with gray). hue: 109 (uint8), channel_permute 10."""
-    structs = jax.tree_util.tree_map(lambda v: jax.ShapeDtypeStruct(v.shape, v.dtype), args)
-    try:
-        closed = jax.make_jaxpr(fn)(*structs)
-    except Exception:  # noqa: BLE001  (the step's own trace reports its errors)
-        return 0
-    leaves = len(jax.tree_util.tree_leaves(structs[0])) if structs else 0
-    count, stacked = _count(closed.jaxpr, set(closed.jaxpr.invars[:leaves]))
+    traced = _trace(fn, *args)
+    return 0 if traced is None else _work(*traced)
+
+
+def _work(jaxpr: Any, image: list) -> int:
+    count, stacked = _count(jaxpr, set(image))
     return count if stacked else 0
 
 
