@@ -260,7 +260,10 @@ def _count(jaxpr: Any, image: set) -> tuple[int, bool]:
 
 def _on_last_axis(eqn: Any) -> bool:
     """Whether ``eqn`` stacks or concatenates planes on its output's last axis (JAX 0.10 has a
-    ``stack`` primitive; earlier ones a ``concatenate``)."""
+    ``stack`` primitive; earlier ones a ``concatenate``). False for an equation without
+    outputs (equalize's ``cond`` that only checks)."""
+    if not eqn.outvars:
+        return False
     last = eqn.outvars[0].aval.ndim - 1
     name = eqn.primitive.name
     return ((name == "stack" and eqn.params.get("axis") == last)

@@ -366,3 +366,53 @@ def test_on_cuda_a_resample_reads_a_resampled_or_recoloured_image_from_memory(
     assert len(calls) == (1 if kept else 0)
     if kept:
         assert "output_operand_alias<output_tuple_indices = [], operand_index = 0" in calls[0]
+
+
+def _every_step():
+    """Every registered op (required params at a demo value, as tests/dali/test_gpu.py binds
+    them) and the four policies and timm's grammar, each in a chain of its own."""
+    steps = {}
+    for name in augjax.list_ops():
+        spec = augjax.get_op(name)
+        required = {k: (5 if p.kind == "int" else p.low if p.low is not None else 1)
+                    for k, p in spec.params.items() if p.required}
+        steps[name] = spec.bind(**required)
+    steps.update({"rand_augment": augjax.rand_augment(n=2, m=9),
+                  "trivial_augment_wide": augjax.trivial_augment_wide(),
+                  "auto_augment": augjax.auto_augment("imagenet"),
+                  "augmix": augjax.augmix(severity=3, width=3),
+                  "timm": augjax.from_timm("rand-m9-mstd0.5-inc1")})
+    return steps
+
+
+def test_every_step_has_a_kind_under_the_gpu_rules(monkeypatch):
+    """A GPU host reads each per-sample step's kind and channel work from its CUDA trace
+    (fusion.kind_of_step, on="gpu") while it lowers a chain: that reading handles every
+    registered op and policy (equalize's ``cond`` without outputs once raised an IndexError in
+    every GPU program with equalize, the policies' included). Traced only, nothing compiles."""
+    import augjax._runtime.fusion as fusion
+    from augjax.kernels import platform
+
+    monkeypatch.setattr(platform, "live_platforms", lambda: frozenset({"cpu", "cuda"}))
+    x = jax.ShapeDtypeStruct((4, 32, 32, 3), np.uint8)
+    labels = jax.ShapeDtypeStruct((4,), np.int32)
+    kinds = {}
+    for name, bound in _every_step().items():
+        chain = compose(bound)
+        batch = "labels" in chain.inputs
+        params = jax.eval_shape(
+            lambda k, x, l: chain.sample(*((x, l) if batch else (x,)), key=k),
+            jax.random.key(0), x, labels)
+        for step, p in zip(chain, params):
+            if step.level != "sample":
+                continue
+            leaves, tree = jax.tree_util.tree_flatten(p)
+            kinds[name] = fusion.kind_of_step.__wrapped__(
+                step, (x.shape, x.dtype), tree, tuple((v.shape, v.dtype) for v in leaves), "gpu")
+    from augjax.kernels import boundary
+
+    known = {boundary.OTHER, boundary.POINTWISE, boundary.CROP, boundary.MOVE,
+             boundary.MOVE_TWICE, fusion.HEAVY, fusion.WIDENING}
+    assert set(kinds.values()) <= known, kinds
+    assert {"equalize", "rand_augment", "augmix", "hue", "flip"} <= set(kinds)
+    assert kinds["hue"] == fusion.HEAVY and kinds["equalize"] == boundary.OTHER
