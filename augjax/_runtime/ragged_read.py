@@ -12,7 +12,7 @@ prefix (crops, resize: :mod:`augjax._runtime.ragged`) to one batch.
    ``mask_fill``), and boxes and keypoints move by the windows' matrices
    (:func:`augjax._runtime.ragged.move_window_points`, as in DALI). On the CPU a bilinear
    read runs image by image (:func:`_read_by_image`): each sample reads only its taps that
-   weigh something and the canvas rows they reach (its region is at the canvas's top), the
+   weigh something (one branch a tap count, :func:`augjax.kernels.window.tap_sizes`), the
    values of every tap of every sample.
 
 The programs are keyed by the output size, the chain, the batch size and the canvas bucket,
@@ -189,9 +189,11 @@ def _read_by_image(canvas, box, size, anchor, fill, out, interpolation, antialia
                    flip=None):
     """The CPU form: image by image, each sample's branch reading only its taps that weigh
     something (moved to the first columns, :func:`augjax.kernels.window.taps_from_first`; the
-    first ``K`` of them, ``K`` in 2, 3, 4, 6, ... the widest) and the canvas rows its
-    height taps read (its region is at the canvas's top: a quarter, half, three quarters or
-    all of the rows), sliced from the canvas inside the branch (read in place). The taps are
+    first ``K`` of them, ``K`` in :func:`~augjax.kernels.window.tap_sizes`: 2, 3, 4, 6, 8, 12,
+    ... the widest), its image indexed from the canvas inside the branch (read in place). No
+    branch per span of canvas rows (a quarter, half, ... of them, 2026-12-05: four times the
+    branches, and the read cost the same without them); a scale jitter to 128^2 from 0.1x
+    compiled 200 branches for ~110 CPU-s on a list of 8 images, now 13 for ~7. The taps are
     computed for the whole batch (under ``vmap``, as the every-tap form: one image's would
     round a weight differently), so the values are the every-tap form's (each sum stops
     before adding zeros). ``flip``: bools ``(N, 2)``, the outputs mirrored as they are read
@@ -202,35 +204,29 @@ def _read_by_image(canvas, box, size, anchor, fill, out, interpolation, antialia
     all_taps = (*taps_from_first(iy, wy), *taps_from_first(ix, wx))
     if flip is not None:
         all_taps = flip_taps(all_taps, flip)
-    widest = max(taps)
-    sizes = tap_sizes(widest)
-    spans = sorted({max(1, -(-side[0] * q // 4)) for q in (1, 2, 3)} | {side[0]})
+    sizes = tap_sizes(max(taps))
 
     def one(args):
         i, s, a, t, f = args
-        iy, wy, _, wx = t
+        _, wy, _, wx = t
         used = jnp.maximum(_used(wy), _used(wx))
         k_index = jnp.searchsorted(jnp.array(sizes, jnp.int32), used)
-        k = jnp.array(sizes, jnp.int32)[k_index]
-        hi = jnp.max(jnp.where(jnp.arange(iy.shape[1]) < k, iy, 0))
-        r_index = jnp.searchsorted(jnp.array(spans, jnp.int32), hi + 1)
 
-        def branch(k, n):
+        def branch(k):
             cut = tuple(v[:, :min(k, v.shape[1])] for v in t)
 
             def read(c):
-                img = jax.lax.dynamic_slice(c, (i, 0, 0, 0), (1, n, *c.shape[2:]))[0]
+                img = jax.lax.dynamic_index_in_dim(c, i, keepdims=False)
                 return read_by_taps(img, cut, s, a, out, fill, interpolation, flip=f)
 
             return read
 
-        branches = [branch(k, n) for k in sizes for n in spans]
-        return jax.lax.switch(k_index * len(spans) + r_index, branches, canvas)
+        return jax.lax.switch(k_index, [branch(k) for k in sizes], canvas)
 
-    # The map runs over the images' indices and each branch slices its rows of the canvas:
-    # sliced inside the branch's loop fusion, the rows are read in place (mapped over the
-    # canvas, the loop copied each image's canvas out first; the read costs about the same
-    # either way, 0.84-0.88 CPU-ms per image, the whole call ~4% less, 2026-12-05).
+    # The map runs over the images' indices and each branch takes its image from the canvas:
+    # indexed inside the branch's loop fusion, it is read in place (mapped over the canvas,
+    # the loop copied each image's canvas out first; the read costs about the same either
+    # way, 0.84-0.88 CPU-ms per image, the whole call ~4% less, 2026-12-05).
     return jax.lax.map(one, (jnp.arange(canvas.shape[0]), size, anchor, all_taps, flip))
 
 

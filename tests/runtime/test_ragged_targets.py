@@ -297,6 +297,7 @@ def test_the_cpu_read_by_image_keeps_no_image_between_its_passes():
     import re
 
     from augjax._runtime.ragged_read import _read_program
+    from augjax.kernels.window import tap_sizes
 
     side, out = 96, (40, 48)
     canvas, box, size, anchor, _, taps = _boxes_on_canvas(6, 4, side, out, 8, "uint8")
@@ -305,12 +306,30 @@ def test_the_cpu_read_by_image_keeps_no_image_between_its_passes():
     result = f"u8[{out[0]},{out[1]},3]"
     branches = [c for c in re.split(r"\n(?=%|ENTRY)", text)
                 if c.split("\n")[0].endswith(f"-> ({result}) {{")]
-    assert len(branches) >= 8
+    assert len(branches) == len(tap_sizes(max(taps))) >= 4  # one a tap count
     for branch in branches:
         fusions = re.findall(r"= (\w+)\[([\d,]*)\]\{[\d,]*\} fusion\(", branch)
         assert [f for f in fusions if f == ("u8", result[3:-1])] == [("u8", result[3:-1])]
         assert all(kind == "u8" for kind, _ in fusions), fusions
 
+
+
+def test_the_read_branches_on_few_tap_counts():
+    """The image-by-image read compiles one branch a tap count (``tap_sizes``): a read of ``k``
+    taps takes the first count at least ``k``, at most 1.5x ``k`` (from 4 on), and the counts
+    grow with the log of the widest read, not with it (a scale jitter from 0.1x reads ~100 taps:
+    every other count made 50 branches of it, 200 with the row spans, ~110 CPU-s to compile)."""
+    import math
+
+    from augjax.kernels.window import tap_sizes
+
+    for widest in range(1, 400):
+        sizes = tap_sizes(widest)
+        assert sizes == sorted(set(sizes)) and sizes[-1] == widest
+        assert len(sizes) <= 2 * math.log2(max(widest, 2)) + 1, (widest, sizes)
+        for k in range(1, widest + 1):
+            chosen = next(s for s in sizes if s >= k)
+            assert chosen <= max(3, math.ceil(1.5 * k)), (widest, k, chosen)
 
 
 def _moved_and_given_reads(dtype: str):
