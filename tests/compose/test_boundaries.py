@@ -391,7 +391,7 @@ def test_every_step_has_a_kind_under_the_gpu_rules(monkeypatch):
     registered op and policy (equalize's ``cond`` without outputs once raised an IndexError in
     every GPU program with equalize, the policies' included). Traced only, nothing compiles."""
     import augjax._runtime.fusion as fusion
-    from augjax.kernels import platform
+    from augjax.kernels import boundary, platform
 
     monkeypatch.setattr(platform, "live_platforms", lambda: frozenset({"cpu", "cuda"}))
     x = jax.ShapeDtypeStruct((4, 32, 32, 3), np.uint8)
@@ -409,8 +409,6 @@ def test_every_step_has_a_kind_under_the_gpu_rules(monkeypatch):
             leaves, tree = jax.tree_util.tree_flatten(p)
             kinds[name] = fusion.kind_of_step.__wrapped__(
                 step, (x.shape, x.dtype), tree, tuple((v.shape, v.dtype) for v in leaves), "gpu")
-    from augjax.kernels import boundary
-
     known = {boundary.OTHER, boundary.POINTWISE, boundary.CROP, boundary.MOVE,
              boundary.MOVE_TWICE, fusion.HEAVY, fusion.WIDENING}
     assert set(kinds.values()) <= known, kinds

@@ -313,7 +313,6 @@ def test_the_cpu_read_by_image_keeps_no_image_between_its_passes():
         assert all(kind == "u8" for kind, _ in fusions), fusions
 
 
-
 def test_the_read_branches_on_few_tap_counts():
     """The image-by-image read compiles one branch a tap count (``tap_sizes``): a read of ``k``
     taps takes the first count at least ``k``, at most 1.5x ``k`` (from 4 on), and the counts
