@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from augjax._core.magnitude import MagnitudeMap
     from augjax._runtime.program import trace_count
     from augjax._runtime.boxes import convert_boxes
+    from augjax._runtime.warmup import warmup
     from augjax.chain import (
         Chain,
         Sequential,

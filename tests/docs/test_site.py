@@ -73,3 +73,27 @@ def test_the_gallery_covers_every_registered_op(site):
             assert f"<code>{param}</code>" in page, (name, param)
         with Image.open(site / "ops" / f"{slug}.png") as im:
             assert im.width > 96 and im.height > 96  # the original and at least one drawing
+
+
+def test_the_api_reference_names_each_object_by_its_public_path():
+    """Each ``:::`` entry of the API reference is the name users import (``augjax.warmup``,
+    not ``augjax._runtime.warmup.warmup``): its heading and anchor are that path, and the
+    object behind it is the one ``augjax`` gives."""
+    import importlib
+
+    page = (ROOT / "docs" / "reference" / "api.md").read_text()
+    targets = re.findall(r"^::: (\S+)$", page, flags=re.M)
+    assert len(targets) > 30
+    private = [t for t in targets if any(part.startswith("_") for part in t.split("."))]
+    assert not private, f"private paths in the API reference: {private}"
+    missing = []
+    for target in targets:
+        module, _, name = target.rpartition(".")
+        try:
+            importlib.import_module(target)
+        except ImportError:
+            try:
+                getattr(importlib.import_module(module), name)
+            except (ImportError, AttributeError):
+                missing.append(target)
+    assert not missing, f"not importable as written: {missing}"
