@@ -4,11 +4,12 @@ cache folder) and warm (the same folder again), each in a fresh process.
 
 The paths: a training chain on arrays (crop, flip, colour jitter, normalize), the four policies,
 mixup with labels, rotated boxes through two warps, an op's ``sample`` with one key then its
-``apply``, a chain on clips (called, and replayed from its params), a partial batch after a full one (padded to the compiled size), a DALI CPU
-pipeline, and inputs laid out over two CPU devices (the partitioned programs, which run beside
-stored ones: the 2-process ``examples/multi_host.py`` gave other bits with the store on, because
-the programs it cannot store compiled with other XLA options). The processes see two CPU
-devices. ``examples/multi_host.py --check`` itself runs in tests/dali/test_multi_host.py.
+``apply``, a chain on clips (called, and replayed from its params), a list of images of
+different sizes with boxes (the ragged read), a partial batch after a full one (padded to the
+compiled size), a DALI CPU pipeline, and inputs laid out over two CPU devices (the
+partitioned programs, which run beside stored ones: the 2-process ``examples/multi_host.py``
+gave other bits with the store on, because the programs it cannot store compiled with other
+XLA options). The processes see two CPU devices. ``examples/multi_host.py --check`` itself runs in tests/dali/test_multi_host.py.
 """
 
 from __future__ import annotations
@@ -63,6 +64,16 @@ clips = rng.integers(0, 256, (4, 3, 24, 24, 3), dtype=np.uint8)
 crop_flip = augjax.compose(ops.random_resized_crop.bind(size=16), ops.flip.bind(p=0.5))
 out["clips"] = crop_flip(clips, key=key)
 out["clips_apply"] = crop_flip.apply(clips, params=crop_flip.sample(clips, key=key))
+# a list of images of different sizes with boxes (the ragged read: image by image on the CPU,
+# a flip folded into it) and a scale jitter that reads many taps a pixel
+sizes = [(48, 64), (40, 40), (64, 48), (36, 56), (56, 36), (44, 60), (60, 44), (32, 32)]
+listed = [rng.integers(0, 256, (h, w, 3), dtype=np.uint8) for h, w in sizes]
+listed_boxes = [np.array([[2.0, 3.0, w / 2, h / 2]], np.float32) for h, w in sizes]
+for name, value in crop_flip(listed, key=key, boxes=listed_boxes).items():
+    out[f"list_{name}"] = value
+jitter = augjax.compose(ops.scale_jitter.bind(target_size=24, scale_range=(0.1, 2.0), fill=0.5),
+                        ops.flip.bind(p=0.5))
+out["list_jitter"] = jitter(listed, key=key)
 
 mesh = Mesh(np.array(jax.devices()[:2]), ("b",))
 spread = jax.device_put(x, NamedSharding(mesh, PartitionSpec("b")))
