@@ -9,7 +9,8 @@ different sizes with boxes (the ragged read), a partial batch after a full one (
 compiled size), a DALI CPU pipeline, and inputs laid out over two CPU devices (the
 partitioned programs, which run beside stored ones: the 2-process ``examples/multi_host.py``
 gave other bits with the store on, because the programs it cannot store compiled with other
-XLA options). The processes see two CPU devices. ``examples/multi_host.py --check`` itself runs in tests/dali/test_multi_host.py.
+XLA options). The processes see two CPU devices. ``examples/multi_host.py --check`` itself
+runs in tests/dali/test_multi_host.py.
 """
 
 from __future__ import annotations
