@@ -369,14 +369,14 @@ def test_on_cuda_a_resample_reads_a_resampled_or_recoloured_image_from_memory(
 
 
 def _every_step():
-    """Every registered op (required params at a demo value, as tests/dali/test_gpu.py binds
-    them) and the four policies and timm's grammar, each in a chain of its own."""
+    """Every registered op (with the parameters `augjax demo` gives it) and the four policies
+    and timm's grammar, each in a chain of its own."""
+    from augjax._demo.params import demo_params
+
     steps = {}
     for name in augjax.list_ops():
         spec = augjax.get_op(name)
-        required = {k: (5 if p.kind == "int" else p.low if p.low is not None else 1)
-                    for k, p in spec.params.items() if p.required}
-        steps[name] = spec.bind(**required)
+        steps[name] = spec.bind(**demo_params(spec, num_classes=5, size=32)[0])
     steps.update({"rand_augment": augjax.rand_augment(n=2, m=9),
                   "trivial_augment_wide": augjax.trivial_augment_wide(),
                   "auto_augment": augjax.auto_augment("imagenet"),
