@@ -36,6 +36,28 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
     raise BackendUnavailableError(
         "augjax.grain needs grain: pip install augjax[grain] (or pip install grain)") from err
 
+
+def _require_transforms(module: Any) -> None:
+    """grain's transform classes (``grain.transforms``, grain 0.2.12 and later) or a typed
+    error naming the installed grain: an older grain, or another package named ``grain``,
+    once failed here with a bare AttributeError while Python built the classes below."""
+    missing = [name for name in ("RandomMap", "MapWithIndex", "Map")
+               if not hasattr(getattr(module, "transforms", None), name)]
+    if missing:
+        try:
+            from importlib.metadata import version
+
+            have = f"grain {version('grain')}"
+        except Exception:  # noqa: BLE001 - a package named grain without metadata
+            have = "a module named grain"
+        have += f" at {getattr(module, '__file__', None) or '?'}"
+        raise BackendUnavailableError(
+            f"augjax.grain needs grain>=0.2.12 (grain.transforms.{', '.join(missing)}); found "
+            f"{have}: pip install -U 'augjax[grain]' (or pip install -U 'grain>=0.2.12')")
+
+
+_require_transforms(grain)
+
 __all__ = ["RandomMap", "BatchAugment", "WithIndex", "pin_cpu", "worker_init"]
 
 #: Record fields that follow the image through a chain (augjax's target keywords).

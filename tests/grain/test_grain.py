@@ -88,6 +88,29 @@ def test_random_map_rejects_a_record_without_its_image():
                                           np.random.default_rng(0))
 
 
+def test_a_grain_without_its_transforms_is_a_typed_error_naming_the_version(tmp_path):
+    """An older grain (or another package named grain) has no ``grain.transforms``: importing
+    augjax.grain says what it needs and what it found, instead of an AttributeError while
+    Python builds the classes (seen on a machine whose grain predates the transforms)."""
+    import subprocess
+    import sys
+
+    (tmp_path / "grain").mkdir()
+    (tmp_path / "grain" / "__init__.py").write_text('"""a grain without transforms"""\n')
+    code = ("import augjax\n"
+            "try:\n    import augjax.grain\n"
+            "except augjax.BackendUnavailableError as err:\n    print('ERR', err)\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get(
+        "PYTHONPATH", "")]))
+    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=120, check=False)
+    assert res.returncode == 0, res.stderr[-2000:]
+    out = res.stdout
+    assert out.startswith("ERR augjax.grain needs grain>=0.2.12"), out
+    assert "grain.transforms.RandomMap" in out and str(tmp_path / "grain") in out, out
+    assert "pip install -U" in out
+
+
 def _loader(workers: int, *, shard=grain.sharding.NoSharding(), operations=None, epochs=2):
     # grain's DataLoader takes no MapWithIndex: records carry their source position as "id"
     sampler = grain.samplers.IndexSampler(N, shard_options=shard, shuffle=True,

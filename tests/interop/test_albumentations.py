@@ -3,8 +3,10 @@ at the hand translation (docs/MIGRATING.md), since albumentations' OpenCV kernel
 
 from __future__ import annotations
 
-import albumentations as A
 import pytest
+
+A = pytest.importorskip("albumentations",
+                        reason="the reference extra: pip install -e '.[reference]'")
 
 import augjax
 
