@@ -30,8 +30,13 @@ SHAPES = [(8, 64, 64, 3), (8, 37, 53, 3), (8, 32, 32, 1), (64, 64, 64, 3), (16, 
 
 
 def _old_module(rev: str):
-    source = subprocess.run(["git", "show", f"{rev}:augjax/kernels/jpeg.py"], cwd=ROOT,
-                            capture_output=True, text=True, check=True).stdout
+    """The kernel module of commit ``rev`` (or of the file ``rev`` names, where there is no
+    git history: the GPU machine gets a copy made with ``git show REV:augjax/kernels/jpeg.py``)."""
+    if Path(rev).is_file():
+        source = Path(rev).read_text(encoding="utf-8")
+    else:
+        source = subprocess.run(["git", "show", f"{rev}:augjax/kernels/jpeg.py"], cwd=ROOT,
+                                capture_output=True, text=True, check=True).stdout
     path = Path(tempfile.mkdtemp()) / "jpeg_old.py"
     path.write_text(source, encoding="utf-8")
     spec = importlib.util.spec_from_file_location("jpeg_old", path)
@@ -42,7 +47,8 @@ def _old_module(rev: str):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--old", required=True, help="the commit to compare with")
+    parser.add_argument("--old", required=True,
+                        help="the commit to compare with, or a copy of its augjax/kernels/jpeg.py")
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--out")
     args = parser.parse_args()
@@ -76,7 +82,7 @@ def main() -> None:
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
             json.dump({"date": time.strftime("%Y-%m-%d"), "old": args.old, "jax": jax.__version__,
-                       "python": sys.version.split()[0], "machine": "2-core CPU dev host",
+                       "python": sys.version.split()[0], "device": jax.devices()[0].device_kind,
                        "rows": rows}, f, indent=1)
 
 
