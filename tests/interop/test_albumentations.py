@@ -8,7 +8,7 @@ import pytest
 A = pytest.importorskip("albumentations",
                         reason="the reference extra: pip install -e '.[reference]'")
 
-import augjax
+import augjax  # noqa: E402
 
 
 def test_from_albumentations_refuses_with_a_typed_error():
