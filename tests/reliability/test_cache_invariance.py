@@ -5,7 +5,7 @@ cache folder) and warm (the same folder again), each in a fresh process.
 The paths: a training chain on arrays (crop, flip, colour jitter, normalize), the four policies,
 mixup with labels, rotated boxes through two warps, an op's ``sample`` with one key then its
 ``apply``, a chain on clips (called, and replayed from its params), a list of images of
-different sizes with boxes (the ragged read), a partial batch after a full one (padded to the
+different sizes with boxes (the ragged read), jpeg, a partial batch after a full one (padded to the
 compiled size), a DALI CPU pipeline, and inputs laid out over two CPU devices (the
 partitioned programs, which run beside stored ones: the 2-process ``examples/multi_host.py``
 gave other bits with the store on, because the programs it cannot store compiled with other
@@ -75,6 +75,9 @@ for name, value in crop_flip(listed, key=key, boxes=listed_boxes).items():
 jitter = augjax.compose(ops.scale_jitter.bind(target_size=24, scale_range=(0.1, 2.0), fill=0.5),
                         ops.flip.bind(p=0.5))
 out["list_jitter"] = jitter(listed, key=key)
+# jpeg (integer DCTs, its colour planes' blocks coded in one batch)
+jpeg = ops.jpeg.bind(quality=(10, 95))
+out["jpeg"] = jpeg(x, key=key)
 
 mesh = Mesh(np.array(jax.devices()[:2]), ("b",))
 spread = jax.device_put(x, NamedSharding(mesh, PartitionSpec("b")))
@@ -85,12 +88,13 @@ from nvidia.dali import fn, pipeline_def
 @pipeline_def(batch_size=8, num_threads=1, device_id=None, seed=5, prefetch_queue_depth=1)
 def pipe():
     images = fn.external_source(source=lambda: x, batch=True, layout="HWC")
-    return train(images), policies["rand"](images)
+    return train(images), policies["rand"](images), jpeg(images)
 p = pipe()
 p.build()
 for i in range(2):
-    a, b = p.run()
+    a, b, c = p.run()
     out[f"dali_train_{i}"], out[f"dali_rand_{i}"] = a.as_tensor(), b.as_tensor()
+    out[f"dali_jpeg_{i}"] = c.as_tensor()
 np.savez(sys.argv[1], **{k: np.asarray(v) for k, v in out.items()})
 print("traces", augjax.trace_count())
 '''
