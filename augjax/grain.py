@@ -44,11 +44,11 @@ def _require_transforms(module: Any) -> None:
     missing = [name for name in ("RandomMap", "MapWithIndex", "Map")
                if not hasattr(getattr(module, "transforms", None), name)]
     if missing:
-        try:
-            from importlib.metadata import version
+        from importlib.metadata import PackageNotFoundError, version
 
+        try:
             have = f"grain {version('grain')}"
-        except Exception:  # noqa: BLE001 - a package named grain without metadata
+        except PackageNotFoundError:  # a module named grain that no distribution installed
             have = "a module named grain"
         have += f" at {getattr(module, '__file__', None) or '?'}"
         raise BackendUnavailableError(
