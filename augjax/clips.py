@@ -330,9 +330,10 @@ def _dali_function(step: Any, layout: str, per_frame: bool, with_labels: bool, w
         outputs += ("",)
     names = tspec.names if tspec is not None else ()
     moved = tspec.outputs if tspec is not None else ()
-    options = {} if tspec is None else {
-        "mask_fill": tspec.mask_fill, "boxes_format": tspec.boxes_format,
-        "boxes_normalized": tspec.boxes_normalized, "sanitize": tspec.sanitize}
+    options = {} if tspec is None else {"mask_fill": tspec.mask_fill}
+    if tspec is not None and "boxes" in tspec.names:  # they describe boxes: only with boxes
+        options.update(boxes_format=tspec.boxes_format, boxes_normalized=tspec.boxes_normalized,
+                       sanitize=tspec.sanitize)
 
     def function(*arrays):
         clips, rest = arrays[0], list(arrays[1:])

@@ -131,9 +131,24 @@ def _fill_values(fill: tuple[float, ...]) -> list[float]:
     return [float(round(f * 255.0)) for f in fill]
 
 
+def _read_mask(m: Any, outs: list[Any], struct: Any, config: dict[str, Any], fill: int):
+    """A mask ``(H, W)`` or ``(H, W, K)`` of any integer or bool dtype through the window's
+    operators, losslessly: DALI's ``fn.slice`` takes no bool and ``fn.resize`` takes only
+    ``HWC`` samples of a few types (uint8, int16, uint16, float), so the ids go through as
+    int64 ``(H, W, K)`` (its bytes as uint8 channels for the nearest resize: every byte of an
+    id is sampled at the same source pixel) and come back in the mask's own dtype and rank."""
+    fn, types, _ = _dali()
+    wide = fn.reinterpret(fn.cast(m, dtype=types.INT64), rel_shape=[1, 1, -1], layout="HWC")
+    wide = _read(wide, outs, struct, config, mask_fill=fill)
+    out = fn.cast_like(wide, m)
+    shape = fn.cat(out.shape(dtype=types.INT64, device="cpu")[0:2],
+                   m.shape(dtype=types.INT64, device="cpu")[2:])
+    return fn.reshape(out, shape=shape)
+
+
 def _read(x: Any, outs: list[Any], struct: Any, config: dict[str, Any], mask_fill: Any = None):
-    """``x`` through the window's DALI operators; ``mask_fill``: read a mask (nearest, no
-    antialiasing, padding with that id)."""
+    """``x`` through the window's DALI operators; ``mask_fill``: read an int64 ``HWC`` mask
+    (nearest, no antialiasing, padding with that id: :func:`_read_mask`)."""
     fn, types, _ = _dali()
     outs = list(outs)
     if struct.box is not None:
@@ -144,10 +159,14 @@ def _read(x: Any, outs: list[Any], struct: Any, config: dict[str, Any], mask_fil
         roi = {"roi_start": outs.pop(0), "roi_end": outs.pop(0)}
     if struct.size is not None:
         nearest = mask_fill is not None or config.get("interpolation") == "nearest"
+        if mask_fill is not None:  # the ids' bytes: 8 uint8 channels per int64 channel
+            x = fn.reinterpret(x, dtype=types.UINT8)
         x = fn.resize(x, size=outs.pop(0),
                       interp_type=types.INTERP_NN if nearest else types.INTERP_LINEAR,
                       antialias=mask_fill is None and bool(config.get("antialias", True)),
                       **roi)
+        if mask_fill is not None:
+            x = fn.reinterpret(x, dtype=types.INT64)
     if struct.anchor is not None:
         fill = [float(mask_fill)] if mask_fill is not None else _fill_values(struct.fill)
         x = fn.slice(x, start=outs.pop(0), shape=list(struct.out), axis_names="HW",
@@ -190,7 +209,7 @@ def ragged_read(steps: tuple[Any, ...], images: Any, seeds: Any, start: int,
     given = dict(zip(tspec.names, nodes))
     moved: dict[str, Any] = {}
     if "masks" in given:
-        moved["masks"] = _read(given["masks"], outs, struct, config, mask_fill=tspec.mask_fill)
+        moved["masks"] = _read_mask(given["masks"], outs, struct, config, tspec.mask_fill)
     points = tuple(k for k in tspec.names if k != "masks")
     if points:
         for k in points:

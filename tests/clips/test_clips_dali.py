@@ -62,9 +62,10 @@ def test_dali_sequences_mixup_whole_clips():
     np.testing.assert_allclose(soft, np.asarray(ref_soft))
 
 
-def _targets_pipe(batch, boxes, masks, points, step, per_frame):
-    """A CPU pipeline: sequences with per-frame boxes (T, M, 4), masks (T, H, W) and
-    keypoints (T, K, 2) through ``step``; returns every output and the seeds."""
+def _targets_pipe(batch, step, per_frame, **targets):
+    """A CPU pipeline: sequences with per-frame ``targets`` (boxes (T, M, 4), masks
+    (T, H, W[, 1]), keypoints (T, K, 2)) through ``step``; returns the seeds and every output
+    in the order of their names."""
     from nvidia.dali import fn, pipeline_def, types
 
     @pipeline_def(batch_size=N, num_threads=1, device_id=None, seed=2)
@@ -74,7 +75,7 @@ def _targets_pipe(batch, boxes, masks, points, step, per_frame):
 
         seeds = fn.random.uniform(range=[0, 2**30], shape=[2], dtype=types.INT32, seed=7)
         out = step(source(batch, "FHWC"), seeds=seeds, layout="FHWC", per_frame=per_frame,
-                   boxes=source(boxes), masks=source(masks), keypoints=source(points))
+                   **{k: source(v) for k, v in targets.items()})
         names = sorted(out)
         return (seeds, *(out[k] for k in names))
 
@@ -99,7 +100,8 @@ def test_dali_sequences_with_targets_equal_arrays(per_frame):
     if not per_frame:  # identical frames: every frame's outputs must be identical
         batch, boxes, masks, points = (np.repeat(a[:, :1], T, axis=1)
                                        for a in (batch, boxes, masks, points))
-    seeds, outs = _targets_pipe(batch, boxes, masks, points, step, per_frame)
+    seeds, outs = _targets_pipe(batch, step, per_frame, boxes=boxes, masks=masks,
+                                keypoints=points)
     ref = step(batch, key=augjax.keys_from_seeds(seeds), per_frame=per_frame, boxes=boxes,
                masks=masks, keypoints=points)
     assert len(outs) == len(ref) == 6  # images, masks, boxes, keypoints and their validity
@@ -113,3 +115,19 @@ def test_dali_sequences_with_targets_equal_arrays(per_frame):
         for got in outs:
             for t in range(1, T):
                 np.testing.assert_array_equal(got[:, t], got[:, 0])
+
+
+@pytest.mark.parametrize("per_frame, channel", [(False, False), (True, True)])
+def test_dali_sequences_with_masks_alone_equal_arrays(per_frame, channel):
+    """Masks without boxes (the call then has no box options to pass on) on DALI sequences,
+    ``(T, H, W)`` or ``(T, H, W, 1)``, equal the array path bitwise."""
+    rng = np.random.default_rng(5)
+    step = augjax.compose(ops.flip.bind(p=0.5), ops.rotate.bind(degrees=30))
+    batch = rng.integers(0, 256, (N, T, H, W, 3), dtype=np.uint8)
+    masks = rng.integers(0, 3, (N, T, H, W, 1)[:5 if channel else 4], dtype=np.uint8)
+    seeds, outs = _targets_pipe(batch, step, per_frame, masks=masks)
+    ref = step(batch, key=augjax.keys_from_seeds(seeds), per_frame=per_frame, masks=masks)
+    assert sorted(ref) == ["images", "masks"] and len(outs) == 2
+    for k, got in zip(sorted(ref), outs):
+        np.testing.assert_array_equal(got, np.asarray(ref[k]), err_msg=k)
+    assert not np.array_equal(outs[1], masks)  # the masks moved
