@@ -35,6 +35,7 @@ from augjax.errors import (
     ParamError,
     PluginLoadError,
     PluginTimeoutError,
+    TorchvisionV1Warning,
     UnsupportedTransformError,
 )
 
@@ -118,6 +119,7 @@ __all__ = [
     "InputError",
     "InputRangeWarning",
     "ProgramStoreWarning",
+    "TorchvisionV1Warning",
     "InputTypeError",
     "KeyRequiredError",
     "MagnitudeMap",

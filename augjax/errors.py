@@ -26,6 +26,7 @@ __all__ = [
     "ParamError",
     "PluginLoadError",
     "PluginTimeoutError",
+    "TorchvisionV1Warning",
     "UnsupportedTransformError",
 ]
 
@@ -52,6 +53,13 @@ class InputRangeWarning(AugjaxWarning):
 class ProgramStoreWarning(AugjaxWarning):
     """A stored program was refused (damaged, another program's, not the user's, or writable by
     others) and is rebuilt, or the store itself was turned off (a folder it cannot trust)."""
+
+    __module__ = "augjax"
+
+
+class TorchvisionV1Warning(AugjaxWarning):
+    """:func:`augjax.from_torchvision` was given torchvision v1 transforms
+    (``torchvision.transforms.X``); they convert as their ``torchvision.transforms.v2`` twins."""
 
     __module__ = "augjax"
 

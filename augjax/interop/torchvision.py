@@ -8,16 +8,25 @@ torch's global RNG.
 
 torch and torchvision are never imported: transforms are recognised by their class name and
 module (``torchvision.transforms``), and their attributes read as plain values, so converting
-needs torchvision only where the pipeline was built.
+needs torchvision only where the pipeline was built. v1 transforms (``torchvision.transforms.X``)
+convert as their v2 twins (their own attributes read: a v1 ``RandomCrop``'s padding order) with
+an :class:`augjax.TorchvisionV1Warning`. Exact rewrites convert too: ``RandomAdjustSharpness``
+is ``random_apply(sharpness)``, ``JPEG`` is ``jpeg`` (libjpeg's pixels), ``ConvertImageDtype``
+is ``ToDtype(scale=True)``. A pipeline that contains itself is refused.
 
 Not converted (:class:`augjax.UnsupportedTransformError`, naming the transform, the setting and
 the nearest augjax op): transforms augjax has no op for, and settings whose result would differ
 (``RandomRotation(expand=True)``, a ``center``, ``bicubic`` interpolation, ``Grayscale(1)``,
 ``ToDtype`` without ``scale=True``, ``RandomErasing(value="random")`` on uint8, ...).
 
-Fills: torchvision fills in the tensor's own values (0..255 for uint8); augjax's ``fill`` is a
-fraction of the range. The converter follows the dtype through the pipeline (``dtype=`` at the
-start, ``ToDtype`` changes it) and divides uint8 fills by 255.
+Values in the image's own scale: torchvision reads fills, ``RandomSolarize``'s threshold and
+``RandomErasing``'s value in the tensor's values (0..255 for uint8, 0..1 for float); augjax's
+``fill`` is a fraction of the range and its solarize threshold is in uint8 levels for both
+dtypes. The converter follows the dtype through the pipeline (``dtype=`` at the start;
+``ToDtype``, ``ConvertImageDtype``, ``ToTensor``, ``PILToTensor`` and ``Normalize`` set it; a
+``RandomApply`` or ``RandomChoice`` whose branches end in different dtypes leaves it unknown)
+and scales such values by it (a float threshold of 0.6 is 153 levels); a non-zero one met where
+the dtype is not known is refused, naming ``dtype=``.
 
 Batch-level transforms: ``CutMix`` and ``MixUp`` (and ``RandomChoice([CutMix, MixUp])``) become
 augjax's ``cutmix``, ``mixup`` and ``mixup_cutmix`` with ``correct_lam=True`` (torchvision's
@@ -36,35 +45,34 @@ from augjax.errors import UnsupportedTransformError
 
 __all__ = ["from_torchvision", "SUPPORTED", "NEAREST"]
 
-#: torchvision transforms augjax has no op for -> the nearest augjax op (or None).
+#: torchvision transforms augjax does not convert -> the nearest augjax op (or None: nothing near).
 NEAREST = {
-    "RandomZoomOut": "affine (scale) or random_crop (padding)",
-    "RandomIoUCrop": None,
+    "RandomZoomOut": "random_zoom_out (it resizes to a fixed size= after zooming out)",
+    "RandomIoUCrop": "random_iou_crop (it resizes to a fixed size= after cropping)",
     "ElasticTransform": "elastic_transform (augjax-contrib)",
-    "RandomPhotometricDistort": "color_jitter and channel_permute",
-    "RandomChannelPermutation": "channel_permute",
     "FiveCrop": "center_crop",
     "TenCrop": "center_crop",
     "Pad": "random_crop (padding)",
-    "ScaleJitter": "resize",
+    "ScaleJitter": "scale_jitter (it crops or pads to a fixed size= after scaling)",
     "RandomShortestSize": "resize",
     "RandomResize": "resize",
     "RandomOrder": "random_choice",
     "Lambda": None,
-    "LinearTransformation": None,
-    "GaussianNoise": "gaussian_noise (augjax-contrib)",
-    "JPEG": None,
+    "LinearTransformation": "normalize (per-channel affine only)",
     "SanitizeBoundingBoxes": "the targets' boxes_valid, its rule set by sanitize=augjax.Sanitize("
                              "min_size=, min_area=) (docs/guide/targets.md)",
+    "SanitizeKeyPoints": "the targets' keypoints_valid (docs/guide/targets.md)",
     "ClampBoundingBoxes": "the targets' boxes (clamped by every geometric op)",
-    "ConvertBoundingBoxFormat": None,
-    "ConvertImageDtype": "to_float / to_uint8",
+    "ClampKeyPoints": "the targets' keypoints (kept with keypoints_valid by every geometric op)",
+    "SetClampingMode": "the targets' boxes (clamped by every geometric op)",
+    "ConvertBoundingBoxFormat": "the call's boxes_format= (docs/guide/targets.md)",
+    "ToPILImage": "to_uint8",
+    "RGB": None,
     "UniformTemporalSubsample": None,
-    "RandomAdjustSharpness": "random_apply(sharpness)",
 }
 
 # transforms that leave an array as it is (conversions between PIL, tensors and tv_tensors)
-_PASS = {"ToImage", "ToPureTensor", "PILToTensor", "Identity"}
+_PASS = {"ToImage", "ToPureTensor", "Identity"}
 
 
 def _name(t: Any) -> str:
@@ -97,10 +105,23 @@ def _fill(t: Any, state: dict, *, nearest: str) -> Any:
         fill = next(iter(fill.values()))
     if fill is None:
         return 0.0
-    scale = 255.0 if state["dtype"] == "uint8" else 1.0
+    values = [float(fill)] if isinstance(fill, (int, float)) else [float(v) for v in fill]
+    scale = 255.0 if any(values) and _dtype(t, state, "fill", fill, nearest) == "uint8" else 1.0
     if isinstance(fill, (int, float)):
-        return float(fill) / scale
-    return tuple(float(v) / scale for v in fill)
+        return values[0] / scale
+    return tuple(v / scale for v in values)
+
+
+def _dtype(t: Any, state: dict, argument: str, value: Any, nearest: str) -> str:
+    """The pipeline's dtype where ``t``'s ``argument`` is read in the image's own values
+    (0..255 on uint8, 0..1 on float); refused where the converter cannot know it."""
+    if state["dtype"] is None:
+        raise _fail(t, f"{argument}={value!r} is in the image's own values (0..255 for uint8, "
+                    "0..1 for float) and the pipeline's dtype is not known here: pass "
+                    "from_torchvision(..., dtype='uint8') or dtype='float32', or put a "
+                    "ToDtype(..., scale=True) or PILToTensor before it", argument=argument,
+                    nearest=nearest)
+    return state["dtype"]
 
 
 def _no_center(t: Any, nearest: str) -> None:
@@ -136,13 +157,31 @@ def _random_crop(t, state):
     import augjax.ops as ops
 
     padding = None
-    if t.padding is not None:  # torchvision keeps it as torch.nn.functional.pad's [l, r, t, b]
-        left, right, top, bottom = (int(v) for v in t.padding)
-        padding = (left, top, right, bottom)
+    if t.padding is not None:
+        padding = _padding(t)
     return ops.random_crop.bind(size=_size(t.size), padding=padding,
                                 pad_if_needed=bool(t.pad_if_needed),
                                 fill=_fill(t, state, nearest="random_crop"),
                                 pad_mode=str(t.padding_mode))
+
+
+def _padding(t) -> tuple[int, int, int, int]:
+    """``(left, top, right, bottom)``: v2 keeps the padding as torch.nn.functional.pad's
+    ``[left, right, top, bottom]``; v1 as given (one number, ``(left/right, top/bottom)`` or
+    ``(left, top, right, bottom)``)."""
+    if not _is_v1(t):
+        left, right, top, bottom = (int(v) for v in t.padding)
+        return left, top, right, bottom
+    pad = t.padding
+    values = [int(pad)] if isinstance(pad, (int, float)) else [int(v) for v in pad]
+    if len(values) == 1:
+        return (values[0],) * 4
+    if len(values) == 2:
+        return values[0], values[1], values[0], values[1]
+    if len(values) == 4:
+        return tuple(values)
+    raise _fail(t, f"padding={pad!r} (expects 1, 2 or 4 numbers)", argument="padding",
+                nearest="random_crop")
 
 
 def _center_crop(t, state):
@@ -243,17 +282,18 @@ def _random_erasing(t, state):
     import augjax.ops as ops
 
     value = t.value
-    if isinstance(value, str):
-        if value != "random":
+    if value is None or isinstance(value, str):  # v2 keeps value="random" as None
+        if value not in (None, "random"):
             raise _fail(t, f"value={value!r}", argument="value", nearest="random_erasing")
-        mode, fill = "pixel", None
+        value, mode, fill = "random", "pixel", None
     else:
         mode = "const"
-        values = [float(v) for v in value] if isinstance(value, (list, tuple)) else [value]
-        scale = 255.0 if state["dtype"] == "uint8" else 1.0
+        values = [float(v) for v in (value if isinstance(value, (list, tuple)) else [value])]
+        uint8 = any(values) and _dtype(t, state, "value", value, "random_erasing") == "uint8"
+        scale = 255.0 if uint8 else 1.0
         fill = tuple(v / scale for v in values)
         fill = fill[0] if len(fill) == 1 else fill
-    if mode == "pixel" and state["dtype"] == "uint8":
+    if mode == "pixel" and _dtype(t, state, "value", value, "random_erasing") == "uint8":
         raise _fail(t, "value='random' on uint8 images (torchvision draws normal values, which "
                     "only float images hold)", argument="value", nearest="random_erasing")
     lo, hi = (float(v) for v in t.ratio)
@@ -280,7 +320,7 @@ def _to_dtype(t, state):
                         nearest="to_float / to_uint8")
         dtype = next(v for v in dtype.values() if v is not None)
     name = str(dtype).replace("torch.", "")
-    if not t.scale:
+    if not getattr(t, "scale", True):  # ConvertImageDtype always scales
         raise _fail(t, f"scale=False ({name} values left unscaled) is not available: augjax "
                     "images are uint8 0..255 or float32 0..1", argument="scale",
                     nearest="to_float")
@@ -291,6 +331,11 @@ def _to_dtype(t, state):
         state["dtype"] = "uint8"
         return ops.to_uint8
     raise _fail(t, f"dtype={name}", argument="dtype", nearest="to_float / to_uint8")
+
+
+def _pil_to_tensor(t, state):
+    state["dtype"] = "uint8"  # a PIL image of 8-bit channels: uint8 0..255, as it is
+    return None
 
 
 def _to_tensor(t, state):
@@ -368,6 +413,59 @@ def _on_p(op_name: str, **fixed):
     return convert
 
 
+def _solarize(t, state):
+    import augjax.ops as ops
+
+    # torchvision's threshold is in the image's own values; augjax's in uint8 levels
+    threshold = float(t.threshold)
+    dtype = _dtype(t, state, "threshold", t.threshold, "solarize")
+    if dtype == "float32" and threshold > 1.0:
+        raise _fail(t, f"threshold={t.threshold!r} on float32 images (0..1): torchvision "
+                    "refuses a threshold above the dtype's maximum", argument="threshold",
+                    nearest="solarize")
+    levels = threshold if dtype == "uint8" else threshold * 255.0
+    return _p(ops.solarize.bind(threshold=levels), float(t.p))
+
+
+def _sharpness(t, state):
+    import augjax.ops as ops
+
+    return _p(ops.sharpness.bind(factor=float(t.sharpness_factor)), float(t.p))
+
+
+def _jpeg(t, state):
+    import augjax.ops as ops
+
+    lo, hi = (int(q) for q in t.quality)  # torchvision keeps [lo, hi] (a number as [q, q])
+    return ops.jpeg.bind(quality=(lo, hi))
+
+
+def _channel_permutation(t, state):
+    import augjax.ops as ops
+
+    return ops.channel_permute
+
+
+def _photometric_distort(t, state):
+    import augjax.ops as ops
+
+    ranges = {name: tuple(map(float, getattr(t, name)))
+              for name in ("brightness", "contrast", "saturation", "hue")}
+    return ops.random_photometric_distort.bind(p=float(t.p), **ranges)
+
+
+def _gaussian_noise(t, state):
+    import augjax.ops as ops
+    from augjax.errors import OpNotFoundError
+
+    try:  # augjax-contrib's op; mean and sigma on the [0, 1] scale for both dtypes, as here
+        noise = ops.gaussian_noise
+    except OpNotFoundError:
+        raise _fail(t, "augjax's gaussian_noise comes with augjax-contrib, which is not "
+                    "installed", nearest="gaussian_noise (augjax-contrib)") from None
+    return noise.bind(mean=float(t.mean), sigma=float(t.sigma), clip=bool(t.clip))
+
+
 def _compose(t, state):
     from augjax.chain import compose
 
@@ -376,7 +474,10 @@ def _compose(t, state):
 
 
 def _random_apply(t, state):
-    inner = _compose(t, state)
+    inner_state = dict(state)
+    inner = _compose(t, inner_state)
+    if inner_state["dtype"] != state["dtype"]:
+        state["dtype"] = None  # converted or not, by chance
     return None if inner is None else _p(inner, float(t.p))
 
 
@@ -386,10 +487,13 @@ def _random_choice(t, state):
     names = sorted(_name(c) for c in t.transforms)
     if names == ["CutMix", "MixUp"]:
         return _mixup_or_cutmix(t, state)
-    branches = []
+    branches, dtypes = [], set()
     for c in t.transforms:
-        step = _convert(c, dict(state))
+        branch_state = dict(state)
+        step = _convert(c, branch_state)
         branches.append(step if step is not None else compose())
+        dtypes.add(branch_state["dtype"])
+    state["dtype"] = dtypes.pop() if len(dtypes) == 1 else None  # one per branch: not known
     weights = None if t.p is None else tuple(float(w) for w in t.p)
     return random_choice(branches, weights=weights)
 
@@ -430,7 +534,9 @@ SUPPORTED: dict[str, Callable[[Any, dict], Any]] = {
     "RandomErasing": _random_erasing,
     "Normalize": _normalize,
     "ToDtype": _to_dtype,
+    "ConvertImageDtype": _to_dtype,
     "ToTensor": _to_tensor,
+    "PILToTensor": _pil_to_tensor,
     "RandAugment": _rand_augment,
     "TrivialAugmentWide": _trivial_augment,
     "AutoAugment": _auto_augment,
@@ -439,10 +545,21 @@ SUPPORTED: dict[str, Callable[[Any, dict], Any]] = {
     "MixUp": _mixup,
     "RandomInvert": _on_p("invert"),
     "RandomPosterize": _on_p("posterize", bits=lambda t: int(t.bits)),
-    "RandomSolarize": _on_p("solarize", threshold=lambda t: float(t.threshold)),
+    "RandomSolarize": _solarize,
     "RandomAutocontrast": _on_p("autocontrast"),
     "RandomEqualize": _on_p("equalize"),
+    "RandomAdjustSharpness": _sharpness,
+    "JPEG": _jpeg,
+    "RandomChannelPermutation": _channel_permutation,
+    "RandomPhotometricDistort": _photometric_distort,
+    "GaussianNoise": _gaussian_noise,
 }
+
+
+def _is_v1(t: Any) -> bool:
+    """A transform of ``torchvision.transforms`` (v1), not of ``torchvision.transforms.v2``."""
+    module = type(t).__module__ or ""
+    return not module.startswith("torchvision.transforms.v2")
 
 
 def _convert(t: Any, state: dict) -> Any:
@@ -452,10 +569,21 @@ def _convert(t: Any, state: dict) -> Any:
         raise UnsupportedTransformError(
             f"from_torchvision: expects torchvision transforms, got {name} from {module!r}",
             transform=name)
+    if _is_v1(t):
+        state["v1"].setdefault(name, None)
+    if any(t is outer for outer in state["path"]):
+        path = " > ".join(_name(o) for o in state["path"]) + f" > {name}"
+        raise UnsupportedTransformError(
+            f"from_torchvision: {name} contains itself ({path}): a pipeline that holds itself "
+            "never ends; build it without the cycle", transform=name, argument="transforms")
     if name in _PASS:
         return None
     if name in SUPPORTED:
-        return SUPPORTED[name](t, state)
+        state["path"].append(t)
+        try:
+            return SUPPORTED[name](t, state)
+        finally:
+            state["path"].pop()
     nearest = NEAREST.get(name)
     if name not in NEAREST:
         close = difflib.get_close_matches(name, list(SUPPORTED), n=1, cutoff=0.5)
@@ -463,13 +591,19 @@ def _convert(t: Any, state: dict) -> Any:
     raise _fail(t, "no augjax op converts it exactly", nearest=nearest)
 
 
-def from_torchvision(transform: Any, *, dtype: str = "uint8") -> Any:
+def from_torchvision(transform: Any, *, dtype: Any = None) -> Any:
     """The augjax chain that does what the torchvision v2 ``transform`` does.
 
     Args:
-        transform: a ``torchvision.transforms.v2`` transform, usually a ``Compose``.
-        dtype: what the pipeline's input holds, ``"uint8"`` (0..255, what ``ToImage`` gives)
-            or ``"float32"`` (0..1); it sets how torchvision's fills are read.
+        transform: a ``torchvision.transforms.v2`` transform, usually a ``Compose``. v1
+            transforms (``torchvision.transforms.X``) convert as their v2 twins, with a
+            :class:`augjax.TorchvisionV1Warning`.
+        dtype: what the pipeline's input holds, ``"uint8"`` (0..255, what ``ToImage`` gives
+            for a PIL image) or ``"float32"`` (0..1); ``None`` (the default): not stated, known
+            from the first ``ToDtype`` / ``ConvertImageDtype`` / ``ToTensor`` /
+            ``PILToTensor`` on. torchvision reads fills, ``RandomSolarize``'s threshold and
+            ``RandomErasing``'s value in the image's own values; a non-zero one met where the
+            dtype is not known is refused (argument ``fill`` / ``threshold`` / ``value``).
 
     Returns:
         An :class:`augjax.Chain`; call it as ``chain(images, key=key)`` on ``(N, H, W, C)``
@@ -478,15 +612,32 @@ def from_torchvision(transform: Any, *, dtype: str = "uint8") -> Any:
 
     Raises:
         UnsupportedTransformError: a transform or setting augjax cannot reproduce; the error
-            names it (``.transform``, ``.argument``) and the nearest augjax op (``.nearest``).
+            names it (``.transform``, ``.argument``) and the nearest augjax op (``.nearest``);
+            also a pipeline that contains itself.
     """
-    from augjax.chain import compose
+    import warnings
 
-    if dtype not in ("uint8", "float32"):
+    from augjax.chain import compose
+    from augjax.errors import TorchvisionV1Warning
+
+    name = None if dtype is None else str(getattr(dtype, "name", dtype)).replace("torch.", "")
+    if name not in (None, "uint8", "float32"):
         raise UnsupportedTransformError(
-            f"from_torchvision: argument 'dtype' expects 'uint8' or 'float32', got {dtype!r}",
-            transform="", argument="dtype")
-    step = _convert(transform, {"dtype": dtype})
+            f"from_torchvision: argument 'dtype' expects 'uint8', 'float32' or None, got "
+            f"{dtype!r}", transform="", argument="dtype")
+    state: dict = {"dtype": name, "path": [], "v1": {}}
+    try:
+        step = _convert(transform, state)
+    except RecursionError:
+        raise UnsupportedTransformError(
+            f"from_torchvision: {_name(transform)} is nested deeper than Python's recursion "
+            "limit", transform=_name(transform), argument="transforms") from None
+    if state["v1"]:
+        warnings.warn(
+            f"from_torchvision: torchvision v1 transforms (torchvision.transforms, not "
+            f"torchvision.transforms.v2): {', '.join(state['v1'])}; each converts as its v2 "
+            "twin, which the conversion is tested against: use torchvision.transforms.v2",
+            TorchvisionV1Warning, stacklevel=2)
     if step is None:
         return compose()
     if _name(transform) == "Compose":

@@ -39,6 +39,7 @@ def _np(t):
 
 
 def _step(transform, **kw):
+    kw.setdefault("dtype", "uint8")  # the tests' images
     chain = augjax.from_torchvision(transform, **kw)
     assert isinstance(chain, augjax.Chain) and len(chain) == 1
     return chain[0]
@@ -96,8 +97,8 @@ def test_deterministic_transforms_match_torchvision(name):
     transform = DETERMINISTIC[name]
     x = _image(1)
     theirs = _np(transform(_tv(x)))
-    ours = np.asarray(augjax.from_torchvision(transform)(x, key=augjax.keys_from_seeds(
-        np.zeros((1, 2), np.int32))))[0]
+    ours = np.asarray(augjax.from_torchvision(transform, dtype="uint8")(
+        x, key=augjax.keys_from_seeds(np.zeros((1, 2), np.int32))))[0]
     _close(ours, theirs, tol=1e-5 if theirs.dtype == np.float32 else 1)
 
 
@@ -306,7 +307,8 @@ def test_policies_convert_to_augjax_policies(transform, native):
     (v2.Grayscale(1), "num_output_channels", "grayscale"),
     (v2.ToDtype(torch.float32), "scale", "to_float"),
     (v2.ElasticTransform(), None, "elastic_transform (augjax-contrib)"),
-    (v2.RandomChannelPermutation(), None, "channel_permute"),
+    (v2.RandomZoomOut(), None, "random_zoom_out (it resizes to a fixed size= after zooming "
+                               "out)"),
     (v2.CutMix(), "num_classes", "cutmix"),
 ])
 def test_unsupported_transforms_name_themselves_and_the_nearest_op(transform, argument, nearest):
@@ -331,7 +333,7 @@ def test_a_non_torchvision_object_is_refused():
 def test_fills_follow_the_dtype_through_the_pipeline():
     chain = augjax.from_torchvision(v2.Compose([
         v2.RandomRotation(5, fill=51), v2.ToDtype(torch.float32, scale=True),
-        v2.RandomRotation(5, fill=0.25)]))
+        v2.RandomRotation(5, fill=0.25)]), dtype="uint8")
     assert chain[0].kwargs["fill"] == pytest.approx((0.2,))
     assert chain[2].kwargs["fill"] == pytest.approx((0.25,))
 
@@ -390,3 +392,179 @@ def test_rand_augment_replays_torchvisions_choices(seed):
 @pytest.mark.parametrize("seed", range(8))
 def test_trivial_augment_wide_replays_torchvisions_choices(seed):
     _policy_replay(v2.TrivialAugmentWide(), seed)
+
+
+# --- level-valued settings follow the dtype (issue 59) ----------------------------------------
+
+@pytest.mark.parametrize("how", ["ToDtype", "dtype="])
+def test_solarize_threshold_is_read_in_the_float_pipelines_values(how):
+    # torchvision's threshold is in the image's values: 0.6 on float images inverts x >= 0.6
+    x = _image(6)
+    xf = x.astype(np.float32) / 255
+    if how == "ToDtype":
+        t = v2.Compose([v2.ToDtype(torch.float32, scale=True), v2.RandomSolarize(0.6, p=1.0)])
+        chain, ours_in = augjax.from_torchvision(t), x
+    else:
+        t = v2.RandomSolarize(0.6, p=1.0)
+        chain, ours_in = augjax.from_torchvision(t, dtype="float32"), xf
+    theirs = _np(t(_tv(x) if how == "ToDtype" else _tv(xf)))
+    ours = np.asarray(chain(ours_in, key=jax.random.key(0)))[0]
+    inverted = np.mean(np.abs(ours - xf[0]) > 1e-6)
+    assert 0.3 < inverted < 0.5, inverted  # ~40% of U[0, 1] values lie above 0.6, not 97%
+    _close(ours, theirs, tol=1e-6)
+
+
+@pytest.mark.parametrize("transform, argument, dtype", [
+    (v2.RandomSolarize(0.6), "threshold", torch.float32),
+    (v2.RandomRotation(5, fill=51), "fill", torch.uint8),
+    (v2.RandomErasing(value=(200, 10, 60)), "value", torch.uint8),
+    (v2.RandomErasing(value="random"), "value", torch.float32),
+])
+def test_a_value_in_the_images_own_scale_needs_the_dtype(transform, argument, dtype):
+    with pytest.raises(augjax.UnsupportedTransformError, match="dtype='uint8'") as info:
+        augjax.from_torchvision(v2.Compose([v2.ToImage(), transform]))
+    assert info.value.argument == argument and info.value.transform == type(transform).__name__
+    # said by the argument, or by a conversion before it: it converts
+    assert len(augjax.from_torchvision(transform, dtype=dtype)) == 1
+    assert len(augjax.from_torchvision(v2.Compose([v2.ToDtype(dtype, scale=True),
+                                                   transform]))) == 2
+
+
+def test_dtype_free_values_need_no_dtype_and_pil_to_tensor_says_uint8():
+    chain = augjax.from_torchvision(v2.Compose([v2.RandomRotation(5, fill=0),
+                                                v2.RandomErasing(value=0)]))
+    assert len(chain) == 2
+    chain = augjax.from_torchvision(v2.Compose([v2.PILToTensor(), v2.RandomRotation(5, fill=51)]))
+    assert chain[0].kwargs["fill"] == pytest.approx((0.2,))
+
+
+def test_a_float_threshold_above_one_is_refused():
+    with pytest.raises(augjax.UnsupportedTransformError, match="threshold=100") as info:
+        augjax.from_torchvision(v2.RandomSolarize(100), dtype="float32")
+    assert info.value.argument == "threshold" and info.value.nearest == "solarize"
+
+
+def test_a_dtype_set_in_one_random_branch_is_not_known_after_it():
+    t = v2.Compose([v2.RandomApply([v2.ToDtype(torch.float32, scale=True)]),
+                    v2.RandomSolarize(0.5)])
+    with pytest.raises(augjax.UnsupportedTransformError, match="not known") as info:
+        augjax.from_torchvision(t, dtype="uint8")
+    assert info.value.argument == "threshold"
+
+
+# --- exact rewrites (issue 59) -----------------------------------------------------------------
+
+@pytest.mark.parametrize("transform", [
+    v2.RandomAdjustSharpness(2.5, p=1.0), v2.RandomAdjustSharpness(0.2, p=1.0),
+    v2.ConvertImageDtype(torch.float32),
+], ids=["sharpen", "blur", "ConvertImageDtype"])
+def test_exact_rewrites_match_torchvision(transform):
+    x = _image(7)
+    theirs = _np(transform(_tv(x)))
+    ours = np.asarray(augjax.from_torchvision(transform)(x, key=jax.random.key(0)))[0]
+    _close(ours, theirs, tol=1e-6 if theirs.dtype == np.float32 else 0)
+
+
+def test_random_adjust_sharpness_is_a_random_apply_of_sharpness():
+    step = _step(v2.RandomAdjustSharpness(2.0, p=0.3))
+    assert step.p == pytest.approx(0.3) and step.op.name == "sharpness"
+    assert step.op.kwargs["factor"] == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_jpeg_replays_torchvisions_quality(seed):
+    _replay(v2.JPEG((40, 90)), lambda d, x: {"quality": np.array([d["quality"]], np.float32)},
+            seed=seed, tol=0)
+
+
+def test_channel_permutation_replays_torchvisions_permutation():
+    _replay(v2.RandomChannelPermutation(),
+            lambda d, x: {"perm": np.asarray(d["permutation"], np.int32)[None]}, tol=0)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_photometric_distort_replays_torchvisions_draws(seed):
+    t = v2.RandomPhotometricDistort(p=0.7)
+    names = ("brightness", "contrast", "saturation", "hue")
+
+    def params(d, x):
+        perm = d["channel_permutation"]
+        return {"on": np.array([[d[f"{n}_factor"] is not None for n in names]]),
+                **{n: np.array([1.0 if d[f"{n}_factor"] is None else d[f"{n}_factor"]],
+                               np.float32) for n in names},
+                "contrast_before": np.array([d["contrast_before"]]),
+                "permute": np.array([perm is not None]),
+                "perm": np.asarray([0, 1, 2] if perm is None else perm, np.int32)[None]}
+
+    _replay(t, params, seed=seed)
+
+
+def test_gaussian_noise_replays_torchvisions_noise():
+    pytest.importorskip("augjax_contrib")
+    x = _image(8).astype(np.float32) / 255
+    t = v2.GaussianNoise(mean=0.05, sigma=0.2)
+    torch.manual_seed(3)
+    z = torch.randn(3, H, W)
+    torch.manual_seed(3)
+    theirs = _np(t(_tv(x)))
+    ours = _step(t).apply(x, params={"sigma": np.array([0.2], np.float32),
+                                     "noise": _np(z)[None]})
+    _close(np.asarray(ours)[0], theirs, tol=1e-6)
+
+
+def test_every_torchvision_v2_transform_converts_or_names_what_is_near():
+    from augjax.interop import torchvision as tv
+
+    names = {n for n, c in vars(v2).items()
+             if isinstance(c, type) and issubclass(c, v2.Transform) and c is not v2.Transform}
+    assert names - set(tv.SUPPORTED) - tv._PASS - set(tv.NEAREST) == set()
+    for name in ("RandomIoUCrop", "RandomZoomOut", "ScaleJitter", "ConvertBoundingBoxFormat",
+                 "ElasticTransform"):
+        assert tv.NEAREST[name], name
+    with pytest.raises(augjax.UnsupportedTransformError) as info:
+        augjax.from_torchvision(v2.RandomIoUCrop())
+    assert "random_iou_crop" in str(info.value) and "random_iou_crop" in info.value.nearest
+
+
+# --- v1 transforms and cycles (issue 59) -----------------------------------------------------
+
+def test_v1_transforms_convert_with_a_warning():
+    import warnings
+
+    from torchvision import transforms as v1
+
+    with pytest.warns(augjax.TorchvisionV1Warning, match="RandomHorizontalFlip"):
+        chain = augjax.from_torchvision(v1.Compose([v1.RandomHorizontalFlip(p=1.0)]))
+    x = _image(9)
+    np.testing.assert_array_equal(np.asarray(chain(x, key=jax.random.key(0))), x[:, :, ::-1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        augjax.from_torchvision(v2.Compose([v2.RandomHorizontalFlip()]))
+
+
+@pytest.mark.parametrize("padding", [(1, 2, 3, 4), (3, 5), 2])
+def test_a_v1_random_crops_padding_is_read_in_v1s_order(padding):
+    from torchvision import transforms as v1
+
+    left, top, right, bottom = {1: (padding,) * 4 if isinstance(padding, int) else None,
+                                2: tuple(padding) * 2 if not isinstance(padding, int) else None,
+                                4: padding}[1 if isinstance(padding, int) else len(padding)]
+    x = _image(10)
+    # a crop of the whole padded image: torchvision's output is its padding, in its order
+    t = v1.RandomCrop((H + top + bottom, W + left + right), padding=padding, fill=9)
+    theirs = _np(t(_tv(x)))
+    with pytest.warns(augjax.TorchvisionV1Warning):
+        step = _step(t)
+    ours = step.apply(x, params={"offset": np.array([[-top, -left]])})
+    _close(np.asarray(ours)[0], theirs, tol=0)
+
+
+def test_a_pipeline_that_contains_itself_is_a_typed_error():
+    loop = v2.Compose([v2.RandomHorizontalFlip()])
+    loop.transforms.append(v2.RandomApply([loop], p=0.5))
+    with pytest.raises(augjax.UnsupportedTransformError, match="contains itself") as info:
+        augjax.from_torchvision(loop)
+    assert info.value.transform == "Compose" and "Compose > RandomApply > Compose" in str(
+        info.value)
+    twice = v2.RandomHorizontalFlip()  # the same transform twice is no cycle
+    assert len(augjax.from_torchvision(v2.Compose([twice, twice]))) == 2
