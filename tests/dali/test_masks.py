@@ -77,3 +77,23 @@ def test_masks_in_dali_equal_the_array_path(chain_outputs, layout, dtype):
     assert ids <= set(IDS[dtype]) | {FILL}
     if dtype != "uint8":
         assert max(ids) > 255
+
+
+@pytest.mark.gpu
+def test_masks_on_the_gpu_through_a_crop_first_chain_equal_the_array_path():
+    """GPU images and masks (``(H, W)`` int32 with ids above 255, ``(H, W, 1)`` uint8): the
+    windows are drawn on the CPU, the masks read on the GPU, equal to the array path."""
+    chain = CHAINS["crop_first"]
+    batch = images(N, H, W)
+    masks = [_masks("HW", "int32"), _masks("HW1", "uint8")]
+
+    def build(x, *nodes):
+        seeds = augjax.dali.sample_seeds(device="cpu")
+        return (seeds, *(chain(x, seeds=seeds, masks=m, mask_fill=FILL)["masks"]
+                         for m in nodes))
+
+    seeds, *outs = run_dali(build, batch, *masks, layouts=["HWC", "", ""], device="gpu")[0]
+    for m, got in zip(masks, outs):
+        ref = chain(batch, key=augjax.keys_from_seeds(seeds), masks=m, mask_fill=FILL)["masks"]
+        assert got.dtype == m.dtype and got.shape == (N, 32, 32, *m.shape[3:])
+        np.testing.assert_array_equal(got, np.asarray(ref))
