@@ -146,9 +146,73 @@ def check_geometry(op: BoundOp) -> None:
     """For an op that moves pixels (``matrix=``, or masks through its kernel): the matrix sends
     each input point where the op's pixels show it, keypoints land on the pixel that shows them,
     moved boxes hold every pixel that shows their inside, and masks carry at each pixel the id
-    of what it shows (``mask_fill`` where only outside). Read off a coordinate image the op
-    warps with the params ``sample`` drew; the targets path runs as augjax runs it (the kernel
-    on the masks' bytes in the op's declared channels, nearest, zero fill)."""
+    of what it shows (``mask_fill`` where only outside) and come back with no id they did not
+    hold. Read off a coordinate image the op warps with the params ``sample`` drew; the targets
+    path runs as augjax runs it (the kernel on the masks' bytes in the op's declared channels,
+    nearest, zero fill). Where the op's parameters move no pixel far enough that masks left in
+    place would show (a small default warp), the check runs again with parameters that do (each
+    magnitude at its strongest, probabilities 1, ranges far from neutral)."""
+    if _check_run(op):
+        return
+    for strong in _stronger(op):
+        if _check_run(strong, why=f" (bound to {_kwargs(strong)}: the op's own parameters "
+                                  f"move no pixel by more than the tolerance)"):
+            return
+
+
+def _kwargs(op: BoundOp) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in sorted(op.kwargs.items()))
+
+
+def _stronger(op: BoundOp) -> list[BoundOp]:
+    """``op`` bound to parameters that move pixels more, strongest first: every magnitude at
+    its strong end, probabilities (neutral 0 in [0, 1]) at 1, other numbers with a neutral
+    value three quarters of the way to the end of their range farther from it, or (a range
+    without ends) :data:`FARTHER` times as far from it as the op's value."""
+    from augjax.errors import ParamError
+
+    spec = op.spec
+    strong: dict[str, Any] = {}
+    far: dict[str, Any] = {}
+    numbers = ("float", "int", "float_or_pair", "int_or_pair")
+    for name, p in spec.params.items():
+        if p.kind not in numbers:
+            continue
+        if p.magnitude is not None:
+            strong[name] = p.magnitude[1]
+            continue
+        n = p.neutral
+        if not isinstance(n, (int, float)) or isinstance(n, bool) or p.kind.startswith("int"):
+            continue
+        if n == 0 and p.low == 0 and p.high == 1:
+            strong[name] = 1.0
+            continue
+        ends = [e for e in (p.low, p.high) if e is not None and np.isfinite(e)]
+        value = op.kwargs.get(name, p.default)
+        if ends:
+            end = max(ends, key=lambda e: abs(e - n))
+            far[name] = n + 0.75 * (end - n)
+        elif isinstance(value, (int, float, tuple, list)) and value is not None:
+            far[name] = (tuple(n + FARTHER * (float(v) - n) for v in value)
+                         if isinstance(value, (tuple, list)) else n + FARTHER * (value - n))
+    out = []
+    for values in ({**strong, **far}, strong):
+        if not values:
+            continue
+        try:
+            out.append(spec.bind(**{**op.kwargs, **values}))
+        except (ParamError, TypeError, ValueError):
+            continue
+    return out
+
+
+#: How much farther from neutral than the op's own value an unbounded parameter is taken.
+FARTHER = 60.0
+
+
+def _check_run(op: BoundOp, why: str = "") -> bool:
+    """One pass of the checks with ``op``'s params; whether they moved pixels far enough that
+    masks left where they were would fail the mask check (always True without masks)."""
     from augjax.chain import matrices
 
     spec = op.spec
@@ -176,11 +240,15 @@ def check_geometry(op: BoundOp) -> None:
     ms = (np.asarray(jax.jit(lambda p: matrices(op, p, (h, w), c, dtype, n))(first), np.float64)
           if spec.matrix is not None else None)
     name = spec.name
+    kept = _kept_ids(op, np.ascontiguousarray(stack), params, layout, targets) \
+        if "masks" in moved else None
+    # without masks, or masks of another size, there is nothing a mask left in place passes
+    detectable = "masks" not in moved or moved["masks"].shape[1:] != (h, w)
     for i in range(n):
         scale, shrink = (_scale(ms[i]), _shrink(ms[i])) if ms is not None else (1.0, 1.0)
         tol_out = 0.75 * max(1.0, scale) + 0.25 + quant * scale
         tol_in = 0.75 * max(1.0, 1.0 / shrink) + 0.25 + quant
-        where = f"sample {i} (params {_row(first, i)})"
+        where = f"sample {i} (params {_row(first, i)}){why}"
         if ms is not None:
             _check_matrix(name, where, ms[i], src[i], inside[i], tol_out)
         if "keypoints" in moved:
@@ -192,6 +260,61 @@ def check_geometry(op: BoundOp) -> None:
         if "masks" in moved:
             _check_mask(name, where, moved["masks"][i], src[i], inside[i], planes[i, ..., 2],
                         tol_in)
+            _check_ids(name, where, *kept, i)
+            # would masks left where they were fail?
+            detectable = detectable or _mask_misses(_ids(h, w), src[i], inside[i],
+                                                    planes[i, ..., 2], tol_in) is not None
+    return detectable
+
+
+#: The ids of the id-set mask's four stripes: each byte of one (7) or more ids non-zero, so a
+#: kernel that changes levels changes an id into one the mask did not hold.
+ID_SET = (7, 300, 70_007, 16_909_060)
+
+
+def _kept_ids(op: BoundOp, stack: np.ndarray, params: Any, layout: str,
+              targets: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The op run (the same program) on a mask of :data:`ID_SET` stripes: (in, out) masks."""
+    m, h, w = targets["masks"].shape
+    stripes = np.asarray(ID_SET, np.int32)[np.minimum(np.arange(w) * len(ID_SET) // w,
+                                                      len(ID_SET) - 1)]
+    given = dict(targets, masks=np.ascontiguousarray(np.broadcast_to(stripes, (m, h, w))))
+    _, moved = _run(op, stack, params, layout, given)
+    return given["masks"], moved["masks"]
+
+
+def _check_ids(name: str, where: str, before: np.ndarray, after: np.ndarray, i: int) -> None:
+    held = set(np.unique(before[i]).tolist())
+    got, counts = np.unique(after[i], return_counts=True)
+    new = [(int(v), int(k)) for v, k in zip(got, counts) if int(v) not in held and v != 0]
+    if new:
+        shown = ", ".join(f"{v} ({k} px)" for v, k in new[:8])
+        raise AssertionError(
+            f"op {name!r}, {where}: masks changed their ids: a mask holding ids "
+            f"{sorted(held)} came back holding {sorted(int(v) for v in got)}; ids it did not "
+            f"hold: {shown} ({sum(k for _, k in new)} of {after[i].size} pixels); a geometric "
+            f"op only moves ids (or fills with mask_fill 0): a kernel that changes levels "
+            f"must not run on masks (declare targets=augjax.Follow(masks='keep'))")
+
+
+def _mask_misses(mask: np.ndarray, src: np.ndarray, inside: np.ndarray, full: np.ndarray,
+                 tol: float) -> tuple | None:
+    """The first output pixel whose mask id is not what it shows, and the numbers, or None."""
+    m = mask.astype(np.int64)
+    cell_x, cell_y = (m - 1) % ROW, (m - 1) // ROW
+    lo_x, lo_y = cell_x * CELL - 0.5, cell_y * CELL - 0.5
+    dx = np.maximum(0.0, np.maximum(lo_x - src[..., 0], src[..., 0] - (lo_x + CELL)))
+    dy = np.maximum(0.0, np.maximum(lo_y - src[..., 1], src[..., 1] - (lo_y + CELL)))
+    dist = np.where(m >= 1, np.hypot(dx, dy), np.inf)
+    bad = inside & (dist > tol)
+    if bad.any():
+        y, x = (int(v) for v in np.argwhere(bad)[0])
+        return "moved", y, x, m, cell_x, cell_y, dist, bad
+    outside = (full <= 1e-6) & (m != 0)
+    if outside.any():
+        y, x = (int(v) for v in np.argwhere(outside)[0])
+        return "outside", y, x, m
+    return None
 
 
 def _row(params: Any, i: int) -> str:
@@ -270,26 +393,20 @@ def _check_box(name: str, where: str, before: np.ndarray, after: np.ndarray, src
 
 def _check_mask(name: str, where: str, mask: np.ndarray, src: np.ndarray, inside: np.ndarray,
                 full: np.ndarray, tol: float) -> None:
-    m = mask.astype(np.int64)
-    cell_x, cell_y = (m - 1) % ROW, (m - 1) // ROW
-    lo_x, lo_y = cell_x * CELL - 0.5, cell_y * CELL - 0.5
-    dx = np.maximum(0.0, np.maximum(lo_x - src[..., 0], src[..., 0] - (lo_x + CELL)))
-    dy = np.maximum(0.0, np.maximum(lo_y - src[..., 1], src[..., 1] - (lo_y + CELL)))
-    dist = np.where(m >= 1, np.hypot(dx, dy), np.inf)
-    bad = inside & (dist > tol)
-    if bad.any():
-        y, x = (int(v) for v in np.argwhere(bad)[0])
-        got = (f"id {m[y, x]} (cell x {cell_x[y, x] * CELL}..{cell_x[y, x] * CELL + CELL - 1}, "
-               f"y {cell_y[y, x] * CELL}..{cell_y[y, x] * CELL + CELL - 1})"
-               if m[y, x] >= 1 else f"the fill {m[y, x]}")
-        raise AssertionError(
-            f"op {name!r}, {where}: masks do not follow the pixels: output pixel (x={x}, y={y}) "
-            f"shows input point {_at(src, (y, x))}, but its mask holds {got}, "
-            f"{dist[y, x]:.2f} px away (tolerance {tol:.2f}; {int(bad.sum())} of "
-            f"{int(inside.sum())} pixels)")
-    outside = (full <= 1e-6) & (m != 0)
-    if outside.any():
-        y, x = (int(v) for v in np.argwhere(outside)[0])
+    miss = _mask_misses(mask, src, inside, full, tol)
+    if miss is None:
+        return
+    if miss[0] == "outside":
+        _, y, x, m = miss
         raise AssertionError(
             f"op {name!r}, {where}: output pixel (x={x}, y={y}) shows only what lies outside "
             f"the image, but its mask holds id {m[y, x]}, not mask_fill (0)")
+    _, y, x, m, cell_x, cell_y, dist, bad = miss
+    got = (f"id {m[y, x]} (cell x {cell_x[y, x] * CELL}..{cell_x[y, x] * CELL + CELL - 1}, "
+           f"y {cell_y[y, x] * CELL}..{cell_y[y, x] * CELL + CELL - 1})"
+           if m[y, x] >= 1 else f"the fill {m[y, x]}")
+    raise AssertionError(
+        f"op {name!r}, {where}: masks do not follow the pixels: output pixel (x={x}, y={y}) "
+        f"shows input point {_at(src, (y, x))}, but its mask holds {got}, "
+        f"{dist[y, x]:.2f} px away (tolerance {tol:.2f}; {int(bad.sum())} of "
+        f"{int(inside.sum())} pixels)")

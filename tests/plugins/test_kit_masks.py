@@ -1,0 +1,87 @@
+"""The kit's geometry check catches broken mask handling at the op's default parameters
+(issue 59): a geometric op whose masks stay where they were (its default warp too small for
+masks left in place to show, so the check binds parameters that move pixels), and an op whose
+kernel runs on masks and changes their ids (a mask's set of ids must come back unchanged).
+Each failure names the numbers; a correct op with the same small default still passes."""
+
+from __future__ import annotations
+
+import re
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import augjax
+from augjax import Follow, Param, op
+from augjax.kernels.geometry import Warp, warp
+from augjax.kernels.warp import INTERPOLATIONS
+from augjax.testing import OpCheckError, check_op
+
+_SHIFT = {
+    "shift": Param((-0.4, 0.4), kind="float_or_pair", neutral=0.0, magnitude=(0.0, 5.0),
+                   signed=True, doc="pixels along the width"),
+    "interpolation": Param("nearest", choices=INTERPOLATIONS),
+    "fill": Param(0.0, kind="floats", low=0.0, high=1.0, optional=True),
+}
+
+
+def _shift(params, meta, **_):
+    """Moves the image ``shift`` pixels along the width."""
+    return Warp.forward(jnp.eye(3, dtype=jnp.float32).at[0, 2].set(params["shift"]), meta)
+
+
+kit_shift = op("kit_shift", params=_SHIFT)(warp(_shift))
+# the same geometry, masks declared to stay where they were: boxes and keypoints follow
+kit_shift_keeps_masks = op("kit_shift_keeps_masks", params=_SHIFT,
+                           targets=Follow(masks="keep", points="matrix"))(warp(_shift))
+
+
+@op("kit_mask_levels", params={"amount": Param((0.0, 0.02), kind="float_or_pair", neutral=0.0,
+                                                low=0.0, high=1.0)},
+    matrix=lambda params, meta, **c: jnp.eye(3, dtype=jnp.float32),
+    targets=Follow(masks="kernel", points="matrix"))
+def kit_mask_levels(image, params):
+    """Darkens by ``amount`` of the range (a colour op declared to carry masks through its
+    kernel, so the masks' bytes darken too). Params: ``amount``."""
+    top = 255.0 if image.dtype == jnp.uint8 else 1.0
+    out = image.astype(jnp.float32) * (1.0 - params["amount"]) - params["amount"] * top
+    out = jnp.clip(out, 0.0, top)
+    return (jnp.floor(out).astype(image.dtype) if image.dtype == jnp.uint8 else out)
+
+
+def _fails(spec) -> str:
+    with pytest.raises(OpCheckError) as info:
+        check_op(spec, checks=["check_geometry"])
+    return str(info.value)
+
+
+def test_a_correct_op_with_a_small_default_warp_passes():
+    report = check_op(kit_shift, checks=["check_geometry"], on_fail="raise")
+    assert [r.status for r in report] == ["passed"]
+
+
+def test_masks_left_in_place_fail_with_a_warp_that_moves_pixels():
+    msg = _fails(kit_shift_keeps_masks)
+    assert "op 'kit_shift_keeps_masks' failed check_geometry" in msg
+    assert "masks do not follow the pixels" in msg
+    # the parameters it was bound to, and the numbers: how far off, of how many pixels
+    assert "bound to " in msg and "shift=5.0" in msg
+    far, tol = (float(v) for v in re.search(r"([\d.]+) px away \(tolerance ([\d.]+)", msg).groups())
+    assert far > tol
+    bad, of = (int(v) for v in re.search(r"; (\d+) of (\d+) pixels\)", msg).groups())
+    assert 0 < bad <= of
+
+
+def test_a_kernel_that_changes_mask_ids_fails():
+    msg = _fails(kit_mask_levels)
+    assert "op 'kit_mask_levels' failed check_geometry" in msg and "masks changed their ids" in msg
+    held = re.search(r"a mask holding ids \[([\d, ]+)\]", msg).group(1)
+    assert [int(v) for v in held.split(", ")] == [7, 300, 70007, 16909060]
+    new = [int(v) for v in re.findall(r"(\d+) \(\d+ px\)", msg)]
+    assert new and not set(new) & {0, 7, 300, 70007, 16909060}
+    # what the runtime does with the op: a mask of 7s comes back with other ids
+    x = np.zeros((1, 8, 8, 3), np.uint8)
+    masks = np.full((1, 8, 8), 7, np.int32)
+    out = kit_mask_levels.apply(x, masks=masks, params={"amount": np.array([0.02], np.float32)})
+    assert set(np.unique(np.asarray(out["masks"]))) - {0, 7}
