@@ -25,8 +25,10 @@ The checks (those that apply to the op's level, randomness and declared neutral 
 - ``check_sample_apply``: ``op.sample`` gives per-sample arrays; ``op.apply`` with them equals
   the call bitwise (also in ``compose(op)``).
 - ``check_geometry`` (ops with ``matrix=`` or masks through the kernel): on a coordinate image,
-  the matrix agrees with where the pixels go, and masks, boxes and keypoints follow them; the
-  targets path runs with the op's declared channels and fills.
+  the matrix agrees with where the pixels go, and masks, boxes and keypoints follow them; a
+  mask's set of ids comes back unchanged (only moved, or ``mask_fill``); where the op's
+  parameters move no pixel far enough for masks left in place to show, it runs again with
+  parameters that do; the targets path runs with the op's declared channels and fills.
 - ``check_differentiable`` (float32 in and out): ``jax.grad`` through ``apply`` is finite.
 - ``check_vmap_matches_loop``: the batch equals each sample alone (sample-level ops).
 - ``check_neutral_is_identity``: neutral parameter values return the input.
