@@ -11,6 +11,11 @@ The scheme (docs/guide/reproducibility.md):
 - A batch-level op (mixup) uses the key of sample 0 at its position.
 - A composite with key ``k`` (``random_apply``, a policy) draws its own decisions from
   ``decision_key(k)`` (:mod:`augjax.chain._element` gives its elements' keys).
+- Every draw is from a Threefry key (:data:`KEY_IMPL`). A key of another implementation
+  (``rbg``, ``unsafe_rbg``, ...) becomes one first (:func:`as_threefry`): JAX's batching rule
+  for ``rbg`` keys under ``vmap`` draws every sample's bits from the first key
+  (jax-ml/jax#19085, #20094), which would tie sample ``i`` to sample 0's key and to the batch
+  size. Threefry keys pass unchanged (the same bits as ever).
 """
 
 from __future__ import annotations
@@ -23,8 +28,13 @@ import numpy as np
 
 from augjax.errors import InputError, KeyRequiredError
 
-__all__ = ["keys_from_seeds", "index_seeds", "per_sample_keys", "sample_keys",
-           "SEED_HIGH", "DECISION_TAG", "decision_key"]
+__all__ = ["keys_from_seeds", "index_seeds", "per_sample_keys", "sample_keys", "as_threefry",
+           "KEY_IMPL", "SEED_HIGH", "DECISION_TAG", "decision_key"]
+
+#: The key implementation every draw uses, whatever the caller's key or
+#: ``jax_default_prng_impl``: Threefry is counter-based under ``vmap`` (each sample's bits from
+#: its own key) and gives the same bits on every backend.
+KEY_IMPL = "threefry2x32"
 
 #: ``fold_in`` tag of a composite's own random decisions (distinct from element positions).
 DECISION_TAG = 0x5EEDC401
@@ -52,7 +62,69 @@ def keys_from_seeds(seeds: jax.Array) -> jax.Array:
             argument="seeds",
         )
     seeds = seeds.astype(jnp.uint32)
-    return jax.vmap(lambda s: jax.random.fold_in(jax.random.key(s[0]), s[1]))(seeds)
+    return jax.vmap(lambda s: jax.random.fold_in(jax.random.key(s[0], impl=KEY_IMPL), s[1]))(seeds)
+
+
+@functools.lru_cache(maxsize=None)
+def _threefry_dtype():
+    return jax.random.key(0, impl=KEY_IMPL).dtype
+
+
+def _hash_words(words: jax.Array) -> jax.Array:
+    """One Threefry key from a key's data words (uint32 ``(m,)``): ``w[0:2]`` as the key, each
+    further word folded in."""
+    if words.shape[0] < 2:
+        words = jnp.concatenate([words, jnp.zeros(2 - words.shape[0], jnp.uint32)])
+    key = jax.random.wrap_key_data(words[:2], impl=KEY_IMPL)
+    for j in range(2, words.shape[0]):
+        key = jax.random.fold_in(key, words[j])
+    return key
+
+
+@jax.jit
+def _hash_keys(keys: jax.Array) -> jax.Array:
+    data = jax.random.key_data(keys)
+    flat = data.reshape(-1, data.shape[-1]) if data.ndim > 1 else data[None]
+    return jax.vmap(_hash_words)(flat).reshape(keys.shape)
+
+
+def as_threefry(keys: jax.Array) -> jax.Array:
+    """Typed keys of any implementation as Threefry keys of the same shape (traceable).
+
+    Threefry keys come back as they are. Another implementation's key (``rbg``,
+    ``unsafe_rbg``, ...) with data words ``w`` becomes
+    ``fold_in(... fold_in(wrap_key_data(w[0:2], impl="threefry2x32"), w[2]) ..., w[-1])``:
+    a function of that key's data alone, so sample ``i`` still depends only on its own key.
+    """
+    if keys.dtype == _threefry_dtype():
+        return keys
+    return _hash_keys(keys)
+
+
+@functools.lru_cache(maxsize=None)
+def _key_width(impl: str) -> int:
+    return int(jax.random.key_data(jax.random.key(0, impl=impl)).shape[-1])
+
+
+def _wrap_legacy(key: jax.Array, op: str) -> jax.Array:
+    """A legacy uint32 key (or batch of keys) as a typed key: width 2 is Threefry's data,
+    another width the data of ``jax_default_prng_impl`` when that is its width."""
+    width = key.shape[-1] if key.ndim in (1, 2) else None
+    default = str(jax.config.jax_default_prng_impl)
+    if key.dtype == jnp.uint32 and width == _key_width(KEY_IMPL):
+        return jax.random.wrap_key_data(key, impl=KEY_IMPL)
+    if key.dtype == jnp.uint32 and width is not None and width == _key_width(default):
+        return jax.random.wrap_key_data(key, impl=default)
+    hint = (f"; a uint32 key of width {width} is another implementation's data: pass "
+            f"jax.random.wrap_key_data(key, impl='rbg') (or the implementation that made it)"
+            if key.dtype == jnp.uint32 and width is not None else "")
+    raise InputError(
+        f"{op}: argument 'key' expects a typed key (jax.random.key) or a legacy uint32 "
+        f"key of shape (2,) or (N, 2) (or the width of jax_default_prng_impl={default!r}: "
+        f"{_key_width(default)}), got {key.dtype} {tuple(key.shape)}{hint}",
+        op=op,
+        argument="key",
+    )
 
 
 def _mix64(x: np.ndarray) -> np.ndarray:
@@ -110,7 +182,9 @@ def sample_keys(key: object, batch_size: int, op: str, split: bool = True) -> ja
     """One typed key per sample from ``key``: a single key (typed or legacy uint32 ``(2,)``),
     which is split ``batch_size`` ways, or a batch of ``batch_size`` keys. With ``split=False``
     a single key comes back as one typed key (shape ``()``), for a program that splits it
-    itself (:func:`per_sample_keys`): the same keys, without a program of its own.
+    itself (:func:`per_sample_keys`): the same keys, without a program of its own. The keys
+    are Threefry keys (:func:`as_threefry`); a legacy key as wide as another
+    ``jax_default_prng_impl``'s (``rbg``: ``(4,)``) is that implementation's data.
 
     Raises:
         KeyRequiredError: ``key`` is None.
@@ -129,15 +203,7 @@ def sample_keys(key: object, batch_size: int, op: str, split: bool = True) -> ja
             op=op,
             argument="key",
         )
-    if not _is_typed(key):
-        if key.dtype != jnp.uint32 or key.ndim not in (1, 2) or key.shape[-1] != 2:
-            raise InputError(
-                f"{op}: argument 'key' expects a typed key (jax.random.key) or a legacy uint32 "
-                f"key of shape (2,) or (N, 2), got {key.dtype} {tuple(key.shape)}",
-                op=op,
-                argument="key",
-            )
-        key = jax.random.wrap_key_data(key)
+    key = as_threefry(key if _is_typed(key) else _wrap_legacy(key, op))
     shape = key.shape
     if not shape:
         return _split(key, batch_size) if split else key
