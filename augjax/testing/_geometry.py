@@ -155,8 +155,8 @@ def check_geometry(op: BoundOp) -> None:
     if _check_run(op):
         return
     for strong in _stronger(op):
-        if _check_run(strong, why=f" (bound to {_kwargs(strong)}: the op's own parameters "
-                                  f"move no pixel by more than the tolerance)"):
+        if _check_run(strong, why=f" (bound to {_kwargs(strong)}: with the op's own "
+                                  f"parameters, masks left where they were would pass)"):
             return
 
 

@@ -39,8 +39,7 @@ kit_shift_keeps_masks = op("kit_shift_keeps_masks", params=_SHIFT,
 
 @op("kit_mask_levels", params={"amount": Param((0.0, 0.02), kind="float_or_pair", neutral=0.0,
                                                 low=0.0, high=1.0)},
-    matrix=lambda params, meta, **c: jnp.eye(3, dtype=jnp.float32),
-    targets=Follow(masks="kernel", points="matrix"))
+    targets=Follow(masks="kernel"))
 def kit_mask_levels(image, params):
     """Darkens by ``amount`` of the range (a colour op declared to carry masks through its
     kernel, so the masks' bytes darken too). Params: ``amount``."""
