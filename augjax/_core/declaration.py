@@ -1,12 +1,13 @@
 """The checks ``op()`` runs on a declaration before it builds the :class:`~augjax.OpSpec`: the
 name, level, inputs, dtypes, layouts and parameters; the kernel's signature against them (with
 the 1.x -> 2.0 migration in every refusal); ``sample_targets=``; an op declared by its geometry
-(:func:`augjax.kernels.geometry.warp`); the options ``op()`` no longer takes. Each failure is an
-:class:`~augjax.OpDefinitionError` naming the op."""
+(:func:`augjax.kernels.geometry.warp`); ``data_files=`` and ``env_vars=``; the options ``op()``
+no longer takes. Each failure is an :class:`~augjax.OpDefinitionError` naming the op."""
 
 from __future__ import annotations
 
 import inspect
+import os
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -188,3 +189,41 @@ def check_signature(name, kernel, params, level, inputs) -> None:
 
 # Keywords the call itself takes; a parameter may not use them.
 _RESERVED = CALL_KEYWORDS | TARGET_KEYWORDS | {"images", "labels", "image", "params"}
+
+
+def check_store_inputs(name, kernel, data_files, env_vars) -> tuple[tuple[str, ...],
+                                                                      tuple[str, ...]]:
+    """``data_files=`` and ``env_vars=``: what the op's code reads besides its code (a table
+    loaded at import, a setting read from the environment). Each is a tuple (a list is taken);
+    files are paths, a relative one taken from the folder of the kernel's source file, returned
+    absolute; variables are names. The program store keys the op's programs by them."""
+
+    def bad(arg: str, msg: str, got: Any) -> OpDefinitionError:
+        return OpDefinitionError(f"op {name!r}: {arg}= {msg}, got {got!r}")
+
+    if isinstance(data_files, (str, bytes, os.PathLike)) or not isinstance(
+            data_files, (tuple, list)):
+        raise bad("data_files", "must be a tuple of file paths (str or os.PathLike)",
+                  data_files)
+    if isinstance(env_vars, str) or not isinstance(env_vars, (tuple, list)):
+        raise bad("env_vars", "must be a tuple of environment variable names", env_vars)
+    base = _source_folder(kernel)
+    files = []
+    for path in data_files:
+        if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
+            raise bad("data_files", "must hold non-empty paths (str or os.PathLike)", path)
+        files.append(os.path.abspath(os.path.join(base, os.fspath(path))))
+    for var in env_vars:
+        if not isinstance(var, str) or not var or "=" in var or "\0" in var:
+            raise bad("env_vars", "must hold non-empty variable names without '='", var)
+    return tuple(dict.fromkeys(files)), tuple(dict.fromkeys(env_vars))
+
+
+def _source_folder(kernel: Any) -> str:
+    """The folder of the file a kernel (or the geometry it wraps) is written in; the working
+    directory where it has none (``python -c``: such programs are not stored anyway)."""
+    fn = getattr(kernel, "__wrapped__", kernel)
+    code = getattr(fn, "__code__", None)
+    path = getattr(code, "co_filename", "") if code is not None else ""
+    return os.path.dirname(os.path.abspath(path)) if path and os.path.isfile(path) \
+        else os.getcwd()

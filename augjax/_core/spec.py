@@ -57,13 +57,14 @@ from augjax._core.declaration import (
     check_declaration,
     check_sample_targets,
     check_signature,
+    check_store_inputs,
     deprecated_options,
     geometry_matrix,
     with_kernel_params,
 )
 from augjax._core.meta import Meta
 from augjax._core.param import Param, per_sample_value
-from augjax._core.reach import note
+from augjax._core.reach import calling, note
 from augjax._core.step import CALL_KEYWORDS, step_call
 from augjax._core.targets import TARGET_KEYWORDS, Follow, default_follow
 from augjax.errors import InputError, OpDefinitionError
@@ -116,6 +117,10 @@ class OpSpec:
     ragged: Callable[..., Any] | None = None
     #: The targets the ``sample`` hook reads (a subset of ``("boxes", "masks")``); see ``op``.
     sample_targets: tuple[str, ...] = ()
+    #: Files (absolute paths) and environment variables the op's code reads besides its code;
+    #: the program store keys the op's programs by their contents and values (see ``op``).
+    data_files: tuple[str, ...] = ()
+    env_vars: tuple[str, ...] = ()
     #: Internal: how a policy layer may compute this op together with others of its family
     #: (members from :mod:`augjax.catalog._fuse`, set with its ``fused`` decorator).
     fuse: tuple[Any, ...] = ()
@@ -180,8 +185,9 @@ class OpSpec:
                     op=self.name)
             more = {} if not self.sample_targets else {"targets": _seen(self.sample_targets,
                                                                         targets, shape)}
-            extra = self.sampler(jax.random.fold_in(key, 1) if key is not None else None, meta,
-                                 dict(out), **config, **more)
+            extra = calling(self, self.sampler,
+                            jax.random.fold_in(key, 1) if key is not None else None, meta,
+                            dict(out), **config, **more)
             if not isinstance(extra, Mapping):
                 raise OpDefinitionError(
                     f"op {self.name!r}: sample= must return a dict of arrays, got "
@@ -202,7 +208,7 @@ class OpSpec:
             if given is not None and (p.levels or p.per_channel):
                 value = p.for_channels(self.name, k, given[k], image.shape[-1])
                 given[k] = p.in_scale(value, image.dtype)
-        return self.kernel(*inputs, params, **static)
+        return calling(self, self.kernel, *inputs, params, **static)
 
     @property
     def defaults(self) -> dict[str, Any]:
@@ -283,6 +289,8 @@ def op(
     targets: Follow | None = None,
     ragged: Callable[..., Any] | None = None,
     sample_targets: tuple[str, ...] = (),
+    data_files: tuple[str, ...] = (),
+    env_vars: tuple[str, ...] = (),
     **deprecated: Any,
 ) -> Callable[[Callable[..., Any]], OpSpec]:
     """Declares an op: ``@op("name", params={...})`` over its kernel returns an :class:`OpSpec`.
@@ -329,6 +337,13 @@ def op(
             "masks")`` (an op with a ``sample`` hook; batch level: the batch's): the hook then also takes
             ``targets=``, e.g. ``{"boxes": (M, 4), "boxes_valid": (M,)}`` for one sample (see
             the module docstring). Default: none, and no ``targets=`` keyword.
+        data_files: files the op's code reads (at import or when traced: a lookup table, a
+            config), each a path, a relative one from the folder of the kernel's source file.
+            A stored traced program of the op is used only while each file has the contents
+            (SHA-256) it had when the program was traced (docs/RELIABILITY.md, "Traced
+            programs").
+        env_vars: names of environment variables the op's code reads; each variable's value
+            (set or not) keys the op's stored programs.
 
     Whether the op is random (a call then needs a key) follows from the declaration: it has a
     ``sample`` hook or a per-sample parameter (``OpSpec.random``).
@@ -364,6 +379,7 @@ def op(
             raise OpDefinitionError(f"op {name!r}: sample= must be callable, got "
                                     f"{type(sample).__name__}")
         seen = check_sample_targets(name, sample_targets, sample, level, params)
+        files, env = check_store_inputs(name, kernel, data_files, env_vars)
         moves = moved is not None if geometric is None else bool(geometric)
         if targets is not None and not isinstance(targets, Follow):
             raise OpDefinitionError(f"op {name!r}: targets= must be an augjax.Follow, got "
@@ -392,6 +408,8 @@ def op(
             targets=targets or default_follow(level, moves, moved is not None),
             ragged=ragged,
             sample_targets=seen,
+            data_files=files,
+            env_vars=env,
         )
 
     return decorate

@@ -19,9 +19,21 @@ Two parts, both read off the steps themselves:
   those modules (a script, a pack's modules, a helper module of another package), ``("dist",
   name, version)`` for each installed (non-editable) distribution they belong to; what an
   installed distribution's modules import in turn is pinned by its version, not followed.
+  A module's imports are read from its source (every ``import`` and ``from ... import``
+  statement in the file, those inside function bodies included: a value imported from a helper
+  module, a helper a kernel imports when traced) and from its attributes; the modules the ops'
+  kernels and samplers imported when they ran in this process
+  (:func:`augjax._core.reach.imported_by`: an ``importlib.import_module`` call in a kernel)
+  are added. The files and environment variables ops declare (``@op(...,
+  data_files=, env_vars=)``) add ``("file", path, digest)`` (``("absent", path)`` for a missing
+  file) and ``("env", name, digest of the value or "unset")``.
   Digests are SHA-256 of the files' contents. It is recorded when the program is exported and
   checked (:func:`manifest_current`) before a stored program is used: an edited or upgraded op
   traces afresh.
+
+The key also holds, for each op found in the steps, the path and SHA-256 of the file each of its
+functions is written in (one module name loaded from two files gives two keys) and the values of
+the environment variables it declares (programs for two values are kept side by side).
 
 Code without a file (``python -c``, a notebook cell) cannot be checked: such programs are not
 stored (:func:`code_manifest` returns None).
@@ -29,10 +41,12 @@ stored (:func:`code_manifest` returns None).
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import functools
 import hashlib
 import importlib.metadata
+import importlib.util
 import json
 import os
 import sys
@@ -42,6 +56,8 @@ from pathlib import Path
 from typing import Any
 
 import jax
+
+from augjax._core.reach import imported_by
 
 __all__ = ["IGNORED_SETTINGS", "code_manifest", "manifest_current", "program_key", "settings"]
 
@@ -94,11 +110,13 @@ def program_key(kind: str, steps: tuple[Any, ...], config: dict[str, Any], signa
         encoded = [_encode(step) for step in steps]
     except Exception:  # noqa: BLE001  (a step without a config form: not stored)
         return None
-    specs, _ = _walk(steps)
+    specs, _, _ = _walk(steps)
     ops = sorted({_origin(s) for s in specs})
+    env = sorted({(name, env_digest(name)) for s in specs for name in _declared(s, "env_vars")})
     import jaxlib
 
-    return json.dumps({"kind": kind, "steps": encoded, "ops": ops, "config": config,
+    return json.dumps({"kind": kind, "steps": encoded, "ops": ops, "env": env,
+                       "config": config,
                        "signature": signature, "platform": platform, "options": options or {},
                        "versions": [jax.__version__, jaxlib.__version__,
                                     list(sys.version_info[:3])],
@@ -107,9 +125,10 @@ def program_key(kind: str, steps: tuple[Any, ...], config: dict[str, Any], signa
 
 def _origin(spec: Any) -> str:
     """An op's declaration (its plain fields: level, channels, targets, ...) and where its
-    functions come from: module, qualified name and first line of its kernel, sampler and
-    matrix, and the plain values their closures hold (two ops of one name in one module, or
-    made by one factory with other values, are told apart)."""
+    functions come from: module, qualified name, file (path and SHA-256: one module name loaded
+    from two files) and first line of its kernel, sampler and matrix, and the plain values
+    their closures hold (two ops of one name in one module, or made by one factory with other
+    values, are told apart)."""
     parts = [spec.name]
     for field in dataclasses.fields(spec):  # the declaration (level, targets, channels, ...)
         value = getattr(spec, field.name)
@@ -122,7 +141,9 @@ def _origin(spec: Any) -> str:
             parts.append(f"{_module_of(fn)}:{getattr(fn, '__qualname__', type(fn).__name__)}")
             continue
         cells = [_plain(c.cell_contents) for c in (fn.__closure__ or ()) if _filled(c)]
-        parts.append(f"{_module_of(fn)}:{fn.__qualname__}@{code.co_firstlineno}:{cells}")
+        where = f"{_real_path(code.co_filename)}#{file_digest(code.co_filename)}"
+        parts.append(f"{_module_of(fn)}:{fn.__qualname__}@{where}:{code.co_firstlineno}:"
+                     f"{cells}")
     return "|".join(parts)
 
 
@@ -153,11 +174,14 @@ def _is_spec(obj: Any) -> bool:
     return type(obj).__name__ == "OpSpec" and hasattr(obj, "kernel") and hasattr(obj, "params")
 
 
-def _walk(root: Any) -> tuple[list[Any], set[str]]:
+def _walk(root: Any) -> tuple[list[Any], set[str], set[tuple[str, str]]]:
     """The op specs and the modules of the classes and functions reachable from ``root``
-    (dataclass fields, attributes, containers, partials, closures), at any depth."""
+    (dataclass fields, attributes, containers, partials, closures), at any depth, and the
+    (source file, module) of each of those functions (a module need not be in
+    ``sys.modules``: one loaded from a file by hand)."""
     specs: list[Any] = []
     modules: set[str] = set()
+    files: set[tuple[str, str]] = set()
     seen: set[int] = set()
     stack = [root]
     while stack and len(seen) < MAX_OBJECTS:
@@ -186,6 +210,7 @@ def _walk(root: Any) -> tuple[list[Any], set[str]]:
             continue
         if isinstance(obj, types.FunctionType):
             modules.add(_module_of(obj))
+            files.add((obj.__code__.co_filename, _module_of(obj)))
             stack.extend(c.cell_contents for c in (obj.__closure__ or ())
                          if _filled(c))
             stack.extend(obj.__defaults__ or ())
@@ -206,7 +231,7 @@ def _walk(root: Any) -> tuple[list[Any], set[str]]:
         slots = getattr(type(obj), "__slots__", ())
         stack.extend(getattr(obj, s, None) for s in ((slots,) if isinstance(slots, str)
                                                      else slots))
-    return specs, modules
+    return specs, modules, files
 
 
 def _filled(cell: Any) -> bool:
@@ -217,11 +242,20 @@ def _filled(cell: Any) -> bool:
     return True
 
 
+def _followed(name: str, own: set[str]) -> bool:
+    """Whether the imports of module ``name`` are followed: those of the top-level packages
+    ``own`` (the ops' packs) and of code outside any distribution; not those of the standard
+    library, augjax (hashed whole) and other installed distributions (pinned by version)."""
+    top = name.partition(".")[0]
+    return not (_stdlib(top) or top == "augjax" or (top not in own and _distribution(top)))
+
+
 def _imports(names: set[str], own: set[str]) -> set[str]:
-    """``names`` and what their modules import (module attributes that are modules, or classes
-    and functions of other modules), transitively. Followed: the top-level packages ``own``
-    (the ops' packs) and code outside any distribution; not followed: the standard library,
-    augjax (hashed whole) and other installed distributions (pinned by their version)."""
+    """``names`` and what their modules import (every import statement in a module's source,
+    in function bodies too, and module attributes that are modules, but a package's own
+    submodules, or classes and functions of other modules), transitively, as far as
+    :func:`_followed` goes. Only modules this process imported count (one a trace did not
+    import did not make the program)."""
     found: set[str] = set()
     stack = list(names)
     while stack:
@@ -232,20 +266,66 @@ def _imports(names: set[str], own: set[str]) -> set[str]:
         parent = name.rpartition(".")[0]
         if parent:
             stack.append(parent)  # a package's __init__ runs when its module is imported
-        top = name.partition(".")[0]
-        if _stdlib(top) or top == "augjax" or (top not in own and _distribution(top)):
+        if not _followed(name, own):
             continue
         module = sys.modules.get(name)
         if module is None:
             continue
+        path = getattr(module, "__file__", None)
+        if isinstance(path, str):
+            stack.extend(n for n in _source_imports(path, _package(module, name))
+                         if n in sys.modules)
         for value in list(vars(module).values()):
             if isinstance(value, types.ModuleType):
-                stack.append(value.__name__)
+                # not a package's own submodules: importing one sets it on the package (its
+                # source names those the package itself imports)
+                if not value.__name__.startswith(name + "."):
+                    stack.append(value.__name__)
             elif isinstance(value, type) or callable(value):
                 other = getattr(value, "__module__", None)
                 if isinstance(other, str):
                     stack.append(other)
     return found
+
+
+def _package(module: Any, name: str) -> str:
+    """The package a module's relative imports start from."""
+    package = getattr(module, "__package__", None)
+    if isinstance(package, str):
+        return package
+    return name if getattr(module, "__path__", None) is not None else name.rpartition(".")[0]
+
+
+def _source_imports(path: str, package: str) -> tuple[str, ...]:
+    """The modules the source file at ``path`` imports anywhere in it (at module level, in
+    function bodies, under conditions); ``from a import b`` names ``a`` and ``a.b`` (``b`` may
+    be a module). Empty for a file without readable Python source."""
+    if not path.endswith(".py"):
+        return ()
+    digest = file_digest(path)
+    return () if digest is None else _parsed_imports(path, digest, package)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed_imports(path: str, digest: str, package: str) -> tuple[str, ...]:
+    try:
+        tree = ast.parse(Path(path).read_bytes(), filename=path)
+    except (OSError, SyntaxError, ValueError):
+        return ()
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                try:
+                    base = importlib.util.resolve_name("." * node.level + base, package)
+                except (ImportError, ValueError):  # a relative import outside a package
+                    continue
+            names.append(base)
+            names.extend(f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
+    return tuple(dict.fromkeys(names))
 
 
 def _stdlib(top: str) -> bool:
@@ -304,6 +384,18 @@ def file_digest(path: str) -> str | None:
     return digest
 
 
+def _real_path(path: str) -> str:
+    return str(Path(path).resolve()) if os.path.isfile(path) else path
+
+
+def env_digest(name: str) -> str:
+    """An environment variable's value as a manifest holds it: ``"unset"``, or the SHA-256 of
+    the value (a stored file never holds the value itself)."""
+    value = os.environ.get(name)
+    return "unset" if value is None else "sha256:" + hashlib.sha256(
+        value.encode("utf-8", "surrogateescape")).hexdigest()
+
+
 _tree: list[str] = []
 
 
@@ -323,32 +415,66 @@ def augjax_digest() -> str:
     return digest
 
 
+def _declared(spec: Any, field: str) -> tuple[str, ...]:
+    value = getattr(spec, field, ())
+    return tuple(value) if isinstance(value, tuple) else ()
+
+
 def code_manifest(steps: tuple[Any, ...], reached: list[Any]) -> list[list[str]] | None:
     """The code a program made of ``steps`` depends on (the module doc's entries, sorted), with
     ``reached`` the op specs its trace reached; None where some of it has no file."""
-    specs, modules = _walk((steps, tuple(reached)))
+    specs, modules, files = _walk((steps, tuple(reached)))
     own = {_module_of(spec.kernel).partition(".")[0] for spec in specs}
     entries = {("augjax", augjax_digest())}
-    for name in _imports(modules, own):
-        top = name.partition(".")[0]
-        if _stdlib(top) or top == "augjax":
+    for path, name in files:  # functions' own files (a module loaded by hand included)
+        if not _followed(name, own) or not os.path.isfile(path):
             continue
-        dist = _distribution(top)
-        if dist is not None:
-            entries.add(("dist", *dist))
-        module = sys.modules.get(name)
-        if module is None:
-            continue
-        path = getattr(module, "__file__", None)
-        if path is None:
-            if getattr(module, "__path__", None) is not None:
-                continue  # a namespace package: no code of its own
-            return None  # code without a file: its changes cannot be seen
         digest = file_digest(path)
         if digest is None:
             return None
-        entries.add(("file", str(Path(path).resolve()), digest))
+        entries.add(("file", _real_path(path), digest))
+        modules.update(n for n in _source_imports(path, _package(sys.modules.get(name), name))
+                       if n in sys.modules)
+    traced = set().union(*(imported_by(spec) for spec in specs))
+    strict = _imports(modules, own)
+    for name in sorted(strict | _imports(traced, own)):
+        entry = _module_entry(name, own, soft=name not in strict)
+        if entry is False:
+            return None
+        entries.update(entry)
+    for spec in specs:
+        for path in _declared(spec, "data_files"):
+            digest = file_digest(path)
+            entries.add(("file", path, digest) if digest is not None else ("absent", path))
+        for var in _declared(spec, "env_vars"):
+            entries.add(("env", var, env_digest(var)))
     return sorted(list(e) for e in entries)
+
+
+def _module_entry(name: str, own: set[str], soft: bool) -> set[tuple[str, ...]] | bool:
+    """A module's manifest entries; False for code without a file (its changes cannot be
+    seen), unless ``soft`` (a module some trace of the process imported: skipped then; and
+    one of a distribution is pinned by its version alone)."""
+    top = name.partition(".")[0]
+    if _stdlib(top) or top == "augjax":
+        return set()
+    out: set[tuple[str, ...]] = set()
+    dist = _distribution(top)
+    if dist is not None:
+        out.add(("dist", *dist))
+    module = sys.modules.get(name)
+    if module is None or (soft and not _followed(name, own)):
+        return out
+    path = getattr(module, "__file__", None)
+    if path is None:
+        if getattr(module, "__path__", None) is not None or soft:
+            return out  # a namespace package: no code of its own
+        return False
+    digest = file_digest(path)
+    if digest is None:
+        return out if soft else False
+    out.add(("file", str(Path(path).resolve()), digest))
+    return out
 
 
 def manifest_current(manifest: Any) -> bool:
@@ -364,6 +490,10 @@ def manifest_current(manifest: Any) -> bool:
         if kind == "file" and len(rest) == 2 and file_digest(rest[0]) == rest[1]:
             continue
         if kind == "dist" and len(rest) == 2 and _installed_version(rest[0]) == rest[1]:
+            continue
+        if kind == "absent" and len(rest) == 1 and not os.path.lexists(rest[0]):
+            continue
+        if kind == "env" and len(rest) == 2 and env_digest(rest[0]) == rest[1]:
             continue
         return False
     return True

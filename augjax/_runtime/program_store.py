@@ -56,7 +56,8 @@ _OFF = ("0", "false", "off", "no")
 #: The most programs kept; the least recently used go first.
 MAX_FILES = 512
 _SUFFIX = ".jaxprog"
-#: Temporary files older than this (seconds) are left over from a crashed writer: removed.
+#: Temporary files whose time is further than this (seconds) from now, either way, are left
+#: over from a crashed writer (a write takes milliseconds): removed.
 STALE_TMP_S = 3600.0
 #: Custom calls without JAX's cross-version guarantee that a stored program may hold: Pallas'
 #: Triton kernels and the row-major layout constraint at a chain's batch-level steps
@@ -260,7 +261,7 @@ class StoredProgram:
                 return self._top
             names = [(f"{c.__module__}.{c.__qualname__}", m) for c, m in caught]
             if program_file.write(path, key, bytes(exported.serialize()), code, names):
-                _bound(folder)
+                _bound(folder, keep=path)
         for category, message in caught:
             warnings.warn(message, category, stacklevel=5)
         # The device named: one compiled program for committed inputs (DALI's jax_function
@@ -353,21 +354,39 @@ def _category(name: str) -> type[Warning]:
     return obj if isinstance(obj, type) and issubclass(obj, Warning) else UserWarning
 
 
-def _bound(folder: Path) -> None:
-    """Keeps at most :data:`MAX_FILES` programs (the least recently used go first) and removes
-    temporary files that a crashed writer left."""
-    now = time.time()
+def _bound(folder: Path, keep: Path | None = None) -> None:
+    """Keeps at most :data:`MAX_FILES` programs, the least recently used going first (``keep``,
+    the program just written, stays), and removes temporary files that a crashed writer left.
+
+    Times are read against the file system's clock: the time of ``keep`` (else this
+    machine's). A program file dated in the future (a clock set back, files copied from
+    another machine) is clamped: dated just before ``keep``, it then ages as any other (left
+    in the future, it would outlive every new program). A temporary file more than
+    :data:`STALE_TMP_S` from that time, either way, is removed (a write takes milliseconds)."""
+    now = _mtime(keep) if keep is not None else 0.0
+    now = now or time.time()
     for tmp in folder.glob(".*.tmp"):
         try:
-            if now - tmp.stat().st_mtime > STALE_TMP_S:
+            if abs(now - tmp.stat().st_mtime) > STALE_TMP_S:
                 tmp.unlink()
         except OSError:
             pass
-    files = list(folder.glob(f"*{_SUFFIX}"))
-    if len(files) <= MAX_FILES:
+    files = [f for f in folder.glob(f"*{_SUFFIX}") if f != keep]
+    dated = []
+    for f in files:
+        mtime = _mtime(f)
+        if mtime > now + 1.0:  # in the future
+            mtime = now - 1.0
+            try:
+                os.utime(f, (mtime, mtime))
+            except OSError:
+                pass
+        dated.append((mtime, f))
+    room = MAX_FILES - (keep is not None)
+    if len(dated) <= room:
         return
-    files.sort(key=_mtime)
-    for old in files[:len(files) - MAX_FILES]:
+    dated.sort(key=lambda d: d[0])
+    for _, old in dated[:len(dated) - room]:
         try:
             old.unlink()
         except OSError:
