@@ -41,6 +41,18 @@ test_batch_history.py checks every op and policy):
 
 Not padded either: inputs traced inside the caller's ``jax.jit`` (shapes are static there) and
 arrays laid out over several devices.
+
+At the process's end and at a fork, a background compile is finished or let go, never left
+running into the interpreter's teardown (tests/runtime/test_recurring_exit.py):
+
+- at exit, the interpreter waits for a compile under way (its thread is not a daemon: a daemon
+  thread inside XLA when the interpreter finalizes is stopped by a forced unwind through C++
+  frames, which aborts the process, or it uses what teardown freed, which crashes it), and
+  none starts once the exit began (:func:`_closing`, run before the threads are joined): a
+  recurring size's later batches then run padded;
+- in a child forked while a compile ran (its thread is not there), the compile is let go: the
+  size's next call in the child compiles its own program in the caller's thread, and nothing
+  waits for the parent's thread (:func:`_forked`).
 """
 
 from __future__ import annotations
@@ -90,7 +102,9 @@ class _Sizes:
 _lock = threading.Lock()
 # program -> {signature of the non-batch dims: _Sizes}
 _records: weakref.WeakKeyDictionary[Any, dict[Any, _Sizes]] = weakref.WeakKeyDictionary()
-_threads: set[threading.Thread] = set()
+_threads: set[_Compile] = set()
+# Set once the interpreter began to exit: no background compile starts after that.
+_closed = False
 
 
 def policy() -> str:
@@ -234,6 +248,8 @@ def _first_calls(program: Callable[..., Any], steps: Sequence[Any], args: Sequen
         if size == n:
             return _own(program, args, sig)
         return _padded(program, steps, args, n, size)
+    if rule == "recurring" and _closed:  # exiting: no compile behind any more, padded
+        rule = "pad"
     start = False
     with _lock:
         size = None if n in sizes.compiled else min(
@@ -334,10 +350,13 @@ class _Compile(threading.Thread):
     arrays like the caller's (zeros), in a copy of the caller's context, if this thread sees
     the caller's JAX settings (thread-local ones, e.g. ``jax.default_device(...)`` or
     ``jax.numpy_dtype_promotion(...)``, would trace another program: then the caller compiles
-    itself)."""
+    itself).
+
+    Not a daemon: the interpreter's exit waits for it (a daemon thread still inside XLA when
+    the interpreter finalizes aborts or crashes the process; module doc)."""
 
     def __init__(self, program: Any, args: Sequence[Any], sizes: _Sizes, n: int):
-        super().__init__(name=f"augjax-compile-{n}", daemon=True)
+        super().__init__(name=f"augjax-compile-{n}", daemon=False)
         self._program: Any = program
         self._sizes, self._n = sizes, n
         self._forms = [_form(a) for a in args]
@@ -349,7 +368,11 @@ class _Compile(threading.Thread):
 
     def begin(self) -> bool:
         """Starts; whether the compile runs here (False: the caller compiles itself)."""
-        self.start()
+        try:
+            self.start()
+        except RuntimeError:  # no new thread at the interpreter's shutdown: compile here
+            self._done()
+            return False
         self._checked.wait()
         return self._safe
 
@@ -363,12 +386,15 @@ class _Compile(threading.Thread):
             pass
         finally:
             self._checked.set()
-            # Holds nothing of the caller's once done: the records are keyed weakly by the
-            # program, which a reference from here would keep alive for good.
-            self._program = self._context = None
-            with _lock:
-                _threads.discard(self)
-            self.finished.set()
+            self._done()
+
+    def _done(self) -> None:
+        # Holds nothing of the caller's once done: the records are keyed weakly by the
+        # program, which a reference from here would keep alive for good.
+        self._program = self._context = None
+        with _lock:
+            _threads.discard(self)
+        self.finished.set()
 
     def _compile(self) -> None:
         args = [_like(form) for form in self._forms]
@@ -376,6 +402,42 @@ class _Compile(threading.Thread):
         with _lock:  # the size's next calls run its own program (call's first test)
             self._sizes.compiled.add(self._n)
             self._sizes.pending.pop(self._n, None)
+
+
+def _closing() -> None:
+    """At the interpreter's exit, before it joins the threads (so before ``atexit``'s handlers,
+    JAX's among them): no background compile starts from now on; those under way finish (their
+    threads are joined)."""
+    global _closed
+    _closed = True
+
+
+def _locked() -> None:
+    _lock.acquire()
+
+
+def _unlocked() -> None:
+    _lock.release()
+
+
+def _forked() -> None:
+    """In a forked child: the parent's compile threads are not here. Each job the child knows of
+    counts as finished (it did not compile: the size's next call compiles in the caller's
+    thread, as after a failed compile), with events and a lock of the child's own (the
+    parent holds the lock across the fork: no update of the records is cut in two)."""
+    global _lock
+    _lock = threading.Lock()
+    for job in _threads:
+        job.finished = threading.Event()
+        job.finished.set()
+    _threads.clear()
+
+
+# ``threading._register_atexit``: what concurrent.futures uses to stop taking work before the
+# interpreter joins the threads (Python >= 3.9); without it the joins alone finish the compiles.
+getattr(threading, "_register_atexit", lambda fn: None)(_closing)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_locked, after_in_parent=_unlocked, after_in_child=_forked)
 
 
 @jax.jit
