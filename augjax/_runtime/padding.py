@@ -309,10 +309,10 @@ def _padded(program: Callable[..., Any], steps: Sequence[Any], args: Sequence[An
 
 
 def _splits_by_prefix(key: Any) -> bool:
-    """Whether ``jax.random.split(key, N)[:n]`` is ``jax.random.split(key, n)`` for this key:
-    the partitionable Threefry (JAX's default) numbers the keys by their index alone."""
-    return bool(jax.config.jax_threefry_partitionable) and \
-        str(jax.random.key_impl(key)) == "threefry2x32"
+    """Whether the program's split of ``key`` into N keys begins with its split into n: a
+    Threefry key (every key a call passes on is one), split the partitionable way
+    (:func:`augjax._runtime.keys.per_sample_keys`, whatever ``jax_threefry_partitionable``)."""
+    return str(jax.random.key_impl(key)) == "threefry2x32"
 
 
 def _settings() -> tuple[str, ...]:

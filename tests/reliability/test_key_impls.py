@@ -182,3 +182,12 @@ def test_grain_batch_augment_under_another_default_impl(impl):
     _eq(np.concatenate([np.asarray(first), np.asarray(rest)]), ref)
     seeds = np.random.default_rng(5).integers(0, 2**30, size=(1, 2), dtype=np.int32)
     _eq(record["image"], np.asarray(CHAIN(x[3:4], key=augjax.keys_from_seeds(seeds)))[0])
+
+
+def test_per_sample_keys_do_not_depend_on_the_threefry_partitionable_flag():
+    """The other Threefry split numbers the keys by the batch size too: augjax splits the
+    partitionable way under either setting (the draws from a sample's key follow the flag)."""
+    x, step = _images(), STEPS["rotate"]
+    key = jax.random.key(4)
+    with jax.threefry_partitionable(False):
+        _eq(step(x[:HALF], key=key), step(x, key=key)[:HALF])
