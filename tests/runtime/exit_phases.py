@@ -34,6 +34,8 @@ from augjax import ops
 
 #: Seconds a child may take before it is killed (a hang at exit or in a forked child).
 LIMIT = 120.0
+#: Seconds a forked worker that only waits for the compiles it knows of may take.
+WORKER_LIMIT = 30.0
 
 
 def _chain():
@@ -73,10 +75,10 @@ def _forked_child_exits() -> None:
     PyTorch DataLoader) do: the worker waits for the compiles it knows of and ends as such a
     worker ends (threads joined, then ``os._exit``: a forked child of a process whose JAX
     started cannot finalize an interpreter, with or without augjax); this process then exits,
-    with 3 if the worker did not end with 0 within ``LIMIT / 2`` seconds."""
+    with 3 if the worker did not end with 0 within ``WORKER_LIMIT`` seconds."""
     worker = multiprocessing.get_context("fork").Process(target=_padding.wait_compiles)
     worker.start()
-    worker.join(LIMIT / 2)
+    worker.join(WORKER_LIMIT)
     if worker.exitcode != 0:
         if worker.exitcode is None:
             worker.kill()
