@@ -126,9 +126,10 @@ def program_key(kind: str, steps: tuple[Any, ...], config: dict[str, Any], signa
 def _origin(spec: Any) -> str:
     """An op's declaration (its plain fields: level, channels, targets, ...) and where its
     functions come from: module, qualified name, file (path and SHA-256: one module name loaded
-    from two files) and first line of its kernel, sampler and matrix, and the plain values
-    their closures hold (two ops of one name in one module, or made by one factory with other
-    values, are told apart)."""
+    from two files) and first line of its kernel, sampler and matrix, the plain values their
+    closures hold (two ops of one name in one module, or made by one factory with other
+    values, are told apart) and the plain values of the module globals they read by name (a
+    constant set at run time, ``mypack.SCALE = 0.3``, or drawn at import)."""
     parts = [spec.name]
     for field in dataclasses.fields(spec):  # the declaration (level, targets, channels, ...)
         value = getattr(spec, field.name)
@@ -143,8 +144,37 @@ def _origin(spec: Any) -> str:
         cells = [_plain(c.cell_contents) for c in (fn.__closure__ or ()) if _filled(c)]
         where = f"{_real_path(code.co_filename)}#{file_digest(code.co_filename)}"
         parts.append(f"{_module_of(fn)}:{fn.__qualname__}@{where}:{code.co_firstlineno}:"
-                     f"{cells}")
+                     f"{cells}:{_global_values(fn, code)}")
     return "|".join(parts)
+
+
+def _global_values(fn: Any, code: types.CodeType) -> list[str]:
+    """``name=value`` for each global that ``fn``'s code (nested functions included) names and
+    that holds a plain value (a number, a string, their tuples, a NumPy array)."""
+    names: set[str] = set()
+    stack = [code]
+    while stack:
+        c = stack.pop()
+        names.update(c.co_names)
+        stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    scope = getattr(fn, "__globals__", {})
+    out = []
+    for name in sorted(names):
+        value = scope.get(name, _MISSING)
+        if value is not _MISSING and _is_plain(value):
+            out.append(f"{name}={_plain(value)}")
+    return out
+
+
+_MISSING = object()
+
+
+def _is_plain(value: Any) -> bool:
+    if value is None or isinstance(value, (bool, int, float, str, bytes)):
+        return True
+    if isinstance(value, (tuple, list)):
+        return len(value) <= 4096 and all(_is_plain(v) for v in value)
+    return type(value).__module__ == "numpy" and hasattr(value, "tobytes")
 
 
 def _plain(value: Any) -> str:

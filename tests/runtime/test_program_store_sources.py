@@ -4,7 +4,7 @@ kernel imports inside its body (by name, or by a computed name), a data file and
 environment variable the pack reads at import (declared with ``@op(..., data_files=,
 env_vars=)``) each give new pixels in the next process once changed, for the op reached
 directly, through a policy's op list and eight composites deep (subprocesses); one module name
-loaded from two files gets two programs; program files dated in the future do not evict new
+loaded from two files gets two programs, and so does a module constant set before the call; program files dated in the future do not evict new
 programs, and temporary files of any age, dated in the future too, are removed (in this
 process); ``data_files=`` and ``env_vars=`` are checked when an op is declared."""
 
@@ -188,27 +188,35 @@ def twin_test_op(image, params):
 
 def test_one_module_name_loaded_from_two_files_gets_two_programs(tmp_path, monkeypatch):
     """Two op files of one module name, one declaration and one kernel line, another value:
-    the second gets a program of its own (its pixels, no load), not the first's."""
+    the second gets a program of its own (its pixels, no load), not the first's; so does the
+    first file with its constant set before the call (as a script sets ``mypack.SCALE``); the
+    first file as it was loads the first's program."""
     pytest.importorskip("flatbuffers", reason="jax.export's serialization needs flatbuffers")
     store = tmp_path / "store"
     store.mkdir(mode=0o700)
     monkeypatch.setattr(program_store, "store_dir", lambda: store)
     x = np.full((2, 8, 8, 3), 200, np.uint8)
-    counts = []
     for folder, scale in (("a", 0.5), ("b", 0.25)):
-        path = tmp_path / folder / "twin_test_ops.py"
-        path.parent.mkdir()
-        path.write_text(_TWIN.format(scale=scale))
-        spec = importlib.util.spec_from_file_location("twin_test_ops", path)
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "twin_test_ops.py").write_text(_TWIN.format(scale=scale))
+    counts = []
+    for folder, scale, set_to in (("a", 0.5, None), ("b", 0.25, None), ("a", 0.5, 0.125),
+                                  ("a", 0.5, None)):
+        spec = importlib.util.spec_from_file_location("twin_test_ops",
+                                                      tmp_path / folder / "twin_test_ops.py")
         module = importlib.util.module_from_spec(spec)
         monkeypatch.setitem(sys.modules, "twin_test_ops", module)
         spec.loader.exec_module(module)
+        if set_to is not None:
+            module.SCALE = set_to
         loads = program_store.load_count()
         out = augjax.compose(module.twin_test_op.bind())(x, key=jax.random.key(0))
-        assert np.unique(np.asarray(out)).tolist() == _expected(scale), folder
-        assert program_store.load_count() == loads, folder
+        assert np.unique(np.asarray(out)).tolist() == _expected(set_to or scale), folder
         counts.append(len(list(store.glob("*.jaxprog"))))
-    assert counts[1] == 2 * counts[0]  # programs of their own
+        if len(counts) < 4:  # programs of their own
+            assert program_store.load_count() == loads, (folder, set_to)
+    assert counts[:3] == [counts[0], 2 * counts[0], 3 * counts[0]]
+    assert program_store.load_count() > loads and counts[3] == counts[2]  # the first's, loaded
 
 
 def test_future_dated_files_do_not_evict_new_programs(tmp_path, monkeypatch):
