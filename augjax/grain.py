@@ -21,6 +21,7 @@ Outputs are NumPy arrays for :class:`RandomMap` (grain batches them) and ``jax.A
 from __future__ import annotations
 
 import multiprocessing
+import numbers
 import os
 import threading
 import warnings
@@ -227,8 +228,27 @@ class WithIndex(grain.transforms.MapWithIndex):
 
     def map_with_index(self, index: int, element: Any) -> dict:
         record = dict(element) if isinstance(element, dict) else {self.image: element}
-        record[self.index] = np.int64(index)
+        record[self.index] = _indices(index, "index")[0]
         return record
+
+
+def _indices(indices: Any, field: str) -> np.ndarray:
+    """Records' indices as int64 ``(B,)``, or InputError: integers in ``[0, 2**63)`` (read
+    before the cast, where a uint64 or a larger Python int would wrap or overflow)."""
+    flat = np.asarray(indices).reshape(-1)
+    if not flat.size:
+        return flat.astype(np.int64)
+    if flat.dtype.kind in "iu":
+        ok, lo, hi = True, flat.min(), flat.max()
+    else:  # Python ints beyond 64 bits come as an object array
+        ok = flat.dtype.kind == "O" and all(
+            isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in flat)
+        lo, hi = (min(flat), max(flat)) if ok else (0, 0)
+    if not ok or lo < 0 or hi >= 2**63:
+        got = f"indices in [{lo}, {hi}]" if ok else f"dtype {flat.dtype.name}"
+        raise InputError(f"augjax.grain: field {field!r} expects record indices, integers in "
+                         f"[0, 2**63), got {got}", argument=field)
+    return flat.astype(np.int64)
 
 
 class BatchAugment(grain.transforms.Map):
@@ -243,8 +263,10 @@ class BatchAugment(grain.transforms.Map):
     Sample ``i``'s key is ``keys_from_seeds(index_seeds([position], epoch, seed))``: with
     ``epoch_size`` given, ``epoch = index // epoch_size`` and ``position = index % epoch_size``
     (grain's indices run on across epochs with ``repeat()`` or ``num_epochs``); without it, the
-    index itself and epoch 0, or the ``epoch=`` passed to the call. The output is the batch with
-    the images (and targets, labels) replaced by ``jax.Array``s.
+    index itself and epoch 0, or the ``epoch=`` passed to the call. ``seed`` is an int in
+    ``[0, 2**64)`` (a uint64, as grain's seeds); the indices are integers in ``[0, 2**63)``, and
+    each position below ``2**31``. The output is the batch with the images (and targets, labels)
+    replaced by ``jax.Array``s.
     """
 
     def __init__(self, chain: Any, *, seed: int = 0, epoch_size: int | None = None,
@@ -254,6 +276,10 @@ class BatchAugment(grain.transforms.Map):
                                        or not isinstance(epoch_size, int) or epoch_size < 1):
             raise InputError(f"augjax.grain.BatchAugment: argument 'epoch_size' expects an int "
                              f">= 1 or None, got {epoch_size!r}", argument="epoch_size")
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) \
+                or not 0 <= seed < 2**64:
+            raise InputError(f"augjax.grain.BatchAugment: argument 'seed' expects an int in "
+                             f"[0, 2**64), got {seed!r}", argument="seed")
         self.chain = chain
         self.seed = seed
         self.epoch_size = epoch_size
@@ -272,7 +298,7 @@ class BatchAugment(grain.transforms.Map):
         """The int32 ``(B, 2)`` sample seeds for records with these indices."""
         from augjax._runtime.keys import index_seeds
 
-        idx = np.asarray(indices, np.int64).reshape(-1)
+        idx = _indices(indices, self.index)
         if epoch is not None or self.epoch_size is None:
             return index_seeds(idx, epoch or 0, self.seed)
         epochs, positions = np.divmod(idx, self.epoch_size)
@@ -309,6 +335,12 @@ class BatchAugment(grain.transforms.Map):
         seeds = self.seeds(batch[self.index], epoch=epoch)
         extra = {k: batch[k] for k in TARGETS if k in batch}
         mixes = "labels" in getattr(self.chain, "inputs", ())
+        if mixes and self.label not in batch:
+            raise InputError(
+                f"augjax.grain.BatchAugment: the chain mixes labels "
+                f"({getattr(self.chain, 'name', type(self.chain).__name__)}) and "
+                f"expects a field {self.label!r} in the batch (name it with label=...), got "
+                f"fields {sorted(batch)}", argument="label")
         args = (batch[self.image], batch[self.label]) if mixes else (batch[self.image],)
         if self.device is not None:
             args = jax.device_put(args, self.device)

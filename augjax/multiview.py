@@ -35,6 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from augjax._core.limits import MAX_VIEWS
 from augjax._core.step import Step
 from augjax.kernels.boundary import boundary_compiler_options
 from augjax._runtime.program import sampler_compiler_options
@@ -151,20 +152,23 @@ def views(groups: Mapping[str, Any]) -> Views:
 
     Args:
         groups: ``{name: (count, step)}`` for ``count`` views through one step (an op, a chain,
-            a policy), or ``{name: [step, step, ...]}`` for one step per view.
+            a policy), or ``{name: [step, step, ...]}`` for one step per view; at most 256
+            views in all (``augjax._core.limits.MAX_VIEWS``).
 
     Returns:
         A :class:`Views`: ``views(images, key=key)`` gives ``{name: (N, V, h, w, C)}``.
 
     Raises:
-        ParamError: an empty mapping, a count that is not a positive int, a view that is not an
-            augjax step, or a step that mixes labels (mixing belongs after the views).
+        ParamError: an empty mapping, a count that is not a positive int, more than 256 views,
+            a view that is not an augjax step, or a step that mixes labels (mixing belongs
+            after the views).
     """
     if not isinstance(groups, Mapping) or not groups:
         raise ParamError(f"views: argument 'groups' expects a non-empty dict "
                          f"{{name: (count, step)}} or {{name: [step, ...]}}, got {groups!r}",
                          op="views", param="groups")
     out = []
+    total = 0
     for name, value in groups.items():
         if not isinstance(name, str) or not name:
             raise ParamError(f"views: group names must be non-empty strings, got {name!r}",
@@ -175,16 +179,27 @@ def views(groups: Mapping[str, Any]) -> Views:
             if count < 1:
                 raise ParamError(f"views: group {name!r} expects a count >= 1, got {count}",
                                  op="views", param="groups")
+            _check_total(name, total + int(count))
             steps = (step,) * int(count)
         elif isinstance(value, (list, tuple)) and value:
+            _check_total(name, total + len(value))
             steps = tuple(value)
         else:
             raise ParamError(f"views: group {name!r} expects (count, step) or a list of steps, "
                              f"got {value!r}", op="views", param="groups")
+        total += len(steps)
         for v, step in enumerate(steps):
             _check_step(step, name, v)
         out.append((name, steps))
     return Views(tuple(out))
+
+
+def _check_total(name: str, total: int) -> None:
+    """At most :data:`~augjax._core.limits.MAX_VIEWS` views, checked before any is built."""
+    if total > MAX_VIEWS:
+        raise ParamError(f"views: argument 'groups' expects at most {MAX_VIEWS} views in all "
+                         f"(augjax's bound, augjax._core.limits.MAX_VIEWS), got {total} with "
+                         f"group {name!r}", op="views", param="groups")
 
 
 def _check_step(step: Any, name: str, v: int) -> None:

@@ -46,6 +46,7 @@ Kernels always see channels-last images; augjax moves CHW data to HWC and back a
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import inspect
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
@@ -244,6 +245,54 @@ class OpSpec:
 
     def __repr__(self) -> str:
         return f"<augjax op {self.name!r} level={self.level} params={list(self.params)}>"
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        """Pickled by reference, so that a chain goes to grain's worker processes with plain
+        ``pickle``: as the module attribute ``@op`` made of the kernel (its module and name,
+        ``augjax.catalog.crop.random_resized_crop``), else by its registered name. An op that
+        is neither is pickled field by field (its kernel must then be picklable)."""
+        where = _reference(self)
+        if where is None:
+            return super().__reduce_ex__(protocol)
+        return (_unpickle, where)
+
+
+def _attribute(module: str, qualname: str) -> Any:
+    obj = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _reference(spec: OpSpec) -> tuple[str, ...] | None:
+    """How :meth:`OpSpec.__reduce_ex__` finds ``spec`` again: ``("attribute", module,
+    qualname)`` or ``("registered", name)``; None when neither gives this very object."""
+    module = getattr(spec.kernel, "__module__", None)
+    qualname = getattr(spec.kernel, "__qualname__", "")
+    if module and qualname and "<locals>" not in qualname:
+        try:
+            if _attribute(module, qualname) is spec:
+                return ("attribute", module, qualname)
+        except (ImportError, AttributeError):
+            pass
+    from augjax._plugins.registry import REGISTRY
+    from augjax.errors import AugjaxError
+
+    try:
+        if REGISTRY.get(spec.name) is spec:
+            return ("registered", spec.name)
+    except AugjaxError:
+        pass
+    return None
+
+
+def _unpickle(kind: str, *where: str) -> OpSpec:
+    """The op :func:`_reference` named (in a worker process: imported there)."""
+    if kind == "attribute":
+        return _attribute(*where)
+    from augjax._plugins.registry import REGISTRY
+
+    return REGISTRY.get(where[0])
 
 
 def _seen(names: tuple[str, ...], targets: Mapping[str, Any] | None,

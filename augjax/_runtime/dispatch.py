@@ -27,7 +27,7 @@ from augjax._runtime.ragged import (
     window_structure,
 )
 from augjax._runtime.ragged_read import read_list
-from augjax._runtime.targets import prepare_targets
+from augjax._runtime.targets import check_hooks, prepare_targets
 from augjax._runtime.values import as_arguments, giving, lift
 from augjax.errors import InputError
 
@@ -137,6 +137,7 @@ def apply_steps(
     if images.ndim < 1:
         raise InputError(f"{name}: argument 'images' must be a batch, got a scalar", op=name)
     tspec, arrays = _targets(name, targets, images, layout)
+    check_hooks(steps, tspec)
     random = any(step.random for step in steps)
     # one key stays one: the sampler's program splits it
     keys = sample_keys(key, images.shape[0], name, split=False) if random else None

@@ -23,6 +23,7 @@ __all__ = [
     "check_label_range",
     "check_labels",
     "check_layout_shape",
+    "check_pixels",
     "committed",
     "label_classes",
 ]
@@ -71,6 +72,7 @@ def check_images(x: Any, spec: Any, layout: str, op: str | None = None) -> None:
             argument="images",
         )
     check_layout_shape(shape, layout, name)
+    check_pixels(shape, layout, name)
     channels = shape[LAYOUT_AXES[layout][2]]
     if spec.channels is not None and channels not in spec.channels:
         raise InputError(
@@ -104,6 +106,20 @@ def check_layout_shape(shape: tuple[int, ...], layout: str, op: str) -> None:
         op=op,
         argument="layout",
     )
+
+
+def check_pixels(shape: tuple[int, ...], layout: str, op: str) -> None:
+    """Raises InputError when the images of a batch have no pixel (a height or width of 0: a
+    failed decode, an empty crop upstream), which no op can sample from; an empty batch (N = 0)
+    is fine."""
+    h, w = shape[LAYOUT_AXES[layout][0]], shape[LAYOUT_AXES[layout][1]]
+    if h < 1 or w < 1:
+        raise InputError(
+            f"{op}: argument 'images' expects images of at least 1 x 1 pixels, got shape "
+            f"{shape} (height {h}, width {w} in layout {layout})",
+            op=op,
+            argument="images",
+        )
 
 
 def check_labels(labels: Any, batch: int, op: str) -> jax.Array:

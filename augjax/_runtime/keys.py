@@ -21,6 +21,7 @@ The scheme (docs/guide/reproducibility.md):
 from __future__ import annotations
 
 import functools
+import numbers
 
 import jax
 import jax.numpy as jnp
@@ -141,26 +142,54 @@ def index_seeds(indices, epoch: int = 0, seed: int = 0) -> np.ndarray:
     sample's keys (:func:`keys_from_seeds`) depend only on the seed, the epoch and the sample's
     index in the dataset: not on the batch size, the shard it lands on, the number of devices or
     the prefetch depth. Feed them to ops with ``seeds=`` (DALI) or
-    ``key=keys_from_seeds(...)`` (arrays).
+    ``key=keys_from_seeds(...)`` (arrays). ``seed`` takes any 64-bit value (``[0, 2**64)``, a
+    uint64 as NumPy's and grain's seeds): one of ``2**32`` or more has its high word mixed in
+    too, so it gives other seeds than its low word alone.
 
     Raises:
-        InputError: an index outside ``[0, 2**31)``, or a negative epoch or seed.
+        InputError: an index outside ``[0, 2**31)`` or not an integer, an epoch outside
+            ``[0, 2**32)`` or a seed outside ``[0, 2**64)``.
     """
-    idx = np.asarray(indices, dtype=np.int64).reshape(-1)
-    if idx.size and (idx.min() < 0 or idx.max() >= 2**31) or epoch < 0 or seed < 0:
-        raise InputError(
-            f"index_seeds: expects indices in [0, 2**31) and a non-negative epoch and seed, got "
-            f"indices in [{idx.min() if idx.size else '-'}, {idx.max() if idx.size else '-'}], "
-            f"epoch={epoch}, seed={seed}",
-            argument="indices",
-        )
+    idx = _indices(indices)
+    epoch = _whole(epoch, "epoch", 2**32)
+    seed = _whole(seed, "seed", 2**64)
     with np.errstate(over="ignore"):
-        word = _mix64(np.array([(int(seed) << 32) | (int(epoch) & 0xFFFFFFFF)], np.uint64))
+        word = _mix64(np.array([((seed & 0xFFFFFFFF) << 32) | epoch], np.uint64))
+        if seed >> 32:  # a seed of 2**32 or more: its high word too
+            word = _mix64(word ^ np.uint64(seed >> 32))
     head = int(word[0] >> np.uint64(34))  # 30 bits
     out = np.empty((idx.size, 2), np.int32)
     out[:, 0] = head
     out[:, 1] = idx
     return out
+
+
+def _indices(indices: object) -> np.ndarray:
+    """``indices`` as int64 ``(N,)`` in ``[0, 2**31)``, or InputError (read before any cast:
+    a uint64 or a Python int beyond int64 must not wrap into range)."""
+    flat = np.asarray(indices).reshape(-1)
+    if not flat.size:
+        return flat.astype(np.int64)
+    if flat.dtype.kind in "iu":
+        ints, lo, hi = True, flat.min(), flat.max()
+    else:  # Python ints beyond 64 bits come as an object array
+        ints = flat.dtype.kind == "O" and all(
+            isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in flat)
+        lo, hi = (min(flat), max(flat)) if ints else (0, 0)
+    if not ints or lo < 0 or hi >= 2**31:
+        got = f"indices in [{lo}, {hi}]" if ints else f"dtype {flat.dtype.name}"
+        raise InputError(f"index_seeds: argument 'indices' expects integers in [0, 2**31), got "
+                         f"{got}", argument="indices")
+    return flat.astype(np.int64)
+
+
+def _whole(value: object, name: str, bound: int) -> int:
+    """``value`` as an int in ``[0, bound)``, or InputError naming ``name``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) \
+            or not 0 <= int(value) < bound:
+        raise InputError(f"index_seeds: argument {name!r} expects an int in [0, 2**"
+                         f"{bound.bit_length() - 1}), got {value!r}", argument=name)
+    return int(value)
 
 
 @functools.lru_cache(maxsize=64)

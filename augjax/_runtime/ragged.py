@@ -185,8 +185,8 @@ def check_list(arrays: Sequence[Any], name: str) -> np.ndarray:
     """The int32 ``(N, 2)`` sizes of a list of HWC images of one dtype and channel count.
 
     Raises:
-        InputError: an empty list, an image that is not ``(H, W, C)``, or images of different
-            dtypes or channel counts.
+        InputError: an empty list, an image that is not ``(H, W, C)``, an image without
+            pixels (a height or width of 0), or images of different dtypes or channel counts.
     """
     if not arrays:
         raise InputError(f"{name}: argument 'images' is an empty list", op=name,
@@ -198,6 +198,11 @@ def check_list(arrays: Sequence[Any], name: str) -> np.ndarray:
             f"{name}: argument 'images' as a list expects HWC images (H, W, C) of one dtype and "
             f"channel count, got shapes {[a.shape for a in arrays]} and dtypes "
             f"{sorted({np.dtype(a.dtype).name for a in arrays})}", op=name, argument="images")
+    empty = [i for i, a in enumerate(arrays) if min(a.shape[:2]) < 1]
+    if empty:
+        raise InputError(
+            f"{name}: argument 'images' expects images of at least 1 x 1 pixels, got image "
+            f"{empty[0]} of shape {arrays[empty[0]].shape}", op=name, argument="images")
     return np.array([a.shape[:2] for a in arrays], np.int32)
 
 

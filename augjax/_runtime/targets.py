@@ -78,7 +78,7 @@ from augjax._runtime import rotated as _rotated
 from augjax._runtime.masks import decode_masks, encode_masks
 from augjax.errors import InputError
 
-__all__ = ["ORDER", "TargetSpec", "follow_targets", "prepare_targets",
+__all__ = ["ORDER", "TargetSpec", "check_hooks", "follow_targets", "prepare_targets",
            "move_boxes", "move_keypoints"]
 
 #: The target arrays a program carries, in this order.
@@ -214,6 +214,29 @@ def prepare_targets(op: str, targets: Mapping[str, Any], n: int, h: int, w: int,
     return TargetSpec(names, int(fill), fmt, norm, rule), tuple(arrays[k] for k in names)
 
 
+def check_hooks(steps: Sequence[Any], spec: TargetSpec | None) -> None:
+    """Refuses rotated boxes for a batch-level step whose hook moves boxes, before anything is
+    traced (a hook takes pixel XYXY boxes, :class:`augjax.Follow`; rotated ones have no such
+    form). :func:`follow_targets` refuses them too, for such a step inside a composite.
+
+    Raises:
+        InputError: naming the step and ``boxes_format``.
+    """
+    if spec is None or "boxes" not in spec.names or spec.boxes_format not in _rotated.ROTATED:
+        return
+    for step in steps:
+        rule = getattr(step, "follow", None) if step.level == "batch" else None
+        if rule is not None and rule.points == HOOK:
+            raise _rotated_refused(step.name, spec.boxes_format)
+
+
+def _rotated_refused(op: str, boxes_format: str) -> InputError:
+    return InputError(f"{op}: argument 'boxes_format' expects unrotated boxes (xyxy, xywh, "
+                      f"cxcywh, or their normalised forms) for this batch-level op, which moves "
+                      f"boxes by their XYXY sides; got rotated boxes ({boxes_format!r})", op=op,
+                      argument="boxes_format")
+
+
 def _default_validity(op: str, arrays: dict[str, Any], n: int) -> dict[str, Any]:
     out = dict(arrays)
     for name in ("boxes", "keypoints"):
@@ -332,16 +355,18 @@ def follow_targets(steps: Sequence[Any], params: Sequence[Any], spec: TargetSpec
         if rule is not None and rule.min_visibility > 0:
             t["boxes_seen"] = jnp.ones(t["boxes"].shape[:2], _F32)
     dtype = jnp.dtype(dtype)
+    given = t.get("boxes")  # still this object after the steps: none moved the boxes
     for step, p in zip(steps, params):
         (h2, w2, c2, dtype2, _) = step.after(Structure(h, w, c, dtype.name))
         if step.level == "batch":
-            t = _batch_targets(step, p, t, rule, (h, w), h2, w2)
+            t = _batch_targets(step, p, t, rule, (h, w), h2, w2, spec.boxes_format)
         else:
             if "masks" in t:
                 t["masks"] = jax.vmap(step.run_masks)(t["masks"], p)
             if "boxes" in t or "keypoints" in t:
                 t = _move_points(step, p, t, Meta(h, w, c, dtype.name), n, rule)
         h, w, c, dtype = h2, w2, c2, jnp.dtype(dtype2)
+    t = _unmoved_validity(t, given, rule, n, h, w)
     if "masks" in t:
         t["masks"] = decode_masks(t["masks"], mask_dtype, mask_rank, spec.mask_fill)
     if len(groups) == 2:  # (a batch hook may have made more groups of K: mosaic)
@@ -357,6 +382,17 @@ def follow_targets(steps: Sequence[Any], params: Sequence[Any], spec: TargetSpec
             (t["boxes"], t["boxes_valid"], t["boxes_count"],
              t["boxes_index"]) = _boxes.valid_first(t["boxes"], t["boxes_valid"])
     return tuple(t[k] for k in spec.outputs)
+
+
+def _unmoved_validity(t: dict[str, Any], given: Any, rule: Any, n: int, h: int,
+                     w: int) -> dict[str, Any]:
+    """The validity of boxes that no step moved (a colour-only chain): what an identity
+    geometric op gives them under the call's rule (a NaN box, one outside the image or below
+    the rule's size is invalid), their coordinates kept as given (colour ops do not clamp)."""
+    if "boxes" not in t or t["boxes"] is not given:
+        return t
+    eye = jnp.broadcast_to(jnp.eye(3, dtype=_F32), (n, 3, 3))
+    return {**t, "boxes_valid": _move_points_by(eye, t, rule, h, w)["boxes_valid"]}
 
 
 def move_boxes_by(rule: Any, m: jax.Array, boxes: jax.Array, valid: jax.Array, seen: Any,
@@ -386,28 +422,37 @@ def _move_points(step: Any, p: Any, t: dict[str, Any], meta: Meta, n: int,
     ms = jax.vmap(lambda q: tuple(m for m, _ in point_stages(step, q, meta)), axis_size=n)(p)
     t = dict(t)
     for m, (h, w) in zip(ms, sizes):
-        if "boxes" in t and t["boxes"].shape[-1] == 8:  # rotated: corners (N, M, 8)
-            t["boxes"], t["boxes_valid"], seen = jax.vmap(
-                lambda a, b, v, s, h=h, w=w: _rotated.move_by(rule, a, b, v, s, h, w))(
-                    m, t["boxes"], t["boxes_valid"], t.get("boxes_seen"))
-            if seen is not None:
-                t["boxes_seen"] = seen
-        elif "boxes" in t and rule is not None:
-            t["boxes"], t["boxes_valid"], seen = jax.vmap(
-                lambda a, b, v, s, h=h, w=w: move_boxes_by(rule, a, b, v, s, h, w))(
-                    m, t["boxes"], t["boxes_valid"], t.get("boxes_seen"))
-            if seen is not None:
-                t["boxes_seen"] = seen
-        elif "boxes" in t:
-            t["boxes"], t["boxes_valid"] = jax.vmap(
-                lambda a, b, v, h=h, w=w: move_boxes(a, b, v, h, w))(m, t["boxes"],
-                                                                   t["boxes_valid"])
+        if "boxes" in t:
+            t = _move_points_by(m, t, rule, h, w)
         if "keypoints" in t:
             t["keypoints"], t["keypoints_valid"] = jax.vmap(
                 lambda a, k, v, h=h, w=w: move_keypoints(a, k, v, h, w))(
                     m, t["keypoints"], t["keypoints_valid"])
     if "boxes" in t and _drops_boxes(step, p):  # a sampler that saw the boxes drops some
         t["boxes_valid"] = t["boxes_valid"] & p["boxes_valid"]
+    return t
+
+
+def _move_points_by(m: jax.Array, t: dict[str, Any], rule: Any, h: int,
+                    w: int) -> dict[str, Any]:
+    """``t`` with its boxes moved by the matrices ``m`` ``(N, 3, 3)`` to an ``h`` x ``w``
+    output, under the call's rule."""
+    t = dict(t)
+    if t["boxes"].shape[-1] == 8:  # rotated: corners (N, M, 8)
+        t["boxes"], t["boxes_valid"], seen = jax.vmap(
+            lambda a, b, v, s: _rotated.move_by(rule, a, b, v, s, h, w))(
+                m, t["boxes"], t["boxes_valid"], t.get("boxes_seen"))
+        if seen is not None:
+            t["boxes_seen"] = seen
+    elif rule is not None:
+        t["boxes"], t["boxes_valid"], seen = jax.vmap(
+            lambda a, b, v, s: move_boxes_by(rule, a, b, v, s, h, w))(
+                m, t["boxes"], t["boxes_valid"], t.get("boxes_seen"))
+        if seen is not None:
+            t["boxes_seen"] = seen
+    else:
+        t["boxes"], t["boxes_valid"] = jax.vmap(
+            lambda a, b, v: move_boxes(a, b, v, h, w))(m, t["boxes"], t["boxes_valid"])
     return t
 
 
@@ -420,7 +465,8 @@ def _drops_boxes(step: Any, p: Any) -> bool:
 
 
 def _batch_targets(step: Any, params: Any, t: dict[str, Any], sanitize: Any,
-                   size: tuple[int, int], h: int, w: int) -> dict[str, Any]:
+                   size: tuple[int, int], h: int, w: int,
+                   boxes_format: str = "xyxy") -> dict[str, Any]:
     """The targets after a batch-level step (input ``size``, output ``h`` x ``w``), by its
     ``batch`` hook.
 
@@ -438,6 +484,8 @@ def _batch_targets(step: Any, params: Any, t: dict[str, Any], sanitize: Any,
             raise InputError(f"{step.name}: {what} cannot follow this op"
                              f"{': ' + rule.reason if rule.reason else ''}", op=step.name,
                              argument=what)
+    if rule.points == HOOK and "boxes" in t and t["boxes"].shape[-1] != 4:
+        raise _rotated_refused(step.name, boxes_format)  # (a step inside a composite)
     hooked = {k: v for k, v in t.items() if
               (k == "masks" and rule.masks == HOOK) or (k != "masks" and rule.points == HOOK)}
     if not hooked:

@@ -130,10 +130,11 @@ def apply_dali(
     """Adds the operator for ``steps`` to the pipeline being defined and returns its outputs
     (with targets, a dict of DataNodes: the targets are more inputs and outputs of the same
     ``jax_function``)."""
-    from augjax._runtime.targets import prepare_targets
+    from augjax._runtime.targets import check_hooks, prepare_targets
 
     fn, types, _ = _dali()
     tspec, target_nodes = prepare_targets(name, dict(targets or {}), 0, 0, 0, concrete=False)
+    check_hooks(steps, tspec)
     images = inputs[0]
     labels = inputs[1] if len(inputs) > 1 else None
     source = _node_device(images)

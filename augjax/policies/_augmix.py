@@ -30,6 +30,7 @@ import jax
 import jax.numpy as jnp
 
 import augjax.policies.tables as T
+from augjax._core.limits import MAX_AUGMIX_WIDTH
 from augjax.kernels.gamma import loggamma
 from augjax._runtime.keys import decision_key
 from augjax.errors import ParamError
@@ -56,7 +57,8 @@ class AugMix(Policy):
     Args:
         severity: magnitude: torchvision draws bins in ``[0, severity)`` of 10 (1..10); timm
             levels ``U(0, severity)`` on 0..10.
-        width: number of chains (``mixture_width``).
+        width: number of chains (``mixture_width``), at most 16 (``augjax._core.limits``:
+            each chain is compiled into the program).
         depth: ops per chain; ``-1``: uniform in {1, 2, 3} per chain and sample.
         alpha: Dirichlet / Beta concentration.
         all_ops: torchvision: include brightness, color, contrast and sharpness.
@@ -73,7 +75,7 @@ class AugMix(Policy):
     """
 
     severity: int = param(3, low=1, high=10, aliases={"magnitude": "timm"})
-    width: int = param(3, low=1, aliases={"mixture_width": "torchvision"})
+    width: int = param(3, low=1, high=MAX_AUGMIX_WIDTH, aliases={"mixture_width": "torchvision"})
     depth: int = param(-1, high=_MAX_DEPTH, aliases={"chain_depth": "torchvision"})
     alpha: float = param(1.0, low=1e-6)
     all_ops: bool = param(True)

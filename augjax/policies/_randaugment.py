@@ -32,6 +32,7 @@ import jax
 import jax.numpy as jnp
 
 import augjax.policies.tables as T
+from augjax._core.limits import MAX_MAGNITUDE_BINS, MAX_POLICY_LAYERS
 from augjax._runtime.values import Lifted
 from augjax._runtime.keys import decision_key
 from augjax.errors import ParamError
@@ -85,10 +86,11 @@ class RandAugment(LayeredPolicy):
     """RandAugment with per-sample op choice, in one compiled program.
 
     Args:
-        n: ops applied per sample (layers).
+        n: ops applied per sample (layers), at most 64 (``augjax._core.limits``).
         m: magnitude: a bin index in ``[0, num_magnitude_bins - 1]`` (torchvision, dali) or a
             level on timm's 0..10 scale (``style="timm"``).
-        num_magnitude_bins: bins of the torchvision / dali scale (ignored by timm).
+        num_magnitude_bins: bins of the torchvision / dali scale (ignored by timm), at most
+            1024.
         mstd: magnitude noise per op application: ``N(m, mstd)``, ``inf`` = ``U(0, m)``.
         mmax: upper clip of the noisy level (timm default 10; bins: ``bins - 1``).
         p: probability of applying each layer (default 1.0; timm 0.5).
@@ -109,9 +111,10 @@ class RandAugment(LayeredPolicy):
         translate_pct: timm's ``translate_pct`` hparam (relative translations).
     """
 
-    n: int = param(2, low=0, aliases={"num_ops": "torchvision", "num_layers": "timm"})
+    n: int = param(2, low=0, high=MAX_POLICY_LAYERS,
+                   aliases={"num_ops": "torchvision", "num_layers": "timm"})
     m: float = param(9, kind="float", low=0.0, aliases={"magnitude": "torchvision"})
-    num_magnitude_bins: int = param(31, low=2)
+    num_magnitude_bins: int = param(31, low=2, high=MAX_MAGNITUDE_BINS)
     _: dataclasses.KW_ONLY
     mstd: float = shared("mstd")
     mmax: float | None = shared("mmax")
@@ -240,7 +243,8 @@ class TrivialAugmentWide(LayeredPolicy):
     sample, uniformly, with a uniform magnitude bin, in one compiled program.
 
     Args:
-        num_magnitude_bins: the number of magnitude bins.
+        num_magnitude_bins: the number of magnitude bins, at most 1024
+            (``augjax._core.limits``).
         ops: names of the ops to draw from; default all 14. Registered ops that declare a
             magnitude join by their registered names (driven by their own maps).
         exclude: names to leave out.
@@ -250,7 +254,7 @@ class TrivialAugmentWide(LayeredPolicy):
         interpolation: ``"nearest"`` or ``"bilinear"``; default per style.
     """
 
-    num_magnitude_bins: int = param(31, low=2)
+    num_magnitude_bins: int = param(31, low=2, high=MAX_MAGNITUDE_BINS)
     _: dataclasses.KW_ONLY
     ops: tuple[str, ...] | None = shared("ops")
     exclude: tuple[str, ...] = shared("exclude")

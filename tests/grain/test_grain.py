@@ -253,3 +253,61 @@ def test_workers_open_no_gpu_where_the_main_process_has_one():
     ops = [ag.RandomMap(_chain()), _Platforms(), grain.transforms.Batch(4)]
     batches = _take(iter(_loader(2, operations=ops)), 3)
     assert all(b["all_cpu"].all() and b["config_cpu"].all() for b in batches)
+
+
+def test_random_map_pickles_with_plain_pickle_and_gives_the_same_records():
+    """grain's worker processes get their transforms pickled: ``pickle.dumps(RandomMap(...))``
+    failed (an op's kernel is not the module attribute of its name: ``@op`` put the op there),
+    so an op now pickles by reference (its module attribute, or its registered name)."""
+    transform = ag.RandomMap(_chain(), image="image")
+    record = _source()[2]
+    before = transform.random_map(record, np.random.default_rng(4))  # compiled, then pickled
+    again = pickle.loads(pickle.dumps(transform))
+    assert again.image == "image"
+    out = again.random_map(record, np.random.default_rng(4))
+    assert out.keys() == before.keys()
+    for k in before:
+        np.testing.assert_array_equal(out[k], before[k])
+    assert pickle.loads(pickle.dumps(augjax.ops.flip)) is augjax.ops.flip
+    for step in (augjax.rand_augment(n=2, m=9), augjax.augmix(),
+                 augjax.random_apply(augjax.ops.gaussian_blur.bind(kernel_size=3))):
+        assert augjax.to_dict(pickle.loads(pickle.dumps(step))) == augjax.to_dict(step)
+
+
+def test_grain_refuses_hostile_records_seeds_and_indices_with_typed_errors():
+    """A record without pixels, a mixing chain's batch without labels, seeds and indices
+    beyond 64 bits: typed errors naming the field (they were IndexError, KeyError: 'label' and
+    OverflowError)."""
+    with pytest.raises(augjax.InputError, match="at least 1 x 1 pixels") as info:
+        ag.RandomMap(_chain()).random_map({"image": np.zeros((0, 0, 3), np.uint8)},
+                                          np.random.default_rng(0))
+    assert info.value.argument == "images"
+    mix = augjax.compose(augjax.ops.mixup.bind(alpha=0.4, num_classes=3))
+    images = np.stack([r["image"] for r in _source()[:2]])
+    with pytest.raises(augjax.InputError, match="field 'label'") as info:
+        ag.BatchAugment(mix)({"image": images, "index": np.arange(2)})
+    assert info.value.argument == "label"
+    for seed in (2**64, -1, 1.5, True):
+        with pytest.raises(augjax.InputError, match=r"'seed' expects an int in \[0, 2\*\*64\)"):
+            ag.BatchAugment(mix, seed=seed)
+    aug = ag.BatchAugment(_chain())
+    for index in ([2**64, 1], np.array([2**63, 0], np.uint64), [-1, 0], [0.5, 1.0]):
+        with pytest.raises(augjax.InputError, match="field 'index' expects record indices") \
+                as info:
+            aug({"image": images, "index": index})
+        assert info.value.argument == "index"
+    with pytest.raises(augjax.InputError, match="field 'index'"):
+        ag.WithIndex().map_with_index(2**64, images[0])
+
+
+def test_batch_augment_takes_64_bit_seeds():
+    """A seed of 2**32 or more (grain's and NumPy's seeds are uint64) gives its own keys: its
+    high word is mixed in (2**40 has the low word of seed 0); seeds below 2**32 keep theirs."""
+    images = np.stack([r["image"] for r in _source()[:2]])
+    seeds = {s: ag.BatchAugment(_chain(), seed=s).seeds(np.arange(2))
+             for s in (0, 2**40, 2**40 + 1, 2**64 - 1)}
+    assert len({v[0, 0] for v in seeds.values()}) == 4
+    np.testing.assert_array_equal(seeds[0], augjax.index_seeds(np.arange(2)))
+    out = ag.BatchAugment(_chain(), seed=2**40)({"image": images, "index": np.arange(2)})
+    ref = _chain()(images, key=augjax.keys_from_seeds(seeds[2**40]))
+    np.testing.assert_array_equal(np.asarray(out["image"]), np.asarray(ref))

@@ -399,3 +399,148 @@ def test_a_batch_of_4096_and_a_1024_pixel_image():
     out = np.asarray(chain(big, key=k[:1]))
     assert out.shape == big.shape and np.isfinite(out).all()
     assert 0.0 <= out.min() and out.max() <= 1.0
+
+
+# -- raw errors and unbounded work (issue 59) --------------------------------------------------
+@pytest.mark.parametrize("name", ALL_OPS)
+def test_images_without_pixels_are_input_errors(name):
+    """A batch of images of height or width 0 (a failed decode upstream) is refused by every
+    op before it samples: random_resized_crop and random_iou_crop raised IndexError from the
+    trace, blurs and resize IndexError or ZeroDivisionError, others returned empty images."""
+    spec = spec_or_skip(name)
+    c = channels_for(spec)
+    params = _params(spec)
+    for shape in ((2, 0, 0, c), (2, 0, 5, c), (2, 5, 0, c)):
+        x = np.zeros(shape, spec.dtypes[0])
+        err = _expect(InputError, [name, "'images'", "at least 1 x 1 pixels", str(shape)],
+                      spec, *_args(spec, x), **_key_kw(spec), **params)
+        assert err.argument == "images"
+
+
+def test_a_list_with_an_image_without_pixels_is_an_input_error():
+    images = [random_images(1, 8, 8, 3, np.uint8)[0], np.zeros((0, 6, 3), np.uint8)]
+    _expect(InputError, ["random_resized_crop", "'images'", "at least 1 x 1 pixels", "image 1",
+                         "(0, 6, 3)"], augjax.ops.random_resized_crop, images,
+            key=jax.random.key(0), size=8)
+
+
+_ROTATED = {"cxcywhr": [8.0, 8.0, 6.0, 4.0, 30.0],
+            "xyxyxyxy": [2.0, 2.0, 10.0, 2.0, 10.0, 10.0, 2.0, 10.0]}
+
+
+@pytest.mark.parametrize("fmt", sorted(_ROTATED))
+@pytest.mark.parametrize("name", ["mosaic", "copy_paste"])
+def test_rotated_boxes_in_a_pasting_op_are_input_errors(name, fmt):
+    """The pasting ops move boxes by their XYXY sides (a batch hook takes pixel XYXY boxes):
+    rotated ones raised ``TypeError: add got incompatible shapes`` from the trace."""
+    x = random_images(4, 16, 16, 3, np.uint8)
+    boxes = np.tile(np.array(_ROTATED[fmt], np.float32), (4, 1, 1))
+    before = augjax.trace_count()
+    for step in (augjax.get_op(name), augjax.compose(augjax.ops.flip, augjax.get_op(name))):
+        err = _expect(InputError, [name, "'boxes_format'", "unrotated", f"got rotated boxes "
+                                   f"({fmt!r})"], step, x, key=jax.random.key(0), boxes=boxes,
+                      boxes_format=fmt)
+        assert (err.op, err.argument) == (name, "boxes_format")
+    assert augjax.trace_count() == before, "refused after a trace"
+
+
+def test_a_colour_only_chain_flags_boxes_as_an_identity_geometric_op_does():
+    """Boxes that no op moves keep their coordinates (colour ops do not clamp) and get the
+    validity any chain gives them: a NaN box, one outside the image or below the rule's size
+    is invalid (they came back valid), as after a flip with p=0; a flag given False stays."""
+    x = random_images(2, 16, 16, 3, np.uint8)
+    boxes = np.array([[[1, 1, 8, 8], [np.nan, 1, 8, 8], [100, 100, 120, 120],
+                       [-30, -30, -20, -20], [10, 10, 10.5, 10.5], [2, 2, 20, 20],
+                       [3, 3, 9, 9]]] * 2, np.float32)
+    given = np.ones((2, 7), bool)
+    given[1, 6] = False
+    expected = np.array([[True, False, False, False, False, True, True],
+                         [True, False, False, False, False, True, False]])
+    colour = augjax.compose(augjax.ops.brightness.bind(factor=(0.5, 1.5)),
+                            augjax.ops.grayscale)
+    still = augjax.compose(augjax.ops.flip.bind(p=0.0))
+    k = jax.random.key(0)
+    out = colour(x, key=k, boxes=boxes, boxes_valid=given)
+    np.testing.assert_array_equal(np.asarray(out["boxes_valid"]), expected)
+    np.testing.assert_array_equal(np.asarray(out["boxes"]), boxes)
+    ref = still(x, key=k, boxes=boxes, boxes_valid=given)
+    np.testing.assert_array_equal(np.asarray(ref["boxes_valid"]), expected)
+    # rotated boxes, by their own rule: a NaN box and one outside the image are invalid
+    rot = np.array([[_ROTATED["cxcywhr"], [np.nan, 8, 6, 4, 30], [90, 90, 6, 4, 30]]] * 2,
+                   np.float32)
+    out = colour(x, key=k, boxes=rot, boxes_format="cxcywhr")
+    np.testing.assert_array_equal(np.asarray(out["boxes_valid"]), [[True, False, False]] * 2)
+    # (through corners and back: within float32 rounding)
+    np.testing.assert_allclose(np.asarray(out["boxes"])[:, ::2], rot[:, ::2], atol=1e-4)
+
+
+def _peak_bytes(fn) -> int:
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        fn()
+    except AugjaxError:
+        pass
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak
+
+
+_BOUNDS = {  # what is built -> (the call beyond the bound, the one at it, what the error names)
+    "views": (lambda n: augjax.views({"g": (n, augjax.ops.flip.bind())}), "MAX_VIEWS",
+              ["views", "'groups'", "at most 256 views"]),
+    "views-list": (lambda n: augjax.views({"g": [augjax.ops.flip.bind()] * n}), "MAX_VIEWS",
+                   ["views", "'groups'", "at most 256 views"]),  # (the list is the caller's)
+    "rand_augment": (lambda n: augjax.rand_augment(n=n), "MAX_POLICY_LAYERS",
+                     ["rand_augment", "'n'", "[0, 64]"]),
+    "augmix": (lambda n: augjax.augmix(width=n), "MAX_AUGMIX_WIDTH",
+               ["augmix", "'width'", "[1, 16]"]),
+    "rand_augment-bins": (lambda n: augjax.rand_augment(num_magnitude_bins=n, m=1),
+                          "MAX_MAGNITUDE_BINS", ["rand_augment", "'num_magnitude_bins'",
+                                                 "[2, 1024]"]),
+    "trivial_augment_wide-bins": (lambda n: augjax.trivial_augment_wide(num_magnitude_bins=n),
+                                  "MAX_MAGNITUDE_BINS", ["trivial_augment_wide",
+                                                         "'num_magnitude_bins'", "[2, 1024]"]),
+}
+
+
+@pytest.mark.parametrize("what", _BOUNDS)
+def test_counts_beyond_their_documented_bound_are_refused_before_any_work(what):
+    """``views({"g": (10**9, step)})`` grew to 7.8 GB and never returned, ``rand_augment(n=
+    1_000_000)`` and ``augmix(width=100_000)`` loaded for minutes: each count has a bound
+    (augjax._core.limits), checked when the step is built: a ParamError that names it, with
+    nothing traced and no memory taken for the count (a count of a million allocates less
+    than 1 MB), while the bound itself is taken."""
+    from augjax._core import limits
+
+    build, bound, fragments = _BOUNDS[what]
+    top = getattr(limits, bound)
+    before = augjax.trace_count()
+    _expect(ParamError, fragments + [str(top + 1)], build, top + 1)
+    if what != "views-list":
+        assert _peak_bytes(lambda: build(1_000_000)) < 1_000_000
+    _expect(ParamError, fragments + ["1000000"], build, 1_000_000)
+    build(top)
+    assert augjax.trace_count() == before
+
+
+def test_index_seeds_take_64_bit_seeds_and_refuse_what_does_not_fit():
+    """``index_seeds`` raised OverflowError for a seed of 2**40 or an index of 2**64: seeds take
+    ``[0, 2**64)`` (the high word mixed in), seeds below 2**32 give the seeds they gave (values
+    recorded before), and an index, epoch or seed that does not fit is a typed error."""
+    assert augjax.index_seeds(np.arange(3), 1, 7).tolist() == [[653042660, 0], [653042660, 1],
+                                                              [653042660, 2]]
+    assert augjax.index_seeds([9], 0, 2**32 - 1).tolist() == [[768639563, 9]]
+    heads = {augjax.index_seeds([0], 0, s)[0, 0] for s in (0, 2**32, 2**40, 2**64 - 1)}
+    assert len(heads) == 4
+    for args, argument, fragment in (
+            (([2**64],), "indices", "indices in [18446744073709551616, 18446744073709551616]"),
+            ((np.array([2**63], np.uint64),), "indices", "[0, 2**31)"),
+            (([1.5],), "indices", "dtype float64"),
+            (([1], -1), "epoch", "[0, 2**32)"), (([1], 2**32), "epoch", "[0, 2**32)"),
+            (([1], 0, 2**64), "seed", "[0, 2**64)"), (([1], 0, -1), "seed", "[0, 2**64)")):
+        err = _expect(InputError, ["index_seeds", f"'{argument}'", fragment],
+                      augjax.index_seeds, *args)
+        assert err.argument == argument
+    assert augjax.index_seeds([], 0, 0).shape == (0, 2)
