@@ -30,6 +30,7 @@ from augjax._runtime.lowering import (
 )
 from augjax._runtime.keys import keys_from_seeds, per_sample_keys
 from augjax.kernels.partition import tracing
+from augjax.kernels.portable import portable_compiler_options, with_portable
 from augjax._runtime.program_store import StoredProgram
 from augjax._runtime.sampler_targets import sees_targets
 from augjax._runtime.targets import follow_targets
@@ -291,7 +292,8 @@ def sampler_compiler_options(draws: Any = None) -> dict[str, Any] | None:
     keeps XLA's optimisation: unoptimised, its draws ran 10x slower (B=16, 224x224:
     salt_and_pepper 31 -> 3.1 ms, gaussian_noise 89 -> 8.4, elastic_transform 61 -> 8.1).
     Inside a user's ``jax.jit`` the sampler is part of the user's program and compiles as it
-    does (floats drawn there may differ in the last bit: XLA then contracts multiply-adds)."""
+    does (floats drawn there may differ in the last bit: XLA then contracts multiply-adds).
+    Every CPU option set includes :func:`augjax.kernels.portable.portable_compiler_options`."""
     if jax.default_backend() != "cpu":
         return None
     if draws is not None:
@@ -300,8 +302,8 @@ def sampler_compiler_options(draws: Any = None) -> dict[str, Any] | None:
         except Exception:  # noqa: BLE001  (a bad input: the call traces it again and says so)
             params = None
         if params is not None and _values_per_sample(params) > FIELD_VALUES:
-            return None
-    return {"xla_backend_optimization_level": 0}
+            return portable_compiler_options("cpu")
+    return with_portable({"xla_backend_optimization_level": 0}, "cpu")
 
 
 def _values_per_sample(params: Any) -> int:

@@ -49,6 +49,7 @@ from augjax._core.reach import recording
 from augjax._runtime import program_file
 from augjax._runtime.program_identity import code_manifest, manifest_current, program_key
 from augjax.errors import ProgramStoreWarning
+from augjax.kernels.portable import top_level as _top_level, with_portable
 
 __all__ = ["StoredProgram", "enabled", "load_count", "store_dir"]
 
@@ -170,7 +171,9 @@ class StoredProgram:
         traced = self._recorded(fn)
         self._jitted = jax.jit(traced)
         # XLA options apply to a top-level call only (JAX refuses them on a jit inside a
-        # trace): such a call runs ``_top``, a call under a trace the plain program.
+        # trace): such a call runs ``_top``, a call under a trace the plain program. Every
+        # program has the options that keep its bits the same on every CPU.
+        compiler_options = with_portable(compiler_options)
         self._options = compiler_options
         self._top = jax.jit(traced, compiler_options=compiler_options) if compiler_options \
             else self._jitted
@@ -291,17 +294,6 @@ try:  # JAX's own key of the settings that change a trace (what jax.jit's cache 
     from jax._src.config import trace_context as _jax_trace_context
 except ImportError:  # pragma: no cover  (then the key of a stored file still holds them)
     _jax_trace_context = None
-
-
-def _top_level() -> bool:
-    """Whether this call is outside any JAX trace (a jit, vmap or grad of the caller's)."""
-    return _trace_state_clean is not None and _trace_state_clean()
-
-
-try:  # JAX's own test of the trace state; where it is missing, every call counts as traced
-    from jax._src.core import trace_state_clean as _trace_state_clean
-except ImportError:  # pragma: no cover
-    _trace_state_clean = None
 
 
 def _lowering_platform(device_platform: str) -> str:

@@ -30,6 +30,7 @@ from augjax._core.meta import Meta, Window
 from augjax._runtime.program import once_cache
 from augjax._runtime.targets import move_boxes, move_keypoints
 from augjax.errors import InputError, InputTypeError
+from augjax.kernels.portable import portable_jit
 
 __all__ = ["RAGGED_OPS", "as_arrays", "check_list", "move_window_points", "pad_images",
            "plan_program", "ragged_apply", "ragged_count", "ragged_message", "window_matrix",
@@ -146,7 +147,7 @@ def plan_program(steps: tuple[Any, ...], start: int, dtype: str = "uint8"):
             return jax.vmap(lambda s, ch: one(s, ch, None))(shapes, c)
         return jax.vmap(one)(shapes, c, keys)
 
-    return jax.jit(program)
+    return portable_jit(program)
 
 
 def pad_images(images: Sequence[Any], name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -224,7 +225,7 @@ def _read_program(steps: tuple[Any, ...], out: tuple[int, int]):
 
         return jax.vmap(one)(padded, sizes, box, size, anchor)
 
-    return jax.jit(program)
+    return portable_jit(program)
 
 
 def ragged_apply(steps: tuple[Any, ...], padded: Any, sizes: Any, keys: Any, start: int,

@@ -46,6 +46,7 @@ from augjax._runtime.ragged import (
 )
 from augjax._runtime.targets import ORDER, TargetSpec, prepare_targets
 from augjax.errors import InputError
+from augjax.kernels.portable import portable_jit
 from augjax.kernels.warp import check_fill
 from augjax.kernels.window import (
     flip_taps,
@@ -182,7 +183,7 @@ def _read_program(out: tuple[int, int], copy: bool, interpolation: str, antialia
                               taps, flip)
 
     options = BY_IMAGE_OPTIONS if integer and _by_image(copy, interpolation) else None
-    return jax.jit(program, compiler_options=options)
+    return portable_jit(program, options)
 
 
 def _read_by_image(canvas, box, size, anchor, fill, out, interpolation, antialias, taps,
@@ -243,7 +244,7 @@ def _points_program(struct: Any, names: tuple[str, ...]):
                   None if struct.anchor is None else anchor)
         return tuple(move_window_points(struct, shapes, window, dict(zip(names, arrays))))
 
-    return jax.jit(program)
+    return portable_jit(program)
 
 
 def _read(prefix: tuple[Any, ...], arrays: list[np.ndarray], sizes: np.ndarray, window: Any,

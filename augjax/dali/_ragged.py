@@ -37,6 +37,7 @@ from augjax._runtime.ragged import move_window_points, plan_program, window_stru
 from augjax._runtime.targets import TargetSpec
 from augjax.dali._backend import _dali
 from augjax.errors import InputError
+from augjax.kernels.portable import portable_jit
 
 __all__ = ["ragged_read"]
 
@@ -94,7 +95,7 @@ def target_function(steps: tuple[Any, ...], start: int, with_seeds: bool, names:
     plan = plan_program(steps, start)
     struct = window_structure(steps)
 
-    @jax.jit
+    @portable_jit
     def program(shapes, *arrays):
         if with_seeds:
             keys, arrays = keys_from_seeds(arrays[0]), arrays[1:]

@@ -38,6 +38,7 @@ import jax
 from jax.experimental.layout import Layout, with_layout_constraint
 
 from augjax.kernels.platform import platform_dependent
+from augjax.kernels.portable import with_portable
 
 __all__ = ["BARRIER_PASS", "CROP", "MOVE", "MOVE_TWICE", "OTHER", "POINTWISE",
            "boundary_compiler_options", "channel_work", "image_kind", "image_kind_and_work",
@@ -111,10 +112,11 @@ def boundary_compiler_options(backend: str | None = None) -> dict[str, Any] | No
     (default: JAX's): on a CPU, the barrier expander off; elsewhere None. Not on CUDA: XLA:GPU
     emits no ``opt-barrier`` ("INTERNAL: Unsupported instruction opcode: opt-barrier", JAX
     0.11.2 on an H200, for any program holding one, the kernels' own barriers too), so the
-    expander must run there, and an expanded barrier bounds no fusion."""
+    expander must run there, and an expanded barrier bounds no fusion. On a CPU the options
+    include :func:`augjax.kernels.portable.portable_compiler_options`."""
     if (backend or jax.default_backend()) != "cpu":
         return None
-    return {"xla_disable_hlo_passes": BARRIER_PASS}
+    return with_portable({"xla_disable_hlo_passes": BARRIER_PASS}, "cpu")
 
 
 #: Primitives that compute each output element from the same element of their inputs (and

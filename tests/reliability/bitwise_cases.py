@@ -6,6 +6,7 @@ Each case's outputs are recorded as shape, dtype and a digest of their bytes. Re
 again only where a change of output is intended (and say why in the commit)::
 
     python tests/reliability/bitwise_cases.py          # rewrites bitwise_fixture.json
+    python tests/reliability/bitwise_cases.py --print [CASE ...]  # the digests as JSON
 """
 
 from __future__ import annotations
@@ -127,10 +128,13 @@ def dumps(result: dict[str, Any]) -> str:
     return "{\n" + ",\n".join(rows) + "\n}\n"
 
 
-def record() -> dict[str, Any]:
-    """Every case's digest rows (an error's type and message where a case raises)."""
+def record(only: set[str] | None = None) -> dict[str, Any]:
+    """Every case's digest rows (an error's type and message where a case raises); ``only``:
+    those cases alone."""
     out: dict[str, Any] = {}
     for case, run in cases():
+        if only is not None and case not in only:
+            continue
         try:
             out[case] = run()
         except Exception as err:  # noqa: BLE001  (recorded: an error is a behaviour too)
@@ -143,6 +147,9 @@ if __name__ == "__main__":
 
     if jax.default_backend() != "cpu":
         sys.exit("record the fixture on the CPU")
+    if sys.argv[1:2] == ["--print"]:  # the digests on stdout, the fixture untouched
+        print(json.dumps(record(set(sys.argv[2:]) or None)))
+        sys.exit(0)
     result = record()
     FIXTURE.write_text(dumps(result))
     errors = [k for k, v in result.items() if isinstance(v, dict)]

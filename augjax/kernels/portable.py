@@ -1,0 +1,83 @@
+"""XLA options under which augjax's CPU programs give the same bits on every x86-64 CPU.
+
+XLA:CPU compiles most of a program itself, for the instruction set it is told (its LLVM code
+is the same on a CPU with AVX-512 and one with AVX2 and FMA: the recorded bitwise fixture
+passes under ``XLA_FLAGS=--xla_cpu_max_isa=AVX2`` and under an emulated AMD EPYC), but it hands
+some dots and reductions to YNNPACK, a library that picks its kernels when it runs, by the CPU
+it finds. Its float32 dot on a CPU with AVX-512 sums in another order than the code XLA emits
+where YNNPACK does not take the dot (an AMD EPYC with AVX2 and FMA): ``scale_jitter``'s two
+resampling products gave other float32 bits there (the fixture's ``641cc95e`` against
+``ade592f1``). augjax's own programs therefore compile with YNNPACK's fusions off
+(:func:`portable_compiler_options`), on every CPU, so a seed gives the same bits on all of
+them; the cost was within noise on the programs that had used it (``benchmarks/README.md``,
+``portable_bits.py``). Inside a caller's ``jax.jit`` a chain compiles with the caller's
+options: there ``XLA_FLAGS=--xla_cpu_experimental_ynn_fusion_type=`` gives the same bits.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import jax
+
+__all__ = ["YNN_FUSIONS", "portable_compiler_options", "portable_jit", "top_level",
+           "with_portable"]
+
+#: The XLA:CPU option that lists the fusions XLA hands to YNNPACK (empty: none).
+YNN_FUSIONS = "xla_cpu_experimental_ynn_fusion_type"
+
+
+@functools.cache
+def _known(option: str) -> bool:
+    """Whether this jaxlib's XLA:CPU has ``option`` (an older or newer one may not: XLA
+    refuses an unknown compile option, "No such compile option")."""
+    try:
+        jax.jit(lambda x: x, compiler_options={option: ""}).lower(0.0).compile()
+    except Exception:  # noqa: BLE001  (jax.errors.JaxRuntimeError: INVALID_ARGUMENT)
+        return False
+    return True
+
+
+def portable_compiler_options(backend: str | None = None) -> dict[str, Any] | None:
+    """The options every augjax program compiles with on ``backend`` (default: JAX's): on a
+    CPU, YNNPACK's fusions off (where this XLA has the option); elsewhere None."""
+    if (backend or jax.default_backend()) != "cpu":
+        return None
+    return {YNN_FUSIONS: ""} if _known(YNN_FUSIONS) else None
+
+
+def with_portable(options: dict[str, Any] | None,
+                  backend: str | None = None) -> dict[str, Any] | None:
+    """``options`` with :func:`portable_compiler_options` added (``options`` win where both
+    name an option); None when neither has any."""
+    merged = {**(portable_compiler_options(backend) or {}), **(options or {})}
+    return merged or None
+
+
+def top_level() -> bool:
+    """Whether this call is outside any JAX trace (a jit, vmap or grad of the caller's)."""
+    return _trace_state_clean is not None and _trace_state_clean()
+
+
+try:  # JAX's own test of the trace state; where it is missing, every call counts as traced
+    from jax._src.core import trace_state_clean as _trace_state_clean
+except ImportError:  # pragma: no cover
+    _trace_state_clean = None
+
+
+class portable_jit:  # noqa: N801  (used as jax.jit is)
+    """``jax.jit(fn)`` compiled with :func:`with_portable` ``(options)`` when called outside a
+    trace; inside a caller's trace (where JAX refuses compile options on an inner jit) the
+    plain jitted ``fn``, which compiles with the caller's program."""
+
+    def __init__(self, fn: Any, options: dict[str, Any] | None = None):
+        self._plain = jax.jit(fn)
+        merged = with_portable(options)
+        self._top = jax.jit(fn, compiler_options=merged) if merged else self._plain
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return (self._top if top_level() else self._plain)(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._plain, name)
