@@ -156,7 +156,7 @@ def views(groups: Mapping[str, Any]) -> Views:
             views in all (``augjax._core.limits.MAX_VIEWS``).
 
     Returns:
-        A :class:`Views`: ``views(images, key=key)`` gives ``{name: (N, V, h, w, C)}``.
+        The views, a :class:`Views`; ``views(images, key=key)`` gives ``{name: (N, V, h, w, C)}``.
 
     Raises:
         ParamError: an empty mapping, a count that is not a positive int, more than 256 views,

@@ -209,7 +209,8 @@ def compose(*ops: Any, start: int = 0) -> Chain:
         start: the position of the first op (0 unless reproducing a slice of a longer chain).
 
     Returns:
-        A :class:`Chain`. Op ``j`` draws from ``fold_in(sample_key, start + j)``.
+        The chain of ``ops``, one :class:`Chain`; its op ``j`` draws from
+        ``fold_in(sample_key, start + j)``.
     """
     return Chain(_flatten(ops), start)
 

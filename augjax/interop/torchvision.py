@@ -606,9 +606,9 @@ def from_torchvision(transform: Any, *, dtype: Any = None) -> Any:
             dtype is not known is refused (argument ``fill`` / ``threshold`` / ``value``).
 
     Returns:
-        An :class:`augjax.Chain`; call it as ``chain(images, key=key)`` on ``(N, H, W, C)``
-        arrays (``chain(images, labels, key=key)`` with CutMix/MixUp), or inside a DALI
-        pipeline.
+        The converted chain, an :class:`augjax.Chain`; call it as ``chain(images,
+        key=key)`` on ``(N, H, W, C)`` arrays (``chain(images, labels, key=key)`` with
+        CutMix/MixUp), or inside a DALI pipeline.
 
     Raises:
         UnsupportedTransformError: a transform or setting augjax cannot reproduce; the error

@@ -226,7 +226,7 @@ def check_op(op_or_name: Any, *, on_fail: str | None = "raise",
         xfail_strict: an expected failure that passes counts as a failure.
 
     Returns:
-        A :class:`CheckReport` (a list of :class:`CheckResult`).
+        The report, a :class:`CheckReport` (a list of :class:`CheckResult`).
     """
     if on_fail not in ("raise", "warn", None):
         raise ValueError(f"check_op: on_fail must be 'raise', 'warn' or None, got {on_fail!r}")
