@@ -77,8 +77,30 @@ __all__ = ["API_VERSION", "Meta", "OpSpec", "op"]
 #: (``sample=`` hook, ``kernel(image, params, *, ...)``); 1.x kernels took a key.
 API_VERSION = "2.0"
 
+#: Abbreviations whose period ends no sentence.
+_ABBREVIATIONS = ("e.g.", "i.e.", "cf.", "vs.", "etc.")
 
 
+def first_sentence(doc: str) -> str:
+    """The first sentence of ``doc``'s first paragraph, on one line: up to the first period
+    followed by a space (or the paragraph's end) outside parentheses, brackets and code
+    spans, and not ending an abbreviation (``e.g.``); the whole paragraph when no such period
+    ends it."""
+    paragraph = " ".join(doc.strip().split("\n\n", 1)[0].split()) if doc.strip() else ""
+    depth, code = 0, False
+    for i, ch in enumerate(paragraph):
+        if ch == "`":
+            code = not code
+        elif code:
+            continue
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(depth - 1, 0)
+        elif (ch == "." and depth == 0 and paragraph[i + 1:i + 2] in ("", " ")
+              and not paragraph[:i + 1].endswith(_ABBREVIATIONS)):
+            return paragraph[:i + 1]
+    return paragraph
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -128,8 +150,9 @@ class OpSpec:
 
     @property
     def summary(self) -> str:
-        """The first line of the op's documentation."""
-        return self.doc.strip().splitlines()[0] if self.doc.strip() else ""
+        """The first sentence of the op's documentation, whole (on one line, however the
+        docstring wraps it): ``augjax list``, ``augjax info`` and the op gallery show it."""
+        return first_sentence(self.doc)
 
     def layout_after(self, layout: str, params: Mapping[str, Any]) -> str:
         """The layout of this op's output for an input of ``layout`` and these parameters."""

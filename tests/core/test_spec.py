@@ -233,3 +233,27 @@ def test_cross_parameter_check_runs_when_configured():
         spec.bind(low=0.5, high=0.3)
     with pytest.raises(ParamError, match="min_area"):  # a catalog op that declares one
         augjax.ops.random_erasing.bind(min_area=0.5, max_area=0.2)
+
+
+def _wrapped(image, params):
+    """Blends the image with its grayscale version (torchvision adjust_saturation; e.g. a
+    ``0.5 * x`` blend. RandAugment's "Color"), clamped. Params: ``factor``.
+
+    More detail here.
+    """
+    return image
+
+
+def test_summary_is_the_whole_first_sentence_however_the_docstring_wraps():
+    spec = op("wrapped_summary_op")(_wrapped)
+    assert spec.summary == ("Blends the image with its grayscale version (torchvision "
+                            "adjust_saturation; e.g. a ``0.5 * x`` blend. RandAugment's "
+                            '"Color"), clamped.')
+
+
+def test_every_registered_op_has_a_complete_summary():
+    for name in augjax.list_ops():
+        spec = augjax.get_op(name)
+        paragraph = " ".join(spec.doc.strip().split("\n\n")[0].split())
+        assert spec.summary.endswith(".") and paragraph.startswith(spec.summary), (name,
+                                                                                  spec.summary)
