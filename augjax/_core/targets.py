@@ -98,7 +98,8 @@ class Follow:
             ``"boxes_seen"`` (N, M) where ``min_visibility`` is tracked, and ``"keypoints"``
             (N, K, 2) with ``"keypoints_valid"``, and may return more of them than came
             (``mosaic``: ``M -> 4 M``), boxes clamped to the output; the call's
-            :class:`Sanitize` rule is applied to the boxes it returns.
+            :class:`Sanitize` rule is applied to the boxes it returns. Rotated boxes (which
+            have no XYXY form) are refused for such an op before anything is traced.
         reason: why targets are refused (completes the error message).
         sizes: the hook also takes ``sizes=((H, W), (out_H, out_W))``, the batch's spatial size
             before and after the op.
