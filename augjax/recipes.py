@@ -56,22 +56,10 @@ def _maybe(op: Any, p: float) -> list[Any]:
 
 
 def _blur(size: int, sigma: tuple[float, float]) -> Any:
-    """The views' Gaussian blur: augjax-contrib's ``gaussian_blur`` op.
-
-    Raises:
-        OpNotFoundError: augjax-contrib is not installed (the error says so).
-    """
+    """The views' Gaussian blur: augjax's ``gaussian_blur`` op (:mod:`augjax.catalog.blur`)."""
     from augjax import ops
-    from augjax.errors import OpNotFoundError
 
-    try:
-        op = ops.gaussian_blur
-    except OpNotFoundError as err:
-        raise OpNotFoundError(
-            "recipes: the views' Gaussian blur is the gaussian_blur op of augjax-contrib, which "
-            "is not installed (pip install augjax-contrib; SimCLR without blur: blur=False)",
-            name="gaussian_blur") from err
-    return op.bind(kernel_size=_blur_kernel(size), sigma=tuple(sigma))
+    return ops.gaussian_blur.bind(kernel_size=_blur_kernel(size), sigma=tuple(sigma))
 
 
 def view_chain(*, size: int, scale: tuple[float, float], jitter: tuple[float, ...],

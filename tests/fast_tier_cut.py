@@ -117,7 +117,7 @@ LEFT_OUT = frozenset({
     "tests/compose/test_layer_kernel.py::test_without_tritons_histogram_the_layer_counts_with_xla",
     "tests/compose/test_pair_parts.py::test_each_op_alone_draws_what_it_draws_in_the_chain",
     "tests/compose/test_pair_parts.py::test_own_draws_are_another_draw",
-    "tests/compose/test_policies.py::test_a_plugin_op_joins_rand_augment_by_its_registered_name",
+    "tests/compose/test_policies.py::test_a_registered_op_joins_rand_augment_by_its_registered_name",
     "tests/compose/test_policies.py::test_no_recompilation_after_warmup",
     "tests/compose/test_policy_compact.py::test_an_overflowing_batch_takes_the_whole_batch_path[aa-imagenet]",  # noqa: E501
     "tests/compose/test_policy_compact.py::test_compacted_layers_equal_the_whole_batch_layers",

@@ -27,7 +27,7 @@ import numpy as np
 from augjax._demo.params import demo_params, fmt, parse_rows
 from augjax._demo.pipeline import PipelineConfig, _dali, _host
 from augjax._demo.render import GridRow, render_grid, save_png
-from augjax._demo.structures import views_note, views_of
+from augjax._demo.structures import views_of
 
 __all__ = ["CLIPS_PNG", "VIEWS_PNG", "clip_step", "run_clips", "run_views", "source_size"]
 
@@ -102,13 +102,11 @@ def run_views(cfg: PipelineConfig, recipe: str, out_dir: Path) -> dict[str, Any]
         lines = [f"original {side} px"] + [f"{name}: {out.shape[1]} views, {out.shape[2]} px"
                                            for name, out in zip(views.names, groups)]
         rows.append(GridRow(f"image {i}", lines, cells))
-    note = views_note(recipe)
-    header = f"augjax.recipes.{recipe}({note or ''}) views in DALI, demo seed {cfg.seed}"
+    header = f"augjax.recipes.{recipe}() views in DALI, demo seed {cfg.seed}"
     canvas, layout = render_grid(rows, cell=side, groups=0, header=header, breaks=breaks)
     save_png(canvas, out_dir / VIEWS_PNG)
     return {
         "status": "ok", "recipe": recipe, "file": VIEWS_PNG, "source_size": side,
-        **({"note": note} if note else {}),
         "groups": {name: list(out.shape[1:]) for name, out in zip(views.names, groups)},
         "seeds": seeds.tolist(),
         "grid": {"width": canvas.width, "height": canvas.height, "cell": side,

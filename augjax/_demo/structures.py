@@ -13,7 +13,7 @@ from augjax._demo.params import demo_params
 from augjax._demo.render import GridRow, display_batch, render_grid, save_png
 from augjax._demo.sources import bundled_dir, load_rgb
 
-__all__ = ["RECIPES", "run_show_clip", "run_show_views", "views_note", "views_of"]
+__all__ = ["RECIPES", "run_show_clip", "run_show_views", "views_of"]
 
 RECIPES = ("dino", "simclr", "byol")
 
@@ -21,31 +21,13 @@ RECIPES = ("dino", "simclr", "byol")
 def views_of(recipe: str, size: int) -> Any:
     """The demo's views of ``recipe`` for a demo of ``size`` pixels: global views (DINO) or
     both views (SimCLR, BYOL) of ``size``, DINO's local views of ``size * 96 // 224`` (the
-    paper's 224 / 96), uint8. SimCLR without augjax-contrib (whose ``gaussian_blur`` the
-    recipes use) is SimCLR's ``blur=False`` setting, as :func:`views_note` says."""
+    paper's 224 / 96), uint8; every recipe with its Gaussian blur (augjax's own op)."""
     import augjax
 
     if recipe == "dino":
         return augjax.recipes.dino(global_size=size, local_size=max(8, size * 96 // 224),
                                    normalize=False)
-    if views_note(recipe) is not None:
-        return augjax.recipes.simclr(size=size, normalize=False, blur=False)
     return getattr(augjax.recipes, recipe)(size=size, normalize=False)
-
-
-def views_note(recipe: str) -> str | None:
-    """What the demo's views of ``recipe`` leave out here, or None: SimCLR's Gaussian blur
-    where augjax-contrib (its ``gaussian_blur`` op) is not installed, as in the README's
-    ``pip install "augjax[dali,demo]"``; DINO and BYOL need it (their error says so)."""
-    import augjax
-
-    if recipe != "simclr":
-        return None
-    try:
-        augjax.ops.gaussian_blur  # noqa: B018
-    except (augjax.OpNotFoundError, augjax.OpDisabledError):
-        return "blur=False: gaussian_blur is augjax-contrib's (pip install augjax-contrib)"
-    return None
 
 
 def _photo(image: str | Path | None, size: int, name: str = "01-astronaut.jpg") -> np.ndarray:

@@ -38,8 +38,8 @@ class AutoAugment(LayeredPolicy):
 
     Args:
         policy: torchvision's ``"imagenet"``, ``"cifar10"``, ``"svhn"``, or timm's ``"v0"``,
-            ``"v0r"``, ``"original"``, ``"originalr"``, ``"3a"`` (``"3a"`` needs the
-            ``gaussian_blur`` op of augjax-contrib).
+            ``"v0r"``, ``"original"``, ``"originalr"``, ``"3a"`` (``"3a"`` blurs with augjax's
+            ``gaussian_blur`` op).
         mstd: timm policies: magnitude noise ``N(level, mstd)`` (``inf``: ``U(0, level)``).
         mmax: timm policies: upper clip of the level (default 10).
         fill: fill of uncovered pixels, a fraction of the range in [0, 1] (x255 for uint8);

@@ -80,10 +80,9 @@ def _bind(entry: PolicyOp, fill: Any, interpolation: str,
     try:
         spec = REGISTRY.get(entry.op)
     except (OpNotFoundError, PluginLoadError) as err:
-        hint = " (pip install augjax-contrib)" if entry.op == "gaussian_blur" else ""
         raise ParamError(
             f"{owner}: the policy's op {entry.name!r} needs the augjax op {entry.op!r}, which is "
-            f"not available{hint}: {err}",
+            f"not available: {err}",
             op=owner,
             param="ops",
         ) from err

@@ -1,9 +1,11 @@
-"""augjax-contrib ops against independent references (torchvision, DALI CPU operators, scipy,
-PIL, float64 NumPy transcriptions of the documented formulas) plus the shared contract: uint8 and
-float32, DALI CPU pipeline == array path (bitwise), same key -> same output, other keys -> other
-output. References are built from the values the ops draw, read through the public
-``op.sample`` (never by redrawing them); ``op.apply`` with those params equals the call bitwise,
-and edited params (coins off, zero probability, zero displacement) give the identity.
+"""augjax-contrib ops, and augjax's ``gaussian_blur`` (the pack's until 0.2.0, now a core op in
+:mod:`augjax.catalog.blur`, tested here beside the other blurs), against independent references
+(torchvision, DALI CPU operators, scipy, PIL, float64 NumPy transcriptions of the documented
+formulas) plus the shared contract: uint8 and float32, DALI CPU pipeline == array path
+(bitwise), same key -> same output, other keys -> other output. References are built from the
+values the ops draw, read through the public ``op.sample`` (never by redrawing them);
+``op.apply`` with those params equals the call bitwise, and edited params (coins off, zero
+probability, zero displacement) give the identity.
 
 The pack is used from its installed copy when there is one (``pip install -e augjax_contrib``),
 else from its source tree; the registry side (entry points, ``augjax list``) is tested with a
@@ -41,6 +43,11 @@ if _spec is None or _spec.origin is None:  # not installed (or only a namespace 
 
 from augjax_contrib import blur, distort, dropout, noise  # noqa: E402
 
+from augjax.catalog import blur as core_blur  # noqa: E402
+
+#: Ops tested here that augjax itself registers (moved out of the pack: the recipes use them).
+CORE = {"gaussian_blur"}
+
 N, H, W = 4, 16, 20
 DTYPES = pytest.mark.parametrize("dtype", [np.uint8, np.float32], ids=["uint8", "float32"])
 SEEDS = seeds(N, seed=2)
@@ -51,7 +58,7 @@ WAVE = dict(ampl_x=3.0, ampl_y=2.0, freq_x=0.3, freq_y=0.2, phase_x=0.5, phase_y
 
 # One parameter set per op; each makes the op's randomness visible in a batch of 4.
 CASES = {
-    "gaussian_blur": (blur.gaussian_blur, dict(kernel_size=(5, 3), sigma=(0.3, 2.5))),
+    "gaussian_blur": (core_blur.gaussian_blur, dict(kernel_size=(5, 3), sigma=(0.3, 2.5))),
     "box_blur": (blur.box_blur, dict(kernel_size=(5, 3))),
     "motion_blur": (blur.motion_blur, dict(kernel_size=7, angle=(-180.0, 180.0),
                                            direction=(-1.0, 1.0))),
@@ -167,7 +174,7 @@ def test_the_pack_declares_one_entry_point_per_op():
     assert meta["project"]["version"] == "0.2.0"
     assert "augjax>=0.2,<0.3" in meta["project"]["dependencies"]
     eps = meta["project"]["entry-points"]["augjax.ops"]
-    assert sorted(eps) == sorted(CASES)
+    assert sorted(eps) == sorted(set(CASES) - CORE)
     modules = {"blur": blur, "noise": noise, "dropout": dropout, "distort": distort}
     for name, value in eps.items():
         module, attr = value.split(":")
@@ -178,7 +185,10 @@ def test_the_pack_declares_one_entry_point_per_op():
         assert spec.geometric == (module.endswith("distort")) and spec.matrix is None
     assert {n for m in modules.values() for n in m.__all__} == set(eps)
     core = tomllib.loads((PACK.parent / "pyproject.toml").read_text())
-    assert not set(core["project"]["entry-points"]["augjax.ops"]) & set(eps), "shadows a core op"
+    core_eps = core["project"]["entry-points"]["augjax.ops"]
+    assert not set(core_eps) & set(eps), "shadows a core op"
+    assert all(core_eps[name] == f"augjax.catalog.blur:{name}" for name in CORE)
+    assert all(augjax.op_records(name)[0].distribution == "augjax" for name in CORE)
 
 
 def test_the_pack_uses_only_the_public_augjax_api():
@@ -663,7 +673,7 @@ def test_size_one_kernels_are_the_identity():
     x = batch(np.uint8)
     # (the neutral values the ops declare are checked by augjax's kit in test_all_ops.py)
     for spec, params in [(blur.box_blur, dict(kernel_size=1)),
-                         (blur.gaussian_blur, dict(kernel_size=1))]:
+                         (core_blur.gaussian_blur, dict(kernel_size=1))]:
         kw = {"key": KEYS} if spec.random else {}
         np.testing.assert_array_equal(np.asarray(spec(x, **kw, **params)), x, err_msg=spec.name)
 
@@ -671,7 +681,7 @@ def test_size_one_kernels_are_the_identity():
 def test_bad_parameters_raise_param_errors_naming_the_op():
     x = batch(np.uint8)
     for spec, params, pname in [
-        (blur.gaussian_blur, dict(kernel_size=4), "kernel_size"),
+        (core_blur.gaussian_blur, dict(kernel_size=4), "kernel_size"),
         (blur.motion_blur, dict(kernel_size=6), "kernel_size"),
         (blur.median_blur, dict(kernel_size=4), "kernel_size"),
         (blur.pixelate, dict(block=2.5), "block"),

@@ -617,11 +617,12 @@ def test_op_subsets_and_exclusions():
     assert (np.asarray(plan["op"]) == 0).all()
 
 
-def test_a_plugin_op_joins_rand_augment_by_its_registered_name():
-    """augjax-contrib's gaussian_blur (another distribution, through its entry point) joins the
-    torchvision space by its registered name, driven by its own declared magnitude map."""
+def test_a_registered_op_joins_rand_augment_by_its_registered_name():
+    """gaussian_blur (not in torchvision's space; registered through an entry point, as a pack's
+    ops are) joins the torchvision space by its registered name, driven by its own declared
+    magnitude map."""
     record = augjax.op_records("gaussian_blur")[0]
-    assert record.distribution == "augjax-contrib"
+    assert record.entry_point == "augjax.catalog.blur:gaussian_blur"
     policy = augjax.rand_augment(n=1, m=15, ops=["Identity", "gaussian_blur"])
     assert policy.op_names == ("Identity", "gaussian_blur")
     entry = policy.space[1]

@@ -208,27 +208,26 @@ def test_committed_and_uncommitted_inputs_share_the_programs():
     np.testing.assert_array_equal(np.asarray(again["a"]), np.asarray(loose["a"]))
 
 
-def test_recipes_without_augjax_contrib(monkeypatch):
-    """Without augjax-contrib (the README's user install), whose gaussian_blur the recipes
-    blur with: a recipe with a blur names the package to install; SimCLR's blur=False needs
-    none, and the demo's SimCLR views are that setting, said in a note."""
-    from augjax._demo.structures import views_note, views_of
-    from augjax._plugins.registry import REGISTRY
+def test_recipes_need_no_pack(monkeypatch):
+    """The recipes' Gaussian blur is augjax's own op: with augjax-contrib kept from loading
+    (``AUGJAX_DISABLE_PLUGINS``, as if it were not installed) every recipe builds with its
+    blur, and the demo's SimCLR views blur too."""
+    from augjax._demo.structures import views_of
 
-    real = REGISTRY.get
+    def blurs(v):
+        chains = [step for _, group in v.groups for step in group]
+        return any("gaussian_blur" in op.name for chain in chains
+                   for op in chain.program()[0])
 
-    def get(name):
-        if name == "gaussian_blur":
-            raise augjax.OpNotFoundError("no op named 'gaussian_blur'", name=name)
-        return real(name)
-
-    assert views_note("simclr") is None  # contrib is installed here
-    monkeypatch.setattr(REGISTRY, "get", get)
-    for recipe in (augjax.recipes.dino, augjax.recipes.byol, augjax.recipes.simclr):
-        with pytest.raises(augjax.OpNotFoundError, match=r"pip install augjax-contrib"):
-            recipe(size=16) if recipe is not augjax.recipes.dino else recipe()
-    assert views_note("simclr").startswith("blur=False")
-    assert views_of("simclr", 16) == augjax.recipes.simclr(size=16, normalize=False, blur=False)
-    chains = [step for _, group in views_of("simclr", 16).groups for step in group]
-    names = [op.name for chain in chains for op in chain.program()[0]]
-    assert "random_grayscale" in names and not any("gaussian_blur" in n for n in names)
+    monkeypatch.setenv("AUGJAX_DISABLE_PLUGINS", "augjax-contrib")
+    augjax.refresh()
+    try:
+        assert "motion_blur" not in augjax.list_ops()  # the pack is off
+        assert augjax.op_records("gaussian_blur")[0].distribution == "augjax"
+        for v in (augjax.recipes.dino(), augjax.recipes.byol(size=16),
+                  augjax.recipes.simclr(size=16), views_of("simclr", 16)):
+            assert blurs(v)
+        assert not blurs(augjax.recipes.simclr(size=16, blur=False))
+    finally:
+        monkeypatch.delenv("AUGJAX_DISABLE_PLUGINS")
+        augjax.refresh()

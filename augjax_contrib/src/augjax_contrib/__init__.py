@@ -2,11 +2,11 @@
 
 The ops are found by augjax through this distribution's ``augjax.ops`` entry points (one per op)
 and imported on first use; this package imports nothing at import time. Use them as
-``augjax.ops.gaussian_blur(images, key=key)`` on arrays, or ``augjax.ops.water(images)`` inside a
+``augjax.ops.motion_blur(images, key=key)`` on arrays, or ``augjax.ops.water(images)`` inside a
 DALI ``@pipeline_def``. ``augjax list --all`` shows them with the distribution ``augjax-contrib``.
 
-Modules: :mod:`augjax_contrib.blur` (gaussian_blur, box_blur, motion_blur, median_blur,
-pixelate), :mod:`augjax_contrib.noise` (gaussian_noise, shot_noise, salt_and_pepper),
+Modules: :mod:`augjax_contrib.blur` (box_blur, motion_blur, median_blur, pixelate; the
+Gaussian blur is augjax's own, :mod:`augjax.catalog.blur`), :mod:`augjax_contrib.noise` (gaussian_noise, shot_noise, salt_and_pepper),
 :mod:`augjax_contrib.dropout` (grid_mask, channel_dropout, pixel_dropout),
 :mod:`augjax_contrib.distort` (water, sphere, elastic_transform).
 """

@@ -1,16 +1,16 @@
-"""Blur and detail-reduction ops on HWC images: Gaussian, box, motion and median blur, pixelate.
+"""Blur and detail-reduction ops on HWC images: box, motion and median blur, pixelate (the
+Gaussian blur is augjax's own: :mod:`augjax.catalog.blur`).
 
 Images are uint8 (0..255) or float32 in [0, 1]; kernels compute in float32 and return the input
 dtype (uint8 rounded half to even, as torchvision's ``round_()``). Filters use reflect-101 borders
 (``dcb|abcd|cba``: torch ``pad(mode="reflect")``, scipy ``mode="mirror"``) unless stated.
 Kernel sizes are static (part of the compiled program).
 
-Params (``op.sample``; one value per sample, float32 unless stated): ``gaussian_blur``:
-``sigma``; ``box_blur``: none; ``motion_blur``: ``angle``, ``direction``; ``median_blur``:
-``applied`` (bool); ``pixelate``: ``block`` (a whole number), ``applied`` (bool). augjax draws the
-per-sample values (a range ``(low, high)`` uniformly, an integer range as whole numbers, a number
-is used as is; a policy sets ``sigma`` from its magnitude, 0.1 to 2.0); the ``applied`` coin is
-``uniform(k, ()) < p`` from the op's ``sample`` key ``k``.
+Params (``op.sample``; one value per sample, float32 unless stated): ``box_blur``: none;
+``motion_blur``: ``angle``, ``direction``; ``median_blur``: ``applied`` (bool); ``pixelate``:
+``block`` (a whole number), ``applied`` (bool). augjax draws the per-sample values (a range
+``(low, high)`` uniformly, an integer range as whole numbers, a number is used as is); the
+``applied`` coin is ``uniform(k, ()) < p`` from the op's ``sample`` key ``k``.
 ``op.apply(x, params={...})`` applies exact values.
 """
 
@@ -26,49 +26,17 @@ from augjax import Param, op
 from augjax.kernels import (
     box_sum,
     broadcast_unbatched,
-    correlate_separable,
     filter_taps,
-    gaussian_kernel1d,
     is_int,
     median_filter,
     to_dtype,
 )
 from augjax_contrib._common import API, coin, odd_int, odd_size
 
-__all__ = ["gaussian_blur", "box_blur", "motion_blur", "median_blur", "pixelate"]
+__all__ = ["box_blur", "motion_blur", "median_blur", "pixelate"]
 
 _RADIANS = math.pi / 180.0
 _P = Param(1.0, low=0.0, high=1.0, neutral=0.0, doc="probability of applying the op to a sample")
-
-
-@op(
-    "gaussian_blur",
-    params={
-        "kernel_size": Param((5, 5), kind="size", low=1, high=99, validate=odd_size,
-                             doc="odd kernel size, int or (height, width)"),
-        "sigma": Param((0.1, 2.0), kind="float_or_pair", low=1e-3, high=100.0,
-                       magnitude=(0.1, 2.0),
-                       doc="Gaussian sigma, or a (low, high) range drawn per sample"),
-    },
-    reference="torchvision.transforms.v2.GaussianBlur",
-    api_version=API,
-)
-def gaussian_blur(image, params, *, kernel_size):
-    """Blurs each image with a Gaussian kernel whose sigma is drawn per sample.
-
-    torchvision ``GaussianBlur(kernel_size, sigma)`` semantics: ``sigma`` is a number or a range
-    ``(low, high)`` from which one sigma is drawn uniformly (used for both axes); the 1D kernel is
-    ``exp(-t^2 / (2 sigma^2))`` normalised, for ``t = -(k-1)/2 .. (k-1)/2``; borders are padded
-    with reflection (reflect-101); uint8 results are rounded. Deviations: torchvision draws one
-    sigma per call, augjax one per sample; a pair ``kernel_size`` is ``(height, width)`` here
-    (torchvision orders it ``(kx, ky)``); torchvision rejects pads as large as the image, here the
-    reflection repeats. Params: ``sigma``.
-    """
-    s = params["sigma"]
-    kh, kw = kernel_size
-    x = correlate_separable(image.astype(jnp.float32), gaussian_kernel1d(kh, s),
-                            gaussian_kernel1d(kw, s))
-    return to_dtype(x, image.dtype, rounding="round")
 
 
 @op(
