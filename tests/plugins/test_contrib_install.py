@@ -1,11 +1,17 @@
 """augjax-contrib installed for real: a wheel built from augjax_contrib/, installed with
 ``pip install --no-deps --target``, found by ``augjax list`` through its entry points, used in a
-DALI CPU pipeline as ``augjax.ops.<op>(images)``, and gone once its files are removed.
+DALI CPU pipeline as ``augjax.ops.<op>(images)``, and gone once its files are removed. And both
+packages as a user gets them: wheels of augjax and augjax-contrib built as the install page says
+(``pip wheel --no-deps -w dist . ./augjax_contrib``), installed into a fresh virtual environment,
+augjax alone first (its recipes need no pack), then the pack, with the ``augjax`` command the
+wheel installs.
 
-The checks run in fresh interpreters whose ``sys.path`` is the install target, the standard
-library and a *view* of this environment's site-packages that leaves out every ``augjax_contrib``
-entry (an editable install's ``.pth`` and ``dist-info``, or a regular install): so the wheel is
-the only copy of the pack they can see, whether or not the pack is also installed here.
+The checks run in fresh interpreters whose ``sys.path`` is the install target (or the fresh
+environment), the standard library and a *view* of this environment's site-packages that leaves
+out every ``augjax_contrib`` entry (an editable install's ``.pth`` and ``dist-info``, or a regular
+install), and every ``augjax`` entry for the fresh environment: so the wheels are the only copies
+they can see, whether or not the packages are also installed here. The dependencies (JAX, NumPy)
+come from the view: nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -21,9 +27,11 @@ import textwrap
 import zipfile
 from pathlib import Path
 
+import pytest
 import tomllib
 
-PACK = Path(__file__).resolve().parents[2] / "augjax_contrib"
+ROOT = Path(__file__).resolve().parents[2]
+PACK = ROOT / "augjax_contrib"
 DIST, VERSION = "augjax-contrib", "0.2.0"
 OPS = sorted(tomllib.loads((PACK / "pyproject.toml").read_text())
              ["project"]["entry-points"]["augjax.ops"])
@@ -90,8 +98,9 @@ CHILD = textwrap.dedent('''
 ''')
 
 
-def site_view(root: Path) -> Path:
-    """A directory of symlinks to this environment's site-packages entries, minus augjax_contrib."""
+def site_view(root: Path, leave_out: str = "augjax_contrib") -> Path:
+    """A directory of symlinks to this environment's site-packages entries, minus those whose
+    name holds ``leave_out`` (``"augjax"``: augjax's and augjax-contrib's, editable or not)."""
     view = root / "site-view"
     view.mkdir()
     for sp in [*site.getsitepackages(), site.getusersitepackages()]:
@@ -99,7 +108,7 @@ def site_view(root: Path) -> Path:
             continue
         for entry in Path(sp).iterdir():
             low = entry.name.lower().replace("-", "_")
-            if "augjax_contrib" in low or (view / entry.name).exists():
+            if leave_out in low or (view / entry.name).exists():
                 continue
             (view / entry.name).symlink_to(entry)
     return view
@@ -182,3 +191,101 @@ def test_wheel_installs_lists_runs_in_dali_and_uninstalls(tmp_path):
     assert not [r for r in report["list_json"] if r["distribution"] == DIST]
     assert DIST not in report["list_text"] and "flip" in report["list_text"]
     assert "no op named 'sphere'" in report["lookup"]
+
+
+# Runs in the fresh environment's interpreter (phase "augjax": augjax's wheel alone; "both").
+VENV_CHILD = textwrap.dedent('''
+    import json, sys
+    import augjax
+
+    report = {"dino": repr(augjax.recipes.dino()),
+              "file": augjax.__file__, "ops": augjax.list_ops(),
+              "blur": augjax.op_records("gaussian_blur")[0].distribution,
+              "simclr_blurs": any("gaussian_blur" in op.name
+                                  for _, group in augjax.recipes.simclr(size=32).groups
+                                  for chain in group for op in chain.program()[0])}
+    if "motion_blur" in report["ops"]:
+        report["motion_blur"] = augjax.op_records("motion_blur")[0].distribution
+    print("REPORT " + json.dumps(report))
+''')
+
+
+def fresh_venv(root: Path, view: Path) -> Path:
+    """A virtual environment without pip whose only extra site directory is ``view`` (added by a
+    ``.pth`` line, so the view's own ``.pth`` files run too)."""
+    venv = root / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
+                   timeout=120)
+    (purelib,) = (venv / "lib").glob("python3*/site-packages")
+    (purelib / "_deps_view.pth").write_text(f"import site; site.addsitedir({str(view)!r})\n")
+    return venv
+
+
+def venv_run(venv: Path, root: Path, *argv: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "AUGJAX_"))}
+    env.update(PYTHONNOUSERSITE="1", JAX_PLATFORMS="cpu", AUGJAX_CACHE_DIR=str(root / "cache"),
+               PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}")
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=root, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+def venv_report(venv: Path, root: Path) -> dict:
+    (root / "venv_child.py").write_text(VENV_CHILD)
+    out = venv_run(venv, root, str(venv / "bin" / "python"), str(root / "venv_child.py")).stdout
+    line = next(ln for ln in out.splitlines() if ln.startswith("REPORT "))
+    return json.loads(line[len("REPORT "):])
+
+
+@pytest.mark.slow  # two wheel builds and four fresh interpreters that import JAX: ~30 CPU-s
+def test_wheels_of_both_packages_install_into_a_fresh_venv(tmp_path):
+    # a copy of what the wheels are built from, so the tree gets no build/ or egg-info
+    src = tmp_path / "src"
+    ignore = shutil.ignore_patterns("*.egg-info", "__pycache__", "build", "dist")
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, src / name)
+    shutil.copytree(ROOT / "augjax", src / "augjax", ignore=ignore)
+    shutil.copytree(PACK, src / "augjax_contrib", ignore=ignore)
+    dist = tmp_path / "dist"
+    pip("wheel", "--no-deps", *build_isolation_args(), "-w", str(dist), ".", "./augjax_contrib",
+        cwd=src)  # the install page's command
+    core = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    (core_wheel,) = dist.glob("augjax-*.whl")
+    (pack_wheel,) = dist.glob("augjax_contrib-*.whl")
+    assert core_wheel.name == f"augjax-{core['version']}-py3-none-any.whl"
+    with zipfile.ZipFile(core_wheel) as zf:
+        names = set(zf.namelist())
+        eps = zf.read(f"augjax-{core['version']}.dist-info/entry_points.txt").decode()
+    assert {"augjax/__init__.py", "augjax/catalog/blur.py", "augjax/py.typed"} <= names
+    assert any(n.startswith("augjax/data/") for n in names)  # the bundled photos
+    assert not any(n.startswith(("augjax_contrib/", "tests/")) for n in names)
+    assert "augjax = augjax.cli.main:main" in eps
+    assert all(f"{op} = augjax.catalog." in eps for op in core["entry-points"]["augjax.ops"])
+
+    view = site_view(tmp_path, leave_out="augjax")
+    venv = fresh_venv(tmp_path, view)
+    install = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input",
+               "--python", str(venv / "bin" / "python"), "install", "--no-deps", "--no-index"]
+
+    # augjax's wheel alone: every core op, and the recipes with their Gaussian blur
+    venv_run(venv, tmp_path, *install, str(core_wheel))
+    report = venv_report(venv, tmp_path)
+    assert Path(report["file"]).is_relative_to(venv)  # the wheel's copy, not the tree
+    assert set(report["ops"]) == set(core["entry-points"]["augjax.ops"])
+    assert report["blur"] == "augjax" and report["simclr_blurs"]
+    assert report["dino"].startswith("Views(")
+    listed = venv_run(venv, tmp_path, str(venv / "bin" / "augjax"), "list").stdout
+    rows = {ln.split()[0]: ln.split()[1:] for ln in listed.splitlines() if ln.strip()}
+    assert rows["gaussian_blur"] == [f"augjax=={core['version']}"]
+    assert "augjax-contrib" not in listed
+
+    # then the pack's wheel: its ops join, listed by the installed command
+    venv_run(venv, tmp_path, *install, str(pack_wheel))
+    report = venv_report(venv, tmp_path)
+    assert set(report["ops"]) == set(core["entry-points"]["augjax.ops"]) | set(OPS)
+    assert report["motion_blur"] == DIST and report["blur"] == "augjax"
+    listed = venv_run(venv, tmp_path, str(venv / "bin" / "augjax"), "list").stdout
+    rows = {ln.split()[0]: ln.split()[1:] for ln in listed.splitlines() if ln.strip()}
+    assert {op for op, row in rows.items() if row == [f"{DIST}=={VERSION}"]} == set(OPS)
+    assert rows["gaussian_blur"] == [f"augjax=={core['version']}"]
