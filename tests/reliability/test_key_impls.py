@@ -120,11 +120,15 @@ def test_views_and_clips_hold_the_rule(impl):
     _eq(half, full[:HALF])
     assert len({v.tobytes() for v in np.asarray(full).reshape(2 * N, -1)}) == 2 * N
     _eq(full, views(x, key=_threefry_of(key))["a"])
+    keys = jax.random.split(key, N)
+    _eq(views(x[HALF:], key=keys[HALF:])["a"], views(x, key=keys)["a"][HALF:])
     clips = np.random.default_rng(1).integers(0, 256, (4, 3, H, W, 3), dtype=np.uint8)
     for per_frame in (False, True):
         out = CHAIN(clips, key=key, per_frame=per_frame)
         _eq(CHAIN(clips[:2], key=key, per_frame=per_frame), out[:2])
         _eq(out, CHAIN(clips, key=_threefry_of(key), per_frame=per_frame))
+        each = CHAIN(clips, key=keys[:4], per_frame=per_frame)
+        _eq(CHAIN(clips[2:], key=keys[2:4], per_frame=per_frame), each[2:])
 
 
 @pytest.mark.parametrize("impl", ["rbg", "unsafe_rbg"])
