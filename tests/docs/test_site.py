@@ -1,9 +1,13 @@
 """The documentation site builds from the repository with warnings as errors (``mkdocs build
 --strict``), offline, and its op gallery covers every registered op: a page with the op's
-picture (a PNG drawn by ``augjax show``), its parameters, reference semantics and target rule."""
+picture (a PNG drawn by ``augjax show``), its parameters, reference semantics, target rule and
+docstring rendered as Markdown; every policy has a page (parameters, reference, op space, a
+picture) and an API entry with its parameters."""
 
 from __future__ import annotations
 
+import html
+import inspect
 import os
 import re
 import subprocess
@@ -16,6 +20,7 @@ pytest.importorskip("mkdocs", reason="the docs extra: pip install -e '.[docs]'")
 pytest.importorskip("mkdocstrings")
 
 import augjax  # noqa: E402
+import augjax.policies  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -55,6 +60,17 @@ def test_site_builds_strict_with_every_page(site):
         assert re.search(rf'id="augjax\.(?:[\w.]+\.)?{name}"', api), name
     for html in site.rglob("*.html"):  # nothing the reader's browser must fetch from elsewhere
         assert "fonts.googleapis" not in html.read_text(encoding="utf-8"), html
+    assert ":class:" not in api and ":func:" not in api  # reST roles shown as code
+    for name in augjax.policies.FACTORIES:  # a function with every parameter, not an assignment
+        entry = api[api.index(f'id="augjax.policies.{name}"'):]
+        entry = entry[:entry.index('<h3 id=', 10)]
+        assert "data_first" not in entry and "module-attribute" not in entry, name
+        for param in inspect.signature(augjax.policies.FACTORIES[name]).parameters:
+            assert f"<code>{param}</code>" in entry, (name, param)
+    compose = api[api.index('id="augjax.chain.compose"'):]
+    returns = compose[compose.index("Returns:"):]
+    returns = returns[:returns.index("</table>")]
+    assert returns.count("<tr") == 2 and "fold_in(sample_key, start + j)" in returns
 
 
 @pytest.mark.slow
@@ -73,6 +89,19 @@ def test_the_gallery_covers_every_registered_op(site):
             assert f"<code>{param}</code>" in page, (name, param)
         with Image.open(site / "ops" / f"{slug}.png") as im:
             assert im.width > 96 and im.height > 96  # the original and at least one drawing
+        # the docstring rendered: no raw reST, no pre-formatted block cutting its lines
+        assert ":func:" not in page and "``" not in page and 'class="language-text' not in page
+        assert f"<p>{html.escape(spec.summary.split('``')[0], quote=False)}" in page, name
+    for name, factory in augjax.policies.FACTORIES.items():
+        page = (site / "ops" / name / "index.html").read_text(encoding="utf-8")
+        assert f"augjax info {name}" in page and "Reference semantics" in page
+        for param in inspect.signature(factory).parameters:
+            assert f"<code>{param}</code>" in page, (name, param)
+        for entry in augjax.policies.describe_policy(name)["ops"]:
+            assert entry["name"] in page, (name, entry["name"])
+        with Image.open(site / "ops" / f"{name}.png") as im:
+            assert im.width > 96 * 6  # the photo and its draws
+        assert f'href="{name}/"' in index
 
 
 def test_the_api_reference_names_each_object_by_its_public_path():
