@@ -32,8 +32,10 @@ Two parts, both read off the steps themselves:
   traces afresh.
 
 The key also holds, for each op found in the steps, the path and SHA-256 of the file each of its
-functions is written in (one module name loaded from two files gives two keys) and the values of
-the environment variables it declares (programs for two values are kept side by side).
+functions is written in (one module name loaded from two files gives two keys), the plain values
+of the module globals its kernel, sampler and matrix read by name (a constant set at run time)
+and the values of the environment variables it declares (programs for two values are kept side
+by side). What remains unseen is listed in docs/RELIABILITY.md ("What the store cannot see").
 
 Code without a file (``python -c``, a notebook cell) cannot be checked: such programs are not
 stored (:func:`code_manifest` returns None).
