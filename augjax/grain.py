@@ -1,6 +1,7 @@
 """grain transforms: an augjax chain per record in grain's worker processes, or per batch on device.
 
-``pip install augjax[grain]``. Two transforms, for the two places a grain pipeline augments:
+``pip install ".[grain]"`` in a checkout of augjax (``pip install "augjax[grain]"`` once augjax is
+on PyPI). Two transforms, for the two places a grain pipeline augments:
 
 - :class:`RandomMap` (``ds.random_map(...)``, or ``grain.DataLoader(operations=[...])``) runs a
   chain on ONE record's image (and its targets) on the CPU, inside grain's worker processes. A
@@ -35,7 +36,8 @@ try:
     import grain
 except ImportError as err:  # pragma: no cover - exercised only without the extra
     raise BackendUnavailableError(
-        "augjax.grain needs grain: pip install augjax[grain] (or pip install grain)") from err
+        "augjax.grain needs grain: pip install 'grain>=0.2.12' (or augjax's extra: "
+        "pip install '.[grain]' in a checkout of augjax)") from err
 
 
 def _require_transforms(module: Any) -> None:
@@ -54,7 +56,7 @@ def _require_transforms(module: Any) -> None:
         have += f" at {getattr(module, '__file__', None) or '?'}"
         raise BackendUnavailableError(
             f"augjax.grain needs grain>=0.2.12 (grain.transforms.{', '.join(missing)}); found "
-            f"{have}: pip install -U 'augjax[grain]' (or pip install -U 'grain>=0.2.12')")
+            f"{have}: pip install -U 'grain>=0.2.12'")
 
 
 _require_transforms(grain)

@@ -14,6 +14,7 @@ def _dali():
     except ImportError as err:  # pragma: no cover - exercised only without DALI
         raise BackendUnavailableError(
             "augjax: DALI pipelines need NVIDIA DALI with its JAX plugin: "
-            "pip install 'augjax[dali]' (CPU or CUDA 12) or 'augjax[cuda12]'"
+            "pip install nvidia-dali-cuda120 (CPU, or CUDA 12; nvidia-dali-cuda130 for CUDA 13), "
+            "or augjax's extra: pip install '.[dali]' in a checkout of augjax"
         ) from err
     return fn, types, jax_fn

@@ -1,7 +1,7 @@
 """docs/getting-started/install.md: the table of which package an op comes from is the entry
 points of augjax's and augjax-contrib's pyproject.toml, row for row (every op once, in its
-package), and the page's install commands are the checkout's; every page quotes the extras of its
-``pip install`` commands."""
+package), and the page's install commands are the checkout's; every page (and augjax's error
+messages) quotes the extras of its ``pip install`` commands."""
 
 from __future__ import annotations
 
@@ -44,10 +44,11 @@ def test_install_commands_are_the_checkouts_and_quote_their_extras():
         assert all(t[0] in "\"'" for t in cmd.split() if "[" in t), f"unquoted extras: {cmd}"
 
 
-def test_every_page_quotes_the_extras_of_its_pip_installs():
-    """``pip install augjax[grain]`` fails in zsh (no matches found): every page quotes them."""
+def test_every_page_and_message_quotes_the_extras_of_its_pip_installs():
+    """``pip install augjax[grain]`` fails in zsh (no matches found): every page, and every
+    error message and docstring of augjax, quotes them."""
     pages = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", ROOT / "augjax_contrib" / "README.md",
-             *sorted((ROOT / "docs").rglob("*.md"))]
+             *sorted((ROOT / "docs").rglob("*.md")), *sorted((ROOT / "augjax").rglob("*.py"))]
     unquoted = []
     for page in pages:
         for line in page.read_text(encoding="utf-8").splitlines():
