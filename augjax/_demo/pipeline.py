@@ -4,7 +4,9 @@
 
 One pipeline per row, so that an op that fails cannot take the others down; each pipeline runs
 ``draws`` iterations over the same batch, and its RNG (seeded by the demo seed) gives every
-iteration and every sample its own draw.
+iteration and every sample its own draw. A row whose op reads instance masks (``copy_paste``:
+``sample_targets`` holds ``"masks"``) gets :func:`instance_masks` as ``masks=``: two drawn
+instances per image, so that it pastes instances, not whole images.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import numpy as np
 
 from augjax.errors import BackendUnavailableError
 
-__all__ = ["PipelineConfig", "RowOutput", "run_pipeline"]
+__all__ = ["PipelineConfig", "RowOutput", "instance_masks", "run_pipeline"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,14 +92,28 @@ def _adapt(fn, types, x: Any, spec: Any, state: dict[str, Any], adapted: list[st
     return x
 
 
+def instance_masks(size: int) -> np.ndarray:
+    """Two instances on a ``size`` x ``size`` image, ``(size, size, 2)`` uint8 (channel ``m``
+    is 1 inside instance ``m``): a disc at the upper left and a box at the lower right."""
+    yy, xx = (np.mgrid[0:size, 0:size] + 0.5) / size
+    disc = (xx - 0.32) ** 2 + (yy - 0.36) ** 2 < 0.2 ** 2
+    box = (xx > 0.55) & (xx < 0.9) & (yy > 0.5) & (yy < 0.88)
+    return np.stack([disc, box], axis=-1).astype(np.uint8)
+
+
+def _needs_instances(steps: list[Any]) -> bool:
+    """Whether an op of the row draws from instance masks (``copy_paste``)."""
+    return any("masks" in step.spec.sample_targets for step in steps)
+
+
 class _Single:
     """One bound op with the call interface of a chain (``inputs``, ``__call__``)."""
 
     def __init__(self, step: Any) -> None:
         self.step, self.inputs = step, step.spec.inputs
 
-    def __call__(self, *inputs: Any, layout: str) -> Any:
-        return self.step(*inputs, layout=layout)
+    def __call__(self, *inputs: Any, layout: str, **targets: Any) -> Any:
+        return self.step(*inputs, layout=layout, **targets)
 
 
 def _fused(steps: list[Any]) -> Any:
@@ -120,6 +136,9 @@ def run_pipeline(cfg: PipelineConfig, steps: list[Any] | None) -> RowOutput:
     gpu = cfg.device == "gpu"
     adapted: list[str] = []
     state = {"dtype": "uint8", "layout": "HWC", "channels": 3}
+    masks = instance_masks(cfg.size) if steps and _needs_instances(steps) else None
+    if masks is not None:
+        adapted.append("masks=: 2 instances per image (a disc, a box)")
 
     @pipeline_def(batch_size=cfg.batch, num_threads=2, device_id=0 if gpu else None,
                   seed=cfg.seed, prefetch_queue_depth=1)
@@ -133,11 +152,15 @@ def run_pipeline(cfg: PipelineConfig, steps: list[Any] | None) -> RowOutput:
         if steps:
             x = _adapt(fn, types, x, steps[0].spec, state, adapted)
             op = _fused(steps)
+            targets = {} if masks is None else {"masks": types.Constant(
+                masks, layout="HWC", device="gpu" if gpu else "cpu")}
             if "labels" in op.inputs:
-                x, y = op(x, y, layout=state["layout"])
+                out = op(x, y, layout=state["layout"], **targets)
+                x, y = (out["images"], out["labels"]) if isinstance(out, dict) else out
             else:
-                out = op(x, layout=state["layout"])
-                x = out[0] if isinstance(out, tuple) else out
+                out = op(x, layout=state["layout"], **targets)
+                x = out["images"] if isinstance(out, dict) else \
+                    out[0] if isinstance(out, tuple) else out
             for step in steps:
                 state["layout"] = step.spec.layout_after(state["layout"], step.kwargs)
         return x, y

@@ -137,11 +137,13 @@ def render_grid(rows: Sequence[GridRow], *, cell: int, groups: int, header: str,
     gap_before = {i for i in range(1, n_cells) if (groups and i % groups == 0) or i in breaks}
     gaps = len(gap_before)
     width = LABEL_WIDTH + n_cells * (cell + PAD) + gaps * GROUP_GAP + PAD
-    head_h = 2 * PAD + line_h + 4
+    head = _wrap(scratch, header, head_font, width - 2 * PAD)  # a long header wraps
+    head_h = 2 * PAD + len(head) * line_h + 4
     height = head_h + sum(h + PAD for _, _, _, h in laid) + PAD
     canvas = Image.new("RGB", (width, height), BACKGROUND)
     draw = ImageDraw.Draw(canvas)
-    draw.text((PAD, PAD), header, fill=TEXT, font=head_font)
+    for i, ln in enumerate(head):
+        draw.text((PAD, PAD + i * line_h), ln, fill=TEXT, font=head_font)
     columns, tops = [], []
     x = LABEL_WIDTH
     for i in range(n_cells):

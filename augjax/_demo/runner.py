@@ -196,6 +196,7 @@ def run_demo(opts: DemoOptions, log=None) -> DemoResult:
                 if lab.ndim == 2 and lab.dtype.kind == "f" and lab.shape[1] > 1:
                     lines.append(f"labels -> soft, {lab.shape[1]} classes")
                 lines += [how] if how else []
+                lines += [a for a in result.adapted if a.startswith("masks=")]
                 cells = [shown[d][0][i] for i in range(opts.batch) for d in range(opts.draws)]
                 grid.append(GridRow(row.name, lines, cells))
                 record.update(

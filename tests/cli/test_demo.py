@@ -140,6 +140,44 @@ def test_op_rows_show_what_each_op_does(demo_run):
             assert np.abs(cells[i] - expect).max() <= 1.5
 
 
+def test_copy_paste_row_pastes_instances_not_whole_images(tmp_path):
+    """The demo gives ``copy_paste`` two instances per image (a disc at the upper left, a box at
+    the lower right): a cell differs from its original only inside them (whole images were
+    pasted before), and some instance is pasted."""
+    assert _demo(tmp_path, ops="copy_paste") == 0
+    summary = json.loads((tmp_path / "demo.json").read_text())
+    grid = np.asarray(Image.open(tmp_path / "demo.png").convert("RGB"))
+    orig, cells = _row(grid, summary, 0), _row(grid, summary, 1)
+    yy, xx = (np.mgrid[0:SIZE, 0:SIZE] + 0.5) / SIZE
+    inside = ((xx - 0.32) ** 2 + (yy - 0.36) ** 2 < 0.2 ** 2) | (
+        (xx > 0.55) & (xx < 0.9) & (yy > 0.5) & (yy < 0.88))
+    near = inside.copy()  # one pixel of slack at the shapes' edges
+    for axis in (0, 1):
+        for shift in (-1, 1):
+            near |= np.roll(inside, shift, axis=axis)
+    changed = [np.any(c != o, axis=-1) for o, c in zip(orig, cells)]
+    assert not any((ch & ~near).any() for ch in changed)
+    assert any((ch & inside).any() for ch in changed)
+    assert "masks=: 2 instances per image (a disc, a box)" in summary["ops"][0]["adapted"]
+
+
+def test_a_long_grid_header_wraps_inside_the_picture():
+    """A header longer than the grid is wide (the views picture's title ran off it) wraps onto
+    more lines: every line is drawn, the rows move down; a short one keeps one line."""
+    from augjax._demo.render import BACKGROUND, GridRow, render_grid
+
+    rows = [GridRow("row", [], [np.zeros((SIZE, SIZE, 3), np.uint8)])]
+    short, layout = render_grid(rows, cell=SIZE, groups=0, header="short")
+    long, long_layout = render_grid(rows, cell=SIZE, groups=0, header="a long title " * 12)
+    ink = np.any(np.asarray(long)[:, :, :] != np.asarray(BACKGROUND, np.uint8), axis=-1)
+    top = long_layout["rows"][0]
+    lines = top - layout["rows"][0]
+    assert lines >= 3 * 15 and long.width == short.width  # 15 px a line: 4 lines or more
+    band = ink[:top]
+    text_rows = np.flatnonzero(band.any(axis=1))
+    assert text_rows.max() > top - 15 - 10  # the last line is drawn, just above the rows
+
+
 def test_same_seed_gives_the_same_png_bytes(demo_run, tmp_path, capsys):
     _, out, _, _ = demo_run
     assert _demo(tmp_path / "again") == 0
