@@ -92,10 +92,13 @@ def _adapt(fn, types, x: Any, spec: Any, state: dict[str, Any], adapted: list[st
     return x
 
 
-def instance_masks(size: int) -> np.ndarray:
-    """Two instances on a ``size`` x ``size`` image, ``(size, size, 2)`` uint8 (channel ``m``
-    is 1 inside instance ``m``): a disc at the upper left and a box at the lower right."""
-    yy, xx = (np.mgrid[0:size, 0:size] + 0.5) / size
+def instance_masks(height: int, width: int | None = None) -> np.ndarray:
+    """Two instances on a ``height`` x ``width`` image (square by default), ``(height, width,
+    2)`` uint8 (channel ``m`` is 1 inside instance ``m``): a disc at the upper left and a box
+    at the lower right, in fractions of the image's sides."""
+    width = height if width is None else width
+    yy, xx = np.mgrid[0:height, 0:width] + 0.5
+    yy, xx = yy / height, xx / width
     disc = (xx - 0.32) ** 2 + (yy - 0.36) ** 2 < 0.2 ** 2
     box = (xx > 0.55) & (xx < 0.9) & (yy > 0.5) & (yy < 0.88)
     return np.stack([disc, box], axis=-1).astype(np.uint8)

@@ -169,13 +169,20 @@ def run_show(name: str, *, param: str | None = None, magnitudes: Sequence[float]
                      Image.Resampling.LANCZOS)
     base = np.asarray(pil, dtype=np.uint8)
     x, layout, notes = _prepare(spec, base)
-    labels = None
-    if "labels" in spec.inputs:
+    labels, targets = None, {}
+    instances = "masks" in spec.sample_targets  # copy_paste: a partner and its instances
+    if "labels" in spec.inputs or instances:
         partner = load_rgb(bundled_dir() / "02-chelsea.jpg").resize(pil.size,
                                                                     Image.Resampling.LANCZOS)
         px, _, _ = _prepare(spec, np.asarray(partner, dtype=np.uint8))
         x = np.concatenate([x, px])
+    if "labels" in spec.inputs:
         labels = np.arange(2, dtype=np.int32)
+    if instances:
+        from augjax._demo.pipeline import instance_masks
+
+        targets["masks"] = np.stack([instance_masks(pil.height, pil.width)] * 2)
+        notes.append("masks=: a disc and a box of the partner photo")
     given, _ = demo_params(spec, num_classes=2, size=size)
     # Only what must be given; every other parameter keeps its default, so that the strip shows
     # the effect of the swept one alone. An op shown once gets all of the demo's parameters.
@@ -191,9 +198,10 @@ def run_show(name: str, *, param: str | None = None, magnitudes: Sequence[float]
         if sweep.param is not None:
             call[sweep.param] = value
         bound = spec.bind(**call)
-        result = bound(x, labels, key=key, layout=layout) if labels is not None \
-            else bound(x, key=key, layout=layout)
-        out_x = result[0] if isinstance(result, tuple) else result
+        result = bound(x, labels, key=key, layout=layout, **targets) if labels is not None \
+            else bound(x, key=key, layout=layout, **targets)
+        out_x = result["images"] if isinstance(result, dict) else \
+            result[0] if isinstance(result, tuple) else result
         shown, how = display_batch(np.asarray(out_x), spec.layout_after(layout, bound.kwargs))
         cells.append(shown[0])
         texts.append(f"{sweep.param}={shown_as[len(texts) - 1]}" if sweep.param else spec.name)

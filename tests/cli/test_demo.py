@@ -340,6 +340,22 @@ def _strip_cells(path: Path, result) -> list[np.ndarray]:
                                                                            result.cells)]
 
 
+def test_show_copy_paste_pastes_the_partner_photos_instances(tmp_path):
+    """``augjax show copy_paste`` (the gallery's picture) pastes a partner photo's instances (a
+    disc and a box): the cell is the original outside them and the partner inside where
+    pasted (one photo alone pasted onto itself, showing nothing, before)."""
+    out = tmp_path / "copy_paste.png"
+    result = run_show("copy_paste", size=40, out=out)
+    original, pasted = (c.astype(np.int64) for c in result.cells)
+    h, w = original.shape[:2]
+    yy, xx = np.mgrid[0:h, 0:w] + 0.5
+    yy, xx = yy / h, xx / w
+    inside = ((xx - 0.32) ** 2 + (yy - 0.36) ** 2 < 0.2 ** 2) | (
+        (xx > 0.55) & (xx < 0.9) & (yy > 0.5) & (yy < 0.88))
+    changed = np.any(pasted != original, axis=-1)
+    assert changed.any() and not (changed & ~inside).any()
+
+
 def test_show_sweeps_the_magnitude_range(tmp_path):
     out = tmp_path / "rotate.png"
     result = run_show("rotate", size=40, out=out)
