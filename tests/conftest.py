@@ -1,5 +1,6 @@
 """Shared fixtures. GPU tests (``@pytest.mark.gpu``) are skipped, with the reason, where JAX
-sees no GPU or DALI is missing; run them on the GPU machine with ``pytest -m gpu``.
+sees no GPU or DALI is missing; run them on the GPU machine with ``pytest -m gpu``. TPU tests
+(``@pytest.mark.tpu``) likewise where JAX sees no TPU: ``pytest -m tpu -p no:xdist``.
 
 The tests are grouped by the room of the package they test (core, runtime, catalog, plugins,
 compose, dali, reliability, cli); the shared helpers (``helpers``, ``plugin_site``) live here,
@@ -159,6 +160,17 @@ def _program_store_off_in_process(request, monkeypatch):
         from augjax._runtime import program_store
 
         monkeypatch.setattr(program_store, "store_dir", lambda: None)
+
+
+def _tpu_reason() -> str | None:
+    try:
+        import jax
+
+        if any(d.platform == "tpu" for d in jax.devices()):
+            return None
+    except RuntimeError:
+        pass
+    return "needs a TPU (JAX sees none); run on a TPU machine with pytest -m tpu -p no:xdist"
 
 
 def _gpu_reason() -> str | None:
@@ -527,13 +539,13 @@ def pytest_collection_modifyitems(config, items):
         elif _slow_in_the_fast_tier(item.nodeid):
             item.add_marker(pytest.mark.slow)
     _check_fast_params(items)
-    reason = _gpu_reason()
-    if reason is None:
-        return
-    skip = pytest.mark.skip(reason=reason)
-    for item in items:
-        if "gpu" in item.keywords:
-            item.add_marker(skip)
+    for mark, reason in (("gpu", _gpu_reason()), ("tpu", _tpu_reason())):
+        if reason is None:
+            continue
+        skip = pytest.mark.skip(reason=reason)
+        for item in items:
+            if mark in item.keywords:
+                item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")

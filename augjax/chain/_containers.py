@@ -22,6 +22,7 @@ from augjax.chain._composite import Composite
 from augjax.chain._config import Node, encode
 from augjax.chain._element import as_element, draw_element, layout_set, meta_after
 from augjax.errors import InputError, ParamError
+from augjax.kernels.products import matmul
 
 __all__ = ["KEY_DATA_MAX", "Chain", "Sequential", "check_same_outputs", "compose"]
 
@@ -194,7 +195,7 @@ class Chain(Composite):
     def matrix(self, params, meta):
         m = jnp.eye(3, dtype=jnp.float32)
         for el, p in zip(self.steps, params["steps"]):
-            m = el.matrix(p, meta) @ m
+            m = matmul(el.matrix(p, meta), m)
             meta = meta_after(el, meta)
         return m
 

@@ -14,6 +14,7 @@ from augjax._core.spec import OpSpec
 from augjax._core.step import Structure
 from augjax.errors import InputError
 from augjax.kernels.matrix import warp_by
+from augjax.kernels.products import HIGHEST
 from augjax.kernels.warp import INTERPOLATIONS, check_fill
 
 __all__ = ["invert", "matrices"]
@@ -55,7 +56,7 @@ def matrices(step: Any, params: Any, size: tuple[int, int], channels: int = 3,
     for el, p in zip(steps, all_params):
         if el.level == "sample":
             m = jax.vmap(lambda q, el=el, meta=meta: el.matrix(q, meta), axis_size=n)(p)
-            ms = m if ms is None else jnp.einsum("nij,njk->nik", m, ms)
+            ms = m if ms is None else jnp.einsum("nij,njk->nik", m, ms, precision=HIGHEST)
         out = el.after(Structure(meta.height, meta.width, meta.channels, meta.dtype))
         meta = Meta(out.height, out.width, out.channels, jnp.dtype(out.dtype).name)
     if ms is None:

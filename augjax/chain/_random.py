@@ -24,6 +24,7 @@ from augjax.chain._config import Node, encode, json_value
 from augjax.chain._element import as_sample_element, draw_element
 from augjax.chain._containers import _check_layouts, check_same_outputs, compose
 from augjax.errors import ParamError
+from augjax.kernels.products import matmul
 
 
 def _probability(owner: str, name: str, p: Any) -> float:
@@ -313,7 +314,7 @@ class SomeOf(Composite):
         m = jnp.eye(3, dtype=jnp.float32)
         for j, el in enumerate(self.ops):
             mj = el.matrix(params["ops"][j], meta)
-            m = jnp.where(params["applied"][j], mj, jnp.eye(3, dtype=jnp.float32)) @ m
+            m = matmul(jnp.where(params["applied"][j], mj, jnp.eye(3, dtype=jnp.float32)), m)
         return m
 
 

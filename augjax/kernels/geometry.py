@@ -38,6 +38,7 @@ import jax.numpy as jnp
 
 from augjax._core.meta import Meta
 from augjax._core.param import Param
+from augjax.kernels.products import matmul
 from augjax.kernels.matrix import (
     from_centered_inverse,
     from_perspective_coefficients,
@@ -172,7 +173,7 @@ class Warp:
             m = jnp.asarray(self.coeffs, jnp.float32)
         m = m if self.applied is None else jnp.where(self.applied, m, identity())
         if self.window is not None:  # the window's corner becomes the origin
-            m = translation(-self.window[1], -self.window[0]) @ m
+            m = matmul(translation(-self.window[1], -self.window[0]), m)
         return m
 
     def pixels(self, image: jax.Array, interpolation: str, fill: jax.Array | None) -> jax.Array:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from augjax.kernels.products import matmul, product
 from augjax.kernels.warp import sample
 
 __all__ = [
@@ -48,7 +49,7 @@ def mirror(horizontal, vertical, height: int, width: int) -> jax.Array:
         m = m.at[i, i].set(jnp.where(on, -1.0, 1.0))
         return m.at[i, 2].set(jnp.where(on, size - 1.0, 0.0))
 
-    return axis(vertical, height, 1) @ axis(horizontal, width, 0)
+    return matmul(axis(vertical, height, 1), axis(horizontal, width, 0))
 
 
 def _rows(m6: jax.Array) -> jax.Array:
@@ -60,7 +61,7 @@ def from_centered_inverse(m6: jax.Array, height: int, width: int) -> jax.Array:
     """The forward matrix of an affine warp given as :func:`augjax.kernels.warp.warp_affine`
     takes it: the output-to-input map ``(6,)`` in coordinates centred on the image centre."""
     c = translation(-(width - 1) / 2.0, -(height - 1) / 2.0)  # pixel -> centred
-    inverse = jnp.linalg.inv(c) @ _rows(m6) @ c  # output pixel -> input pixel
+    inverse = product(jnp.linalg.inv(c), _rows(m6), c)  # output pixel -> input pixel
     return jnp.linalg.inv(inverse)
 
 
@@ -70,7 +71,7 @@ def from_perspective_coefficients(coeffs: jax.Array) -> jax.Array:
     :func:`augjax.kernels.warp.warp_perspective` takes them)."""
     c = jnp.concatenate([jnp.asarray(coeffs, _F32), jnp.ones((1,), _F32)]).reshape(3, 3)
     half = translation(0.5, 0.5)
-    inverse = jnp.linalg.inv(half) @ c @ half
+    inverse = product(jnp.linalg.inv(half), c, half)
     return jnp.linalg.inv(inverse)
 
 
@@ -79,7 +80,7 @@ def from_pil_coefficients(coeffs: jax.Array) -> jax.Array:
     (the output-to-input map in PIL's coordinates, where pixel ``j``'s centre is at ``j + 0.5``,
     as :func:`augjax.kernels.warp_pil.warp_affine_pil` takes it)."""
     half = translation(0.5, 0.5)
-    inverse = jnp.linalg.inv(half) @ _rows(coeffs) @ half
+    inverse = product(jnp.linalg.inv(half), _rows(coeffs), half)
     return jnp.linalg.inv(inverse)
 
 

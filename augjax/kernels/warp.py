@@ -51,6 +51,7 @@ from augjax.kernels.grid_sample import (
     unnormalize,
 )
 from augjax.kernels.pixels import bound, is_int, to_dtype
+from augjax.kernels.products import matmul
 
 __all__ = [
     "INTERPOLATIONS",
@@ -199,7 +200,7 @@ def perspective_coefficients(startpoints: jax.Array, endpoints: jax.Array) -> ja
     """
     start = _square_to_quad(jnp.asarray(startpoints, _F32))
     end = _square_to_quad(jnp.asarray(endpoints, _F32))
-    m = start @ _adjugate(end)
+    m = matmul(start, _adjugate(end))
     return (m / m[2, 2]).reshape(9)[:8]
 
 

@@ -19,6 +19,7 @@ import jax.numpy as jnp
 from augjax._core.param import Param, show_value
 from augjax.chain import Composite, Node, json_value
 from augjax.errors import ParamError
+from augjax.kernels.products import matmul
 from augjax.policies._engine import bind_space, draw_branches, run_layers
 from augjax.policies._magnitude import PolicyOp
 from augjax.policies._targets import geometric_space, layer_stages, run_mask_layers
@@ -244,7 +245,7 @@ class LayeredPolicy(Policy):
     def matrix(self, params, meta):
         m = jnp.eye(3, dtype=jnp.float32)
         for stage, _ in self.stages(params, meta):  # the layers' matrices, in order
-            m = stage @ m
+            m = matmul(stage, m)
         return m
 
     def run_masks(self, mask, params):
