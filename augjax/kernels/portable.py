@@ -1,17 +1,24 @@
 """XLA options under which augjax's CPU programs give the same bits on every x86-64 CPU.
 
-XLA:CPU compiles most of a program itself, for the instruction set it is told (its LLVM code
-is the same on a CPU with AVX-512 and one with AVX2 and FMA: the recorded bitwise fixture
-passes under ``XLA_FLAGS=--xla_cpu_max_isa=AVX2`` and under an emulated AMD EPYC), but it hands
-some dots and reductions to YNNPACK, a library that picks its kernels when it runs, by the CPU
-it finds. Its float32 dot on a CPU with AVX-512 sums in another order than the code XLA emits
-where YNNPACK does not take the dot (an AMD EPYC with AVX2 and FMA): ``scale_jitter``'s two
-resampling products gave other float32 bits there (the fixture's ``641cc95e`` against
-``ade592f1``). augjax's own programs therefore compile with YNNPACK's fusions off
-(:func:`portable_compiler_options`), on every CPU, so a seed gives the same bits on all of
-them; the cost was within noise on the programs that had used it (``benchmarks/README.md``,
-``portable_bits.py``). Inside a caller's ``jax.jit`` a chain compiles with the caller's
-options: there ``XLA_FLAGS=--xla_cpu_experimental_ynn_fusion_type=`` gives the same bits.
+Two parts of XLA:CPU pick their code when they run, by the CPU they find, not by what XLA was
+told (``--xla_cpu_max_isa`` changes neither):
+
+- it hands some dots and reductions to YNNPACK (``__ynn_fusion``): augjax's programs compile
+  with those fusions off (:func:`portable_compiler_options`, every CPU program);
+- its own dot of larger matrices sums in an order that follows the CPU's vector width: a
+  kernel whose float bits matter multiplies no dense matrices on the CPU. ``scale_jitter``'s
+  resample, two dense products, gave three float32 results: ``641cc95e`` with YNNPACK on an
+  AVX-512 CPU, ``ade592f1`` with XLA's dot there (and with YNNPACK on an AMD EPYC with AVX2 and
+  FMA), ``2ed326a6`` with XLA's dot on the EPYC; it now sums each output's few nonzero taps in
+  order (elementwise code), ``ade592f1`` on both.
+
+XLA's elementwise code and reductions are the same on CPUs with and without AVX-512: the
+recorded bitwise fixture, all 138 cases, gave the same digests under ``qemu-x86_64 -cpu
+EPYC-Milan`` (an emulated AMD EPYC with AVX2 and FMA) as on an AVX-512 host, and the suite
+checks it under ``--xla_cpu_max_isa=AVX2`` as well. YNNPACK off cost nothing measurable where it
+had fused (``benchmarks/portable_bits.py``). Inside a caller's ``jax.jit`` a chain compiles
+with the caller's options: there ``XLA_FLAGS=--xla_cpu_experimental_ynn_fusion_type=`` gives
+the same bits.
 """
 
 from __future__ import annotations

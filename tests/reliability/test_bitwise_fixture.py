@@ -40,7 +40,8 @@ def test_fixture_covers_every_registered_op():
 
 
 #: The cases whose programs XLA:CPU handed to YNNPACK, whose kernels are chosen by the CPU that
-#: runs them (``augjax.kernels.portable``): a dot (scale_jitter's resample) or a reduction.
+#: runs them (``augjax.kernels.portable``): a dot (scale_jitter's resample, before its taps
+#: form) or a reduction.
 YNN_CASES = ("op/scale_jitter/float32", "op/contrast/float32", "op/color_twist/float32",
              "op/random_photometric_distort/float32")
 _X86 = platform.machine().lower() in ("x86_64", "amd64")
@@ -62,9 +63,13 @@ def _print_cases(tmp_path: Path, xla_flags: str, *only: str) -> dict[str, object
 def test_outputs_keep_their_bits_on_a_cpu_without_avx512(tmp_path):
     """The same bits where XLA:CPU may emit no AVX-512 (an AMD EPYC with AVX2 and FMA): every
     case, compiled in a fresh process under ``--xla_cpu_max_isa=AVX2``, gives the recorded
-    digests. (Before, ``scale_jitter`` float32 gave ``ade592f1...`` on such a CPU against the
-    recorded ``641cc95e...``: its dots ran in YNNPACK, whose kernels follow the CPU found at
-    run time, not this option; ``test_no_program_runs_ynnpack`` covers that.)"""
+    digests. This option governs XLA's own code generation only; what XLA:CPU picks at run time
+    by the CPU it finds (YNNPACK's kernels, its dot's summation order) is kept out of augjax's
+    programs (``augjax.kernels.portable``, ``test_no_program_runs_ynnpack``,
+    ``test_scale_jitter_multiplies_no_dense_matrices``); the whole fixture was also checked
+    under an emulated EPYC (``qemu-x86_64 -cpu EPYC-Milan``), where ``scale_jitter`` float32
+    gave ``ade592f1...`` before its taps form only by chance (YNNPACK's AVX2 dot) and
+    ``2ed326a6...`` with XLA's dot."""
     got = _print_cases(tmp_path, "--xla_cpu_max_isa=AVX2")
     moved = sorted(case for case in RECORDED if got.get(case) != RECORDED[case])
     assert not moved, f"{len(moved)} cases differ under --xla_cpu_max_isa=AVX2: {moved}"
@@ -84,6 +89,21 @@ def test_no_program_runs_ynnpack(tmp_path):
     assert optimized, f"no optimized program was dumped to {dump}"
     ynn = [p.name for p in optimized if "__ynn_fusion" in p.read_text()]
     assert not ynn, f"programs with YNNPACK fusions: {ynn}"
+
+
+def test_scale_jitter_multiplies_no_dense_matrices():
+    """scale_jitter's program holds no dot: XLA:CPU's dot sums in an order that follows the
+    CPU's vector width (float32 ``2ed326a6...`` on an emulated AMD EPYC against ``ade592f1...``
+    with AVX-512); its taps are summed in order by elementwise code. Fails on the dense form."""
+    import numpy as np
+
+    from augjax import ops
+
+    x = np.zeros((2, 32, 32, 3), np.float32)
+    step = ops.scale_jitter.bind(target_size=(8, 10))
+    params = step.sample(x, key=jax.random.key(0))
+    text = jax.jit(lambda x, p: step.apply(x, params=p)).lower(x, params).as_text()
+    assert "dot_general" not in text and "stablehlo.dot" not in text
 
 
 @pytest.mark.parametrize("case", sorted(RECORDED))
