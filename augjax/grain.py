@@ -235,22 +235,11 @@ class WithIndex(grain.transforms.MapWithIndex):
 
 
 def _indices(indices: Any, field: str) -> np.ndarray:
-    """Records' indices as int64 ``(B,)``, or InputError: integers in ``[0, 2**63)`` (read
-    before the cast, where a uint64 or a larger Python int would wrap or overflow)."""
-    flat = np.asarray(indices).reshape(-1)
-    if not flat.size:
-        return flat.astype(np.int64)
-    if flat.dtype.kind in "iu":
-        ok, lo, hi = True, flat.min(), flat.max()
-    else:  # Python ints beyond 64 bits come as an object array
-        ok = flat.dtype.kind == "O" and all(
-            isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in flat)
-        lo, hi = (min(flat), max(flat)) if ok else (0, 0)
-    if not ok or lo < 0 or hi >= 2**63:
-        got = f"indices in [{lo}, {hi}]" if ok else f"dtype {flat.dtype.name}"
-        raise InputError(f"augjax.grain: field {field!r} expects record indices, integers in "
-                         f"[0, 2**63), got {got}", argument=field)
-    return flat.astype(np.int64)
+    """Records' indices as int64 ``(B,)``, or InputError: integers in ``[0, 2**63)``."""
+    from augjax._runtime.keys import indices_below
+
+    return indices_below(indices, 63, f"augjax.grain: field {field!r} expects record indices, "
+                         f"integers", field)
 
 
 class BatchAugment(grain.transforms.Map):

@@ -29,7 +29,8 @@ import numpy as np
 
 from augjax.errors import InputError, KeyRequiredError
 
-__all__ = ["keys_from_seeds", "index_seeds", "per_sample_keys", "sample_keys", "as_threefry",
+__all__ = ["keys_from_seeds", "index_seeds", "indices_below", "per_sample_keys", "sample_keys",
+           "as_threefry",
            "KEY_IMPL", "SEED_HIGH", "DECISION_TAG", "decision_key"]
 
 #: The key implementation every draw uses, whatever the caller's key or
@@ -165,8 +166,15 @@ def index_seeds(indices, epoch: int = 0, seed: int = 0) -> np.ndarray:
 
 
 def _indices(indices: object) -> np.ndarray:
-    """``indices`` as int64 ``(N,)`` in ``[0, 2**31)``, or InputError (read before any cast:
-    a uint64 or a Python int beyond int64 must not wrap into range)."""
+    """``indices`` as int64 ``(N,)`` in ``[0, 2**31)``, or InputError."""
+    return indices_below(indices, 31, "index_seeds: argument 'indices' expects integers",
+                         "indices")
+
+
+def indices_below(indices: object, bits: int, expects: str, argument: str) -> np.ndarray:
+    """``indices`` as int64 ``(N,)`` in ``[0, 2**bits)``, or an InputError that reads
+    ``"{expects} in [0, 2**bits), got ..."`` (read before any cast: a uint64 or a Python int
+    beyond int64 must not wrap into range)."""
     flat = np.asarray(indices).reshape(-1)
     if not flat.size:
         return flat.astype(np.int64)
@@ -176,10 +184,9 @@ def _indices(indices: object) -> np.ndarray:
         ints = flat.dtype.kind == "O" and all(
             isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in flat)
         lo, hi = (min(flat), max(flat)) if ints else (0, 0)
-    if not ints or lo < 0 or hi >= 2**31:
+    if not ints or lo < 0 or hi >= 2**bits:
         got = f"indices in [{lo}, {hi}]" if ints else f"dtype {flat.dtype.name}"
-        raise InputError(f"index_seeds: argument 'indices' expects integers in [0, 2**31), got "
-                         f"{got}", argument="indices")
+        raise InputError(f"{expects} in [0, 2**{bits}), got {got}", argument=argument)
     return flat.astype(np.int64)
 
 
