@@ -194,18 +194,25 @@ def test_samplers_that_draw_fields_compile_optimised_on_the_cpu():
     run time being the draws'. Both give the draws of the sampler traced in a ``jax.jit``."""
     if jax.default_backend() != "cpu":
         pytest.skip("the CPU's compiler options: JAX's default device here is not a CPU")
+    from augjax.kernels.portable import portable_compiler_options
+
+    def portable():  # every CPU program's options (augjax.kernels.portable)
+        return portable_compiler_options("cpu") or {}
+
     few = {"angle": jax.ShapeDtypeStruct((N,), np.float32),
            "box": jax.ShapeDtypeStruct((N, 4), np.int32)}
     field = {"noise": jax.ShapeDtypeStruct((N, SIZE, SIZE, 3), np.float32)}
-    assert prog.sampler_compiler_options(lambda: few) == {"xla_backend_optimization_level": 0}
-    assert prog.sampler_compiler_options(lambda: field) is None
-    assert prog.sampler_compiler_options() == {"xla_backend_optimization_level": 0}
+    unoptimised = {"xla_backend_optimization_level": 0, **portable()}
+    assert prog.sampler_compiler_options(lambda: few) == unoptimised
+    assert prog.sampler_compiler_options(lambda: field) == (portable() or None)
+    assert prog.sampler_compiler_options() == unoptimised
     x = _inputs(_step("flip"))[0]
     key = jax.random.key(4)
     for name, optimised in (("salt_and_pepper", True), ("gaussian_noise", True),
                             ("rotate", False), ("flip", False)):
         steps, start = _step(name).program()
         sampler = prog.sample_program(tuple(steps), "HWC", start, tuple(x.shape), "uint8", True)
-        assert (sampler._options is None) is optimised, name
+        level = (sampler._options or {}).get("xla_backend_optimization_level")
+        assert (level is None) is optimised, name
         if optimised:  # compiled as inside a jit: the same draws
             _assert_same(sampler(key), jax.jit(lambda k, s=sampler: s(k))(key), name)
