@@ -308,7 +308,10 @@ def test_the_barrier_expander_is_turned_off_on_a_cpu_only():
     """XLA:GPU cannot emit an ``opt-barrier`` (JAX 0.11.2 on an H200: "Unsupported instruction
     opcode: opt-barrier"): a program for CUDA keeps XLA's barrier expander, whatever backend
     the process defaults to."""
-    assert boundary_compiler_options("cpu") == {"xla_disable_hlo_passes": BARRIER_PASS}
+    from augjax.kernels.portable import portable_compiler_options
+
+    assert boundary_compiler_options("cpu") == {"xla_disable_hlo_passes": BARRIER_PASS,
+                                                **(portable_compiler_options("cpu") or {})}
     for backend in ("gpu", "cuda", "rocm", "tpu"):
         assert boundary_compiler_options(backend) is None
 
