@@ -280,6 +280,11 @@ class OpSpec:
         return (_unpickle, where)
 
 
+#: How a registered op is found by its name: ``augjax._plugins.registry`` (a layer above)
+#: hands its lookup down when it is imported; None before then.
+registered_op: Callable[[str], OpSpec] | None = None
+
+
 def _attribute(module: str, qualname: str) -> Any:
     obj = importlib.import_module(module)
     for part in qualname.split("."):
@@ -298,11 +303,10 @@ def _reference(spec: OpSpec) -> tuple[str, ...] | None:
                 return ("attribute", module, qualname)
         except (ImportError, AttributeError):
             pass
-    from augjax._plugins.registry import REGISTRY
     from augjax.errors import AugjaxError
 
     try:
-        if REGISTRY.get(spec.name) is spec:
+        if registered_op is not None and registered_op(spec.name) is spec:
             return ("registered", spec.name)
     except AugjaxError:
         pass
@@ -313,9 +317,9 @@ def _unpickle(kind: str, *where: str) -> OpSpec:
     """The op :func:`_reference` named (in a worker process: imported there)."""
     if kind == "attribute":
         return _attribute(*where)
-    from augjax._plugins.registry import REGISTRY
-
-    return REGISTRY.get(where[0])
+    if registered_op is None:  # a fresh process: augjax loads its registry
+        importlib.import_module("augjax")
+    return registered_op(where[0])
 
 
 def _seen(names: tuple[str, ...], targets: Mapping[str, Any] | None,
