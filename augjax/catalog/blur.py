@@ -18,23 +18,16 @@ import jax.numpy as jnp
 
 from augjax._core.param import Param
 from augjax._core.spec import op
-from augjax.kernels.filters import correlate_separable, gaussian_kernel1d
+from augjax.kernels.filters import correlate_separable, gaussian_kernel1d, odd_size
 from augjax.kernels.pixels import to_dtype
 
 __all__ = ["gaussian_blur"]
 
 
-def _odd_size(value: tuple[int, int]) -> tuple[int, int]:
-    """Param normaliser for kernel sizes: both entries odd and positive."""
-    if any(v < 1 or v % 2 == 0 for v in value):
-        raise ValueError("kernel sizes must be odd and positive")
-    return value
-
-
 @op(
     "gaussian_blur",
     params={
-        "kernel_size": Param((5, 5), kind="size", low=1, high=99, validate=_odd_size,
+        "kernel_size": Param((5, 5), kind="size", low=1, high=99, validate=odd_size,
                              doc="odd kernel size, int or (height, width)"),
         "sigma": Param((0.1, 2.0), kind="float_or_pair", low=1e-3, high=100.0,
                        magnitude=(0.1, 2.0),
@@ -53,8 +46,6 @@ def gaussian_blur(image, params, *, kernel_size):
     (torchvision orders it ``(kx, ky)``); torchvision rejects pads as large as the image, here the
     reflection repeats. Params: ``sigma``.
     """
-    s = params["sigma"]
-    kh, kw = kernel_size
-    x = correlate_separable(image.astype(jnp.float32), gaussian_kernel1d(kh, s),
-                            gaussian_kernel1d(kw, s))
+    ky, kx = (gaussian_kernel1d(k, params["sigma"]) for k in kernel_size)
+    x = correlate_separable(image.astype(jnp.float32), ky, kx)
     return to_dtype(x, image.dtype, rounding="round")

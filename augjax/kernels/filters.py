@@ -19,6 +19,7 @@ from augjax.errors import InputError
 from augjax.kernels.pixels import tap_sum
 
 __all__ = [
+    "odd_size",
     "reflect_index",
     "pad_reflect",
     "pad_edge",
@@ -298,3 +299,10 @@ def gaussian_kernel1d(size: int, sigma) -> jax.Array:
     t = jnp.arange(size, dtype=jnp.float32) - (size - 1) / 2.0
     logits = -((t / jnp.asarray(sigma, jnp.float32)) ** 2) / 2.0
     return jax.nn.softmax(logits)
+
+
+def odd_size(value: tuple[int, int]) -> tuple[int, int]:
+    """A ``Param`` normaliser for kernel sizes: both entries odd and positive."""
+    if any(v < 1 or v % 2 == 0 for v in value):
+        raise ValueError("kernel sizes must be odd and positive")
+    return value
