@@ -111,6 +111,7 @@ def test_the_cpu_branch_form_gives_every_taps_bits(dtype, size, p):
     import jax.numpy as jnp
 
     from augjax.catalog.detection import _canvas_shape, _zoom_all
+    from augjax.kernels.portable import portable_compiler_options
     from augjax.kernels.warp import check_fill
 
     rng = np.random.default_rng(4)
@@ -120,7 +121,10 @@ def test_the_cpu_branch_form_gives_every_taps_bits(dtype, size, p):
     value = check_fill(conf["fill"], x[0], "random_zoom_out")
     value = jnp.clip(jnp.round(value), 0.0, 255.0) if dtype == "uint8" else value
     config = (_canvas_shape(H, W, (1.0, 4.0)), size or (H, W), "bilinear", True)
-    every = jax.jit(jax.vmap(lambda im, c: _zoom_all(im, c, value, config)))
+    # Compiled as augjax compiles its CPU programs (YNNPACK's fusions off,
+    # augjax.kernels.portable): the two forms under the same XLA options.
+    every = jax.jit(jax.vmap(lambda im, c: _zoom_all(im, c, value, config)),
+                    compiler_options=portable_compiler_options())
     seen = set()
     for seed in range(3):
         params = random_zoom_out.sample(x, key=jax.random.key(seed), **conf)
