@@ -394,7 +394,7 @@ def test_trivial_augment_wide_replays_torchvisions_choices(seed):
     _policy_replay(v2.TrivialAugmentWide(), seed)
 
 
-# --- level-valued settings follow the dtype (issue 59) ----------------------------------------
+# --- level-valued settings follow the dtype --------------------------------------------------
 
 @pytest.mark.parametrize("how", ["ToDtype", "dtype="])
 def test_solarize_threshold_is_read_in_the_float_pipelines_values(how):
@@ -452,7 +452,7 @@ def test_a_dtype_set_in_one_random_branch_is_not_known_after_it():
     assert info.value.argument == "threshold"
 
 
-# --- exact rewrites (issue 59) -----------------------------------------------------------------
+# --- exact rewrites ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("transform", [
     v2.RandomAdjustSharpness(2.5, p=1.0), v2.RandomAdjustSharpness(0.2, p=1.0),
@@ -526,7 +526,7 @@ def test_every_torchvision_v2_transform_converts_or_names_what_is_near():
     assert "random_iou_crop" in str(info.value) and "random_iou_crop" in info.value.nearest
 
 
-# --- v1 transforms and cycles (issue 59) -----------------------------------------------------
+# --- v1 transforms and cycles ---------------------------------------------------------------
 
 def test_v1_transforms_convert_with_a_warning():
     import warnings

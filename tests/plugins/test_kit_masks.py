@@ -1,5 +1,5 @@
-"""The kit's geometry check catches broken mask handling at the op's default parameters
-(issue 59): a geometric op whose masks stay where they were (its default warp too small for
+"""The kit's geometry check catches broken mask handling at the op's default parameters:
+a geometric op whose masks stay where they were (its default warp too small for
 masks left in place to show, so the check binds parameters that move pixels), and an op whose
 kernel runs on masks and changes their ids (a mask's set of ids must come back unchanged).
 Each failure names the numbers; a correct op with the same small default still passes."""

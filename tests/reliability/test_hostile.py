@@ -401,7 +401,7 @@ def test_a_batch_of_4096_and_a_1024_pixel_image():
     assert 0.0 <= out.min() and out.max() <= 1.0
 
 
-# -- raw errors and unbounded work (issue 59) --------------------------------------------------
+# -- raw errors and unbounded work ------------------------------------------------------------
 @pytest.mark.parametrize("name", ALL_OPS)
 def test_images_without_pixels_are_input_errors(name):
     """A batch of images of height or width 0 (a failed decode upstream) is refused by every
