@@ -5,10 +5,7 @@ was). ``tests/conftest.py`` turns it on when ``AUGJAX_TEST_PROFILE`` names a fol
 pytest process (each xdist worker) writes ``<folder>/<worker>.jsonl``, one line per test. Then
 
     python tests/suite_profile.py <folder>      # per module: CPU-s, tests, of which slow
-    python tests/suite_profile.py <whole-suite folder> <fast-tier folder> --cut
-                                                # writes the fast tier's cut, fast_tier_cut.py
-
-How the numbers became the fast tier and CI's split: CONTRIBUTING.md ("The tests")."""
+"""
 
 from __future__ import annotations
 
@@ -23,8 +20,6 @@ from pathlib import Path
 import pytest
 
 ENV = "AUGJAX_TEST_PROFILE"
-#: Set by tests/conftest.py on a test that its module marks slow (not the tier's lists).
-MARKED = pytest.StashKey[bool]()
 
 
 #: CPU-seconds of processes that ran for the current test but that this process does not reap
@@ -82,8 +77,7 @@ class Recorder:
         spent = {k: round(v, 3) for k, v in (self.jax + _CHARGED_JAX - jax0).items()}
         self._write({"id": item.nodeid, "cpu": round(own1 - own0 + kids1 - kids0 + charged, 3),
                      "wall": round(time.perf_counter() - t0, 3),
-                     "slow": item.get_closest_marker("slow") is not None,
-                     "marked": item.stash.get(MARKED, False), "jax": spent})
+                     "slow": item.get_closest_marker("slow") is not None, "jax": spent})
 
     def pytest_sessionfinish(self, session):
         own, kids = _cpu()
@@ -160,108 +154,5 @@ def report(folder: str, top: int = 40) -> str:
     return "\n".join(lines)
 
 
-#: The fast tier's budget cut (``--cut``): a parametrized test whose fast parameter sets cost
-#: this many CPU-s together runs its cheapest set only; a test that costs ``TEST_BUDGET`` or more
-#: leaves the tier where its module keeps a cheaper test.
-PARAM_BUDGET = 2.0
-TEST_BUDGET = 2.0
-CUT_FILE = Path(__file__).with_name("fast_tier_cut.py")
-
-
-def fast_tier_cut(*folders: str) -> tuple[dict[str, str], list[str]]:
-    """The cut of :data:`PARAM_BUDGET` and :data:`TEST_BUDGET` over the tests that
-    ``tests/conftest.py``'s own lists keep in the fast tier (those the current cut left out count
-    as fast again): the parameter set each cut parametrized test keeps, and the tests left out.
-    The kit's test and the per-op sweeps keep their own sets (``KIT_FAST_OPS``). A test's cost
-    is the one of the last profile in ``folders`` that ran it: a profile of the whole suite
-    first, then one of the fast tier (a test there costs what it costs without the slow tests
-    that warmed the compilation cache for it)."""
-    import conftest
-    import fast_tier_cut as cut
-
-    last = {}
-    for folder in folders:
-        for f in sorted(Path(folder).glob("*.jsonl")):
-            for line in f.read_text().splitlines():
-                row = json.loads(line) if line else {}
-                if "id" in row:
-                    last[row["id"]] = row
-    rows = list(last.values())
-
-    def fast_by_hand(r: dict) -> bool:  # a profile without "marked": the cut counts as fast
-        marked = r["marked"] if "marked" in r else r["slow"] and not left_out_by_cut(
-            cut.ONE_PARAM, cut.LEFT_OUT, r["id"])
-        return not marked and not conftest.slow_by_hand(r["id"])
-
-    fast = [r for r in rows if "id" in r and fast_by_hand(r)]
-    by_base: dict[str, list[dict]] = collections.defaultdict(list)
-    for r in fast:
-        by_base[r["id"].partition("[")[0]].append(r)
-    params: dict[str, str] = {}
-    kept: list[dict] = []
-    for base, rs in by_base.items():
-        sweep = base in conftest.OP_SWEEPS or rs[0]["id"].startswith(conftest.KIT_TEST)
-        if len(rs) > 1 and "[" in rs[0]["id"] and not sweep \
-                and sum(r["cpu"] for r in rs) >= PARAM_BUDGET:
-            # the set the current cut keeps stays (costs of sets from different profiles do
-            # not compare); else the cheapest
-            same = [r for r in rs if r["id"] == f"{base}[{cut.ONE_PARAM.get(base)}]"]
-            cheapest = same[0] if same else min(rs, key=lambda r: r["cpu"])
-            params[base] = cheapest["id"][len(base) + 1:-1]
-            kept.append(cheapest)
-        else:
-            kept += rs
-    by_module: dict[str, list[dict]] = collections.defaultdict(list)
-    for r in kept:
-        by_module[r["id"].split("::")[0]].append(r)
-    out: list[str] = []
-    for rs in by_module.values():
-        cheap = [r for r in rs if r["cpu"] < TEST_BUDGET] or [min(rs, key=lambda r: r["cpu"])]
-        for r in rs:
-            if r in cheap or r["id"].startswith(conftest.KIT_TEST):
-                continue
-            base = r["id"].partition("[")[0]
-            if base in params:  # its one kept set is costly too: the whole test leaves
-                del params[base]
-                out.append(base)
-            else:
-                out.append(r["id"])
-    fast_cpu = sum(r["cpu"] for r in fast)
-    left = sum(r["cpu"] for r in fast if left_out_by_cut(params, out, r["id"]))
-    print(f"fast tier by the hand lists {fast_cpu:.0f} CPU-s; the cut leaves out {left:.0f}, "
-          f"keeps {fast_cpu - left:.0f}", file=sys.stderr)
-    return params, sorted(out)
-
-
-def left_out_by_cut(params: dict[str, str], out, nodeid: str) -> bool:
-    """Whether the cut (``ONE_PARAM``, ``LEFT_OUT``) leaves ``nodeid`` out of the fast tier."""
-    base, _, param = nodeid.partition("[")
-    return (nodeid in out or base in out
-            or (base in params and param[:-1] != params[base]))
-
-
-def write_cut(*folders: str) -> None:
-    """Writes :data:`CUT_FILE` from the profiles in ``folders`` (:func:`fast_tier_cut`)."""
-    params, out = fast_tier_cut(*folders)
-    lines = ['"""The fast tier\'s budget cut, written by ``python tests/suite_profile.py <profile>',
-             '[<fast-tier profile>] --cut`` from CPU profiles (CONTRIBUTING.md, "The tests"): a',
-             f'parametrized test whose fast parameter sets cost {PARAM_BUDGET} CPU-s or more',
-             'together runs its cheapest set in the fast tier (``ONE_PARAM``); a test of',
-             f'{TEST_BUDGET} CPU-s or more leaves the tier where its module keeps a cheaper test',
-             '(``LEFT_OUT``). CI runs them all. Not edited by hand: written again from a new',
-             'profile."""',
-             "", "from __future__ import annotations", "", "ONE_PARAM: dict[str, str] = {"]
-    lines += [f"    {json.dumps(base)}: {json.dumps(param)},"
-              for base, param in sorted(params.items())]
-    lines += ["}", "", "LEFT_OUT = frozenset({"]
-    lines += [f"    {json.dumps(nodeid)}," for nodeid in out]
-    lines += ["})", ""]
-    lines = [f"{line}  # noqa: E501" if len(line) > 100 else line for line in lines]
-    CUT_FILE.write_text("\n".join(lines), encoding="utf-8")
-
-
 if __name__ == "__main__":
-    if "--cut" in sys.argv[2:]:
-        write_cut(*[a for a in sys.argv[1:] if a != "--cut"])
-    else:
-        print(report(sys.argv[1]))
+    print(report(sys.argv[1]))

@@ -22,6 +22,7 @@ def _images(n, h, w, dtype, seed):
     return x if dtype == np.uint8 else x.astype(np.float32) / 255.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("interp,dtype,hw,size", [
     ("bilinear", np.uint8, (24, 30), (12, 15)), ("bilinear", np.float32, (24, 30), (12, 15)),
     ("nearest", np.uint8, (21, 20), (10, 7)), ("nearest", np.float32, (16, 16), 16)])

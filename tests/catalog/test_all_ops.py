@@ -1,6 +1,7 @@
 """The conformance kit (``augjax.testing``) over every registered op, augjax's own and every
 installed pack's alike, parametrized from ``augjax.list_ops()`` with ids ``"op-check"``
 (``pytest tests/catalog/test_all_ops.py -k flip`` runs one op, ``-k dali`` one check everywhere).
+The fast tier runs the kit's heavy checks on a few ops only (tests/tiers.py).
 
 The kit derives each op's test parameters from its declaration. ``PARAMS`` below overrides
 them only where the declaration cannot tell the kit how to exercise the op, each with the
@@ -8,6 +9,8 @@ reason; ``EXPECTED_FAILURES`` lists checks an op is known not to pass, each with
 """
 
 from __future__ import annotations
+
+from tiers import kit_tiers
 
 import augjax
 from augjax.errors import AugjaxError
@@ -48,10 +51,10 @@ def _subjects() -> list[object]:
     return out
 
 
-@parametrize_with_checks(
+@kit_tiers(parametrize_with_checks(
     _subjects(),
     expected_failed_checks=lambda spec: EXPECTED_FAILURES.get(getattr(spec, "name", ""), {}),
-)
+))
 def test_op_conforms(op, check):
     check(op)
 

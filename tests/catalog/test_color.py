@@ -62,6 +62,7 @@ FACTORS = {
 }
 
 
+@pytest.mark.fast_tier("brightness-uint8", "contrast-float32", "saturation-uint8", "hue-float32")
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name", list(FACTOR_OPS))
 def test_single_adjustments_match_torchvision(name, dtype):
@@ -118,6 +119,7 @@ def test_random_grayscale_per_sample():
     assert 16 <= applied.sum() <= 48
 
 
+@pytest.mark.fast_tier("5")
 @pytest.mark.parametrize("c", [3, 5])
 def test_channel_permute_matches_torchvision_with_its_permutations(c):
     x = images(32, 6, 7, c=c, seed=6)
@@ -169,6 +171,7 @@ def jitter_params(n, factors=None, orders=None):
 ORDERS = np.array(list(itertools.permutations(range(4))), np.int32)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_jitter_forced_orders_match_torchvision(dtype):
     """The exact-parameter path: given factors and each of the 24 orders, through apply."""
@@ -221,6 +224,7 @@ def _subsets_in_every_order(dtype, form):
 
 # the subset varies fastest: the six sets of one program (dtype and form) run one after
 # another, so that pytest-xdist hands them to one worker more often than to both
+@pytest.mark.slow
 @pytest.mark.parametrize("active", SUBSETS)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("form", ["cpu", "gpu", "pallas"])
@@ -239,6 +243,7 @@ def test_jitter_subsets_in_every_order_match_torchvision(dtype, active, form):
         assert_chain_close(op_out, refs, dtype)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(1, 1), (1, 3), (37, 29), (24, 32), (0, 4)])
 def test_jitter_pallas_form_equals_the_xla_form_at_any_size(dtype, shape):
@@ -270,6 +275,7 @@ def test_jitter_pallas_form_equals_the_xla_form_at_any_size(dtype, shape):
         np.testing.assert_allclose(kernel, ref, atol=2e-6, rtol=0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_color_jitter_op_matches_torchvision_with_its_draws(dtype):
     x = images(6, 16, 20, dtype=dtype, seed=9)
@@ -321,6 +327,7 @@ def test_policy_magnitudes_match_torchvision_randaugment():
         assert p.signed == signed and p.neutral == 1.0 and p.kind == "float_or_pair"
 
 
+@pytest.mark.fast_tier("brightness-uint8", "contrast-float32", "saturation-uint8", "hue-float32")
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name", ["brightness", "contrast", "saturation", "hue"])
 def test_apply_takes_exact_factors_per_sample(name, dtype):
@@ -354,6 +361,7 @@ SAMPLED = {
 }
 
 
+@pytest.mark.fast_tier("grayscale-uint8")
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name", list(SAMPLED))
 def test_sample_then_apply_is_the_call_bitwise(name, dtype):
@@ -371,6 +379,7 @@ def test_sample_then_apply_is_the_call_bitwise(name, dtype):
     np.testing.assert_array_equal(spec.apply(x, params=jax.tree.map(np.asarray, p), **cfg), out)
 
 
+@pytest.mark.slow
 def test_edited_fields_change_the_output_as_expected():
     x = images(4, 10, 12, seed=22)
     gray = np.asarray(augjax.ops.grayscale(x))
@@ -407,6 +416,7 @@ GRAD = {
 }
 
 
+@pytest.mark.fast_tier("grayscale")
 @pytest.mark.parametrize("name", list(GRAD))
 def test_gradient_with_respect_to_float_images(name):
     """jax.grad through apply (the params held fixed) on float32 images: finite, nonzero, and
@@ -421,6 +431,7 @@ def test_gradient_with_respect_to_float_images(name):
     assert np.abs(g).mean() > 0.1
 
 
+@pytest.mark.slow
 def test_color_jitter_gradient_in_every_form():
     """The Pallas form (CUDA's) has the XLA forms' derivative: jax.grad through each form."""
     from augjax.catalog._jitter import jitter
@@ -444,6 +455,7 @@ RANDOM_OPS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layout", ["HWC", "CHW"])
 def test_dali_pipeline_equals_array_path(layout):
     x = images(4, 12, 10, seed=12)
@@ -463,6 +475,7 @@ def test_dali_pipeline_equals_array_path(layout):
     np.testing.assert_array_equal(outs[-1], augjax.ops.grayscale(x, layout=layout))
 
 
+@pytest.mark.fast_tier("brightness", "hue", "random_grayscale")
 @pytest.mark.parametrize("name", list(RANDOM_OPS))
 def test_chw_equals_hwc_and_keys_drive_the_draws(name):
     x = images(4, 10, 12, dtype=np.float32, seed=13)
@@ -496,6 +509,7 @@ def test_one_channel_images_are_refused(name):
         spec(x, key=KEY) if spec.random else spec(x)
 
 
+@pytest.mark.slow
 def test_importing_augjax_does_not_import_pallas():
     """Pallas (the CUDA colour jitter's kernel language) is imported when a colour jitter
     program is traced, not with augjax and its op specs (import time)."""

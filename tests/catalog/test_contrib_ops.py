@@ -214,6 +214,7 @@ def test_the_pack_uses_only_the_public_augjax_api():
 
 
 # -- the shared contract, for every op -----------------------------------------------------------
+@pytest.mark.slow
 @DTYPES
 @pytest.mark.parametrize("name", list(CASES))
 def test_dali_cpu_pipeline_equals_the_array_path(name, dtype):
@@ -245,6 +246,7 @@ def test_dali_gpu_pipeline_equals_the_array_path_on_the_gpu():
 
 
 # -- blur ----------------------------------------------------------------------------------------
+@pytest.mark.fast_tier("uint8")
 @DTYPES
 def test_gaussian_blur_matches_torchvision_and_dali(dtype):
     from torchvision.transforms.v2 import functional as F
@@ -384,6 +386,7 @@ def test_shot_noise_matches_the_formula(dtype):
         assert close.mean() >= 0.999, close.mean()  # float32 CDF rounding at a step: rare
 
 
+@pytest.mark.slow
 def test_shot_noise_matches_dali_statistics():
     """Constant images; per-sample factors given to DALI's fn.noise.shot: mean and variance of
     both agree with each other and with Poisson's (mean v, variance factor * v)."""
@@ -407,6 +410,7 @@ def test_salt_and_pepper_matches_the_formula(dtype):
         np.testing.assert_array_equal(got[i], ref)
 
 
+@pytest.mark.slow
 def test_salt_and_pepper_matches_dali_statistics():
     ours, theirs = dali(np.uint8)["augjax:salt_consts"], dali(np.uint8)["salt_consts"]
     for i, (lev, row) in enumerate(zip(LEVELS, drawn("salt_and_pepper"))):
@@ -427,6 +431,7 @@ def test_salt_and_pepper_per_pixel_covers_all_channels():
 
 
 # -- dropout -------------------------------------------------------------------------------------
+@pytest.mark.fast_tier("uint8")
 @DTYPES
 def test_grid_mask_matches_dali(dtype):
     """Per-sample tile, ratio, angle and shifts given to DALI's fn.grid_mask."""
@@ -465,6 +470,7 @@ def test_pixel_dropout_matches_the_formula(dtype):
 
 
 # -- distortions ---------------------------------------------------------------------------------
+@pytest.mark.fast_tier("uint8")
 @DTYPES
 def test_water_and_sphere_match_dali(dtype):
     x, d = batch(dtype), dali(dtype)
@@ -581,6 +587,7 @@ FIELDS = {
 }
 
 
+@pytest.mark.fast_tier("water")
 @pytest.mark.parametrize("name", list(CASES))
 def test_sample_then_apply_equals_the_call_and_fields_are_documented(name):
     """``op.apply(x, params=op.sample(x, key=k))`` == ``op(x, key=k)`` bitwise; the fields are
@@ -621,6 +628,7 @@ NEUTRAL = {
 }
 
 
+@pytest.mark.fast_tier("pixel_dropout")
 @pytest.mark.parametrize("name", list(NEUTRAL))
 def test_editing_params_to_neutral_values_gives_the_identity(name):
     spec, params = CASES[name]
@@ -650,6 +658,7 @@ def test_editing_params_sets_exact_values():
     assert max_diff(got, ref) <= 1e-6
 
 
+@pytest.mark.fast_tier("gaussian_noise-None")
 @pytest.mark.parametrize("name, params", [
     ("gaussian_blur", None), ("box_blur", None), ("motion_blur", None), ("pixelate", None),
     ("gaussian_noise", None), ("water", dict(WAVE, interpolation="bilinear", fill=0.2, p=1.0)),

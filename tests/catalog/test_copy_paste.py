@@ -67,6 +67,7 @@ def reference(x, masks, boxes, valid, perm, pasted):
     return out_x, out_m, out_b, out_v
 
 
+@pytest.mark.fast_tier("float32")
 @pytest.mark.parametrize("dtype", [np.uint8, np.float32])
 def test_matches_the_numpy_reference(dtype):
     x, masks, boxes = _data()
@@ -108,6 +109,7 @@ def test_boxes_equal_the_visible_masks_extents():
                         assert e is None
 
 
+@pytest.mark.slow
 def test_box_only_and_target_free_calls():
     x, _, boxes = _data(seed=4)
     key = jax.random.key(5)
@@ -132,6 +134,7 @@ def test_box_only_and_target_free_calls():
                                                 x[np.asarray(q["perm"])], x))
 
 
+@pytest.mark.slow
 def test_replay_same_key_labels_and_p0():
     x, masks, boxes = _data(seed=1)
     key = jax.random.key(9)

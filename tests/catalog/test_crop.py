@@ -89,6 +89,7 @@ def tv_make_params(u_area, u_ratio, u_top, u_left, h, w, scale, ratio):
     return ((h - ch) // 2, (w - cw) // 2, ch, cw), near_tie, True
 
 
+@pytest.mark.fast_tier("40-12-scale3-ratio3-fallbacks3")
 @pytest.mark.parametrize("h,w,scale,ratio,fallbacks", [
     (24, 32, (0.08, 1.0), (3 / 4, 4 / 3), (0, 0.01)),  # ImageNet defaults
     (20, 60, (0.3, 0.6), (0.9, 1.1), (0.1, 0.4)),  # wide: attempts fail, some samples fall back
@@ -128,6 +129,7 @@ def test_rrc_box_distribution_matches_torchvision_sampler():
 # random_resized_crop: the resize
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", [np.uint8, np.float32])
 @pytest.mark.parametrize("interp,antialias", [("bilinear", True), ("bilinear", False),
                                               ("nearest", True)])
@@ -180,6 +182,7 @@ def tv_fill(fill, dtype):
     return [v * scale for v in fill] if isinstance(fill, tuple) else fill * scale
 
 
+@pytest.mark.fast_tier("float32-constant-padding1-fill1")
 @pytest.mark.parametrize("pad_mode,padding,fill", [
     ("constant", 4, 0.0), ("constant", (2, 3), (10 / 255, 20 / 255, 30 / 255)),
     ("constant", 1, 0.6), ("edge", (1, 2, 3, 4), 0.0), ("reflect", 3, 0.0),
@@ -296,6 +299,7 @@ CROPS = [("random_resized_crop", dict(size=(12, 10))),
          ("center_crop", dict(size=(15, 15)))]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype,layout", [(np.uint8, "HWC"), (np.float32, "CHW")])
 def test_dali_path_equals_array_path(dtype, layout):
     x = images(4, H, W, dtype=dtype, seed=8)
@@ -373,6 +377,9 @@ def test_output_size_is_declared():
 # sample / apply: the public params
 
 
+@pytest.mark.fast_tier(
+    "random_resized_crop-params0-uint8-HWC", "random_crop-params1-float32-CHW",
+    "center_crop-params2-uint8-HWC")
 @pytest.mark.parametrize("dtype,layout", [(np.uint8, "HWC"), (np.float32, "CHW")])
 @pytest.mark.parametrize("name,params", CROPS)
 def test_sample_then_apply_is_the_call_bitwise(name, params, dtype, layout):
@@ -459,6 +466,7 @@ def test_rrc_matrix_maps_the_box_onto_the_output():
         np.testing.assert_allclose(corners[:2], [[-0.5, 10 - 0.5], [-0.5, 12 - 0.5]], atol=1e-4)
 
 
+@pytest.mark.fast_tier("random_crop-params1")
 @pytest.mark.parametrize("name,params", CROPS)
 def test_apply_is_differentiable_in_the_image(name, params):
     spec = getattr(augjax.ops, name)

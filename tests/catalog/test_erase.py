@@ -181,6 +181,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype, cfg", CASES)
 def test_matches_timm_random_erasing_given_the_same_draws(monkeypatch, dtype, cfg):
     n = 16
@@ -256,6 +257,7 @@ def _case(i, dtype=None, **change):
     return x, out, _masks(plan, H, W), plan
 
 
+@pytest.mark.slow
 def test_pixel_mode_is_standard_normal_once_normalised():
     _, out, erased, _ = _case(2)
     lo, hi = -MEAN / STD, (1 - MEAN) / STD
@@ -286,6 +288,7 @@ def test_rand_mode_is_one_normal_colour_per_box():
         assert stats.kstest(zn[inside[:, c], c], ref.cdf).pvalue > 1e-3
 
 
+@pytest.mark.slow
 def test_const_mode_fills_the_mean_or_the_given_fill():
     _, out, erased, _ = _case(0)
     np.testing.assert_array_equal(out[erased], np.broadcast_to(MEAN, out[erased].shape))
@@ -375,6 +378,7 @@ ERASE = dict(p=0.8, mode="pixel", max_count=2)
 CUT = dict(size=6, count=2, fill=0.5)
 
 
+@pytest.mark.slow
 def test_dali_pipeline_equals_array_path():
     n, dtype = 6, np.uint8
     x = images(n, H, W, dtype=dtype, seed=10)
@@ -391,6 +395,7 @@ def test_dali_pipeline_equals_array_path():
     assert a.dtype == dtype and b.dtype == dtype and (a != x).any() and (b != x).any()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, kw", [("random_erasing", ERASE), ("cutout", CUT)])
 def test_same_key_same_output_other_key_other_output_and_chw(name, kw):
     n = 6
@@ -458,6 +463,7 @@ def test_single_channel_images_need_no_rgb_mean_for_a_given_fill():
 
 
 # -- sample / apply: the public params -------------------------------------------------------
+@pytest.mark.fast_tier("cutout-kw3-fields3-uint8")
 @pytest.mark.parametrize("dtype", [np.uint8, np.float32])
 @pytest.mark.parametrize("name, kw, fields", [
     ("random_erasing", dict(p=0.8, max_count=3),
@@ -517,6 +523,7 @@ def test_cutout_apply_with_exact_holes():
     np.testing.assert_array_equal(out, ref)
 
 
+@pytest.mark.fast_tier("cutout-kw1")
 @pytest.mark.parametrize("name, kw", [("random_erasing", dict(p=1.0, mode="pixel")),
                                       ("cutout", CUT)])
 def test_apply_is_differentiable_in_the_image(name, kw):

@@ -171,6 +171,7 @@ def test_translate_bilinear_is_a_whole_pixel_shift():
     np.testing.assert_allclose(out, expected, atol=1e-6)
 
 
+@pytest.mark.fast_tier("shear_x-shear--0.2")
 @pytest.mark.parametrize("name,param,value", [
     ("rotate", "degrees", 21.0), ("shear_x", "shear", -0.2), ("translate_y", "translate", -0.25),
 ])
@@ -232,6 +233,7 @@ def test_scalar_fill_fills_every_channel():
     assert (out[0, 0] == 128).all()
 
 
+@pytest.mark.fast_tier("translate_x-params2-nearest")
 @pytest.mark.parametrize("interp", ["nearest", "bilinear"])
 @pytest.mark.parametrize("name,params", [
     ("rotate", dict(degrees=33.0)), ("shear_y", dict(shear=0.3)),
@@ -282,6 +284,7 @@ def test_fill_is_checked_as_a_fraction_at_bind_time():
 # affine
 
 
+@pytest.mark.fast_tier("nearest-uint8", "bilinear-float32")
 @pytest.mark.parametrize("dtype", [np.uint8, np.float32])
 @pytest.mark.parametrize("interp", ["nearest", "bilinear"])
 def test_affine_matches_torchvision_on_its_draws(interp, dtype):
@@ -338,6 +341,7 @@ def exact_source_coords(start, end):
     return (c[0] * xs + c[1] * ys + c[2]) / den - 0.5, (c[3] * xs + c[4] * ys + c[5]) / den - 0.5
 
 
+@pytest.mark.fast_tier("nearest-uint8", "bilinear-float32")
 @pytest.mark.parametrize("dtype", [np.uint8, np.float32])
 @pytest.mark.parametrize("interp", ["nearest", "bilinear"])
 def test_perspective_matches_torchvision_on_its_draws(interp, dtype):
@@ -431,6 +435,7 @@ def batch(dtype=np.uint8, layout="HWC", seed=16):
     return np.ascontiguousarray(x.transpose(0, 3, 1, 2)) if layout == "CHW" else x
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype,layout,ops", [
     (np.uint8, "HWC", CHAIN),
     # float32 CHW: one op per sampling code path (the shears and shifts share rotate's warp),
@@ -463,6 +468,7 @@ def test_dali_gpu_path_equals_array_path():
                                       err_msg=name)
 
 
+@pytest.mark.fast_tier("rot90-params7")
 @pytest.mark.parametrize("name,params", CHAIN)
 def test_chw_equals_hwc_and_keys_reproduce(name, params):
     spec = getattr(augjax.ops, name)

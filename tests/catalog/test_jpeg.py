@@ -50,6 +50,7 @@ def test_tables_are_the_ones_pillow_writes(quality):
         np.testing.assert_array_equal(np.sort(ours), np.sort(theirs))
 
 
+@pytest.mark.fast_tier("50-shape0")
 @pytest.mark.parametrize("shape", [(16, 16, 3), (17, 23, 3), (33, 50, 3), (5, 3, 3), (9, 4, 3),
                                    (8, 8, 1), (19, 13, 1)])
 @pytest.mark.parametrize("quality", [5, 50, 90, 100])
@@ -58,6 +59,7 @@ def test_equals_pillow(shape, quality):
     np.testing.assert_array_equal(np.asarray(ROUNDTRIP(image, quality)), pil_jpeg(image, quality))
 
 
+@pytest.mark.slow
 def test_equals_pillow_on_a_photo():
     from augjax.data import sample_paths
 
@@ -67,6 +69,7 @@ def test_equals_pillow_on_a_photo():
                                       pil_jpeg(photo, quality))
 
 
+@pytest.mark.slow
 @settings(max_examples=5, deadline=None)
 @given(h=st.integers(1, 40), w=st.integers(1, 40), quality=st.integers(1, 100),
        seed=st.integers(0, 2**16))
@@ -75,6 +78,7 @@ def test_equals_pillow_any_size(h, w, quality, seed):
     np.testing.assert_array_equal(np.asarray(ROUNDTRIP(image, quality)), pil_jpeg(image, quality))
 
 
+@pytest.mark.slow
 def test_op_draws_a_whole_quality_per_sample_and_applies_it():
     x = images(6, 24, 20, 3)
     params = jpeg.sample(x, key=KEY, quality=(20, 90))
@@ -87,6 +91,7 @@ def test_op_draws_a_whole_quality_per_sample_and_applies_it():
     np.testing.assert_array_equal(np.asarray(jpeg.apply(x, params=params)), expected)
 
 
+@pytest.mark.slow
 def test_float_images_go_through_8_bit_levels():
     x = images(3, 16, 24, 3, dtype=np.float32)
     out = np.asarray(jpeg(x, key=KEY, quality=70))

@@ -26,6 +26,7 @@ from augjax.kernels import (
 from helpers import images
 
 
+@pytest.mark.fast_tier("uint8-1", "uint8-3", "float32-5")
 @pytest.mark.parametrize("k", [1, 3, 5, 7, 9])
 @pytest.mark.parametrize("dtype", [np.uint8, np.float32])
 def test_median_filter_matches_scipy_nearest(k, dtype):
@@ -35,6 +36,7 @@ def test_median_filter_matches_scipy_nearest(k, dtype):
     np.testing.assert_array_equal(got, ndi.median_filter(x, size=(1, k, k, 1), mode="nearest"))
 
 
+@pytest.mark.fast_tier("3-11")
 @pytest.mark.parametrize("taps,size", [(3, 11), (7, 11), (15, 6)])  # 15 > 2 * 6: repeats
 def test_correlate1d_matches_scipy_mirror(taps, size):
     x = images(1, size, size + 2, dtype=np.float32, seed=taps)[0]
@@ -51,6 +53,7 @@ def test_correlate1d_matches_scipy_mirror(taps, size):
     assert np.abs(got - ref).max() <= 1e-6
 
 
+@pytest.mark.fast_tier("5-1")
 @pytest.mark.parametrize("kh,kw", [(3, 3), (5, 1), (9, 13)])
 def test_box_sum_is_exact_in_integers(kh, kw):
     x = images(1, 7, 10, dtype=np.uint8, seed=kh)[0]
@@ -112,6 +115,7 @@ def _bincounts(x):
                                for c in range(im.shape[-1])], 1) for im in x])
 
 
+@pytest.mark.fast_tier("64-80-3")
 @pytest.mark.parametrize("h,w,c", [(9, 7, 3), (64, 80, 3), (33, 129, 1)])  # tiles overlap
 def test_the_pallas_histogram_counts_each_pixel_once(h, w, c):
     """The CUDA form (per-tile Triton histograms, one atomic add per level), interpreted."""
@@ -201,6 +205,7 @@ def test_broadcast_unbatched_gives_every_argument_the_batch_axis():
     np.testing.assert_array_equal(np.asarray(got), x * a + b[:, None])
 
 
+@pytest.mark.fast_tier("10-40-bilinear-False", "9-20-nearest-True")
 @pytest.mark.parametrize("out_size,in_size,interp,antialias", [
     (24, 24, "bilinear", True), (10, 40, "bilinear", True), (10, 40, "bilinear", False),
     (31, 12, "bilinear", True), (9, 20, "nearest", True)])
@@ -221,6 +226,7 @@ def test_resize_taps_are_the_nonzeros_of_resize_weights(out_size, in_size, inter
 
 
 # tables 64, 128, 256 and 512 wide; 0.3: rates beyond the widest, the per-value loop
+@pytest.mark.fast_tier("3.0")
 @pytest.mark.parametrize("factor", [30.0, 20.0, 3.0, 0.6, 0.3])
 def test_shot_noise_level_table_equals_the_per_value_loop(factor):
     """The table sums each image's window to its largest rate; the loop, given the image's

@@ -187,6 +187,7 @@ CASES = [(CONFIGS[3], m) for m in MODES] + [(CONFIGS[0], "batch"), (CONFIGS[1], 
                                              (CONFIGS[2], "elem")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("config, mode", CASES)
 def test_matches_timm_mixup_given_the_same_draws(monkeypatch, config, mode):
     op_name, kw = config
@@ -216,6 +217,7 @@ def test_matches_timm_mixup_given_the_same_draws(monkeypatch, config, mode):
 OP_CASES = CASES[2:5]  # one case of each op: mixup_cutmix, mixup, cutmix
 
 
+@pytest.mark.fast_tier("config1-batch-float32")
 @pytest.mark.parametrize("dtype", [np.float32, np.uint8])
 @pytest.mark.parametrize("config, mode", OP_CASES)
 def test_sample_then_apply_is_the_call_bitwise(config, mode, dtype):
@@ -270,6 +272,7 @@ def test_label_smoothing_values_are_timms_exactly():
         np.testing.assert_array_equal(np.asarray(soft), ref.numpy())
 
 
+@pytest.mark.slow
 def test_float_soft_labels_mix_by_lam():
     x = images(N, H, W, dtype=np.float32)
     dense = np.random.default_rng(0).dirichlet(np.ones(K), N).astype(np.float32)
@@ -339,6 +342,7 @@ def _many(op_name, n, h=H, w=W, seed=0, **kw):
     return jax.tree.map(np.asarray, params)
 
 
+@pytest.mark.slow
 def test_draws_follow_the_beta_the_probabilities_and_timms_box_correction():
     n, h, w = 20000, 24, 30
     params = _many("mixup_cutmix", n, h, w, mixup_alpha=0.4, cutmix_alpha=1.5, prob=0.7,
@@ -384,6 +388,7 @@ ODD = 9  # an odd batch: the middle sample is its own partner
 MIXCUT = dict(mixup_alpha=0.4, cutmix_alpha=1.0, num_classes=ODD, label_smoothing=0.0)
 
 
+@pytest.mark.fast_tier("batch")
 @pytest.mark.parametrize("mode", MODES)
 def test_mode_structure_and_odd_batches(mode):
     """With one-hot labels i, soft[i, i] is sample i's lam: equal across the batch (batch),
@@ -408,6 +413,7 @@ def test_mode_structure_and_odd_batches(mode):
 
 
 # -- dtypes, DALI, keys, errors ------------------------------------------------------------------
+@pytest.mark.slow
 def test_dali_pipeline_equals_array_path():
     """uint8 through a DALI CPU pipeline (labels as a second input) == the array path with
     keys_from_seeds (the array program is the one compiled for the structure test)."""
@@ -426,6 +432,7 @@ def test_dali_pipeline_equals_array_path():
     assert a.dtype == np.uint8 and ya.shape == (ODD, ODD) and (a != x).any()
 
 
+@pytest.mark.fast_tier("config1-batch")
 @pytest.mark.parametrize("config, mode", OP_CASES)
 def test_same_key_same_output_other_key_other_output(config, mode):
     op_name, kw = config
@@ -474,6 +481,7 @@ def test_bad_parameters_raise_param_error(op_name, kw, param):
     assert op_name in str(err.value) and repr(kw[param]) in str(err.value)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op_name, param", [("mixup", "alpha"), ("cutmix", "alpha"),
                                              ("mixup_cutmix", "mixup_alpha"),
                                              ("mixup_cutmix", "cutmix_alpha")])
@@ -525,6 +533,7 @@ def _jitted_loggamma():
     return jax.jit(loggamma)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", [0.05, 0.3, 1.0, 2.5, 40.0])
 def test_loop_free_loggamma_follows_the_gamma_distribution(shape):
     loggamma = _jitted_loggamma()
@@ -536,6 +545,7 @@ def test_loop_free_loggamma_follows_the_gamma_distribution(shape):
     assert stats.kstest(log_g, cdf).pvalue > 1e-3
 
 
+@pytest.mark.slow
 def test_loop_free_loggamma_handles_the_extreme_alphas():
     from augjax.catalog.mix import ALPHA_MAX, ALPHA_MIN, symmetric_betas
 
@@ -548,6 +558,7 @@ def test_loop_free_loggamma_handles_the_extreme_alphas():
     np.testing.assert_array_equal(draws[1], 0.5)
 
 
+@pytest.mark.fast_tier("mixup", "cutmix")
 @pytest.mark.parametrize("op_name", ["mixup", "cutmix", "mixup_cutmix"])
 def test_mixing_programs_have_no_while_loop_on_gpu(op_name):
     """An XLA while loop copies its predicate to the host every iteration on a GPU (and blocks

@@ -93,6 +93,7 @@ def reference_boxes(boxes, valid, tiles, center, h, w, oh, ow):
     return out, ok
 
 
+@pytest.mark.fast_tier("size1-float32")
 @pytest.mark.parametrize("size,dtype", [(None, np.uint8), ((10, 20), np.float32)])
 def test_matches_the_numpy_reference(size, dtype):
     x, masks, boxes, points = _data()
@@ -197,6 +198,7 @@ def test_replay_same_key_and_keys_matter():
     np.testing.assert_array_equal(np.asarray(p0), x)
 
 
+@pytest.mark.slow
 def test_in_a_chain_after_a_flip_and_with_min_visibility():
     x, masks, boxes, _ = _data(seed=3)
     chain = compose(flip.bind(p=1.0), mosaic.bind(center_range=(1.0, 1.0)))

@@ -31,6 +31,7 @@ def _coords(n, ho, wo, h, w, seed):
     return x, y
 
 
+@pytest.mark.fast_tier("10-12-10-12-1-None-bilinear")
 @pytest.mark.parametrize("interpolation", ["nearest", "bilinear"])
 @pytest.mark.parametrize("fill", [None, (0.2, 0.5, 1.0)])
 @pytest.mark.parametrize("h,w,ho,wo,c", [(12, 9, 7, 11, 3), (33, 40, 33, 40, 3),  # tiles overlap
@@ -54,6 +55,7 @@ def test_the_sample_kernel_interpreted_gives_the_xla_pixels(interpolation, fill,
     assert got.shape == (3, ho, wo, c)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("taps,h,w,c", [(41, 30, 26, 1), (5, 9, 7, 3), (15, 6, 5, 1),
                                         (3, 70, 300, 1)])  # 300 columns: two column blocks
 def test_the_correlate_kernels_interpreted_give_the_xla_sums(taps, h, w, c):
@@ -101,6 +103,7 @@ def test_the_correlate_kernels_interpreted_give_the_xla_sums(taps, h, w, c):
         np.testing.assert_allclose(want[..., i], ref, atol=1e-7, rtol=0)
 
 
+@pytest.mark.fast_tier("10-12-1-fill1-nearest")
 @pytest.mark.parametrize("interpolation", ["nearest", "bilinear"])
 @pytest.mark.parametrize("fill", [None, (0.2, 0.5, 1.0)])
 @pytest.mark.parametrize("h,w,c", [(12, 9, 3), (33, 40, 3), (10, 12, 1)])
@@ -174,6 +177,7 @@ def _exported_for_cuda(f, *shapes):
         return str(e)
 
 
+@pytest.mark.slow
 def test_remap_and_the_separable_blur_take_the_kernels_for_cuda(monkeypatch):
     """Exported for CUDA from this host, as a host with a GPU traces them: uint8 remapping and
     elastic sampling, float32 separable correlation and two planes' are Pallas calls; float32

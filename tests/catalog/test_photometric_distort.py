@@ -13,6 +13,7 @@ torch = pytest.importorskip("torch")
 tv2 = pytest.importorskip("torchvision.transforms.v2")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", ["uint8", "float32"])
 def test_apply_equals_torchvision_transform_with_the_same_params(dtype):
     rng = np.random.default_rng(0)
@@ -41,6 +42,7 @@ def test_apply_equals_torchvision_transform_with_the_same_params(dtype):
     assert len(seen) == 10  # every adjustment both on and off, contrast both before and after
 
 
+@pytest.mark.fast_tier("hw1")
 @pytest.mark.parametrize("hw", [(32, 48), (33, 65), (96, 128)])
 def test_the_cpu_branch_form_gives_the_select_forms_bits(hw):
     """uint8 on the CPU: each image's drawn adjustments as real branches, image by image, and

@@ -117,6 +117,7 @@ def test_rrc_window_distribution_matches_the_reference_algorithm():
                    - np.mean(ref[:, 0] / np.maximum(h - ref[:, 2], 1))) < 0.03
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", [np.uint8, np.float32])
 def test_rrc_on_a_list_matches_torchvision_and_the_single_image_path(dtype):
     images = _images(dtype)
@@ -140,6 +141,7 @@ def test_rrc_on_a_list_matches_torchvision_and_the_single_image_path(dtype):
             (0 if on_cpu else 1) if dtype == np.uint8 else 1e-6)
 
 
+@pytest.mark.slow
 def test_timm_eval_transform_on_a_list_matches_torchvision():
     images = _images()
     chain = augjax.compose([augjax.ops.resize.bind(size=40), augjax.ops.center_crop.bind(
@@ -179,6 +181,7 @@ def test_center_crop_on_a_list_pads_like_torchvision():
         np.testing.assert_array_equal(out[i], _np(F.center_crop(_tv(img), [45, 47])))
 
 
+@pytest.mark.fast_tier("nearest-size1-None")
 @pytest.mark.parametrize("size,max_size", [(32, None), ((30, 41), None), (24, 40)])
 @pytest.mark.parametrize("interpolation", ["bilinear", "nearest"])
 def test_resize_matches_torchvision(size, max_size, interpolation):
@@ -193,6 +196,7 @@ def test_resize_matches_torchvision(size, max_size, interpolation):
     assert _diff(out, ref).max() <= (1 if interpolation == "bilinear" else 0)
 
 
+@pytest.mark.slow
 def test_resize_to_a_size_on_a_list_returns_one_batch():
     images = _images()
     out = np.asarray(augjax.ops.resize(images, size=(21, 23)))
@@ -201,6 +205,7 @@ def test_resize_to_a_size_on_a_list_returns_one_batch():
         assert _diff(out[i], _np(F.resize(_tv(img), [21, 23], antialias=True))).max() <= 1
 
 
+@pytest.mark.slow
 def test_a_chain_starting_with_a_crop_takes_a_list():
     images = _images()
     keys = jax.random.split(jax.random.key(4), len(images))

@@ -74,6 +74,7 @@ def _augjax(name, params, extra, x, resample, fill=128 / 255):
                                interpolation=resample, fill=fill, **extra))[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize("resample", ["nearest", "bilinear"])
 def test_pil_convention_matches_timm_uint8(size, resample):
@@ -93,6 +94,7 @@ def test_pil_convention_matches_timm_uint8(size, resample):
             assert (diff > 0).mean() < 0.06, (name, params, (diff > 0).mean())
 
 
+@pytest.mark.fast_tier("nearest")
 @pytest.mark.parametrize("resample", ["nearest", "bilinear"])
 def test_pil_convention_matches_pil_float32(resample):
     """float32 images follow PIL's mode "F" (no truncation), channel by channel."""
@@ -242,6 +244,7 @@ def test_torchvision_known_bins():
     assert 15.0 < float(tx[15]) < 16.0  # what makes bin 15 a 15 px shift
 
 
+@pytest.mark.fast_tier("ShearY-True")
 @pytest.mark.parametrize("negate", [False, True])
 @pytest.mark.parametrize("name", ["Rotate", "ShearX", "ShearY", "TranslateXRel", "TranslateYRel",
                                   "TranslateX", "TranslateY"])
@@ -269,6 +272,7 @@ def test_timm_table_entries_follow_timm(name, negate, monkeypatch):
         np.testing.assert_array_equal(out, ref, err_msg=f"{name} level {level}")
 
 
+@pytest.mark.fast_tier("shear_y-params1")
 @pytest.mark.parametrize("name,params", [("rotate", {"degrees": (-30.0, 30.0)}),
                                          ("shear_y", {"shear": (-0.3, 0.3)}),
                                          ("translate_x", {"translate": (-0.45, 0.45)})])

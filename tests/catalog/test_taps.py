@@ -48,6 +48,7 @@ def test_nonzero_taps_lists_the_nonzero_cells_in_row_major_order():
     assert np.all(wt[4:] == 0)
 
 
+@pytest.mark.fast_tier("7")
 @pytest.mark.parametrize("size", [3, 7, 15])
 def test_a_motion_line_has_at_most_three_cells_per_row_or_column(size):
     """The bound motion_blur passes as ``max_taps``: the band ``|q_y| < 1`` of width 2 meets
@@ -59,6 +60,7 @@ def test_a_motion_line_has_at_most_three_cells_per_row_or_column(size):
         assert nz.sum() <= 3 * size and lines.max() <= 3, angle
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not _taps_pallas.AVAILABLE, reason="this JAX has no Pallas Triton backend")
 # (6, 90): a row spans two column tiles; 2 x 3: within the reach
 @pytest.mark.parametrize("h,w", [(23, 31), (6, 90), (5, 4), (2, 3), (1, 9)])

@@ -94,6 +94,7 @@ TV_CASES += [("gamma", {"gamma": g, "gain": k}, F.adjust_gamma, {"gamma": g, "ga
              for g in (0.0, 0.45, 1.0, 2.2) for k in (1.0, 1.3)]
 
 
+@pytest.mark.fast_tier("uint8")
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_matches_torchvision(dtype):
     x = images(4, 17, 23, dtype=dtype, seed=2)
@@ -213,6 +214,7 @@ TRACED = [("solarize", "threshold", 99.0), ("solarize_add", "addition", 61.0),
           ("gamma", "gamma", 0.6)]
 
 
+@pytest.mark.fast_tier("posterize-bits-6.0-float32")
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name, param, value", TRACED)
 def test_apply_takes_exact_values_per_sample(name, param, value, dtype):
@@ -244,6 +246,7 @@ FIELDS = {"invert": set(), "solarize": {"threshold"}, "solarize_add": {"addition
           "sharpness": {"factor"}, "gamma": {"gamma"}}
 
 
+@pytest.mark.fast_tier("autocontrast-float32")
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name", list(FIELDS))
 def test_sample_then_apply_is_the_call_bitwise(name, dtype):
@@ -308,6 +311,7 @@ OPS = {"invert": {}, "solarize": {}, "solarize_add": {}, "posterize": {}, "equal
 RANDOM = [n for n in OPS if augjax.get_op(n).random]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_dali_pipeline_equals_array_path(dtype):
     x = images(4, 12, 10, dtype=dtype, seed=11)
@@ -325,6 +329,7 @@ def test_dali_pipeline_equals_array_path(dtype):
         np.testing.assert_array_equal(got, want, err_msg=name)
 
 
+@pytest.mark.fast_tier("invert", "solarize_add", "equalize", "sharpness")
 @pytest.mark.parametrize("name", list(OPS))
 def test_chw_equals_hwc_and_keys_drive_the_draws(name):
     x = images(4, 10, 12, seed=12)

@@ -62,6 +62,7 @@ def test_unknown_op_exit_code_and_message(capsys):
     assert "did you mean 'color_jitter'" in err and "Traceback" not in err
 
 
+@pytest.mark.fast_tier("args0")
 @pytest.mark.parametrize("args", [["list"], ["info", "flip"]])
 def test_console_script_runs(args):
     exe = [sys.executable, "-m", "augjax.cli.main", *args]

@@ -53,6 +53,7 @@ def _row(grid, summary, row, size=SIZE):
 
 
 # -- the grid ------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_demo_writes_the_grid_and_the_summary(demo_run):
     rc, out, summary, grid = demo_run
     assert rc == 0

@@ -4,11 +4,13 @@ column per view / frame, and the pictures hold what the calls give."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from PIL import Image
 
 from augjax.cli.main import main
 
 
+@pytest.mark.slow
 def test_show_views(tmp_path, capsys):
     out = tmp_path / "views.png"
     assert main(["show", "simclr", "--views", "--size", "48", "--out", str(out)]) == 0

@@ -46,6 +46,7 @@ STEPS = {
 }
 
 
+@pytest.mark.fast_tier("flip")
 @pytest.mark.parametrize("step", list(STEPS.values()), ids=list(STEPS))
 def test_identical_frames_give_the_image_output(step, frames):
     """A clip of T identical frames gives T identical frames, each the image call's output
@@ -70,6 +71,7 @@ def test_distinct_frames_share_the_clip_params(step, clips):
         _eq(out[:, t], step.apply(clips[:, t], params=params))
 
 
+@pytest.mark.slow
 def test_per_frame_draws_differ_and_replay(frames):
     step = CHAIN
     clip = jnp.stack([frames] * T, axis=1)
@@ -86,6 +88,7 @@ def test_per_frame_draws_differ_and_replay(frames):
         _eq(out[:, t], step(frames, key=jax.vmap(lambda k: jax.random.fold_in(k, t))(keys)))
 
 
+@pytest.mark.slow
 def test_per_frame_policy(clips):
     ra = STEPS["rand_augment"]
     out = ra(clips, key=KEY, per_frame=True)
@@ -97,6 +100,7 @@ def test_per_frame_policy(clips):
         _eq(out[:, t], ra.apply(clips[:, t], params=one))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["mixup", "cutmix"])
 def test_mixing_mixes_whole_clips(name, clips):
     op = getattr(ops, name).bind(alpha=1.0, num_classes=5)
@@ -111,6 +115,7 @@ def test_mixing_mixes_whole_clips(name, clips):
     assert pf_soft.shape == (N, T, 5)
 
 
+@pytest.mark.slow
 def test_targets_follow_per_frame(clips):
     step = augjax.compose(ops.flip.bind(p=0.5), ops.affine.bind(degrees=20, translate=(0.1, 0.1)))
     rng = np.random.default_rng(3)
@@ -163,6 +168,7 @@ def test_every_sample_op_on_clips(name):
     _eq(out[:, 1], image)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("per_frame", [False, True])
 def test_fused_program_equals_two_programs(per_frame, clips):
     """The one-program path that GPUs take (sampler and apply fused) gives the CPU's two-program
@@ -181,6 +187,7 @@ def test_fused_program_equals_two_programs(per_frame, clips):
         assert d.max() <= 1, k
 
 
+@pytest.mark.slow
 def test_committed_and_uncommitted_clips_share_the_programs(clips):
     """DALI's jax_function hands committed arrays, jnp.asarray uncommitted ones: the clips'
     programs serve both (jax.jit keys on commitment; they compiled twice before), and

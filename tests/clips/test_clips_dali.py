@@ -32,6 +32,7 @@ def _pipe(batch, body, labels=None):
     return p
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("per_frame", [False, True])
 def test_dali_sequences_equal_arrays(per_frame):
     batch = np.random.default_rng(0).integers(0, 256, (N, T, H, W, 3), dtype=np.uint8)
@@ -85,6 +86,7 @@ def _targets_pipe(batch, step, per_frame, **targets):
     return seeds, outs
 
 
+@pytest.mark.fast_tier("False")
 @pytest.mark.parametrize("per_frame", [False, True])
 def test_dali_sequences_with_targets_equal_arrays(per_frame):
     """Boxes, masks and keypoints per frame on DALI sequences follow the clip's draw (one per

@@ -30,6 +30,7 @@ def _write_video(path) -> None:
     writer.release()
 
 
+@pytest.mark.fast_tier("True")
 @pytest.mark.parametrize("per_frame", [False, True])
 def test_video_reader_sequences_equal_arrays(tmp_path, per_frame):
     from nvidia.dali import fn, pipeline_def, types

@@ -158,6 +158,7 @@ def test_cutmix_pastes_uint8_levels_without_float_arithmetic():
     assert pastes and set(pastes) == {"4,48,120"}, pastes
 
 
+@pytest.mark.fast_tier("const")
 @pytest.mark.parametrize("mode", ["const", "pixel"])
 def test_random_erasing_selects_over_rows_of_values(mode):
     """random_erasing selects between the image and its fill over rows of W*C values
@@ -170,6 +171,7 @@ def test_random_erasing_selects_over_rows_of_values(mode):
     assert selects and set(selects) == {"4,48,120"}, selects
 
 
+@pytest.mark.fast_tier("brightness+normalize")
 @pytest.mark.parametrize("first, second, bounded", [
     (ops.normalize.bind(), ops.random_crop.bind(size=40), False),  # widening pointwise
     (ops.brightness.bind(factor=(0.6, 1.4)), ops.normalize.bind(), False),  # both pointwise
@@ -281,6 +283,7 @@ def _step(name):
     }[name]
 
 
+@pytest.mark.fast_tier("flip+normalize")
 @pytest.mark.parametrize("pair", PAIRS, ids="+".join)
 def test_boundaries_change_no_value(pair):
     """The bounded program equals the unbounded one (the fusion of before) and the two ops

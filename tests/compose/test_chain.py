@@ -29,6 +29,7 @@ def _chain():
     )
 
 
+@pytest.mark.slow
 def test_chain_equals_ops_one_at_a_time_bitwise():
     x = images(6, 16, 20)
     chain = _chain()
@@ -83,6 +84,7 @@ def test_random_apply_applies_where_the_plan_says():
     assert stats.binomtest(int(np.sum(big)), 20000, 0.3).pvalue > 1e-3
 
 
+@pytest.mark.slow
 def test_random_choice_per_sample_branches_and_weights():
     x = images(32, 10, 12, seed=2)
     keys = jax.random.split(jax.random.key(9), 32)
@@ -166,6 +168,7 @@ def test_construction_errors():
         compose()(images(2), key=KEYS[:2])
 
 
+@pytest.mark.slow
 def test_labels_cross_only_with_a_mixing_op():
     x, y = images(6, 8, 8), np.arange(6, dtype=np.int32) % 3
     plain = compose(ops.flip, ops.invert)
@@ -182,6 +185,7 @@ def test_labels_cross_only_with_a_mixing_op():
     np.testing.assert_array_equal(np.asarray(soft), np.asarray(soft_b))
 
 
+@pytest.mark.slow
 def test_dali_chain_is_one_crossing_and_equals_arrays(monkeypatch):
     import augjax.dali as bridge
 
@@ -246,6 +250,7 @@ def test_gpu_chain_with_policy_is_one_crossing_and_equals_gpu_arrays():
     assert diff.mean() < 0.5, diff.mean()  # warps may move a few pixels (float rounding)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [8, 19])
 def test_cpu_chunks_of_compute_bound_ops_equal_the_whole_batch(n, monkeypatch):
     """On CPU a run of compute-bound ops (color_jitter) goes through the batch in chunks of

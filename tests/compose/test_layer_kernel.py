@@ -73,6 +73,7 @@ def _check(got, want, op, msg):
     np.testing.assert_array_equal(got, want, err_msg=msg)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", KERNEL_POLICIES + PIL_POLICIES)
 def test_each_entry_through_the_kernels_is_the_op_alone(name, programs, monkeypatch):
     monkeypatch.setattr(_engine, "LAYER", "fused")
@@ -87,6 +88,7 @@ def test_each_entry_through_the_kernels_is_the_op_alone(name, programs, monkeypa
                    f"{name}: {entry.name}, chain {chain}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("h", "w", "c"), [(2, 16, 3), (3, 32, 3), (8, 12, 1)],
                          ids=["no-inside", "one-row-inside", "one-channel"])
 def test_small_and_one_channel_images_through_the_kernels(h, w, c, monkeypatch):
@@ -99,6 +101,7 @@ def test_small_and_one_channel_images_through_the_kernels(h, w, c, monkeypatch):
     _each_entry_fused_equals_alone(policy, x, jax.random.key(1), monkeypatch)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [(16, 16), (20, 24)], ids=["square", "oblong"])
 def test_pil_rotate_exact_paths_through_the_kernels(size, programs, monkeypatch):
     """timm's Rotate at whole quarter turns takes Image.rotate's exact copies and turns (the
@@ -120,6 +123,7 @@ def test_pil_rotate_exact_paths_through_the_kernels(size, programs, monkeypatch)
     np.testing.assert_array_equal(got, _alone(policy, x, forced))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["ra-torchvision", "aa-imagenet"])
 def test_a_mixed_batch_through_the_kernels_is_the_switch(name, programs, monkeypatch):
     """Each sample its own op and magnitude, some not applied: the per-op switch's pixels.
@@ -191,6 +195,7 @@ def test_the_statistics_kernel_reads_only_what_is_asked():
         assert gray[i] == int(g[i].sum())
 
 
+@pytest.mark.slow
 def test_without_tritons_histogram_the_layer_counts_with_xla(monkeypatch):
     """Where this JAX's Triton lowering has no histogram, the statistics kernel leaves the
     counts to XLA's histogram: equalize through the kernels is still the op alone."""
@@ -237,6 +242,7 @@ def test_the_kernels_match_the_xla_layer_on_the_gpu(monkeypatch):
                 np.testing.assert_array_equal(out["auto"][j][chain], want, err_msg=msg)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["ra-torchvision", "augmix-torchvision"])
 def test_a_host_with_a_gpu_traces_both_forms_and_runs_the_cpu_one(name, monkeypatch):
     """On a host with CUDA a policy's program holds the CPU form (a scan of sample-by-sample

@@ -61,6 +61,7 @@ def _sample(chain, x, labels, key):
     return chain.sample(*((x, labels) if "labels" in chain.inputs else (x,)), key=key)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pair", PAIRS, ids=lambda p: "+".join(s.name for s in p))
 @pytest.mark.parametrize("seed", [0])
 def test_each_op_alone_draws_what_it_draws_in_the_chain(pair, seed):
@@ -80,6 +81,7 @@ def test_each_op_alone_draws_what_it_draws_in_the_chain(pair, seed):
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.slow
 def test_own_draws_are_another_draw():
     """``--parts own-draws`` (the runs before) times ``compose(b)``, which draws another box
     than cutmix draws in the chain (with the benchmark's key 0)."""
@@ -111,6 +113,7 @@ def _loops(chain, x, labels):
                    if name.startswith("fused") or "fusion" in name), compiled.as_text()
 
 
+@pytest.mark.fast_tier("vflip")
 @pytest.mark.skipif(jax.default_backend() != "cpu", reason="the boundaries are CPU-only")
 @pytest.mark.parametrize("first", [ops.flip.bind(p=0.5, horizontal=False, vertical=True),
                                    ops.brightness.bind(factor=(0.6, 1.4))],

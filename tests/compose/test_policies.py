@@ -313,6 +313,7 @@ def _chi2_uniform(values, k):
     return stats.chisquare(np.bincount(np.asarray(values).ravel(), minlength=k)).pvalue
 
 
+@pytest.mark.slow
 def test_rand_augment_torchvision_choices():
     policy = augjax.rand_augment()  # n=2, m=9, 31 bins
     plan = _plan(policy, jax.random.key(0))
@@ -334,6 +335,7 @@ def test_rand_augment_torchvision_choices():
         np.testing.assert_array_equal(plan["value"][rows], expect)
 
 
+@pytest.mark.slow
 def test_rand_augment_timm_noise_probability_and_values():
     policy = augjax.from_timm("rand-m9-mstd0.5-inc1")
     plan = _plan(policy, jax.random.key(1))
@@ -383,6 +385,7 @@ def test_trivial_augment_choices():
     np.testing.assert_array_equal(got, ref)
 
 
+@pytest.mark.slow
 def test_auto_augment_choices():
     policy = augjax.auto_augment("imagenet")
     plan = _plan(policy, jax.random.key(5))
@@ -408,6 +411,7 @@ def test_auto_augment_choices():
     assert stats.kstest(resid, stats.norm(0, 0.5).cdf).pvalue > 1e-3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("style", ["torchvision", "timm"])
 def test_augmix_choices(style):
     policy = augjax.augmix(severity=3, width=3, alpha=0.5, style=style)
@@ -455,6 +459,7 @@ def _apply_entry(policy, j, value, x):
     return np.asarray(op(x, key=jax.random.key(0), **params) if op.random else op(x, **params))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", [
     augjax.rand_augment(n=1, ops=("Identity", "Posterize", "Solarize", "Rotate")),
     augjax.rand_augment(n=1, m=9, p=1.0, style="timm",
@@ -476,6 +481,7 @@ def test_outputs_are_the_chosen_ops(policy):
         np.testing.assert_array_equal(out[rows], ref[rows], err_msg=str(choice))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("style, blended", [("torchvision", False), ("timm", False),
                                             ("timm", True)])
 def test_augmix_mixing_matches_the_formula(style, blended):
@@ -522,6 +528,7 @@ def test_augmix_mixing_matches_the_formula(style, blended):
     assert (diff == 0).mean() > 0.5
 
 
+@pytest.mark.fast_tier("<lambda>-None")
 @pytest.mark.parametrize("make,fill", [
     (lambda: augjax.rand_augment(n=1, m=10, p=1.0, style="timm", ops=("TranslateXRel",)),
      128 / 255),
@@ -549,6 +556,7 @@ def test_policy_fill_is_a_fraction_for_both_dtypes(make, fill):
                                rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_policies_are_per_sample_and_reproducible():
     policy = augjax.trivial_augment_wide()
     x = np.repeat(images(1, 16, 16, seed=12), 16, axis=0)  # one image, 16 times
@@ -563,6 +571,7 @@ def test_policies_are_per_sample_and_reproducible():
     assert len({o.tobytes() for o in outf}) >= 8
 
 
+@pytest.mark.slow
 def test_dali_equals_arrays_for_policies():
     x, s = images(6, 16, 16, seed=15), seeds(6, seed=16)
     chain = augjax.compose(
@@ -576,6 +585,7 @@ def test_dali_equals_arrays_for_policies():
     np.testing.assert_array_equal(out, ref)
 
 
+@pytest.mark.slow
 def test_no_recompilation_after_warmup():
     from nvidia.dali import fn, pipeline_def
 
@@ -617,6 +627,7 @@ def test_op_subsets_and_exclusions():
     assert (np.asarray(plan["op"]) == 0).all()
 
 
+@pytest.mark.slow
 def test_a_registered_op_joins_rand_augment_by_its_registered_name():
     """gaussian_blur (not in torchvision's space; registered through an entry point, as a pack's
     ops are) joins the torchvision space by its registered name, driven by its own declared

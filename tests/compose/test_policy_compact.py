@@ -45,6 +45,7 @@ def _by_mode(policy, name, x, params, mode, monkeypatch):
     return {chain: fused(x, params) for chain, fused in _fused_chains(policy, name).items()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", [np.uint8, np.float32], ids=["uint8", "float32"])
 @pytest.mark.parametrize("name", ["ra-torchvision", "ra-timm", "aa-imagenet", "ta-torchvision",
                                   "augmix-timm", "ra-pack-op"])
@@ -63,6 +64,7 @@ def test_compacted_layers_equal_the_whole_batch_layers(name, dtype, monkeypatch)
             _assert_same(compact[chain], whole[chain], name)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["ra-torchvision", "aa-imagenet"])
 def test_an_overflowing_batch_takes_the_whole_batch_path(name, monkeypatch):
     """Capacities far below the counts: every layer falls back, with the same pixels; and
@@ -121,6 +123,7 @@ def test_the_policies_declare_their_shares():
     assert aa.shares == pytest.approx(tuple(expected))
 
 
+@pytest.mark.fast_tier("ra-p")
 @pytest.mark.parametrize("policy", [
     augjax.rand_augment(n=3, m=9, style="timm", ops={"Rotate": 20.0, "Equalize": 1.0,
                                                      "Invert": 1.0, "Posterize": 4.0}),

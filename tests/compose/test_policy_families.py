@@ -180,6 +180,7 @@ CASES = [("families", n) for n in POLICIES] + [
     ("auto", n) for n in ("ra-timm", "augmix-torchvision", "ra-pack-op")]
 
 
+@pytest.mark.fast_tier("auto-ra-pack-op-uint8")
 @pytest.mark.parametrize("dtype", [np.uint8, np.float32], ids=["uint8", "float32"])
 @pytest.mark.parametrize("mode, name", CASES)
 def test_every_entry_equals_the_op_alone(mode, name, dtype, programs, monkeypatch):
@@ -194,6 +195,7 @@ def test_every_entry_equals_the_op_alone(mode, name, dtype, programs, monkeypatc
                          f"{name}: {entry.name}")
 
 
+@pytest.mark.fast_tier("families-aa-imagenet-uint8")
 @pytest.mark.parametrize("dtype", [np.uint8, np.float32], ids=["uint8", "float32"])
 @pytest.mark.parametrize("name", ["ra-timm", "aa-imagenet", "ra-pack-op"])
 def test_drawn_plans_equal_the_ops_alone(name, dtype, layer_mode, programs):
@@ -215,6 +217,7 @@ def test_drawn_plans_equal_the_ops_alone(name, dtype, layer_mode, programs):
                                           np.asarray(policy(x, key=jax.random.key(draw))))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["ra-torchvision", "ra-timm", "ra-pack-op"])
 def test_the_switch_reference_gives_the_same_uint8_pixels(name, programs, monkeypatch):
     """The per-op switch (``run_layer_switch``, kept as the reference) and the families agree
@@ -269,6 +272,7 @@ def _image_gathers(jaxpr, pixels):
     return count
 
 
+@pytest.mark.slow
 def test_a_layer_costs_one_op_per_family(monkeypatch):
     """The cost follows the families, not the space: one layer of the 14-op space samples
     images (warps, level tables) as often as the 3-op space with one warp and one table."""

@@ -130,6 +130,7 @@ def test_images_first_applies_the_policy_it_builds(name, monkeypatch):
     assert kw["key"] == "K" and kw["layout"] == "CHW" and kw["name"] == name
 
 
+@pytest.mark.slow
 def test_images_first_in_a_dali_pipeline_and_positional_config():
     x, s = images(6, 12, 12, seed=11), seeds(6, seed=12)
     ops = SMALL["rand_augment"]["ops"]

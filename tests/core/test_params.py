@@ -32,6 +32,7 @@ def tree_np(params):
 # Record, inspect, edit, replay
 
 
+@pytest.mark.slow
 def test_chain_sample_apply_edit_replay():
     chain = augjax.compose(augjax.ops.flip.bind(p=0.5),
                            augjax.ops.rotate.bind(degrees=(-30, 30), interpolation="bilinear"),
@@ -82,6 +83,7 @@ def test_apply_rejects_params_that_do_not_fit():
         augjax.ops.rotate.sample(x[0], key=jax.random.key(0))
 
 
+@pytest.mark.slow
 def test_composites_record_their_decisions_and_children():
     x = images(8, 12, 12, seed=2)
     key = jax.random.key(4)
@@ -105,6 +107,7 @@ def test_composites_record_their_decisions_and_children():
     np.testing.assert_array_equal(so.apply(x, params=both), (255 - x)[:, :, ::-1])
 
 
+@pytest.mark.slow
 def test_policy_params_replay_and_edit():
     policy = augjax.rand_augment(n=2, m=9, ops=["Identity", "Rotate", "Posterize", "Equalize"])
     x = images(10, 16, 16, seed=3)
@@ -143,6 +146,7 @@ GEOMETRIC = [
 ]
 
 
+@pytest.mark.fast_tier("rot90-{'k': 1}-{}")
 @pytest.mark.parametrize("name, params, _", GEOMETRIC, ids=lambda v: str(v))
 def test_matrix_maps_a_pixel_where_the_op_moves_it(name, params, _):
     """A small blob's centre of mass lands where the matrix sends the blob's centre (bilinear
@@ -172,6 +176,7 @@ def test_matrix_maps_a_pixel_where_the_op_moves_it(name, params, _):
     assert hits >= 3
 
 
+@pytest.mark.slow
 def test_chain_matrix_is_the_product_of_its_steps():
     chain = augjax.compose(augjax.ops.rotate.bind(degrees=(-30, 30)),
                            augjax.ops.flip.bind(p=0.5),
@@ -190,6 +195,7 @@ def test_chain_matrix_is_the_product_of_its_steps():
 # invert
 
 
+@pytest.mark.slow
 def test_invert_is_exact_for_flips_and_quarter_turns():
     x = images(6, 12, 12, seed=4)
     chain = augjax.compose(augjax.ops.flip.bind(p=0.5, vertical=True),
@@ -200,6 +206,7 @@ def test_invert_is_exact_for_flips_and_quarter_turns():
     np.testing.assert_array_equal(augjax.invert(chain, out, p, interpolation="nearest"), x)
 
 
+@pytest.mark.fast_tier("shear-flip")
 @pytest.mark.parametrize("step", [
     augjax.ops.rotate.bind(degrees=(-25, 25), interpolation="bilinear"),
     augjax.ops.affine.bind(degrees=15.0, translate=(0.05, 0.05), scale=(0.9, 1.1), shear=5.0,
@@ -229,6 +236,7 @@ def test_invert_restores_the_interior(step):
     assert err.max() < 0.1 and err.mean() < 0.01, (err.max(), err.mean())
 
 
+@pytest.mark.slow
 def test_invert_needs_the_input_size_when_the_size_changed_and_refuses_mixtures():
     x = images(2, 16, 16)
     op = augjax.ops.rot90.bind(k=1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax
 import numpy as np
+import pytest
 from helpers import images
 
 import augjax
@@ -36,6 +37,7 @@ DATA = images(8, 10, 12, seed=3)
 LABELS = np.arange(8, dtype=np.int32).reshape(8, 1)
 
 
+@pytest.mark.slow
 def test_same_seed_same_batches_bitwise_other_seed_differs():
     a = _run(_pipeline(7, DATA, LABELS), 3)
     b = _run(_pipeline(7, DATA, LABELS), 3)
@@ -47,6 +49,7 @@ def test_same_seed_same_batches_bitwise_other_seed_differs():
     assert not np.array_equal(a[0][0], a[1][0])  # iterations differ too
 
 
+@pytest.mark.slow
 def test_per_op_seed_pins_that_ops_stream():
     x1 = _run(_pipeline(7, DATA, LABELS, op_seed=123), 1)[0][0]
     x2 = _run(_pipeline(7, DATA, LABELS, op_seed=123), 1)[0][0]
@@ -65,6 +68,7 @@ def test_checkpoint_restore_continues_the_same_stream():
             np.testing.assert_array_equal(u, v)
 
 
+@pytest.mark.slow
 def test_array_path_reproducible_from_key():
     k = jax.random.key(5)
     a = augjax.ops.color_jitter(DATA, key=k, **JITTER)
@@ -74,6 +78,7 @@ def test_array_path_reproducible_from_key():
     assert not np.array_equal(a, c)
 
 
+@pytest.mark.slow
 def test_samples_get_independent_draws():
     x = np.repeat(images(1, 8, 8), 64, axis=0)
     out = np.asarray(augjax.ops.color_jitter(x, key=jax.random.key(0), **JITTER))

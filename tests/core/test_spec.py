@@ -162,6 +162,7 @@ def test_bind_of_values_it_cannot_key_validates_every_time():
         hue.bind(factor=float("nan"))
 
 
+@pytest.mark.slow
 def test_remembered_binding_gives_the_uncached_bindings_batch():
     """Remembered bindings against ones validated afresh (``BoundOp.create``, no cache), for two
     parameter sets in a row: a remembered binding never stands in for other values."""

@@ -102,6 +102,7 @@ CASES = [(kind, name) for kind in sorted(WRAPPED) for name in sorted(OPS)
          if kind in ("compose", "random_choice") or name == "rotate"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("kind", "name"), CASES)
 def test_a_composite_of_one_op_answers_as_the_op(kind, name):
     make, s = OPS[name]
@@ -133,6 +134,7 @@ def test_a_composite_of_one_op_answers_as_the_op(kind, name):
         assert _same(step.run_masks(mask, params), op.run_masks(mask, inner(params)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["rand_augment", "trivial_augment_wide", "auto_augment",
                                   "augmix"])
 def test_a_policy_runs_by_its_members(kind):

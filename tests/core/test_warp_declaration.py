@@ -52,6 +52,7 @@ def skew(params, meta, **_):
     return Warp.forward(m, meta)
 
 
+@pytest.mark.fast_tier("forward")
 @pytest.mark.parametrize("spec", [turn, lean, skew], ids=["affine", "pil", "forward"])
 def test_an_op_declared_by_its_geometry_passes_the_geometry_check(spec):
     assert spec.geometric and spec.matrix is not None and spec.targets.points == "matrix"

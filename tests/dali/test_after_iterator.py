@@ -65,6 +65,7 @@ def recorded():
     return chain, _batches(_pipe(chain), 5)
 
 
+@pytest.mark.fast_tier("3")
 @pytest.mark.parametrize("prefetch", [0, 1, 3])
 def test_same_bits_as_the_operator_in_the_pipeline(recorded, prefetch):
     chain, batches = recorded
@@ -80,6 +81,7 @@ def test_same_bits_as_the_operator_in_the_pipeline(recorded, prefetch):
     assert not np.array_equal(batches[0][0][0], batches[1][0][0])
 
 
+@pytest.mark.slow
 def test_prefetch_pulls_ahead_of_the_consumer(recorded):
     chain, batches = recorded
     pulled = []

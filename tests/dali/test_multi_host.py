@@ -38,6 +38,7 @@ def _spread(stdout: str) -> float:
     return float(found.group(1))
 
 
+@pytest.mark.slow
 def test_two_processes_match_one_process_bitwise(tmp_path):
     res = _run("--processes", "2", "--check", "--keep", str(tmp_path))
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
@@ -69,6 +70,7 @@ def test_two_processes_match_one_process_bitwise(tmp_path):
     assert problems and "restored: 1 of 8 samples differ" in problems[0], problems
 
 
+@pytest.mark.slow
 def test_a_process_that_dies_stops_the_other_within_bounded_time():
     t0 = time.monotonic()
     res = _run("--processes", "2", "--fail-at", "1", "--fail-process", "1")
@@ -109,6 +111,7 @@ def test_a_process_that_hangs_is_caught_by_the_watchdogs():
                      res.stderr), res.stderr[-3000:]
 
 
+@pytest.mark.fast_tier("chain")
 @pytest.mark.parametrize("extra, field, first", [
     (["--magnitude", "5"], "chain.steps[2].m", "process 0 has 9.0, process 1 has 5.0"),
     (["--num-processes", "4"], "num_processes",

@@ -138,6 +138,7 @@ def test_timm_eval_transform_vs_torchvision(outputs):
     _assert_resampled(np.stack(diffs))
 
 
+@pytest.mark.slow
 def test_chain_after_a_ragged_crop_replays_on_arrays(outputs):
     for images, seeds, *_, chain in outputs:
         keys = augjax.keys_from_seeds(seeds)
@@ -179,6 +180,7 @@ def test_resize_to_a_shorter_side_then_a_non_crop_is_refused_when_defined(jpeg_r
         pipe()
 
 
+@pytest.mark.slow
 def test_docs_page_runs():
     import pathlib
     import re
@@ -247,6 +249,7 @@ def target_outputs():
     return data, [np.array(o.as_tensor()) for o in p.run()]
 
 
+@pytest.mark.slow
 def test_targets_follow_a_ragged_crop(target_outputs):
     (images, _, boxes, points), outs = target_outputs
     seeds, im, m, b, bv, kp, kv, *_ = outs
@@ -287,6 +290,7 @@ def test_targets_follow_a_chain_that_starts_with_a_ragged_crop(target_outputs):
 
 
 
+@pytest.mark.slow
 def test_targets_replay_on_a_list_of_arrays(target_outputs):
     """The same images, targets and seeds as a list of arrays: the windows, boxes and
     keypoints equal the pipeline's (one plan, one matrix code); masks read by copies (a random

@@ -105,6 +105,7 @@ def test_forms_match_per_sample_form_bitwise(reference, shards, mode, read):
     assert_same(run_shards(shards, mode=mode, read=read), reference)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode,read,shards", [("batch", "python", 2), ("sample", "python", 1)])
 def test_parallel_workers_match_per_sample_form_bitwise(reference, mode, read, shards):
     """DALI's parallel external source, 2 spawned workers per pipeline."""

@@ -49,6 +49,7 @@ def _outs(p):
     return [np.array(o.as_tensor()) for o in p.run()]
 
 
+@pytest.mark.slow
 def test_user_pipeline_runs_and_labels_are_soft(jpeg_root):
     p = _train_pipe(jpeg_root, 7)
     for _ in range(3):

@@ -56,6 +56,7 @@ def _load_numpy(outputs):
     return [np.stack([np.asarray(o.at(i)) for i in range(len(o))]) for o in outputs]
 
 
+@pytest.mark.slow
 def test_detection_batches_uniform_with_boxes_inside(det, root):
     pipe = det.build_pipeline(root, batch_size=B, size=S, max_boxes=4, seed=1)
     kept = 0
@@ -78,6 +79,7 @@ def test_detection_check_flags_a_box_outside(det, root):
     assert det.check_batch(images, boxes, valid, classes) == ["a box outside the image"]
 
 
+@pytest.mark.slow
 def test_detection_reproducible_with_a_seed(det, root):
     a = _batches(det.build_pipeline(root, batch_size=B, size=S, max_boxes=4, seed=5))
     b = _batches(det.build_pipeline(root, batch_size=B, size=S, max_boxes=4, seed=5))
@@ -101,6 +103,7 @@ def test_segmentation_masks_stay_aligned(seg, root):
         assert seg.agreement(images, masks[:, :, ::-1]) < 0.5
 
 
+@pytest.mark.slow
 def test_boxes_enclose_masks_and_visible_objects_keep_their_box(seg, root):
     pipe = seg.build_pipeline(root, batch_size=B, size=S, seed=3, boxes=True, max_boxes=4)
     for images, masks, boxes, valid, classes in _batches(pipe, 2):
@@ -121,6 +124,7 @@ def test_boxes_enclose_masks_and_visible_objects_keep_their_box(seg, root):
                 assert (box[2] - box[0]) * (box[3] - box[1]) <= 4 * extent + 16
 
 
+@pytest.mark.slow
 def test_scripts_run_as_a_user_runs_them(tmp_path, fork_server):
     # python examples/X.py ..., each in a process forked from the test process's server
     # (tests/forkrun.py: its NumPy, JAX, augjax and DALI imported once)

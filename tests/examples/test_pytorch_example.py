@@ -43,6 +43,7 @@ def _epochs(pt, root, partial, n=2):
             for _ in range(n)]
 
 
+@pytest.mark.slow
 def test_trim_epoch_cuts_the_pytorch_iterators_last_batch_like_partial(pt, root):
     trimmed = _epochs(pt, root, partial=False)
     partial = _epochs(pt, root, partial=True)

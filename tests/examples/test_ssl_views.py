@@ -24,6 +24,7 @@ def ssl():
     return module
 
 
+@pytest.mark.slow
 def test_dino_step_on_dali_views(ssl, capsys):
     losses = ssl.train(ssl.parse(["--steps", "2", *SMALL]))
     assert len(losses) == 2 and np.isfinite(losses).all()
@@ -43,5 +44,6 @@ def test_dali_views_differ_per_view(ssl):
     assert len({row.tobytes() for row in flat}) == 8
 
 
+@pytest.mark.slow
 def test_simclr_on_arrays_main(ssl):
     assert ssl.main(["--recipe", "simclr", "--source", "arrays", "--steps", "2", *SMALL]) == 0

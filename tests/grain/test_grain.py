@@ -37,6 +37,7 @@ def _seeds(rng: np.random.Generator) -> np.ndarray:
     return rng.integers(0, 2**30, size=(1, 2), dtype=np.int32)
 
 
+@pytest.mark.slow
 def test_random_map_uses_grains_generator_as_the_sample_key():
     record = _source()[3]
     chain = _chain()
@@ -48,6 +49,7 @@ def test_random_map_uses_grains_generator_as_the_sample_key():
     assert not np.array_equal(other["image"], out["image"])
 
 
+@pytest.mark.slow
 def test_random_map_equals_the_call_on_arrays_for_every_seed():
     # A single jit of the chain compiled the sampler and the ops otherwise than augjax's own
     # programs do, and a few records in a hundred differed from the call by a level (7 of 300
@@ -193,6 +195,7 @@ def test_resume_through_mp_prefetch_with_two_workers_is_bitwise():
     np.testing.assert_array_equal(np.asarray(plain[1]["index"]), np.asarray(rest[0]["index"]))
 
 
+@pytest.mark.slow
 def test_shards_by_grains_sharding_give_the_unsharded_records():
     # grain's sharding of a MapDataset (ShardByJaxProcess's shard_index::shard_count) after the
     # random map: a record keeps its global index, so its draws, on any number of processes
@@ -210,6 +213,7 @@ def test_shards_by_grains_sharding_give_the_unsharded_records():
         np.testing.assert_array_equal(merged, np.asarray(whole[k]))
 
 
+@pytest.mark.slow
 def test_batch_augment_does_not_depend_on_batch_boundaries():
     chain = augjax.compose(augjax.ops.flip.bind(p=0.5), augjax.ops.color_jitter.bind(hue=0.2))
     records = [ag.WithIndex().map_with_index(i + N, r) for i, r in enumerate(_source())]

@@ -92,6 +92,7 @@ DETERMINISTIC = {
 }
 
 
+@pytest.mark.fast_tier("Compose-ToImage-ToDtype")
 @pytest.mark.parametrize("name", list(DETERMINISTIC))
 def test_deterministic_transforms_match_torchvision(name):
     transform = DETERMINISTIC[name]
@@ -277,6 +278,7 @@ def test_random_apply_and_random_choice_keep_their_structure():
 # --- policies: the same configuration as augjax's own (tested against torchvision in
 # tests/compose/test_policies.py)
 
+@pytest.mark.fast_tier("AutoAugment")
 @pytest.mark.parametrize("transform, native", [
     (v2.RandAugment(num_ops=3, magnitude=7, num_magnitude_bins=21),
      augjax.rand_augment(n=3, m=7, num_magnitude_bins=21, style="torchvision",
@@ -384,11 +386,13 @@ def _policy_replay(t, seed):
     _close(np.asarray(policy.apply(x, params=params))[0], theirs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(8))
 def test_rand_augment_replays_torchvisions_choices(seed):
     _policy_replay(v2.RandAugment(num_ops=2, magnitude=9), seed)
 
 
+@pytest.mark.fast_tier("4")
 @pytest.mark.parametrize("seed", range(8))
 def test_trivial_augment_wide_replays_torchvisions_choices(seed):
     _policy_replay(v2.TrivialAugmentWide(), seed)

@@ -144,6 +144,7 @@ def pip(*args: str, cwd: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
 def test_wheel_installs_lists_runs_in_dali_and_uninstalls(tmp_path):
     # build the wheel from a copy, so the source tree gets no build/ or egg-info
     src = tmp_path / "build" / "augjax_contrib"

@@ -168,6 +168,7 @@ CLI = ("import sys; from augjax.cli.main import main; "
 STRICT = "import augjax; augjax.list_ops()"
 
 
+@pytest.mark.fast_tier("list-all-load")
 @pytest.mark.parametrize("code", [CLI, STRICT], ids=["list-all-load", "strict"])
 def test_a_plugin_that_never_returns_does_not_hang_the_cli_or_strict_mode(site, code):
     """In a subprocess, with a plugin that sleeps forever at import: the command ends (the

@@ -32,6 +32,7 @@ def _cli(site: pathlib.Path, *args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=300, env=env)
 
 
+@pytest.mark.slow
 def test_list_all_load_reports_a_pack_whose_module_fails_to_import(site):
     write_distribution(site, "broken-pack", "0.2", ops={
         "broken_op": "broken_mod:broken_op", "fine_op": "fine_mod:fine_op"}, modules={

@@ -40,6 +40,7 @@ def test_the_printed_pack_declares_its_test_dependencies():
     assert 'skew = "augjax_skew.ops:skew"' in toml
 
 
+@pytest.mark.slow
 def test_the_printed_geometric_pack_passes_the_kit_and_its_own_test(global_registry, site):
     files = pack_files()
     install(site, files["src/augjax_skew/ops.py"])

@@ -33,6 +33,7 @@ from _reliability import (
     sample_case,
     spec_or_skip,
 )
+from tiers import op_sweep
 
 import augjax
 from augjax._runtime.padding import no_padding
@@ -69,7 +70,7 @@ def assert_moved_samples_keep_their_outputs(fn, x, k, out, name):
 
 
 # -- sample-level ops ------------------------------------------------------------------------
-@pytest.mark.parametrize("name", SAMPLE_OPS)
+@pytest.mark.parametrize("name", op_sweep(SAMPLE_OPS))
 def test_sample_op_output_i_is_op_of_input_i(name):
     """``out[i]`` depends on ``x[i]`` and ``key[i]`` only, whatever the position and the other
     samples (checked without recompiling: the same batch shape, permuted and partly replaced;
@@ -160,6 +161,7 @@ def _mix_config(spec, variant: int) -> dict:
 MIX_CASES = [(name, i % 2) for i, name in enumerate(MIXING_OPS)]
 
 
+@pytest.mark.fast_tier("cutmix-uint8-int")
 @pytest.mark.parametrize("name, variant", MIX_CASES,
                          ids=[f"{n}-{'uint8-int' if v == 0 else 'float32-soft'}"
                               for n, v in MIX_CASES])
@@ -231,6 +233,7 @@ def _mixer():
     return spec, spec.bind(**_mix_config(spec, 1))
 
 
+@pytest.mark.slow
 def test_chain_of_sample_ops_keeps_samples_aligned():
     compose = _compose()
     steps = _pick_sample_ops(6, seed=0)
@@ -247,6 +250,7 @@ def test_chain_of_sample_ops_keeps_samples_aligned():
     np.testing.assert_array_equal(np.asarray(chain(x[perm], key=k[perm])), out[perm])
 
 
+@pytest.mark.slow
 def test_composites_and_a_policy_keep_samples_aligned():
     compose = _compose()
     a, b, c, d = _pick_sample_ops(4, seed=4)
@@ -261,6 +265,7 @@ def test_composites_and_a_policy_keep_samples_aligned():
                                             "composites + rand_augment")
 
 
+@pytest.mark.slow
 def test_chain_starting_with_a_mixing_op_is_local_to_sample_and_partner():
     compose = _compose()
     _, mixer = _mixer()
@@ -284,6 +289,7 @@ def test_chain_starting_with_a_mixing_op_is_local_to_sample_and_partner():
         np.testing.assert_array_equal(soft_y[i], soft[i], err_msg=f"label {i}")
 
 
+@pytest.mark.slow
 def test_dali_chain_ending_in_a_mixing_op_keeps_images_and_labels_aligned():
     """Images and labels cross into DALI's jax_function as separate inputs; the soft label and
     the blend of each sample must still match (the chain's prefix, run on arrays with the same

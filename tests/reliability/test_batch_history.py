@@ -30,6 +30,7 @@ from _reliability import (
 from helpers import fresh_programs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tiers import op_sweep
 
 import augjax
 import augjax._runtime.padding as _padding
@@ -106,7 +107,9 @@ def _padding_on(monkeypatch):
     fresh_programs()
 
 
-@pytest.mark.parametrize("name, mode", CASES,
+@pytest.mark.fast_tier(
+    "brightness", "cutout", "equalize", "gaussian_blur", "gaussian_noise", "normalize", "rotate")
+@pytest.mark.parametrize("name, mode", op_sweep(CASES, op=lambda case: case[0]),
                          ids=[n if m is None else f"{n}-{m}" for n, m in CASES])
 def test_op_output_does_not_depend_on_earlier_batch_sizes(name, mode, monkeypatch):
     assert_history_free(_op_and_batch(name, mode), monkeypatch, name if mode is None else
@@ -155,6 +158,7 @@ CHAINS = {
 SLOW_CHAINS = {"trivial_augment_wide", "auto_augment", "augmix"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("label", [pytest.param(k, marks=pytest.mark.slow) if k in SLOW_CHAINS
                                    else k for k in sorted(CHAINS)])
 def test_chains_and_policies_do_not_depend_on_earlier_batch_sizes(label, monkeypatch):
@@ -162,6 +166,7 @@ def test_chains_and_policies_do_not_depend_on_earlier_batch_sizes(label, monkeyp
     assert_history_free(_chain_run(make(), mixing), monkeypatch, label)
 
 
+@pytest.mark.slow
 def test_a_chain_given_one_key_per_sample_does_not_depend_on_earlier_batch_sizes(monkeypatch):
     """Keys per sample take the other padded layout (both ends, the keys moved with their
     samples); the ops above get one key (the full batches' program as it is)."""
@@ -174,6 +179,7 @@ def test_a_chain_given_one_key_per_sample_does_not_depend_on_earlier_batch_sizes
 EXAMPLES = int(os.environ.get("AUGJAX_HYPOTHESIS_EXAMPLES", "4"))
 
 
+@pytest.mark.slow
 @settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(history=st.lists(st.sampled_from([2, 5, 8, 12, 16]), min_size=1, max_size=6),
@@ -194,6 +200,7 @@ def test_any_history_and_policy_gives_the_batch_alone(history, policy, n, monkey
             np.testing.assert_array_equal(a, b, err_msg=f"{policy}: {history} then {n}")
 
 
+@pytest.mark.slow
 def test_dali_cpu_pipeline_does_not_depend_on_earlier_batch_sizes(monkeypatch):
     """A DALI CPU pipeline whose batch size varies (external_source): each batch of 5 after
     batches of 16 equals the array path's batch of 5 alone (keys from the same seeds)."""

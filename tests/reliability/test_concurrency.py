@@ -88,6 +88,7 @@ def _run(p, iterations=4):
     return out
 
 
+@pytest.mark.slow
 def test_pipelines_in_threads_share_one_compiled_chain_and_stay_correct():
     chain = _chain()
     before = augjax.trace_count()
@@ -132,6 +133,7 @@ def test_a_cold_registry_loads_each_op_once_under_concurrent_gets(monkeypatch):
 
 
 # -- first compilation from many threads -------------------------------------------------------
+@pytest.mark.slow
 def test_ops_first_called_from_many_threads_are_traced_once():
     names = op_names(lambda s: s.level == "sample")
     names = [n for n in names if OPS[n][0] is not None][:: max(1, len(names) // 8)]

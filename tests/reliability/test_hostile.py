@@ -39,6 +39,7 @@ from _reliability import (
 )
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
+from tiers import op_sweep
 
 import augjax
 from augjax._runtime.padding import no_padding
@@ -180,7 +181,7 @@ def _check_wide_and_nan(spec, x, labels, key, layout, params, out):
             assert set(changed) <= {0}, f"{bad} of sample 0 reached samples {changed}"
 
 
-@pytest.mark.parametrize("name", SAMPLE_OPS)
+@pytest.mark.parametrize("name", op_sweep(SAMPLE_OPS))
 def test_out_of_range_floats_and_nan_pixels(name):
     """On the shared case (lively params, float32; compiled once with test_alignment): images
     in [-1, 2] and a NaN pixel in sample 0 (see :func:`_check_wide_and_nan`)."""
@@ -191,16 +192,21 @@ def test_out_of_range_floats_and_nan_pixels(name):
     _check_wide_and_nan(spec, x, None, k, "HWC", params, out)
 
 
+@pytest.mark.fast_tier(
+    "brightness-uint8-HWC-N1", "cutout-uint8-HWC-N1", "equalize-float32-CHW",
+    "gaussian_blur-uint8-HWC-N1", "gaussian_noise-float32-CHW", "normalize-float32-CHW",
+    "random_resized_crop-float32-CHW", "rotate-uint8-HWC-N1")
 @pytest.mark.parametrize("variant", VARIANTS)
-@pytest.mark.parametrize("name", SAMPLE_OPS)
+@pytest.mark.parametrize("name", op_sweep(SAMPLE_OPS))
 @_settings(EXAMPLES)
 @given(data=st.data())
 def test_op_properties_over_shapes_dtypes_and_params(name, variant, data):
     _run_case(spec_or_skip(name), data, variant)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", VARIANTS)
-@pytest.mark.parametrize("name", MIXING_OPS)
+@pytest.mark.parametrize("name", op_sweep(MIXING_OPS))
 @_settings(EXAMPLES)
 @given(data=st.data())
 def test_mixing_op_properties_over_shapes_dtypes_and_params(name, variant, data):
@@ -221,7 +227,7 @@ def _key_kw(spec):
     return {"key": jax.random.key(0)} if spec.random else {}
 
 
-@pytest.mark.parametrize("name", ALL_OPS)
+@pytest.mark.parametrize("name", op_sweep(ALL_OPS))
 def test_empty_batch_keeps_its_shape(name):
     spec = spec_or_skip(name)
     c = channels_for(spec)
@@ -242,6 +248,7 @@ def _expect(exc, fragments, fn, *args, **kwargs):
     return info.value
 
 
+@pytest.mark.fast_tier("to_float")
 @pytest.mark.parametrize("name", ALL_OPS)
 def test_wrong_rank_dtype_channels_and_layout_are_input_errors(name):
     spec = spec_or_skip(name)
@@ -281,6 +288,7 @@ def test_float64_images_become_float32_as_jax_does():
 
 
 # -- labels ------------------------------------------------------------------------------------
+@pytest.mark.fast_tier("mixup")
 @pytest.mark.parametrize("name", MIXING_OPS)
 def test_bad_labels_are_input_errors_before_anything_runs(name):
     spec = spec_or_skip(name)
@@ -387,6 +395,7 @@ def _chain():
     return compose(*picked)
 
 
+@pytest.mark.slow
 def test_a_batch_of_4096_and_a_1024_pixel_image():
     chain = _chain()
     x = random_images(4096, 8, 8, 3, np.uint8, seed=1)

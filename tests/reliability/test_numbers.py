@@ -176,6 +176,7 @@ def test_config_loading_errors_are_typed(load, words):
         load()
 
 
+@pytest.mark.slow
 def test_the_deepest_config_read_also_runs():
     """32 nested choices load and trace (56 ran out of Python's stack when traced)."""
     step = augjax.from_dict(_deep(32, "random_choice"))
@@ -297,6 +298,7 @@ def test_non_finite_pixels_in_a_dali_cpu_pipeline_in_checking_mode():
         p.run()
 
 
+@pytest.mark.fast_tier("nan")
 @pytest.mark.parametrize("value", [math.inf, -math.inf, math.nan])
 def test_a_non_finite_pixel_stays_in_its_sample_through_a_training_chain(value):
     """A timm-style chain (crop, flip, jitter, RandAugment, erasing, mixup): the bad pixel of

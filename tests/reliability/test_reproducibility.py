@@ -101,6 +101,7 @@ def reference():
     return run(make_pipeline(1234), 5)
 
 
+@pytest.mark.slow
 def test_the_pipeline_actually_augments(reference):
     images, soft = reference[0]
     assert images.shape == (BATCH, SIZE, SIZE, 3) and soft.shape == (BATCH, NUM_CLASSES)
@@ -119,6 +120,7 @@ def test_two_pipelines_with_the_same_seed_give_the_same_batches(reference):
     assert_same(interleaved_b, reference, "pipeline b")
 
 
+@pytest.mark.fast_tier("3")
 @pytest.mark.parametrize("depth", [1, 3])
 def test_prefetch_depth_does_not_change_the_batches(reference, depth):
     assert_same(run(make_pipeline(1234, prefetch_queue_depth=depth), 5), reference,
@@ -145,6 +147,7 @@ def test_checkpoint_restore_mid_epoch_continues_the_same_stream(reference):
     assert_same(run(restored, 3), tail, "restored from the checkpoint")
 
 
+@pytest.mark.slow
 def test_another_process_gives_the_same_batches(reference):
     code = (
         "import sys; sys.path[:0] = sys.argv[1:3]; import test_reproducibility as t; "

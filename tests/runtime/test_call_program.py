@@ -62,6 +62,7 @@ CPU_CASES = [*POLICIES, "color_jitter", "elastic_transform", "mixup", "mixup_cut
              "random_resized_crop", "rotate"]
 
 
+@pytest.mark.fast_tier("rotate")
 @pytest.mark.parametrize("name", CPU_CASES)
 def test_the_fused_program_equals_apply_of_the_sampler_it_holds(name):
     step = _step(name)
@@ -77,6 +78,7 @@ def test_the_fused_program_equals_apply_of_the_sampler_it_holds(name):
     _assert_same(got, want, name)
 
 
+@pytest.mark.slow
 def test_seeds_give_the_keys_of_keys_from_seeds_in_the_fused_program():
     step = _step("color_jitter")
     steps = tuple(step.program()[0])
@@ -88,6 +90,7 @@ def test_seeds_give_the_keys_of_keys_from_seeds_in_the_fused_program():
     _assert_same(fused, keyed, "color_jitter")
 
 
+@pytest.mark.slow
 def test_calls_on_the_cpu_run_the_two_programs(monkeypatch):
     """On the CPU the samplers compile unoptimised (fast to compile): calls keep them."""
     if jax.default_backend() != "cpu":
@@ -188,6 +191,7 @@ def test_calls_with_targets_layouts_and_padding_on_a_gpu_equal_apply_of_sample()
     _assert_same(got, jitter.apply(part, params=jitter.sample(part, key=key)), "padded")
 
 
+@pytest.mark.slow
 def test_samplers_that_draw_fields_compile_optimised_on_the_cpu():
     """On the CPU a sampler of a few values per sample compiles unoptimised (fast to compile);
     one that draws a field per sample (noise, per-pixel draws) keeps XLA's optimisation, its

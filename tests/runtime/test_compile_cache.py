@@ -45,6 +45,7 @@ def entries(path: Path) -> list[Path]:
     return [p for p in path.rglob("*") if p.is_file()] if path.exists() else []
 
 
+@pytest.mark.slow
 def test_default_directory_is_the_user_cache_dir_and_small_programs_are_cached(tmp_path):
     got = run_child({"XDG_CACHE_HOME": str(tmp_path)})
     where = tmp_path / "augjax" / "jax"
@@ -53,6 +54,7 @@ def test_default_directory_is_the_user_cache_dir_and_small_programs_are_cached(t
     assert entries(where)  # flip compiles in well under JAX's default 1 s threshold
 
 
+@pytest.mark.slow
 def test_augjax_cache_dir_moves_it(tmp_path):
     where = tmp_path / "elsewhere"
     got = run_child({"XDG_CACHE_HOME": str(tmp_path / "xdg"), "AUGJAX_CACHE_DIR": str(where)})
@@ -66,6 +68,7 @@ def test_switch_off_leaves_jax_untouched(tmp_path):
     assert not entries(tmp_path)
 
 
+@pytest.mark.slow
 def test_a_directory_the_user_configured_is_kept(tmp_path):
     mine = tmp_path / "mine"
     got = run_child({"XDG_CACHE_HOME": str(tmp_path / "xdg"),

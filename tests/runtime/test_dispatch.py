@@ -20,6 +20,7 @@ from augjax.errors import (
 JITTER = dict(brightness=0.4, contrast=0.4, saturation=0.4, hue=0.1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", [np.uint8, np.float32])
 @pytest.mark.parametrize("layout", ["HWC", "CHW"])
 def test_dali_path_equals_array_path(dtype, layout):
@@ -49,6 +50,7 @@ def test_dali_path_equals_array_path(dtype, layout):
     assert soft.dtype == np.float32 and soft.shape == (6, 6)
 
 
+@pytest.mark.slow
 def test_dali_output_layouts_are_set():
     from nvidia.dali import fn, pipeline_def
 
@@ -77,6 +79,7 @@ def test_numpy_inputs_are_accepted_and_not_mutated():
     np.testing.assert_array_equal(x, before)
 
 
+@pytest.mark.slow
 def test_key_forms_are_equivalent():
     x = images(4)
     k = jax.random.key(3)
@@ -88,6 +91,7 @@ def test_key_forms_are_equivalent():
     np.testing.assert_array_equal(a, c)
 
 
+@pytest.mark.slow
 def test_empty_batch_and_batch_of_one():
     for n in (0, 1):
         x = images(n, 5, 6)
@@ -197,6 +201,7 @@ def test_dali_rejects_key_and_mixed_inputs():
         mixed()
 
 
+@pytest.mark.slow
 def test_one_key_gives_the_pixels_of_its_split_keys_whole_and_padded():
     """The sampler's program splits a single key itself: the same pixels as the keys split
     beforehand, for a batch the program ran with and for a smaller one padded to it."""

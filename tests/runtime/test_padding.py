@@ -67,6 +67,7 @@ def test_layout_keeps_mirror_pairs(n):
         assert source[size - 1 - position[j]] == n - 1 - j
 
 
+@pytest.mark.slow
 def test_smaller_array_batch_does_not_retrace_and_matches_unpadded(monkeypatch):
     chain = sample_chain()
     x, _ = batch(12)
@@ -81,6 +82,7 @@ def test_smaller_array_batch_does_not_retrace_and_matches_unpadded(monkeypatch):
     assert augjax.trace_count() == before + 3  # the references did compile
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [5, 6])
 def test_mixing_chain_padded_matches_unpadded(monkeypatch, n):
     chain = mixing_chain("batch")
@@ -94,6 +96,7 @@ def test_mixing_chain_padded_matches_unpadded(monkeypatch, n):
     np.testing.assert_array_equal(np.asarray(out), np.asarray(ref))
 
 
+@pytest.mark.slow
 def test_mixing_per_sample_mode_runs_its_own_program_and_pairs_only_real_samples():
     """Per-pair/per-sample draws are shaped by the true batch size: such a chain is not padded
     (a padded batch would draw other values than the batch alone)."""
@@ -133,6 +136,7 @@ def test_unknown_batch_level_op_is_not_padded():
     assert not _padding.paddable((swap_halves.bind(),))
 
 
+@pytest.mark.slow
 def test_dali_external_source_smaller_batch_does_not_retrace(monkeypatch):
     pytest.importorskip("nvidia.dali")
     from nvidia.dali import fn, pipeline_def, types
@@ -318,6 +322,7 @@ def test_an_unknown_policy_is_an_input_error(monkeypatch):
         simple_chain()(x, key=jax.random.key(0))
 
 
+@pytest.mark.fast_tier("pad-1")
 @pytest.mark.parametrize("policy, traces", [("recurring", 1), ("pad", 1), ("buckets", 1)])
 def test_warmup_compiles_the_size_it_is_given(monkeypatch, padded_sizes, policy, traces):
     """``augjax.warmup`` of a smaller size after a larger one compiles that size's program

@@ -77,6 +77,7 @@ def plain(tmp_path_factory) -> dict:
     return run(path, folder / "cache", AUGJAX_COMPILATION_CACHE="0")
 
 
+@pytest.mark.slow
 def test_a_second_process_runs_the_stored_programs_without_tracing(script, tmp_path, plain):
     cache = tmp_path / "cache"
     cold = run(script, cache)
@@ -89,6 +90,7 @@ def test_a_second_process_runs_the_stored_programs_without_tracing(script, tmp_p
     assert warm["warned"] == plain["warned"]  # the trace's warning, given again on load
 
 
+@pytest.mark.slow
 def test_an_edited_kernel_file_traces_afresh_and_another_value_does_not(script, tmp_path):
     cache = tmp_path / "cache"
     first = run(script, cache)
@@ -103,6 +105,7 @@ def test_an_edited_kernel_file_traces_afresh_and_another_value_does_not(script, 
     assert edited["images"] != other["images"]  # the edited kernel ran, not the stored one
 
 
+@pytest.mark.slow
 def test_the_switch_turns_it_off(script, tmp_path):
     cache = tmp_path / "cache"
     run(script, cache, AUGJAX_PROGRAM_CACHE="0")

@@ -49,6 +49,7 @@ CHAINS = {
 }
 
 
+@pytest.mark.fast_tier("rrc_nearest+both-uint8", "rrc_nearest+both-float32")
 @pytest.mark.parametrize("dtype", [np.uint8, np.float32])
 @pytest.mark.parametrize("case", sorted(CHAINS))
 def test_the_folded_flip_keeps_the_chains_bits(case, dtype, monkeypatch):
@@ -81,6 +82,7 @@ def test_the_folded_flip_keeps_the_chains_bits(case, dtype, monkeypatch):
             np.testing.assert_array_equal(x, y)
 
 
+@pytest.mark.slow
 def test_the_folded_flip_equals_each_image_alone():
     """The list with a flip after its crop: each sample's image and mask are bitwise those of
     the image alone through the chain (the flip its own step there), its boxes and keypoints

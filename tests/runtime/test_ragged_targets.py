@@ -48,6 +48,7 @@ PIXEL_CASES = {
 }
 
 
+@pytest.mark.fast_tier("rrc_nearest-float32")
 @pytest.mark.parametrize("dtype", [np.uint8, np.float32])
 @pytest.mark.parametrize("case", sorted(PIXEL_CASES))
 def test_pixels_equal_the_padded_batch(case, dtype):
@@ -76,6 +77,7 @@ def _alone(chain, image, key, mask, boxes, points):
                  boxes_valid=np.ones((1, m), bool), keypoints=points[None], mask_fill=9)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ops", [
     pytest.param([augjax.ops.random_resized_crop.bind(size=(24, 20), scale=(0.3, 1.0))],
                  id="rrc"),
@@ -114,6 +116,7 @@ def test_targets_on_a_list_equal_each_image_alone(ops):
         assert not mine["keypoints_valid"][2:].any()
 
 
+@pytest.mark.slow
 def test_padded_boxes_with_counts_and_keypoint_groups_are_taken():
     images = _images()
     masks, boxes, points = _targets()
@@ -138,6 +141,7 @@ def test_padded_boxes_with_counts_and_keypoint_groups_are_taken():
                                       np.asarray(listed["keypoints"])[i, :2])
 
 
+@pytest.mark.slow
 def test_boxes_follow_the_drawn_window():
     """The moved boxes against NumPy on the window ``.sample`` returns: edges shifted and
     scaled, clamped to the output (pixel-edge XYXY)."""
@@ -167,6 +171,7 @@ def _backend_compiles() -> list[str]:
     return events
 
 
+@pytest.mark.slow
 def test_a_second_list_of_other_sizes_compiles_nothing(monkeypatch):
     monkeypatch.setenv("AUGJAX_PROGRAM_CACHE", "0")
     chain = augjax.compose([augjax.ops.random_resized_crop.bind(size=28),
@@ -262,6 +267,7 @@ def _boxes_on_canvas(seed: int, n: int, side: int, out: tuple[int, int], low: in
     return canvas, box, size, anchor, heights, taps
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", ["uint8", "float32"])
 def test_the_cpu_read_by_image_gives_every_taps_bits(dtype):
     """On the CPU the list's read runs image by image (each sample's branch reads only its taps
@@ -350,6 +356,7 @@ def _moved_and_given_reads(dtype: str):
     return moved, given, t1, t0, (box[:, 2] < out[0]) & (box[:, 3] < out[1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", ["uint8", "float32"])
 def test_taps_moved_to_their_first_weight_keep_their_terms(dtype):
     """``taps_from_first`` keeps each row's nonzero taps (index and weight) in order from
@@ -371,6 +378,7 @@ def test_taps_moved_to_their_first_weight_keep_their_terms(dtype):
     assert diff.max() <= (1 if dtype == "uint8" else 1e-6)
 
 
+@pytest.mark.fast_tier("float32")
 @pytest.mark.parametrize("dtype", ["uint8", "float32"])
 def test_taps_moved_to_their_first_weight_read_the_same_bits(dtype):
     """Compiled with XLA's default options (as users compile), a read through the moved taps

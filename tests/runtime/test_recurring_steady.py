@@ -113,6 +113,7 @@ def steady_work(history: list[int], calls: int = 3) -> tuple[Counter, list[np.nd
     return work, outs
 
 
+@pytest.mark.fast_tier("stored-recurring-history1")
 @pytest.mark.parametrize("policy, history", [
     ("recurring", [BIG, BIG, SMALL, SMALL]),  # padded twice, its own program compiled behind
     ("recurring", [BIG, SMALL, SMALL, BIG, SMALL]),

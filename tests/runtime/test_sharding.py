@@ -29,6 +29,7 @@ def test_index_seeds_depend_only_on_seed_epoch_and_index():
         augjax.index_seeds([-1])
 
 
+@pytest.mark.fast_tier("2")
 @pytest.mark.parametrize("num_devices", [1, 2, 4])
 def test_per_sample_output_independent_of_device_count(num_devices):
     """The same 8 global samples split over 1, 2 or 4 'devices' (separate calls) give the
@@ -84,6 +85,7 @@ def test_sharded_source_errors():
         augjax.ShardedSource(["a"], [0], batch_size=1, num_shards=2)
 
 
+@pytest.mark.slow
 def test_example_cpu_shards_match_one_pipeline_bitwise(tmp_path):
     """The example as a user runs it (its own processes): 1 and 2 CPU shards, same samples,
     over an epoch end (5 batches, 4 per epoch); 2 shards with the per-sample source too."""
@@ -114,6 +116,7 @@ def test_example_cpu_shards_match_one_pipeline_bitwise(tmp_path):
     assert res.returncode == 0 and "32 bitwise equal" in res.stdout
 
 
+@pytest.mark.slow
 def test_jax_function_sharding_with_one_local_device():
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
     from nvidia.dali import fn, pipeline_def
@@ -148,6 +151,7 @@ JITTER_CHAIN = (augjax.ops.flip.bind(p=0.5),
                 augjax.ops.color_jitter.bind(brightness=0.4, contrast=0.4, hue=0.1))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("partitioned", [False, True])
 def test_partitioned_programs_trace_without_the_pallas_kernel(partitioned):
     """XLA gathers a custom kernel's whole operand onto every device, so a program built for
@@ -170,6 +174,7 @@ def test_partitioned_programs_trace_without_the_pallas_kernel(partitioned):
                                   np.asarray(other(x, None, keys)[0]))
 
 
+@pytest.mark.slow
 def test_arrays_and_shardings_over_several_devices_are_detected(tmp_path):
     """With two (host) devices: a batch sharded over both is partitioned, a batch on one device
     and a one-device sharding are not, and the sharded batch's colour jitter equals the

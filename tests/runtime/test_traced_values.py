@@ -79,6 +79,7 @@ def in_a_fresh_process(test):
     return run
 
 
+@pytest.mark.slow
 @in_a_fresh_process
 def test_ten_values_of_flip_p_compile_nothing_after_the_first():
     x = _images()
@@ -91,6 +92,7 @@ def test_ten_values_of_flip_p_compile_nothing_after_the_first():
     np.testing.assert_array_equal(outs[1.0], x[:, :, ::-1])
 
 
+@pytest.mark.slow
 @in_a_fresh_process
 def test_ten_values_of_brightness_factor_compile_nothing_after_the_first():
     x = _images(np.float32)
@@ -103,6 +105,7 @@ def test_ten_values_of_brightness_factor_compile_nothing_after_the_first():
         np.testing.assert_allclose(out, np.clip(x * np.float32(f), 0, 1), atol=1e-6)
 
 
+@pytest.mark.slow
 @in_a_fresh_process
 def test_a_magnitude_schedule_compiles_nothing_after_the_first_epoch():
     x = _images()
@@ -113,6 +116,7 @@ def test_a_magnitude_schedule_compiles_nothing_after_the_first_epoch():
     assert not np.array_equal(outs[0], outs[-1])  # m reached the policy
 
 
+@pytest.mark.slow
 @in_a_fresh_process
 def test_eight_values_of_posterize_bits_compile_nothing_after_the_first():
     """An int value is an argument too (posterize's ``bits``); each equals PIL's posterize
@@ -126,6 +130,7 @@ def test_eight_values_of_posterize_bits_compile_nothing_after_the_first():
         np.testing.assert_array_equal(out, x & np.uint8((0xFF << (8 - b)) & 0xFF))
 
 
+@pytest.mark.slow
 @in_a_fresh_process
 def test_random_apply_p_and_its_ops_values_compile_nothing_after_the_first():
     """A composite's probability is an argument, and so are the values of the op inside it:

@@ -80,6 +80,7 @@ CHAIN = compose(ops.flip, ops.affine.bind(degrees=30.0, translate=(0.2, 0.2), sc
                 ops.random_resized_crop.bind(size=(20, 28), scale=(0.3, 1.0)))
 
 
+@pytest.mark.fast_tier("cxcywhn-None")
 @pytest.mark.parametrize("fmt,normalized", [("xywh", False), ("cxcywh", False),
                                             ("xyxy", True), ("cxcywhn", None), ("XYWH", True)])
 def test_a_call_in_any_format_equals_the_xyxy_call(fmt, normalized):
@@ -97,6 +98,7 @@ def test_a_call_in_any_format_equals_the_xyxy_call(fmt, normalized):
     np.testing.assert_array_equal(np.asarray(out["images"]), np.asarray(ref["images"]))
 
 
+@pytest.mark.fast_tier("CXCYWH")
 @pytest.mark.parametrize("fmt", ["XYWH", "CXCYWH"])
 def test_boxes_in_a_format_against_torchvision(fmt):
     """ops.affine on XYWH / CXCYWH boxes equals torchvision's F.affine on BoundingBoxes of
@@ -124,6 +126,7 @@ def _crop_windows(params):
     return [tuple(int(v) for v in np.asarray(params["offset"])[i]) for i in range(N)]
 
 
+@pytest.mark.fast_tier("3.0-20.0")
 @pytest.mark.parametrize("min_size,min_area", [(1.0, 1.0), (2.5, 1.0), (1.0, 12.0),
                                                (3.0, 20.0)])
 def test_sanitize_matches_torchvision(min_size, min_area):
@@ -158,6 +161,7 @@ def test_sanitize_matches_torchvision(min_size, min_area):
     assert 0 < kept_total < N * b.shape[1]  # the rule cut some boxes and kept some
 
 
+@pytest.mark.slow
 def test_the_default_rule_is_todays_rule_bitwise():
     x, b = _images(7), _boxes(7, small=True)
     key = jax.random.key(3)
@@ -211,6 +215,7 @@ def test_min_visibility_multiplies_over_a_chain():
 
 
 # -- grouped keypoints ---------------------------------------------------------------------------
+@pytest.mark.slow
 def test_grouped_keypoints_follow_as_flat_ones_and_leave_invisible():
     rng = np.random.default_rng(10)
     x = _images(10)
@@ -288,6 +293,7 @@ def test_convert_boxes_errors(call, argument):
 
 
 # -- DALI ----------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_dali_cpu_pipeline_equals_the_arrays_path():
     pytest.importorskip("nvidia.dali")
     rng = np.random.default_rng(13)
@@ -313,6 +319,7 @@ def test_dali_cpu_pipeline_equals_the_arrays_path():
     assert 0 < np.asarray(ref["boxes_count"]).sum() < b.shape[0] * b.shape[1]
 
 
+@pytest.mark.slow
 def test_dali_ragged_images_take_grouped_keypoints_and_refuse_other_box_formats():
     pytest.importorskip("nvidia.dali")
     from nvidia.dali import fn, pipeline_def
@@ -349,6 +356,7 @@ def test_dali_ragged_images_take_grouped_keypoints_and_refuse_other_box_formats(
     assert err.value.argument == "boxes_format"
 
 
+@pytest.mark.slow
 def test_clips_take_box_formats_and_sanitize():
     """Per-frame boxes of clips (N, T, M, 4) in XYWH, with a dict sanitize, equal the batch
     call frame by frame (a flip that always flips)."""

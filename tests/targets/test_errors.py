@@ -85,6 +85,7 @@ def test_a_warp_without_matrix_carries_masks_and_refuses_points():
     assert err.value.op == "wobble"
 
 
+@pytest.mark.slow
 def test_augmix_with_geometric_ops_refuses_masks():
     policy = augjax.policies.augmix()
     with pytest.raises(InputError, match="augmix: masks cannot follow this step"):

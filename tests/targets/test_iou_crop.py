@@ -70,6 +70,7 @@ def _torchvision_params(boxes, u_option, u_scale, u_pos, monkeypatch):
     return t.make_params([img, bb])
 
 
+@pytest.mark.slow
 def test_the_box_equals_torchvisions_for_the_same_draws(monkeypatch):
     rng = np.random.default_rng(0)
     seen = {"crop": 0, "none": 0, "exhausted": 0}
@@ -100,6 +101,7 @@ def test_the_box_equals_torchvisions_for_the_same_draws(monkeypatch):
     assert seen["crop"] >= 30 and seen["none"] >= 3 and seen["exhausted"] >= 1, seen  # every branch was exercised
 
 
+@pytest.mark.slow
 def test_apply_equals_torchvision_crop_then_resize_with_the_same_box():
     rng = np.random.default_rng(1)
     x = rng.integers(0, 256, (6, H, W, 3), dtype=np.uint8)
@@ -123,6 +125,7 @@ def test_apply_equals_torchvision_crop_then_resize_with_the_same_box():
         assert not np.asarray(out["boxes_valid"][i])[~keep].any()
 
 
+@pytest.mark.slow
 def test_every_output_satisfies_the_iou_it_chose():
     rng = np.random.default_rng(2)
     n = 64
@@ -162,6 +165,7 @@ def test_every_output_satisfies_the_iou_it_chose():
         assert not (np.asarray(out["boxes_valid"]) & ~np.asarray(p["boxes_valid"])).any()
 
 
+@pytest.mark.slow
 def test_a_call_equals_sample_then_apply_and_calls_without_valid_boxes():
     rng = np.random.default_rng(3)
     x = rng.integers(0, 256, (4, H, W, 3), dtype=np.uint8)
@@ -227,6 +231,7 @@ def test_a_pack_sampler_reads_boxes_and_masks():
     np.testing.assert_array_equal(np.asarray(p2[1]["ink"]), [20, 0])
 
 
+@pytest.mark.slow
 def test_dali_cpu_pipeline_equals_the_arrays_path():
     pytest.importorskip("nvidia.dali.plugin.jax")
     from helpers import run_dali, seeds
@@ -262,6 +267,7 @@ def test_inside_a_composite_it_is_refused_not_blind():
                                                                  boxes=boxes)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype,size", [("uint8", (24, 32)), ("float32", (60, 40))])
 def test_the_cpu_branch_form_gives_every_taps_bits(dtype, size):
     """On the CPU a batch runs image by image (only the taps that weigh something, the width

@@ -59,6 +59,7 @@ SINGLE = [
 ]
 
 
+@pytest.mark.fast_tier("center_crop")
 @pytest.mark.parametrize("op,tol", SINGLE, ids=[op.name for op, _ in SINGLE])
 def test_a_box_encloses_its_moved_mask(op, tol):
     """One warp: every mask pixel whose (nearest) source pixel is in the instance has its
@@ -69,6 +70,7 @@ def test_a_box_encloses_its_moved_mask(op, tol):
     _assert_boxes_enclose_masks(out, tol=tol)
 
 
+@pytest.mark.slow
 def test_a_box_encloses_its_mask_through_a_chain():
     """Through a chain a mask pixel may reach half a pixel past the box per further warp
     (the previous warp's pixels are squares around centres inside the box): torchvision's
@@ -81,6 +83,7 @@ def test_a_box_encloses_its_mask_through_a_chain():
     _assert_boxes_enclose_masks(out, tol=1.0)
 
 
+@pytest.mark.slow
 def test_policies_carry_targets():
     x, m, b = _instances(3)
     policy = augjax.policies.rand_augment(n=2, m=9)
@@ -112,12 +115,14 @@ def test_policies_carry_targets():
         np.testing.assert_allclose(np.asarray(out["boxes"])[i], bi[0], atol=1e-4)
 
 
+@pytest.mark.slow
 def test_trivial_augment_carries_masks():
     x, m, b = _instances(4)
     out = augjax.policies.trivial_augment_wide()(x, key=jax.random.key(1), masks=m, boxes=b)
     _assert_boxes_enclose_masks(out)
 
 
+@pytest.mark.fast_tier("op0", "op1", "op4")
 @pytest.mark.parametrize("op", [ops.flip.bind(p=1.0), ops.rot90.bind(k=1),
                                 ops.translate_x.bind(translate=0.25),
                                 ops.random_crop.bind(size=(20, 20), padding=2),
@@ -158,6 +163,7 @@ def test_colour_and_erasing_leave_targets_untouched():
     assert np.asarray(out["boxes_valid"]).all() and np.asarray(out["keypoints_valid"]).all()
 
 
+@pytest.mark.slow
 def test_chain_equals_its_ops_in_sequence_and_replays():
     x, m, b = _instances(6)
     kp = np.random.default_rng(1).uniform(0, 20, (N, 5, 2)).astype(np.float32)
@@ -182,6 +188,7 @@ def test_chain_equals_its_ops_in_sequence_and_replays():
         np.testing.assert_array_equal(np.asarray(out[name]), np.asarray(state[name]), name)
 
 
+@pytest.mark.fast_tier("uint8-255")
 @pytest.mark.parametrize("dtype,fill", [(np.uint8, 255), (np.int16, -7), (np.uint16, 60000),
                                         (np.int32, -1), (np.bool_, 1)])
 def test_mask_dtypes_ranks_and_fill(dtype, fill):
@@ -222,6 +229,7 @@ def test_cutmix_pastes_the_partner_mask_and_mixup_keeps_the_dominant_one():
     np.testing.assert_array_equal(np.asarray(out["masks"]), expected)
 
 
+@pytest.mark.slow
 def test_dali_chain_carries_targets_in_one_crossing(monkeypatch):
     import augjax.dali as bridge
 
@@ -253,6 +261,7 @@ def test_dali_chain_carries_targets_in_one_crossing(monkeypatch):
     np.testing.assert_array_equal(valid, np.asarray(ref["boxes_valid"]))
 
 
+@pytest.mark.slow
 def test_box_counts_and_validity_pass_through():
     x, m, b = _instances(9)
     counts = np.array([4, 3, 2, 1, 0, 4], np.int32)
@@ -266,6 +275,7 @@ def test_box_counts_and_validity_pass_through():
     assert not np.asarray(out["boxes_valid"]).any()
 
 
+@pytest.mark.slow
 def test_a_partial_batch_runs_padded_with_its_targets(monkeypatch):
     """A smaller batch reuses the compiled program (padded); its targets are cut back with the
     images and equal the larger batch's rows for the same per-sample keys."""

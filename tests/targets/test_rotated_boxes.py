@@ -216,6 +216,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_every_geometric_op_moves_rotated_boxes_as_torchvision(case):
     op, tv_call = CASES[case]
@@ -231,6 +232,7 @@ def test_every_geometric_op_moves_rotated_boxes_as_torchvision(case):
     assert np.asarray(out["boxes_valid"]).any()
 
 
+@pytest.mark.fast_tier("cxcywhr")
 @pytest.mark.parametrize("fmt", ROTATED)
 def test_each_rotated_format_against_torchvision(fmt):
     """affine on boxes given in each rotated format equals torchvision's F.affine on
@@ -252,6 +254,7 @@ def test_each_rotated_format_against_torchvision(fmt):
                                   np.asarray(base["boxes_valid"]))
 
 
+@pytest.mark.slow
 def test_a_chain_moves_rotated_boxes_op_by_op():
     """compose(flip, rotate, random_resized_crop) equals its ops applied in turn (each op's
     own clamp and validity, as torchvision's transforms in turn)."""
@@ -311,6 +314,7 @@ def test_a_rotation_adds_its_angle_and_keeps_sizes():
                                atol=1e-3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("horizontal,vertical", [(True, False), (False, True), (True, True)])
 def test_flips_keep_areas_and_twice_is_the_identity(horizontal, vertical):
     x, b = _images(8), _boxes(8, inside=True)
@@ -329,6 +333,7 @@ def test_flips_keep_areas_and_twice_is_the_identity(horizontal, vertical):
 
 
 # -- validity ------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_sanitize_rules_on_rotated_boxes():
     """A crop: min_size / min_area by the rule (sides, area inside), min_visibility by the area
     left inside over the area (both by clipping), and valid_first's order."""
@@ -389,6 +394,7 @@ def test_iou_crop_reads_pixel_xyxy_in_any_format_and_refuses_rotated_boxes():
     assert err.value.op == "random_iou_crop" and err.value.argument == "boxes_format"
 
 
+@pytest.mark.slow
 def test_clips_take_rotated_boxes():
     """Per-frame rotated boxes of clips (N, T, M, 5) equal the batch call frame by frame (a
     flip that always flips)."""
@@ -441,6 +447,7 @@ def test_convert_boxes_errors(call, argument, text):
 
 
 # -- DALI ----------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_dali_cpu_pipeline_equals_the_arrays_path():
     pytest.importorskip("nvidia.dali")
     x, b = _images(13), _boxes(13)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 import pytest
+from tiers import op_sweep
 
 import augjax
 from augjax import InputError
@@ -26,7 +27,7 @@ def _sample_ops():
     return out
 
 
-@pytest.mark.parametrize("name", _sample_ops())
+@pytest.mark.parametrize("name", op_sweep(_sample_ops()))
 def test_every_op_carries_masks_and_boxes_by_its_rule(name):
     spec = augjax.get_op(name)
     rng = np.random.default_rng(0)

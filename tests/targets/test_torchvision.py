@@ -111,6 +111,7 @@ def _sample(params, i):
     return {k: v[i] for k, v in params.items()}
 
 
+@pytest.mark.fast_tier("horizontal")
 @pytest.mark.parametrize("axis", ["horizontal", "vertical"])
 def test_flip(axis):
     op = ops.flip.bind(horizontal=axis == "horizontal", vertical=axis == "vertical", p=0.5)
@@ -129,6 +130,7 @@ def test_rotate():
     assert stats["kp_raw_err"] > 0.05  # the documented keypoint convention difference
 
 
+@pytest.mark.slow
 def test_affine():
     op = ops.affine.bind(degrees=40.0, translate=(0.2, 0.2), scale=(0.7, 1.3),
                          shear=(-20.0, 20.0, -10.0, 10.0))
@@ -140,6 +142,7 @@ def test_affine():
     _compare("affine", out, refs, exact_keypoints=False, mask_tol=TIE)
 
 
+@pytest.mark.fast_tier("x")
 @pytest.mark.parametrize("axis", ["x", "y"])
 def test_shear(axis):
     op = getattr(ops, f"shear_{axis}").bind(shear=(-0.3, 0.3))
@@ -152,6 +155,7 @@ def test_shear(axis):
     _compare(f"shear_{axis}", out, refs, exact_keypoints=False, mask_tol=TIE)
 
 
+@pytest.mark.fast_tier("x")
 @pytest.mark.parametrize("axis", ["x", "y"])
 def test_translate(axis):
     op = getattr(ops, f"translate_{axis}").bind(translate=(-0.4, 0.4))
@@ -166,6 +170,7 @@ def test_translate(axis):
     _compare(f"translate_{axis}", out, refs, exact_keypoints=True)
 
 
+@pytest.mark.slow
 def test_perspective():
     _, m, b, k, params, out = _run(ops.perspective.bind(distortion_scale=0.6, p=1.0), 6)
     start = [[0, 0], [W - 1, 0], [W - 1, H - 1], [0, H - 1]]
@@ -175,6 +180,7 @@ def test_perspective():
     _compare("perspective", out, refs, exact_keypoints=False, mask_tol=TIE)
 
 
+@pytest.mark.slow
 def test_random_resized_crop():
     op = ops.random_resized_crop.bind(size=(20, 28), scale=(0.2, 1.0))
     _, m, b, k, params, out = _run(op, 7)

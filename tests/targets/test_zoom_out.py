@@ -38,6 +38,7 @@ def test_draws_equal_torchvisions_make_params(monkeypatch):
         assert got.tolist() == [top, left, top + H + bottom, left + W + right]
 
 
+@pytest.mark.slow
 def test_apply_equals_torchvision_pad_then_resize():
     rng = np.random.default_rng(1)
     n = 6
@@ -102,6 +103,7 @@ def test_the_unbuilt_canvas_equals_resize_crop_of_the_built_one(dtype, interpola
                                           np.asarray(want_fn(image, place, canvas)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype,size,p", [("uint8", None, 0.5), ("float32", None, 1.0),
                                           ("uint8", (20, 36), 0.6)])
 def test_the_cpu_branch_form_gives_every_taps_bits(dtype, size, p):
@@ -135,6 +137,7 @@ def test_the_cpu_branch_form_gives_every_taps_bits(dtype, size, p):
     assert len(seen) >= 4  # canvases needing from few taps to many
 
 
+@pytest.mark.fast_tier("nearest-float32-shape2")
 @pytest.mark.parametrize("shape", [(2, 2), (6, 1), (1, 4)])
 @pytest.mark.parametrize("dtype", [np.uint8, np.float32])
 @pytest.mark.parametrize("interpolation", ["nearest", "bilinear"])

@@ -97,6 +97,7 @@ def _kinds(cache: Path) -> list[str]:
     return sorted(_kinds_by_file(cache))
 
 
+@pytest.mark.slow
 def test_a_warm_process_runs_views_and_clips_without_tracing(script, tmp_path, plain):
     cache = tmp_path / "cache"
     cold = run(script, cache)

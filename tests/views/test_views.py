@@ -36,6 +36,7 @@ def two_groups():
     return augjax.views({"global": [big, other], "local": (4, small)})
 
 
+@pytest.mark.slow
 def test_shapes_and_dtype(two_groups, images):
     out = two_groups(images, key=jax.random.key(0))
     assert list(out) == ["global", "local"]
@@ -43,6 +44,7 @@ def test_shapes_and_dtype(two_groups, images):
     assert out["local"].shape == (3, 4, 12, 12, 3)
 
 
+@pytest.mark.slow
 def test_each_view_is_its_step_alone_with_the_documented_key(two_groups, images):
     """View v of group g of image i is the step on image i with fold_in(fold_in(k_i, g), v),
     k_i = split(key, N)[i]: the reference is the step's own call."""
@@ -68,6 +70,7 @@ def test_no_two_views_equal(two_groups, images):
     assert len({tuple(b) for b in boxes}) == 12
 
 
+@pytest.mark.slow
 def test_replay_from_params_bitwise(two_groups, images):
     key = jax.random.key(5)
     params = two_groups.sample(images, key=key)
@@ -96,6 +99,7 @@ def test_same_key_same_views_and_per_image_keys(two_groups, images):
         np.testing.assert_array_equal(np.asarray(a[name]), np.asarray(b[name]))
 
 
+@pytest.mark.slow
 def test_inside_jit_equals_call(two_groups, images):
     key = jax.random.key(2)
     inside = jax.jit(lambda x, k: two_groups(x, key=k))(images, key)
@@ -105,6 +109,7 @@ def test_inside_jit_equals_call(two_groups, images):
         assert d.max() <= 1
 
 
+@pytest.mark.slow
 def test_dino_recipe_probabilities():
     """The recipe's draws, sampled for 4000 images: blur p = 1.0 / 0.1 / 0.5 (global 1 /
     global 2 / local), solarize p = 0.2 on global 2 only, jitter p = 0.8, gray p = 0.2, and

@@ -39,6 +39,7 @@ def _pipe(batch, views, with_seed_input):
     return p
 
 
+@pytest.mark.slow
 def test_dali_views_equal_arrays():
     rng = np.random.default_rng(1)
     batch = rng.integers(0, 256, (N, 32, 28, 3), dtype=np.uint8)
