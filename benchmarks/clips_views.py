@@ -366,7 +366,7 @@ def main(argv=None) -> int:
               "note": "other work may share a CPU machine; see machine.load_average_1min",
               "complete": False}
     out = Path(args.out) if args.out else (
-        harness.RESULTS / f"clips_views-{'h200' if gpu else 'cpu'}-{harness.today()}.json")
+        harness.RESULTS / f"clips-views-{'gpu-h200' if gpu else 'cpu'}-{harness.today()}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
 
     def save():  # after every section: a run cut off by its limit keeps what it measured

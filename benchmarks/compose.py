@@ -593,15 +593,16 @@ def main(argv: list[str] | None = None) -> int:
                              "its rows)")
     parser.add_argument("--markdown", default=None, metavar="FILE", nargs="+",
                         help="print the tables of result files as Markdown and exit")
-    parser.add_argument("--readme", default=None, metavar="FILE", nargs="+",
-                        help="rewrite the worst-pairs block of benchmarks/README.md from these "
-                             "result files (one table per file) and exit")
+    parser.add_argument("--worst", default=None, metavar="FILE", nargs="+",
+                        help="print the worst pairs of these result files (one table per file) "
+                             "and exit")
     args = parser.parse_args(argv)
     if args.markdown:
         print("\n\n".join(markdown(json.loads(Path(f).read_text())) for f in args.markdown))
         return 0
-    if args.readme:
-        write_readme(args.readme)
+    if args.worst:
+        print("\n\n".join(worst_table(json.loads(Path(f).read_text()), Path(f).name)
+                          for f in args.worst))
         return 0
     gpu = args.device == "gpu"
     # torch's OpenMP threads spin after each kornia call and took the cores from the next
@@ -720,11 +721,6 @@ def markdown(result: dict, n: int = 12) -> str:
     return "\n".join(lines)
 
 
-README = Path(__file__).resolve().parent / "README.md"
-README_MARKS = ("<!-- compose: start (written by compose.py --readme; do not edit) -->",
-                "<!-- compose: end -->")
-
-
 def worst_table(result: dict, name: str, n: int = 8) -> str:
     """One result file's pairs: how many are over the target, and the ``n`` worst by their
     final ratio (the recheck's paired ratio where there was one)."""
@@ -749,20 +745,6 @@ def worst_table(result: dict, name: str, n: int = 8) -> str:
         lines.append(f"| {r['first']} | {r['second']} | {r['chain_ms']:.2f} | {r['first_ms']:.2f} "
                      f"| {r['second_ms']:.2f} | {r.get('final_ratio', r['ratio']):.2f} |")
     return "\n".join(lines)
-
-
-def write_readme(files: list[str]) -> None:
-    """Rewrites the block between :data:`README_MARKS` in benchmarks/README.md: the worst
-    pairs of each result file."""
-    text = README.read_text()
-    start, end = README_MARKS
-    if start not in text or end not in text:
-        raise SystemExit(f"{README}: no block {start!r} ... {end!r}")
-    tables = [worst_table(json.loads(Path(f).read_text()), Path(f).name) for f in files]
-    block = start + "\n\n" + "\n\n".join(tables) + "\n\n" + end
-    head, rest = text.split(start, 1)
-    README.write_text(head + block + rest.split(end, 1)[1])
-    print(f"rewrote the compose block of {README}")
 
 
 def _summary(result: dict) -> None:

@@ -1,4 +1,4 @@
-"""Rewrites the measured tables of benchmarks/README.md (between ``<!-- report: start -->`` and
+"""Rewrites the targets of benchmarks/README.md (between ``<!-- report: start -->`` and
 ``<!-- report: end -->``) and the GPU summary of the documentation's performance page,
 docs/guide/performance.md (between ``<!-- perf-summary: start -->`` and
 ``<!-- perf-summary: end -->``) from the newest result
@@ -8,7 +8,7 @@ files: ``results/cpu-<date>.json`` (the CPU suite), ``results/gpu-<machine>-<dat
 
     python benchmarks/report.py            # rewrite both pages
     python benchmarks/report.py --check    # exit 1 when they are not up to date
-    python benchmarks/report.py --print    # print the section, write nothing
+    python benchmarks/report.py --print    # print the section with every row, write nothing
 
 It also writes every measured figure of README.md and docs/ (``figures.py``: a marker naming a
 result file, the table or number written after it with the file's date and machine);
@@ -310,7 +310,9 @@ def e2e_table(e2e: dict) -> list[str]:
 # --------------------------------------------------------------------------------------------
 
 
-def build() -> tuple[str, str | None]:
+def build(tables: bool = False) -> tuple[str, str | None]:
+    """The README's section (the targets; with ``tables``, every row of the newest CPU, GPU and
+    e2e files too, as ``--print`` shows them) and the docs page's GPU summary."""
     files, data = {}, {}
     for kind in ("cpu", "gpu", "e2e"):
         files[kind], data[kind] = newest(kind)
@@ -319,13 +321,14 @@ def build() -> tuple[str, str | None]:
     missed = sum(e["met"] is False for e in evals)
     lines = [SECTION[0], "",
              f"Targets: {met} met, {missed} not met, {len(evals) - met - missed} not measured "
-             f"in the newest result files.", ""]
+             f"in the newest result files. Every row of those files: "
+             f"`python benchmarks/report.py --print`.", ""]
     lines += targets_table(evals)
-    if data["cpu"]:
+    if tables and data["cpu"]:
         lines += [""] + cpu_table(data["cpu"])
-    if data["gpu"]:
+    if tables and data["gpu"]:
         lines += [""] + gpu_tables(data["gpu"]) + newer_rows(candidates("gpu"), files["gpu"])
-    if data["e2e"]:
+    if tables and data["e2e"]:
         lines += [""] + e2e_table(data["e2e"])
     lines += ["", SECTION[1]]
     summary = None
@@ -335,9 +338,9 @@ def build() -> tuple[str, str | None]:
         summary = "\n".join([SUMMARY[0], "",
                              f"Measured on {v.get('gpu')}, {data['gpu']['date']} (JAX "
                              f"{v.get('jax')}, DALI {v.get('dali')}, Python {v.get('python')}); "
-                             f"the tables: `benchmarks/results/{files['gpu'].name}`, in "
-                             "`benchmarks/README.md`. Each row names the result file it was "
-                             "read from (`benchmarks/results/`).", ""]
+                             f"the tables: `benchmarks/results/{files['gpu'].name}` "
+                             "(`python benchmarks/report.py --print`). Each row names the "
+                             "result file it was read from (`benchmarks/results/`).", ""]
                             + targets_table(gpu_evals) + ["", SUMMARY[1]])
     return "\n".join(lines), summary
 
@@ -358,7 +361,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.results:
         RESULTS_DIR[0] = Path(args.results)
-    section, summary = build()
+    section, summary = build(tables=args.print)
     if args.print:
         print(section)
         if summary:

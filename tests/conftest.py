@@ -78,7 +78,7 @@ def pytest_configure(config):
     gc.set_threshold(*GC_THRESHOLDS)
 
 
-#: Collector thresholds of the test processes (benchmarks/results/2026-12-05-suite-time.md).
+#: Collector thresholds of the test processes (benchmarks/results/suite-time-cpu-2026-12-05.md).
 GC_THRESHOLDS = (100_000, 50, 10)
 
 

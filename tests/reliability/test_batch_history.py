@@ -38,7 +38,7 @@ from augjax import ops
 
 #: The program store on in this process (tests/conftest.py: STORE_OFF_ROOMS): each batch size's
 #: program runs again after fresh_programs, and the store loads it instead of tracing it
-#: (benchmarks/results/2026-12-05-suite-time-h37r.md).
+#: (benchmarks/results/suite-time-cpu-2026-12-05-h37r.md).
 pytestmark = pytest.mark.program_store
 
 BIG, N, HW, CLASSES = 16, 11, (16, 16), 8
