@@ -38,6 +38,7 @@ import numpy as np
 from augjax._core.limits import MAX_VIEWS
 from augjax._core.step import Step
 from augjax.kernels.boundary import boundary_compiler_options
+from augjax._runtime.compile_cache import enable as enable_compile_cache
 from augjax._runtime.program import sampler_compiler_options
 from augjax._runtime.program_store import StoredProgram
 from augjax._runtime.inputs import committed
@@ -103,6 +104,7 @@ class Views:
             if value is not None:
                 raise InputError(f"views: argument '{arg}' is for DALI pipelines; on arrays "
                                  f"pass key=", op="views", argument=arg)
+        enable_compile_cache()  # before the first compile here (the transfer, the keys)
         images = _batch(images)
         keys = sample_keys(key, images.shape[0], "views")
         return _call(self, images, keys)

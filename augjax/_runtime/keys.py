@@ -27,6 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from augjax._runtime.compile_cache import enable as enable_compile_cache
 from augjax.errors import InputError, KeyRequiredError
 
 __all__ = ["keys_from_seeds", "index_seeds", "indices_below", "per_sample_keys", "sample_keys",
@@ -247,6 +248,9 @@ def sample_keys(key: object, batch_size: int, op: str, split: bool = True) -> ja
             op=op,
             argument="key",
         )
+    # The split below is a compile of its own: the compilation cache is on before it, so a
+    # warm process reads it (views and clips split keys before building their programs).
+    enable_compile_cache()
     key = as_threefry(key if _is_typed(key) else _wrap_legacy(key, op))
     shape = key.shape
     if not shape:
