@@ -42,6 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from augjax.kernels.boundary import boundary_compiler_options
+from augjax._runtime.ahead import compile_apply, first_call
 from augjax._runtime.inputs import committed
 from augjax._runtime.keys import SEED_HIGH, keys_from_seeds, sample_keys
 from augjax._runtime.program import sampler_compiler_options
@@ -301,7 +302,10 @@ def call_clips(step: Any, inputs: tuple[Any, ...], *, key: Any, layout: str, per
     if _random(step) and key is None:
         sample_keys(None, clips.shape[0], step.name)  # raises KeyRequiredError
     if _on_cpu(clips) or not _random(step):
+        join = _apply_ahead(step, inputs, key, layout, per_frame, targets)
         params = sample_clips(step, inputs[:1], key=key, layout=layout, per_frame=per_frame)
+        if join is not None:
+            join()
         return apply_clips(step, (clips, *inputs[1:]), params=params, layout=layout,
                            per_frame=per_frame, targets=targets)
     n, t = clips.shape[:2]
@@ -312,6 +316,28 @@ def call_clips(step: Any, inputs: tuple[Any, ...], *, key: Any, layout: str, per
     program = _call_program(step, layout, per_frame, tuple(arrays), _hashable(rest),
                             tuple(struct.shape), jnp.dtype(struct.dtype).name)
     return program(clips, labels, keys, *arrays.values())
+
+
+def _apply_ahead(step: Any, inputs: tuple[Any, ...], key: Any, layout: str, per_frame: bool,
+                 targets: dict[str, Any]):
+    """A shape's first call: its apply program compiles on a helper thread while the sampler
+    compiles and runs (:mod:`augjax._runtime.ahead`); the function that waits for it, or
+    None."""
+    clips = inputs[0]
+    if isinstance(clips, jax.core.Tracer):
+        return None
+    n, t = clips.shape[:2]
+    arrays, rest = _split_targets(dict(targets), n, t, step.name)
+    program = _apply_program(step, layout, per_frame, tuple(arrays), _hashable(rest))
+    labels = inputs[1] if len(inputs) > 1 else None
+    signature = (clips.shape, clips.dtype, labels is None or (labels.shape, labels.dtype),
+                 tuple((k, v.shape, v.dtype) for k, v in arrays.items()))
+    if not first_call(program, signature):
+        return None
+    return compile_apply(
+        lambda: jax.eval_shape(lambda k: sample_clips(step, inputs[:1], key=k, layout=layout,
+                                                      per_frame=per_frame), key),
+        key, program, lambda p: (clips, labels, p, *arrays.values()))
 
 
 # -- DALI sequences ----------------------------------------------------------------------------

@@ -38,6 +38,7 @@ import numpy as np
 from augjax._core.limits import MAX_VIEWS
 from augjax._core.step import Step
 from augjax.kernels.boundary import boundary_compiler_options
+from augjax._runtime.ahead import compile_apply, first_call
 from augjax._runtime.compile_cache import enable as enable_compile_cache
 from augjax._runtime.program import sampler_compiler_options
 from augjax._runtime.program_store import StoredProgram
@@ -349,8 +350,16 @@ def _call(self: Views, images: jax.Array, keys: jax.Array) -> dict[str, jax.Arra
     # committed: arrays and DALI (committed arrays) share the programs (inputs.committed)
     images, keys = committed(images), committed(keys)
     if _on_cpu(images):
-        params = _sampler(self, tuple(images.shape), jnp.dtype(images.dtype).name)(keys)
-        return _applier(self)(images, params)
+        shape, dtype = tuple(images.shape), jnp.dtype(images.dtype).name
+        sampler, applier = _sampler(self, shape, dtype), _applier(self)
+        join = None
+        if first_call(applier, (shape, dtype)):  # its compile beside the sampler's (ahead.py)
+            join = compile_apply(lambda: sampler.eval_shape(keys), keys, applier,
+                                 lambda p: (images, p))
+        params = sampler(keys)
+        if join is not None:
+            join()
+        return applier(images, params)
     return _fused(self)(images, keys)
 
 

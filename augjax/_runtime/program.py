@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 
 from augjax.kernels.boundary import boundary_compiler_options
+from augjax._runtime.ahead import compile_apply
 from augjax._runtime.compile_cache import enable as enable_compile_cache
 from augjax._runtime.inputs import check_images
 from augjax._runtime.lowering import (
@@ -161,11 +162,20 @@ def _two_programs(apply: Any, sample: Any, seeded: bool, partitioned: bool = Fal
     stored sampler's outputs are committed to the keys' device, which a program over the
     images' devices would refuse."""
 
+    first = [not partitioned]  # the first call compiles the apply program ahead (ahead.py)
+
     def run(images, labels, keys, values, *arrays):
         if seeded:
             keys = _keys_from_seeds(keys)
-        params = sample(keys, values, *arrays) if getattr(sample, "sees", False) else \
-            sample(keys, values)
+        drawn = (keys, values, *arrays) if getattr(sample, "sees", False) else (keys, values)
+        join = None
+        if first[0]:
+            first[0] = False
+            join = compile_apply(lambda: sample.eval_shape(*drawn), drawn, apply,
+                                 lambda p: (images, labels, p, values, *arrays))
+        params = sample(*drawn)
+        if join is not None:
+            join()
         sharding = getattr(images, "sharding", None)
         if partitioned and sharding is not None and not isinstance(images, jax.core.Tracer):
             params = jax.device_put(params, _replicated(sharding))

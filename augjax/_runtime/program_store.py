@@ -85,6 +85,7 @@ def store_dir() -> Path | None:
 
 
 _folders: dict[Path, bool] = {}
+_EXPORTING = threading.Lock()
 _loads = [0]
 
 
@@ -116,6 +117,11 @@ def _leaf_signature(leaf: Any) -> Any:
     """(shape, dtype, weak type, platform) of an input, or None where the store is not used."""
     if isinstance(leaf, jax.core.Tracer):
         return None
+    if isinstance(leaf, jax.ShapeDtypeStruct):  # an input to come (a precompile)
+        if type(leaf.sharding) is not SingleDeviceSharding:
+            return None
+        platform = next(iter(leaf.sharding.device_set)).platform
+        return (leaf.shape, str(leaf.dtype), bool(leaf.weak_type), platform)
     if isinstance(leaf, jax.Array):
         try:
             devices = leaf.devices()
@@ -146,7 +152,8 @@ def _fast_signature(leaf: Any) -> Any:
     :func:`_leaf_signature` names the stored file."""
     kind = _KINDS.get(type(leaf))
     if kind is None:
-        kind = _KINDS[type(leaf)] = {"ArrayImpl": "array", "PRNGKeyArray": "key"}.get(
+        kind = _KINDS[type(leaf)] = {"ArrayImpl": "array", "PRNGKeyArray": "key",
+                                           "ShapeDtypeStruct": "struct"}.get(
             type(leaf).__name__, "other")
     if kind == "array":
         sharding = leaf.sharding
@@ -156,6 +163,12 @@ def _fast_signature(leaf: Any) -> Any:
         devices = leaf.devices()
         if len(devices) == 1:
             return (leaf.shape, leaf.dtype, next(iter(devices)))
+    elif kind == "struct":  # an input to come, as the array of its form reads
+        if type(leaf.sharding) is SingleDeviceSharding:
+            if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
+                return (leaf.shape, leaf.dtype, next(iter(leaf.sharding.device_set)))
+            return (leaf.shape, leaf.dtype, leaf.weak_type, leaf.sharding)
+        return None
     return _leaf_signature(leaf)
 
 
@@ -202,19 +215,30 @@ class StoredProgram:
     def __call__(self, *args: Any) -> Any:
         if not _top_level():  # inside a caller's trace, which lowers for its own platform
             return self._jitted(*args)
+        return self._resolve(args)(*args)
+
+    def precompile(self, *args: Any) -> None:
+        """Compiles the program a top-level call on ``args`` runs, without running it: ``args``
+        are arrays, or ``jax.ShapeDtypeStruct`` with a single-device sharding where the values
+        are not known yet (:mod:`augjax._runtime.ahead`); the call then finds it compiled."""
+        if _top_level():
+            self._resolve(args).lower(*args).compile()
+
+    def _resolve(self, args: tuple[Any, ...]) -> Any:
+        """The jitted function a top-level call on ``args`` runs (stored, loaded or plain)."""
         if self._describe is None:
-            return self._top(*args)
+            return self._top
         if not self._checked:  # decided once per program: off costs nothing per call after
             self._checked = True
             if store_dir() is None:
                 self._describe = None
-                return self._top(*args)
+                return self._top
         leaves, tree = jax.tree_util.tree_flatten(args)
         fast = []
         for leaf in leaves:
             s = _fast_signature(leaf)
             if s is None:  # not stored; the same XLA options as a stored program's
-                return self._top(*args)
+                return self._top
             fast.append(s)
         # JAX's settings that change a trace (x64, the default device, ...) key the runs too:
         # a setting changed within the process gets its own program, as jax.jit's does.
@@ -226,7 +250,7 @@ class StoredProgram:
                 if run is None:
                     run = self._prepare(args, leaves, tree)
                     self._runs[lookup] = run
-        return run(*args)
+        return run
 
     def _prepare(self, args: tuple[Any, ...], leaves: list[Any], tree: Any):
         folder = store_dir()
@@ -248,8 +272,8 @@ class StoredProgram:
         if exported is not None:
             _loads[0] += 1
         else:
-            try:
-                with warnings.catch_warnings(record=True) as caught_now:
+            try:  # (one export at a time: catch_warnings is process-wide, not per thread)
+                with _EXPORTING, warnings.catch_warnings(record=True) as caught_now:
                     warnings.simplefilter("always")
                     exported = export.export(
                         self._jitted, platforms=(platform,),

@@ -1,11 +1,81 @@
-"""First calls: a warm process's call compiles nothing (its key split included).
-benchmarks/first_calls.py measures the times."""
+"""First calls: a cold call compiles its apply program beside its sampler (on a helper thread,
+augjax._runtime.ahead) and compiles nothing twice; a warm process's call compiles nothing
+(its key split included). benchmarks/first_calls.py measures the times."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
+import jax
+import numpy as np
+import pytest
+
+import augjax
+from augjax import ops
 from store_process import run_with_store
+
+COMPILE = "/jax/core/compile/backend_compile_duration"
+HELPER = "augjax-compile-apply"
+
+
+class Compiles:
+    """JAX's backend compiles (a cache hit included) by thread, while in the block."""
+
+    def __init__(self) -> None:
+        self.threads: list[str] = []
+
+    def _listen(self, name: str, secs: float, **_: object) -> None:
+        if name == COMPILE:
+            self.threads.append(threading.current_thread().name)
+
+    def __enter__(self) -> Compiles:
+        jax.monitoring.register_event_duration_secs_listener(self._listen)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        jax.monitoring.unregister_event_duration_listener(self._listen)
+
+
+# Shapes no other test uses: the programs' first calls are these tests'.
+def _chain_call(x):
+    return augjax.compose(ops.flip.bind(p=1.0), ops.invert)(x, key=jax.random.key(0))
+
+
+def _views_call(x):
+    views = augjax.views({"g": (2, augjax.compose(ops.flip.bind(p=1.0), ops.invert))})
+    return views(x, key=jax.random.key(0))["g"][:, 1]
+
+
+def _clips_call(x):
+    clips = np.stack([x, x], axis=1)  # (N, 2, H, W, C)
+    return augjax.compose(ops.flip.bind(p=1.0), ops.invert)(clips, key=jax.random.key(0))[:, 1]
+
+
+@pytest.mark.parametrize("call, shape", [(_chain_call, (3, 7, 5, 3)),
+                                         (_views_call, (3, 5, 7, 3)),
+                                         (_clips_call, (2, 7, 7, 3))],
+                         ids=["chain", "views", "clips"])
+def test_a_first_call_compiles_its_apply_program_beside_the_sampler(call, shape):
+    x = np.random.default_rng(0).integers(0, 256, shape, dtype=np.uint8)
+    with Compiles() as first:
+        out = call(x)
+    # the reference: flipped left-right and inverted, in NumPy
+    np.testing.assert_array_equal(np.asarray(out), 255 - x[:, :, ::-1])
+    assert first.threads.count(HELPER) == 1, first.threads  # the apply program, compiled once
+    with Compiles() as again:
+        np.testing.assert_array_equal(np.asarray(call(x)), 255 - x[:, :, ::-1])
+    assert again.threads == []  # nothing compiled twice
+
+
+def test_off_the_call_compiles_in_its_own_thread(monkeypatch):
+    monkeypatch.setenv("AUGJAX_COMPILE_AHEAD", "0")
+    x = np.random.default_rng(1).integers(0, 256, (2, 5, 5, 3), dtype=np.uint8)
+    with Compiles() as first:
+        out = _chain_call(x)
+    np.testing.assert_array_equal(np.asarray(out), 255 - x[:, :, ::-1])
+    assert HELPER not in first.threads and first.threads
+
 
 CHILD = r"""
 import json, sys, threading
