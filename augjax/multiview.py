@@ -354,7 +354,7 @@ def _call(self: Views, images: jax.Array, keys: jax.Array) -> dict[str, jax.Arra
         sampler, applier = _sampler(self, shape, dtype), _applier(self)
         join = None
         if first_call(applier, (shape, dtype)):  # its compile beside the sampler's (ahead.py)
-            join = compile_apply(lambda: sampler.eval_shape(keys), keys, applier,
+            join = compile_apply(lambda: sampler.out_shapes(keys), keys, applier,
                                  lambda p: (images, p))
         params = sampler(keys)
         if join is not None:

@@ -171,7 +171,7 @@ def _two_programs(apply: Any, sample: Any, seeded: bool, partitioned: bool = Fal
         join = None
         if first[0]:
             first[0] = False
-            join = compile_apply(lambda: sample.eval_shape(*drawn), drawn, apply,
+            join = compile_apply(lambda: sample.out_shapes(*drawn), drawn, apply,
                                  lambda p: (images, labels, p, values, *arrays))
         params = sample(*drawn)
         if join is not None:

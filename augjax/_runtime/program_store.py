@@ -193,6 +193,7 @@ class StoredProgram:
         self._describe = describe  # () -> (kind, steps, config), or None: never kept
         self._checked = False
         self._runs: dict[Any, Any] = {}
+        self._exported: dict[int, Any] = {}  # id(run) -> its jax.export module (out_shapes)
         self._lock = threading.Lock()
 
     def _recorded(self, fn: Any) -> Any:
@@ -223,6 +224,19 @@ class StoredProgram:
         are not known yet (:mod:`augjax._runtime.ahead`); the call then finds it compiled."""
         if _top_level():
             self._resolve(args).lower(*args).compile()
+
+    def out_shapes(self, *args: Any) -> Any:
+        """The outputs' shapes and dtypes (``jax.ShapeDtypeStruct``) of a top-level call on
+        ``args``: read off the stored program where there is one (a warm process traces
+        nothing for it), else ``eval_shape``."""
+        run = self._resolve(args)
+        held = self._exported.get(id(run))
+        if held is None or held[0] is not run:
+            return self._jitted.eval_shape(*args)
+        exported = held[1]
+        return jax.tree_util.tree_unflatten(
+            exported.out_tree, [jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+                                for a in exported.out_avals])
 
     def _resolve(self, args: tuple[Any, ...]) -> Any:
         """The jitted function a top-level call on ``args`` runs (stored, loaded or plain)."""
@@ -294,8 +308,10 @@ class StoredProgram:
         # The device named: one compiled program for committed inputs (DALI's jax_function
         # hands them, a stored sampler returns them), uncommitted ones (jnp.asarray, NumPy) and
         # a mixture; jax.jit keys on commitment and compiled each form apart.
-        return jax.jit(exported.call, compiler_options=self._options,
-                       in_shardings=SingleDeviceSharding(_call_device(leaves)))
+        run = jax.jit(exported.call, compiler_options=self._options,
+                      in_shardings=SingleDeviceSharding(_call_device(leaves)))
+        self._exported[id(run)] = (run, exported)
+        return run
 
 
 def _call_device(leaves: list[Any]) -> Any:

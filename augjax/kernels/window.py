@@ -21,8 +21,9 @@ from augjax.kernels.division import exact_div
 from augjax.kernels.pixels import is_int
 from augjax.kernels.warp import check_fill, window_weights
 
-__all__ = ["flip_taps", "read_by_taps", "read_taps", "read_window", "read_window_taps",
-           "tap_sizes", "taps_from_first", "taps_needed", "window_taps"]
+__all__ = ["CHUNK", "fill_outside", "flip_taps", "read_by_taps", "read_taps", "read_window",
+           "read_window_taps", "sum_taps", "tap_sizes", "taps_from_first", "taps_needed",
+           "window_taps"]
 
 _F32 = jnp.float32
 
@@ -230,6 +231,42 @@ def read_by_taps(image: jax.Array, taps, size, anchor, out: tuple[int, int], fil
         x = _taps_pass(materialize(x), iy, wy, axis=0)
         if is_int(image.dtype):
             x = jnp.clip(jnp.floor(x + 0.5), 0.0, 255.0)
+    return fill_outside(x, image.dtype, size, anchor, out, fill, flip)
+
+
+#: The taps a loop step of :func:`sum_taps` sums (``chunks``).
+CHUNK = 8
+
+
+def sum_taps(x: jax.Array, index: jax.Array, weight: jax.Array, chunks=None) -> jax.Array:
+    """One pass of :func:`read_by_taps` along ``x``'s first axis: ``out[o] = sum_k weight[o,
+    k] * float32(x[index[o, k]])`` over the taps ``(rows, K)`` in order, each term reading a
+    whole slice ``x[i]`` (contiguous: an image's rows, or its transpose's columns, where a
+    tap across the rows of ``(H, W, C)`` gathers ``C`` values a row, ~6x its time per tap on
+    a 2-core CPU). The same products summed in the same order as :func:`read_by_taps`' passes:
+    the same bits. ``chunks`` (traced): only the first ``chunks * CHUNK`` taps (``K`` a
+    multiple of :data:`CHUNK`), ``CHUNK`` at a time in a loop: one compiled step whatever the
+    count, each term added to the sum read back from the step before (its first, as there, to
+    a zero computed as a value); each sum stops before adding zeros."""
+    if chunks is None:
+        return _taps_pass(x, index, weight, axis=0)
+    shape = (index.shape[0],) + (1,) * (x.ndim - 1)
+    start = jnp.broadcast_to((weight[:, 0] * 0.0).reshape(shape), shape[:1] + x.shape[1:])
+
+    def step(j, out):
+        i = jax.lax.dynamic_slice_in_dim(index, j * CHUNK, CHUNK, axis=1)
+        w = jax.lax.dynamic_slice_in_dim(weight, j * CHUNK, CHUNK, axis=1)
+        for k in range(CHUNK):
+            out = out + jnp.take(x, i[:, k], axis=0).astype(_F32) * w[:, k].reshape(shape)
+        return out
+
+    return jax.lax.fori_loop(0, chunks, step, start)
+
+
+def fill_outside(x: jax.Array, dtype, size, anchor, out: tuple[int, int], fill,
+                 flip=None) -> jax.Array:
+    """``x`` (float32 ``out`` pixels read from ``anchor``) with ``fill`` beyond the resampled
+    image's ``size``, as ``dtype``; ``flip``: the output was mirrored (:func:`flip_taps`)."""
     rows_o = anchor[0] + jnp.arange(out[0])
     cols = anchor[1] + jnp.arange(out[1])
     if flip is not None:
@@ -237,6 +274,6 @@ def read_by_taps(image: jax.Array, taps, size, anchor, out: tuple[int, int], fil
         cols = jnp.where(flip[1], cols[::-1], cols)
     inside = ((rows_o >= 0) & (rows_o < size[0]))[:, None] & ((cols >= 0) & (cols < size[1]))[None]
     fill = jnp.asarray(fill)
-    if is_int(image.dtype) and jnp.issubdtype(fill.dtype, jnp.floating):
+    if is_int(dtype) and jnp.issubdtype(fill.dtype, jnp.floating):
         fill = jnp.clip(jnp.round(fill), 0.0, 255.0)
-    return jnp.where(inside[..., None], x, fill.astype(x.dtype)).astype(image.dtype)
+    return jnp.where(inside[..., None], x, fill.astype(x.dtype)).astype(dtype)
