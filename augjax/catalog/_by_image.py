@@ -23,8 +23,10 @@ from jax.custom_batching import custom_vmap
 
 from augjax.kernels.batching import broadcast_unbatched
 from augjax.kernels.warp import resample_canvas, resample_crop
+from augjax.kernels.pixels import is_int
+from augjax.kernels.window import CHUNK, fill_outside, sum_taps, tap_sizes
 
-__all__ = ["MIN_SIDE", "by_image", "crop_branching", "zoom_branching"]
+__all__ = ["MIN_SIDE", "by_image", "crop_branching", "jitter_branching", "zoom_branching"]
 
 #: The shortest side (of the image and of the output) the image-by-image form runs for;
 #: smaller images take the every-tap form. There is nothing to gain below it, and XLA:CPU
@@ -103,6 +105,47 @@ def crop_branching(image, box, value, taps):
 
     branches = [branch(k, n) for k in sizes for n in spans]
     return jax.lax.switch(k_index * len(spans) + r_index, branches, image)
+
+
+def jitter_branching(columns, p, value, taps):
+    """``scale_jitter``'s resample of one image, given as its transpose ``columns`` ``(W,
+    H, C)``; ``p``: ``resized`` then ``offset`` ((4,) int32). Only the taps that weigh
+    something (moved to the first columns) are read: their count rounded up to 2, 3, 4, 6 or
+    8 (:func:`augjax.kernels.window.tap_sizes`), a branch each, beyond that to a multiple of
+    :data:`~augjax.kernels.window.CHUNK` summed in a loop (one branch: a shrink by 100x reads
+    ~200 taps an output, which unrolled branches took minutes to compile). The width pass
+    gathers whole columns of ``columns`` (:func:`augjax.kernels.window.sum_taps`), its output
+    is transposed back and the height pass gathers whole rows: two switches on the same
+    branch, the first's output kept in memory between them (fused, each height tap would
+    compute the width pass again), with no optimisation barrier (XLA:CPU fails to compile
+    one in this loop for tiny images)."""
+    iy, wy, ix, wx = taps
+    out = iy.shape[0], ix.shape[0]
+    widest = max(wy.shape[1], wx.shape[1])
+    sizes = [k for k in tap_sizes(widest) if k <= CHUNK]
+    used = _used(taps)
+    index = jnp.searchsorted(jnp.array(sizes, jnp.int32), used)
+    integer = is_int(columns.dtype)
+
+    def branches(index_, weight, last):
+        def cut(k):
+            return lambda x: last(sum_taps(x, index_[:, :k], weight[:, :k]))
+
+        def loop(x):
+            return last(sum_taps(x, index_, weight, chunks=(used + CHUNK - 1) // CHUNK))
+
+        # beyond CHUNK the taps' columns are a multiple of CHUNK
+        return [cut(k) for k in sizes] + ([loop] if widest > CHUNK else [])
+
+    def rounded(x):  # ATen's uint8 passes round half up
+        return jnp.floor(x + 0.5) if integer else x
+
+    def clipped(x):
+        return jnp.clip(jnp.floor(x + 0.5), 0.0, 255.0) if integer else x
+
+    x = jax.lax.switch(index, branches(ix, wx, rounded), columns)  # (out[1], H, C)
+    x = jax.lax.switch(index, branches(iy, wy, clipped), jnp.swapaxes(x, 0, 1))
+    return fill_outside(x, columns.dtype, p[:2], p[2:], out, value)
 
 
 def _tap_sizes(widest: int) -> list[int]:

@@ -75,3 +75,63 @@ def test_apply_equals_torchvision_resize_then_fixed_size_crop():
                               top, left, 32, 32, 0)
         np.testing.assert_array_equal(np.asarray(out["masks"][i]), wm.numpy())
     assert 0 < big < n  # both crops and pads were drawn
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", ["uint8", "float32"])
+@pytest.mark.parametrize("shape,conf", [
+    ((H, W), CONF),  # a few taps to 11: the unrolled branches and the loop's
+    ((32, 32), dict(target_size=(8, 10))),  # the kit's shrink: up to 63 taps, the loop
+    ((2, 2), dict(target_size=(3, 3))),  # a tiny image (XLA:CPU's loop with a barrier failed)
+])
+def test_the_cpu_branch_form_gives_every_taps_bits(dtype, shape, conf):
+    """On the CPU a batch runs image by image, each reading only its taps that weigh
+    something (unrolled up to 8, beyond in a loop of 8 a step), the width pass from the
+    image's transpose: the bits of every tap of every sample computed under ``vmap`` (the
+    op's form off the CPU, and the CPU's before 2026-12-06)."""
+    import math
+
+    import jax.numpy as jnp
+
+    from augjax.catalog.detection import _jitter_all
+    from augjax.kernels.portable import portable_compiler_options
+    from augjax.kernels.warp import check_fill
+    from augjax.kernels.window import taps_needed
+
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 256, (8, *shape, 3), dtype=np.uint8)
+    x = x if dtype == "uint8" else x.astype(np.float32) / 255.0
+    bound = scale_jitter.bind(**conf)
+    kw = bound.kwargs
+    out = kw["size"] or kw["target_size"]
+    least = min(kw["target_size"][0] / shape[0], kw["target_size"][1] / shape[1]) * \
+        kw["scale_range"][0]
+    taps = tuple(taps_needed(n / max(1.0, math.floor(n * least) - 1.0), "bilinear", True)
+                 for n in shape)
+    value = check_fill(kw["fill"], x[0], "scale_jitter")
+    config = (shape, tuple(out), "bilinear", True, taps)
+    # Compiled as augjax compiles its CPU programs (YNNPACK's fusions off)
+    every = jax.jit(jax.vmap(lambda im, p: _jitter_all(im, p, value, config)),
+                    compiler_options=portable_compiler_options())
+    shrinks = set()
+    for seed in range(2):
+        params = bound.sample(x, key=jax.random.key(seed))
+        got = np.asarray(bound.apply(x, params=params))
+        p = jnp.concatenate([params["resized"], params["offset"]], axis=1)
+        np.testing.assert_array_equal(got, np.asarray(every(x, p)))
+        resized = np.asarray(params["resized"])
+        shrinks |= {int(np.ceil(2 * shape[0] / max(r, 1))) for r in resized[:, 0]}
+    assert len(shrinks) >= 2  # samples reading few taps and more
+
+
+def test_a_strong_shrink_compiles_a_loop_not_a_term_per_tap():
+    """The kit's example (8x10 from 224^2, scale down to 0.1: 449 taps an axis for the
+    smallest draw) sums its taps beyond 8 in a loop: its program adds ~100 times, not once per
+    tap and pass (the every-tap form: ~900 adds, ~25 s to compile on a 2-core CPU)."""
+    from augjax import ops
+
+    x = np.zeros((2, 224, 224, 3), np.uint8)
+    step = ops.scale_jitter.bind(target_size=(8, 10))
+    params = step.sample(x, key=jax.random.key(0))
+    text = jax.jit(lambda x, p: step.apply(x, params=p)).lower(x, params).as_text()
+    assert text.count("stablehlo.add") < 300
