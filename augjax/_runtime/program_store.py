@@ -85,7 +85,19 @@ def store_dir() -> Path | None:
 
 
 _folders: dict[Path, bool] = {}
+#: One export at a time (its catch_warnings is process-wide): the compile ahead's helper
+#: thread exports beside the caller's thread (augjax._runtime.ahead).
 _EXPORTING = threading.Lock()
+
+
+def _forked() -> None:
+    """In a forked child: a lock of its own (a thread of the parent's may have held it)."""
+    global _EXPORTING
+    _EXPORTING = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
 _loads = [0]
 
 
