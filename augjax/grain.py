@@ -151,6 +151,7 @@ class RandomMap(grain.transforms.RandomMap):
     def _state(self) -> None:
         self._lock = threading.Lock()
         self._run = None
+        self._values: Any = ()
         self._cpu = None
         self._checked: set = set()  # record (shape, dtype) that went through the checked call
 
@@ -171,6 +172,7 @@ class RandomMap(grain.transforms.RandomMap):
                 import jax
 
                 from augjax._runtime.program import array_program
+                from augjax._runtime.values import as_arguments, lift
 
                 if _in_worker() and any(d.platform != "cpu" for d in jax.devices()):
                     warnings.warn(AugjaxWarning(
@@ -186,14 +188,18 @@ class RandomMap(grain.transforms.RandomMap):
                 # chain let XLA fuse the crop's resample into flip's select, 5.2 CPU ms a 224^2
                 # record instead of 1.3, and compiled the sampler otherwise, 7 of 300 records
                 # then differed from the call by a level).
-                self._run = array_program(tuple(steps), "HWC", start, False, None, seeded=True)
+                # The skeleton and values the checked call runs (dispatch's lift): the records
+                # after a shape's first run its programs, not a second set of their own.
+                skeletons, values = lift(tuple(steps))
+                self._values = as_arguments(values)
+                self._run = array_program(skeletons, "HWC", start, False, None, seeded=True)
             return self._run, self._cpu
 
     def apply(self, element: Any, seeds: np.ndarray) -> Any:
         """The record ``element`` through the chain, with sample seeds ``seeds`` (int32 (1, 2))."""
         import jax
 
-        from augjax._runtime.keys import keys_from_seeds
+        from augjax._runtime.program import _keys_from_seeds as keys_from_seeds
 
         record, image, targets = _split(element, self.image)
         image = np.asarray(image)
@@ -207,10 +213,14 @@ class RandomMap(grain.transforms.RandomMap):
             if targets or signature not in self._checked:
                 # the call on arrays: its checks and typed errors (and the targets' path)
                 batched = {k: np.asarray(v)[None] for k, v in targets.items()}
+                # (the jitted keys_from_seeds of the later records' programs: one compile)
                 out = self.chain(image[None], key=keys_from_seeds(seeds), **batched)
                 self._checked.add(signature)
             else:
-                out = run(image[None], None, seeds)[0]
+                from augjax._runtime.values import giving
+
+                with giving(self._values):
+                    out = run(image[None], None, seeds)[0]
         return _merge(record, self.image, out, lambda a: np.asarray(a)[0])
 
     def random_map(self, element: Any, rng: np.random.Generator) -> Any:

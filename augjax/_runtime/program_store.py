@@ -206,6 +206,9 @@ class StoredProgram:
         self._checked = False
         self._runs: dict[Any, Any] = {}
         self._exported: dict[int, Any] = {}  # id(run) -> its jax.export module (out_shapes)
+        # (file, device) -> its run: inputs that differ only in what the file's key leaves
+        # out (a NumPy batch, then a jax.Array of it) share one loaded, compiled program
+        self._by_file: dict[tuple[Path, Any], Any] = {}
         self._lock = threading.Lock()
 
     def _recorded(self, fn: Any) -> Any:
@@ -294,6 +297,9 @@ class StoredProgram:
         from jax import export
 
         path = folder / f"{hashlib.sha256(key.encode()).hexdigest()[:40]}{_SUFFIX}"
+        held = self._by_file.get((path, _call_device(leaves)))
+        if held is not None:
+            return held
         exported, caught = _load(path, key)
         if exported is not None:
             _loads[0] += 1
@@ -323,6 +329,7 @@ class StoredProgram:
         run = jax.jit(exported.call, compiler_options=self._options,
                       in_shardings=SingleDeviceSharding(_call_device(leaves)))
         self._exported[id(run)] = (run, exported)
+        self._by_file[(path, _call_device(leaves))] = run
         return run
 
 

@@ -109,3 +109,22 @@ def test_a_warm_process_compiles_nothing_for_a_views_call(tmp_path: Path):
     warm = run_with_store(script, cache, 0)
     assert warm["traces"] == 0, warm
     assert warm["compiles"] == warm["hits"] > 0, warm
+
+
+def test_a_numpy_record_and_an_array_share_one_loaded_program():
+    """augjax.grain.RandomMap's first record of a shape goes through the checked call (the image
+    a jax.Array), later ones through the programs directly (a NumPy image): one stored program,
+    loaded and compiled once, not once per form of the input."""
+    pytest.importorskip("grain")
+    import augjax.grain
+    from augjax._runtime.program_store import load_count
+
+    chain = augjax.compose(ops.flip.bind(p=1.0), ops.invert)
+    record = augjax.grain.RandomMap(chain)
+    image = np.random.default_rng(2).integers(0, 256, (9, 5, 3), dtype=np.uint8)
+    seeds = np.array([[1, 2]], np.int32)
+    np.testing.assert_array_equal(record.apply(image, seeds), 255 - image[:, ::-1])
+    loads = load_count()
+    with Compiles() as second:
+        np.testing.assert_array_equal(record.apply(image, seeds), 255 - image[:, ::-1])
+    assert second.threads == [] and load_count() == loads
