@@ -15,7 +15,12 @@ the same bits. The helper runs in a copy of the caller's context; where it would
 caller's JAX settings (a thread-local one, e.g. ``jax.default_device(...)``, would trace
 another program) or anything fails in it, it does nothing and the call compiles as before.
 It is joined before the call goes on, so nothing runs behind the caller (no thread at exit).
-``AUGJAX_COMPILE_AHEAD=0`` turns it off.
+
+It helps only where a core is free: on a machine already loaded (the 1-minute load average at
+least the cores this process may use, less one) the two compiles only share the same cores,
+and on a shared 2-core machine at load 7 to 10 the helper bought no wall time and cost up to a
+tenth more CPU (``benchmarks/first_calls.py``); there the call compiles as before. With
+``AUGJAX_COMPILE_AHEAD=1`` the helper always runs, with ``0`` never.
 """
 
 from __future__ import annotations
@@ -34,8 +39,26 @@ _OFF = ("0", "false", "off", "no")
 
 
 def enabled() -> bool:
-    """Whether first calls compile their apply program on a helper thread."""
-    return os.environ.get("AUGJAX_COMPILE_AHEAD", "1").strip().lower() not in _OFF
+    """Whether first calls compile their apply program on a helper thread: as
+    ``AUGJAX_COMPILE_AHEAD`` says, else where a core is free (module doc)."""
+    setting = os.environ.get("AUGJAX_COMPILE_AHEAD", "").strip().lower()
+    if setting:
+        return setting not in _OFF
+    return _free_core()
+
+
+def _free_core() -> bool:
+    """Whether this process's cores are not all busy: the 1-minute load average below their
+    count less one."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # no load average (Windows): the helper runs
+        return cores > 1
+    return cores > 1 and load < cores - 1
 
 
 def _nothing() -> None:

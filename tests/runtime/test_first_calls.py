@@ -56,7 +56,8 @@ def _clips_call(x):
                                          (_views_call, (3, 5, 7, 3)),
                                          (_clips_call, (2, 7, 7, 3))],
                          ids=["chain", "views", "clips"])
-def test_a_first_call_compiles_its_apply_program_beside_the_sampler(call, shape):
+def test_a_first_call_compiles_its_apply_program_beside_the_sampler(call, shape, monkeypatch):
+    monkeypatch.setenv("AUGJAX_COMPILE_AHEAD", "1")  # however loaded the machine is
     x = np.random.default_rng(0).integers(0, 256, shape, dtype=np.uint8)
     with Compiles() as first:
         out = call(x)
@@ -75,6 +76,20 @@ def test_off_the_call_compiles_in_its_own_thread(monkeypatch):
         out = _chain_call(x)
     np.testing.assert_array_equal(np.asarray(out), 255 - x[:, :, ::-1])
     assert HELPER not in first.threads and first.threads
+
+
+def test_by_default_the_helper_runs_where_a_core_is_free(monkeypatch):
+    from augjax._runtime import ahead
+
+    monkeypatch.delenv("AUGJAX_COMPILE_AHEAD", raising=False)
+    monkeypatch.setattr(ahead.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(ahead.os, "getloadavg", lambda: (0.4, 0.0, 0.0))
+    assert ahead.enabled()
+    monkeypatch.setattr(ahead.os, "getloadavg", lambda: (1.0, 0.0, 0.0))  # a core's worth busy
+    assert not ahead.enabled()
+    monkeypatch.setattr(ahead.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    monkeypatch.setattr(ahead.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    assert not ahead.enabled()  # one core: nothing to compile beside
 
 
 CHILD = r"""
