@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from augjax._runtime.program import trace_count
     from augjax._runtime.boxes import convert_boxes
     from augjax._runtime.warmup import warmup
+    from augjax.jitting import jit
     from augjax.chain import (
         Chain,
         Sequential,
@@ -79,6 +80,7 @@ _LAZY = {
     "compilation_cache_dir": "augjax._runtime.compile_cache",
     "MagnitudeMap": "augjax._core.magnitude",
     "warmup": "augjax._runtime.warmup",
+    "jit": "augjax.jitting",
     **dict.fromkeys(("views", "Views"), "augjax.multiview"),
     "ShardedSource": "augjax.dali._sources",
     **dict.fromkeys(("from_torchvision", "from_albumentations"), "augjax.interop"),
@@ -98,6 +100,7 @@ __all__ = [
     "auto_augment",
     "compose",
     "invert",
+    "jit",
     "matrices",
     "from_dict",
     "from_json",

@@ -41,7 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from augjax.kernels.boundary import boundary_compiler_options
+from augjax.kernels.boundary import boundary_compiler_options, barrier
 from augjax._runtime.ahead import compile_apply, first_call
 from augjax._runtime.inputs import committed
 from augjax._runtime.keys import SEED_HIGH, keys_from_seeds, sample_keys
@@ -306,6 +306,8 @@ def call_clips(step: Any, inputs: tuple[Any, ...], *, key: Any, layout: str, per
         params = sample_clips(step, inputs[:1], key=key, layout=layout, per_frame=per_frame)
         if join is not None:
             join()
+        if isinstance(clips, jax.core.Tracer):  # a caller's trace: no sampler in the kernels
+            params = barrier(params)
         return apply_clips(step, (clips, *inputs[1:]), params=params, layout=layout,
                            per_frame=per_frame, targets=targets)
     n, t = clips.shape[:2]

@@ -37,7 +37,7 @@ import numpy as np
 
 from augjax._core.limits import MAX_VIEWS
 from augjax._core.step import Step
-from augjax.kernels.boundary import boundary_compiler_options
+from augjax.kernels.boundary import boundary_compiler_options, barrier
 from augjax._runtime.ahead import compile_apply, first_call
 from augjax._runtime.compile_cache import enable as enable_compile_cache
 from augjax._runtime.program import sampler_compiler_options
@@ -330,7 +330,7 @@ def _applier(self: Views):
 @functools.lru_cache(maxsize=64)
 def _fused(self: Views):
     def program(images, keys):
-        params = jax.lax.optimization_barrier(_sample_all(self, images, keys))
+        params = barrier(_sample_all(self, images, keys))
         return _apply_all(self, images, params)
 
     return StoredProgram(program, _identity(self, "views_call"))
@@ -346,7 +346,7 @@ def _call(self: Views, images: jax.Array, keys: jax.Array) -> dict[str, jax.Arra
     """The views with per-image ``keys``: on the CPU ``apply(sample(...))`` as two programs
     (bitwise replay by construction), elsewhere one program (one dispatch)."""
     if isinstance(images, jax.core.Tracer):  # inside a caller's trace: one traced program
-        return _apply_all(self, images, _sample_all(self, images, keys))
+        return _apply_all(self, images, barrier(_sample_all(self, images, keys)))
     # committed: arrays and DALI (committed arrays) share the programs (inputs.committed)
     images, keys = committed(images), committed(keys)
     if _on_cpu(images):

@@ -18,7 +18,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from augjax.kernels.boundary import boundary_compiler_options
+from augjax.kernels.boundary import boundary_compiler_options, barrier
 from augjax._runtime.ahead import compile_apply
 from augjax._runtime.compile_cache import enable as enable_compile_cache
 from augjax._runtime.inputs import check_images
@@ -176,12 +176,19 @@ def _two_programs(apply: Any, sample: Any, seeded: bool, partitioned: bool = Fal
         params = sample(*drawn)
         if join is not None:
             join()
+        if _traced(params):  # inside a caller's trace: no sampler arithmetic in the kernels
+            params = barrier(params)
         sharding = getattr(images, "sharding", None)
         if partitioned and sharding is not None and not isinstance(images, jax.core.Tracer):
             params = jax.device_put(params, _replicated(sharding))
         return apply(images, labels, params, values, *arrays)
 
     return run
+
+
+def _traced(tree: Any) -> bool:
+    """Whether any array of ``tree`` is a tracer (of a caller's trace)."""
+    return any(isinstance(v, jax.core.Tracer) for v in jax.tree_util.tree_leaves(tree))
 
 
 def _replicated(sharding: Any) -> Any:
@@ -200,7 +207,7 @@ def call_program(steps: tuple[Any, ...], layout: str, start: int, shape: tuple[i
     """The jitted sampler and apply program in one: ``f(images, labels, keys, *targets)``,
     ``keys`` in the form :func:`_key_form` names.
 
-    The params pass through ``lax.optimization_barrier``: XLA computes them as the sampler's
+    The params pass through :func:`~augjax.kernels.boundary.barrier`: XLA computes them as the sampler's
     own program does and fuses none of their arithmetic into the kernels, which read them from
     memory as the apply program does. The GPU tests check the call against
     ``apply(sample(...))`` bitwise for every op and policy."""
@@ -212,7 +219,7 @@ def call_program(steps: tuple[Any, ...], layout: str, start: int, shape: tuple[i
     def program(images, labels, keys_in, values=(), *arrays):
         k = keys_from_seeds(keys_in) if keys == "seeds" else keys_in
         drawn = sample(k, values, *arrays) if seen is not None else sample(k, values)
-        params = jax.lax.optimization_barrier(drawn)
+        params = barrier(drawn)
         return apply(images, labels, params, values, *arrays)
 
     config = {"layout": layout, "start": start, "shape": shape, "dtype": dtype, "keys": keys,

@@ -32,6 +32,7 @@ platform where one is set.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
@@ -49,6 +50,7 @@ from augjax._core.reach import recording
 from augjax._runtime import program_file
 from augjax._runtime.program_identity import code_manifest, manifest_current, program_key
 from augjax.errors import ProgramStoreWarning
+from augjax.kernels.embedded import in_own_program, own_program
 from augjax.kernels.portable import top_level as _top_level, with_portable
 
 __all__ = ["StoredProgram", "enabled", "load_count", "store_dir"]
@@ -193,14 +195,19 @@ class StoredProgram:
 
     def __init__(self, fn: Any, describe: Any, compiler_options: dict[str, Any] | None = None):
         self._reached: dict[int, Any] = {}  # the op specs any trace of ``fn`` reached
-        traced = self._recorded(fn)
-        self._jitted = jax.jit(traced)
+        # Two traces: augjax's own program (its top-level calls, exports, and calls inside
+        # another of its programs), traced under ``embedded.own_program``, and the program as
+        # a caller's trace inlines it (``_caller``), whose fusion boundaries must hold under the
+        # caller's options (augjax.kernels.embedded). Two jits: JAX caches each one's traces.
+        own = self._recorded(fn, own=True)
+        self._jitted = jax.jit(own)
+        self._caller = jax.jit(self._recorded(fn, own=False))
         # XLA options apply to a top-level call only (JAX refuses them on a jit inside a
         # trace): such a call runs ``_top``, a call under a trace the plain program. Every
         # program has the options that keep its bits the same on every CPU.
         compiler_options = with_portable(compiler_options)
         self._options = compiler_options
-        self._top = jax.jit(traced, compiler_options=compiler_options) if compiler_options \
+        self._top = jax.jit(own, compiler_options=compiler_options) if compiler_options \
             else self._jitted
         self._describe = describe  # () -> (kind, steps, config), or None: never kept
         self._checked = False
@@ -211,13 +218,14 @@ class StoredProgram:
         self._by_file: dict[tuple[Path, Any], Any] = {}
         self._lock = threading.Lock()
 
-    def _recorded(self, fn: Any) -> Any:
+    def _recorded(self, fn: Any, own: bool) -> Any:
         """``fn``, noting the ops each of its traces reaches (however it is traced: a call,
-        an export, ``eval_shape``), so that a stored program's code manifest names them."""
+        an export, ``eval_shape``), so that a stored program's code manifest names them;
+        ``own``: traced as augjax's own program (:func:`augjax.kernels.embedded.own_program`)."""
 
         @functools.wraps(fn)
         def traced(*args: Any) -> Any:
-            with recording() as reached:
+            with recording() as reached, own_program() if own else contextlib.nullcontext():
                 out = fn(*args)
             for spec in reached:
                 self._reached.setdefault(id(spec), spec)
@@ -229,8 +237,8 @@ class StoredProgram:
         return getattr(self._jitted, name)
 
     def __call__(self, *args: Any) -> Any:
-        if not _top_level():  # inside a caller's trace, which lowers for its own platform
-            return self._jitted(*args)
+        if not _top_level():  # inside a trace, which lowers for its own platform
+            return (self._jitted if in_own_program() else self._caller)(*args)
         return self._resolve(args)(*args)
 
     def precompile(self, *args: Any) -> None:

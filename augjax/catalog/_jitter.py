@@ -45,6 +45,7 @@ import jax
 import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
 
+from augjax.kernels.boundary import barrier
 from augjax.kernels.partition import partitioned
 from augjax.kernels.platform import platform_dependent
 from augjax.catalog._tv_color import hue_planes
@@ -205,7 +206,7 @@ def _unpack(w: jax.Array, apart: bool = False) -> Planes:
     """Words as three float32 planes; ``apart``: kept in memory (see :func:`_branching`)."""
     p = tuple(((w >> (8 * k)) & 255).astype(jnp.uint8) for k in range(3))
     if apart:
-        p = jax.lax.optimization_barrier(p)
+        p = barrier(p)
     return tuple(c.astype(jnp.float32) for c in p)
 
 
@@ -213,7 +214,7 @@ def _pack(p: Planes, apart: bool = False) -> jax.Array:
     """Three planes of whole levels in [0, 255] (a stage's requantized output) as words;
     ``apart``: each plane computed in its own loop first (see :func:`_branching`)."""
     if apart:
-        p = jax.lax.optimization_barrier(tuple(c.astype(jnp.uint8) for c in p))
+        p = barrier(tuple(c.astype(jnp.uint8) for c in p))
     r, g, b = (c.astype(jnp.uint32) for c in p)
     return r | (g << 8) | (b << 16)
 

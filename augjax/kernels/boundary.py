@@ -19,8 +19,9 @@ fusion). augjax's top-level apply programs on the CPU are therefore compiled wit
 The values are unchanged: a barrier is the identity, and XLA:CPU computed the same bits with
 and without it (every op alone against the code before, chains against the unbounded program
 in ``tests/compose/test_boundaries.py``).
-Inside a caller's ``jax.jit`` the program is compiled with the caller's options, where the
-barriers are expanded and XLA fuses as it likes.
+Inside a caller's ``jax.jit`` the program is compiled with the caller's options, where
+barriers are expanded: there the boundary between steps is a conditional that XLA cannot
+remove (:mod:`augjax.kernels.embedded`).
 
 XLA:GPU emits no ``opt-barrier`` (:func:`boundary_compiler_options`), so on CUDA a boundary
 between a chain's steps is a Triton call that does nothing, its output aliased to its input
@@ -37,12 +38,13 @@ from typing import Any
 import jax
 from jax.experimental.layout import Layout, with_layout_constraint
 
+from augjax.kernels.embedded import in_own_program, kept_by_branch
 from augjax.kernels.platform import platform_dependent
 from augjax.kernels.portable import with_portable
 
 __all__ = ["BARRIER_PASS", "CROP", "MOVE", "MOVE_TWICE", "OTHER", "POINTWISE",
            "boundary_compiler_options", "channel_work", "image_kind", "image_kind_and_work",
-           "materialize"]
+           "barrier", "materialize"]
 
 #: The XLA pass that removes optimisation barriers before fusion (HLO pass name).
 BARRIER_PASS = "cse_barrier_expander"
@@ -60,11 +62,25 @@ def materialize(x: Any, *, row_major: bool = False, whole: bool = False) -> Any:
     suits them: resize's width pass is kept transposed for its height pass); ``whole``: with
     ``row_major``, kept in its own shape (:func:`_kept_whole`; next to a batch-level step). On
     CUDA, between a chain's steps (``row_major``) only, ``x`` behind a Triton call
-    (:func:`_kept_on_gpu`); on other platforms, ``x`` itself. Traced."""
+    (:func:`_kept_on_gpu`); on other platforms, ``x`` itself. On a CPU inside a caller's
+    trace (not augjax's own program, :func:`augjax.kernels.embedded.in_own_program`),
+    between steps, ``x`` through a conditional (:func:`~augjax.kernels.embedded.kept_by_branch`:
+    the caller's options expand barriers). Traced."""
     if not row_major:
-        return platform_dependent(x, cpu=jax.lax.optimization_barrier, default=_identity)
-    kept = _kept_whole if whole else _kept_row_major
+        return platform_dependent(x, cpu=barrier, default=_identity)
+    kept = (_kept_whole if whole else _kept_row_major) if in_own_program() else kept_by_branch
     return platform_dependent(x, cpu=kept, cuda=_kept_on_gpu, default=_identity)
+
+
+def barrier(x: Any) -> Any:
+    """``lax.optimization_barrier(x)``, which bounds fusion in augjax's own programs; inside a
+    caller's trace on a CPU, whose options expand barriers, ``x`` through a conditional
+    (:func:`~augjax.kernels.embedded.kept_by_branch`). Between a sampler and the kernels that
+    read its params (XLA fused the sampler's arithmetic into the per-pixel loops of a
+    caller's program without one) and inside kernels. Traced."""
+    if in_own_program():
+        return jax.lax.optimization_barrier(x)
+    return platform_dependent(x, cpu=kept_by_branch, default=jax.lax.optimization_barrier)
 
 
 def _kept_on_gpu(x: Any) -> Any:
