@@ -40,7 +40,8 @@ def _timed(fn, args, rounds: int) -> tuple[float, float]:
     return first, 1e3 * float(np.median(times))
 
 
-def ops(batch: int, rounds: int) -> dict:
+def ops(batch: int, rounds: int, only: str = "") -> dict:
+    """``only``: comma-separated op names (default: every op)."""
     import jax
     import jax.numpy as jnp
 
@@ -57,6 +58,8 @@ def ops(batch: int, rounds: int) -> dict:
     rows = {}
     labels = jax.device_put(np.arange(batch, dtype=np.int32) % 10, dev)
     for name in augjax.list_ops():
+        if only and name not in only.split(","):
+            continue
         spec = augjax.get_op(name)
         if "uint8" not in spec.dtypes:
             continue
@@ -74,7 +77,8 @@ def ops(batch: int, rounds: int) -> dict:
     return {"batch": batch, "floor_ms": floor, "floor_img_s": batch / floor * 1e3, "ops": rows}
 
 
-def chains(batch: int, rounds: int) -> dict:
+def chains(batch: int, rounds: int, only: str = "") -> dict:
+    """``only``: comma-separated chain names (default: every chain)."""
     import jax
 
     import augjax
@@ -102,6 +106,8 @@ def chains(batch: int, rounds: int) -> dict:
     }
     rows = {}
     for name, (step, inp) in made.items():
+        if only and name not in only.split(","):
+            continue
         row = {}
         try:
             first, ms = _timed(lambda a: step(a, key=key), (inp,), rounds)
@@ -109,6 +115,10 @@ def chains(batch: int, rounds: int) -> dict:
             inside = jax.jit(lambda a, k: step(a, key=k))  # the caller's training step
             first, ms = _timed(inside, (inp, key), rounds)
             row.update(in_jit_ms=ms, in_jit_img_s=batch / ms * 1e3, in_jit_first_s=first)
+            inside = augjax.jit(lambda a, k: step(a, key=k))  # the supported way
+            first, ms = _timed(inside, (inp, key), rounds)
+            row.update(augjax_jit_ms=ms, augjax_jit_img_s=batch / ms * 1e3,
+                       augjax_jit_first_s=first)
         except Exception as err:  # noqa: BLE001
             row["error"] = f"{type(err).__name__}: {str(err)[:300]}"
         rows[name] = row
@@ -117,7 +127,7 @@ def chains(batch: int, rounds: int) -> dict:
 
 
 def parity(only: str = "") -> dict:
-    """``only``: the cases whose id starts with it (``op/``, ``policy/``)."""
+    """``only``: the cases whose id starts with it (``op/``, ``policy/``; several, comma-separated)."""
     import jax
 
     sys.path.insert(0, str(ROOT / "tests" / "tpu"))
@@ -125,7 +135,7 @@ def parity(only: str = "") -> dict:
 
     rows = {}
     cpu, tpu = jax.devices("cpu")[0], _tpu()
-    for case in sorted(c for c in _all() if c.startswith(only)):
+    for case in sorted(c for c in _all() if c.startswith(tuple(only.split(",")))):
         try:
             share, worst, same = agreement(run_on(cpu, case), run_on(tpu, case))
             rows[case] = {"bitwise": same, "within_1_level": share, "max_levels": worst}
@@ -140,6 +150,8 @@ def main() -> None:
     ap.add_argument("--modes", default="ops,chain,parity")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--parity-only", default="", help="parity of the cases starting with this")
+    ap.add_argument("--ops", default="", help="comma-separated op names (default: all)")
+    ap.add_argument("--chains", default="", help="comma-separated chain names (default: all)")
     ap.add_argument("--out")
     args = ap.parse_args()
     import jax
@@ -151,7 +163,8 @@ def main() -> None:
         "python": platform.python_version(), "rounds": rounds, "host_cpus": os.cpu_count(),
         "statistic": "median ms per call after the first; first_s: the first call"}}
     modes = args.modes.split(",")
-    for mode, run in (("ops", lambda: ops(256, rounds)), ("chain", lambda: chains(128, rounds)),
+    for mode, run in (("ops", lambda: ops(256, rounds, args.ops)),
+                      ("chain", lambda: chains(128, rounds, args.chains)),
                       ("parity", lambda: parity(args.parity_only))):
         if mode in modes:
             result[mode] = run()

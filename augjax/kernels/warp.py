@@ -52,6 +52,7 @@ from augjax.kernels.grid_sample import (
 )
 from augjax.kernels.pixels import bound, is_int, to_dtype
 from augjax.kernels.products import matmul
+from augjax.kernels.taps_mxu import canvas_product, taps_product
 
 __all__ = [
     "INTERPOLATIONS",
@@ -391,7 +392,13 @@ def resize_taps(out_size: int, in_size: int, start, length, interpolation: str,
 
 
 def _taps_pass(x: jax.Array, index: jax.Array, weight: jax.Array, axis: int) -> jax.Array:
-    """``out[o] = sum_k weight[o, k] * x[index[o, k]]`` along ``axis`` of float ``x``."""
+    """``out[o] = sum_k weight[o, k] * x[index[o, k]]`` along ``axis`` of float ``x``: a
+    gather per tap; on a TPU one matrix product (:mod:`augjax.kernels.taps_mxu`)."""
+    return platform_dependent(x, index, weight, tpu=lambda *a: taps_product(*a, axis),
+                              default=lambda *a: _taps_gathered(*a, axis))
+
+
+def _taps_gathered(x: jax.Array, index: jax.Array, weight: jax.Array, axis: int) -> jax.Array:
     out = None
     for k in range(index.shape[1]):
         shape = [1] * x.ndim
@@ -485,6 +492,13 @@ def _canvas_pass(x: jax.Array, index: jax.Array, weight: jax.Array, axis: int,
                  fill: jax.Array) -> jax.Array:
     """:func:`_taps_pass` where ``index`` may fall off ``x`` along ``axis`` (onto the canvas
     around it): those taps read ``fill`` (broadcast against ``x`` with ``axis`` of length 1)."""
+    return platform_dependent(x, index, weight, fill,
+                              tpu=lambda *a: canvas_product(*a[:3], axis, a[3]),
+                              default=lambda *a: _canvas_gathered(*a[:3], axis, a[3]))
+
+
+def _canvas_gathered(x: jax.Array, index: jax.Array, weight: jax.Array, axis: int,
+                     fill: jax.Array) -> jax.Array:
     n = x.shape[axis]
     out = None
     for k in range(index.shape[1]):
