@@ -4,12 +4,17 @@ taps included. The TPU runs it in tests/tpu/test_parity.py."""
 
 from __future__ import annotations
 
+import functools
+
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from augjax.kernels import taps_mxu, warp, window
-from augjax.kernels.warp import crop_taps
+from augjax.kernels.warp import crop_taps as _crop_taps
+
+crop_taps = jax.jit(_crop_taps, static_argnums=(0, 2, 3, 4))
 
 CASES = [((5, 7, 40, 50), (32, 24), True),   # antialiased downscale
          ((0, 0, 60, 70), (90, 100), False),  # enlargement: clamped edge taps
@@ -22,22 +27,29 @@ def image():
     return jnp.asarray(np.random.default_rng(0).integers(0, 256, (60, 70, 3)), jnp.float32)
 
 
+@functools.partial(jax.jit, static_argnums=(3,))
+def _forms(image, index, weight, axis):
+    """Every form of one pass, in one program (eager, each primitive compiles on its own)."""
+    fill = jnp.full((1, 1, 3), 7.0).reshape([1 if a == axis else -1 if a == 2 else 1
+                                             for a in range(3)])
+    shifted = index - 12  # some taps fall off the image, onto the canvas
+    return (warp._taps_gathered(image, index, weight, axis),
+            taps_mxu.taps_product(image, index, weight, axis),
+            window._taps_in_order(image, index, weight, axis),
+            warp._canvas_gathered(image, shifted, weight, axis, fill),
+            taps_mxu.canvas_product(image, shifted, weight, axis, fill))
+
+
 @pytest.mark.parametrize("box,size,antialias", CASES)
 def test_product_equals_gathered_taps(image, box, size, antialias):
     iy, wy, ix, wx = crop_taps(image.shape[:2], jnp.array(box), size, "bilinear", antialias)
     for axis, (index, weight) in ((1, (ix, wx)), (0, (iy, wy))):
-        want = np.asarray(warp._taps_gathered(image, index, weight, axis))
-        got = np.asarray(taps_mxu.taps_product(image, index, weight, axis))
-        np.testing.assert_allclose(got, want, rtol=0, atol=255 * 2e-7 * index.shape[1] + 1e-4)
-        np.testing.assert_allclose(
-            np.asarray(window._taps_in_order(image, index, weight, axis)), want, rtol=0,
-            atol=1e-4)
-        fill = jnp.full((1, 1, 3), 7.0).reshape([1 if a == axis else -1 if a == 2 else 1
-                                                 for a in range(3)])
-        shifted = index - 12  # some taps fall off the image, onto the canvas
-        want = np.asarray(warp._canvas_gathered(image, shifted, weight, axis, fill))
-        got = np.asarray(taps_mxu.canvas_product(image, shifted, weight, axis, fill))
-        np.testing.assert_allclose(got, want, rtol=0, atol=255 * 2e-7 * index.shape[1] + 1e-4)
+        want, got, in_order, canvas_want, canvas_got = map(np.asarray,
+                                                           _forms(image, index, weight, axis))
+        tol = 255 * 2e-7 * index.shape[1] + 1e-4
+        np.testing.assert_allclose(got, want, rtol=0, atol=tol)
+        np.testing.assert_allclose(in_order, want, rtol=0, atol=1e-4)
+        np.testing.assert_allclose(canvas_got, canvas_want, rtol=0, atol=tol)
 
 
 def test_matrix_adds_the_weights_of_repeated_taps():
@@ -55,10 +67,11 @@ def test_many_taps_read_from_their_run(image):
     assert ix.shape[1] > 8
     for index, weight, n in ((iy, wy, 60), (ix, wx, 70)):
         dense = np.zeros((index.shape[0], n), np.float64)
-        for o in range(index.shape[0]):
-            for k in range(index.shape[1]):
-                dense[o, int(index[o, k])] += float(weight[o, k])
-        np.testing.assert_allclose(np.asarray(taps_mxu.taps_matrix(index, weight, n)), dense,
+        idx, wt = np.asarray(index), np.asarray(weight, np.float64)
+        for o in range(idx.shape[0]):
+            np.add.at(dense[o], idx[o], wt[o])
+        np.testing.assert_allclose(np.asarray(jax.jit(taps_mxu.taps_matrix, static_argnums=2)(
+            index, weight, n)), dense,
                                    rtol=0, atol=1e-7)
 
 
@@ -80,6 +93,8 @@ def test_scale_jitter_dense_form_within_a_level_of_the_taps(dtype):
     level = 1.0 if dtype == "uint8" else 1 / 255
     for resized_offset in ((30, 40, 0, 0), (96, 128, 10, 20), (6, 8, 0, 0)):
         p = jnp.array(resized_offset, jnp.int32)
-        want = np.asarray(detection._jitter_all(img, p, fill, config), np.float64)
-        got = np.asarray(detection._jitter_dense(img, p, fill, config), np.float64)
+        want = np.asarray(jax.jit(detection._jitter_all, static_argnums=3)(
+            img, p, fill, config), np.float64)
+        got = np.asarray(jax.jit(detection._jitter_dense, static_argnums=3)(
+            img, p, fill, config), np.float64)
         assert np.abs(got - want).max() <= level, resized_offset
