@@ -41,7 +41,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from augjax.kernels.boundary import boundary_compiler_options, barrier
+from augjax.kernels.boundary import boundary_compiler_options, kept_in_caller
+from augjax.kernels.embedded import owned
 from augjax._runtime.ahead import compile_apply, first_call
 from augjax._runtime.inputs import committed
 from augjax._runtime.keys import SEED_HIGH, keys_from_seeds, sample_keys
@@ -307,7 +308,7 @@ def call_clips(step: Any, inputs: tuple[Any, ...], *, key: Any, layout: str, per
         if join is not None:
             join()
         if isinstance(clips, jax.core.Tracer):  # a caller's trace: no sampler in the kernels
-            params = barrier(params)
+            params = kept_in_caller(params)
         return apply_clips(step, (clips, *inputs[1:]), params=params, layout=layout,
                            per_frame=per_frame, targets=targets)
     n, t = clips.shape[:2]
@@ -376,7 +377,7 @@ def _dali_function(step: Any, layout: str, per_frame: bool, with_labels: bool, w
         return tuple(out) if isinstance(out, tuple) else (out,)
 
     outputs += tuple("" for _ in moved)
-    return jax_fn.jax_function(function, num_outputs=len(outputs), output_layouts=outputs,
+    return jax_fn.jax_function(owned(function), num_outputs=len(outputs), output_layouts=outputs,
                                device=device)
 
 
@@ -393,7 +394,7 @@ def _dali(step: Any, inputs: tuple[Any, ...], *, layout: str, per_frame: bool, s
         raise InputError(f"{name}: argument 'key' is for arrays; in a DALI pipeline pass seed= "
                          f"(an int) or seeds= (a DataNode of per-sample seeds)", op=name,
                          argument="key")
-    from augjax._runtime.targets import prepare_targets
+    from augjax._runtime.target_inputs import prepare_targets
 
     # per-frame targets: DataNodes of samples (T, M, 4), (T, H, W[, K]), (T, K, 2), ...
     tspec, target_nodes = prepare_targets(name, dict(targets), 0, 0, 0, concrete=False)

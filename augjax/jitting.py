@@ -27,7 +27,7 @@ import jax
 
 from augjax.errors import InputTypeError
 from augjax.kernels.boundary import boundary_compiler_options
-from augjax.kernels.embedded import own_program
+from augjax.kernels.embedded import owned
 
 __all__ = ["jit"]
 
@@ -47,11 +47,6 @@ def jit(fun: Callable[..., Any] | None = None, /, **jit_kwargs: Any) -> Any:
         raise InputTypeError(f"augjax.jit: argument 'fun' expects a callable (the step to "
                              f"jit), got {type(fun).__name__}", op="jit", argument="fun")
 
-    @functools.wraps(fun)
-    def traced(*args: Any, **kwargs: Any) -> Any:
-        with own_program():
-            return fun(*args, **kwargs)
-
     options = {**(boundary_compiler_options() or {}), **(jit_kwargs.pop("compiler_options", None)
                                                            or {})}
-    return jax.jit(traced, compiler_options=options or None, **jit_kwargs)
+    return jax.jit(owned(fun), compiler_options=options or None, **jit_kwargs)

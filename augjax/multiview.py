@@ -37,7 +37,8 @@ import numpy as np
 
 from augjax._core.limits import MAX_VIEWS
 from augjax._core.step import Step
-from augjax.kernels.boundary import boundary_compiler_options, barrier
+from augjax.kernels.boundary import barrier, boundary_compiler_options, kept_in_caller
+from augjax.kernels.embedded import owned
 from augjax._runtime.ahead import compile_apply, first_call
 from augjax._runtime.compile_cache import enable as enable_compile_cache
 from augjax._runtime.program import sampler_compiler_options
@@ -346,7 +347,7 @@ def _call(self: Views, images: jax.Array, keys: jax.Array) -> dict[str, jax.Arra
     """The views with per-image ``keys``: on the CPU ``apply(sample(...))`` as two programs
     (bitwise replay by construction), elsewhere one program (one dispatch)."""
     if isinstance(images, jax.core.Tracer):  # inside a caller's trace: one traced program
-        return _apply_all(self, images, barrier(_sample_all(self, images, keys)))
+        return _apply_all(self, images, kept_in_caller(_sample_all(self, images, keys)))
     # committed: arrays and DALI (committed arrays) share the programs (inputs.committed)
     images, keys = committed(images), committed(keys)
     if _on_cpu(images):
@@ -375,7 +376,7 @@ def _dali_function(self: Views, device: str):
         out = _call(self, images, keys_from_seeds(seeds))
         return tuple(out[name] for name in names)
 
-    return jax_fn.jax_function(function, num_outputs=len(names),
+    return jax_fn.jax_function(owned(function), num_outputs=len(names),
                                output_layouts=tuple("FHWC" for _ in names), device=device)
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from augjax.kernels.boundary import boundary_compiler_options, barrier
+from augjax.kernels.boundary import barrier, boundary_compiler_options, kept_in_caller
 from augjax._runtime.ahead import compile_apply
 from augjax._runtime.compile_cache import enable as enable_compile_cache
 from augjax._runtime.inputs import check_images
@@ -176,19 +176,14 @@ def _two_programs(apply: Any, sample: Any, seeded: bool, partitioned: bool = Fal
         params = sample(*drawn)
         if join is not None:
             join()
-        if _traced(params):  # inside a caller's trace: no sampler arithmetic in the kernels
-            params = barrier(params)
+        if isinstance(images, jax.core.Tracer) or isinstance(keys, jax.core.Tracer):
+            params = kept_in_caller(params)  # a caller's: no sampler arithmetic in kernels
         sharding = getattr(images, "sharding", None)
         if partitioned and sharding is not None and not isinstance(images, jax.core.Tracer):
             params = jax.device_put(params, _replicated(sharding))
         return apply(images, labels, params, values, *arrays)
 
     return run
-
-
-def _traced(tree: Any) -> bool:
-    """Whether any array of ``tree`` is a tracer (of a caller's trace)."""
-    return any(isinstance(v, jax.core.Tracer) for v in jax.tree_util.tree_leaves(tree))
 
 
 def _replicated(sharding: Any) -> Any:
@@ -333,7 +328,7 @@ def apply_program(steps: tuple[Any, ...], layout: str, partitioned: bool = False
                   targets: Any = None):
     """The jitted deterministic program for arrays: ``f(images, labels, params, *targets)``
     returning ``(images, labels)``, or ``(images, labels, moved targets)`` when ``targets`` (a
-    :class:`augjax._runtime.targets.TargetSpec`) names target arrays. Called at the top level
+    :class:`augjax._runtime.target_inputs.TargetSpec`) names target arrays. Called at the top level
     on the CPU it compiles with :func:`augjax.kernels.boundary.boundary_compiler_options`, so
     that each step reads the one before from memory (:func:`apply_params`)."""
     enable_compile_cache()

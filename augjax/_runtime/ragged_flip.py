@@ -16,8 +16,10 @@ import numpy as np
 
 from augjax._core.meta import Meta
 from augjax._runtime.program import once_cache, sampler_compiler_options
-from augjax._runtime.targets import follow_targets, prepare_targets
+from augjax._runtime.target_inputs import prepare_targets
+from augjax._runtime.targets import follow_targets
 from augjax.kernels.boundary import boundary_compiler_options
+from augjax.kernels.embedded import owned
 
 __all__ = ["draw_flips", "flip_after", "flip_targets"]
 
@@ -43,7 +45,7 @@ def _draw_program(step: Any, position: int, out: tuple[int, int], channels: int,
     def program(keys):
         return jax.vmap(lambda k: step.draw(jax.random.fold_in(k, position), meta))(keys)
 
-    return jax.jit(program, compiler_options=sampler_compiler_options())
+    return jax.jit(owned(program), compiler_options=sampler_compiler_options())
 
 
 def draw_flips(step: Any, position: int, keys: Any, out: tuple[int, int], channels: int,
@@ -61,7 +63,7 @@ def _targets_program(step: Any, spec: Any, shape: tuple[int, ...], dtype: str):
     def program(params, *arrays):
         return follow_targets((step,), (params,), spec, arrays, shape, dtype, step.name)
 
-    return jax.jit(program, compiler_options=boundary_compiler_options())
+    return jax.jit(owned(program), compiler_options=boundary_compiler_options())
 
 
 def flip_targets(step: Any, params: Any, moved: dict[str, Any], shape: tuple[int, ...],

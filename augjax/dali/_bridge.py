@@ -11,6 +11,7 @@ from typing import Any
 import augjax._runtime.padding as _padding
 from augjax._runtime.checking import check_batch, checking_enabled
 from augjax._runtime.keys import SEED_HIGH
+from augjax.kernels.embedded import owned
 from augjax.kernels.partition import sharding_spans_devices
 from augjax._runtime.program import final_layout, once_cache, seeded_program
 from augjax._runtime.ragged import ragged_count, window_structure
@@ -80,7 +81,7 @@ def dali_function(
             return _padding.call(program, steps, arrays)  # a smaller batch runs padded
     arguments = as_arguments(values) if values else ()
     return jax_fn.jax_function(
-        function, num_outputs=len(outputs), output_layouts=layouts, device=device,
+        owned(function), num_outputs=len(outputs), output_layouts=layouts, device=device,
         sharding=sharding,
     )
 
@@ -130,7 +131,7 @@ def apply_dali(
     """Adds the operator for ``steps`` to the pipeline being defined and returns its outputs
     (with targets, a dict of DataNodes: the targets are more inputs and outputs of the same
     ``jax_function``)."""
-    from augjax._runtime.targets import check_hooks, prepare_targets
+    from augjax._runtime.target_inputs import check_hooks, prepare_targets
 
     fn, types, _ = _dali()
     tspec, target_nodes = prepare_targets(name, dict(targets or {}), 0, 0, 0, concrete=False)

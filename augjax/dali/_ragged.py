@@ -34,9 +34,10 @@ import jax.numpy as jnp
 from augjax._runtime.keys import keys_from_seeds
 from augjax._runtime.program import once_cache, sampler_compiler_options
 from augjax._runtime.ragged import move_window_points, plan_program, window_structure
-from augjax._runtime.targets import TargetSpec
+from augjax._runtime.target_inputs import TargetSpec
 from augjax.dali._backend import _dali
 from augjax.errors import InputError
+from augjax.kernels.embedded import owned
 from augjax.kernels.portable import portable_jit
 
 __all__ = ["ragged_read"]
@@ -84,7 +85,7 @@ def plan_function(steps: tuple[Any, ...], start: int, with_seeds: bool):
 
     count = (2 * (struct.box is not None) + (struct.size is not None) + (struct.anchor is not None)
              + 2 * (struct.size is not None and struct.anchor is not None))
-    return jax_fn.jax_function(on_cpu(program), num_outputs=count, device="cpu")
+    return jax_fn.jax_function(owned(on_cpu(program)), num_outputs=count, device="cpu")
 
 
 @once_cache(maxsize=256)
@@ -105,7 +106,7 @@ def target_function(steps: tuple[Any, ...], start: int, with_seeds: bool, names:
         outs = move_window_points(struct, shapes, window, dict(zip(names, arrays)))
         return tuple(outs)
 
-    return jax_fn.jax_function(on_cpu(program), num_outputs=2 * sum(k in names for k in
+    return jax_fn.jax_function(owned(on_cpu(program)), num_outputs=2 * sum(k in names for k in
                                                             ("boxes", "keypoints")),
                                device="cpu")
 

@@ -44,7 +44,7 @@ from augjax.kernels.portable import with_portable
 
 __all__ = ["BARRIER_PASS", "CROP", "MOVE", "MOVE_TWICE", "OTHER", "POINTWISE",
            "boundary_compiler_options", "channel_work", "image_kind", "image_kind_and_work",
-           "barrier", "materialize"]
+           "barrier", "kept_in_caller", "materialize"]
 
 #: The XLA pass that removes optimisation barriers before fusion (HLO pass name).
 BARRIER_PASS = "cse_barrier_expander"
@@ -81,6 +81,15 @@ def barrier(x: Any) -> Any:
     if in_own_program():
         return jax.lax.optimization_barrier(x)
     return platform_dependent(x, cpu=kept_by_branch, default=jax.lax.optimization_barrier)
+
+
+def kept_in_caller(x: Any) -> Any:
+    """``x`` kept apart from what reads it where a caller's trace would fuse it in (a CPU: a
+    conditional, :func:`~augjax.kernels.embedded.kept_by_branch`); ``x`` itself in augjax's own
+    programs and on other platforms (where nothing stood there before). Traced."""
+    if in_own_program():
+        return x
+    return platform_dependent(x, cpu=kept_by_branch, default=_identity)
 
 
 def _kept_on_gpu(x: Any) -> Any:

@@ -18,22 +18,25 @@ per-sample kernel) the conditional takes the whole batch (``jax.custom_batching.
 a batched predicate would make it a select of both branches, which keeps nothing.
 
 Which form a trace gets is decided while it is traced: :func:`own_program` marks the traces of
-augjax's own programs (:class:`augjax._runtime.program_store.StoredProgram` sets it), where
-the barriers hold; any other trace is a caller's.
+augjax's own programs (:class:`augjax._runtime.program_store.StoredProgram`,
+:class:`augjax.kernels.portable.portable_jit`, the functions handed to DALI's ``jax_function``
+and ``augjax.jit``: :func:`owned`), where barriers keep the form they always had; any other
+trace is a caller's.
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
 
-__all__ = ["in_own_program", "kept_by_branch", "own_program"]
+__all__ = ["in_own_program", "kept_by_branch", "own_program", "owned"]
 
 _OWN: contextvars.ContextVar[bool] = contextvars.ContextVar("augjax_own_program", default=False)
 
@@ -48,6 +51,19 @@ def own_program() -> Iterator[None]:
         yield
     finally:
         _OWN.reset(token)
+
+
+def owned(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` traced as augjax's own program (:func:`own_program`): for the functions augjax
+    jits itself or hands to DALI's ``jax_function``, whose barriers then stay barriers (and are
+    expanded where the options say so) as before."""
+
+    @functools.wraps(fn)
+    def traced(*args: Any, **kwargs: Any) -> Any:
+        with own_program():
+            return fn(*args, **kwargs)
+
+    return traced
 
 
 def in_own_program() -> bool:

@@ -28,6 +28,8 @@ from typing import Any
 
 import jax
 
+from augjax.kernels.embedded import in_own_program, owned
+
 __all__ = ["YNN_FUSIONS", "portable_compiler_options", "portable_jit", "top_level",
            "with_portable"]
 
@@ -75,16 +77,20 @@ except ImportError:  # pragma: no cover
 
 class portable_jit:  # noqa: N801  (used as jax.jit is)
     """``jax.jit(fn)`` compiled with :func:`with_portable` ``(options)`` when called outside a
-    trace; inside a caller's trace (where JAX refuses compile options on an inner jit) the
-    plain jitted ``fn``, which compiles with the caller's program."""
+    trace; inside a trace (where JAX refuses compile options on an inner jit) the plain
+    jitted ``fn``, which compiles with the trace's program. Traced as augjax's own program
+    (:func:`augjax.kernels.embedded.owned`) except inside a caller's trace."""
 
     def __init__(self, fn: Any, options: dict[str, Any] | None = None):
-        self._plain = jax.jit(fn)
+        self._plain = jax.jit(fn)  # in a caller's trace
+        self._own = jax.jit(owned(fn))  # augjax's own (augjax.kernels.embedded)
         merged = with_portable(options)
-        self._top = jax.jit(fn, compiler_options=merged) if merged else self._plain
+        self._top = jax.jit(owned(fn), compiler_options=merged) if merged else self._own
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return (self._top if top_level() else self._plain)(*args, **kwargs)
+        if top_level():
+            return self._top(*args, **kwargs)
+        return (self._own if in_own_program() else self._plain)(*args, **kwargs)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._plain, name)
+    def __getattr__(self, name: str) -> Any:  # lower, trace, eval_shape: augjax's own form
+        return getattr(self._own, name)

@@ -35,6 +35,7 @@ LAYER = {
     "_plugins": 3,
     "ops": 3.5,       # the lookup namespace over the registry (augjax.ops.flip)
     "_runtime": 4,
+    "jitting": 4.5,   # augjax.jit: jax.jit with augjax's options (kernels' boundaries)
     "catalog": 5,
     "chain": 6,
     "policies": 7,
