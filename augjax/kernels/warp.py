@@ -52,7 +52,7 @@ from augjax.kernels.grid_sample import (
 )
 from augjax.kernels.pixels import bound, is_int, to_dtype
 from augjax.kernels.products import matmul
-from augjax.kernels.taps_mxu import canvas_product, taps_product
+from augjax.kernels.tap_passes import canvas_pass, taps_pass
 
 __all__ = [
     "INTERPOLATIONS",
@@ -391,23 +391,6 @@ def resize_taps(out_size: int, in_size: int, start, length, interpolation: str,
     return jnp.clip(j + jnp.asarray(start).astype(jnp.int32), 0, in_size - 1), wt
 
 
-def _taps_pass(x: jax.Array, index: jax.Array, weight: jax.Array, axis: int) -> jax.Array:
-    """``out[o] = sum_k weight[o, k] * x[index[o, k]]`` along ``axis`` of float ``x``: a
-    gather per tap; on a TPU one matrix product (:mod:`augjax.kernels.taps_mxu`)."""
-    return platform_dependent(x, index, weight, tpu=lambda *a: taps_product(*a, axis),
-                              default=lambda *a: _taps_gathered(*a, axis))
-
-
-def _taps_gathered(x: jax.Array, index: jax.Array, weight: jax.Array, axis: int) -> jax.Array:
-    out = None
-    for k in range(index.shape[1]):
-        shape = [1] * x.ndim
-        shape[axis] = index.shape[0]
-        term = jnp.take(x, index[:, k], axis=axis) * weight[:, k].reshape(shape)
-        out = term if out is None else out + term
-    return out
-
-
 def resize_crop(image: jax.Array, box, size: tuple[int, int], interpolation: str,
                 antialias: bool) -> jax.Array:
     """torchvision ``resized_crop``: crops ``box = (top, left, height, width)`` (traced ints) of
@@ -436,12 +419,12 @@ def resample_crop(image: jax.Array, taps, rows: tuple[Any, int] | None = None) -
     if rows is not None:
         image = jax.lax.dynamic_slice_in_dim(image, rows[0], rows[1], axis=0)
         iy = iy - rows[0]
-    x = _taps_pass(image.astype(_F32), ix, wx, axis=1)
+    x = taps_pass(image.astype(_F32), ix, wx, axis=1)
     if is_int(image.dtype):
         x = jnp.floor(x + 0.5)  # ATen uint8 passes round half up
     # The width pass is kept in memory: fused into the height pass, XLA:CPU gathered it again
     # for each height tap (B=16, 256^2 -> 224^2 uint8: 48 -> 6 ms; the same values).
-    x = _taps_pass(materialize(x), iy, wy, axis=0)
+    x = taps_pass(materialize(x), iy, wy, axis=0)
     if is_int(image.dtype):
         return jnp.clip(jnp.floor(x + 0.5), 0.0, 255.0).astype(image.dtype)
     return x.astype(image.dtype)
@@ -475,38 +458,14 @@ def resample_canvas(image: jax.Array, place, taps, value: jax.Array) -> jax.Arra
     top, left = (jnp.asarray(v, jnp.int32) for v in place)
     iy, wy, ix, wx = taps
     fill = jnp.broadcast_to(value.astype(image.dtype).astype(_F32), (c,)).reshape(1, 1, c)
-    x = _canvas_pass(image.astype(_F32), ix - left, wx, 1, fill)
+    x = canvas_pass(image.astype(_F32), ix - left, wx, 1, fill)
     line = None  # a canvas row beyond the image, after the width pass: (1, size[1], C)
     for k in range(wx.shape[1]):
         term = fill * wx[:, k].reshape(1, -1, 1)
         line = term if line is None else line + term
     if is_int(image.dtype):
         x, line = jnp.floor(x + 0.5), jnp.floor(line + 0.5)
-    x = _canvas_pass(materialize(x), iy - top, wy, 0, line)
+    x = canvas_pass(materialize(x), iy - top, wy, 0, line)
     if is_int(image.dtype):
         return jnp.clip(jnp.floor(x + 0.5), 0.0, 255.0).astype(image.dtype)
     return x.astype(image.dtype)
-
-
-def _canvas_pass(x: jax.Array, index: jax.Array, weight: jax.Array, axis: int,
-                 fill: jax.Array) -> jax.Array:
-    """:func:`_taps_pass` where ``index`` may fall off ``x`` along ``axis`` (onto the canvas
-    around it): those taps read ``fill`` (broadcast against ``x`` with ``axis`` of length 1)."""
-    return platform_dependent(x, index, weight, fill,
-                              tpu=lambda *a: canvas_product(*a[:3], axis, a[3]),
-                              default=lambda *a: _canvas_gathered(*a[:3], axis, a[3]))
-
-
-def _canvas_gathered(x: jax.Array, index: jax.Array, weight: jax.Array, axis: int,
-                     fill: jax.Array) -> jax.Array:
-    n = x.shape[axis]
-    out = None
-    for k in range(index.shape[1]):
-        shape = [1] * x.ndim
-        shape[axis] = index.shape[0]
-        src = index[:, k]
-        inside = ((src >= 0) & (src < n)).reshape(shape)
-        term = jnp.where(inside, jnp.take(x, jnp.clip(src, 0, n - 1), axis=axis), fill)
-        term = term * weight[:, k].reshape(shape)
-        out = term if out is None else out + term
-    return out

@@ -20,7 +20,7 @@ from augjax.kernels.boundary import materialize
 from augjax.kernels.division import exact_div
 from augjax.kernels.pixels import is_int
 from augjax.kernels.platform import platform_dependent
-from augjax.kernels.taps_mxu import taps_product
+from augjax.kernels.tap_passes import taps_product
 from augjax.kernels.warp import check_fill, window_weights
 
 __all__ = ["CHUNK", "fill_outside", "flip_taps", "read_by_taps", "read_taps", "read_window",
@@ -151,7 +151,7 @@ def _taps_pass(x: jax.Array, index: jax.Array, weight: jax.Array, axis: int) -> 
     wherever the row's first nonzero tap sits (without it, LLVM may fuse the first product
     into the second's addition instead, and a row's bits would depend on its leading zeros),
     so :func:`taps_from_first` keeps the bits. On a TPU one matrix product
-    (:mod:`augjax.kernels.taps_mxu`)."""
+    (:func:`augjax.kernels.tap_passes.taps_product`)."""
     return platform_dependent(x, index, weight, tpu=lambda *a: taps_product(*a, axis),
                               default=lambda *a: _taps_in_order(*a, axis))
 

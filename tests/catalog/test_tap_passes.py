@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from augjax.kernels import taps_mxu, warp, window
+from augjax.kernels import tap_passes, window
 from augjax.kernels.warp import crop_taps as _crop_taps
 
 crop_taps = jax.jit(_crop_taps, static_argnums=(0, 2, 3, 4))
@@ -33,11 +33,11 @@ def _forms(image, index, weight, axis):
     fill = jnp.full((1, 1, 3), 7.0).reshape([1 if a == axis else -1 if a == 2 else 1
                                              for a in range(3)])
     shifted = index - 12  # some taps fall off the image, onto the canvas
-    return (warp._taps_gathered(image, index, weight, axis),
-            taps_mxu.taps_product(image, index, weight, axis),
+    return (tap_passes.taps_gathered(image, index, weight, axis),
+            tap_passes.taps_product(image, index, weight, axis),
             window._taps_in_order(image, index, weight, axis),
-            warp._canvas_gathered(image, shifted, weight, axis, fill),
-            taps_mxu.canvas_product(image, shifted, weight, axis, fill))
+            tap_passes.canvas_gathered(image, shifted, weight, axis, fill),
+            tap_passes.canvas_product(image, shifted, weight, axis, fill))
 
 
 @pytest.mark.parametrize("box,size,antialias", CASES)
@@ -55,7 +55,7 @@ def test_product_equals_gathered_taps(image, box, size, antialias):
 def test_matrix_adds_the_weights_of_repeated_taps():
     index = jnp.array([[0, 0, 1], [2, 3, 5]])
     weight = jnp.array([[0.25, 0.5, 0.25], [1.0, 2.0, 3.0]])
-    m = np.asarray(taps_mxu.taps_matrix(index, weight, 4))
+    m = np.asarray(tap_passes.taps_matrix(index, weight, 4))
     np.testing.assert_array_equal(m, [[0.75, 0.25, 0, 0], [0, 0, 1.0, 2.0]])  # 5: off x
 
 
@@ -70,7 +70,7 @@ def test_many_taps_read_from_their_run(image):
         idx, wt = np.asarray(index), np.asarray(weight, np.float64)
         for o in range(idx.shape[0]):
             np.add.at(dense[o], idx[o], wt[o])
-        np.testing.assert_allclose(np.asarray(jax.jit(taps_mxu.taps_matrix, static_argnums=2)(
+        np.testing.assert_allclose(np.asarray(jax.jit(tap_passes.taps_matrix, static_argnums=2)(
             index, weight, n)), dense,
                                    rtol=0, atol=1e-7)
 
