@@ -27,7 +27,7 @@ from augjax._runtime.ragged import (
     window_structure,
 )
 from augjax._runtime.ragged_read import read_list
-from augjax._runtime.targets import check_hooks, prepare_targets
+from augjax._runtime.target_inputs import check_hooks, prepare_targets
 from augjax._runtime.values import as_arguments, giving, lift
 from augjax.errors import InputError
 

@@ -44,7 +44,7 @@ from augjax._runtime.ragged import (
     ragged_count,
     window_structure,
 )
-from augjax._runtime.targets import ORDER, TargetSpec, prepare_targets
+from augjax._runtime.target_inputs import ORDER, TargetSpec, prepare_targets
 from augjax.errors import InputError
 from augjax.kernels.portable import portable_jit
 from augjax.kernels.warp import check_fill
