@@ -199,5 +199,17 @@ def machine(gpu: bool = False, name: str | None = None) -> dict[str, object]:
     return info
 
 
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``; else ``platform.processor()``)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
 def today() -> str:
     return datetime.date.today().isoformat()

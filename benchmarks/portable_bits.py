@@ -18,6 +18,8 @@ import subprocess
 import sys
 import time
 
+from harness import cpu_model  # noqa: E402  (benchmarks/ is the script's folder)
+
 OPS = ("scale_jitter", "contrast", "color_twist", "random_photometric_distort", "rotate",
        "brightness")
 CHILD = "AUGJAX_PORTABLE_BENCH_CHILD"
@@ -84,24 +86,13 @@ def main() -> None:
         import jax
 
         meta = {"date": time.strftime("%Y-%m-%d"), "machine": platform.processor() or
-                platform.machine(), "cpu": _cpu_model(), "nproc": os.cpu_count(),
+                platform.machine(), "cpu": cpu_model(), "nproc": os.cpu_count(),
                 "jax": jax.__version__, "python": platform.python_version(),
                 "batch": args.batch, "size": args.size, "reps": args.reps,
                 "rounds": args.rounds, "load": os.getloadavg()[0],
                 "statistic": "min over rounds of the median per process"}
         with open(args.out, "w") as f:
             json.dump({"meta": meta, "rows": rows}, f, indent=1)
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 if __name__ == "__main__":

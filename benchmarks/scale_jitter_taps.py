@@ -27,6 +27,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from augjax import ops
+
+from harness import cpu_model  # noqa: E402  (benchmarks/ is the script's folder)
 from augjax.kernels.pixels import is_int
 from augjax.kernels.warp import check_fill, window_weights
 from augjax.kernels.window import read_window_taps, taps_needed
@@ -124,7 +126,7 @@ def main() -> None:
                   f"{r['by_image_first_s']:4.1f} {r['by_image_bits_equal_taps']}", flush=True)
     if args.out:
         meta = {"date": time.strftime("%Y-%m-%d"), "machine": f"{os.cpu_count()}-core CPU",
-                "cpu": _cpu_model(), "nproc": os.cpu_count(), "jax": jax.__version__,
+                "cpu": cpu_model(), "nproc": os.cpu_count(), "jax": jax.__version__,
                 "jaxlib": jax.lib.__version__ if hasattr(jax.lib, "__version__") else None,
                 "python": platform.python_version(), "reps": args.reps, "rounds": args.rounds,
                 "load": os.getloadavg()[0],
@@ -134,17 +136,6 @@ def main() -> None:
                                                        "AUGJAX_PROGRAM_CACHE")}}
         with open(args.out, "w") as f:
             json.dump({"meta": meta, "rows": rows}, f, indent=1)
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 if __name__ == "__main__":
