@@ -79,22 +79,32 @@ class Views:
 
     # -- calls ------------------------------------------------------------------------------
     def __call__(self, images: Any, *, key: Any = None, seeds: Any = None,
-                 seed: int | None = None, device: str | None = None) -> dict[str, Any]:
+                 seed: int | None = None, device: str | None = None,
+                 output: str | None = None) -> dict[str, Any]:
         """The views of ``images``.
 
         Args:
-            images: a batch (N, H, W, C) (``jax.Array`` / NumPy), or a DALI ``DataNode`` inside
-                a ``@pipeline_def``.
+            images: a batch (N, H, W, C) (``jax.Array`` / NumPy, a DALI dynamic-mode ``Batch``:
+                :mod:`augjax.dali.dynamic`), or a DALI ``DataNode`` inside a ``@pipeline_def``.
             key: arrays: one ``jax.random.key`` (split per image) or one key per image.
             seeds: DALI only: int32 ``(2,)`` seeds per sample to use instead of drawing them.
             seed: DALI only: seed of the DALI RNG op that draws the per-sample seeds.
             device: DALI only: ``"cpu"`` or ``"gpu"`` (default: the images' device).
+            output: ``"jax"`` or ``"dali"`` (dynamic-mode batches); default: the kind that
+                came in.
 
         Returns:
-            ``{name: (N, V, h, w, C)}`` on arrays; in DALI ``{name: DataNode}`` whose samples
-            are ``(V, h, w, C)`` (layout ``"FHWC"``).
+            ``{name: (N, V, h, w, C)}`` on arrays; in DALI ``{name: DataNode}`` (dynamic mode:
+            ``{name: Batch}``) whose samples are ``(V, h, w, C)`` (layout ``"FHWC"``).
         """
         from augjax._runtime.dispatch import is_data_node
+        from augjax.dali import dynamic
+
+        adapted = dynamic.adapt("views", (images,), key=key, seeds=seeds, seed=seed,
+                                device=device, output=output, random=True, uniform=True,
+                                out_layout="FHWC")
+        if adapted is not None:
+            return adapted.finish(self(adapted.inputs[0], key=adapted.key))
 
         if is_data_node(images):
             if key is not None:
@@ -115,6 +125,9 @@ class Views:
         """What each view draws: ``{name: (params of view 0, params of view 1, ...)}``, each
         what the view's step's ``sample`` gives for the images (a leading axis N).
         ``images``: a batch, or its shape (a tuple)."""
+        from augjax.dali import dynamic
+
+        images = dynamic.adapt("views", (images,), uniform=True, output="jax").inputs[0]
         if isinstance(images, tuple) and all(isinstance(d, int) for d in images):
             images = jax.ShapeDtypeStruct(images, np.uint8)
         elif not isinstance(images, jax.ShapeDtypeStruct):
@@ -129,7 +142,12 @@ class Views:
 
     def apply(self, images: Any, *, params: Mapping[str, Sequence[Any]]) -> dict[str, Any]:
         """The views of ``images`` with given ``params`` (from :meth:`sample`, maybe edited):
-        deterministic, no key."""
+        deterministic, no key. A dynamic-mode batch gives batches (:mod:`augjax.dali.dynamic`)."""
+        from augjax.dali import dynamic
+
+        adapted = dynamic.adapt("views", (images,), uniform=True, out_layout="FHWC")
+        if adapted is not None:
+            return adapted.finish(self.apply(adapted.inputs[0], params=params))
         images = _batch(images)
         if not isinstance(params, Mapping) or set(params) != set(self.names):
             got = sorted(params) if isinstance(params, Mapping) else type(params).__name__

@@ -29,7 +29,7 @@ from augjax.errors import InputError
 __all__ = ["CALL_KEYWORDS", "BaseStep", "Step", "Structure", "install_calls", "step_call"]
 
 #: Keywords of a call that are not op parameters (declared once: ops reserve these names).
-CALL_KEYWORDS = frozenset({"key", "seeds", "seed", "device", "layout", "per_frame"})
+CALL_KEYWORDS = frozenset({"key", "seeds", "seed", "device", "layout", "per_frame", "output"})
 
 
 class Structure(NamedTuple):
@@ -226,23 +226,27 @@ class BaseStep:
     # -- public batch calls ------------------------------------------------------------------
     def __call__(self, *inputs: Any, key: Any = None, seeds: Any = None, seed: int | None = None,
                  device: str | None = None, layout: str = "HWC", per_frame: bool = False,
-                 **targets: Any) -> Any:
+                 output: str | None = None, **targets: Any) -> Any:
         """Applies the step.
 
         Args:
             *inputs: ``images`` (and ``labels`` for steps that mix labels): ``jax.Array`` /
-                NumPy batches, or DALI ``DataNode`` values inside a ``@pipeline_def``.
+                NumPy batches, DALI dynamic-mode ``Batch`` objects (:mod:`augjax.dali.dynamic`),
+                or DALI ``DataNode`` values inside a ``@pipeline_def``.
             key: arrays only: a ``jax.random.key`` (split per sample) or one key per sample;
                 required for random steps.
             seeds: DALI only: a ``DataNode`` of int32 ``(2,)`` seeds per sample to use instead
-                of the ones augjax draws (see :func:`augjax.keys_from_seeds`).
+                of the ones augjax draws (see :func:`augjax.keys_from_seeds`); in dynamic mode
+                a ``Batch`` or an ``(N, 2)`` array of them.
             seed: DALI only: seed of the DALI RNG op that draws the per-sample seeds (default:
-                derived from the pipeline seed).
+                derived from the pipeline seed); in dynamic mode an ``ndd.random.RNG``.
             device: DALI only: ``"cpu"`` or ``"gpu"``; default: the device of ``images``.
             layout: ``"HWC"`` (default) or ``"CHW"``; ``"FHWC"`` / ``"FCHW"`` for clips
                 (DALI sequences; arrays of rank 5 are clips in any case).
             per_frame: clips only (``(N, T, H, W, C)``): one draw per frame instead of one per
                 clip (see :mod:`augjax.clips`).
+            output: ``"jax"`` (jax.Arrays) or ``"dali"`` (dynamic-mode ``Batch`` objects);
+                default: the kind that came in (:mod:`augjax.dali.dynamic`).
             **targets: ``masks=`` ((N, H, W) or (N, H, W, K) integer masks), ``boxes=``
                 ((N, M, 4) XYXY pixels), ``keypoints=`` ((N, K, 2) x, y), ``boxes_valid=`` /
                 ``keypoints_valid=`` ((N, M) / (N, K) bool; boxes also (N,) counts),
@@ -258,7 +262,8 @@ class BaseStep:
             "boxes_count"?, "boxes_index"?, "keypoints"?, "keypoints_valid"?}``.
         """
         return step_call("call")(self, inputs, key=key, seeds=seeds, seed=seed, device=device,
-                                 layout=layout, per_frame=per_frame, targets=targets)
+                                 layout=layout, per_frame=per_frame, targets=targets,
+                                 output=output)
 
     def sample(self, *inputs: Any, key: Any, layout: str = "HWC", per_frame: bool = False,
                **targets: Any) -> Any:
