@@ -40,6 +40,12 @@ def _aligned(x: np.ndarray) -> np.ndarray:
     return out
 
 
+def _has_torch() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("torch") is not None
+
+
 def _host(batch) -> np.ndarray:
     return np.asarray(ndd.as_tensor(batch))
 
@@ -66,6 +72,8 @@ def test_dlpack_shares_the_buffers_both_ways():
     y = FLIP(arr, key=KEY)
     out = dynamic.as_batch(y, "HWC")
     assert out._storage.data_ptr() == y.unsafe_buffer_pointer()
+    if _has_torch():
+        assert out.torch().data_ptr() == y.unsafe_buffer_pointer()  # and so does PyTorch
     # a batch DALI allocated (an operator's output) reaches JAX without a copy too
     flipped = ndd.flip(batch, horizontal=1).evaluate()
     assert dynamic.as_jax(flipped).unsafe_buffer_pointer() == flipped._storage.data_ptr()
