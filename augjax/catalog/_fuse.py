@@ -27,10 +27,11 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from augjax.catalog._tv_color import gray_for_blend
+from augjax.catalog._tv_color import gray_for_blend, gray_planes
 from augjax.kernels.geometry import EXACT_NONE
 from augjax.kernels.histogram import equalize_lut, histogram, value_range
-from augjax.kernels.pixels import from_unit, is_int, mean_gray
+from augjax.kernels.enhance import contrast_mean
+from augjax.kernels.pixels import from_unit, is_int
 
 __all__ = ["EXACT_NONE", "Affine", "Blend", "ImageStats", "Tone", "fused"]
 
@@ -107,8 +108,9 @@ class ImageStats:
 
     @functools.cached_property
     def gray_mean(self) -> jax.Array:
-        """The mean of :attr:`gray` (contrast's degenerate value)."""
-        return mean_gray(self.gray, self.dtype)
+        """The mean of :attr:`gray` (contrast's degenerate value,
+        :func:`augjax.kernels.enhance.contrast_mean`)."""
+        return contrast_mean(gray_planes(self.image.astype(jnp.float32)), self.dtype)
 
     @functools.cached_property
     def levels(self) -> jax.Array:

@@ -50,7 +50,8 @@ from augjax.kernels.partition import partitioned
 from augjax.kernels.platform import platform_dependent
 from augjax.catalog._tv_color import hue_planes
 from augjax.kernels.batching import broadcast_unbatched
-from augjax.kernels.pixels import blend_gray, blend_planes, is_int, mean_gray, to_dtype
+from augjax.kernels.enhance import contrast_mean, degenerate
+from augjax.kernels.pixels import blend_gray, blend_planes, is_int, to_dtype
 
 __all__ = ["jitter"]
 
@@ -66,11 +67,10 @@ def _select(on, new: Planes, old: Planes) -> Planes:
 def _generic(p: Planes, which: jax.Array, factor: jax.Array, mean: jax.Array | None, dtype
              ) -> Planes:
     """Brightness (``which`` 0), contrast (1, with ``mean``, or this image's own mean if None)
-    or saturation (2)."""
-    g = blend_gray(*p, dtype)
-    other = jnp.where(which == 1, mean_gray(g, dtype) if mean is None else mean, g)
-    other = jnp.where(which == 0, 0.0, other)
-    return blend_planes(p, other, factor, dtype)
+    or saturation (2): each plane blended with the degenerate image ``which`` names
+    (:mod:`augjax.kernels.enhance`)."""
+    mean = contrast_mean(p, dtype) if mean is None else mean
+    return blend_planes(p, degenerate(which, blend_gray(*p, dtype), mean), factor, dtype)
 
 
 def _stages(p: Planes, seq: jax.Array, factors: jax.Array, n_active: int, hue: bool,
@@ -258,6 +258,9 @@ def _gpu_form(image, seq, factors, active):
     if active[1]:
         before = _stages(p, seq, factors, n_active, hue, jnp.float32(0.0),
                          jnp.argmax(seq == 1), dtype)
+        # jnp.mean's float32 reduction, not contrast_mean's (mean_gray's int32 rows for
+        # uint8): the same value while a uint8 image's gray sum stays exact in float32 (below
+        # 2**24), rounded in the reduction's order above; kept as this form's own bits.
         mean = jnp.mean(blend_gray(*before, dtype))
     return _stack(_stages(p, seq, factors, n_active, hue, mean, None, dtype), dtype)
 

@@ -45,7 +45,8 @@ from augjax.kernels.pallas import (
     tile,
     tile_start,
 )
-from augjax.kernels.pixels import blend_gray, blend_planes, to_dtype
+from augjax.kernels.enhance import contrast
+from augjax.kernels.pixels import blend_gray, blend_planes, planes_gray, to_dtype
 
 __all__ = ["AVAILABLE", "IDENTITY", "jitter_kernel"]
 
@@ -61,10 +62,11 @@ IDENTITY = 4
 
 def _branches(dtype):
     """``lax.switch`` branches ``(planes, factors, mean) -> planes`` for stages 0..4: the same
-    blends as the XLA kernels (bitwise the same stage)."""
+    blends as the XLA kernels (bitwise the same stage); contrast is
+    :func:`augjax.kernels.enhance.contrast` with the mean of the contrast pass."""
     return (
         lambda p, f, m: blend_planes(p, 0.0, f[0], dtype),
-        lambda p, f, m: blend_planes(p, m, f[1], dtype),
+        lambda p, f, m: tuple(contrast(v, m, f[1], dtype) for v in p),
         lambda p, f, m: blend_planes(p, blend_gray(*p, dtype), f[2], dtype),
         lambda p, f, m: hue_planes(*p, f[3], dtype),
         lambda p, f, m: p,
@@ -93,8 +95,10 @@ def _contrast_kernel(seq_ref, par_ref, x_ref, o_ref, *, pixels, block, dtype):
     for j in range(4):
         before = before & (seq[j] != 1)
         p = lax.switch(jnp.where(before, seq[j], IDENTITY), branches, p, factors, 0.0)
-    # uint8: integer levels, whose sums are exact in float32 (< 2**24) in any order
-    gray = jnp.where(owned(start, block, pl.program_id(0) * block), blend_gray(*p, dtype), 0.0)
+    # contrast_mean's gray, summed by tiles here (the mean is their sum over the image divided
+    # by its pixel count, in XLA). uint8: integer levels, whose sums are exact in float32
+    # (< 2**24) in any order
+    gray = jnp.where(owned(start, block, pl.program_id(0) * block), planes_gray(p, dtype), 0.0)
     o_ref[pl.program_id(0)] = jnp.sum(gray)
 
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from augjax.kernels.pixels import blend, bound, is_int, mean_gray, planes_gray, requantize
+from augjax.kernels.enhance import contrast, contrast_mean
+from augjax.kernels.pixels import blend, bound, is_int, planes_gray, requantize
 
 __all__ = [
     "adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue", "gray_for_blend",
-    "hue_planes",
+    "gray_planes", "hue_planes",
 ]
 
 
@@ -23,16 +24,20 @@ def adjust_brightness(x: jax.Array, factor: jax.Array, dtype) -> jax.Array:
     return requantize(x * factor, dtype)
 
 
+def gray_planes(x: jax.Array) -> list[jax.Array]:
+    """The channel planes the blend gray reads: the first three (or a one-channel image's)."""
+    return [x[..., k] for k in range(min(x.shape[-1], 3))]
+
+
 def gray_for_blend(x: jax.Array, dtype) -> jax.Array:
     """The (H, W) grayscale contrast and saturation blend with (floored for uint8)."""
-    return planes_gray([x[..., k] for k in range(min(x.shape[-1], 3))], dtype)
+    return planes_gray(gray_planes(x), dtype)
 
 
 def adjust_contrast(x: jax.Array, factor: jax.Array, dtype) -> jax.Array:
     """Blend with the mean of the (floored, for uint8) grayscale image; one-channel images blend
-    with their own mean."""
-    mean = mean_gray(gray_for_blend(x, dtype), dtype)
-    return blend(x, mean, factor, dtype)
+    with their own mean (:func:`augjax.kernels.enhance.contrast`)."""
+    return contrast(x, contrast_mean(gray_planes(x), dtype), factor, dtype)
 
 
 def adjust_saturation(x: jax.Array, factor: jax.Array, dtype) -> jax.Array:

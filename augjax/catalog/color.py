@@ -35,7 +35,8 @@ from augjax.catalog._tv_color import (
     adjust_hue,
     adjust_saturation,
 )
-from augjax.kernels.pixels import blend, gray, to_dtype
+from augjax.kernels.enhance import contrast as contrast_pixels
+from augjax.kernels.pixels import gray, to_dtype
 
 __all__ = [
     "JITTER_NAMES",
@@ -98,7 +99,8 @@ def brightness(image, params):
 def _contrast_levels(values, params, stats):
     """Contrast's blend of ``values`` with the mean gray of the image of ``stats``."""
     x = values.astype(jnp.float32)
-    return to_dtype(blend(x, stats.gray_mean, params["factor"], values.dtype), values.dtype)
+    return to_dtype(contrast_pixels(x, stats.gray_mean, params["factor"], values.dtype),
+                    values.dtype)
 
 
 @fused(Tone(_contrast_levels, stats=("gray_mean",)), Blend("mean"))

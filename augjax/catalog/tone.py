@@ -34,7 +34,7 @@ from augjax.kernels.pixels import (
     to_dtype,
     to_unit,
 )
-from augjax.kernels.warp_pil import split_coefficient
+from augjax.kernels.enhance import sharpen
 
 __all__ = [
     "autocontrast",
@@ -42,11 +42,8 @@ __all__ = [
     "gamma",
     "invert",
     "posterize",
-    "sharpen",
-    "sharpen_step",
     "sharpness",
-    "sharpness_smooth",
-    "smoothed",
+    "sharpness_pixels",
     "solarize",
     "solarize_add",
 ]
@@ -206,79 +203,34 @@ def sharpness(image, params):
     h, w, c = image.shape
     if h <= 2 or w <= 2:
         return image
-    # On the (H, W * C) rows (a pixel's neighbour is C values away): XLA's CPU backend
-    # vectorises a pass along whole rows, not one over an innermost axis of 3 (CPU, B=16:
-    # 6.0 -> 1.2 ms; the same values).
     rows = image.reshape(h, w * c).astype(jnp.float32)
-    out = _sharpen_rows(rows, _smooth_rows(rows, c, dtype), params["factor"], dtype, c)
+    out = _sharpness_rows(rows, params["factor"], dtype, c)
     return to_dtype(jnp.clip(out, 0.0, bound(dtype)), dtype).reshape(h, w, c)
 
 
-def sharpness_smooth(x, dtype):
-    """Sharpness's smoothed copy of the float32 image ``x`` (values in ``dtype``'s scale):
-    the 3x3 kernel over the whole image, rounded to whole levels for uint8 (the border is
-    :func:`sharpen`'s to keep)."""
+def sharpness_pixels(x, factor, dtype):
+    """:func:`sharpness`'s pixels of the float32 HWC image ``x`` (values in ``dtype``'s scale),
+    unclamped (:func:`augjax.kernels.enhance.sharpen`); ``x`` itself where its height or
+    width is <= 2."""
     h, w, c = x.shape
-    return _smooth_rows(x.reshape(h, w * c), c, dtype).reshape(h, w, c)
+    if h <= 2 or w <= 2:
+        return x
+    return _sharpness_rows(x.reshape(h, w * c), factor, dtype, c).reshape(h, w, c)
 
 
-def _smooth_rows(rows, c, dtype):
-    """:func:`sharpness_smooth` on the ``(H, W * C)`` rows of an image of ``c`` channels."""
+def _sharpness_rows(rows, factor, dtype, c):
+    """:func:`augjax.kernels.enhance.sharpen` on the ``(H, W * C)`` rows of an image of ``c``
+    channels: each value's 3x3 window read from full-size shifted views of a zero-padded copy
+    (a pixel's neighbour is ``c`` values away). On rows, XLA's CPU backend vectorises the pass
+    along whole rows, not one over an innermost axis of 3 (CPU, B=16: 6.0 -> 1.2 ms; the same
+    values); pad, slices and arithmetic fuse into one elementwise pass."""
     h, wc = rows.shape
-    # Full-size shifted views of a zero-padded copy: pad, slices and arithmetic fuse into one
-    # elementwise pass (no separate interior write).
     xp = jnp.pad(rows, ((1, 1), (c, c)))
-    return smoothed(rows, (xp[i:h + i, j * c:wc + j * c] for i in range(3) for j in range(3)),
-                    dtype)
-
-
-def smoothed(centre, window, dtype, rnd=jnp.round):
-    """Sharpness's smoothed value: ``(4 centre + sum(window)) / 13`` with ``window`` the 3x3
-    neighbourhood's 9 values (the centre's among them, zero outside the image) in row order,
-    summed in that order, rounded by ``rnd`` (half to even) for integer ``dtype``."""
-    total = 4.0 * centre
-    for v in window:
-        total = total + v
-    smooth = total * (1.0 / 13.0)
-    return rnd(smooth) if is_int(dtype) else smooth
-
-
-def sharpen_step(cf, a, dtype):
-    """Sharpness's step ``(1 - factor) * (smooth - x)`` from ``cf = 1 - factor`` (float32) and
-    ``a = smooth - x``; for integer ``dtype`` as :func:`sharpen` explains: the two exact partial
-    products of ``cf``'s :func:`~augjax.kernels.warp_pil.split_coefficient`."""
-    if not is_int(dtype):
-        return cf * a
-    c_hi, c_lo = split_coefficient(cf)
-    return c_hi * a + c_lo * a
-
-
-def sharpen(x, smooth, factor, dtype, keep_border=True):
-    """``x + (1 - factor) * (smooth - x)`` inside, ``x`` on the one-pixel border (unclamped;
-    without ``keep_border`` the border is computed as the inside, for the caller to replace).
-
-    uint8: the product is rounded to float32 before the sum, as torchvision computes it, in a
-    form no compiler can change: XLA contracts a product and a sum into one multiply-add in
-    some programs and not in others, and one rounding more or less moves a truncated level
-    (the op alone and a policy layer that computes it among other blends would differ). The
-    difference ``smooth - x`` is a whole number of at most 9 bits, so splitting ``1 - factor``
-    into its top 12 significant bits and the rest makes both partial products exact, and their
-    sum is the product rounded once, contracted or not.
-    """
-    h, w, c = x.shape
-    out = _sharpen_rows(x.reshape(h, w * c), smooth.reshape(h, w * c), factor, dtype, c,
-                        keep_border)
-    return out.reshape(h, w, c)
-
-
-def _sharpen_rows(rows, smooth, factor, dtype, c, keep_border=True):
-    """:func:`sharpen` on the ``(H, W * C)`` rows of an image of ``c`` channels."""
-    h, wc = rows.shape
+    window = [xp[i:h + i, j * c:wc + j * c] for i in range(3) for j in range(3)]
     r = jnp.arange(h)[:, None]
     col = jnp.arange(wc)[None, :]
     border = (r == 0) | (r == h - 1) | (col < c) | (col >= wc - c)
-    step = sharpen_step(jnp.asarray(1.0 - factor, jnp.float32), smooth - rows, dtype)
-    return jnp.where(border, rows, rows + step) if keep_border else rows + step
+    return sharpen(rows, window, border, factor, dtype)
 
 
 @op(

@@ -124,6 +124,8 @@ def _stats_kernel(reads_ref, x_ref, _zeros_ref, hist_ref, lo_ref, hi_ref, gray_r
 
         @pl.when((reads & 4) != 0)
         def _():
+            # contrast_mean's gray (augjax.kernels.enhance), summed here by tiles: the caller
+            # scales the exact int32 total as mean_gray's integer form does
             g = planes_gray([v.astype(jnp.float32) for v in levels], jnp.uint8)
             g = g.astype(jnp.int32)  # floored: whole levels
             gray_ref[tile_] = jnp.sum(jnp.where(counted, g, 0))

@@ -28,7 +28,8 @@ import jax
 import jax.numpy as jnp
 
 from augjax.catalog import Affine, Blend, ImageStats, Tone, exact_paths, member
-from augjax.catalog.tone import sharpen, sharpness_smooth
+from augjax.catalog.tone import sharpness_pixels
+from augjax.kernels.enhance import GRAY, MEAN, SMOOTH, ZERO, degenerate
 from augjax.kernels.histogram import level_ramp, lookup
 from augjax.kernels.pixels import bound, is_int, mix, to_dtype
 from augjax.kernels.warp import check_fill, warp_affine
@@ -42,8 +43,8 @@ __all__ = ["FAMILIES", "BatchGroup", "affine_coeffs", "affine_exact", "batch_gro
 #: table lookup (cheaper than a blend); on float32 brightness and contrast blend.
 _PREFERENCE = {True: (Tone, Blend, Affine), False: (Blend, Affine, Tone)}
 
-#: Degenerate images of the blend family, by code.
-_DEGENERATES = ("zero", "mean", "gray", "smooth")
+#: Degenerate images of the blend family: their codes (:mod:`augjax.kernels.enhance`).
+_DEGENERATES = {"zero": ZERO, "mean": MEAN, "gray": GRAY, "smooth": SMOOTH}
 
 
 def _group_key(m: Any, op: Any) -> tuple[Any, ...]:
@@ -130,28 +131,23 @@ def _affine(image: jax.Array, items, pos: jax.Array, chosen: jax.Array) -> jax.A
 
 
 def blend_choice(items, pos: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """The chosen blend member's factor (float32) and degenerate image's code (int32, its
-    index in ``_DEGENERATES``)."""
+    """The chosen blend member's factor (float32) and degenerate image's code (int32,
+    :data:`augjax.kernels.enhance.ZERO` and the others)."""
     f = _pick([jnp.asarray(p[m.param], jnp.float32) for _, p, m in items], pos)
-    return f, _pick([jnp.int32(_DEGENERATES.index(m.degenerate)) for _, _, m in items], pos)
+    return f, _pick([jnp.int32(_DEGENERATES[m.degenerate]) for _, _, m in items], pos)
 
 
 def _blend(image: jax.Array, items, pos: jax.Array, chosen: jax.Array) -> jax.Array:
     dtype = image.dtype
     x = image.astype(jnp.float32)
-    h, w = x.shape[:2]
     kinds = {m.degenerate for _, _, m in items}
     f, kind = blend_choice(items, pos)
     stats = ImageStats(image)
-    d = jnp.float32(0.0)
-    if "mean" in kinds:
-        d = jnp.where(kind == 1, stats.gray_mean, d)
-    if "gray" in kinds:
-        d = jnp.where(kind == 2, stats.gray[..., None], d)
-    v = mix(x, d, f)  # pixels.blend's sum (brightness: d = 0)
-    if "smooth" in kinds:  # sharpness's own formula; small images are returned unchanged
-        sharp = sharpen(x, sharpness_smooth(x, dtype), f, dtype) if h > 2 and w > 2 else x
-        v = jnp.where(kind == 3, sharp, v)
+    d = degenerate(kind, stats.gray[..., None] if "gray" in kinds else None,
+                   stats.gray_mean if "mean" in kinds else None)
+    v = mix(x, d, f)  # pixels.blend's sum (brightness: d = 0; contrast: enhance.contrast's)
+    if "smooth" in kinds:  # sharpness's own formula (the op's pixels)
+        v = jnp.where(kind == SMOOTH, sharpness_pixels(x, f, dtype), v)
     return to_dtype(jnp.clip(v, 0.0, bound(dtype)), dtype)
 
 

@@ -44,7 +44,8 @@ __all__ = ["run_fused", "supported"]
 #: Bits of the statistics pass, by the ImageStats name that reads them.
 _READS = {"equalize": 1, "range": 2, "gray_mean": 4}
 #: The blend members' degenerate images the kernel computes (their codes of
-#: :func:`~augjax.policies._families.blend_choice` are ``_layer_kernel.GRAY`` and ``SMOOTH``).
+#: :func:`~augjax.policies._families.blend_choice` are :data:`augjax.kernels.enhance.GRAY` and
+#: ``SMOOTH``).
 _KINDS = ("gray", "smooth")
 
 

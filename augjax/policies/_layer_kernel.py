@@ -21,8 +21,9 @@ channel):
   - ``BLEND``: the gray blend (saturation) or sharpness's smoothed copy and formula.
 
 The arithmetic is the XLA forms' own functions on the tile's values (the gray, the blend,
-sharpness's smoothing and step, the warps'; the divisions are done by XLA before the kernel:
-Triton's are not correctly rounded), so the images are those of the ops alone;
+sharpness's :func:`augjax.kernels.enhance.sharpen` on a window read here, the warps'; the
+divisions are done by XLA before the kernel: Triton's are not correctly rounded), so the
+images are those of the ops alone;
 ``tests/compose/test_layer_kernel.py`` checks it interpreted on a CPU, and on a GPU against
 the XLA layer.
 """
@@ -48,7 +49,7 @@ from augjax.kernels.pallas import (
     tile,
     tile_start,
 )
-from augjax.catalog.tone import sharpen_step, smoothed
+from augjax.kernels.enhance import SMOOTH, sharpen
 from augjax.kernels.pixels import mix, planes_gray, to_dtype
 from augjax.policies._layer_warps import warp_pil, warp_torchvision
 
@@ -56,8 +57,6 @@ __all__ = ["AFFINE", "AVAILABLE", "BLEND", "KEEP", "TONE", "histogram_pallas", "
 
 #: The per-image op codes of :func:`layer_kernel`.
 KEEP, TONE, AFFINE, BLEND = range(4)
-#: Blend kinds (``par[7]``): the gray image (saturation), the smoothed copy (sharpness).
-GRAY, SMOOTH = 2, 3
 #: Pixels per program. H200, B=256, RandAugment: tiles of 512 / 1024 / 2048 pixels with 4
 #: warps 0.79 / 0.49 / 0.54 ms; 1024 with 8 warps 0.59.
 BLOCK = 1024
@@ -73,23 +72,18 @@ IPARAMS = 8
 
 # --- the layer --------------------------------------------------------------------------------
 
-def _smooth(x_ref, planes, p, *, h, w, c):
-    """:func:`~augjax.catalog.tone.sharpness_smooth` (its window read zero outside the image)
-    and the border mask, for the tile's pixels."""
-    i = p // w
-    j = p - i * w
-    out = []
-    for k in range(c):
-        window = []
-        for di in (-1, 0, 1):
-            for dj in (-1, 0, 1):
-                ii, jj = i + di, j + dj
-                ok = (ii >= 0) & (ii <= h - 1) & (jj >= 0) & (jj <= w - 1)
-                src = (jnp.clip(ii, 0, h - 1) * w + jnp.clip(jj, 0, w - 1)) * c + k
-                window.append(pl_triton.load(x_ref.at[src], mask=ok, other=0).astype(jnp.float32))
-        out.append(smoothed(planes[k], window, jnp.uint8, round_half_even))
-    border = (i == 0) | (i == h - 1) | (j == 0) | (j == w - 1)
-    return out, border
+def _window(x_ref, i, j, k, *, h, w, c):
+    """Channel ``k``'s 3x3 window of the tile's pixels (rows ``i``, columns ``j``) in row
+    order, read zero outside the image (:func:`augjax.kernels.enhance.smoothed`'s
+    ``window``)."""
+    window = []
+    for di in (-1, 0, 1):
+        for dj in (-1, 0, 1):
+            ii, jj = i + di, j + dj
+            ok = (ii >= 0) & (ii <= h - 1) & (jj >= 0) & (jj <= w - 1)
+            src = (jnp.clip(ii, 0, h - 1) * w + jnp.clip(jj, 0, w - 1)) * c + k
+            window.append(pl_triton.load(x_ref.at[src], mask=ok, other=0).astype(jnp.float32))
+    return window
 
 
 def _blend(x_ref, par, planes, p, *, h, w, c):
@@ -105,10 +99,11 @@ def _blend(x_ref, par, planes, p, *, h, w, c):
     def sharp(_):
         if h <= 2 or w <= 2:  # sharpness leaves images without an inside unchanged
             return tuple(x)
-        smooth, border = _smooth(x_ref, x, p, h=h, w=w, c=c)
-        cf = 1.0 - f
-        return tuple(jnp.where(border, xk, xk + sharpen_step(cf, sk - xk, jnp.uint8))
-                     for xk, sk in zip(x, smooth, strict=True))
+        i = p // w
+        j = p - i * w
+        border = (i == 0) | (i == h - 1) | (j == 0) | (j == w - 1)
+        return tuple(sharpen(xk, _window(x_ref, i, j, k, h=h, w=w, c=c), border, f, jnp.uint8,
+                             round_half_even) for k, xk in enumerate(x))
 
     v = lax.cond(kind == SMOOTH, sharp, gray, None)
     return tuple(to_dtype(vk, jnp.uint8) for vk in v)
@@ -153,8 +148,9 @@ def layer_kernel(image: jax.Array, code: jax.Array, par: jax.Array, ipar: jax.Ar
         code: int32, ``KEEP``, ``TONE``, ``AFFINE`` or ``BLEND``.
         par: ``(PARAMS,)`` float32: the warp's coefficients (torchvision: ``rx`` and ``ry``,
             the inverse matrix's rows divided by ``W / 2`` and ``H / 2``; PIL: its affine
-            data), the blend factor and kind (``GRAY`` or ``SMOOTH``), PIL's split
-            coefficients (:func:`augjax.policies._layer_warps.warp_pil`).
+            data), the blend factor and kind (``GRAY`` or ``SMOOTH`` of
+            :mod:`augjax.kernels.enhance`), PIL's split coefficients
+            (:func:`augjax.policies._layer_warps.warp_pil`).
         ipar: ``(IPARAMS,)`` int32: PIL's fixed-point data, its use, the exact-path code.
         lut: ``(256, C)`` int32 table (``TONE``).
         fill: the warp's ``(C,)`` float32 fill in uint8 levels (``check_fill``), or None
