@@ -8,7 +8,8 @@ batch) fills its output once and writes two strips of ``K = min(2h, oh)`` rows b
 columns: the left tiles (top-left above bottom-left) and the right ones. A strip's rows are
 read as whole ``w``-pixel windows (one gather of ``(w, C)`` slices, one index per row) from
 the images laid end to end with ``w`` fill pixels before and after: a row the tile does not
-reach, or a tile that is -1, reads the fill pixels.
+reach, or a tile that is -1, reads the fill pixels. Which tile and which row of its image an
+output row shows is :mod:`augjax.catalog._mosaic_tiles`' rule, the gather's.
 
 Cutting at the output's edges: a strip is ``w`` wide and sits at its tile's column, clamped
 into the output; a tile cut at the left edge is read from ``w - visible`` pixels further on,
@@ -24,6 +25,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 from jax import lax
+
+from augjax.catalog._mosaic_tiles import inside, tile_offset, tile_source
 
 __all__ = ["fits", "mosaic_rows"]
 
@@ -46,11 +49,9 @@ def mosaic_rows(x: jax.Array, tiles: jax.Array, center: jax.Array, fill: jax.Arr
     def strip(top, bottom_tile, visible, yc, a, shift):
         """K rows from output row ``a``: window ``shift`` pixels into each row of ``top``
         (above ``yc``) or ``bottom_tile``; fill where the row or the tile shows nothing."""
-        y = a + jnp.arange(k, dtype=jnp.int32)
-        bottom = y >= yc
-        r = jnp.where(bottom, y - yc, y - yc + h)
+        bottom, r = tile_source(a + jnp.arange(k, dtype=jnp.int32), yc, h)
         t = jnp.where(bottom, bottom_tile, top)
-        ok = (r >= 0) & (r < h) & (t >= 0) & visible
+        ok = inside(r, h) & (t >= 0) & visible
         start = jnp.where(ok, w + (t * h + r) * w + shift, 0)
         return jax.vmap(lambda s: lax.dynamic_slice(source, (s, 0), (w, c)))(start)
 
@@ -60,7 +61,7 @@ def mosaic_rows(x: jax.Array, tiles: jax.Array, center: jax.Array, fill: jax.Arr
         a = jnp.clip(yc - h, 0, oh - k)
         # Each side's tile column; a side outside the output becomes a strip of fill next
         # to the other tile's far end (where a cut tile's strip shows the images' next row).
-        x_left, x_right = xc - w, xc
+        x_left, x_right = tile_offset(False, xc, w), tile_offset(True, xc, w)
         seen_left = (x_left < ow) & (x_right > 0)
         seen_right = (x_right < ow) & (x_right + w > 0)
         col_left = jnp.clip(jnp.where(xc < 0, xc + w, x_left), 0, ow - w)

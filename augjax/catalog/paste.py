@@ -24,6 +24,7 @@ from augjax._core.param import Param
 from augjax._core.spec import op
 from augjax._core.targets import Follow
 from augjax.catalog._mosaic_rows import fits, mosaic_rows
+from augjax.catalog._mosaic_tiles import inside, tile_offset, tile_source
 from augjax.catalog.erase import uniforms
 from augjax.errors import InputError
 from augjax.kernels.pixels import is_int
@@ -87,10 +88,10 @@ def _mosaic_sample(key, meta, params, *, size, center_range, p, **_):
 
 def _tile_geometry(center: jax.Array, h: int, w: int) -> jax.Array:
     """Each tile's offset (dx, dy) in the output, ``(N, 4, 2)`` float32: the input pixel
-    ``(x, y)`` of tile ``q`` lands at ``(x + dx, y + dy)``."""
-    yc, xc = center[:, 0].astype(_F32), center[:, 1].astype(_F32)
-    dx = jnp.stack([xc - w, xc, xc - w, xc], axis=1)
-    dy = jnp.stack([yc - h, yc - h, yc, yc], axis=1)
+    ``(x, y)`` of tile ``q`` lands at ``(x + dx, y + dy)`` (:func:`tile_offset`)."""
+    yc, xc = center[:, :1].astype(_F32), center[:, 1:].astype(_F32)
+    dx = tile_offset(jnp.array([False, True, False, True]), xc, w)
+    dy = tile_offset(jnp.array([False, False, True, True]), yc, h)
     return jnp.stack([dx, dy], axis=-1)
 
 
@@ -98,7 +99,8 @@ def mosaic_gather(x: jax.Array, tiles: jax.Array, center: jax.Array, oh: int, ow
                   fill: jax.Array) -> jax.Array:
     """The mosaic of ``x`` (N, H, W, C): output pixel ``(y, x)`` lies in tile ``q = 2 [y >= yc]
     + [x >= xc]`` and shows sample ``tiles[q]``'s pixel ``(y - dy_q, x - dx_q)``, or ``fill``
-    where that is outside the image or the tile is -1, ``(N, oh, ow, C)``. On the CPU, for an
+    where that is outside the image or the tile is -1, ``(N, oh, ow, C)``
+    (:mod:`augjax.catalog._mosaic_tiles`). On the CPU, for an
     output at least twice the input's width (YOLO's 2s canvas), whole tile rows are copied
     sample by sample (:mod:`augjax.catalog._mosaic_rows`); elsewhere one gather of pixels.
     The values are the same."""
@@ -132,14 +134,11 @@ def _gather(x: jax.Array, tiles: jax.Array, center: jax.Array, oh: int, ow: int,
             fill: jax.Array) -> jax.Array:
     """:func:`mosaic_gather` as one gather of pixels (any shapes, any platform)."""
     n, h, w, _ = x.shape
-    yc, xc = center[:, :1], center[:, 1:]
-    ys, xs = jnp.arange(oh)[None, :], jnp.arange(ow)[None, :]
-    bottom, right = ys >= yc, xs >= xc  # (N, oh), (N, ow)
-    r = jnp.where(bottom, ys - yc, ys - yc + h)
-    c = jnp.where(right, xs - xc, xs - xc + w)
+    bottom, r = tile_source(jnp.arange(oh)[None, :], center[:, :1], h)  # (N, oh)
+    right, c = tile_source(jnp.arange(ow)[None, :], center[:, 1:], w)  # (N, ow)
     q = 2 * bottom[:, :, None].astype(jnp.int32) + right[:, None, :].astype(jnp.int32)
     src = jnp.take_along_axis(tiles, q.reshape(n, -1), axis=1).reshape(n, oh, ow)
-    ok = ((src >= 0) & ((r >= 0) & (r < h))[:, :, None] & ((c >= 0) & (c < w))[:, None, :])
+    ok = (src >= 0) & inside(r, h)[:, :, None] & inside(c, w)[:, None, :]
     out = x[jnp.maximum(src, 0), jnp.clip(r, 0, h - 1)[:, :, None],
             jnp.clip(c, 0, w - 1)[:, None, :]]
     return jnp.where(ok[..., None], out, fill.astype(x.dtype))
