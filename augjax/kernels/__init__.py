@@ -14,7 +14,10 @@ read): :mod:`augjax.kernels.platform` (an implementation per platform),
 The Pallas (Triton) building blocks the GPU forms of augjax's kernels and policies share are
 public modules too, not re-exported here (importing Pallas takes about 0.1 s):
 :mod:`augjax.kernels.pallas` (tiles, planes, gathers, rounding),
-:mod:`augjax.kernels.histogram_pallas` and :mod:`augjax.kernels.sample_pallas`.
+:mod:`augjax.kernels.histogram_pallas` and :mod:`augjax.kernels.sample_pallas`. The pixel
+compositions those forms and the XLA ones share, written once on plain arrays, are
+:mod:`augjax.kernels.grid_sample` (torchvision's sampling) and :mod:`augjax.kernels.enhance`
+(contrast, sharpness and the blends).
 """
 
 from augjax.kernels.batching import broadcast_unbatched
