@@ -33,6 +33,7 @@ the pipeline's bits (tests/dali/test_dynamic.py).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
@@ -71,10 +72,20 @@ def _is_batch(x: Any) -> bool:
     return any(c.__name__ == "Batch" for c in type(x).__mro__)
 
 
+@functools.lru_cache(maxsize=None)
+def _cpu() -> Any:
+    return jax.local_devices(backend="cpu")[0]
+
+
+#: Typed keys from ``(N, 2)`` seeds, one compiled program per N (eager, ``vmap`` traces anew
+#: at every call: ~3 ms).
+_keys_from_seeds = jax.jit(keys_from_seeds)
+
+
 def _jax_device(kind: str, index: int | None, name: str, argument: str) -> Any:
     """JAX's device for a DALI device (``"cpu"``, or ``"gpu"`` and its index)."""
     if kind == "cpu":
-        return jax.local_devices(backend="cpu")[0]
+        return _cpu()
     try:
         devices = jax.local_devices(backend="gpu")
     except RuntimeError:
@@ -98,19 +109,20 @@ def as_jax(x: Any, name: str = "as_jax", argument: str = "images",
         InputError: a GPU batch without JAX's GPU backend; samples of different shapes with
             ``uniform``; an empty batch.
     """
-    ndd = _ndd()
     x = x.evaluate()
     device = x.device
     where = _jax_device(device.device_type, device.device_id, name, argument)
     if not _is_batch(x):  # a Tensor: its first axis is the batch
         return _from_dlpack(x, where)
+    storage = getattr(x, "_storage", None)
+    if storage is not None and storage.is_dense_tensor():  # one buffer: a view of it
+        return _from_dlpack(storage.as_tensor(), where)
     if x.batch_size == 0:
         raise InputError(f"{name}: argument '{argument}' is an empty DALI batch", op=name,
                          argument=argument)
     shapes = [tuple(s) for s in x.shape]
-    if all(s == shapes[0] for s in shapes):
-        # contiguous storage: a view; otherwise DALI packs the samples once (one copy)
-        return _from_dlpack(ndd.as_tensor(x), where)
+    if all(s == shapes[0] for s in shapes):  # samples apart: DALI packs them once (a copy)
+        return _from_dlpack(_ndd().as_tensor(x), where)
     if uniform:
         sizes = ", ".join(str(s) for s in sorted(set(shapes))[:4])
         raise InputError(
@@ -123,7 +135,7 @@ def as_jax(x: Any, name: str = "as_jax", argument: str = "images",
 
 def _from_dlpack(t: Any, device: Any) -> jax.Array:
     out = jax.dlpack.from_dlpack(t)
-    if out.devices() != {device}:
+    if next(iter(out.devices())) != device:
         out = jax.device_put(out, device)
     return out
 
@@ -131,12 +143,10 @@ def _from_dlpack(t: Any, device: Any) -> jax.Array:
 def as_batch(x: Any, layout: str | None = None) -> Any:
     """A ``jax.Array`` ``(N, ...)`` (or NumPy array) as a dynamic-mode ``Batch`` of N samples,
     tagged ``layout`` (through DLPack: DALI reads JAX's buffer, no copy)."""
-    ndd = _ndd()
-    if isinstance(x, jax.Array):
-        # JAX's buffer is handed over once ready: an export waits for the program that
-        # writes it (jax.Array.__dlpack__ on the CPU; DALI's stream on the GPU).
-        x.block_until_ready()
-    return ndd.as_batch(x, layout=layout or None)
+    # DLPack hands JAX's buffer over once the program that writes it is done: JAX's export
+    # waits for it on the host (CPU) or makes DALI's stream wait for it (GPU); DALI holds the
+    # buffer (through the capsule) as long as the batch lives.
+    return _ndd().as_batch(x, layout=layout or None)
 
 
 def pipeline_seeds(seed: int, batch_size: int, *, device: str = "cpu") -> Iterator[np.ndarray]:
@@ -232,10 +242,10 @@ def adapt(name: str, inputs: tuple[Any, ...], *, key: Any = None, seeds: Any = N
         s = seeds
         if is_dynamic(s):
             s = as_jax(s, name, "seeds", uniform=True)
-        key = keys_from_seeds(np.asarray(s).reshape(n, -1) if not isinstance(s, jax.Array)
-                              else s.reshape(n, -1))
+        key = _keys_from_seeds(np.asarray(s).reshape(n, -1) if not isinstance(s, jax.Array)
+                               else s.reshape(n, -1))
         where = place or _device_of(first)
-        if where is not None:
+        if where is not None and next(iter(key.devices())) != where:
             key = jax.device_put(key, where)
     elif key is None and random:
         raise KeyRequiredError(
