@@ -15,8 +15,7 @@ from augjax._core.meta import Meta, Window
 from augjax._core.targets import Follow, Sanitize
 from augjax._core.param import Param
 from augjax._plugins.registry import REGISTRY, OpRecord
-from augjax._core.spec import API_VERSION, OpSpec, op
-from augjax._core.step import install_calls as _install_calls
+from augjax._core.spec import API_VERSION, OpSpec
 from augjax.errors import (
     AugjaxError,
     AugjaxWarning,
@@ -47,6 +46,7 @@ if TYPE_CHECKING:
     from augjax._runtime.program import trace_count
     from augjax._runtime.boxes import convert_boxes
     from augjax._runtime.warmup import warmup
+    from augjax.calls import op
     from augjax.jitting import jit
     from augjax.chain import (
         Chain,
@@ -81,6 +81,7 @@ _LAZY = {
     "MagnitudeMap": "augjax._core.magnitude",
     "warmup": "augjax._runtime.warmup",
     "jit": "augjax.jitting",
+    "op": "augjax.calls",  # @augjax.op makes ops users call (JAX loads with it)
     **dict.fromkeys(("views", "Views"), "augjax.multiview"),
     "ShardedSource": "augjax.dali._sources",
     **dict.fromkeys(("from_torchvision", "from_albumentations"), "augjax.interop"),
@@ -159,17 +160,6 @@ __all__ = [
     "warmup",
     "ShardedSource",
 ]
-
-
-def _step_calls() -> dict[str, Any]:
-    """What steps call above ``_core`` (the runtime, clips, DALI): handed down here, at the top,
-    so that no import points up a layer; imported on the first call (JAX loads then)."""
-    from augjax.calls import CALLS
-
-    return CALLS
-
-
-_install_calls(_step_calls)
 
 
 def list_ops(pattern: str = "*", *, distribution: str | None = None) -> list[str]:

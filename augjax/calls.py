@@ -1,25 +1,41 @@
-"""What a step's public calls run (``step(...)``, ``step.sample``, ``step.apply``): clips go to
-:mod:`augjax.clips`, batches to the runtime, DataNodes on to :mod:`augjax.dali`; DALI
-dynamic-mode batches come in and go out through :func:`augjax.dali.dynamic.adapt`.
+"""The public calls, top to bottom: what ``op(...)``, ``step(...)``, ``step.sample`` and
+``step.apply`` run.
 
-``_core`` declares the calls and the runtime runs them, but both sit below clips and DALI; the
-package hands these functions down (:func:`augjax._core.step.install_calls`, in
-``augjax/__init__``), so no import points up a layer (tests/core/test_layers.py).
+Below this layer a step is data: an op's declaration (:class:`~augjax._core.spec.OpSpec`), the
+runtime's :class:`~augjax._runtime.bound.BoundOp` and the composites answer the Step contract
+(:mod:`augjax._core.step`) and call nothing above them. What users call is of this layer:
+:class:`Op` (what ``@augjax.op`` makes; ``augjax.ops.flip``), :class:`BoundOp`
+(``op.bind(...)``) and the composites, whose base takes its calls from :class:`StepCalls`.
+A call goes down from here, by the kind of its input:
+
+- DALI dynamic-mode batches (and ``output=``): in and out through
+  :func:`augjax.dali.dynamic.adapt`, the call itself on arrays;
+- clips (an array of rank 5, a layout ``"FHWC"`` / ``"FCHW"``): :mod:`augjax.clips`;
+- DALI ``DataNode`` values (a ``@pipeline_def`` being defined): :func:`augjax.dali.apply_dali`;
+- arrays: :func:`augjax._runtime.dispatch.apply_steps`, which finds (or builds) the program
+  and runs it; the program runs each step's ``draw`` and ``run``, an op's kernel there.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+from collections.abc import Callable
 from typing import Any
 
 # Modules, not names: a call reads ``dispatch.apply_steps`` (and the others) when it runs.
 import augjax.clips as clips
-from augjax.dali import dynamic
+from augjax._core import spec as _spec
+from augjax._core.step import CALL_KEYWORDS, Params, Step
+from augjax._core.targets import TARGET_KEYWORDS
+from augjax._plugins.registry import REGISTRY
+from augjax._runtime import bound as _bound
 from augjax._runtime import dispatch
-from augjax._runtime.bound import bound
 from augjax._runtime.lowering import final_layout
+from augjax.dali import dynamic
 from augjax.errors import AugjaxError, InputError
 
-__all__ = ["CALLS", "apply_step", "call_step", "sample_step"]
+__all__ = ["BoundOp", "Op", "StepCalls", "apply_step", "call_step", "op", "sample_step"]
 
 
 def _are_clips(inputs: tuple[Any, ...], per_frame: bool, name: str,
@@ -41,7 +57,7 @@ def _are_clips(inputs: tuple[Any, ...], per_frame: bool, name: str,
     return clips
 
 
-def _out_layout(step: Any, layout: str) -> str:
+def _out_layout(step: Step, layout: str) -> str:
     """The layout of a call's output images (a chain may end in ``"CHW"``)."""
     frames = layout[1:] if layout in ("FHWC", "FCHW") else layout
     try:
@@ -51,17 +67,17 @@ def _out_layout(step: Any, layout: str) -> str:
     return out if frames == layout else "F" + out
 
 
-def _program(step: Any) -> tuple[tuple[Any, ...], int]:
+def _program(step: Step) -> tuple[tuple[Step, ...], int]:
     steps, start = step.program()
     if not steps:
         raise InputError(f"{step.name}: the chain is empty", op=step.name)
     return steps, start
 
 
-def call_step(step: Any, inputs: tuple[Any, ...], *, key: Any, seeds: Any, seed: int | None,
+def call_step(step: Step, inputs: tuple[Any, ...], *, key: Any, seeds: Any, seed: int | None,
               device: str | None, layout: str, per_frame: bool, targets: dict[str, Any],
               output: str | None = None) -> Any:
-    """``step(*inputs, ...)`` (see :meth:`augjax._core.step.BaseStep.__call__`)."""
+    """``step(*inputs, ...)`` (see :meth:`StepCalls.__call__`)."""
     # DALI dynamic-mode batches (and output=) as the array path's arguments, and back
     adapted = dynamic.adapt(step.name, inputs, key=key, seeds=seeds, seed=seed, device=device,
                             layout=layout, output=output, targets=targets, random=step.random,
@@ -72,50 +88,190 @@ def call_step(step: Any, inputs: tuple[Any, ...], *, key: Any, seeds: Any, seed:
                                         per_frame=per_frame, targets=adapted.targets))
     if _are_clips(inputs, per_frame, step.name, layout):
         return clips.call_clips(step, inputs, key=key, layout=layout, per_frame=per_frame,
-                          targets=targets, seeds=seeds, seed=seed, device=device)
+                                targets=targets, seeds=seeds, seed=seed, device=device)
     steps, start = _program(step)
+    dispatch.check_call(inputs, name=step.name, inputs_decl=step.inputs, layout=layout)
+    if dispatch.data_nodes(inputs, name=step.name, key=key):
+        from augjax.dali import apply_dali  # DALI's modules load when a DataNode comes
+
+        return apply_dali(steps, inputs, name=step.name, outputs_decl=step.outputs,
+                          seeds=seeds, seed=seed, device=device, layout=layout, start=start,
+                          targets=dict(targets))
     return dispatch.apply_steps(steps, inputs, name=step.name, inputs_decl=step.inputs,
-                       outputs_decl=step.outputs, key=key, seeds=seeds, seed=seed,
-                       device=device, layout=layout, start=start, targets=targets)
+                                outputs_decl=step.outputs, key=key, seeds=seeds, seed=seed,
+                                device=device, layout=layout, start=start, targets=targets)
 
 
-def sample_step(step: Any, inputs: tuple[Any, ...], *, key: Any, layout: str, per_frame: bool,
-                targets: dict[str, Any]) -> Any:
-    """``step.sample(*inputs, ...)`` (see :meth:`augjax._core.step.BaseStep.sample`)."""
+def sample_step(step: Step, inputs: tuple[Any, ...], *, key: Any, layout: str, per_frame: bool,
+                targets: dict[str, Any]) -> Params:
+    """``step.sample(*inputs, ...)`` (see :meth:`StepCalls.sample`)."""
     adapted = dynamic.adapt(step.name, inputs, layout=layout, targets=targets, output="jax")
     inputs, targets = adapted.inputs, adapted.targets
     if _are_clips(inputs, per_frame, step.name):
         return clips.sample_clips(step, inputs, key=key, layout=layout, per_frame=per_frame)
     steps, start = _program(step)
     params = dispatch.sample_steps_on(steps, inputs, name=step.name, inputs_decl=step.inputs,
-                             key=key, layout=layout, start=start, targets=targets)
+                                      key=key, layout=layout, start=start, targets=targets)
     return params if step.chained else params[0]
 
 
-def apply_step(step: Any, inputs: tuple[Any, ...], *, params: Any, layout: str,
+def apply_step(step: Step, inputs: tuple[Any, ...], *, params: Params, layout: str,
                per_frame: bool, targets: dict[str, Any]) -> Any:
-    """``step.apply(*inputs, params=...)`` (see :meth:`augjax._core.step.BaseStep.apply`)."""
+    """``step.apply(*inputs, params=...)`` (see :meth:`StepCalls.apply`)."""
     adapted = dynamic.adapt(step.name, inputs, layout=layout, targets=targets,
                             out_layout=lambda: _out_layout(step, layout))
     if adapted is not None:
         return adapted.finish(apply_step(step, adapted.inputs, params=params, layout=layout,
                                          per_frame=per_frame, targets=adapted.targets))
     if _are_clips(inputs, per_frame, step.name):
-        return clips.apply_clips(step, inputs, params=params, layout=layout, per_frame=per_frame,
-                           targets=targets)
+        return clips.apply_clips(step, inputs, params=params, layout=layout,
+                                 per_frame=per_frame, targets=targets)
     steps, _ = _program(step)
     return dispatch.apply_with_params(steps, inputs, params if step.chained else (params,),
-                             name=step.name, inputs_decl=step.inputs,
-                             outputs_decl=step.outputs, layout=layout, targets=targets,
-                             chained=step.chained)
+                                      name=step.name, inputs_decl=step.inputs,
+                                      outputs_decl=step.outputs, layout=layout,
+                                      targets=targets, chained=step.chained)
 
 
-def _apply_dali(*args: Any, **kwargs: Any) -> Any:
-    from augjax.dali import apply_dali  # DALI's modules load when a DataNode comes
+class StepCalls:
+    """The public batch calls of a step (a :class:`BoundOp`, a composite): ``step(...)``,
+    ``step.sample``, ``step.apply``, on whatever answers the Step contract."""
 
-    return apply_dali(*args, **kwargs)
+    def __call__(self: Step, *inputs: Any, key: Any = None, seeds: Any = None,
+                 seed: int | None = None, device: str | None = None, layout: str = "HWC",
+                 per_frame: bool = False, output: str | None = None, **targets: Any) -> Any:
+        """Applies the step.
+
+        Args:
+            *inputs: ``images`` (and ``labels`` for steps that mix labels): ``jax.Array`` /
+                NumPy batches, DALI dynamic-mode ``Batch`` objects (:mod:`augjax.dali.dynamic`),
+                or DALI ``DataNode`` values inside a ``@pipeline_def``.
+            key: arrays only: a ``jax.random.key`` (split per sample) or one key per sample;
+                required for random steps.
+            seeds: DALI only: a ``DataNode`` of int32 ``(2,)`` seeds per sample to use instead
+                of the ones augjax draws (see :func:`augjax.keys_from_seeds`); in dynamic mode
+                a ``Batch`` or an ``(N, 2)`` array of them.
+            seed: DALI only: seed of the DALI RNG op that draws the per-sample seeds (default:
+                derived from the pipeline seed); in dynamic mode an ``ndd.random.RNG``.
+            device: DALI only: ``"cpu"`` or ``"gpu"``; default: the device of ``images``.
+            layout: ``"HWC"`` (default) or ``"CHW"``; ``"FHWC"`` / ``"FCHW"`` for clips
+                (DALI sequences; arrays of rank 5 are clips in any case).
+            per_frame: clips only (``(N, T, H, W, C)``): one draw per frame instead of one per
+                clip (see :mod:`augjax.clips`).
+            output: ``"jax"`` (jax.Arrays) or ``"dali"`` (dynamic-mode ``Batch`` objects);
+                default: the kind that came in (:mod:`augjax.dali.dynamic`).
+            **targets: ``masks=`` ((N, H, W) or (N, H, W, K) integer masks), ``boxes=``
+                ((N, M, 4) XYXY pixels), ``keypoints=`` ((N, K, 2) x, y), ``boxes_valid=`` /
+                ``keypoints_valid=`` ((N, M) / (N, K) bool; boxes also (N,) counts),
+                ``mask_fill=`` (int, default 0); ``boxes_format=`` (``"xyxy"``, ``"xywh"``,
+                ``"cxcywh"``, an ``n`` suffix for normalised; rotated ``"xywhr"``,
+                ``"cxcywhr"`` (N, M, 5), ``"xyxyxyxy"`` (N, M, 8)), ``boxes_normalized=``,
+                ``sanitize=`` (:class:`augjax.Sanitize`); keypoints also grouped
+                ``(N, G, K, 2)``; see :mod:`augjax._runtime.targets`.
+
+        Returns:
+            ``images``, or ``(images, soft_labels)`` for steps that output labels; with any
+            target, a dict ``{"images", "labels"?, "masks"?, "boxes"?, "boxes_valid"?,
+            "boxes_count"?, "boxes_index"?, "keypoints"?, "keypoints_valid"?}``.
+        """
+        return call_step(self, inputs, key=key, seeds=seeds, seed=seed, device=device,
+                         layout=layout, per_frame=per_frame, targets=targets, output=output)
+
+    def sample(self: Step, *inputs: Any, key: Any, layout: str = "HWC", per_frame: bool = False,
+               **targets: Any) -> Params:
+        """The values this step draws for ``inputs`` with ``key`` (arrays; only the images'
+        shape and dtype matter, a shape tuple is accepted): a pytree of arrays with a leading
+        axis N, exactly what ``self(*inputs, key=key)`` uses. A chain gives one per step.
+        ``self.apply(*inputs, params=self.sample(*inputs, key=key))`` equals the call bitwise.
+        ``targets`` (``boxes=``, ``masks=``, ...) reach the ops whose samplers read them
+        (``sample_targets``, e.g. ``random_iou_crop``); pass the call's own.
+        """
+        return sample_step(self, inputs, key=key, layout=layout, per_frame=per_frame,
+                           targets=targets)
+
+    def apply(self: Step, *inputs: Any, params: Params, layout: str = "HWC",
+              per_frame: bool = False, **targets: Any) -> Any:
+        """Applies the step with given ``params`` (from :meth:`sample`, maybe edited):
+        deterministic, no key. Takes the targets a call takes; returns what a call returns."""
+        return apply_step(self, inputs, params=params, layout=layout, per_frame=per_frame,
+                          targets=targets)
 
 
-#: The functions ``augjax/__init__`` hands down to ``_core`` (and through it to the runtime).
-CALLS = {"call": call_step, "sample": sample_step, "apply": apply_step, "bind": bound,
-         "dali": _apply_dali}
+class BoundOp(StepCalls, _bound.BoundOp):
+    """An op configured with validated parameter values, as ``op.bind(...)`` gives it: the
+    runtime's :class:`augjax._runtime.bound.BoundOp` (the step it runs) with the public calls
+    (:class:`StepCalls`). Call it like the op; ``sample`` / ``apply`` give and replay its
+    per-sample values (documented per op: ``degrees``, ``box``, ``lam``, ...)."""
+
+
+class Op(_spec.OpSpec):
+    """An op as users get it (``augjax.ops.flip``, what ``@augjax.op`` makes): the declaration
+    (:class:`~augjax._core.spec.OpSpec`) with its calls.
+
+    ``op(images, key=..., **params)`` runs it on a ``jax.Array`` batch; ``op(node, **params)``
+    inside a ``@pipeline_def`` adds a DALI operator; ``op.bind(**params)`` configures it
+    without data (for chains).
+    """
+
+    @classmethod
+    def of(cls, spec: _spec.OpSpec) -> Op:
+        """``spec`` (a declaration) as an op with its calls."""
+        if isinstance(spec, cls):
+            return spec
+        return cls(**{f.name: getattr(spec, f.name) for f in dataclasses.fields(_spec.OpSpec)})
+
+    def bind(self, **params: Any) -> BoundOp:
+        """Returns this op configured with ``params`` (validated now), ready to apply or chain."""
+        return _bound.bound(self, params, BoundOp)
+
+    def sample(self, *inputs: Any, key: Any, layout: str = "HWC", per_frame: bool = False,
+               **params: Any) -> Params:
+        """The per-sample values this op draws for ``inputs`` with ``key``: a dict of arrays
+        with a leading axis N (see :meth:`StepCalls.sample`). Targets (``boxes=``, ...) are
+        taken as in a call (read by a sampler with ``sample_targets``)."""
+        targets = {k: params.pop(k) for k in list(params) if k in TARGET_KEYWORDS}
+        return self.bind(**params).sample(*inputs, key=key, layout=layout, per_frame=per_frame,
+                                          **targets)
+
+    def apply(self, *inputs: Any, params: Params, layout: str = "HWC", per_frame: bool = False,
+              **op_params: Any) -> Any:
+        """Applies the op with given per-sample values ``params`` (from :meth:`sample`, maybe
+        edited); deterministic (see :meth:`StepCalls.apply`). Targets (``masks=``,
+        ``boxes=``, ...) are taken as in a call."""
+        targets = {k: op_params.pop(k) for k in list(op_params) if k in TARGET_KEYWORDS}
+        return self.bind(**op_params).apply(*inputs, params=params, layout=layout,
+                                            per_frame=per_frame, **targets)
+
+    def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
+        """Applies the op; see :meth:`StepCalls.__call__` for the call keywords."""
+        call = {k: kwargs.pop(k) for k in list(kwargs) if k in CALL_KEYWORDS | TARGET_KEYWORDS}
+        return self.bind(**kwargs)(*inputs, **call)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        """Pickled by reference (see :meth:`augjax._core.spec.OpSpec.__reduce_ex__`), else by
+        its registered name."""
+        if _spec.reference(self) is None and _registered(self.name) is self:
+            return (_registered, (self.name,))
+        return super().__reduce_ex__(protocol)
+
+
+def _registered(name: str) -> Op | None:
+    """The registered op ``name`` (in a worker process: its registry loads it); None when
+    there is none."""
+    try:
+        return REGISTRY.get(name)
+    except AugjaxError:
+        return None
+
+
+@functools.wraps(_spec.op)
+def op(name: str, **options: Any) -> Callable[[Callable[..., Any]], Op]:
+    declare = _spec.op(name, **options)
+
+    def decorate(kernel: Callable[..., Any]) -> Op:
+        return Op.of(declare(kernel))
+
+    return decorate
+
+
+op.__module__ = __name__

@@ -66,8 +66,7 @@ from augjax._core.declaration import (
 from augjax._core.meta import Meta
 from augjax._core.param import Param, per_sample_value
 from augjax._core.reach import calling, note
-from augjax._core.step import CALL_KEYWORDS, step_call
-from augjax._core.targets import TARGET_KEYWORDS, Follow, default_follow
+from augjax._core.targets import Follow, default_follow
 from augjax.errors import InputError, OpDefinitionError
 
 __all__ = ["API_VERSION", "Meta", "OpSpec", "op"]
@@ -105,11 +104,13 @@ def first_sentence(doc: str) -> str:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class OpSpec:
-    """A declared augmentation. Build one with :func:`op`; call it like a function.
+    """A declared augmentation: what the runtime reads of an op (its kernel, sampler and
+    declared parameters); it calls nothing above ``_core``.
 
-    ``spec(images, key=..., **params)`` runs it on a ``jax.Array`` batch; ``spec(node, **params)``
-    inside a ``@pipeline_def`` adds a DALI operator; ``spec.bind(**params)`` configures it
-    without data (for chains).
+    The op users get is an :class:`augjax.calls.Op`, what ``@augjax.op`` makes: this
+    declaration with its calls. ``op(images, key=..., **params)`` runs it on a ``jax.Array``
+    batch; ``op(node, **params)`` inside a ``@pipeline_def`` adds a DALI operator;
+    ``op.bind(**params)`` configures it without data (for chains).
     """
 
     name: str
@@ -239,50 +240,19 @@ class OpSpec:
         """Each parameter's default value."""
         return {k: p.default for k, p in self.params.items()}
 
-    def bind(self, **params: Any) -> Any:
-        """Returns this op configured with ``params`` (validated now), ready to apply or chain."""
-        return step_call("bind")(self, params)
-
-    def sample(self, *inputs: Any, key: Any, layout: str = "HWC", per_frame: bool = False,
-               **params: Any) -> Any:
-        """The per-sample values this op draws for ``inputs`` with ``key``: a dict of arrays
-        with a leading axis N (see :meth:`augjax._runtime.bound.BoundOp.sample`). Targets
-        (``boxes=``, ...) are taken as in a call (read by a sampler with ``sample_targets``)."""
-        targets = {k: params.pop(k) for k in list(params) if k in TARGET_KEYWORDS}
-        return self.bind(**params).sample(*inputs, key=key, layout=layout, per_frame=per_frame,
-                                          **targets)
-
-    def apply(self, *inputs: Any, params: Any, layout: str = "HWC", per_frame: bool = False,
-              **op_params: Any) -> Any:
-        """Applies the op with given per-sample values ``params`` (from :meth:`sample`, maybe
-        edited); deterministic (see :meth:`augjax._runtime.bound.BoundOp.apply`). Targets
-        (``masks=``, ``boxes=``, ...) are taken as in a call."""
-        targets = {k: op_params.pop(k) for k in list(op_params) if k in TARGET_KEYWORDS}
-        return self.bind(**op_params).apply(*inputs, params=params, layout=layout,
-                                            per_frame=per_frame, **targets)
-
-    def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
-        """Applies the op; see :meth:`augjax._runtime.bound.BoundOp.__call__` for the call keywords."""
-        call = {k: kwargs.pop(k) for k in list(kwargs) if k in CALL_KEYWORDS | TARGET_KEYWORDS}
-        return step_call("bind")(self, kwargs)(*inputs, **call)
-
     def __repr__(self) -> str:
         return f"<augjax op {self.name!r} level={self.level} params={list(self.params)}>"
 
     def __reduce_ex__(self, protocol: Any) -> Any:
         """Pickled by reference, so that a chain goes to grain's worker processes with plain
         ``pickle``: as the module attribute ``@op`` made of the kernel (its module and name,
-        ``augjax.catalog.crop.random_resized_crop``), else by its registered name. An op that
-        is neither is pickled field by field (its kernel must then be picklable)."""
-        where = _reference(self)
+        ``augjax.catalog.crop.random_resized_crop``; :class:`augjax.calls.Op` also by its
+        registered name). An op that is neither is pickled field by field (its kernel must then
+        be picklable)."""
+        where = reference(self)
         if where is None:
             return super().__reduce_ex__(protocol)
-        return (_unpickle, where)
-
-
-#: How a registered op is found by its name: ``augjax._plugins.registry`` (a layer above)
-#: hands its lookup down when it is imported; None before then.
-registered_op: Callable[[str], OpSpec] | None = None
+        return (_unpickle, ("attribute", *where))
 
 
 def _attribute(module: str, qualname: str) -> Any:
@@ -292,34 +262,23 @@ def _attribute(module: str, qualname: str) -> Any:
     return obj
 
 
-def _reference(spec: OpSpec) -> tuple[str, ...] | None:
-    """How :meth:`OpSpec.__reduce_ex__` finds ``spec`` again: ``("attribute", module,
-    qualname)`` or ``("registered", name)``; None when neither gives this very object."""
+def reference(spec: OpSpec) -> tuple[str, str] | None:
+    """How :meth:`OpSpec.__reduce_ex__` finds ``spec`` again: ``(module, qualname)`` of the
+    module attribute ``@op`` made of its kernel; None when that is not this very object."""
     module = getattr(spec.kernel, "__module__", None)
     qualname = getattr(spec.kernel, "__qualname__", "")
     if module and qualname and "<locals>" not in qualname:
         try:
             if _attribute(module, qualname) is spec:
-                return ("attribute", module, qualname)
+                return (module, qualname)
         except (ImportError, AttributeError):
             pass
-    from augjax.errors import AugjaxError
-
-    try:
-        if registered_op is not None and registered_op(spec.name) is spec:
-            return ("registered", spec.name)
-    except AugjaxError:
-        pass
     return None
 
 
 def _unpickle(kind: str, *where: str) -> OpSpec:
-    """The op :func:`_reference` named (in a worker process: imported there)."""
-    if kind == "attribute":
-        return _attribute(*where)
-    if registered_op is None:  # a fresh process: augjax loads its registry
-        importlib.import_module("augjax")
-    return registered_op(where[0])
+    """The op :func:`reference` named (in a worker process: imported there)."""
+    return _attribute(*where)
 
 
 def _seen(names: tuple[str, ...], targets: Mapping[str, Any] | None,

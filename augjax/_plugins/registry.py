@@ -42,7 +42,6 @@ import warnings
 from collections.abc import Iterable
 from typing import Any
 
-from augjax._core import spec as _spec
 from augjax._plugins.loader import (  # importlib_metadata: the backport or the stdlib module
     CORE_DISTRIBUTION,
     GROUP,
@@ -403,4 +402,3 @@ def _identity(r: OpRecord) -> tuple[str, ...]:
 
 #: The registry behind ``augjax.list_ops``, ``augjax.get_op`` and ``augjax.ops``.
 REGISTRY = Registry()
-_spec.registered_op = REGISTRY.get  # handed down: OpSpec pickles by name

@@ -1,4 +1,4 @@
-"""BoundOp: an op with its parameters validated and fixed, ready to apply or to chain."""
+"""BoundOp: an op with its parameters validated and fixed, the step the runtime runs."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ __all__ = ["BoundOp", "bound"]
 #: Validated ops by (spec, parameters as given): an eager ``ops.flip(x, key=k, p=0.5)`` skips
 #: validating the same parameters again (with the key-dtype cache in ``_keys``: 62 -> 50 us per
 #: call on a 2-core CPU, of which 14-18 us is the jitted call itself).
-_BOUND: dict[tuple[Any, Any], BoundOp] = {}
+_BOUND: dict[tuple[Any, Any, Any], BoundOp] = {}
 _BOUND_MAX = 1024
 _SCALARS = (bool, int, float, str, type(None))
 
@@ -27,9 +27,10 @@ class BoundOp(BaseStep):
     :class:`augjax._core.step.Step` of an op, answered from its declaration (the only place that
     reads it).
 
-    Call it like the op (see :meth:`augjax._core.step.BaseStep.__call__`); ``sample`` /
-    ``apply`` give and replay its per-sample values (documented per op: ``degrees``, ``box``,
-    ``lam``, ...).
+    What ``op.bind(...)`` gives is :class:`augjax.calls.BoundOp`, this with the public calls
+    (``op.bind(p=0.5)(images, key=...)``; ``sample`` / ``apply`` give and replay its
+    per-sample values, documented per op: ``degrees``, ``box``, ``lam``, ...). The runtime
+    makes its own skeletons (:meth:`lift`) of this class.
     """
 
     spec: Any
@@ -436,15 +437,16 @@ def _frozen(value: Any) -> Any:
     return None
 
 
-def bound(spec: Any, params: dict[str, Any]) -> BoundOp:
-    """:meth:`BoundOp.create`, remembered for parameters given as plain Python values."""
+def bound(spec: Any, params: dict[str, Any], kind: type[BoundOp] = BoundOp) -> BoundOp:
+    """``kind.create(spec, params)``, remembered for parameters given as plain Python values
+    (``kind``: the class to make, :class:`augjax.calls.BoundOp` for the public calls)."""
     items = tuple(sorted((k, _frozen(v)) for k, v in params.items()))
     if any(f is None for _, f in items):
-        return BoundOp.create(spec, params)
-    key = (spec, items)
+        return kind.create(spec, params)
+    key = (kind, spec, items)
     op = _BOUND.get(key)
     if op is None:
-        op = BoundOp.create(spec, params)  # raises for bad parameters: nothing is remembered
+        op = kind.create(spec, params)  # raises for bad parameters: nothing is remembered
         if len(_BOUND) >= _BOUND_MAX:
             _BOUND.clear()
         _BOUND[key] = op

@@ -1,5 +1,7 @@
-"""Dispatch on the input type: ``jax.Array`` / NumPy runs the jitted program, a DALI ``DataNode``
-adds one ``jax_function`` operator to the pipeline being defined."""
+"""A call on arrays: ``jax.Array`` / NumPy batches (or lists of images of different sizes) run
+the jitted program. What the public calls check first (:func:`check_call`, :func:`data_nodes`)
+is here too; a call on DALI ``DataNode`` values goes from :mod:`augjax.calls` to
+:mod:`augjax.dali` instead."""
 
 from __future__ import annotations
 
@@ -10,7 +12,6 @@ import jax
 import numpy as np
 
 import augjax._runtime.padding as _padding
-from augjax._core.step import step_call
 from augjax._runtime.checking import check_batch, checking_enabled
 from augjax._runtime.compile_cache import enable as enable_compile_cache
 from augjax._runtime.given_params import check_given_params, explain_missing_key
@@ -31,7 +32,8 @@ from augjax._runtime.target_inputs import check_hooks, prepare_targets
 from augjax._runtime.values import as_arguments, giving, lift
 from augjax.errors import InputError
 
-__all__ = ["apply_steps", "apply_with_params", "is_data_node", "sample_steps_on"]
+__all__ = ["apply_steps", "apply_with_params", "check_call", "data_nodes", "is_data_node",
+           "sample_steps_on"]
 
 
 def _lift(steps: Sequence[Any], images: Any, allowed: bool) -> tuple[tuple[Any, ...], Any]:
@@ -55,6 +57,53 @@ def _first_name(steps: Sequence[Any], name: str) -> str:
     return getattr(steps[0], "name", name) if steps else name
 
 
+def check_call(inputs: Sequence[Any], *, name: str, inputs_decl: tuple[str, ...],
+               layout: str) -> None:
+    """A call's positional inputs (as many as the step takes) and its ``layout``.
+
+    Raises:
+        InputError: too many or too few inputs; a layout other than ``"HWC"`` / ``"CHW"``.
+    """
+    if len(inputs) != len(inputs_decl):
+        raise InputError(
+            f"{name}: expects {len(inputs_decl)} positional input(s) ({', '.join(inputs_decl)}), "
+            f"got {len(inputs)}",
+            op=name,
+            argument=inputs_decl[min(len(inputs), len(inputs_decl) - 1)],
+        )
+    if layout not in ("HWC", "CHW"):
+        raise InputError(
+            f"{name}: argument 'layout' expects 'HWC' or 'CHW', got {layout!r}",
+            op=name,
+            argument="layout",
+        )
+
+
+def data_nodes(inputs: Sequence[Any], *, name: str, key: Any) -> bool:
+    """Whether a call's inputs are DALI ``DataNode`` values (a pipeline being defined).
+
+    Raises:
+        InputError: DataNodes mixed with arrays; a ``key`` given with DataNodes.
+    """
+    nodes = [is_data_node(x) for x in inputs]
+    if not any(nodes):
+        return False
+    if not all(nodes):
+        raise InputError(
+            f"{name}: inputs mix DALI DataNodes and arrays; inside a pipeline every input "
+            f"must be a DataNode",
+            op=name,
+        )
+    if key is not None:
+        raise InputError(
+            f"{name}: argument 'key' is for arrays; in a DALI pipeline pass seed= (an int) "
+            f"or seeds= (a DataNode of per-sample seeds)",
+            op=name,
+            argument="key",
+        )
+    return True
+
+
 def apply_steps(
     steps: Sequence[Any],
     inputs: Sequence[Any],
@@ -70,42 +119,11 @@ def apply_steps(
     start: int = 0,
     targets: Any = None,
 ) -> Any:
-    """Applies configured ops to ``inputs`` on the backend their type selects; ``start`` is the
-    chain position of the first op (its keys are ``fold_in(key, start)``); ``targets`` the
-    call's target keywords (see :mod:`augjax._runtime.targets`)."""
+    """Applies configured ops to array ``inputs`` (checked by :func:`check_call`, and no
+    DataNodes: :func:`data_nodes`); ``start`` is the chain position of the first op (its keys
+    are ``fold_in(key, start)``); ``targets`` the call's target keywords (see
+    :mod:`augjax._runtime.targets`); ``seeds``, ``seed`` and ``device`` are refused (DALI's)."""
     targets = dict(targets or {})
-    if len(inputs) != len(inputs_decl):
-        raise InputError(
-            f"{name}: expects {len(inputs_decl)} positional input(s) ({', '.join(inputs_decl)}), "
-            f"got {len(inputs)}",
-            op=name,
-            argument=inputs_decl[min(len(inputs), len(inputs_decl) - 1)],
-        )
-    if layout not in ("HWC", "CHW"):
-        raise InputError(
-            f"{name}: argument 'layout' expects 'HWC' or 'CHW', got {layout!r}",
-            op=name,
-            argument="layout",
-        )
-    nodes = [is_data_node(x) for x in inputs]
-    if any(nodes):
-        if not all(nodes):
-            raise InputError(
-                f"{name}: inputs mix DALI DataNodes and arrays; inside a pipeline every input "
-                f"must be a DataNode",
-                op=name,
-            )
-        if key is not None:
-            raise InputError(
-                f"{name}: argument 'key' is for arrays; in a DALI pipeline pass seed= (an int) "
-                f"or seeds= (a DataNode of per-sample seeds)",
-                op=name,
-                argument="key",
-            )
-        return step_call("dali")(  # augjax.dali, handed down (augjax.calls)
-            steps, inputs, name=name, outputs_decl=outputs_decl, seeds=seeds, seed=seed,
-            device=device, layout=layout, start=start, targets=targets,
-        )
     for arg, value in (("seeds", seeds), ("seed", seed), ("device", device)):
         if value is not None:
             raise InputError(

@@ -59,6 +59,7 @@ from typing import Any
 import jax
 
 from augjax._core.reach import imported_by
+from augjax._core.spec import OpSpec
 from augjax._runtime.module_sources import (
     _distribution,
     _followed,
@@ -211,7 +212,7 @@ def _module_of(obj: Any) -> str:
 
 
 def _is_spec(obj: Any) -> bool:
-    return type(obj).__name__ == "OpSpec" and hasattr(obj, "kernel") and hasattr(obj, "params")
+    return isinstance(obj, OpSpec)
 
 
 def _walk(root: Any) -> tuple[list[Any], set[str], set[tuple[str, str]]]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from augjax._core.param import Param
-from augjax._core.spec import op
+from augjax.calls import op
 from augjax.kernels.filters import correlate_separable, gaussian_kernel1d, odd_size
 from augjax.kernels.pixels import to_dtype
 

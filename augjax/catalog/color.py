@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 
 from augjax._core.param import Param
-from augjax._core.spec import op
+from augjax.calls import op
 from augjax.catalog._fuse import Blend, ImageStats, Tone, fused
 from augjax.catalog._hints import compute_bound
 from augjax.catalog._jitter import jitter

@@ -11,7 +11,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from augjax._core.param import Param
-from augjax._core.spec import op
+from augjax.calls import op
 from augjax.kernels.pixels import bound, is_int
 
 __all__ = ["normalize", "to_float", "to_uint8"]

@@ -35,7 +35,7 @@ import jax.numpy as jnp
 
 from augjax._core.meta import Window
 from augjax._core.param import Param
-from augjax._core.spec import op
+from augjax.calls import op
 from augjax.errors import InputError
 from augjax.kernels.matrix import crop_resize_matrix, translation
 from augjax.kernels.pixels import is_int

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 
 from augjax._core.meta import Window
 from augjax._core.param import Param
-from augjax._core.spec import op
+from augjax.calls import op
 from augjax.catalog._by_image import (MIN_SIDE, by_image, crop_branching, jitter_branching,
                                       zoom_branching)
 from augjax.kernels.matrix import crop_resize_matrix

@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 
 from augjax._core.param import Param
-from augjax._core.spec import op
+from augjax.calls import op
 from augjax.errors import ParamError
 from augjax.kernels.pixels import bound, is_int
 from augjax.kernels.warp import uniform_int

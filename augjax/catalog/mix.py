@@ -37,7 +37,7 @@ import jax
 import jax.numpy as jnp
 
 from augjax._core.param import Param
-from augjax._core.spec import op
+from augjax.calls import op
 from augjax._core.targets import Follow
 from augjax.kernels.gamma import loggamma
 from augjax.catalog.erase import box_mask, row_box_mask, uniforms

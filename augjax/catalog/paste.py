@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 
 from augjax._core.param import Param
-from augjax._core.spec import op
+from augjax.calls import op
 from augjax._core.targets import Follow
 from augjax.catalog._mosaic_rows import fits, mosaic_rows
 from augjax.catalog._mosaic_tiles import inside, tile_offset, tile_source

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
 
 from augjax._core.param import Param
-from augjax._core.spec import op
+from augjax.calls import op
 from augjax.catalog._hints import compute_bound
 from augjax.catalog._tv_color import (adjust_brightness, adjust_contrast, adjust_hue,
                                       adjust_saturation)

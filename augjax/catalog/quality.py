@@ -11,7 +11,7 @@ Params (``op.sample``; float32, one value per sample): ``jpeg``: ``quality`` (a 
 from __future__ import annotations
 
 from augjax._core.param import Param
-from augjax._core.spec import op
+from augjax.calls import op
 from augjax.kernels.jpeg import jpeg_roundtrip
 
 __all__ = ["jpeg"]

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 
 from augjax._core.meta import Window
 from augjax._core.param import Param
-from augjax._core.spec import op
+from augjax.calls import op
 from augjax.kernels.matrix import crop_resize_matrix
 from augjax.kernels.warp import INTERPOLATIONS, resize_crop
 

@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from augjax._core.param import Param
-from augjax._core.spec import op
+from augjax.calls import op
 from augjax.catalog._warp_params import (
     TRANSLATE_MAX,
     affine_family,

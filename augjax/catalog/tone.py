@@ -23,7 +23,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from augjax._core.param import Param
-from augjax._core.spec import op
+from augjax.calls import op
 from augjax.catalog._fuse import Blend, ImageStats, Tone, fused
 from augjax.kernels.histogram import level_ramp, lookup, stretch
 from augjax.kernels.pixels import (

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from augjax._core.param import Param
-from augjax._core.spec import op
+from augjax.calls import op
 from augjax.kernels.pixels import is_int, mix_channels
 
 __all__ = ["color_twist", "twist_matrix"]

@@ -27,6 +27,7 @@ import jax
 
 from augjax._core.meta import Meta
 from augjax._core.step import BaseStep, Structure
+from augjax.calls import StepCalls
 from augjax._core.targets import Follow
 from augjax.chain._config import KINDS, Node, to_dict
 from augjax.chain._element import leaf_layouts
@@ -35,7 +36,7 @@ from augjax.errors import InputError
 __all__ = ["Composite"]
 
 
-class Composite(BaseStep):
+class Composite(StepCalls, BaseStep):
     """Base class of composite steps. Call one like an op: ``step(images, key=...)`` on arrays,
     ``step(node)`` inside a DALI ``@pipeline_def`` (one ``jax_function`` operator);
     ``step.sample`` / ``step.apply`` record and replay its decisions."""

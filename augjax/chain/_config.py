@@ -26,7 +26,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from augjax._runtime.bound import BoundOp
+from augjax.calls import BoundOp
 from augjax._plugins.registry import REGISTRY
 from augjax._core.spec import OpSpec
 from augjax._core.param import show_value

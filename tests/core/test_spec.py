@@ -168,7 +168,7 @@ def test_remembered_binding_gives_the_uncached_bindings_batch():
     parameter sets in a row: a remembered binding never stands in for other values."""
     import jax
 
-    from augjax._runtime.bound import BoundOp
+    from augjax.calls import BoundOp
 
     x = jnp.asarray(np.random.default_rng(0).integers(0, 256, (4, 8, 8, 3), dtype=np.uint8))
     key = jax.random.key(3)
