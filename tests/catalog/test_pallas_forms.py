@@ -56,11 +56,17 @@ def test_the_sample_kernel_interpreted_gives_the_xla_pixels(interpolation, fill,
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("taps,h,w,c", [(25, 18, 14, 1), (5, 9, 7, 3), (15, 6, 5, 1),
+# Each case's interpreted kernels cost seconds to compile, growing with the taps (the kernels
+# unroll ``rows + taps - 1`` loads and ``rows * taps`` multiply-adds). reflect101's two forms:
+# the one reflection (reach = taps // 2 + rows < n: 9 taps over 18 and 14 rows, several row
+# blocks, the last partial; 3 taps over 70 rows) and the period form (5 taps over 9 and 7
+# rows, 15 over 6 and 5). 9 taps here took the place of 25 (the same blocks and partial last
+# block, one reflection too; the long kernel's repeated reflection is the 15-tap case's).
+@pytest.mark.parametrize("taps,h,w,c", [(9, 18, 14, 1), (5, 9, 7, 3), (15, 6, 5, 1),
                                         (3, 70, 300, 1)])  # 300 columns: two column blocks
 def test_the_correlate_kernels_interpreted_give_the_xla_sums(taps, h, w, c):
     """Kernels longer than the image (15 taps over 5 or 6 pixels: the reflection repeats);
-    blocks past the last row or column. The height pass alone is bitwise XLA's. The forms that
+    several row blocks, blocks past the last row or column. The height pass alone is bitwise XLA's. The forms that
     store transposed or interleaved tiles are checked to float rounding: XLA on a CPU fuses
     multiply-adds into FMAs where its fusions allow, and the interpreted stores change the
     fusions (1 ulp here and there); compiled on a GPU they are bitwise (the ``gpu`` test)."""
@@ -71,8 +77,9 @@ def test_the_correlate_kernels_interpreted_give_the_xla_sums(taps, h, w, c):
     )
 
     x = images(2, h, w, c, dtype=np.float32, seed=taps) * 2.0 - 1.0
-    k_rows = gaussian_kernel1d(taps, jnp.float32(taps / 5.0))
-    k_cols = gaussian_kernel1d(taps, jnp.float32(taps / 7.0))
+    kernel1d = jax.jit(gaussian_kernel1d, static_argnums=0)  # one program, not ~11 eager ones
+    k_rows = kernel1d(taps, jnp.float32(taps / 5.0))
+    k_cols = kernel1d(taps, jnp.float32(taps / 7.0))
     want = np.asarray(jax.jit(jax.vmap(lambda v: correlate1d(v, k_rows, 0)))(x))
     got = np.asarray(jax.jit(jax.vmap(
         lambda v: correlate_rows(v.reshape(h, w * c), k_rows, interpret=True)))(x))
@@ -87,7 +94,7 @@ def test_the_correlate_kernels_interpreted_give_the_xla_sums(taps, h, w, c):
         lambda v: correlate_separable_kernel(v, k_rows, k_cols, interpret=True)))(x))
     np.testing.assert_allclose(got, want, atol=3e-7, rtol=0)
     # planes: each with its own kernels and scale, stacked as channels (elastic's field)
-    k_small = gaussian_kernel1d(3, jnp.float32(0.8))
+    k_small = kernel1d(3, jnp.float32(0.8))
     kernels = [(k_rows, k_cols), (k_small, k_rows)]
     scale = jnp.asarray([30.0 / w, -12.0 / h], jnp.float32)
     want = np.asarray(jax.jit(jax.vmap(lambda v: filters.correlate_planes(
