@@ -39,10 +39,14 @@ def _source():
 
 
 def _chain():
-    """The batch's chain: a resampling crop, a flip and a policy (uint8 out: levels compare)."""
+    """The batch's chain: a resampling crop and a flip (uint8 out: levels compare). Nothing
+    after the crop here: its TPU form (matrix products) is within one level of the CPU's, and
+    a later op amplifies that level (measured on a v5e, same pipeline: colour jitter after the
+    crop, 99.73% of values within one level, largest difference 6; RandAugment after it,
+    99.80%, largest 102, where solarize's threshold flips a pixel); each op and policy alone is
+    compared in test_parity.py."""
     return augjax.compose(augjax.ops.random_resized_crop.bind(size=64),
-                          augjax.ops.flip.bind(p=0.5),
-                          augjax.rand_augment(n=2, m=9))
+                          augjax.ops.flip.bind(p=0.5))
 
 
 def _per_record():
