@@ -24,6 +24,7 @@ from augjax._core.param import Param
 from augjax.calls import op
 from augjax._core.targets import Follow
 from augjax.catalog._mosaic_rows import fits, mosaic_rows
+from augjax.catalog._mosaic_windows import mosaic_windows
 from augjax.catalog._mosaic_tiles import inside, tile_offset, tile_source
 from augjax.catalog.erase import uniforms
 from augjax.errors import InputError
@@ -102,17 +103,18 @@ def mosaic_gather(x: jax.Array, tiles: jax.Array, center: jax.Array, oh: int, ow
     where that is outside the image or the tile is -1, ``(N, oh, ow, C)``
     (:mod:`augjax.catalog._mosaic_tiles`). On the CPU, for an
     output at least twice the input's width (YOLO's 2s canvas), whole tile rows are copied
-    sample by sample (:mod:`augjax.catalog._mosaic_rows`); elsewhere one gather of pixels.
+    sample by sample (:mod:`augjax.catalog._mosaic_rows`); on a TPU each tile is one window
+    of its image (:mod:`augjax.catalog._mosaic_windows`); elsewhere one gather of pixels.
     The values are the same."""
     n, h, w, _ = x.shape
     if n == 0:
         return jnp.zeros((0, oh, ow) + x.shape[3:], x.dtype)
     value = jnp.broadcast_to(fill.astype(x.dtype), x.shape[3:])
-    if not fits(h, w, oh, ow):
-        return _gather(x, tiles, center, oh, ow, value)
+    forms = {"tpu": lambda *a: _windows(*a, oh, ow)} if x.ndim == 4 else {}
+    if fits(h, w, oh, ow):
+        forms["cpu"] = lambda *a: _rows(*a, oh, ow)
     return platform_dependent(x, tiles, center, value,
-                              cpu=lambda *a: _rows(*a, oh, ow),
-                              default=lambda *a: _gather(*a[:3], oh, ow, a[3]))
+                              default=lambda *a: _gather(*a[:3], oh, ow, a[3]), **forms)
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(4, 5))
@@ -128,6 +130,21 @@ def _rows_jvp(oh, ow, primals, tangents):
     _, tangent = jax.jvp(lambda v, f: _gather(v, tiles, center, oh, ow, f), (x, fill),
                          (tangents[0], tangents[3]))
     return _rows(x, tiles, center, fill, oh, ow), tangent
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(4, 5))
+def _windows(x, tiles, center, fill, oh, ow):
+    """:func:`augjax.catalog._mosaic_windows.mosaic_windows`, with the pixel gather's
+    derivative (the same function)."""
+    return mosaic_windows(x, tiles, center, fill, oh=oh, ow=ow)
+
+
+@_windows.defjvp
+def _windows_jvp(oh, ow, primals, tangents):
+    x, tiles, center, fill = primals
+    _, tangent = jax.jvp(lambda v, f: _gather(v, tiles, center, oh, ow, f), (x, fill),
+                         (tangents[0], tangents[3]))
+    return _windows(x, tiles, center, fill, oh, ow), tangent
 
 
 def _gather(x: jax.Array, tiles: jax.Array, center: jax.Array, oh: int, ow: int,

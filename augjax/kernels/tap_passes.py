@@ -16,8 +16,8 @@ import jax.numpy as jnp
 from augjax.kernels.platform import platform_dependent
 from augjax.kernels.products import HIGHEST
 
-__all__ = ["canvas_pass", "canvas_product", "taps_gathered", "canvas_gathered", "taps_matrix",
-           "taps_pass", "taps_product"]
+__all__ = ["canvas_pass", "canvas_product", "taps_gathered", "canvas_gathered", "matrix_pass",
+           "taps_matrix", "taps_pass", "taps_product"]
 
 
 def taps_matrix(index: jax.Array, weight: jax.Array, n: int) -> jax.Array:
@@ -33,7 +33,13 @@ def taps_matrix(index: jax.Array, weight: jax.Array, n: int) -> jax.Array:
 def taps_product(x: jax.Array, index: jax.Array, weight: jax.Array, axis: int) -> jax.Array:
     """``out[o] = sum_k weight[o, k] * x[index[o, k]]`` along ``axis``, as one matrix product
     (float32 out)."""
-    m = taps_matrix(index, weight, x.shape[axis])
+    return matrix_pass(x, taps_matrix(index, weight, x.shape[axis]), axis)
+
+
+def matrix_pass(x: jax.Array, m: jax.Array, axis: int) -> jax.Array:
+    """``out[o] = sum_i m[o, i] * x[i]`` along ``axis``: one matrix product at
+    ``Precision.HIGHEST`` (float32 out; :func:`taps_product`'s, and any pass given its
+    ``(O, n)`` matrix, such as pixelate's block sums)."""
     out = jnp.tensordot(m, x.astype(jnp.float32), axes=((1,), (axis,)), precision=HIGHEST)
     return jnp.moveaxis(out, 0, axis)
 

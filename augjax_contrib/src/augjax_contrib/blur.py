@@ -31,6 +31,8 @@ from augjax.kernels import (
     median_filter,
     to_dtype,
 )
+from augjax.kernels.platform import platform_dependent
+from augjax.kernels.tap_passes import matrix_pass
 from augjax_contrib._common import API, coin, odd_int, odd_size
 
 __all__ = ["box_blur", "motion_blur", "median_blur", "pixelate"]
@@ -165,7 +167,8 @@ def pixelate(image, params, *, p):
     Computed as block sums (two scatter-adds: rows into row blocks, then the columns of the
     transposed sums into column blocks; exact for uint8, whose sums are whole numbers below
     2^24 in float32) spread back over the blocks by one gather and divided by each block's
-    area. Params: ``block`` (a whole number), ``applied`` (bool, ``uniform < p``).
+    area; on a TPU the sums are two matrix products (the same uint8 values; float32 sums
+    within float32 rounding of the CPU's). Params: ``block`` (a whole number), ``applied`` (bool, ``uniform < p``).
     """
     out = _block_means(image, jnp.maximum(params["block"].astype(jnp.int32), 1))
     out = to_dtype(out, image.dtype, rounding="round")
@@ -174,7 +177,41 @@ def pixelate(image, params, *, p):
 
 def _block_means_batch(x: jax.Array, b: jax.Array) -> jax.Array:
     """Each value's block mean, float32, for images ``x`` ``(N, H, W, C)`` with block sides
-    ``b`` ``(N,)`` int32 (blocks anchored at the top-left corner, partial at the edges)."""
+    ``b`` ``(N,)`` int32 (blocks anchored at the top-left corner, partial at the edges): block
+    sums by scatters; on a TPU, which scatters and gathers element by element (717 ms a B=256
+    224^2 batch on a TPU v5e), by matrix products (:func:`_block_sums_product`)."""
+    sums = platform_dependent(x, b, tpu=_block_sums_product, default=_block_sums_scattered)
+    n, h, w, c = x.shape
+
+    def extent(size):  # each index's block length (the last block may be cut)
+        start = (jnp.arange(size, dtype=jnp.int32)[None, :] // b[:, None]) * b[:, None]
+        return (jnp.minimum(start + b[:, None], size) - start).astype(jnp.float32)
+
+    return sums / (extent(h)[:, :, None, None] * extent(w)[:, None, :, None])
+
+
+def _block_sums_product(x: jax.Array, b: jax.Array) -> jax.Array:
+    """:func:`_block_sums_scattered` as two matrix passes (``augjax.kernels.tap_passes``'s, at
+    ``Precision.HIGHEST``): along each axis ``S[i, j] = [i // b == j // b]`` sums each value's
+    block and spreads the sum back over it. uint8 sums are whole numbers below 2^24: the same
+    values; float32 sums are added in another order (within float32 rounding of them)."""
+    n, h, w, c = x.shape
+
+    def spread(size):  # (N, size, size)
+        block = jnp.arange(size, dtype=jnp.int32)[None, :] // b[:, None]
+        return (block[:, :, None] == block[:, None, :]).astype(jnp.float32)
+
+    def one(image, rows, cols):
+        return matrix_pass(matrix_pass(image.reshape(h, w * c), rows, 0).reshape(h, w, c),
+                           cols, 1)
+
+    return jax.vmap(one)(x.astype(jnp.float32), spread(h), spread(w))
+
+
+def _block_sums_scattered(x: jax.Array, b: jax.Array) -> jax.Array:
+    """Each value's block sum, float32 (``x`` ``(N, H, W, C)``, ``b`` ``(N,)``): rows scattered
+    into row blocks, then the columns of the transposed sums into column blocks, and spread
+    back over the blocks by one gather."""
     n, h, w, c = x.shape
     img = jnp.arange(n, dtype=jnp.int32)[:, None]
     ids_r = (img * h + jnp.arange(h, dtype=jnp.int32)[None, :] // b[:, None]).reshape(-1)
@@ -188,13 +225,7 @@ def _block_means_batch(x: jax.Array, b: jax.Array) -> jax.Array:
            + jnp.arange(w, dtype=jnp.int32)[None, None, :, None] // bb) * h
           + jnp.arange(h, dtype=jnp.int32)[None, :, None, None] // bb) * c \
         + jnp.arange(c, dtype=jnp.int32)[None, None, None, :]
-    spread = sums.reshape(-1)[at]  # (N, H, W, C): the sum of each value's block
-
-    def extent(size):  # each index's block length (the last block may be cut)
-        start = (jnp.arange(size, dtype=jnp.int32)[None, :] // b[:, None]) * b[:, None]
-        return (jnp.minimum(start + b[:, None], size) - start).astype(jnp.float32)
-
-    return spread / (extent(h)[:, :, None, None] * extent(w)[:, None, :, None])
+    return sums.reshape(-1)[at]  # (N, H, W, C): the sum of each value's block
 
 
 @jax.custom_jvp
