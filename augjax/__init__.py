@@ -21,6 +21,7 @@ from augjax.errors import (
     AugjaxWarning,
     BackendUnavailableError,
     InputError,
+    InputKindError,
     InputRangeWarning,
     ProgramStoreWarning,
     InputTypeError,
@@ -61,6 +62,7 @@ if TYPE_CHECKING:
     from augjax.config import from_dict, from_json, to_dict, to_json
     from augjax.interop import from_albumentations, from_torchvision
     from augjax.multiview import Views, views
+    from augjax._core.kinds import Clips, Images
     from augjax.policies import (
         augmix,
         auto_augment,
@@ -83,6 +85,7 @@ _LAZY = {
     "jit": "augjax.jitting",
     "op": "augjax.calls",  # @augjax.op makes ops users call (JAX loads with it)
     **dict.fromkeys(("views", "Views"), "augjax.multiview"),
+    **dict.fromkeys(("Images", "Clips"), "augjax._core.kinds"),  # pytrees: they import JAX
     "ShardedSource": "augjax.dali._sources",
     **dict.fromkeys(("from_torchvision", "from_albumentations"), "augjax.interop"),
     **dict.fromkeys(("Chain", "Sequential", "compose", "invert", "matrices", "random_apply",
@@ -117,10 +120,13 @@ __all__ = [
     "trivial_augment_wide",
     "views",
     "Views",
+    "Images",
+    "Clips",
     "AugjaxError",
     "AugjaxWarning",
     "BackendUnavailableError",
     "InputError",
+    "InputKindError",
     "InputRangeWarning",
     "ProgramStoreWarning",
     "TorchvisionV1Warning",

@@ -10,10 +10,14 @@ A call goes down from here, by the kind of its input:
 
 - DALI dynamic-mode batches (and ``output=``): in and out through
   :func:`augjax.dali.dynamic.adapt`, the call itself on arrays;
-- clips (an array of rank 5, a layout ``"FHWC"`` / ``"FCHW"``): :mod:`augjax.clips`;
-- DALI ``DataNode`` values (a ``@pipeline_def`` being defined): :func:`augjax.dali.apply_dali`;
-- arrays: :func:`augjax._runtime.dispatch.apply_steps`, which finds (or builds) the program
-  and runs it; the program runs each step's ``draw`` and ``run``, an op's kernel there.
+- then the kind of the images (:func:`augjax._core.kinds.kind_of`: an ``augjax.Images`` /
+  ``augjax.Clips`` given, a layout that names a kind, a plain array as images; a plain array of
+  rank 5 refused) picks the front end in the one table :data:`augjax.fronts.FRONTS`: images
+  (arrays through :func:`augjax._runtime.dispatch.apply_steps`, which finds or builds the
+  program and runs it; DALI ``DataNode`` values through :func:`augjax.dali.apply_dali`), clips
+  (:mod:`augjax.clips`). The program runs each step's ``draw`` and ``run``, an op's kernel there.
+
+The images come back as the kind they came in (an ``augjax.Clips`` as an ``augjax.Clips``).
 """
 
 from __future__ import annotations
@@ -23,55 +27,49 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-# Modules, not names: a call reads ``dispatch.apply_steps`` (and the others) when it runs.
-import augjax.clips as clips
+# Modules, not names: a call reads ``fronts.FRONTS`` (and the others) when it runs.
+import augjax.fronts as fronts
 from augjax._core import spec as _spec
+from augjax._core.kinds import Kind, kind_of
 from augjax._core.step import CALL_KEYWORDS, Params, Step
 from augjax._core.targets import TARGET_KEYWORDS
 from augjax._plugins.registry import REGISTRY
 from augjax._runtime import bound as _bound
-from augjax._runtime import dispatch
+from augjax._runtime.dispatch import is_data_node
 from augjax._runtime.lowering import final_layout
 from augjax.dali import dynamic
-from augjax.errors import AugjaxError, InputError
+from augjax.errors import AugjaxError
 
 __all__ = ["BoundOp", "Op", "StepCalls", "apply_step", "call_step", "op", "sample_step"]
 
 
-def _are_clips(inputs: tuple[Any, ...], per_frame: bool, name: str,
-               layout: str = "HWC") -> bool:
-    """Whether a call's images are clips: an array of rank 5, or a layout ``"FHWC"`` /
-    ``"FCHW"`` (DALI sequences) (:mod:`augjax.clips`).
-
-    Raises:
-        InputError: ``per_frame`` given for images that are not clips.
-    """
-    images = inputs[0] if inputs else None
-    clips = layout in ("FHWC", "FCHW") or (
-        hasattr(images, "ndim") and getattr(images, "ndim", 0) == 5
-        and not type(images).__module__.startswith("nvidia.dali"))
-    if per_frame and not clips:
-        raise InputError(f"{name}: argument 'per_frame' is for clips (N, T, H, W, C), got "
-                         f"images of shape {tuple(getattr(images, 'shape', ()))}", op=name,
-                         argument="per_frame")
-    return clips
-
-
-def _out_layout(step: Step, layout: str) -> str:
+def _out_layout(step: Step, kind: Kind) -> str:
     """The layout of a call's output images (a chain may end in ``"CHW"``)."""
-    frames = layout[1:] if layout in ("FHWC", "FCHW") else layout
     try:
-        out = final_layout(step.program()[0], frames)
+        return kind.layout_of(final_layout(step.program()[0], kind.frame_layout))
     except AugjaxError:  # the call itself names what is wrong
-        return layout
-    return out if frames == layout else "F" + out
+        return kind.layout
 
 
-def _program(step: Step) -> tuple[tuple[Step, ...], int]:
-    steps, start = step.program()
-    if not steps:
-        raise InputError(f"{step.name}: the chain is empty", op=step.name)
-    return steps, start
+def _as_kind(result: Any, step: Step, kind: Kind) -> Any:
+    """A call's result with its images as the kind that came in (torchvision's rule: a
+    tv_tensor in, the same type out); DALI ``DataNode`` results stay nodes."""
+    if is_data_node(kind.array):
+        return result
+    out = type(kind)(result if not isinstance(result, (tuple, dict)) else
+                     (result[0] if isinstance(result, tuple) else result["images"]),
+                     _out_layout(step, kind))
+    if isinstance(result, tuple):
+        return (out, *result[1:])
+    if isinstance(result, dict):
+        return {**result, "images": out}
+    return out
+
+
+def _kind(step: Step, inputs: tuple[Any, ...], layout: str) -> tuple[Kind, bool, tuple]:
+    """(the kind of the images, whether the caller wrapped them, the inputs unwrapped)."""
+    kind, wrapped = kind_of(inputs[0] if inputs else None, layout, step.name)
+    return kind, wrapped, (kind.array, *inputs[1:]) if inputs else ()
 
 
 def call_step(step: Step, inputs: tuple[Any, ...], *, key: Any, seeds: Any, seed: int | None,
@@ -81,56 +79,41 @@ def call_step(step: Step, inputs: tuple[Any, ...], *, key: Any, seeds: Any, seed
     # DALI dynamic-mode batches (and output=) as the array path's arguments, and back
     adapted = dynamic.adapt(step.name, inputs, key=key, seeds=seeds, seed=seed, device=device,
                             layout=layout, output=output, targets=targets, random=step.random,
-                            out_layout=lambda: _out_layout(step, layout))
+                            out_layout=lambda: _out_layout(
+                                step, kind_of(inputs[0], layout, step.name)[0]))
     if adapted is not None:
         return adapted.finish(call_step(step, adapted.inputs, key=adapted.key, seeds=None,
                                         seed=None, device=None, layout=layout,
                                         per_frame=per_frame, targets=adapted.targets))
-    if _are_clips(inputs, per_frame, step.name, layout):
-        return clips.call_clips(step, inputs, key=key, layout=layout, per_frame=per_frame,
-                                targets=targets, seeds=seeds, seed=seed, device=device)
-    steps, start = _program(step)
-    dispatch.check_call(inputs, name=step.name, inputs_decl=step.inputs, layout=layout)
-    if dispatch.data_nodes(inputs, name=step.name, key=key):
-        from augjax.dali import apply_dali  # DALI's modules load when a DataNode comes
-
-        return apply_dali(steps, inputs, name=step.name, outputs_decl=step.outputs,
-                          seeds=seeds, seed=seed, device=device, layout=layout, start=start,
-                          targets=dict(targets))
-    return dispatch.apply_steps(steps, inputs, name=step.name, inputs_decl=step.inputs,
-                                outputs_decl=step.outputs, key=key, seeds=seeds, seed=seed,
-                                device=device, layout=layout, start=start, targets=targets)
+    kind, wrapped, inputs = _kind(step, inputs, layout)
+    result = fronts.front(kind).call(step, inputs, key=key, seeds=seeds, seed=seed,
+                                     device=device, layout=kind.layout, per_frame=per_frame,
+                                     targets=targets)
+    return _as_kind(result, step, kind) if wrapped else result
 
 
 def sample_step(step: Step, inputs: tuple[Any, ...], *, key: Any, layout: str, per_frame: bool,
                 targets: dict[str, Any]) -> Params:
     """``step.sample(*inputs, ...)`` (see :meth:`StepCalls.sample`)."""
     adapted = dynamic.adapt(step.name, inputs, layout=layout, targets=targets, output="jax")
-    inputs, targets = adapted.inputs, adapted.targets
-    if _are_clips(inputs, per_frame, step.name):
-        return clips.sample_clips(step, inputs, key=key, layout=layout, per_frame=per_frame)
-    steps, start = _program(step)
-    params = dispatch.sample_steps_on(steps, inputs, name=step.name, inputs_decl=step.inputs,
-                                      key=key, layout=layout, start=start, targets=targets)
-    return params if step.chained else params[0]
+    kind, _, inputs = _kind(step, adapted.inputs, layout)
+    return fronts.front(kind).sample(step, inputs, key=key, layout=kind.layout,
+                                     per_frame=per_frame, targets=adapted.targets)
 
 
 def apply_step(step: Step, inputs: tuple[Any, ...], *, params: Params, layout: str,
                per_frame: bool, targets: dict[str, Any]) -> Any:
     """``step.apply(*inputs, params=...)`` (see :meth:`StepCalls.apply`)."""
     adapted = dynamic.adapt(step.name, inputs, layout=layout, targets=targets,
-                            out_layout=lambda: _out_layout(step, layout))
+                            out_layout=lambda: _out_layout(
+                                step, kind_of(inputs[0], layout, step.name)[0]))
     if adapted is not None:
         return adapted.finish(apply_step(step, adapted.inputs, params=params, layout=layout,
                                          per_frame=per_frame, targets=adapted.targets))
-    if _are_clips(inputs, per_frame, step.name):
-        return clips.apply_clips(step, inputs, params=params, layout=layout,
-                                 per_frame=per_frame, targets=targets)
-    steps, _ = _program(step)
-    return dispatch.apply_with_params(steps, inputs, params if step.chained else (params,),
-                                      name=step.name, inputs_decl=step.inputs,
-                                      outputs_decl=step.outputs, layout=layout,
-                                      targets=targets, chained=step.chained)
+    kind, wrapped, inputs = _kind(step, inputs, layout)
+    result = fronts.front(kind).apply(step, inputs, params=params, layout=kind.layout,
+                                      per_frame=per_frame, targets=targets)
+    return _as_kind(result, step, kind) if wrapped else result
 
 
 class StepCalls:
@@ -144,8 +127,11 @@ class StepCalls:
 
         Args:
             *inputs: ``images`` (and ``labels`` for steps that mix labels): ``jax.Array`` /
-                NumPy batches, DALI dynamic-mode ``Batch`` objects (:mod:`augjax.dali.dynamic`),
-                or DALI ``DataNode`` values inside a ``@pipeline_def``.
+                NumPy batches of rank 4 (images), an input kind (``augjax.Images(x)``,
+                ``augjax.Clips(x)`` for clips (N, T, H, W, C); a plain array of rank 5 is
+                refused: :class:`augjax.InputKindError`), DALI dynamic-mode ``Batch`` objects
+                (:mod:`augjax.dali.dynamic`), or DALI ``DataNode`` values inside a
+                ``@pipeline_def``.
             key: arrays only: a ``jax.random.key`` (split per sample) or one key per sample;
                 required for random steps.
             seeds: DALI only: a ``DataNode`` of int32 ``(2,)`` seeds per sample to use instead
@@ -155,8 +141,8 @@ class StepCalls:
                 derived from the pipeline seed); in dynamic mode an ``ndd.random.RNG``.
             device: DALI only: ``"cpu"`` or ``"gpu"``; default: the device of ``images``.
             layout: ``"HWC"`` (default) or ``"CHW"``; ``"FHWC"`` / ``"FCHW"`` for clips
-                (DALI sequences; arrays of rank 5 are clips in any case).
-            per_frame: clips only (``(N, T, H, W, C)``): one draw per frame instead of one per
+                (DALI sequences, or a plain array of rank 5); a kind given says its own.
+            per_frame: clips only (``augjax.Clips``): one draw per frame instead of one per
                 clip (see :mod:`augjax.clips`).
             output: ``"jax"`` (jax.Arrays) or ``"dali"`` (dynamic-mode ``Batch`` objects);
                 default: the kind that came in (:mod:`augjax.dali.dynamic`).
@@ -170,8 +156,9 @@ class StepCalls:
                 ``(N, G, K, 2)``; see :mod:`augjax._runtime.targets`.
 
         Returns:
-            ``images``, or ``(images, soft_labels)`` for steps that output labels; with any
-            target, a dict ``{"images", "labels"?, "masks"?, "boxes"?, "boxes_valid"?,
+            ``images`` (as the kind that came in: an ``augjax.Clips`` for clips given so, a
+            plain array for a plain array), or ``(images, soft_labels)`` for steps that output
+            labels; with any target, a dict ``{"images", "labels"?, "masks"?, "boxes"?, "boxes_valid"?,
             "boxes_count"?, "boxes_index"?, "keypoints"?, "keypoints_valid"?}``.
         """
         return call_step(self, inputs, key=key, seeds=seeds, seed=seed, device=device,

@@ -1,7 +1,9 @@
 """Clips: every op, chain and policy on video clips ``(N, T, H, W, C)``, one draw per clip.
 
-A step called on a 5-D batch treats it as N clips of T frames::
+A step called on clips, said so (``augjax.Clips(x)``, or ``layout="FHWC"``; a plain array of
+rank 5 is refused: :mod:`augjax._core.kinds`), treats them as N clips of T frames::
 
+    clips = augjax.Clips(videos)                                  # (N, T, H, W, C)
     out = augjax.ops.rand_augment(clips, key=key)                 # one draw per clip
     out = augjax.ops.rand_augment(clips, key=key, per_frame=True) # one draw per frame
 
@@ -27,7 +29,8 @@ clip ``perm[n]``'s frame ``t``, one ``lam`` per clip; soft labels are per clip `
 Targets are per frame and follow their frame: ``masks`` ``(N, T, H, W[, K])``, ``boxes``
 ``(N, T, M, 4)``, ``keypoints`` ``(N, T, K, 2)``, ``boxes_valid`` ``(N, T, M)`` (or counts
 ``(N, T)``), ``keypoints_valid`` ``(N, T, K)``; results come back with the same ``(N, T)``
-leading axes. Layout ``"HWC"`` means frames ``(N, T, H, W, C)``, ``"CHW"`` ``(N, T, C, H, W)``.
+leading axes. Layout ``"FHWC"`` is ``(N, T, H, W, C)``, ``"FCHW"`` ``(N, T, C, H, W)``; the
+functions here take the clips' layout or their frames' (``"HWC"``, ``"CHW"``).
 DALI sequences (layout ``"FHWC"``) take the same targets as nodes whose samples lead with T;
 the call then returns a dict of nodes. The programs are kept in augjax's program store.
 """

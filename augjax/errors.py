@@ -13,6 +13,7 @@ __all__ = [
     "AugjaxWarning",
     "BackendUnavailableError",
     "InputError",
+    "InputKindError",
     "InputRangeWarning",
     "InputTypeError",
     "ProgramStoreWarning",
@@ -140,6 +141,25 @@ class InputTypeError(InputError, TypeError):
     """The data given to an op is not a ``jax.Array``, a NumPy array or a DALI ``DataNode``."""
 
     __module__ = "augjax"
+
+
+class InputKindError(InputError):
+    """A call's images whose kind (images, clips) an array cannot say: a plain array of rank 5
+    is clips ``(N, T, H, W, C)`` or 3D volumes ``(N, D, H, W, C)``, never guessed. Wrap it
+    (``augjax.Clips(x)``) or name its layout (``layout="FHWC"``).
+
+    Attributes:
+        shape: the shape of the array given.
+        kinds: the wrappers that would say it (``("augjax.Clips",)``).
+    """
+
+    __module__ = "augjax"
+
+    def __init__(self, message: str, *, op: str | None = None, argument: str | None = None,
+                 shape: tuple[int, ...] = (), kinds: tuple[str, ...] = ()) -> None:
+        super().__init__(message, op=op, argument=argument)
+        self.shape = shape
+        self.kinds = kinds
 
 
 class KeyRequiredError(AugjaxError, TypeError):

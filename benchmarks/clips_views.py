@@ -73,8 +73,8 @@ def clips_rows(args, rows):
 
     n, t, s = args.clips, args.frames, args.size
     rng = np.random.default_rng(0)
-    clips = jax.device_put(rng.integers(0, 256, (n, t, s, s, 3), dtype=np.uint8))
-    images = clips.reshape(n * t, s, s, 3)
+    clips = augjax.Clips(jax.device_put(rng.integers(0, 256, (n, t, s, s, 3), dtype=np.uint8)))
+    images = clips.array.reshape(n * t, s, s, 3)
     ra = augjax.rand_augment(n=2, m=9)
     key = jax.random.key(0)
     it, reps = args.iters, args.reps

@@ -168,7 +168,8 @@ def clips_ra(profile: Profile) -> dict:
     import augjax
 
     ra = augjax.rand_augment(n=2, m=9)
-    clips = np.random.default_rng(0).integers(0, 256, (4, 5, 64, 64, 3), dtype=np.uint8)
+    clips = augjax.Clips(np.random.default_rng(0).integers(0, 256, (4, 5, 64, 64, 3),
+                                                           dtype=np.uint8))
     return _timed(lambda: ra(clips, key=jax.random.key(0)), profile)
 
 

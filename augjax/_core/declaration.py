@@ -34,7 +34,10 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _LEVELS = ("sample", "batch")
 _IO = (("images",), ("images", "labels"))
 DTYPES = ("uint8", "float32")
-LAYOUTS = ("HWC", "CHW")
+#: One image's layouts (a batch leads with N): channels last (the default), channels first.
+LAYOUTS = (HWC, CHW) = ("HWC", "CHW")
+#: One clip's layouts, frames first (DALI's sequences; a batch leads with N).
+CLIP_LAYOUTS = (FHWC, FCHW) = ("F" + HWC, "F" + CHW)
 #: What a sampler may ask to see (``sample_targets=``).
 SAMPLE_TARGETS = ("boxes", "masks")
 

@@ -113,7 +113,7 @@ def run_show_clip(name: str, *, frames: int = 4, image: str | Path | None = None
     key = jax.random.key(seed)
     rows = [GridRow("clip", [f"{frames} frames"], list(clip[0]))]
     for title, per_frame in (("one draw per clip", False), ("per_frame=True", True)):
-        result = np.asarray(op(clip, key=key, per_frame=per_frame))
+        result = np.asarray(op(augjax.Clips(clip), key=key, per_frame=per_frame))
         shown, _ = display_batch(result[0], spec.layout_after("HWC", op.kwargs))
         rows.append(GridRow(title, [], list(shown)))
     header = f"{spec.name} on a clip; key {seed}"

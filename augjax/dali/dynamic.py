@@ -16,8 +16,10 @@ batches where it takes arrays, with no ``jax_function`` callback in between::
 DALI's buffer is contiguous and aligned (what DALI's operators allocate); a batch of images
 of different sizes goes as a list of per-image arrays, through the same windowed reads as a
 list given to an op on arrays (``docs/guide/ragged.md``). Labels, targets and ``seeds`` may be
-batches too. Samples of rank 3 are images (``layout`` ``"HWC"``/``"CHW"``), of rank 4 clips
-(``"FHWC"``/``"FCHW"``, one draw per clip). A GPU batch needs JAX's GPU backend.
+batches too. Samples of rank 3 are images (``layout`` ``"HWC"``/``"CHW"``); samples of rank 4
+are clips when DALI tags the batch ``"FHWC"``/``"FCHW"`` or the call says ``layout="FHWC"``
+(one draw per clip; an untagged rank-4 batch is not guessed: :mod:`augjax._core.kinds`). A GPU
+batch needs JAX's GPU backend.
 
 **Out.** What came in: an ``ndd.Batch`` (tagged with the output's layout), or jax.Arrays with
 ``output="jax"``; ``output="dali"`` gives batches for array inputs too.
@@ -40,6 +42,8 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
+from augjax._core.declaration import CLIP_LAYOUTS
+from augjax._core.kinds import Clips, Kind
 from augjax._runtime.keys import SEED_HIGH, keys_from_seeds
 from augjax.errors import InputError, KeyRequiredError
 
@@ -221,7 +225,8 @@ def adapt(name: str, inputs: tuple[Any, ...], *, key: Any = None, seeds: Any = N
                          f"in a DALI pipeline a call gives DataNodes", op=name,
                          argument="output")
     if not dynamic:
-        return Adapted(inputs, key, targets, _finisher(output == "dali", out_layout, layout))
+        return Adapted(inputs, key, targets,
+                       _finisher(output == "dali", out_layout, layout, plain=False))
     given = [k for k, v in (("key", key), ("seeds", seeds), ("seed", seed)) if v is not None]
     if len(given) > 1:
         raise InputError(f"{name}: arguments {' and '.join(repr(g) for g in given)} both give "
@@ -251,7 +256,13 @@ def adapt(name: str, inputs: tuple[Any, ...], *, key: Any = None, seeds: Any = N
         raise KeyRequiredError(
             f"{name}: a random op on DALI dynamic-mode batches needs key=jax.random.key(...), "
             f"seeds= (int32 (2,) seeds per sample) or seed= (an ndd.random.RNG); got none")
-    return Adapted(converted, key, targets, _finisher(output != "jax", out_layout, layout))
+    # A batch DALI tags as sequences is clips: said by the tag, not guessed from the rank.
+    tagged = inputs[0].layout if inputs and is_dynamic(inputs[0]) and _is_batch(inputs[0]) \
+        else None
+    if tagged in CLIP_LAYOUTS and isinstance(first, jax.Array):
+        converted = (Clips.of(first, tagged), *converted[1:])
+    return Adapted(converted, key, targets,
+                   _finisher(output != "jax", out_layout, layout, plain=True))
 
 
 def _check_layout(images: Any, layout: str, name: str) -> None:
@@ -319,26 +330,41 @@ def _draw_seeds(rng: Any, n: int, name: str) -> Any:
                               device="cpu", rng=rng)
 
 
-def _finisher(back: bool, out_layout: Any, layout: str) -> Callable[[Any], Any]:
+def _plain(result: Any) -> Any:
+    """A call's result with its images as arrays (an input kind unwrapped)."""
+    if isinstance(result, tuple):
+        return tuple(_plain(x) for x in result)
+    if isinstance(result, dict):
+        return {k: _plain(v) for k, v in result.items()}
+    return result.array if isinstance(result, Kind) else result
+
+
+def _finisher(back: bool, out_layout: Any, layout: str, plain: bool) -> Callable[[Any], Any]:
     """What turns a call's result (images, ``(images, labels)``, a dict of images and targets,
-    or views' dict of groups) into batches (``back``) or leaves it as it is."""
+    or views' dict of groups) into batches (``back``), or leaves it as it is (``plain``: the
+    images as arrays, when the kind came from DALI's layout tag, not from the caller)."""
     if not back:
-        return lambda result: result
+        return _plain if plain else (lambda result: result)
 
     def finish(result: Any) -> Any:
         final = (out_layout() if callable(out_layout) else out_layout) or layout
-        frames = final[1:] if final in ("FHWC", "FCHW") else final
+        frames = final[1:] if final in CLIP_LAYOUTS else final
 
         def image_layout(x: Any) -> str | None:
+            if isinstance(x, Kind):
+                return x.layout
             return {4: frames, 5: "F" + frames}.get(getattr(x, "ndim", 0))
 
+        def batch(x: Any, layout: str | None) -> Any:
+            return as_batch(x.array if isinstance(x, Kind) else x, layout)
+
         if isinstance(result, tuple):
-            return tuple(as_batch(x, image_layout(x) if i == 0 else None)
+            return tuple(batch(x, image_layout(x) if i == 0 else None)
                          for i, x in enumerate(result))
         if isinstance(result, dict):
             views = "images" not in result
-            return {k: as_batch(v, image_layout(v) if views or k == "images" else None)
+            return {k: batch(v, image_layout(v) if views or k == "images" else None)
                     for k, v in result.items()}
-        return as_batch(result, image_layout(result))
+        return batch(result, image_layout(result))
 
     return finish

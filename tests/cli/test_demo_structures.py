@@ -99,8 +99,9 @@ def test_clips_picture_one_draw_per_clip_and_per_frame(demo):
             assert _pan_shift(clip[t], clip[t + 1]) > 0
     step, _ = clip_step(rec["ops"], SIZE)
     keys = augjax.keys_from_seeds(np.asarray(rec["seeds"], np.int32))
-    np.testing.assert_array_equal(per_clip, np.asarray(step(clips, key=keys)))
-    np.testing.assert_array_equal(per_frame, np.asarray(step(clips, key=keys, per_frame=True)))
+    np.testing.assert_array_equal(per_clip, np.asarray(step(augjax.Clips(clips), key=keys)))
+    np.testing.assert_array_equal(per_frame, np.asarray(step(augjax.Clips(clips), key=keys,
+                                                             per_frame=True)))
     for t in range(FRAMES):
         # one draw per clip: frame t is the image call on the frames t with the clips' keys
         np.testing.assert_array_equal(per_clip[:, t], np.asarray(step(clips[:, t], key=keys)))

@@ -51,8 +51,8 @@ STEPS = {
 def test_identical_frames_give_the_image_output(step, frames):
     """A clip of T identical frames gives T identical frames, each the image call's output
     with the same key (so the same params)."""
-    clip = jnp.stack([frames] * T, axis=1)
-    out = step(clip, key=KEY)
+    clip = augjax.Clips(jnp.stack([frames] * T, axis=1))
+    out = step(clip, key=KEY).array
     image = step(frames, key=KEY)
     assert out.shape == (N, T, *image.shape[1:])
     for t in range(T):
@@ -65,7 +65,7 @@ def test_identical_frames_give_the_image_output(step, frames):
 
 @pytest.mark.parametrize("step", [STEPS["chain"], STEPS["rand_augment"]], ids=["chain", "ra"])
 def test_distinct_frames_share_the_clip_params(step, clips):
-    out = step(clips, key=KEY)
+    out = step(augjax.Clips(clips), key=KEY).array
     params = step.sample(clips[:, 0], key=KEY)
     for t in range(T):
         _eq(out[:, t], step.apply(clips[:, t], params=params))
@@ -74,8 +74,8 @@ def test_distinct_frames_share_the_clip_params(step, clips):
 @pytest.mark.slow
 def test_per_frame_draws_differ_and_replay(frames):
     step = CHAIN
-    clip = jnp.stack([frames] * T, axis=1)
-    out = step(clip, key=KEY, per_frame=True)
+    clip = augjax.Clips(jnp.stack([frames] * T, axis=1))
+    out = step(clip, key=KEY, per_frame=True).array
     for t in range(1, T):
         assert not np.array_equal(np.asarray(out[:, t]), np.asarray(out[:, 0]))
     params = step.sample(clip, key=KEY, per_frame=True)
@@ -91,8 +91,8 @@ def test_per_frame_draws_differ_and_replay(frames):
 @pytest.mark.slow
 def test_per_frame_policy(clips):
     ra = STEPS["rand_augment"]
-    out = ra(clips, key=KEY, per_frame=True)
-    params = ra.sample(clips, key=KEY, per_frame=True)
+    out = ra(augjax.Clips(clips), key=KEY, per_frame=True).array
+    params = ra.sample(augjax.Clips(clips), key=KEY, per_frame=True)
     assert np.asarray(params["op"]).shape[:2] == (T, N)
     assert not np.array_equal(np.asarray(params["op"][0]), np.asarray(params["op"][1]))
     for t in range(T):
@@ -105,13 +105,14 @@ def test_per_frame_policy(clips):
 def test_mixing_mixes_whole_clips(name, clips):
     op = getattr(ops, name).bind(alpha=1.0, num_classes=5)
     labels = jnp.array([0, 3, 4])
-    out, soft = op(clips, labels, key=KEY)
+    out, soft = op(augjax.Clips(clips), labels, key=KEY)
+    out = out.array
     assert out.shape == clips.shape and soft.shape == (N, 5)
     for t in range(T):  # frame t of the clips mixed as a batch of images with the same key
         ref, ref_soft = op(clips[:, t], labels, key=KEY)
         _eq(out[:, t], ref)
         _eq(soft, ref_soft)
-    pf, pf_soft = op(clips, labels, key=KEY, per_frame=True)
+    pf, pf_soft = op(augjax.Clips(clips), labels, key=KEY, per_frame=True)
     assert pf_soft.shape == (N, T, 5)
 
 
@@ -123,7 +124,8 @@ def test_targets_follow_per_frame(clips):
     boxes = jnp.asarray(np.concatenate([top_left, top_left + 4], -1), jnp.float32)
     masks = jnp.asarray(rng.integers(0, 3, (N, T, H, W)), jnp.uint8)
     points = jnp.asarray(rng.uniform(0, 15, (N, T, 5, 2)), jnp.float32)
-    out = step(clips, key=KEY, boxes=boxes, masks=masks, keypoints=points)
+    out = step(augjax.Clips(clips), key=KEY, boxes=boxes, masks=masks, keypoints=points)
+    out["images"] = out["images"].array
     assert out["boxes"].shape == (N, T, 2, 4) and out["masks"].shape == (N, T, H, W)
     assert out["keypoints"].shape == (N, T, 5, 2)
     for t in range(T):
@@ -131,7 +133,7 @@ def test_targets_follow_per_frame(clips):
                    keypoints=points[:, t])
         for k in ref:
             _eq(out[k][:, t], ref[k])
-    pf = step(clips, key=KEY, boxes=boxes, per_frame=True)
+    pf = step(augjax.Clips(clips), key=KEY, boxes=boxes, per_frame=True)
     assert pf["boxes"].shape == (N, T, 2, 4)
 
 
@@ -139,9 +141,9 @@ def test_errors(frames, clips):
     with pytest.raises(augjax.InputError, match="per_frame"):
         ops.flip(frames, key=KEY, p=0.5, per_frame=True)
     with pytest.raises(augjax.InputError, match=r"leading axes \(N, T\)"):
-        ops.flip(clips, key=KEY, p=0.5, boxes=jnp.zeros((N, 2, 4)))
+        ops.flip(augjax.Clips(clips), key=KEY, p=0.5, boxes=jnp.zeros((N, 2, 4)))
     with pytest.raises(augjax.KeyRequiredError):
-        ops.flip(clips, p=0.5)
+        ops.flip(augjax.Clips(clips), p=0.5)
 
 
 #: What tests/catalog/test_all_ops.py gives the kit instead of its example parameters.
@@ -163,7 +165,7 @@ def test_every_sample_op_on_clips(name):
     keys = jax.random.split(jax.random.key(1), len(x))
     with no_padding():  # as the kit calls: each batch size its own program
         image = op(x, key=keys, layout="HWC")
-        out = op(jnp.stack([x] * 2, axis=1), key=keys, layout="HWC")
+        out = op(augjax.Clips(jnp.stack([x] * 2, axis=1)), key=keys, layout="HWC").array
     _eq(out[:, 0], image)
     _eq(out[:, 1], image)
 
@@ -181,7 +183,7 @@ def test_fused_program_equals_two_programs(per_frame, clips):
                             "uint8")
     boxes = jnp.tile(jnp.asarray([[[1.0, 2.0, 9.0, 11.0]]]), (N, T, 1, 1))
     fused = program(clips, None, KEY, boxes)
-    two = step(clips, key=KEY, per_frame=per_frame, boxes=boxes)
+    two = step(augjax.Clips(clips), key=KEY, per_frame=per_frame, boxes=boxes)
     for k in two:
         d = np.abs(np.asarray(fused[k], np.float64) - np.asarray(two[k], np.float64))
         assert d.max() <= 1, k
@@ -194,13 +196,13 @@ def test_committed_and_uncommitted_clips_share_the_programs(clips):
     ``sample`` / ``apply`` on clips run the call's programs."""
     step = augjax.compose(ops.flip.bind(p=0.5), ops.brightness.bind(factor=(0.5, 1.5)))
     keys = jax.random.split(KEY, N)
-    loose = step(clips, key=keys)
+    loose = step(augjax.Clips(clips), key=keys)
     device = jax.devices()[0]
-    pinned = (jax.device_put(clips, device), jax.device_put(keys, device))
+    pinned = (augjax.Clips(jax.device_put(clips, device)), jax.device_put(keys, device))
     assert compiles(lambda: jax.block_until_ready(step(pinned[0], key=pinned[1]))) == 0
     _eq(step(pinned[0], key=pinned[1]), loose)
     # sample and apply run the call's two programs (they commit their inputs as the call does)
     params = []
-    assert compiles(lambda: params.append(jax.block_until_ready(step.sample(clips, key=keys)))
-                    ) == 0
-    assert compiles(lambda: _eq(step.apply(clips, params=params[0]), loose)) == 0
+    assert compiles(lambda: params.append(jax.block_until_ready(
+        step.sample(augjax.Clips(clips), key=keys)))) == 0
+    assert compiles(lambda: _eq(step.apply(augjax.Clips(clips), params=params[0]), loose)) == 0

@@ -42,7 +42,7 @@ def test_dali_sequences_equal_arrays(per_frame):
         out, seeds = p.run()
         assert out.layout() == "FHWC"
         out, seeds = np.array(out.as_tensor()), np.array(seeds.as_tensor())
-        ref = ra(batch, key=augjax.keys_from_seeds(seeds), per_frame=per_frame)
+        ref = ra(augjax.Clips(batch), key=augjax.keys_from_seeds(seeds), per_frame=per_frame)
         np.testing.assert_array_equal(out, np.asarray(ref))
     if not per_frame:  # one draw per clip: identical frames stay identical
         same = np.repeat(batch[:, :1], T, axis=1)
@@ -58,7 +58,7 @@ def test_dali_sequences_mixup_whole_clips():
     mix = ops.mixup.bind(alpha=1.0, num_classes=4)
     p = _pipe(batch, lambda s, seeds, lab: mix(s, lab, seeds=seeds, layout="FHWC"), labels)
     out, soft, seeds = (np.array(o.as_tensor()) for o in p.run())
-    ref, ref_soft = mix(batch, labels, key=augjax.keys_from_seeds(seeds))
+    ref, ref_soft = mix(augjax.Clips(batch), labels, key=augjax.keys_from_seeds(seeds))
     np.testing.assert_array_equal(out, np.asarray(ref))
     np.testing.assert_allclose(soft, np.asarray(ref_soft))
 
@@ -104,8 +104,8 @@ def test_dali_sequences_with_targets_equal_arrays(per_frame):
                                        for a in (batch, boxes, masks, points))
     seeds, outs = _targets_pipe(batch, step, per_frame, boxes=boxes, masks=masks,
                                 keypoints=points)
-    ref = step(batch, key=augjax.keys_from_seeds(seeds), per_frame=per_frame, boxes=boxes,
-               masks=masks, keypoints=points)
+    ref = step(augjax.Clips(batch), key=augjax.keys_from_seeds(seeds), per_frame=per_frame,
+               boxes=boxes, masks=masks, keypoints=points)
     assert len(outs) == len(ref) == 6  # images, masks, boxes, keypoints and their validity
     for k, got in zip(sorted(ref), outs):
         np.testing.assert_array_equal(got, np.asarray(ref[k]), err_msg=k)
@@ -128,7 +128,8 @@ def test_dali_sequences_with_masks_alone_equal_arrays(per_frame, channel):
     batch = rng.integers(0, 256, (N, T, H, W, 3), dtype=np.uint8)
     masks = rng.integers(0, 3, (N, T, H, W, 1)[:5 if channel else 4], dtype=np.uint8)
     seeds, outs = _targets_pipe(batch, step, per_frame, masks=masks)
-    ref = step(batch, key=augjax.keys_from_seeds(seeds), per_frame=per_frame, masks=masks)
+    ref = step(augjax.Clips(batch), key=augjax.keys_from_seeds(seeds), per_frame=per_frame,
+               masks=masks)
     assert sorted(ref) == ["images", "masks"] and len(outs) == 2
     for k, got in zip(sorted(ref), outs):
         np.testing.assert_array_equal(got, np.asarray(ref[k]), err_msg=k)

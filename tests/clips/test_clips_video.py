@@ -54,7 +54,8 @@ def test_video_reader_sequences_equal_arrays(tmp_path, per_frame):
     assert video.shape == (N, T, H, W, 3)
     assert not np.array_equal(video[:, 0], video[:, 1])  # real frames, moving
     keys = augjax.keys_from_seeds(seeds)
-    np.testing.assert_array_equal(out, np.asarray(ra(video, key=keys, per_frame=per_frame)))
+    np.testing.assert_array_equal(out, np.asarray(ra(augjax.Clips(video), key=keys,
+                                                           per_frame=per_frame)))
     if not per_frame:  # one draw per clip: frame t is the image call on frames t, clip keys
         for t in range(T):
             np.testing.assert_array_equal(out[:, t], np.asarray(ra(video[:, t], key=keys)))

@@ -3,8 +3,8 @@
 Every import in ``augjax/`` is read with ``ast``, deferred ones (inside functions, under
 ``TYPE_CHECKING``) included. Layers, low to high::
 
-    errors < _core < kernels < _plugins < _runtime < dali < clips < calls < catalog < chain
-           < policies < testing < _demo < cli
+    errors < _core < kernels < _plugins < _runtime < dali < clips < fronts < calls < catalog
+           < chain < policies < testing < _demo < cli
 
 (``data``, ``ops``, ``config``, ``interop``, ``grain`` and the package's ``__init__`` are
 placed in :data:`LAYER` with the reason). An import from a layer to a higher one is *upward*;
@@ -49,6 +49,7 @@ LAYER = {
     "jitting": 4.5,   # augjax.jit: jax.jit with augjax's options (kernels' boundaries)
     "dali": 4.6,      # the DALI bridge: a step as one jax_function operator (runtime below it)
     "clips": 4.7,     # (N, T, H, W, C) clips and DALI sequences through any step
+    "fronts": 4.75,   # the front ends by input kind (images, clips): one table calls reads
     "calls": 4.8,     # the public calls: ops and steps as users call them, dispatching down
     "catalog": 5,
     "chain": 6,

@@ -161,7 +161,8 @@ def test_a_policy_runs_by_its_members(kind):
 #: composites' element machinery and configs (``to_dict`` writes a step through ``kind`` and
 #: ``to_config``). ``_runtime/bound.py`` is the op's own implementation.
 RUNNERS = sorted({*(PACKAGE / "_runtime").glob("*.py"), *(PACKAGE / "dali").glob("*.py"),
-                  PACKAGE / "calls.py", PACKAGE / "clips.py", PACKAGE / "multiview.py",
+                  PACKAGE / "calls.py", PACKAGE / "fronts.py", PACKAGE / "clips.py",
+                  PACKAGE / "multiview.py",
                   PACKAGE / "grain.py", *(PACKAGE / "chain" / n for n in (
                       "_element.py", "_containers.py", "_random.py", "_composite.py",
                       "_invert.py", "_config.py"))} - {PACKAGE / "_runtime" / "bound.py"})

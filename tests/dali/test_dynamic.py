@@ -152,7 +152,7 @@ def test_views_and_clips():
     clips = _pixels(2, (2, 2, H, W, 3))
     out = FLIP(ndd.as_batch(clips, layout="FHWC"), key=KEY, layout="FHWC")
     assert out.layout == "FHWC"
-    np.testing.assert_array_equal(_host(out), np.asarray(FLIP(clips, key=KEY)))
+    np.testing.assert_array_equal(_host(out), np.asarray(FLIP(augjax.Clips(clips), key=KEY)))
 
 
 def test_errors_are_typed():

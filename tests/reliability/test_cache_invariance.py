@@ -61,7 +61,7 @@ rotate = ops.rotate.bind(degrees=30)
 sampled = rotate.sample(x, key=key)
 out["sampled"] = jax.tree_util.tree_leaves(sampled)[0]
 out["sample_apply"] = rotate.apply(x, params=sampled)
-clips = rng.integers(0, 256, (4, 3, 24, 24, 3), dtype=np.uint8)
+clips = augjax.Clips(rng.integers(0, 256, (4, 3, 24, 24, 3), dtype=np.uint8))
 crop_flip = augjax.compose(ops.random_resized_crop.bind(size=16), ops.flip.bind(p=0.5))
 out["clips"] = crop_flip(clips, key=key)
 out["clips_apply"] = crop_flip.apply(clips, params=crop_flip.sample(clips, key=key))

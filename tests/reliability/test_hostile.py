@@ -260,7 +260,7 @@ def test_wrong_rank_dtype_channels_and_layout_are_input_errors(name):
         return spec(*_args(spec, images, n=2), **_key_kw(spec), **params, **kw)
 
     _expect(InputError, [name, "'images'", "rank 4", "rank 3"], run, x[0])
-    # rank 5 is a batch of clips (augjax.clips); one more axis is an error
+    # a plain rank 5 is refused as clips or volumes (tests/clips/test_kinds.py); rank 6 too
     _expect(InputError, [name, "'images'", "rank 4", "rank 6"], run, x[None, None])
     for bad in (np.int16, np.int32, np.float16, np.bool_):
         _expect(InputError, [name, "'images'", "dtype", np.dtype(bad).name], run, x.astype(bad))

@@ -48,8 +48,9 @@ def _views_call(x):
 
 
 def _clips_call(x):
-    clips = np.stack([x, x], axis=1)  # (N, 2, H, W, C)
-    return augjax.compose(ops.flip.bind(p=1.0), ops.invert)(clips, key=jax.random.key(0))[:, 1]
+    clips = augjax.Clips(np.stack([x, x], axis=1))  # (N, 2, H, W, C)
+    return augjax.compose(ops.flip.bind(p=1.0), ops.invert)(clips,
+                                                            key=jax.random.key(0)).array[:, 1]
 
 
 @pytest.mark.parametrize("call, shape", [(_chain_call, (3, 7, 5, 3)),

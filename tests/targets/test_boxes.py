@@ -360,7 +360,7 @@ def test_dali_ragged_images_take_grouped_keypoints_and_refuse_other_box_formats(
 def test_clips_take_box_formats_and_sanitize():
     """Per-frame boxes of clips (N, T, M, 4) in XYWH, with a dict sanitize, equal the batch
     call frame by frame (a flip that always flips)."""
-    x = np.stack([_images(15)] * 2, axis=1)  # (N, T, H, W, C)
+    x = augjax.Clips(np.stack([_images(15)] * 2, axis=1))  # (N, T, H, W, C)
     b = augjax.convert_boxes(np.stack([_boxes(15, small=True), _boxes(16, small=True)], 1),
                              "xyxy", "xywh")
     op = ops.flip.bind(p=1.0)
@@ -368,7 +368,7 @@ def test_clips_take_box_formats_and_sanitize():
     out = op(x, key=jax.random.key(0), boxes=b, boxes_format="xywh", sanitize=rule)
     assert out["boxes_count"].shape == (N, 2) and out["boxes_index"].shape == b.shape[:3]
     for t in range(2):
-        ref = op(x[:, t], key=jax.random.key(0), boxes=b[:, t], boxes_format="xywh",
+        ref = op(x.array[:, t], key=jax.random.key(0), boxes=b[:, t], boxes_format="xywh",
                  sanitize=rule)
         for name in ("boxes", "boxes_valid", "boxes_count", "boxes_index"):
             np.testing.assert_array_equal(np.asarray(out[name][:, t]), np.asarray(ref[name]))

@@ -398,13 +398,13 @@ def test_iou_crop_reads_pixel_xyxy_in_any_format_and_refuses_rotated_boxes():
 def test_clips_take_rotated_boxes():
     """Per-frame rotated boxes of clips (N, T, M, 5) equal the batch call frame by frame (a
     flip that always flips)."""
-    x = np.stack([_images(15)] * 2, axis=1)  # (N, T, H, W, C)
+    x = augjax.Clips(np.stack([_images(15)] * 2, axis=1))  # (N, T, H, W, C)
     b = np.stack([_boxes(15), _boxes(16)], 1)
     op = ops.flip.bind(p=1.0)
     out = op(x, key=jax.random.key(0), boxes=b, boxes_format="cxcywhr")
     assert out["boxes"].shape == b.shape and out["boxes_valid"].shape == b.shape[:3]
     for t in range(2):
-        ref = op(x[:, t], key=jax.random.key(0), boxes=b[:, t], boxes_format="cxcywhr")
+        ref = op(x.array[:, t], key=jax.random.key(0), boxes=b[:, t], boxes_format="cxcywhr")
         for name in ("boxes", "boxes_valid"):
             np.testing.assert_array_equal(np.asarray(out[name][:, t]), np.asarray(ref[name]))
 

@@ -39,7 +39,7 @@ views = augjax.views({
 clip_step = augjax.compose(flip, scale)
 rng = np.random.default_rng(0)
 images = rng.integers(0, 256, (3, 12, 12, 3), dtype=np.uint8)
-clips = rng.integers(0, 256, (2, 3, 12, 12, 3), dtype=np.uint8)
+clips = augjax.Clips(rng.integers(0, 256, (2, 3, 12, 12, 3), dtype=np.uint8))
 corner = rng.uniform(0, 6, (2, 3, 2, 2)).astype(np.float32)
 boxes = np.concatenate([corner, corner + 4], -1)
 key = jax.random.key(5)

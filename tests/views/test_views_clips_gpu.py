@@ -49,10 +49,10 @@ def test_gpu_clips_equal_images():
                        jax.devices("gpu")[0])
     key = jax.random.key(0)
     for step in (augjax.rand_augment(n=2, m=9), ops.flip.bind(p=0.5)):
-        out = step(x, key=key)
+        out = step(augjax.Clips(x), key=key).array
         params = step.sample(x[:, 0], key=key)
         for t in range(x.shape[1]):
             np.testing.assert_array_equal(np.asarray(out[:, t]),
                                           np.asarray(step.apply(x[:, t], params=params)))
-        pf = step(x, key=key, per_frame=True)
+        pf = step(augjax.Clips(x), key=key, per_frame=True)
         assert pf.shape == x.shape
