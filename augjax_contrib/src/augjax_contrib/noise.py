@@ -23,6 +23,8 @@ from jax.custom_batching import custom_vmap
 
 from augjax import Param, op
 from augjax.kernels import bound, broadcast_unbatched, is_int, to_dtype
+from augjax.kernels.level_products import rows_product
+from augjax.kernels.platform import platform_dependent
 from augjax_contrib._common import API, normal, uniform
 
 __all__ = ["gaussian_noise", "shot_noise", "salt_and_pepper"]
@@ -199,10 +201,80 @@ def _search_rows(u, levels, cdf, total):
 
 def _quantile_levels(u, levels, lam_levels):
     """:func:`poisson_quantile_levels` for ``N`` images at once: ``u``, ``levels``
-    ``(N, H, W, C)``, ``lam_levels`` ``(N, L)``."""
-    images = levels.shape[0]
-    if images == 0:  # an empty batch: no counts (the flat indexing needs an image)
+    ``(N, H, W, C)``, ``lam_levels`` ``(N, L)``: the tables' rows gathered per value; on a
+    TPU, which gathers element by element (and ran out of its 16 GB on B=256 224^2 batches),
+    read by matrix products (:func:`_quantile_levels_product`)."""
+    if levels.shape[0] == 0:  # an empty batch: no counts (the flat indexing needs an image)
         return jnp.zeros(levels.shape, jnp.float32)
+    if lam_levels.shape[1] > 256:
+        return _quantile_levels_gathered(u, levels, lam_levels)
+    return platform_dependent(u, levels, lam_levels, tpu=_quantile_levels_product,
+                              default=_quantile_levels_gathered)
+
+
+#: Bytes of table rows one step of :func:`_quantile_levels_product`'s loop reads out.
+PRODUCT_CHUNK_BYTES = 2**26
+
+
+def _quantile_levels_product(u, levels, lam_levels):
+    """:func:`_quantile_levels_gathered`'s counts, the same: the same tables
+    (:func:`_cdf_rows`), each value's row read by a product with the one-hot of its level
+    (:func:`augjax.kernels.level_products.rows_product`, exact), and its count the number of
+    the row's entries below ``u * total`` (what the binary search finds in the sorted row).
+    A loop over images and chunks of values bounds the rows in memory
+    (:data:`PRODUCT_CHUNK_BYTES`); values are kept as flat ``(N, H W C)`` rows."""
+    n_img = levels.shape[0]
+    q = levels.reshape(n_img, -1).astype(jnp.int32)
+    uf = u.reshape(n_img, -1).astype(jnp.float32)
+    k0, terms = _poisson_window(lam_levels)
+    p0 = _poisson_p0(lam_levels, k0)
+    n = jnp.max(terms, axis=1)
+
+    def read(tables, fn):
+        """``fn(rows, u)`` for every value, ``rows`` its level's row of ``tables``
+        ``(N, L, K)``, in chunks of values per image."""
+        k = tables.shape[-1]
+        tables = jnp.pad(tables, ((0, 0), (0, 256 - tables.shape[1]), (0, 0)))
+        p = q.shape[1]
+        chunk = min(p, max(128, PRODUCT_CHUNK_BYTES // (12 * k) // 128 * 128))
+        pad = -p % chunk
+        qc = jnp.pad(q, ((0, 0), (0, pad))).reshape(n_img, -1, chunk)
+        uc = jnp.pad(uf, ((0, 0), (0, pad))).reshape(n_img, -1, chunk)
+
+        def image(args):
+            qi, ui, table = args
+            return jax.lax.map(lambda a: fn(rows_product(a[0], table), a[1]), (qi, ui))
+
+        out = jax.lax.map(image, (qc, uc, tables))
+        return out.reshape(n_img, -1)[:, :p].reshape(levels.shape)
+
+    def from_table(width):
+        def run():
+            total, cdf = _cdf_rows(lam_levels, k0, p0, n, width)
+            cdf = jnp.where(jnp.isinf(cdf), 2.0, cdf)  # finite for the product; above any u * total
+
+            def count(rows, ui):
+                target = ui * rows[:, width]
+                below = jnp.sum((rows[:, :width] < target[:, None]).astype(jnp.int32), axis=1)
+                return rows[:, width + 1] + below.astype(jnp.float32)
+
+            return read(jnp.concatenate([cdf, total[..., None], k0[..., None]], -1), count)
+        return run
+
+    def per_value():
+        def loop(rows, ui):
+            return _poisson_quantile_loop(ui, rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3])
+
+        nn = jnp.broadcast_to(n[:, None], lam_levels.shape)
+        return read(jnp.stack([lam_levels, k0, p0, nn], -1), loop)
+
+    index = sum((jnp.max(n) >= w).astype(jnp.int32) for w in TABLE_WIDTHS)
+    return jax.lax.switch(index, [from_table(w) for w in TABLE_WIDTHS] + [per_value])
+
+
+def _quantile_levels_gathered(u, levels, lam_levels):
+    """:func:`_quantile_levels` on a CPU or GPU."""
+    images = levels.shape[0]
     levels = levels.astype(jnp.int32)
     k0, terms = _poisson_window(lam_levels)
     p0 = _poisson_p0(lam_levels, k0)
