@@ -334,7 +334,7 @@ def liftable(spec: Any, params: tuple[tuple[str, Any], ...]) -> frozenset[str]:
     float or int value, or a range of two, of a numeric parameter whose every use in the op's
     code (sampler, kernel, matrix, output size and layout) takes a traced value, as
     :func:`_takes_traced` found once per op, parameter, the value's kind and the other
-    parameters. The rest (sizes, choices, switches, values the code branches on or computes
+    parameters (or a process before, :mod:`augjax._runtime.lift_store`). The rest (sizes, choices, switches, values the code branches on or computes
     with in Python) stay in the program's key."""
     out = []
     for name, value in params:
@@ -346,9 +346,12 @@ def liftable(spec: Any, params: tuple[tuple[str, Any], ...]) -> frozenset[str]:
         key = (spec, name, kind, tuple((k, _structure(v)) for k, v in params if k != name))
         known = _LIFTABLE.get(key)
         if known is None:
+            from augjax._runtime.lift_store import decided
+
             if len(_LIFTABLE) >= _BOUND_MAX:
                 _LIFTABLE.clear()
-            known = _LIFTABLE[key] = _takes_traced(spec, dict(params), name)
+            # kept on disk beside the stored programs, for exactly these values and this code
+            known = _LIFTABLE[key] = decided(spec, params, name, _takes_traced)
         if known:
             out.append(name)
     return frozenset(out)

@@ -70,7 +70,8 @@ from augjax._runtime.module_sources import (
     file_digest,
 )
 
-__all__ = ["IGNORED_SETTINGS", "code_manifest", "manifest_current", "program_key", "settings"]
+__all__ = ["IGNORED_SETTINGS", "code_manifest", "manifest_current", "origin", "program_key",
+           "settings"]
 
 #: Substrings of JAX settings that never change a trace (caches, logs, dumps, diagnostics).
 IGNORED_SETTINGS = ("compilation_cache", "persistent_cache", "logging", "log_compiles",
@@ -157,6 +158,12 @@ def _origin(spec: Any) -> str:
         parts.append(f"{_module_of(fn)}:{fn.__qualname__}@{where}:{code.co_firstlineno}:"
                      f"{cells}:{_global_values(fn, code)}")
     return "|".join(parts)
+
+
+def origin(spec: Any) -> str:
+    """An op's identity as a program's key holds it (:func:`_origin`): its declaration and where
+    its functions come from, with the values they read."""
+    return _origin(spec)
 
 
 def _global_values(fn: Any, code: types.CodeType) -> list[str]:

@@ -88,14 +88,22 @@ def store_dir() -> Path | None:
 
 _folders: dict[Path, bool] = {}
 #: One export at a time (its catch_warnings is process-wide): the compile ahead's helper
-#: thread exports beside the caller's thread (augjax._runtime.ahead).
-_EXPORTING = threading.Lock()
+#: thread exports beside the caller's thread (augjax._runtime.ahead); lifting decisions
+#: (augjax._runtime.lift_store) catch their traces' warnings under it too (reentrant: a
+#: decision made inside an export's trace).
+_EXPORTING = threading.RLock()
 
 
 def _forked() -> None:
     """In a forked child: a lock of its own (a thread of the parent's may have held it)."""
     global _EXPORTING
-    _EXPORTING = threading.Lock()
+    _EXPORTING = threading.RLock()
+
+
+def warnings_lock() -> Any:
+    """The lock held while a trace's warnings are caught (``warnings.catch_warnings`` is
+    process-wide)."""
+    return _EXPORTING
 
 
 if hasattr(os, "register_at_fork"):
@@ -383,7 +391,7 @@ def _load(path: Path, key: str) -> tuple[Any, list[tuple[type[Warning], str]]]:
         if stored is None:
             return None, []
         exported = export.deserialize(bytearray(stored.body))
-        caught = [(_category(c), str(m)) for c, m in stored.warnings]
+        caught = [(warning_category(c), str(m)) for c, m in stored.warnings]
     except program_file.Refused as refused:
         if refused.reason != "stale":  # stale: an edited op, expected: rebuilt silently
             _refused(path, refused.reason, refused.detail)
@@ -405,7 +413,8 @@ def _refused(path: Path, reason: str, detail: str) -> None:
                   f"deleted and traced afresh", ProgramStoreWarning, stacklevel=6)
 
 
-def _category(name: str) -> type[Warning]:
+def warning_category(name: str) -> type[Warning]:
+    """The warning class a stored ``module.QualName`` names (``UserWarning`` where none is)."""
     module, _, qual = name.rpartition(".")
     obj: Any = sys.modules.get(module)
     for part in qual.split("."):
@@ -414,8 +423,13 @@ def _category(name: str) -> type[Warning]:
 
 
 def _bound(folder: Path, keep: Path | None = None) -> None:
-    """Keeps at most :data:`MAX_FILES` programs, the least recently used going first (``keep``,
-    the program just written, stays), and removes temporary files that a crashed writer left.
+    bound_folder(folder, keep, _SUFFIX, MAX_FILES)
+
+
+def bound_folder(folder: Path, keep: Path | None, suffix: str, limit: int) -> None:
+    """Keeps at most ``limit`` files named ``*suffix`` in ``folder`` (programs:
+    :data:`MAX_FILES`), the least recently used going first (``keep``, the file just written,
+    stays), and removes temporary files that a crashed writer left.
 
     Times are read against the file system's clock: the time of ``keep`` (else this
     machine's). A program file dated in the future (a clock set back, files copied from
@@ -430,7 +444,7 @@ def _bound(folder: Path, keep: Path | None = None) -> None:
                 tmp.unlink()
         except OSError:
             pass
-    files = [f for f in folder.glob(f"*{_SUFFIX}") if f != keep]
+    files = [f for f in folder.glob(f"*{suffix}") if f != keep]
     dated = []
     for f in files:
         mtime = _mtime(f)
@@ -441,7 +455,7 @@ def _bound(folder: Path, keep: Path | None = None) -> None:
             except OSError:
                 pass
         dated.append((mtime, f))
-    room = MAX_FILES - (keep is not None)
+    room = limit - (keep is not None)
     if len(dated) <= room:
         return
     dated.sort(key=lambda d: d[0])
