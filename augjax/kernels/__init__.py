@@ -1,5 +1,7 @@
 """Building blocks for op kernels and samplers, public for pack authors: dtype round trips,
-blends, warps by a matrix, resizes, fills, histograms, IEEE division. augjax's own catalog is
+blends, warps by a matrix, resizes, fills, histograms, IEEE division, and the matrix-product
+forms a TPU runs (:func:`matrix_pass`, :func:`rows_product`, chosen by
+:func:`platform_dependent`). augjax's own catalog is
 built on them.
 
 A kernel sees one HWC image (uint8 0..255 or float32 0..1) and returns the same dtype; compute
@@ -41,6 +43,7 @@ from augjax.kernels.histogram import (
     stretch,
     value_range,
 )
+from augjax.kernels.level_products import rows_product
 from augjax.kernels.matrix import (
     crop_resize_matrix,
     from_centered_inverse,
@@ -64,6 +67,8 @@ from augjax.kernels.pixels import (
     to_dtype,
     to_unit,
 )
+from augjax.kernels.platform import platform_dependent
+from augjax.kernels.tap_passes import matrix_pass
 from augjax.kernels.taps import correlate_taps, filter_taps, nonzero_taps
 from augjax.kernels.warp import (
     INTERPOLATIONS,
@@ -113,6 +118,7 @@ __all__ = [
     "is_int",
     "levels_to_scale",
     "lookup",
+    "matrix_pass",
     "median_filter",
     "mirror",
     "mix_channels",
@@ -121,12 +127,14 @@ __all__ = [
     "pad_reflect",
     "perspective_coefficients",
     "pil_rotate_coefficients",
+    "platform_dependent",
     "reflect_index",
     "requantize",
     "remap",
     "resize_crop",
     "resize_taps",
     "resize_weights",
+    "rows_product",
     "window_weights",
     "sample",
     "stretch",

@@ -39,7 +39,7 @@ def taps_product(x: jax.Array, index: jax.Array, weight: jax.Array, axis: int) -
 def matrix_pass(x: jax.Array, m: jax.Array, axis: int) -> jax.Array:
     """``out[o] = sum_i m[o, i] * x[i]`` along ``axis``: one matrix product at
     ``Precision.HIGHEST`` (float32 out; :func:`taps_product`'s, and any pass given its
-    ``(O, n)`` matrix, such as pixelate's block sums)."""
+    ``(O, n)`` matrix, such as augjax-contrib pixelate's block sums)."""
     out = jnp.tensordot(m, x.astype(jnp.float32), axes=((1,), (axis,)), precision=HIGHEST)
     return jnp.moveaxis(out, 0, axis)
 

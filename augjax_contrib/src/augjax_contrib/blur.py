@@ -28,11 +28,11 @@ from augjax.kernels import (
     broadcast_unbatched,
     filter_taps,
     is_int,
+    matrix_pass,
     median_filter,
+    platform_dependent,
     to_dtype,
 )
-from augjax.kernels.platform import platform_dependent
-from augjax.kernels.tap_passes import matrix_pass
 from augjax_contrib._common import API, coin, odd_int, odd_size
 
 __all__ = ["box_blur", "motion_blur", "median_blur", "pixelate"]

@@ -22,9 +22,14 @@ import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
 
 from augjax import Param, op
-from augjax.kernels import bound, broadcast_unbatched, is_int, to_dtype
-from augjax.kernels.level_products import rows_product
-from augjax.kernels.platform import platform_dependent
+from augjax.kernels import (
+    bound,
+    broadcast_unbatched,
+    is_int,
+    platform_dependent,
+    rows_product,
+    to_dtype,
+)
 from augjax_contrib._common import API, normal, uniform
 
 __all__ = ["gaussian_noise", "shot_noise", "salt_and_pepper"]
