@@ -334,8 +334,9 @@ def liftable(spec: Any, params: tuple[tuple[str, Any], ...]) -> frozenset[str]:
     float or int value, or a range of two, of a numeric parameter whose every use in the op's
     code (sampler, kernel, matrix, output size and layout) takes a traced value, as
     :func:`_takes_traced` found once per op, parameter, the value's kind and the other
-    parameters (or a process before, :mod:`augjax._runtime.lift_store`). The rest (sizes, choices, switches, values the code branches on or computes
-    with in Python) stay in the program's key."""
+    parameters (or a process before this one: :mod:`augjax._runtime.lift_store`). The rest
+    (sizes, choices, switches, values the code branches on or computes with in Python) stay in
+    the program's key."""
     out = []
     for name, value in params:
         kind = marker_kind(value)

@@ -7,6 +7,7 @@ decided afresh silently; the traces' warnings are given again when a decision is
 
 from __future__ import annotations
 
+import json
 import os
 import types
 import warnings
@@ -127,8 +128,6 @@ def _damage(kind: str, flip_file, rot_file) -> int:
     if kind == "not-an-answer":  # whole and of this decision, but neither 0 nor 1
         text = flip_file.read_bytes()
         header = text[len(program_file.MAGIC):].split(b"\n", 1)[0]
-        import json
-
         fields = json.loads(header)
         flip_file.unlink()
         assert program_file.write(flip_file, fields["key"], b"2", fields["code"], [])
