@@ -160,6 +160,7 @@ def _scale(image, params, *, amount):
     return (image.astype(jnp.float32) * amount).astype(image.dtype)
 
 
+@pytest.mark.filterwarnings("ignore:lift_store_test_op traced")  # the kernel's own
 def test_a_decision_whose_code_changed_is_made_afresh_silently(store, tmp_path):
     table = tmp_path / "table.txt"
     table.write_text("1")
