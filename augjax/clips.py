@@ -47,8 +47,9 @@ import numpy as np
 from augjax.kernels.boundary import boundary_compiler_options, kept_in_caller
 from augjax.kernels.embedded import owned
 from augjax._runtime.ahead import compile_apply, first_call
-from augjax._runtime.inputs import committed
-from augjax._runtime.keys import SEED_HIGH, keys_from_seeds, sample_keys
+from augjax._core.kinds import Clips, check_rank, frame_layout
+from augjax._runtime.inputs import check_arguments, committed
+from augjax._runtime.keys import keys_from_seeds, sample_keys
 from augjax._runtime.program import sampler_compiler_options
 from augjax._runtime.program_store import StoredProgram
 from augjax._runtime.boxes import parse_sanitize
@@ -65,9 +66,11 @@ def frame_keys(keys: jax.Array, frames: int) -> jax.Array:
 
 def _clips(x: Any, name: str) -> jax.Array:
     x = jnp.asarray(x) if isinstance(x, np.ndarray) else x
-    if not isinstance(x, jax.Array) or x.ndim != 5:
+    if not isinstance(x, jax.Array):
         raise InputError(f"{name}: argument 'images' expects clips (N, T, H, W, C), got "
-                         f"{getattr(x, 'shape', type(x).__name__)}", op=name, argument="images")
+                         f"{type(x).__name__}", op=name, argument="images")
+    check_rank(x.ndim, Clips.rank(Clips.layouts[0]), name, "images",
+               Clips.describe(Clips.layouts[0]), x.shape)
     return x
 
 
@@ -273,11 +276,6 @@ def _on_cpu(x: Any) -> bool:
     return all(d.platform == "cpu" for d in x.devices())
 
 
-def frame_layout(layout: str) -> str:
-    """The layout of one frame: ``"FHWC"`` -> ``"HWC"`` (clips' layouts name the frame axis)."""
-    return layout[1:] if layout in ("FHWC", "FCHW") else layout
-
-
 def call_clips(step: Any, inputs: tuple[Any, ...], *, key: Any, layout: str, per_frame: bool,
                targets: dict[str, Any], seeds: Any = None, seed: int | None = None,
                device: str | None = None) -> Any:
@@ -291,10 +289,7 @@ def call_clips(step: Any, inputs: tuple[Any, ...], *, key: Any, layout: str, per
     if inputs and is_data_node(inputs[0]):
         return _dali(step, inputs, layout=layout, per_frame=per_frame, seeds=seeds, seed=seed,
                      device=device, key=key, targets=targets)
-    for arg, value in (("seeds", seeds), ("seed", seed), ("device", device)):
-        if value is not None:
-            raise InputError(f"{step.name}: argument '{arg}' is for DALI pipelines; on arrays "
-                             f"pass key=", op=step.name, argument=arg)
+    check_arguments(step.name, nodes=False, key=key, seeds=seeds, seed=seed, device=device)
     if len(inputs) != len(step.inputs):
         raise InputError(f"{step.name}: expects {len(step.inputs)} positional input(s) "
                          f"({', '.join(step.inputs)}), got {len(inputs)}", op=step.name,
@@ -389,36 +384,20 @@ def _dali(step: Any, inputs: tuple[Any, ...], *, layout: str, per_frame: bool, s
     """``step`` on DALI sequences (samples ``(T, H, W, C)``): one ``jax_function`` whose
     program is :func:`call_clips` with the keys of the per-sample seeds, so it equals the
     array path with ``key=augjax.keys_from_seeds(seeds)``."""
-    from augjax.dali import dali_modules
-
-    fn, types, _ = dali_modules()
-    name = step.name
-    if key is not None:
-        raise InputError(f"{name}: argument 'key' is for arrays; in a DALI pipeline pass seed= "
-                         f"(an int) or seeds= (a DataNode of per-sample seeds)", op=name,
-                         argument="key")
     from augjax._runtime.target_inputs import prepare_targets
+    from augjax.dali import dali_modules, node_device, placed, sample_seeds
 
+    dali_modules()  # the install hint first
+    name = step.name
+    device = check_arguments(name, nodes=True, key=key, seeds=seeds, seed=seed, device=device,
+                             source=node_device(inputs[0]))
     # per-frame targets: DataNodes of samples (T, M, 4), (T, H, W[, K]), (T, K, 2), ...
     tspec, target_nodes = prepare_targets(name, dict(targets), 0, 0, 0, concrete=False)
-    source = "gpu" if getattr(inputs[0], "device", "cpu") in ("gpu", "mixed") else "cpu"
-    device = device or source
-    if device not in ("cpu", "gpu") or (device == "cpu" and source == "gpu"):
-        raise InputError(f"{name}: argument 'device' expects 'cpu' or 'gpu' (and 'gpu' for GPU "
-                         f"sequences), got {device!r}", op=name, argument="device")
-
-    def place(node: Any) -> Any:
-        return node.gpu() if device == "gpu" and getattr(node, "device", "cpu") == "cpu" \
-            else node
-
-    args = [place(x) for x in inputs]
+    args = [placed(x, device) for x in inputs]
     if _random(step):
-        if seeds is None:
-            kwargs = {} if seed is None else {"seed": int(seed)}
-            seeds = fn.random.uniform(range=[0, SEED_HIGH], shape=[2], dtype=types.INT32,
-                                      device=device, **kwargs)
-        args.append(place(seeds))
-    args.extend(place(node) for node in target_nodes)
+        args.append(placed(seeds if seeds is not None else
+                           sample_seeds(device=device, seed=seed), device))
+    args.extend(placed(node, device) for node in target_nodes)
     op = _dali_function(step, layout, per_frame, len(inputs) > 1, _random(step), device, tspec)
     out = op(*args)
     out = out if isinstance(out, (list, tuple)) else (out,)

@@ -61,12 +61,12 @@ def _images_call(step: Step, inputs: tuple[Any, ...], *, key: Any, seeds: Any,
     _per_frame(step, inputs[0] if inputs else None, per_frame)
     steps, start = program_of(step)
     dispatch.check_call(inputs, name=step.name, inputs_decl=step.inputs, layout=layout)
-    if dispatch.data_nodes(inputs, name=step.name, key=key):
+    if dispatch.data_nodes(inputs, name=step.name):
         from augjax.dali import apply_dali  # DALI's modules load when a DataNode comes
 
         return apply_dali(steps, inputs, name=step.name, outputs_decl=step.outputs,
                           seeds=seeds, seed=seed, device=device, layout=layout, start=start,
-                          targets=dict(targets))
+                          targets=dict(targets), key=key)
     return dispatch.apply_steps(steps, inputs, name=step.name, inputs_decl=step.inputs,
                                 outputs_decl=step.outputs, key=key, seeds=seeds, seed=seed,
                                 device=device, layout=layout, start=start, targets=targets)

@@ -35,6 +35,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from augjax._core.declaration import HWC
+from augjax._core.kinds import Images, check_rank
 from augjax._core.limits import MAX_VIEWS
 from augjax._core.step import Step
 from augjax.kernels.boundary import barrier, boundary_compiler_options, kept_in_caller
@@ -43,8 +45,8 @@ from augjax._runtime.ahead import compile_apply, first_call
 from augjax._runtime.compile_cache import enable as enable_compile_cache
 from augjax._runtime.program import sampler_compiler_options
 from augjax._runtime.program_store import StoredProgram
-from augjax._runtime.inputs import committed
-from augjax._runtime.keys import SEED_HIGH, keys_from_seeds, sample_keys
+from augjax._runtime.inputs import check_arguments, committed
+from augjax._runtime.keys import keys_from_seeds, sample_keys
 from augjax.errors import InputError, ParamError
 
 __all__ = ["Views", "views"]
@@ -107,15 +109,8 @@ class Views:
             return adapted.finish(self(adapted.inputs[0], key=adapted.key))
 
         if is_data_node(images):
-            if key is not None:
-                raise InputError("views: argument 'key' is for arrays; in a DALI pipeline pass "
-                                 "seed= (an int) or seeds= (a DataNode of per-sample seeds)",
-                                 op="views", argument="key")
-            return _views_dali(self, images, seeds=seeds, seed=seed, device=device)
-        for arg, value in (("seeds", seeds), ("seed", seed), ("device", device)):
-            if value is not None:
-                raise InputError(f"views: argument '{arg}' is for DALI pipelines; on arrays "
-                                 f"pass key=", op="views", argument=arg)
+            return _views_dali(self, images, key=key, seeds=seeds, seed=seed, device=device)
+        check_arguments("views", nodes=False, key=key, seeds=seeds, seed=seed, device=device)
         enable_compile_cache()  # before the first compile here (the transfer, the keys)
         images = _batch(images)
         keys = sample_keys(key, images.shape[0], "views")
@@ -132,9 +127,8 @@ class Views:
             images = jax.ShapeDtypeStruct(images, np.uint8)
         elif not isinstance(images, jax.ShapeDtypeStruct):
             images = _batch(images)
-        if len(images.shape) != 4:
-            raise InputError(f"views.sample: argument 'images' expects a batch (N, H, W, C), "
-                             f"got shape {tuple(images.shape)}", op="views", argument="images")
+        check_rank(len(images.shape), Images.rank(HWC), "views.sample", "images",
+                   Images.describe(HWC), images.shape)
         keys = sample_keys(key, images.shape[0], "views")
         struct = jax.ShapeDtypeStruct(images.shape, images.dtype)
         params = _sampler(self, struct.shape, jnp.dtype(struct.dtype).name)(committed(keys))
@@ -241,9 +235,8 @@ def _batch(images: Any) -> jax.Array:
         raise InputError(f"views: argument 'images' expects a jax.Array or NumPy batch "
                          f"(N, H, W, C), got {type(images).__name__}", op="views",
                          argument="images")
-    if images.ndim != 4:
-        raise InputError(f"views: argument 'images' expects a batch (N, H, W, C), got shape "
-                         f"{tuple(images.shape)}", op="views", argument="images")
+    check_rank(images.ndim, Images.rank(HWC), "views", "images", Images.describe(HWC),
+               images.shape)
     return images
 
 
@@ -398,25 +391,14 @@ def _dali_function(self: Views, device: str):
                                output_layouts=tuple("FHWC" for _ in names), device=device)
 
 
-def _views_dali(self: Views, images: Any, *, seeds: Any, seed: int | None,
+def _views_dali(self: Views, images: Any, *, key: Any, seeds: Any, seed: int | None,
                 device: str | None) -> dict[str, Any]:
-    from augjax.dali import dali_modules as _dali
+    from augjax.dali import dali_modules, node_device, placed, sample_seeds
 
-    fn, types, _ = _dali()
-    source = "gpu" if getattr(images, "device", "cpu") in ("gpu", "mixed") else "cpu"
-    device = device or source
-    if device not in ("cpu", "gpu") or (device == "cpu" and source == "gpu"):
-        raise InputError(f"views: argument 'device' expects 'cpu' or 'gpu' (and 'gpu' for GPU "
-                         f"images), got {device!r}", op="views", argument="device")
-
-    def place(node: Any) -> Any:
-        on_cpu = getattr(node, "device", "cpu") == "cpu"
-        return node.gpu() if device == "gpu" and on_cpu else node
-
-    if seeds is None:
-        kwargs = {} if seed is None else {"seed": int(seed)}
-        seeds = fn.random.uniform(range=[0, SEED_HIGH], shape=[2], dtype=types.INT32,
-                                  device=device, **kwargs)
-    out = _dali_function(self, device)(place(images), place(seeds))
+    dali_modules()  # the install hint first
+    device = check_arguments("views", nodes=True, key=key, seeds=seeds, seed=seed,
+                             device=device, source=node_device(images))
+    seeds = seeds if seeds is not None else sample_seeds(device=device, seed=seed)
+    out = _dali_function(self, device)(placed(images, device), placed(seeds, device))
     out = out if isinstance(out, (list, tuple)) else (out,)
     return dict(zip(self.names, out))

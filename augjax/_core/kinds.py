@@ -28,7 +28,7 @@ import numpy as np
 from augjax._core.declaration import CLIP_LAYOUTS, HWC, LAYOUTS
 from augjax.errors import InputError, InputKindError
 
-__all__ = ["Clips", "Images", "Kind", "check_rank", "kind_of", "rank_of"]
+__all__ = ["Clips", "Images", "Kind", "check_rank", "frame_layout", "kind_of", "rank_of"]
 
 
 class Kind:
@@ -147,6 +147,12 @@ class Clips(Kind):
 
 #: The kinds a call takes, by the layouts that name them (``layout=`` on a plain array).
 KINDS: tuple[type[Kind], ...] = (Images, Clips)
+
+
+def frame_layout(layout: str) -> str:
+    """The layout of one image of a batch in ``layout``: a clip's ``"FHWC"`` -> ``"HWC"``; an
+    image layout (or any other) as it is."""
+    return layout[1:] if layout in CLIP_LAYOUTS else layout
 
 
 def rank_of(x: Any) -> int | None:

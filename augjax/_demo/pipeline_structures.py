@@ -42,9 +42,9 @@ def source_size(size: int) -> int:
 
 
 def _seeds(fn, types):
-    from augjax._runtime.keys import SEED_HIGH
+    import augjax.dali
 
-    return fn.random.uniform(range=[0, SEED_HIGH], shape=[2], dtype=types.INT32)
+    return augjax.dali.sample_seeds(device="cpu")
 
 
 def _read(fn, types, cfg: PipelineConfig, side: int):

@@ -15,7 +15,9 @@ import augjax._runtime.padding as _padding
 from augjax._runtime.checking import check_batch, checking_enabled
 from augjax._runtime.compile_cache import enable as enable_compile_cache
 from augjax._runtime.given_params import check_given_params, explain_missing_key
-from augjax._runtime.inputs import as_array, check_label_range
+from augjax._core.declaration import CHW, HWC
+from augjax._core.kinds import Images, check_rank
+from augjax._runtime.inputs import as_array, check_arguments, check_label_range, check_layout
 from augjax._runtime.keys import sample_keys
 from augjax.kernels.partition import array_spans_devices
 from augjax._runtime.program import apply_program, array_program, sample_program
@@ -71,19 +73,14 @@ def check_call(inputs: Sequence[Any], *, name: str, inputs_decl: tuple[str, ...]
             op=name,
             argument=inputs_decl[min(len(inputs), len(inputs_decl) - 1)],
         )
-    if layout not in ("HWC", "CHW"):
-        raise InputError(
-            f"{name}: argument 'layout' expects 'HWC' or 'CHW', got {layout!r}",
-            op=name,
-            argument="layout",
-        )
+    check_layout(layout, name)
 
 
-def data_nodes(inputs: Sequence[Any], *, name: str, key: Any) -> bool:
+def data_nodes(inputs: Sequence[Any], *, name: str) -> bool:
     """Whether a call's inputs are DALI ``DataNode`` values (a pipeline being defined).
 
     Raises:
-        InputError: DataNodes mixed with arrays; a ``key`` given with DataNodes.
+        InputError: DataNodes mixed with arrays.
     """
     nodes = [is_data_node(x) for x in inputs]
     if not any(nodes):
@@ -93,13 +90,6 @@ def data_nodes(inputs: Sequence[Any], *, name: str, key: Any) -> bool:
             f"{name}: inputs mix DALI DataNodes and arrays; inside a pipeline every input "
             f"must be a DataNode",
             op=name,
-        )
-    if key is not None:
-        raise InputError(
-            f"{name}: argument 'key' is for arrays; in a DALI pipeline pass seed= (an int) "
-            f"or seeds= (a DataNode of per-sample seeds)",
-            op=name,
-            argument="key",
         )
     return True
 
@@ -124,13 +114,7 @@ def apply_steps(
     are ``fold_in(key, start)``); ``targets`` the call's target keywords (see
     :mod:`augjax._runtime.targets`); ``seeds``, ``seed`` and ``device`` are refused (DALI's)."""
     targets = dict(targets or {})
-    for arg, value in (("seeds", seeds), ("seed", seed), ("device", device)):
-        if value is not None:
-            raise InputError(
-                f"{name}: argument '{arg}' is for DALI pipelines; on arrays pass key=",
-                op=name,
-                argument=arg,
-            )
+    check_arguments(name, nodes=False, key=key, seeds=seeds, seed=seed, device=device)
     if isinstance(inputs[0], (list, tuple)):  # images of different sizes
         steps, start, images, moved = _ragged_prefix(steps, inputs[0], key, layout, start, name,
                                                      targets=targets)
@@ -181,7 +165,7 @@ def _targets(name: str, targets: dict[str, Any], images: Any, layout: str) -> tu
 
 
 def _hw(shape: tuple[int, ...], layout: str) -> tuple[int, int]:
-    return (shape[2], shape[3]) if layout == "CHW" else (shape[1], shape[2])
+    return (shape[2], shape[3]) if layout == CHW else (shape[1], shape[2])
 
 
 def _result(out: Any, labels: Any, outputs_decl: tuple[str, ...], tspec: Any,
@@ -203,7 +187,7 @@ def _ragged_prefix(steps: Sequence[Any], images: Sequence[Any], key: Any, layout
     different sizes; returns ``(remaining steps, their start, uniform batch, moved targets)``
     (with ``sample``: ``(..., output size, params)``). The moved targets are the target
     keywords for the remaining steps (:func:`augjax._runtime.ragged_read.read_list`)."""
-    if layout != "HWC":
+    if layout != HWC:
         raise InputError(f"{name}: a list of images of different sizes is taken in layout "
                          f"'HWC', got layout={layout!r}", op=name, argument="layout")
     arrays = as_arrays(images, name)
@@ -230,9 +214,7 @@ def _array_inputs(inputs: Sequence[Any], name: str, inputs_decl: tuple[str, ...]
             f"{name}.{what}: expects {n_images} positional input(s) "
             f"({', '.join(inputs_decl[:n_images])}), got {len(inputs)}",
             op=name, argument="images")
-    if layout not in ("HWC", "CHW"):
-        raise InputError(f"{name}: argument 'layout' expects 'HWC' or 'CHW', got {layout!r}",
-                         op=name, argument="layout")
+    check_layout(layout, name)
     if any(is_data_node(x) for x in inputs):
         raise InputError(
             f"{name}.{what}: works on arrays; inside a DALI pipeline call the op itself (its "
@@ -248,10 +230,8 @@ def _array_inputs(inputs: Sequence[Any], name: str, inputs_decl: tuple[str, ...]
         images = jax.ShapeDtypeStruct(images, np.uint8)
     else:
         images = as_array(images, name, "images")
-    if images.ndim != 4:
-        raise InputError(f"{name}.{what}: argument 'images' expects a batch (N, H, W, C) or "
-                         f"(N, C, H, W), got shape {tuple(images.shape)}", op=name,
-                         argument="images")
+    check_rank(images.ndim, Images.rank(layout), f"{name}.{what}", "images",
+               Images.describe(layout), images.shape)
     labels = as_array(inputs[1], name, "labels") if len(inputs) > 1 else None
     return images, labels
 

@@ -14,14 +14,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from augjax._core.declaration import CHW, HWC, LAYOUTS
+from augjax._core.kinds import Images, check_rank
 from augjax.errors import InputError, InputTypeError
 
 __all__ = [
     "LAYOUT_AXES",
     "as_array",
+    "check_arguments",
     "check_images",
     "check_label_range",
     "check_labels",
+    "check_layout",
     "check_layout_shape",
     "check_pixels",
     "committed",
@@ -29,7 +33,50 @@ __all__ = [
 ]
 
 #: Position of (height, width, channels) in a batch of each layout.
-LAYOUT_AXES = {"HWC": (1, 2, 3), "CHW": (2, 3, 1)}
+LAYOUT_AXES = {HWC: (1, 2, 3), CHW: (2, 3, 1)}
+
+
+def check_layout(layout: str, op: str) -> None:
+    """Raises InputError for a layout of images other than ``"HWC"`` / ``"CHW"``."""
+    if layout not in LAYOUTS:
+        raise InputError(f"{op}: argument 'layout' expects {' or '.join(map(repr, LAYOUTS))}, "
+                         f"got {layout!r}", op=op, argument="layout")
+
+
+#: The devices a DALI operator runs on.
+DALI_DEVICES = ("cpu", "gpu")
+
+
+def check_arguments(name: str, *, nodes: bool, key: Any, seeds: Any, seed: Any, device: Any,
+                    source: str = "cpu") -> str | None:
+    """A call's ``key`` / ``seeds`` / ``seed`` / ``device``, checked in one place for every
+    front end (images, clips, views): on arrays ``key=`` only (the others are DALI's), in a DALI
+    pipeline (``nodes``) no ``key=`` and ``device`` ``"cpu"`` or ``"gpu"``, by default the
+    images' (``source``), never ``"cpu"`` for GPU images. Returns the DALI device (None on
+    arrays).
+
+    Raises:
+        InputError: an argument of the other mode; a bad ``device``.
+    """
+    if not nodes:
+        for arg, value in (("seeds", seeds), ("seed", seed), ("device", device)):
+            if value is not None:
+                raise InputError(f"{name}: argument '{arg}' is for DALI pipelines; on arrays "
+                                 f"pass key=", op=name, argument=arg)
+        return None
+    if key is not None:
+        raise InputError(f"{name}: argument 'key' is for arrays; in a DALI pipeline pass seed= "
+                         f"(an int) or seeds= (a DataNode of per-sample seeds)", op=name,
+                         argument="key")
+    device = device or source
+    if device not in DALI_DEVICES:
+        raise InputError(f"{name}: argument 'device' expects 'cpu' or 'gpu', got {device!r}",
+                         op=name, argument="device")
+    if device == "cpu" and source == "gpu":
+        raise InputError(f"{name}: argument 'device' is 'cpu' but the images are on the GPU; "
+                         f"DALI cannot move GPU data back to the CPU inside a pipeline (drop "
+                         f"device= or decode on the CPU)", op=name, argument="device")
+    return device
 
 
 def as_array(x: Any, op: str, argument: str) -> jax.Array:
@@ -56,14 +103,7 @@ def check_images(x: Any, spec: Any, layout: str, op: str | None = None) -> None:
             op=name,
             argument="layout",
         )
-    if len(shape) != 4:
-        hint = " (a single image? add a batch axis: images[None])" if len(shape) == 3 else ""
-        raise InputError(
-            f"{name}: argument 'images' expects a batch of rank 4 (N, {', '.join(layout)}), "
-            f"got rank {len(shape)} with shape {shape}{hint}",
-            op=name,
-            argument="images",
-        )
+    check_rank(len(shape), Images.rank(layout), name, "images", Images.describe(layout), shape)
     dtype = jnp.dtype(x.dtype).name
     if dtype not in spec.dtypes:
         raise InputError(
@@ -78,8 +118,8 @@ def check_images(x: Any, spec: Any, layout: str, op: str | None = None) -> None:
         raise InputError(
             f"{name}: argument 'images' expects {' or '.join(map(str, spec.channels))} channels "
             f"in layout {layout}, got shape {shape} with {channels} channels"
-            + (" (is the layout right? pass layout='CHW' for channels-first data)"
-               if layout == "HWC" and shape[1] in spec.channels else ""),
+            + (f" (is the layout right? pass layout='{CHW}' for channels-first data)"
+               if layout == HWC and shape[1] in spec.channels else ""),
             op=name,
             argument="images",
         )
@@ -93,11 +133,11 @@ IMAGE_CHANNELS = (1, 3, 4)
 def check_layout_shape(shape: tuple[int, ...], layout: str, op: str) -> None:
     """Raises InputError when a batch's shape says channels-first data was given as ``"HWC"``
     (last axis not 1, 3 or 4 while axis 1 is) or channels-last data as ``"CHW"``."""
-    other = "CHW" if layout == "HWC" else "HWC"
+    other = CHW if layout == HWC else HWC
     here, there = shape[LAYOUT_AXES[layout][2]], shape[LAYOUT_AXES[other][2]]
     if here in IMAGE_CHANNELS or there not in IMAGE_CHANNELS:
         return
-    which, kind = ("axis 1", "channels-first") if other == "CHW" else ("the last axis",
+    which, kind = ("axis 1", "channels-first") if other == CHW else ("the last axis",
                                                                       "channels-last")
     raise InputError(
         f"{op}: argument 'images' has shape {shape}: in layout {layout} that is {here} "

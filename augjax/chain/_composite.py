@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 
 import jax
 
+from augjax._core.declaration import LAYOUTS
 from augjax._core.meta import Meta
 from augjax._core.step import BaseStep, Structure
 from augjax.calls import StepCalls
@@ -88,7 +89,7 @@ class Composite(StepCalls, BaseStep):
     @property
     def layouts(self) -> tuple[str, ...]:
         """The layouts every op inside takes (their intersection)."""
-        return leaf_layouts(self.elements()) if self.elements() else ("HWC", "CHW")
+        return leaf_layouts(self.elements()) if self.elements() else LAYOUTS
 
     def window(self, params: Any, height: Any, width: Any) -> Any:
         raise InputError(f"{self.name}: takes no images of different sizes", op=self.name)

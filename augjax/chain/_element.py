@@ -16,6 +16,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from augjax._core.declaration import LAYOUTS
 from augjax._core.meta import Meta
 from augjax._core.spec import OpSpec
 from augjax._core.step import Step, Structure
@@ -78,10 +79,10 @@ def as_sample_element(x: Any, owner: str, argument: str) -> Any:
 
 def leaf_layouts(elements: Any) -> tuple[str, ...]:
     """The layouts every step in ``elements`` takes (their intersection)."""
-    layouts = {"HWC", "CHW"}
+    layouts = set(LAYOUTS)
     for el in elements:
         layouts &= set(el.layouts)
-    return tuple(x for x in ("HWC", "CHW") if x in layouts)
+    return tuple(x for x in LAYOUTS if x in layouts)
 
 
 def layout_set(el: Any) -> str | None:

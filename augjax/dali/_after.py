@@ -16,30 +16,12 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from augjax._core.step import Step
-from augjax._runtime.keys import SEED_HIGH
+from augjax._runtime.inputs import check_layout
 from augjax._runtime.program import seeded_program
+from augjax.dali._nodes import sample_seeds
 from augjax.errors import InputError
 
 __all__ = ["augment_batches", "sample_seeds"]
-
-
-def sample_seeds(*, device: str = "gpu", seed: int | None = None) -> Any:
-    """The per-sample seeds an augjax operator draws inside a pipeline, as a DALI DataNode
-    (int32 ``(2,)`` per sample, on ``device``): return it from the pipeline next to the images to
-    run the chain after DALI's JAX iterator with :func:`augment_batches`, or pass it to an op or
-    chain as ``seeds=`` inside the pipeline.
-
-    >>> seeds = augjax.dali.sample_seeds(device="gpu")  # doctest: +SKIP
-    """
-    if device not in ("cpu", "gpu"):
-        raise InputError(f"sample_seeds: argument 'device' expects 'cpu' or 'gpu', got {device!r}",
-                         op="sample_seeds", argument="device")
-    from augjax.dali._bridge import _dali
-
-    fn, types, _ = _dali()
-    kwargs = {} if seed is None else {"seed": int(seed)}
-    return fn.random.uniform(range=[0, SEED_HIGH], shape=[2], dtype=types.INT32, device=device,
-                             **kwargs)
 
 
 def _steps(chain: Any) -> tuple[tuple[Any, ...], int, tuple[str, ...], tuple[str, ...]]:
@@ -84,9 +66,7 @@ class augment_batches(Iterator[dict]):  # noqa: N801 - used like a function
         if not isinstance(prefetch, int) or isinstance(prefetch, bool) or prefetch < 0:
             raise InputError(f"augment_batches: argument 'prefetch' expects an int >= 0, got "
                              f"{prefetch!r}", op="augment_batches", argument="prefetch")
-        if layout not in ("HWC", "CHW"):
-            raise InputError(f"augment_batches: argument 'layout' expects 'HWC' or 'CHW', got "
-                             f"{layout!r}", op="augment_batches", argument="layout")
+        check_layout(layout, "augment_batches")
         steps, start, inputs, outputs = _steps(chain)
         self._with_labels = "labels" in inputs
         self._labels_out = "labels" in outputs

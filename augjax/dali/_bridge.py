@@ -9,14 +9,16 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import augjax._runtime.padding as _padding
+from augjax._core.declaration import HWC, LAYOUTS
 from augjax._runtime.checking import check_batch, checking_enabled
-from augjax._runtime.keys import SEED_HIGH
+from augjax._runtime.inputs import check_arguments
 from augjax.kernels.embedded import owned
 from augjax.kernels.partition import sharding_spans_devices
 from augjax._runtime.program import final_layout, once_cache, seeded_program
 from augjax._runtime.ragged import ragged_count, window_structure
 from augjax._runtime.values import as_arguments, giving, lift
 from augjax.dali._backend import _dali
+from augjax.dali._nodes import node_device, placed, sample_seeds
 from augjax.dali._ragged import ragged_read
 from augjax.errors import InputError
 
@@ -89,7 +91,7 @@ def dali_function(
 def _ragged_prefix(steps: tuple[Any, ...], layout: str, name: str) -> int:
     """How many leading steps DALI runs on the images at their own sizes (0: none; the
     images must then be uniform): a chain starting with an op that declares ``ragged=``."""
-    if layout != "HWC" or not steps[0].ragged:
+    if layout != HWC or not steps[0].ragged:
         return 0
     try:
         window_structure(steps[:1])
@@ -98,16 +100,11 @@ def _ragged_prefix(steps: tuple[Any, ...], layout: str, name: str) -> int:
     return ragged_count(steps, name, open_end=True)
 
 
-def _node_device(node: Any) -> str:
-    dev = getattr(node, "device", "cpu")
-    return "gpu" if dev in ("gpu", "mixed") else "cpu"
-
-
 def _sizes_readable(images: Any) -> bool:
     """Whether the pipeline being defined can read ``images``' sizes on the CPU: GPU images only
     under DALI's dynamic executor (``exec_dynamic=True``, its default); the legacy executor takes
     no step from the GPU back to the CPU."""
-    if _node_device(images) != "gpu":
+    if node_device(images) != "gpu":
         return True
     from nvidia.dali.pipeline import Pipeline
 
@@ -127,35 +124,23 @@ def apply_dali(
     layout: str,
     start: int = 0,
     targets: Any = None,
+    key: Any = None,
 ) -> Any:
     """Adds the operator for ``steps`` to the pipeline being defined and returns its outputs
     (with targets, a dict of DataNodes: the targets are more inputs and outputs of the same
-    ``jax_function``)."""
+    ``jax_function``). ``key``: refused (a pipeline draws from per-sample seeds)."""
     from augjax._runtime.target_inputs import check_hooks, prepare_targets
 
-    fn, types, _ = _dali()
+    _dali()  # the install hint first
     tspec, target_nodes = prepare_targets(name, dict(targets or {}), 0, 0, 0, concrete=False)
     check_hooks(steps, tspec)
     images = inputs[0]
     labels = inputs[1] if len(inputs) > 1 else None
-    source = _node_device(images)
-    device = device or source
-    if device not in ("cpu", "gpu"):
-        raise InputError(
-            f"{name}: argument 'device' expects 'cpu' or 'gpu', got {device!r}",
-            op=name,
-            argument="device",
-        )
-    if device == "cpu" and source == "gpu":
-        raise InputError(
-            f"{name}: argument 'device' is 'cpu' but the images are on the GPU; DALI cannot move "
-            f"GPU data back to the CPU inside a pipeline (drop device= or decode on the CPU)",
-            op=name,
-            argument="device",
-        )
+    device = check_arguments(name, nodes=True, key=key, seeds=seeds, seed=seed, device=device,
+                             source=node_device(images))
 
     tagged = getattr(images, "layout", None)  # DALI's layout metadata, where the node has it
-    if isinstance(tagged, str) and tagged in ("HWC", "CHW") and tagged != layout:
+    if isinstance(tagged, str) and tagged in LAYOUTS and tagged != layout:
         raise InputError(
             f"{name}: argument 'images' is tagged layout {tagged!r} by DALI, but the op was "
             f"called with layout={layout!r}; pass layout={tagged!r}",
@@ -163,13 +148,10 @@ def apply_dali(
             argument="layout",
         )
 
-    def place(node: Any) -> Any:
-        return node.gpu() if device == "gpu" and _node_device(node) == "cpu" else node
-
     steps = tuple(steps)
     random = any(step.random for step in steps)
     n = _ragged_prefix(steps, layout, name)
-    if n and seeds is not None and _node_device(seeds) != "cpu":
+    if n and seeds is not None and node_device(seeds) != "cpu":
         # The windows of images of different sizes are drawn on the CPU, and DALI cannot bring
         # GPU seeds back: with GPU seeds the chain takes batches of one size, read in JAX.
         n = 0
@@ -180,9 +162,7 @@ def apply_dali(
         # The ragged prefix is drawn on the CPU (its windows steer DALI's own operators).
         given = seeds is not None
         if not given and random:
-            kwargs = {} if seed is None else {"seed": int(seed)}
-            seeds = fn.random.uniform(range=[0, SEED_HIGH], shape=[2], dtype=types.INT32,
-                                      device="cpu", **kwargs)
+            seeds = sample_seeds(device="cpu", seed=seed)
         if tspec is None:
             images = ragged_read(steps[:n], images, seeds, start)
         else:
@@ -199,19 +179,14 @@ def apply_dali(
         if not (random or given):
             seeds = None
 
-    args = [place(images)]
+    args = [placed(images, device)]
     if labels is not None:
-        args.append(place(labels))
+        args.append(placed(labels, device))
     if seeds is not None:
-        args.append(place(seeds))
+        args.append(placed(seeds, device))
     elif random:
-        kwargs = {} if seed is None else {"seed": int(seed)}
-        args.append(
-            fn.random.uniform(
-                range=[0, SEED_HIGH], shape=[2], dtype=types.INT32, device=device, **kwargs
-            )
-        )
-    args.extend(place(node) for node in target_nodes)
+        args.append(sample_seeds(device=device, seed=seed))
+    args.extend(placed(node, device) for node in target_nodes)
     sharding = _SHARDING.get()
     steps, values = tuple(steps), ()
     if tspec is None and sharding is None:  # the array path's skeletons and values

@@ -42,8 +42,9 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from augjax._core.declaration import CLIP_LAYOUTS
-from augjax._core.kinds import Clips, Kind
+from augjax._core.declaration import CLIP_LAYOUTS, LAYOUTS
+from augjax._core.kinds import Clips, Images, Kind, frame_layout
+from augjax._runtime.inputs import check_arguments
 from augjax._runtime.keys import SEED_HIGH, keys_from_seeds
 from augjax.errors import InputError, KeyRequiredError
 
@@ -53,7 +54,9 @@ __all__ = ["OUTPUTS", "Adapted", "adapt", "as_batch", "as_jax", "is_dynamic", "p
 OUTPUTS = (None, "jax", "dali")
 
 _MODULE = "nvidia.dali.experimental.dynamic"
-_LAYOUTS = {"HWC": 3, "CHW": 3, "FHWC": 4, "FCHW": 4}
+#: The rank of a DALI sample in each layout augjax takes: images, clips.
+_RANKS = {**{layout: Images.rank(layout) - 1 for layout in LAYOUTS},
+          **{layout: Clips.rank(layout) - 1 for layout in CLIP_LAYOUTS}}
 
 
 def is_dynamic(x: Any) -> bool:
@@ -162,19 +165,17 @@ def pipeline_seeds(seed: int, batch_size: int, *, device: str = "cpu") -> Iterat
     >>> out = augjax.ops.flip(images, seeds=next(seeds))  # as augjax.ops.flip(node, seed=7)
     """
     from augjax.dali._backend import _dali
+    from augjax.dali._nodes import sample_seeds
 
-    fn, types, _ = _dali()
+    _dali()  # the install hint first
     from nvidia.dali import pipeline_def
 
-    if device not in ("cpu", "gpu"):
-        raise InputError(f"pipeline_seeds: argument 'device' expects 'cpu' or 'gpu', got "
-                         f"{device!r}", argument="device")
+    check_arguments("pipeline_seeds", nodes=True, key=None, seeds=None, seed=None, device=device)
 
     @pipeline_def(batch_size=batch_size, num_threads=1,
                   device_id=0 if device == "gpu" else None, prefetch_queue_depth=1)
     def seeds():
-        return fn.random.uniform(range=[0, SEED_HIGH], shape=[2], dtype=types.INT32,
-                                 device=device, seed=int(seed))
+        return sample_seeds(device=device, seed=int(seed))
 
     pipe = seeds()
     pipe.build()
@@ -271,8 +272,8 @@ def _check_layout(images: Any, layout: str, name: str) -> None:
     if not (images is not None and is_dynamic(images) and _is_batch(images)):
         return
     tagged = images.layout
-    frames = layout[1:] if layout in ("FHWC", "FCHW") else layout
-    if tagged in _LAYOUTS:
+    frames = frame_layout(layout)
+    if tagged in _RANKS:
         if tagged not in (layout, frames, "F" + frames):
             raise InputError(
                 f"{name}: argument 'images' is tagged layout {tagged!r} by DALI, but the call "
@@ -281,7 +282,7 @@ def _check_layout(images: Any, layout: str, name: str) -> None:
         raise InputError(
             f"{name}: argument 'images' is a DALI batch of layout {tagged!r}; augjax takes "
             f"images 'HWC' / 'CHW' and clips 'FHWC' / 'FCHW'", op=name, argument="images")
-    if images.ndim not in (3, 4):
+    if images.ndim not in set(_RANKS.values()):
         raise InputError(
             f"{name}: argument 'images' expects DALI samples of rank 3 (images) or 4 (clips), "
             f"got rank {images.ndim}", op=name, argument="images")
@@ -304,9 +305,8 @@ def _placement(first: Any, device: str | None, name: str) -> Any:
     """The JAX device ``device=`` asks for (None: where the data is)."""
     if device is None:
         return None
-    if device not in ("cpu", "gpu"):
-        raise InputError(f"{name}: argument 'device' expects 'cpu' or 'gpu', got {device!r}",
-                         op=name, argument="device")
+    # (a dynamic-mode batch may go from the GPU to the CPU: no source to hold it to)
+    device = check_arguments(name, nodes=True, key=None, seeds=None, seed=None, device=device)
     return _jax_device(device, None, name, "device")
 
 
@@ -348,7 +348,7 @@ def _finisher(back: bool, out_layout: Any, layout: str, plain: bool) -> Callable
 
     def finish(result: Any) -> Any:
         final = (out_layout() if callable(out_layout) else out_layout) or layout
-        frames = final[1:] if final in CLIP_LAYOUTS else final
+        frames = frame_layout(final)
 
         def image_layout(x: Any) -> str | None:
             if isinstance(x, Kind):

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from augjax._core.declaration import LAYOUTS
 from augjax._core.spec import API_VERSION
 from augjax._runtime.bound import BoundOp
 from augjax.errors import ParamError
@@ -18,7 +19,7 @@ __all__ = ["check_declaration", "check_param_validation"]
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _DTYPES = ("uint8", "float32")
-_LAYOUTS = ("HWC", "CHW")
+_LAYOUTS = LAYOUTS
 _OMIT = object()  # a parameter left out of the configuration
 
 
