@@ -1,0 +1,146 @@
+"""Resampling one 3D volume ``(D, H, W, C)`` at voxel coordinates: the affine and elastic maps of
+the volume ops, MONAI's conventions.
+
+Coordinates are voxel indices in the array's spatial axis order ``(d, h, w)`` (``(z, y, x)``):
+voxel ``i`` has its centre at ``i``. A map is *output to input* (what is sampled where), centred
+on each volume's centre ``(size - 1) / 2`` as MONAI's ``create_grid`` centres its grid:
+
+    input = A @ (output - c_out + displacement(output)) + c_in
+
+with ``A`` a 4x4 homogeneous matrix (:func:`affine_matrix`: MONAI's ``AffineGrid`` order
+``rotate @ shear @ translate @ scale``) and an optional elastic displacement field in output
+space (MONAI's ``Rand3DElastic``: the field is added to the grid, then the affine is applied),
+so an affine and an elastic deformation cost one resample (torchio#1052). The same coordinates
+sample the images (trilinear) and the masks (nearest): they move together by construction.
+
+Padding (``mode``): ``"zeros"`` (torch ``grid_sample``'s zeros: each of the 8 corners outside
+the volume counts 0, SciPy's ``mode="grid-constant"``), ``"border"`` (the nearest edge voxel,
+SciPy's ``mode="nearest"``). Nearest picks ``floor(c + 0.5)`` (SciPy's ``order=0`` away from
+exact ties).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+__all__ = [
+    "MODES",
+    "affine_matrix",
+    "coordinates",
+    "invert_points",
+    "sample",
+]
+
+#: The padding modes of :func:`sample`.
+MODES = ("zeros", "border")
+
+_HIGHEST = jax.lax.Precision.HIGHEST
+
+
+def _rotation(angles: jax.Array) -> jax.Array:
+    """MONAI's ``create_rotate(3, angles)``: ``Rx(a0) @ Ry(a1) @ Rz(a2)`` (radians), the first
+    about spatial axis 0 (turning axes 1 and 2), and so on."""
+    c, s = jnp.cos(angles), jnp.sin(angles)
+    one, zero = jnp.ones_like(c[0]), jnp.zeros_like(c[0])
+    rx = jnp.array([[one, zero, zero], [zero, c[0], -s[0]], [zero, s[0], c[0]]])
+    ry = jnp.array([[c[1], zero, s[1]], [zero, one, zero], [-s[1], zero, c[1]]])
+    rz = jnp.array([[c[2], -s[2], zero], [s[2], c[2], zero], [zero, zero, one]])
+    return jnp.matmul(jnp.matmul(rx, ry, precision=_HIGHEST), rz, precision=_HIGHEST)
+
+
+def affine_matrix(rotate: jax.Array, shear: jax.Array, translate: jax.Array,
+                  scale: jax.Array) -> jax.Array:
+    """The 4x4 output-to-input map (centred voxel coordinates) of MONAI's ``AffineGrid``:
+    ``create_rotate(rotate) @ create_shear(shear) @ create_translate(translate) @
+    create_scale(scale)``.
+
+    Args:
+        rotate: ``(3,)`` radians about spatial axes 0, 1, 2.
+        shear: ``(6,)`` MONAI's coefficients ``[[1, s0, s1], [s2, 1, s3], [s4, s5, 1]]``.
+        translate: ``(3,)`` voxels.
+        scale: ``(3,)`` factors (2: the output shows twice the input's extent, halved).
+    """
+    rotate, shear, translate, scale = (jnp.asarray(v, jnp.float32)
+                                       for v in (rotate, shear, translate, scale))
+    sh = jnp.array([[1.0, shear[0], shear[1]], [shear[2], 1.0, shear[3]],
+                    [shear[4], shear[5], 1.0]])
+    linear = jnp.matmul(_rotation(rotate), sh, precision=_HIGHEST)
+    m = jnp.zeros((4, 4), jnp.float32).at[3, 3].set(1.0)
+    m = m.at[:3, :3].set(linear * scale[None, :])
+    return m.at[:3, 3].set(jnp.matmul(linear, translate, precision=_HIGHEST))
+
+
+def _centre(shape: tuple[int, ...]) -> jax.Array:
+    return (jnp.asarray(shape[:3], jnp.float32) - 1.0) / 2.0
+
+
+def coordinates(matrix: jax.Array, out_shape: tuple[int, int, int],
+                in_shape: tuple[int, int, int], displacement: jax.Array | None = None
+                ) -> jax.Array:
+    """Input coordinates ``(3, D', H', W')`` of every output voxel: ``matrix @ (out - c_out +
+    displacement) + c_in`` (``displacement`` ``(3, D', H', W')`` voxels, or None)."""
+    grid = jnp.stack(jnp.meshgrid(*(jnp.arange(n, dtype=jnp.float32) for n in out_shape),
+                                  indexing="ij"))
+    grid = grid - _centre(out_shape)[:, None, None, None]
+    if displacement is not None:
+        grid = grid + displacement
+    out = jnp.einsum("ij,jdhw->idhw", matrix[:3, :3], grid, precision=_HIGHEST)
+    return out + (matrix[:3, 3] + _centre(in_shape))[:, None, None, None]
+
+
+def sample(volume: jax.Array, coords: jax.Array, *, order: int = 1,
+           mode: str = "zeros") -> jax.Array:
+    """``volume`` ``(D, H, W, C)`` read at ``coords`` ``(3, ...)``: trilinear (``order=1``) or
+    nearest (``order=0``), padded by ``mode`` (:data:`MODES`); float32 out for ``order=1``, the
+    volume's dtype for ``order=0``."""
+    shape = volume.shape[:3]
+    flat = volume.reshape(-1, volume.shape[3])
+    size = jnp.asarray(shape, jnp.int32)[:, None]
+    lead = coords.shape[1:]
+    c = coords.reshape(3, -1)
+
+    def read(idx: jax.Array) -> tuple[jax.Array, jax.Array]:
+        inside = jnp.all((idx >= 0) & (idx < size), axis=0)
+        idx = jnp.clip(idx, 0, size - 1)
+        lin = (idx[0] * shape[1] + idx[1]) * shape[2] + idx[2]
+        return flat[lin], inside
+
+    if order == 0:
+        idx = jnp.floor(c + 0.5).astype(jnp.int32)
+        values, inside = read(idx)
+        if mode == "zeros":
+            values = jnp.where(inside[:, None], values, jnp.zeros((), values.dtype))
+        return values.reshape(*lead, volume.shape[3])
+    lo = jnp.floor(c)
+    frac = c - lo
+    lo = lo.astype(jnp.int32)
+    out = jnp.zeros((c.shape[1], volume.shape[3]), jnp.float32)
+    for corner in range(8):
+        bits = jnp.array([(corner >> 2) & 1, (corner >> 1) & 1, corner & 1], jnp.int32)[:, None]
+        weight = jnp.prod(jnp.where(bits == 1, frac, 1.0 - frac), axis=0)
+        values, inside = read(lo + bits)
+        if mode == "zeros":
+            weight = jnp.where(inside, weight, 0.0)
+        out = out + weight[:, None] * values.astype(jnp.float32)
+    return out.reshape(*lead, volume.shape[3])
+
+
+def invert_points(points: jax.Array, matrix: jax.Array, out_shape: tuple[int, int, int],
+                  in_shape: tuple[int, int, int], displacement: jax.Array | None = None,
+                  iterations: int = 4) -> jax.Array:
+    """Where points ``(K, 3)`` of the input land in the output: the exact inverse of the affine
+    map; with an elastic ``displacement`` (defined on the output grid, not invertible in closed
+    form) ``iterations`` fixed-point steps ``p <- u - displacement(p)`` (``u`` the affine
+    inverse), the displacement read trilinearly (border) at ``p``: exact where the field is
+    constant, converging where its gradient is below 1."""
+    linear, shift = matrix[:3, :3], matrix[:3, 3]
+    u = jnp.linalg.solve(linear, (points - shift - _centre(in_shape)).T).T
+    if displacement is None:
+        return u + _centre(out_shape)
+    field = jnp.moveaxis(displacement, 0, -1)  # (D', H', W', 3)
+    p = u
+    for _ in range(iterations):
+        d = sample(field, (p + _centre(out_shape)).T, order=1, mode="border")
+        p = u - d
+    return p + _centre(out_shape)
