@@ -1,0 +1,345 @@
+"""3D volumes ``(N, D, H, W, C)``: the volume ops' declaration and runtime, and the front end of
+:class:`augjax.Volumes` for every other step (2D ops per slice).
+
+**A volume op** (:class:`VolumeOp`, declared in ``augjax/catalog/volume_*.py``) is params-first
+like an image op: a *sampler* ``sampler(key, meta, *, mask, **config) -> dict`` draws one
+volume's values (``meta`` a :class:`VolumeMeta`; ``mask`` that volume's mask ``(D, H, W, 1)``
+as it reaches the op, for samplers that read it, else None) and a deterministic *kernel*
+``kernel(volume, params, meta, **config)`` applies them to one volume ``(D, H, W, C)``; masks
+follow through ``mask_kernel`` (the same map, nearest) and keypoints ``(K, 3)`` (voxel indices
+in the array's axis order ``(d, h, w)``, i.e. ``(z, y, x)``, as MONAI orders points of a
+channel-first array's spatial axes) through ``points``. The runtime vmaps and jits them.
+
+**Randomness**: the call's key is split per volume (:func:`augjax._runtime.keys.sample_keys`,
+as for images: volume ``i``'s draws depend only on ``(key, i)``); the op at chain position
+``j`` draws from ``fold_in(k_i, j)``. A call runs the sampler program, then the apply program:
+``op.apply(x, params=op.sample(x, key=k))`` equals ``op(x, key=k)`` bitwise by construction.
+
+**Other steps on volumes** (``augjax.ops.flip(augjax.Volumes(x), key=k)``, chains, policies):
+the volume's slices along D are the frames of a clip (:mod:`augjax.clips`): one draw per volume
+shared by its slices, ``per_frame=True`` one draw per slice; masks ``(N, D, H, W)`` follow.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import augjax.clips as clips
+from augjax._core.kinds import Kind, check_rank
+from augjax._runtime.keys import sample_keys
+from augjax.errors import InputError, ParamError
+
+__all__ = ["LAYOUT", "VolumeChain", "VolumeMeta", "VolumeOp", "VolumeStep", "apply_volumes",
+           "call_volumes", "chain", "sample_volumes"]
+
+#: One volume's layout (DALI's ``fn.readers.numpy`` reads volumes as ``DHWC``).
+LAYOUT = "DHWC"
+#: The clip layout a volume's slices are run as by other steps.
+SLICES = "FHWC"
+
+
+class VolumeMeta(NamedTuple):
+    """What a volume sampler knows before reading voxels: one volume's ``depth``, ``height``,
+    ``width``, ``channels`` and ``dtype`` name."""
+
+    depth: int
+    height: int
+    width: int
+    channels: int
+    dtype: str
+
+    @property
+    def spatial(self) -> tuple[int, int, int]:
+        return (self.depth, self.height, self.width)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class VolumeOp:
+    """A declared volume op (see the module docstring). ``defaults`` are its configuration
+    (static: compile-time constants); ``check(name, config) -> config`` validates a call's
+    configuration (raising :class:`~augjax.errors.ParamError`); ``out_shape(meta, **config)``
+    gives the output's ``(D, H, W)`` when it is not the input's; ``reads_mask`` marks a sampler
+    that reads the mask."""
+
+    name: str
+    kernel: Callable[..., jax.Array]
+    sampler: Callable[..., dict[str, jax.Array]]
+    defaults: Mapping[str, Any]
+    check: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
+    mask_kernel: Callable[..., jax.Array] | None = None
+    points: Callable[..., jax.Array] | None = None
+    out_shape: Callable[..., tuple[int, int, int]] | None = None
+    reads_mask: bool = False
+    doc: str = ""
+
+    def bind(self, **config: Any) -> VolumeStep:
+        """This op configured with ``config`` (validated now), for calls and chains."""
+        unknown = sorted(set(config) - set(self.defaults))
+        if unknown:
+            raise ParamError(f"{self.name}: unknown parameter(s) {unknown}; it takes "
+                             f"{sorted(self.defaults)}", op=self.name, param=unknown[0])
+        full = {**self.defaults, **config}
+        if self.check is not None:
+            full = self.check(self.name, full)
+        return VolumeStep(self, tuple(sorted((k, _frozen(v)) for k, v in full.items())))
+
+    def __call__(self, volumes: Any, *, key: Any, masks: Any = None, keypoints: Any = None,
+                 **config: Any) -> Any:
+        """Applies the op to a batch of volumes (``augjax.Volumes`` or an ``(N, D, H, W, C)``
+        float array); with ``masks`` ``(N, D, H, W)`` / ``keypoints`` ``(N, K, 3)`` a dict
+        ``{"images", "masks"?, "keypoints"?}``."""
+        return self.bind(**config)(volumes, key=key, masks=masks, keypoints=keypoints)
+
+    def sample(self, volumes: Any, *, key: Any, masks: Any = None, **config: Any) -> Any:
+        """The values a call with ``key`` draws (a dict of arrays with a leading axis N)."""
+        return self.bind(**config).sample(volumes, key=key, masks=masks)
+
+    def apply(self, volumes: Any, *, params: Any, masks: Any = None, keypoints: Any = None,
+              **config: Any) -> Any:
+        """Applies given (recorded or edited) values; deterministic."""
+        return self.bind(**config).apply(volumes, params=params, masks=masks,
+                                         keypoints=keypoints)
+
+    def __repr__(self) -> str:
+        return f"augjax volume op {self.name!r}"
+
+
+def _frozen(v: Any) -> Any:
+    if isinstance(v, (list, tuple)):
+        return tuple(_frozen(x) for x in v)
+    return v
+
+
+@dataclasses.dataclass(frozen=True)
+class VolumeStep:
+    """A volume op with its validated configuration."""
+
+    op: VolumeOp
+    items: tuple[tuple[str, Any], ...]
+
+    @property
+    def name(self) -> str:
+        return self.op.name
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return dict(self.items)
+
+    def __call__(self, volumes: Any, *, key: Any, masks: Any = None, keypoints: Any = None
+                 ) -> Any:
+        return VolumeChain((self,))(volumes, key=key, masks=masks, keypoints=keypoints)
+
+    def sample(self, volumes: Any, *, key: Any, masks: Any = None) -> Any:
+        return VolumeChain((self,)).sample(volumes, key=key, masks=masks)[0]
+
+    def apply(self, volumes: Any, *, params: Any, masks: Any = None, keypoints: Any = None
+              ) -> Any:
+        return VolumeChain((self,)).apply(volumes, params=(params,), masks=masks,
+                                          keypoints=keypoints)
+
+    def out_meta(self, meta: VolumeMeta) -> VolumeMeta:
+        if self.op.out_shape is None:
+            return meta
+        return meta._replace(**dict(zip(("depth", "height", "width"),
+                                        self.op.out_shape(meta, **self.config))))
+
+
+@dataclasses.dataclass(frozen=True)
+class VolumeChain:
+    """Volume ops applied in order as one sampler program and one apply program; op ``j``
+    draws from ``fold_in(k_i, j)``. ``sample`` gives one dict per op."""
+
+    steps: tuple[VolumeStep, ...]
+    name: str = "volume_chain"
+
+    def __call__(self, volumes: Any, *, key: Any, masks: Any = None, keypoints: Any = None
+                 ) -> Any:
+        params = self.sample(volumes, key=key, masks=masks)
+        return self.apply(volumes, params=params, masks=masks, keypoints=keypoints)
+
+    def sample(self, volumes: Any, *, key: Any, masks: Any = None) -> Any:
+        return sample_volumes(self.steps, volumes, key=key, masks=masks, name=self.name)
+
+    def apply(self, volumes: Any, *, params: Any, masks: Any = None, keypoints: Any = None
+              ) -> Any:
+        return apply_volumes(self.steps, volumes, params=tuple(params), masks=masks,
+                             keypoints=keypoints, name=self.name)
+
+
+def chain(*steps: VolumeStep | VolumeOp, name: str = "volume_chain") -> VolumeChain:
+    """Volume ops (bound, or unbound with their defaults) as one :class:`VolumeChain`."""
+    bound = []
+    for s in steps:
+        if isinstance(s, VolumeOp):
+            s = s.bind()
+        if not isinstance(s, VolumeStep):
+            raise InputError(f"{name}: expects volume ops (augjax.volume_ops.*), got {s!r}",
+                             op=name, argument="steps")
+        bound.append(s)
+    return VolumeChain(tuple(bound), name)
+
+
+# -- inputs ---------------------------------------------------------------------------------
+
+def _volumes(x: Any, name: str) -> tuple[jax.Array, type[Kind] | None]:
+    """The batch ``(N, D, H, W, C)`` and the kind it came as (None: a plain array)."""
+    kind = None
+    if isinstance(x, Kind):
+        if x.layout != LAYOUT:
+            raise InputError(f"{name}: argument 'volumes' expects volumes (augjax.Volumes, "
+                             f"layout {LAYOUT!r}), got {x!r}", op=name, argument="volumes")
+        kind, x = type(x), x.array
+    if isinstance(x, np.ndarray):
+        x = jnp.asarray(x)
+    if not isinstance(x, jax.Array):
+        raise InputError(f"{name}: argument 'volumes' expects an array (N, D, H, W, C), got "
+                         f"{type(x).__name__}", op=name, argument="volumes")
+    check_rank(x.ndim, len(LAYOUT) + 1, name, "volumes", "(N, D, H, W, C)", x.shape)
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        raise InputError(f"{name}: argument 'volumes' expects floating volumes (float32, "
+                         f"float16, bfloat16), got {x.dtype}", op=name, argument="volumes")
+    return x, kind
+
+
+def _masks(m: Any, shape: tuple[int, ...], name: str) -> jax.Array | None:
+    if m is None:
+        return None
+    m = jnp.asarray(m)
+    if m.shape != shape[:4]:
+        raise InputError(f"{name}: argument 'masks' expects shape {shape[:4]} (N, D, H, W), "
+                         f"got {tuple(m.shape)}", op=name, argument="masks")
+    if not (jnp.issubdtype(m.dtype, jnp.integer) or m.dtype == jnp.bool_):
+        raise InputError(f"{name}: argument 'masks' expects integer or bool labels, got "
+                         f"{m.dtype}", op=name, argument="masks")
+    return m[..., None]
+
+
+def _points(p: Any, n: int, name: str) -> jax.Array | None:
+    if p is None:
+        return None
+    p = jnp.asarray(p, jnp.float32)
+    if p.ndim != 3 or p.shape[0] != n or p.shape[2] != 3:
+        raise InputError(f"{name}: argument 'keypoints' expects shape (N={n}, K, 3) voxel "
+                         f"coordinates (d, h, w), got {tuple(p.shape)}", op=name,
+                         argument="keypoints")
+    return p
+
+
+def _meta(shape: tuple[int, ...], dtype: Any) -> VolumeMeta:
+    return VolumeMeta(*shape[:4], jnp.dtype(dtype).name)
+
+
+# -- programs -------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=256)
+def _sampler(steps: tuple[VolumeStep, ...], meta: VolumeMeta, with_mask: bool):
+    reads = [i for i, s in enumerate(steps) if s.op.reads_mask]
+    last_read = reads[-1] if reads and with_mask else -1
+
+    def one(key, mask):
+        m, params = meta, []
+        for j, step in enumerate(steps):
+            p = step.op.sampler(jax.random.fold_in(key, j), m,
+                               mask=mask if step.op.reads_mask else None, **step.config)
+            params.append(p)
+            if j < last_read and step.op.mask_kernel is not None:
+                mask = step.op.mask_kernel(mask, p, m, **step.config)
+            m = step.out_meta(m)
+        return tuple(params)
+
+    return jax.jit(jax.vmap(one, in_axes=(0, 0 if with_mask else None)))
+
+
+@functools.lru_cache(maxsize=256)
+def _applier(steps: tuple[VolumeStep, ...], meta: VolumeMeta, with_mask: bool,
+             with_points: bool):
+    def one(volume, mask, points, params):
+        m, dtype = meta, volume.dtype
+        for step, p in zip(steps, params):
+            if mask is not None and step.op.mask_kernel is not None:
+                mask = step.op.mask_kernel(mask, p, m, **step.config)
+            if points is not None and step.op.points is not None:
+                points = step.op.points(points, p, m, **step.config)
+            volume = step.op.kernel(volume, p, m, **step.config).astype(dtype)
+            m = step.out_meta(m)
+        return volume, mask, points
+
+    axes = (0, 0 if with_mask else None, 0 if with_points else None, 0)
+    return jax.jit(jax.vmap(one, in_axes=axes))
+
+
+def sample_volumes(steps: tuple[VolumeStep, ...], volumes: Any, *, key: Any, masks: Any = None,
+                   name: str = "volume_chain") -> tuple[dict[str, jax.Array], ...]:
+    """What ``steps`` draw for ``volumes`` with ``key``: one dict per step, leading axis N."""
+    x, _ = _volumes(volumes, name)
+    mask = _masks(masks, x.shape, name)
+    keys = sample_keys(key, x.shape[0], name)
+    with_mask = mask is not None and any(s.op.reads_mask for s in steps)
+    return _sampler(tuple(steps), _meta(x.shape[1:], x.dtype), with_mask)(
+        keys, mask if with_mask else None)
+
+
+def apply_volumes(steps: tuple[VolumeStep, ...], volumes: Any, *, params: Any, masks: Any = None,
+                  keypoints: Any = None, name: str = "volume_chain") -> Any:
+    """``steps`` applied with ``params`` (one dict per step); the volumes come back as the
+    kind they came in; with targets a dict ``{"images", "masks"?, "keypoints"?}``."""
+    x, kind = _volumes(volumes, name)
+    mask = _masks(masks, x.shape, name)
+    points = _points(keypoints, x.shape[0], name)
+    if len(params) != len(steps):
+        raise InputError(f"{name}: argument 'params' expects {len(steps)} dict(s), one per op, "
+                         f"got {len(params)}", op=name, argument="params")
+    program = _applier(tuple(steps), _meta(x.shape[1:], x.dtype), mask is not None,
+                       points is not None)
+    out, mask, points = program(x, mask, points, tuple(params))
+    out = kind.of(out, LAYOUT) if kind is not None else out
+    if masks is None and keypoints is None:
+        return out
+    result = {"images": out}
+    if mask is not None:
+        result["masks"] = mask[..., 0]
+    if points is not None:
+        result["keypoints"] = points
+    return result
+
+
+# -- the front end of augjax.Volumes for every other step (2D steps per slice) ---------------
+
+def _slice_targets(name: str, targets: dict[str, Any]) -> dict[str, Any]:
+    if "keypoints" in targets:
+        raise InputError(f"{name}: 3D keypoints follow the volume ops (augjax.volume_ops); a "
+                         f"2D step runs per slice and takes masks only", op=name,
+                         argument="keypoints")
+    return targets
+
+
+def call_volumes(step: Any, inputs: tuple[Any, ...], *, key: Any, seeds: Any, seed: Any,
+                 device: Any, layout: str, per_frame: bool, targets: dict[str, Any]) -> Any:
+    """A step (2D: an op, chain, policy) on volumes: per slice along D, one draw per volume
+    (``per_frame=True``: per slice), through :func:`augjax.clips.call_clips`."""
+    del layout
+    return clips.call_clips(step, inputs, key=key, layout=SLICES, per_frame=per_frame,
+                            targets=_slice_targets(step.name, targets), seeds=seeds, seed=seed,
+                            device=device)
+
+
+def sample_slices(step: Any, inputs: tuple[Any, ...], *, key: Any, layout: str, per_frame: bool,
+                  targets: dict[str, Any]) -> Any:
+    """What :func:`call_volumes` draws (:func:`augjax.clips.sample_clips`)."""
+    del layout, targets
+    return clips.sample_clips(step, inputs, key=key, layout=SLICES, per_frame=per_frame)
+
+
+def apply_slices(step: Any, inputs: tuple[Any, ...], *, params: Any, layout: str,
+                 per_frame: bool, targets: dict[str, Any]) -> Any:
+    """:func:`call_volumes` with given params (:func:`augjax.clips.apply_clips`)."""
+    del layout
+    return clips.apply_clips(step, inputs, params=params, layout=SLICES, per_frame=per_frame,
+                             targets=_slice_targets(step.name, targets))
