@@ -62,7 +62,8 @@ if TYPE_CHECKING:
     from augjax.config import from_dict, from_json, to_dict, to_json
     from augjax.interop import from_albumentations, from_torchvision
     from augjax.multiview import Views, views
-    from augjax._core.kinds import Clips, Images
+    from augjax._core.kinds import Clips, Images, Volumes
+    from augjax.catalog.volume_ops import volume_ops
     from augjax.policies import (
         augmix,
         auto_augment,
@@ -85,7 +86,8 @@ _LAZY = {
     "jit": "augjax.jitting",
     "op": "augjax.calls",  # @augjax.op makes ops users call (JAX loads with it)
     **dict.fromkeys(("views", "Views"), "augjax.multiview"),
-    **dict.fromkeys(("Images", "Clips"), "augjax._core.kinds"),  # pytrees: they import JAX
+    **dict.fromkeys(("Images", "Clips", "Volumes"), "augjax._core.kinds"),  # pytrees: JAX
+    "volume_ops": "augjax.catalog.volume_ops",
     "ShardedSource": "augjax.dali._sources",
     **dict.fromkeys(("from_torchvision", "from_albumentations"), "augjax.interop"),
     **dict.fromkeys(("Chain", "Sequential", "compose", "invert", "matrices", "random_apply",
@@ -122,6 +124,8 @@ __all__ = [
     "Views",
     "Images",
     "Clips",
+    "Volumes",
+    "volume_ops",
     "AugjaxError",
     "AugjaxWarning",
     "BackendUnavailableError",

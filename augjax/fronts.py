@@ -8,7 +8,8 @@ parent's front end, never another's) and :data:`FRONTS` holds one :class:`Front`
 - :class:`~augjax._core.kinds.Images`: arrays through :mod:`augjax._runtime.dispatch` (which
   finds or builds the program and runs it), DALI ``DataNode`` values through
   :func:`augjax.dali.apply_dali`;
-- :class:`~augjax._core.kinds.Clips`: :mod:`augjax.clips` (arrays and DALI sequences).
+- :class:`~augjax._core.kinds.Clips`: :mod:`augjax.clips` (arrays and DALI sequences);
+- :class:`~augjax._core.kinds.Volumes`: :mod:`augjax.volumes` (a step per slice, as clips).
 
 Each front end takes the call's inputs with the images unwrapped (``inputs[0]`` the kind's
 ``array``) and the kind's ``layout``. A new kind is a type in :mod:`augjax._core.kinds` and a
@@ -21,7 +22,8 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import augjax.clips as clips
-from augjax._core.kinds import Clips, Images, Kind
+import augjax.volumes as volumes
+from augjax._core.kinds import Clips, Images, Kind, Volumes
 from augjax._core.step import Params, Step
 from augjax._runtime import dispatch
 from augjax.errors import InputError
@@ -102,6 +104,7 @@ def _clips_sample(step: Step, inputs: tuple[Any, ...], *, key: Any, layout: str,
 FRONTS: dict[type[Kind], Front] = {
     Images: Front(_images_call, _images_sample, _images_apply),
     Clips: Front(clips.call_clips, _clips_sample, clips.apply_clips),
+    Volumes: Front(volumes.call_volumes, volumes.sample_slices, volumes.apply_slices),
 }
 
 

@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import augjax.clips as clips
+from augjax._core.declaration import DHWC, FHWC
 from augjax._core.kinds import Kind, check_rank
 from augjax._runtime.keys import sample_keys
 from augjax.errors import InputError, ParamError
@@ -40,9 +41,9 @@ __all__ = ["LAYOUT", "VolumeChain", "VolumeMeta", "VolumeOp", "VolumeStep", "app
            "call_volumes", "chain", "sample_volumes"]
 
 #: One volume's layout (DALI's ``fn.readers.numpy`` reads volumes as ``DHWC``).
-LAYOUT = "DHWC"
+LAYOUT = DHWC
 #: The clip layout a volume's slices are run as by other steps.
-SLICES = "FHWC"
+SLICES = FHWC
 
 
 class VolumeMeta(NamedTuple):

@@ -38,6 +38,8 @@ DTYPES = ("uint8", "float32")
 LAYOUTS = (HWC, CHW) = ("HWC", "CHW")
 #: One clip's layouts, frames first (DALI's sequences; a batch leads with N).
 CLIP_LAYOUTS = (FHWC, FCHW) = ("F" + HWC, "F" + CHW)
+#: One 3D volume's layout, depth first (DALI's ``fn.readers.numpy``; a batch leads with N).
+VOLUME_LAYOUTS = (DHWC,) = ("D" + HWC,)
 #: What a sampler may ask to see (``sample_targets=``).
 SAMPLE_TARGETS = ("boxes", "masks")
 

@@ -10,6 +10,8 @@ wrapper, a pytree holding the data and its layout (one sample's, as DALI names i
   or a list of images of different sizes; one draw per image. A plain array is images.
 - :class:`Clips`: ``(N, T, H, W, C)`` (``"FHWC"``) or ``(N, T, C, H, W)`` (``"FCHW"``); one
   draw per clip (``per_frame=True``: per frame); targets per frame, leading with ``(N, T)``.
+- :class:`Volumes`: ``(N, D, H, W, C)`` (``"DHWC"``); the volume ops draw once per volume,
+  other steps run per slice (:mod:`augjax.volumes`).
 
 A plain array of rank 5 is refused (:class:`~augjax.errors.InputKindError`): clips and 3D
 volumes both have rank 5. A call returns its images as the kind they came in (torchvision's
@@ -25,10 +27,11 @@ from typing import Any, ClassVar
 import jax
 import numpy as np
 
-from augjax._core.declaration import CLIP_LAYOUTS, HWC, LAYOUTS
+from augjax._core.declaration import CLIP_LAYOUTS, HWC, LAYOUTS, VOLUME_LAYOUTS
 from augjax.errors import InputError, InputKindError
 
-__all__ = ["Clips", "Images", "Kind", "check_rank", "frame_layout", "kind_of", "rank_of"]
+__all__ = ["Clips", "Images", "Kind", "Volumes", "check_rank", "frame_layout", "kind_of",
+           "rank_of"]
 
 
 class Kind:
@@ -145,8 +148,24 @@ class Clips(Kind):
     draws = "one per clip"
 
 
+@jax.tree_util.register_pytree_node_class
+class Volumes(Kind):
+    """A batch of 3D volumes ``(N, D, H, W, C)`` (layout ``"DHWC"``, as DALI's
+    ``fn.readers.numpy`` reads them), float; masks ``(N, D, H, W)``, keypoints ``(N, K, 3)``
+    voxel indices ``(d, h, w)``. The volume ops (``augjax.volume_ops``) draw once per volume;
+    any other step runs on the D slices, one draw per volume (``per_frame=True``: per slice).
+    See :mod:`augjax.volumes`.
+
+    >>> out = augjax.volume_ops.affine(augjax.Volumes(ct), key=key, rotate=0.5)  # doctest: +SKIP
+    """
+
+    layouts = VOLUME_LAYOUTS
+    image_axes = ("N", "D")
+    draws = "one per volume"
+
+
 #: The kinds a call takes, by the layouts that name them (``layout=`` on a plain array).
-KINDS: tuple[type[Kind], ...] = (Images, Clips)
+KINDS: tuple[type[Kind], ...] = (Images, Clips, Volumes)
 
 
 def frame_layout(layout: str) -> str:
@@ -204,6 +223,6 @@ def kind_of(images: Any, layout: str, name: str) -> tuple[Kind, bool]:
             f"{name}: argument 'images' is a plain array of rank {rank} {shape}: a batch of "
             f"images has rank 4 (N, H, W, C), and rank 5 is clips (N, T, H, W, C) or 3D volumes "
             f"(N, D, H, W, C), which augjax does not guess; say which: augjax.Clips(x) for clips "
-            f"(or layout='FHWC' / 'FCHW')", op=name, argument="images", shape=shape,
-            kinds=("augjax.Clips",))
+            f"(or layout='FHWC' / 'FCHW'), augjax.Volumes(x) for volumes (or layout='DHWC')",
+            op=name, argument="images", shape=shape, kinds=("augjax.Clips", "augjax.Volumes"))
     return Images.of(images, layout), False
