@@ -25,15 +25,22 @@ taps) with sigma drawn per sample; colour jitter is torchvision's (multiplicativ
 order: DINO's exactly; SimCLR's ``simclrv2`` implementation; BYOL's factor ranges). With
 ``normalize=True`` (default) the views end in ImageNet normalization (float32); ``False`` keeps
 uint8 views (to show or to normalize later).
+
+:func:`nnunet` is a 3D segmentation recipe (a :class:`augjax.volumes.VolumeChain` over
+``augjax.Volumes``), with nnU-Net v2's default probabilities and ranges: MIC-DKFZ/nnUNet
+``nnunetv2/training/nnUNetTrainer/nnUNetTrainer.py`` at 0e495086 (2026-07-13), lines 155
+(``oversample_foreground_percent = 0.33``), 495-496 (3D: rotation +-30 degrees, mirror axes
+(0, 1, 2)) and 739-835 (``get_training_transforms``).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from augjax.multiview import Views, views
 
-__all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "byol", "dino", "simclr"]
+__all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "byol", "dino", "nnunet", "simclr"]
 
 #: ImageNet normalization used by the three references.
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -131,3 +138,43 @@ def byol(*, size: int = 224, normalize: bool = True) -> Views:
     view1 = view_chain(blur_p=1.0, solarize_p=0.0, **common)
     view2 = view_chain(blur_p=0.1, solarize_p=0.2, **common)
     return views({"views": [view1, view2]})
+
+
+def nnunet(patch_size: tuple[int, int, int] | None = None, *,
+           rotation: float = 30.0 / 360.0 * 2.0 * math.pi,
+           mirror_axes: tuple[int, ...] = (0, 1, 2)) -> Any:
+    """nnU-Net v2's default 3D training augmentation as one volume chain (arrays
+    ``augjax.Volumes`` ``(N, D, H, W, C)`` float with masks ``(N, D, H, W)``).
+
+    In order (nnUNetTrainer.py lines 739-835; probabilities per volume): a ``patch_size`` patch
+    centred on a foreground voxel with probability 0.33, else uniform (when ``patch_size`` is
+    given; line 155); rotation uniform in +-``rotation`` about each axis with p 0.2 and one scale
+    in (0.7, 1.4) for the three axes with p 0.2, no elastic deformation (``SpatialTransform``,
+    p_elastic_deform=0), trilinear images, nearest masks, zero padding; gaussian noise std in
+    (0, 0.1), p 0.1; gaussian blur sigma (0.5, 1) per channel (p 0.5) and axis, p 0.2;
+    multiplicative brightness (0.75, 1.25), p 0.15; contrast (0.75, 1.25) preserving the range,
+    p 0.15; low resolution scale (0.5, 1) per channel (p 0.5), p 0.25; inverted gamma
+    (0.7, 1.5) retaining stats, p 0.1; gamma (0.7, 1.5), p 0.3; a flip of each of
+    ``mirror_axes`` with p 0.5.
+
+    Deviations: nnU-Net samples a larger initial patch and its spatial transform crops the
+    patch's centre; here the patch is cut first and the affine pads with zeros. The scale is
+    MONAI's factor on the sampling grid (above 1 shows more of the volume).
+    """
+    from augjax.catalog.volume_ops import volume_ops as vol
+
+    steps = [vol.crop.bind(size=tuple(patch_size), p_foreground=0.33)] if patch_size else []
+    steps += [
+        vol.affine.bind(rotate=rotation, p_rotation=0.2, scale=(-0.3, 0.4), p_scaling=0.2,
+                        isotropic=True),
+        vol.noise.bind(p=0.1, std=(0.0, 0.1)),
+        vol.blur.bind(p=0.2, sigma=(0.5, 1.0), p_per_channel=0.5),
+        vol.brightness.bind(p=0.15, multiplier=(0.75, 1.25)),
+        vol.contrast.bind(p=0.15, factor=(0.75, 1.25), preserve_range=True),
+        vol.lowres.bind(p=0.25, scale=(0.5, 1.0), p_per_channel=0.5),
+        vol.gamma.bind(p=0.1, gamma=(0.7, 1.5), p_invert=1.0),
+        vol.gamma.bind(p=0.3, gamma=(0.7, 1.5), p_invert=0.0),
+    ]
+    if mirror_axes:
+        steps.append(vol.flip.bind(axes=tuple(mirror_axes), p=0.5))
+    return vol.chain(*steps, name="nnunet")
