@@ -25,8 +25,7 @@ import jax.numpy as jnp
 from augjax._core.param import Param
 from augjax.calls import op
 from augjax.catalog._fuse import Blend, ImageStats, Tone, fused
-from augjax.kernels.histogram import level_ramp, lookup, stretch
-from augjax.kernels.platform import platform_dependent
+from augjax.kernels.histogram import lookup, map_levels, stretch
 from augjax.kernels.pixels import (
     bound,
     from_unit,
@@ -176,23 +175,15 @@ def autocontrast(image, params):
     sample and channel, ``(x - min) / ((max - min) * (1 / 255))``, clamped, truncated for uint8
     (float images use 1 for 255); a constant channel is left unchanged
     (:func:`augjax.kernels.stretch`). PIL maps through a rounded table: <= 1 level apart.
-    uint8 images map each channel's 256 levels once and look the pixels up (the same values;
-    one division per level instead of per pixel: CPU, B=16, 2.7 -> 1.0 ms); on a TPU, which
-    gathers slowly, they map every pixel (455 ms a B=256 batch on a TPU v5e with the lookup).
+    uint8 images map each channel's 256 levels once and look the pixels up, every pixel on a
+    TPU (:func:`augjax.kernels.histogram.map_levels`; CPU, B=16: 2.7 -> 1.0 ms).
     """
     stats = ImageStats(image)
-    if image.dtype != jnp.uint8:
-        return _autocontrast_levels(image, params, stats)
 
-    def table(x, lo, hi):
-        ramp = level_ramp(jnp.uint8, x.shape[-1])
-        known = ImageStats(x, known={"range": (lo, hi)})
-        return lookup(x, _autocontrast_levels(ramp, params, known)[:, 0, :])
-
-    def pixels(x, lo, hi):
+    def levels(x, lo, hi):
         return _autocontrast_levels(x, params, ImageStats(x, known={"range": (lo, hi)}))
 
-    return platform_dependent(image, *stats.range, tpu=pixels, default=table)
+    return map_levels(image, levels, *stats.range)
 
 
 @fused(Blend("smooth"))

@@ -25,7 +25,8 @@ from augjax.kernels.platform import platform_dependent
 from augjax.kernels.batching import broadcast_unbatched
 from augjax.kernels.pixels import bound
 
-__all__ = ["equalize_lut", "histogram", "level_ramp", "lookup", "stretch", "value_range"]
+__all__ = ["equalize_lut", "histogram", "level_ramp", "lookup", "map_levels", "stretch",
+           "value_range"]
 
 
 def histogram(levels: jax.Array, bins: int = 256, needed: jax.Array | None = None) -> jax.Array:
@@ -189,6 +190,21 @@ def lookup(levels: jax.Array, lut: jax.Array) -> jax.Array:
     if levels.dtype == jnp.uint8 and lut.dtype == jnp.uint8 and lut.shape[0] == 256:
         return platform_dependent(levels, lut, tpu=lookup_product, default=_gathered_lookup)
     return _gathered_lookup(levels, lut)
+
+
+def map_levels(image: jax.Array, level_map, *operands: jax.Array) -> jax.Array:
+    """``level_map(image, *operands)`` for a per-value map (each output value depends only on
+    the input value and its channel). A uint8 image maps each channel's 256 levels once and
+    looks its pixels up (:func:`level_ramp`, :func:`lookup`: one evaluation per level instead
+    of per pixel); on a TPU, which gathers slowly, the map is applied to every pixel (the same
+    values). Other dtypes are mapped directly."""
+    if image.dtype != jnp.uint8:
+        return level_map(image, *operands)
+
+    def table(x, *ops):
+        return lookup(x, level_map(level_ramp(jnp.uint8, x.shape[-1]), *ops)[:, 0, :])
+
+    return platform_dependent(image, *operands, tpu=level_map, default=table)
 
 
 def _gathered_lookup(levels: jax.Array, lut: jax.Array) -> jax.Array:
