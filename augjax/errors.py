@@ -52,8 +52,9 @@ class InputRangeWarning(AugjaxWarning):
 
 
 class ProgramStoreWarning(AugjaxWarning):
-    """A stored program was refused (damaged, another program's, not the user's, or writable by
-    others) and is rebuilt, or the store itself was turned off (a folder it cannot trust)."""
+    """A stored program or a stored lifting decision was refused (damaged, another program's,
+    not the user's, or writable by others) and is rebuilt, or the store itself was turned off
+    (a folder it cannot trust)."""
 
     __module__ = "augjax"
 
