@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 
 from augjax._plugins.registry import REGISTRY
-from augjax._runtime.bound import BoundOp
+from augjax.calls import BoundOp  # the public one: a policy's ops can be called and applied
 from augjax.kernels.partition import partitioned
 from augjax.kernels.platform import live_platforms, platform_dependent
 from augjax.errors import OpNotFoundError, ParamError, PluginLoadError

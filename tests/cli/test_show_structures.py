@@ -32,7 +32,7 @@ def test_show_clip_rows_are_the_calls(tmp_path):
     assert Image.open(out).width > 3 * 32
     # The same call the picture draws: flip with p=1 on the clip gives every frame mirrored.
     clip = _clip(_photo(None, 48), 3, 32)[None]
-    flipped = np.asarray(augjax.ops.flip(clip, key=jax.random.key(0), p=1.0))
+    flipped = np.asarray(augjax.ops.flip(augjax.Clips(clip), key=jax.random.key(0), p=1.0))
     np.testing.assert_array_equal(flipped, clip[:, :, :, ::-1])
 
 
