@@ -1,4 +1,4 @@
-"""The TPU's forms of the histogram, table, window and block ops (issue 56 item 3) against the
+"""The TPU's forms of the histogram, table, window and block ops against the
 forms the CPU runs, on the CPU: equalize, autocontrast, the policies' tone family, mosaic and
 shot_noise bit for bit, pixelate bit for bit on uint8 (float32 sums in another order: within
 float32 rounding). A TPU form is what ``platform_dependent`` picks under ``only_platform("tpu")``

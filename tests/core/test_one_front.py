@@ -1,4 +1,4 @@
-"""What the input kinds' front ends share is written once (issue 57): the DALI seed draw, the
+"""What the input kinds' front ends share is written once: the DALI seed draw, the
 placement of nodes, the checks of a call's ``key`` / ``seeds`` / ``seed`` / ``device``, the sets
 of layouts, and no rank that guesses a kind. Read from ``augjax/`` with ``ast`` (docstrings and
 comments do not count)."""
