@@ -117,34 +117,31 @@ def mosaic_gather(x: jax.Array, tiles: jax.Array, center: jax.Array, oh: int, ow
                               default=lambda *a: _gather(*a[:3], oh, ow, a[3]), **forms)
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(4, 5))
-def _rows(x, tiles, center, fill, oh, ow):
-    """:func:`augjax.catalog._mosaic_rows.mosaic_rows`, with the pixel gather's derivative
-    (the same function: its transpose sums each input pixel's weights in the order it did)."""
-    return mosaic_rows(x, tiles, center, fill, oh=oh, ow=ow)
+def _with_gather_derivative(form, doc: str):
+    """``form`` (a mosaic form that computes the pixel gather's values) with the pixel gather's
+    derivative (the same function: its transpose sums each input pixel's weights in the order
+    it did)."""
+
+    @functools.partial(jax.custom_jvp, nondiff_argnums=(4, 5))
+    def fn(x, tiles, center, fill, oh, ow):
+        return form(x, tiles, center, fill, oh=oh, ow=ow)
+
+    @fn.defjvp
+    def _jvp(oh, ow, primals, tangents):
+        x, tiles, center, fill = primals
+        _, tangent = jax.jvp(lambda v, f: _gather(v, tiles, center, oh, ow, f), (x, fill),
+                             (tangents[0], tangents[3]))
+        return fn(x, tiles, center, fill, oh, ow), tangent
+
+    fn.__doc__ = doc
+    return fn
 
 
-@_rows.defjvp
-def _rows_jvp(oh, ow, primals, tangents):
-    x, tiles, center, fill = primals
-    _, tangent = jax.jvp(lambda v, f: _gather(v, tiles, center, oh, ow, f), (x, fill),
-                         (tangents[0], tangents[3]))
-    return _rows(x, tiles, center, fill, oh, ow), tangent
-
-
-@functools.partial(jax.custom_jvp, nondiff_argnums=(4, 5))
-def _windows(x, tiles, center, fill, oh, ow):
-    """:func:`augjax.catalog._mosaic_windows.mosaic_windows`, with the pixel gather's
-    derivative (the same function)."""
-    return mosaic_windows(x, tiles, center, fill, oh=oh, ow=ow)
-
-
-@_windows.defjvp
-def _windows_jvp(oh, ow, primals, tangents):
-    x, tiles, center, fill = primals
-    _, tangent = jax.jvp(lambda v, f: _gather(v, tiles, center, oh, ow, f), (x, fill),
-                         (tangents[0], tangents[3]))
-    return _windows(x, tiles, center, fill, oh, ow), tangent
+_rows = _with_gather_derivative(
+    mosaic_rows, ":func:`augjax.catalog._mosaic_rows.mosaic_rows` with the gather's derivative.")
+_windows = _with_gather_derivative(
+    mosaic_windows,
+    ":func:`augjax.catalog._mosaic_windows.mosaic_windows` with the gather's derivative.")
 
 
 def _gather(x: jax.Array, tiles: jax.Array, center: jax.Array, oh: int, ow: int,
