@@ -40,13 +40,13 @@ from augjax.errors import (
 )
 
 if TYPE_CHECKING:
-    from augjax._runtime.checking import checking
-    from augjax._runtime.compile_cache import compilation_cache_dir
-    from augjax._runtime.keys import index_seeds, keys_from_seeds
+    from augjax._runtime.execution.checking import checking
+    from augjax._runtime.store.compile_cache import compilation_cache_dir
+    from augjax._runtime.execution.keys import index_seeds, keys_from_seeds
     from augjax._core.magnitude import MagnitudeMap
-    from augjax._runtime.program import trace_count
-    from augjax._runtime.boxes import convert_boxes
-    from augjax._runtime.warmup import warmup
+    from augjax._runtime.execution.program import trace_count
+    from augjax._runtime.targets.boxes import convert_boxes
+    from augjax._runtime.execution.warmup import warmup
     from augjax.calls import op
     from augjax.jitting import jit
     from augjax.chain import (
@@ -76,13 +76,13 @@ if TYPE_CHECKING:
 # (which must stay fast and import no plugin) then cost no JAX import.
 _LAZY = {
     **dict.fromkeys(("from_dict", "from_json", "to_dict", "to_json"), "augjax.config"),
-    **dict.fromkeys(("index_seeds", "keys_from_seeds"), "augjax._runtime.keys"),
-    "trace_count": "augjax._runtime.program",
-    "convert_boxes": "augjax._runtime.boxes",
-    "checking": "augjax._runtime.checking",
-    "compilation_cache_dir": "augjax._runtime.compile_cache",
+    **dict.fromkeys(("index_seeds", "keys_from_seeds"), "augjax._runtime.execution.keys"),
+    "trace_count": "augjax._runtime.execution.program",
+    "convert_boxes": "augjax._runtime.targets.boxes",
+    "checking": "augjax._runtime.execution.checking",
+    "compilation_cache_dir": "augjax._runtime.store.compile_cache",
     "MagnitudeMap": "augjax._core.magnitude",
-    "warmup": "augjax._runtime.warmup",
+    "warmup": "augjax._runtime.execution.warmup",
     "jit": "augjax.jitting",
     "op": "augjax.calls",  # @augjax.op makes ops users call (JAX loads with it)
     **dict.fromkeys(("views", "Views"), "augjax.multiview"),

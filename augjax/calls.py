@@ -2,8 +2,8 @@
 ``step.apply`` run.
 
 Below this layer a step is data: an op's declaration (:class:`~augjax._core.spec.OpSpec`), the
-runtime's :class:`~augjax._runtime.bound.BoundOp` and the composites answer the Step contract
-(:mod:`augjax._core.step`) and call nothing above them. What users call is of this layer:
+runtime's :class:`~augjax._runtime.execution.bound.BoundOp` and the composites answer the Step
+contract (:mod:`augjax._core.step`) and call nothing above them. What users call is of this layer:
 :class:`Op` (what ``@augjax.op`` makes; ``augjax.ops.flip``), :class:`BoundOp`
 (``op.bind(...)``) and the composites, whose base takes its calls from :class:`StepCalls`.
 A call goes down from here, by the kind of its input:
@@ -13,7 +13,7 @@ A call goes down from here, by the kind of its input:
 - then the kind of the images (:func:`augjax._core.kinds.kind_of`: an ``augjax.Images`` /
   ``augjax.Clips`` given, a layout that names a kind, a plain array as images; a plain array of
   rank 5 refused) picks the front end in the one table :data:`augjax.fronts.FRONTS`: images
-  (arrays through :func:`augjax._runtime.dispatch.apply_steps`, which finds or builds the
+  (arrays through :func:`augjax._runtime.execution.dispatch.apply_steps`, which finds or builds the
   program and runs it; DALI ``DataNode`` values through :func:`augjax.dali.apply_dali`), clips
   (:mod:`augjax.clips`). The program runs each step's ``draw`` and ``run``, an op's kernel there.
 
@@ -34,9 +34,9 @@ from augjax._core.kinds import Kind, kind_of
 from augjax._core.step import CALL_KEYWORDS, Params, Step
 from augjax._core.targets import TARGET_KEYWORDS
 from augjax._plugins.registry import REGISTRY
-from augjax._runtime import bound as _bound
-from augjax._runtime.dispatch import is_data_node
-from augjax._runtime.lowering import final_layout
+from augjax._runtime.execution import bound as _bound
+from augjax._runtime.execution.dispatch import is_data_node
+from augjax._runtime.execution.lowering import final_layout
 from augjax.dali import dynamic
 from augjax.errors import AugjaxError
 
@@ -153,7 +153,7 @@ class StepCalls:
                 ``"cxcywh"``, an ``n`` suffix for normalised; rotated ``"xywhr"``,
                 ``"cxcywhr"`` (N, M, 5), ``"xyxyxyxy"`` (N, M, 8)), ``boxes_normalized=``,
                 ``sanitize=`` (:class:`augjax.Sanitize`); keypoints also grouped
-                ``(N, G, K, 2)``; see :mod:`augjax._runtime.targets`.
+                ``(N, G, K, 2)``; see :mod:`augjax._runtime.targets.follow`.
 
         Returns:
             ``images`` (as the kind that came in: an ``augjax.Clips`` for clips given so, a
@@ -186,8 +186,8 @@ class StepCalls:
 
 class BoundOp(StepCalls, _bound.BoundOp):
     """An op configured with validated parameter values, as ``op.bind(...)`` gives it: the
-    runtime's :class:`augjax._runtime.bound.BoundOp` (the step it runs) with the public calls
-    (:class:`StepCalls`). Call it like the op; ``sample`` / ``apply`` give and replay its
+    runtime's :class:`augjax._runtime.execution.bound.BoundOp` (the step it runs) with the public
+    calls (:class:`StepCalls`). Call it like the op; ``sample`` / ``apply`` give and replay its
     per-sample values (documented per op: ``degrees``, ``box``, ``lam``, ...)."""
 
 

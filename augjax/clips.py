@@ -46,13 +46,13 @@ import numpy as np
 
 from augjax.kernels.boundary import boundary_compiler_options, kept_in_caller
 from augjax.kernels.embedded import owned
-from augjax._runtime.ahead import compile_apply, first_call
+from augjax._runtime.execution.ahead import compile_apply, first_call
 from augjax._core.kinds import Clips, check_rank, frame_layout
-from augjax._runtime.inputs import check_arguments, committed
-from augjax._runtime.keys import keys_from_seeds, sample_keys
-from augjax._runtime.program import sampler_compiler_options
-from augjax._runtime.program_store import StoredProgram
-from augjax._runtime.boxes import parse_sanitize
+from augjax._runtime.execution.inputs import check_arguments, committed
+from augjax._runtime.execution.keys import keys_from_seeds, sample_keys
+from augjax._runtime.execution.program import sampler_compiler_options
+from augjax._runtime.store.programs import StoredProgram
+from augjax._runtime.targets.boxes import parse_sanitize
 from augjax.errors import InputError
 
 __all__ = ["apply_clips", "call_clips", "frame_keys", "frame_layout", "sample_clips"]
@@ -283,7 +283,7 @@ def call_clips(step: Any, inputs: tuple[Any, ...], *, key: Any, layout: str, per
     (and inside a caller's trace) the sampler and the apply run as two programs, so that a
     call equals ``apply(sample(...))`` bitwise by construction; elsewhere as one. DALI
     sequences (``DataNode``, layout ``"FHWC"``) take one ``jax_function`` (:func:`_dali`)."""
-    from augjax._runtime.dispatch import is_data_node
+    from augjax._runtime.execution.dispatch import is_data_node
 
     layout = frame_layout(layout)
     if inputs and is_data_node(inputs[0]):
@@ -322,7 +322,7 @@ def call_clips(step: Any, inputs: tuple[Any, ...], *, key: Any, layout: str, per
 def _apply_ahead(step: Any, inputs: tuple[Any, ...], key: Any, layout: str, per_frame: bool,
                  targets: dict[str, Any]):
     """A shape's first call: its apply program compiles on a helper thread while the sampler
-    compiles and runs (:mod:`augjax._runtime.ahead`); the function that waits for it, or
+    compiles and runs (:mod:`augjax._runtime.execution.ahead`); the function that waits for it, or
     None."""
     clips = inputs[0]
     if isinstance(clips, jax.core.Tracer):
@@ -348,7 +348,7 @@ def _dali_function(step: Any, layout: str, per_frame: bool, with_labels: bool, w
     """The ``jax_function`` for ``step`` on sequences: ``(clips[, labels][, seeds], *targets)``
     -> ``(clips[, labels], *target outputs)``, the targets per frame in ``tspec.names`` order
     and out in ``tspec.outputs`` order (as the image path's)."""
-    from augjax._runtime.program import final_layout
+    from augjax._runtime.execution.program import final_layout
     from augjax.dali import dali_modules
 
     _, _, jax_fn = dali_modules()
@@ -384,7 +384,7 @@ def _dali(step: Any, inputs: tuple[Any, ...], *, layout: str, per_frame: bool, s
     """``step`` on DALI sequences (samples ``(T, H, W, C)``): one ``jax_function`` whose
     program is :func:`call_clips` with the keys of the per-sample seeds, so it equals the
     array path with ``key=augjax.keys_from_seeds(seeds)``."""
-    from augjax._runtime.target_inputs import prepare_targets
+    from augjax._runtime.targets.inputs import prepare_targets
     from augjax.dali import dali_modules, node_device, placed, sample_seeds
 
     dali_modules()  # the install hint first

@@ -5,9 +5,9 @@ torchvision v2's ``_get_kernel(fn, type(inpt))`` is the model: :func:`front` wal
 type's MRO (stopping at :class:`~augjax._core.kinds.Kind`, so a subclass of a kind gets its
 parent's front end, never another's) and :data:`FRONTS` holds one :class:`Front` per kind:
 
-- :class:`~augjax._core.kinds.Images`: arrays through :mod:`augjax._runtime.dispatch` (which
-  finds or builds the program and runs it), DALI ``DataNode`` values through
-  :func:`augjax.dali.apply_dali`;
+- :class:`~augjax._core.kinds.Images`: arrays through
+  :mod:`augjax._runtime.execution.dispatch` (which finds or builds the program and runs it),
+  DALI ``DataNode`` values through :func:`augjax.dali.apply_dali`;
 - :class:`~augjax._core.kinds.Clips`: :mod:`augjax.clips` (arrays and DALI sequences);
 - :class:`~augjax._core.kinds.Volumes`: :mod:`augjax.volumes` (a step per slice, as clips).
 
@@ -25,7 +25,7 @@ import augjax.clips as clips
 import augjax.volumes as volumes
 from augjax._core.kinds import Clips, Images, Kind, Volumes
 from augjax._core.step import Params, Step
-from augjax._runtime import dispatch
+from augjax._runtime.execution import dispatch
 from augjax.errors import InputError
 
 __all__ = ["FRONTS", "Front", "front", "program_of"]

@@ -65,7 +65,8 @@ __all__ = ["RandomMap", "BatchAugment", "WithIndex", "pin_cpu", "worker_init"]
 
 #: Record fields that follow the image through a chain (augjax's target keywords).
 TARGETS = ("masks", "boxes", "boxes_valid", "keypoints", "keypoints_valid")
-#: Sample seeds are drawn in [0, 2**30), as augjax's DALI seeds (augjax._runtime.keys.SEED_HIGH).
+#: Sample seeds are drawn in [0, 2**30), as augjax's DALI seeds
+#(augjax._runtime.execution.keys.SEED_HIGH).
 _SEED_HIGH = 2**30
 
 
@@ -171,8 +172,8 @@ class RandomMap(grain.transforms.RandomMap):
             if self._run is None:
                 import jax
 
-                from augjax._runtime.program import array_program
-                from augjax._runtime.values import as_arguments, lift
+                from augjax._runtime.execution.program import array_program
+                from augjax._runtime.execution.values import as_arguments, lift
 
                 if _in_worker() and any(d.platform != "cpu" for d in jax.devices()):
                     warnings.warn(AugjaxWarning(
@@ -199,7 +200,7 @@ class RandomMap(grain.transforms.RandomMap):
         """The record ``element`` through the chain, with sample seeds ``seeds`` (int32 (1, 2))."""
         import jax
 
-        from augjax._runtime.program import _keys_from_seeds as keys_from_seeds
+        from augjax._runtime.execution.program import _keys_from_seeds as keys_from_seeds
 
         record, image, targets = _split(element, self.image)
         image = np.asarray(image)
@@ -217,7 +218,7 @@ class RandomMap(grain.transforms.RandomMap):
                 out = self.chain(image[None], key=keys_from_seeds(seeds), **batched)
                 self._checked.add(signature)
             else:
-                from augjax._runtime.values import giving
+                from augjax._runtime.execution.values import giving
 
                 with giving(self._values):
                     out = run(image[None], None, seeds)[0]
@@ -246,7 +247,7 @@ class WithIndex(grain.transforms.MapWithIndex):
 
 def _indices(indices: Any, field: str) -> np.ndarray:
     """Records' indices as int64 ``(B,)``, or InputError: integers in ``[0, 2**63)``."""
-    from augjax._runtime.keys import indices_below
+    from augjax._runtime.execution.keys import indices_below
 
     return indices_below(indices, 63, f"augjax.grain: field {field!r} expects record indices, "
                          f"integers", field)
@@ -297,7 +298,7 @@ class BatchAugment(grain.transforms.Map):
 
     def seeds(self, indices: Any, *, epoch: int | None = None) -> np.ndarray:
         """The int32 ``(B, 2)`` sample seeds for records with these indices."""
-        from augjax._runtime.keys import index_seeds
+        from augjax._runtime.execution.keys import index_seeds
 
         idx = _indices(indices, self.index)
         if epoch is not None or self.epoch_size is None:
@@ -318,7 +319,7 @@ class BatchAugment(grain.transforms.Map):
             if self._key_fn is None:
                 import jax
 
-                from augjax._runtime.keys import keys_from_seeds
+                from augjax._runtime.execution.keys import keys_from_seeds
 
                 self._key_fn = jax.jit(keys_from_seeds)
             return self._key_fn

@@ -41,12 +41,12 @@ from augjax._core.limits import MAX_VIEWS
 from augjax._core.step import Step
 from augjax.kernels.boundary import barrier, boundary_compiler_options, kept_in_caller
 from augjax.kernels.embedded import owned
-from augjax._runtime.ahead import compile_apply, first_call
-from augjax._runtime.compile_cache import enable as enable_compile_cache
-from augjax._runtime.program import sampler_compiler_options
-from augjax._runtime.program_store import StoredProgram
-from augjax._runtime.inputs import check_arguments, committed
-from augjax._runtime.keys import keys_from_seeds, sample_keys
+from augjax._runtime.execution.ahead import compile_apply, first_call
+from augjax._runtime.store.compile_cache import enable as enable_compile_cache
+from augjax._runtime.execution.program import sampler_compiler_options
+from augjax._runtime.store.programs import StoredProgram
+from augjax._runtime.execution.inputs import check_arguments, committed
+from augjax._runtime.execution.keys import keys_from_seeds, sample_keys
 from augjax.errors import InputError, ParamError
 
 __all__ = ["Views", "views"]
@@ -99,7 +99,7 @@ class Views:
             ``{name: (N, V, h, w, C)}`` on arrays; in DALI ``{name: DataNode}`` (dynamic mode:
             ``{name: Batch}``) whose samples are ``(V, h, w, C)`` (layout ``"FHWC"``).
         """
-        from augjax._runtime.dispatch import is_data_node
+        from augjax._runtime.execution.dispatch import is_data_node
         from augjax.dali import dynamic
 
         adapted = dynamic.adapt("views", (images,), key=key, seeds=seeds, seed=seed,

@@ -10,10 +10,11 @@ follow through ``mask_kernel`` (the same map, nearest) and keypoints ``(K, 3)`` 
 in the array's axis order ``(d, h, w)``, i.e. ``(z, y, x)``, as MONAI orders points of a
 channel-first array's spatial axes) through ``points``. The runtime vmaps and jits them.
 
-**Randomness**: the call's key is split per volume (:func:`augjax._runtime.keys.sample_keys`,
-as for images: volume ``i``'s draws depend only on ``(key, i)``); the op at chain position
-``j`` draws from ``fold_in(k_i, j)``. A call runs the sampler program, then the apply program:
-``op.apply(x, params=op.sample(x, key=k))`` equals ``op(x, key=k)`` bitwise by construction.
+**Randomness**: the call's key is split per volume
+(:func:`augjax._runtime.execution.keys.sample_keys`, as for images: volume ``i``'s draws depend only
+on ``(key, i)``); the op at chain position ``j`` draws from ``fold_in(k_i, j)``. A call runs the
+sampler program, then the apply program: ``op.apply(x, params=op.sample(x, key=k))`` equals ``op(x,
+key=k)`` bitwise by construction.
 
 **Other steps on volumes** (``augjax.ops.flip(augjax.Volumes(x), key=k)``, chains, policies):
 the volume's slices along D are the frames of a clip (:mod:`augjax.clips`): one draw per volume
@@ -34,7 +35,7 @@ import numpy as np
 import augjax.clips as clips
 from augjax._core.declaration import DHWC, FHWC
 from augjax._core.kinds import Kind, check_rank
-from augjax._runtime.keys import sample_keys
+from augjax._runtime.execution.keys import sample_keys
 from augjax.errors import InputError, ParamError
 
 __all__ = ["LAYOUT", "VolumeChain", "VolumeMeta", "VolumeOp", "VolumeStep", "apply_volumes",

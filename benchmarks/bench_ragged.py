@@ -44,7 +44,7 @@ def pipelines(root: str, sync: bool = False):
     from nvidia.dali.plugin.jax import fn as jax_fn
 
     import augjax
-    from augjax._runtime.ragged import ragged_apply
+    from augjax._runtime.ragged.prefix import ragged_apply
 
     def decoded():
         jpegs, _ = fn.readers.file(file_root=root, random_shuffle=True, seed=0)

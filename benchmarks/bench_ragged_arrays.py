@@ -149,7 +149,7 @@ def augjax_padded(images, iters):
     import jax
 
     import augjax
-    from augjax._runtime.ragged import pad_images, ragged_apply
+    from augjax._runtime.ragged.prefix import pad_images, ragged_apply
 
     steps = (augjax.ops.random_resized_crop.bind(size=OUT),)
     flip = augjax.ops.flip.bind(p=0.5)

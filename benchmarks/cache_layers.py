@@ -4,11 +4,11 @@ before every call (so that each call rebuilds what the layer keeps).
 
     python benchmarks/cache_layers.py [--json out.json]
 
-The layers: ``bound`` (validated ops by their given parameters, :mod:`augjax._runtime.bound`)
-and ``programs`` (the jitted programs by steps, layout and signature: ``array_program``,
-``sample_program``, ``apply_program``, ``call_program``; each holds its per-signature runs and,
-where the program store is on, its verified stored programs, so emptying it costs a load from
-the store, or a trace where the store is off). With the store on and off
+The layers: ``bound`` (validated ops by their given parameters,
+:mod:`augjax._runtime.execution.bound`) and ``programs`` (the jitted programs by steps, layout and
+signature: ``array_program``, ``sample_program``, ``apply_program``, ``call_program``; each holds
+its per-signature runs and, where the program store is on, its verified stored programs, so emptying
+it costs a load from the store, or a trace where the store is off). With the store on and off
 (``AUGJAX_PROGRAM_CACHE=0``). Medians of ``--repeat`` calls after warm-up, B=8, 64^2 uint8.
 """
 
@@ -24,8 +24,8 @@ import jax
 import numpy as np
 
 import augjax
-from augjax._runtime import bound as bound_mod
-from augjax._runtime import program as program_mod
+from augjax._runtime.execution import bound as bound_mod
+from augjax._runtime.execution import program as program_mod
 
 
 def clear_programs() -> None:

@@ -250,7 +250,7 @@ def warm_in_processes(args, pairs: list[tuple[str, str]]) -> int:
     timed)."""
     import subprocess
 
-    from augjax._runtime.compile_cache import compilation_cache_dir
+    from augjax._runtime.store.compile_cache import compilation_cache_dir
 
     if not pairs:
         return 0

@@ -293,7 +293,7 @@ def measure(name: str, kind: str, opts: dict, b: int, files, labels, executor: s
             args) -> dict:
     import jax
 
-    from augjax._runtime.program import seeded_program
+    from augjax._runtime.execution.program import seeded_program
 
     CALLS.clear()
     t_build = time.perf_counter()

@@ -100,7 +100,7 @@ class Profile(logging.Handler):
 
 def _augjax_counts() -> dict:
     import augjax
-    from augjax._runtime.program_store import load_count
+    from augjax._runtime.store.programs import load_count
 
     return {"augjax_traces": augjax.trace_count(), "store_loads": load_count()}
 

@@ -1,7 +1,7 @@
 """Probe: what bounds fusion between a chain's steps on a GPU. XLA:GPU emits no ``opt-barrier``;
 augjax keeps a step's output behind a Triton call that does nothing, its output aliased to its
-input (:func:`augjax.kernels.pallas.kept_in_place`), where :mod:`augjax._runtime.fusion`'s GPU
-rules place a boundary.
+input (:func:`augjax.kernels.pallas.kept_in_place`), where :mod:`augjax._runtime.execution.fusion`'s
+GPU rules place a boundary.
 
 Runs ``compose.py`` (its arguments after ``--``) with the chain's GPU boundaries, at the places
 those rules choose, as one of:
@@ -66,7 +66,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--boundary", choices=("lib", "none", "copy"), default="lib")
     args = ap.parse_args(own)
-    import augjax._runtime.lowering as lowering
+    import augjax._runtime.execution.lowering as lowering
     import compose
 
     if args.boundary != "lib":

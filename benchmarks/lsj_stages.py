@@ -69,7 +69,7 @@ def build(rec, root, stage: str, *, batch: int, size: int, seed: int = 0):
 
     import augjax
     from augjax import ops
-    from augjax._runtime.ragged import window_structure
+    from augjax._runtime.ragged.prefix import window_structure
     from augjax.dali._ragged import plan_function
 
     if stage == "recipe":

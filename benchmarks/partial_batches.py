@@ -77,7 +77,7 @@ def child(case: str, policy: str, opts: argparse.Namespace) -> dict[str, object]
     import numpy as np
     from jax.sharding import SingleDeviceSharding
 
-    import augjax._runtime.padding as padding
+    import augjax._runtime.execution.padding as padding
 
     # One sharding object for every input: a lookup then never compares two equal shardings
     # in one process and not in the other (a loader's new arrays compare in both).

@@ -106,8 +106,8 @@ def _release_compiled_programs():
     yield
     import jax
 
-    from augjax._runtime.padding import wait_compiles
-    from augjax._runtime.program import (
+    from augjax._runtime.execution.padding import wait_compiles
+    from augjax._runtime.execution.program import (
         apply_program,
         array_program,
         sample_program,
@@ -130,8 +130,9 @@ def _release_compiled_programs():
 @pytest.fixture(autouse=True)
 def _unpadded_batches(monkeypatch):
     """Each batch size compiles its own program in the tests: many compare an op's output for
-    a batch with its output for part of it, which padding (augjax._runtime.padding, on by default)
-    would run through the same program. tests/runtime/test_padding.py turns padding back on."""
+    a batch with its output for part of it, which padding (augjax._runtime.execution.padding, on by
+    default) would run through the same program. tests/runtime/test_padding.py turns padding back
+    on."""
     monkeypatch.setenv("AUGJAX_PAD_BATCHES", "0")
 
 
@@ -156,7 +157,7 @@ def _program_store_off_in_process(request, monkeypatch):
     nodeid = request.node.nodeid
     if (nodeid.startswith(STORE_OFF_ROOMS) and not nodeid.startswith(STORE_ON_MODULES)
             and request.node.get_closest_marker("program_store") is None):
-        from augjax._runtime import program_store
+        from augjax._runtime.store import programs as program_store
 
         monkeypatch.setattr(program_store, "store_dir", lambda: None)
 

@@ -158,9 +158,9 @@ def run_on_two_cpu_devices(tmp_path, source: str) -> None:
 def fresh_programs() -> None:
     """Forgets every program augjax built (and the batch sizes they ran with): the next call
     traces anew, as in a new process (XLA's executables may come from the compilation cache).
-    Waits for background compiles first (augjax._runtime.padding)."""
-    from augjax._runtime import padding
-    from augjax._runtime.program import (
+    Waits for background compiles first (augjax._runtime.execution.padding)."""
+    from augjax._runtime.execution import padding
+    from augjax._runtime.execution.program import (
         apply_program,
         array_program,
         call_program,

@@ -3,7 +3,7 @@
 An op's code decides a traced program's pixels, and a program may reach ops that its steps do
 not hold as objects (a policy's op list names them; a composite resolves them while tracing).
 :meth:`OpSpec.draw <augjax._core.spec.OpSpec.draw>` and :meth:`~augjax._core.spec.OpSpec.run`
-note their spec here; :mod:`augjax._runtime.program_identity` turns the noted specs into the
+note their spec here; :mod:`augjax._runtime.store.identity` turns the noted specs into the
 code a stored program depends on. Outside :func:`recording` noting costs one context lookup.
 
 An op's kernel or sampler may import a helper module when it runs (inside its body, or by a

@@ -232,8 +232,8 @@ class BaseStep:
 
     def run_masks(self, mask: jax.Array, params: Params) -> jax.Array:
         """The step on one mask, encoded as an HWC uint8 image whose last channel is 255
-        inside the image (see :mod:`augjax._runtime.targets`); the same sampling as the image,
-        nearest, and zero where pixels come from outside. Steps that move no pixel return it
+        inside the image (see :mod:`augjax._runtime.targets.follow`); the same sampling as the
+        image, nearest, and zero where pixels come from outside. Steps that move no pixel return it
         unchanged.
 
         Raises:

@@ -16,14 +16,14 @@ padding); ``center_crop`` draws nothing. ``op.apply(x, params={"box": ...})`` cr
 boxes. Every op's ``matrix`` maps input pixel coordinates to output ones
 (:func:`augjax.kernels.crop_resize_matrix`, :func:`augjax.kernels.translation`).
 
-Targets (:mod:`augjax._runtime.targets`): boxes and keypoints follow that matrix (a translation
-and a scale); masks are cropped (and resized with nearest, ``antialias`` off) by the same
-kernel, and padding (``random_crop``'s ``padding``, ``center_crop``'s zero padding) gets
+Targets (:mod:`augjax._runtime.targets.follow`): boxes and keypoints follow that matrix (a
+translation and a scale); masks are cropped (and resized with nearest, ``antialias`` off) by the
+same kernel, and padding (``random_crop``'s ``padding``, ``center_crop``'s zero padding) gets
 ``mask_fill`` with ``pad_mode="constant"``, or the mask's own edge/reflection otherwise.
 Images of different sizes (``ragged=``): each op draws its params from the image's true size
 (traced) and says by its :class:`augjax._core.meta.Window` which box it resamples and which
 window it cuts, so a chain can start with it on ``fn.decoders.image`` output or a list of images
-(:mod:`augjax._runtime.ragged`). ``random_crop`` then pads with a constant only.
+(:mod:`augjax._runtime.ragged.prefix`). ``random_crop`` then pads with a constant only.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ batch keeps one shape): ``random_iou_crop`` (SSD's ``RandomIoUCrop``; its sample
 ``sample_targets=("boxes",)`` and reads each sample's boxes as the ops before it moved them),
 ``random_zoom_out`` (``RandomZoomOut``) and ``scale_jitter`` (``ScaleJitter`` with the detection
 reference's ``FixedSizeCrop``: large-scale jitter). Boxes, keypoints and masks follow each by its
-``matrix`` and kernel (:mod:`augjax._runtime.targets`).
+``matrix`` and kernel (:mod:`augjax._runtime.targets.follow`).
 
 Params (``op.sample``; one value per sample, leading axis N): ``random_iou_crop``: ``box`` ((4,)
 int32: top, left, height, width of the crop in input pixels; the whole image where no crop was

@@ -15,9 +15,9 @@ one of the box's 10 attempts fit; a box without one is skipped), and for ``mode=
 left, height, width of each hole, before clipping at the border: ``top`` may be negative).
 ``op.apply(x, params=...)`` erases exactly the given boxes; ``applied=False`` is the identity.
 
-Targets (:mod:`augjax._runtime.targets`): erasing moves no pixel, so masks, boxes and keypoints
-are returned unchanged (an erased region keeps its mask ids, as torchvision's RandomErasing
-leaves ``tv_tensors.Mask`` alone).
+Targets (:mod:`augjax._runtime.targets.follow`): erasing moves no pixel, so masks, boxes and
+keypoints are returned unchanged (an erased region keeps its mask ids, as torchvision's
+RandomErasing leaves ``tv_tensors.Mask`` alone).
 """
 
 from __future__ import annotations

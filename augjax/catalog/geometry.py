@@ -46,8 +46,8 @@ degrees); ``shear_x``/``shear_y``: ``shear``; ``translate_x``/``translate_y``: `
 ops (``rotate``, ``affine``, ``perspective``, the shears and translations) are declared by their
 geometry (:func:`augjax.kernels.geometry.warp`), which gives their pixels and matrix alike.
 
-Targets (``masks=``, ``boxes=``, ``keypoints=``; :mod:`augjax._runtime.targets`): every op here
-moves masks through its own kernel with ``interpolation="nearest"`` (pixels from outside get
+Targets (``masks=``, ``boxes=``, ``keypoints=``; :mod:`augjax._runtime.targets.follow`): every op
+here moves masks through its own kernel with ``interpolation="nearest"`` (pixels from outside get
 ``mask_fill``, not ``fill``) and boxes and keypoints through its ``matrix``, as torchvision's
 kernels for ``tv_tensors.Mask`` / ``BoundingBoxes`` / ``KeyPoints`` do.
 """

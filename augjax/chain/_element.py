@@ -2,11 +2,11 @@
 inside a traced per-sample function: what an element may be, the structure it passes on, and key
 derivation. Every element is asked through the Step protocol, whatever its kind.
 
-Key scheme inside composites (the top level is in :mod:`augjax._runtime.keys`): a composite with key
-``k`` draws its own decisions (coin, branch, op index, magnitude) from ``decision_key(k)``;
-``random_apply`` and ``random_choice`` give their op(s) ``k`` itself, so ``random_apply(op, 1.0)``
-and ``random_choice([op])`` draw exactly what ``op`` draws at the same position; sequences
-(nested chains, ``some_of``) give their element ``j`` the key ``fold_in(k, j)``.
+Key scheme inside composites (the top level is in :mod:`augjax._runtime.execution.keys`): a
+composite with key ``k`` draws its own decisions (coin, branch, op index, magnitude) from
+``decision_key(k)``; ``random_apply`` and ``random_choice`` give their op(s) ``k`` itself, so
+``random_apply(op, 1.0)`` and ``random_choice([op])`` draw exactly what ``op`` draws at the same
+position; sequences (nested chains, ``some_of``) give their element ``j`` the key ``fold_in(k, j)``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from augjax._core.declaration import LAYOUTS
 from augjax._core.meta import Meta
 from augjax._core.spec import OpSpec
 from augjax._core.step import Step, Structure
-from augjax._runtime.keys import DECISION_TAG, decision_key
+from augjax._runtime.execution.keys import DECISION_TAG, decision_key
 from augjax.errors import ParamError
 
 __all__ = [

@@ -8,7 +8,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from augjax._runtime.inputs import LAYOUT_AXES, as_array
+from augjax._runtime.execution.inputs import LAYOUT_AXES, as_array
 from augjax._core.meta import Meta
 from augjax._core.spec import OpSpec
 from augjax._core.step import Structure

@@ -16,9 +16,9 @@ import jax.numpy as jnp
 
 from augjax._core.param import F32_MAX, kernel_number, show_value
 from augjax._core.step import Structure
-from augjax._runtime.keys import decision_key
-from augjax._runtime.targets import gated
-from augjax._runtime.values import Lifted, fill, kinds, lift
+from augjax._runtime.execution.keys import decision_key
+from augjax._runtime.targets.follow import gated
+from augjax._runtime.execution.values import Lifted, fill, kinds, lift
 from augjax.chain._composite import Composite
 from augjax.chain._config import Node, encode, json_value
 from augjax.chain._element import as_sample_element, draw_element
@@ -90,7 +90,7 @@ class RandomApply(Composite):
         m = self.op.matrix(params["op"], meta)
         return jnp.where(params["applied"], m, jnp.eye(3, dtype=jnp.float32))
 
-    # -- p (and the op's values) as program arguments (augjax._runtime.values) ---------------
+    # -- p (and the op's values) as program arguments (augjax._runtime.execution.values) -----------
     def lift(self) -> tuple[RandomApply, tuple[Any, ...]]:
         """``(skeleton, (p, *the op's values))``: a new probability compiles nothing (the coin
         is ``bernoulli(key, p)`` either way)."""

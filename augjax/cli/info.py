@@ -85,7 +85,7 @@ def _geometry(spec: Any) -> str:
 
 def _follow(spec: Any) -> dict[str, str]:
     """How each target follows the op, in words."""
-    from augjax._runtime.masks import mask_config
+    from augjax._runtime.targets.masks import mask_config
 
     follow = spec.targets
     refused = "refused (InputError)" + (f": {follow.reason}" if follow.reason else "")

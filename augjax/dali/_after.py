@@ -5,8 +5,8 @@ operator inside the pipeline).
 
 The per-sample seeds come out of the pipeline (:func:`sample_seeds`), drawn by the same DALI
 RNG operator the in-pipeline form uses, and the program is the in-pipeline operator's own
-(:func:`augjax._runtime.program.seeded_program`): for the same seeds both forms give the same bits, and a
-DALI checkpoint restores the stream.
+(:func:`augjax._runtime.execution.program.seeded_program`): for the same seeds both forms give the
+same bits, and a DALI checkpoint restores the stream.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from augjax._core.step import Step
-from augjax._runtime.inputs import check_layout
-from augjax._runtime.program import seeded_program
+from augjax._runtime.execution.inputs import check_layout
+from augjax._runtime.execution.program import seeded_program
 from augjax.dali._nodes import sample_seeds
 from augjax.errors import InputError
 

@@ -8,15 +8,15 @@ import contextvars
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-import augjax._runtime.padding as _padding
+import augjax._runtime.execution.padding as _padding
 from augjax._core.declaration import HWC, LAYOUTS
-from augjax._runtime.checking import check_batch, checking_enabled
-from augjax._runtime.inputs import check_arguments
+from augjax._runtime.execution.checking import check_batch, checking_enabled
+from augjax._runtime.execution.inputs import check_arguments
 from augjax.kernels.embedded import owned
 from augjax.kernels.partition import sharding_spans_devices
-from augjax._runtime.program import final_layout, once_cache, seeded_program
-from augjax._runtime.ragged import ragged_count, window_structure
-from augjax._runtime.values import as_arguments, giving, lift
+from augjax._runtime.execution.program import final_layout, once_cache, seeded_program
+from augjax._runtime.ragged.prefix import ragged_count, window_structure
+from augjax._runtime.execution.values import as_arguments, giving, lift
 from augjax.dali._backend import _dali
 from augjax.dali._nodes import node_device, placed, sample_seeds
 from augjax.dali._ragged import ragged_read
@@ -57,10 +57,10 @@ def dali_function(
     values: tuple[tuple[Any, ...], ...] = (),
 ):
     """The DALI operator (a ``jax_function``) for ``steps``, cached so that building a pipeline
-    again reuses the compiled program; ``check``: checking mode (see :mod:`augjax._runtime.checking`).
-    ``values``: the numbers lifted out of ``steps`` (skeletons, :mod:`augjax._runtime.values`),
-    handed to the program at every batch as the array path hands them: the two paths then run
-    the same compiled programs.
+    again reuses the compiled program; ``check``: checking mode (see
+    :mod:`augjax._runtime.execution.checking`). ``values``: the numbers lifted out of ``steps``
+    (skeletons, :mod:`augjax._runtime.execution.values`), handed to the program at every batch
+    as the array path hands them: the two paths then run the same compiled programs.
     """
     _, _, jax_fn = _dali()
     program = seeded_program(steps, layout, with_labels, with_seeds, start,
@@ -129,7 +129,7 @@ def apply_dali(
     """Adds the operator for ``steps`` to the pipeline being defined and returns its outputs
     (with targets, a dict of DataNodes: the targets are more inputs and outputs of the same
     ``jax_function``). ``key``: refused (a pipeline draws from per-sample seeds)."""
-    from augjax._runtime.target_inputs import check_hooks, prepare_targets
+    from augjax._runtime.targets.inputs import check_hooks, prepare_targets
 
     _dali()  # the install hint first
     tspec, target_nodes = prepare_targets(name, dict(targets or {}), 0, 0, 0, concrete=False)

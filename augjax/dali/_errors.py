@@ -21,7 +21,7 @@ def _ragged_cause(text: str) -> str:
     """The cause for images of different sizes reaching an augjax operator that takes one size:
     names the call (the last pipeline-definition frame outside augjax and DALI) and the ops
     that take images of different sizes."""
-    from augjax._runtime.ragged import RAGGED_OPS
+    from augjax._runtime.ragged.prefix import RAGGED_OPS
 
     frames = _FRAME.findall(text.split("encountered:", 1)[0])
     user = [f for f in frames if "/augjax/" not in f[0] and "/nvidia/dali/" not in f[0]]

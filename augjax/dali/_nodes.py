@@ -1,14 +1,14 @@
 """A call's DALI nodes, made in one place for every front end (images, clips, views): the
 device of a node, the per-sample seeds (the one draw, :func:`sample_seeds`) and the nodes placed
 on the operator's device (:func:`placed`). The arguments themselves (``key``, ``device``, ...)
-are checked by :func:`augjax._runtime.inputs.check_arguments`."""
+are checked by :func:`augjax._runtime.execution.inputs.check_arguments`."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from augjax._runtime.inputs import check_arguments
-from augjax._runtime.keys import SEED_HIGH
+from augjax._runtime.execution.inputs import check_arguments
+from augjax._runtime.execution.keys import SEED_HIGH
 
 __all__ = ["node_device", "placed", "sample_seeds"]
 

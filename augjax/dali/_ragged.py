@@ -5,18 +5,18 @@
 
 1. the images' shapes (``DataNode.shape``, CPU) and the per-sample seeds go into one small
    ``jax_function`` (:func:`plan_function`) that draws each sample's window with the same keys
-   and code as the array path (:func:`augjax._runtime.ragged.plan_program`);
+   and code as the array path (:func:`augjax._runtime.ragged.prefix.plan_program`);
 2. ``fn.slice`` cuts the box, ``fn.resize`` resamples it (antialiased triangle filter, as
    torchvision's ``antialias=True``), ``fn.slice`` with padding cuts the output window; a
    resize followed by a window (``scale_jitter``, ``resize`` then ``center_crop``) resamples
    only the part the window sees (``roi_start``/``roi_end``: :func:`visible_roi`);
 3. the uniform batch goes on to the chain's remaining ops: one ``jax_function``, as always.
 
-Targets (:mod:`augjax._runtime.targets`) follow the same windows: masks (ragged like the images)
-through the same ``fn.slice`` / ``fn.resize`` with nearest sampling and no antialiasing (padding
-gets ``mask_fill``), boxes and keypoints (uniform, padded to ``M``) through each window's matrix
-in a second small CPU ``jax_function`` (:func:`target_function`), clamped and flagged as after
-any geometric op.
+Targets (:mod:`augjax._runtime.targets.follow`) follow the same windows: masks (ragged like the
+images) through the same ``fn.slice`` / ``fn.resize`` with nearest sampling and no antialiasing
+(padding gets ``mask_fill``), boxes and keypoints (uniform, padded to ``M``) through each window's
+matrix in a second small CPU ``jax_function`` (:func:`target_function`), clamped and flagged as
+after any geometric op.
 
 Memory is bounded by each image and the output, never by the largest image of the batch.
 Pixels differ from torchvision's (and the array path's) by DALI's resampling only: measured in
@@ -31,10 +31,10 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from augjax._runtime.keys import keys_from_seeds
-from augjax._runtime.program import once_cache, sampler_compiler_options
-from augjax._runtime.ragged import move_window_points, plan_program, window_structure
-from augjax._runtime.target_inputs import TargetSpec
+from augjax._runtime.execution.keys import keys_from_seeds
+from augjax._runtime.execution.program import once_cache, sampler_compiler_options
+from augjax._runtime.ragged.prefix import move_window_points, plan_program, window_structure
+from augjax._runtime.targets.inputs import TargetSpec
 from augjax.dali._backend import _dali
 from augjax.errors import InputError
 from augjax.kernels.embedded import owned

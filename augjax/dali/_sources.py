@@ -1,8 +1,8 @@
 """A sharded, counter-seeded file source for data-parallel DALI pipelines.
 
 Each sample carries seeds derived from its global index in the dataset and the epoch
-(:func:`augjax._runtime.keys.index_seeds`), so its augmentation is the same whether the global batch is
-read by one pipeline or split over many devices and hosts.
+(:func:`augjax._runtime.execution.keys.index_seeds`), so its augmentation is the same whether the
+global batch is read by one pipeline or split over many devices and hosts.
 
 The source can run in four forms that give bitwise the same samples (``tests/dali/test_sources.py``);
 they differ only in how much Python the pipeline's calling thread runs per sample:
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from augjax._runtime.keys import index_seeds
+from augjax._runtime.execution.keys import index_seeds
 from augjax.errors import InputError
 
 __all__ = ["ShardedSource"]

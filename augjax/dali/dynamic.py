@@ -44,8 +44,8 @@ import numpy as np
 
 from augjax._core.declaration import CLIP_LAYOUTS, LAYOUTS
 from augjax._core.kinds import Clips, Images, Kind, frame_layout
-from augjax._runtime.inputs import check_arguments
-from augjax._runtime.keys import SEED_HIGH, keys_from_seeds
+from augjax._runtime.execution.inputs import check_arguments
+from augjax._runtime.execution.keys import SEED_HIGH, keys_from_seeds
 from augjax.errors import InputError, KeyRequiredError
 
 __all__ = ["OUTPUTS", "Adapted", "adapt", "as_batch", "as_jax", "is_dynamic", "pipeline_seeds"]

@@ -7,7 +7,7 @@ for every read. Between two ops of a chain that can cost far more than both ops 
 twice per pixel, so the whole resample ran twice, element by element (2-core CPU, B=16,
 256^2 -> 224^2 uint8: 186 ms against 22 + 1 ms for the two ops alone). The program now keeps
 an op's output in memory before the next op reads it (:func:`materialize`, placed by
-:func:`augjax._runtime.lowering.apply_params`), except after a :func:`pointwise` step that
+:func:`augjax._runtime.execution.lowering.apply_params`), except after a :func:`pointwise` step that
 widens its values (normalize: cheaper to recompute from its uint8 input than to write and read
 back as float32) or before a pointwise consumer: a chain then costs about what its ops cost
 alone, without their dispatches (``benchmarks/compose.py``).

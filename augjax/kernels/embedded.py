@@ -18,7 +18,7 @@ per-sample kernel) the conditional takes the whole batch (``jax.custom_batching.
 a batched predicate would make it a select of both branches, which keeps nothing.
 
 Which form a trace gets is decided while it is traced: :func:`own_program` marks the traces of
-augjax's own programs (:class:`augjax._runtime.program_store.StoredProgram`,
+augjax's own programs (:class:`augjax._runtime.store.programs.StoredProgram`,
 :class:`augjax.kernels.portable.portable_jit`, the functions handed to DALI's ``jax_function``
 and ``augjax.jit``: :func:`owned`), where barriers keep the form they always had; any other
 trace is a caller's.

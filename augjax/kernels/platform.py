@@ -53,7 +53,8 @@ _ONLY: contextvars.ContextVar[frozenset[str] | None] = contextvars.ContextVar(
 @contextlib.contextmanager
 def only_platform(name: str) -> Iterator[None]:
     """:func:`platform_dependent` traces only ``name``'s branch inside (what a program compiled
-    for that platform computes: how a chain reads a step, :mod:`augjax._runtime.fusion`)."""
+    for that platform computes: how a chain reads a step,
+    :mod:`augjax._runtime.execution.fusion`)."""
     token = _ONLY.set(frozenset({name}))
     try:
         yield

@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import augjax.policies.tables as T
 from augjax._core.limits import MAX_AUGMIX_WIDTH
 from augjax.kernels.gamma import loggamma
-from augjax._runtime.keys import decision_key
+from augjax._runtime.execution.keys import decision_key
 from augjax.errors import ParamError
 from augjax.kernels.pixels import bound as max_level
 from augjax.kernels.pixels import is_int

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import augjax.policies.tables as T
-from augjax._runtime.keys import decision_key
+from augjax._runtime.execution.keys import decision_key
 from augjax.errors import ParamError
 from augjax.policies._base import LayeredPolicy, param, shared
 from augjax.policies._call import data_first

@@ -17,7 +17,7 @@ from typing import Any
 from augjax._core.param import suggest
 from augjax._core.step import CALL_KEYWORDS
 from augjax._core.targets import TARGET_KEYWORDS
-from augjax._runtime.dispatch import is_data_node
+from augjax._runtime.execution.dispatch import is_data_node
 from augjax.errors import ParamError
 
 __all__ = ["data_first", "is_batch"]

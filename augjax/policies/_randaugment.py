@@ -33,8 +33,8 @@ import jax.numpy as jnp
 
 import augjax.policies.tables as T
 from augjax._core.limits import MAX_MAGNITUDE_BINS, MAX_POLICY_LAYERS
-from augjax._runtime.values import Lifted
-from augjax._runtime.keys import decision_key
+from augjax._runtime.execution.values import Lifted
+from augjax._runtime.execution.keys import decision_key
 from augjax.errors import ParamError
 from augjax.policies._base import (
     STYLES,
@@ -197,7 +197,7 @@ class RandAugment(LayeredPolicy):
                            for i in range(self.n)) * self.p)
         return tuple(out)
 
-    # -- the magnitude as a program argument (augjax._runtime.values) ------------------------
+    # -- the magnitude as a program argument (augjax._runtime.execution.values) --------------------
     def lift(self) -> tuple[RandAugment, tuple[float, ...]]:
         """``(skeleton, (m,))``: the policy with ``m`` taken out (what its structure reads of
         ``m``, whether levels are whole bins, stays in the marker); a magnitude schedule then

@@ -17,11 +17,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from augjax._runtime.bound import BoundOp
-from augjax._runtime.keys import keys_from_seeds
-from augjax._runtime.padding import no_padding
-from augjax._runtime.program import trace_count
-from augjax._runtime.program_store import load_count
+from augjax._runtime.execution.bound import BoundOp
+from augjax._runtime.execution.keys import keys_from_seeds
+from augjax._runtime.execution.padding import no_padding
+from augjax._runtime.execution.program import trace_count
+from augjax._runtime.store.programs import load_count
 from augjax.errors import InputError, InputTypeError, KeyRequiredError, ParamError
 from augjax.testing._dali import dali_available, run_dali
 from augjax.testing._declaration import check_declaration, check_param_validation
@@ -412,7 +412,7 @@ DALI_RESAMPLE_TOLERANCE = 16.0
 
 
 def _dali_tolerance(op: BoundOp, dtype: str, layout: str) -> float:
-    from augjax._runtime.ragged import window_structure
+    from augjax._runtime.ragged.prefix import window_structure
 
     if layout != "HWC" or op.spec.ragged is None or window_structure((op,)).size is None:
         return 0.0

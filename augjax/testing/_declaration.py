@@ -11,7 +11,7 @@ import numpy as np
 
 from augjax._core.declaration import LAYOUTS
 from augjax._core.spec import API_VERSION
-from augjax._runtime.bound import BoundOp
+from augjax._runtime.execution.bound import BoundOp
 from augjax.errors import ParamError
 from augjax.testing._examples import SHAPE
 

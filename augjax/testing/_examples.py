@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from augjax._core.spec import OpSpec
-from augjax._runtime.bound import BoundOp
+from augjax._runtime.execution.bound import BoundOp
 from augjax.errors import ParamError
 
 __all__ = [

@@ -29,9 +29,9 @@ from typing import Any
 import jax
 import numpy as np
 
-from augjax._runtime.bound import BoundOp
-from augjax._runtime.padding import no_padding
-from augjax._runtime.masks import mask_config
+from augjax._runtime.execution.bound import BoundOp
+from augjax._runtime.execution.padding import no_padding
+from augjax._runtime.targets.masks import mask_config
 from augjax.testing._examples import SHAPE, channels_for
 
 __all__ = ["check_geometry", "moves_pixels"]

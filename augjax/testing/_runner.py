@@ -14,7 +14,7 @@ from typing import Any
 
 from augjax._core.spec import OpSpec
 from augjax._plugins.registry import REGISTRY
-from augjax._runtime.bound import BoundOp
+from augjax._runtime.execution.bound import BoundOp
 from augjax.errors import AugjaxWarning, PluginLoadError
 from augjax.testing._checks import CheckSkipped, applicable_checks
 from augjax.testing._examples import example_op

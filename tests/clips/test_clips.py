@@ -11,7 +11,7 @@ import pytest
 
 import augjax
 from augjax import ops
-from augjax._runtime.padding import no_padding
+from augjax._runtime.execution.padding import no_padding
 from augjax.testing import example_op, make_images
 from helpers import compiles
 

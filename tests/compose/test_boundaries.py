@@ -17,7 +17,7 @@ from helpers import images
 import augjax
 from augjax import compose
 from augjax.kernels.boundary import BARRIER_PASS, boundary_compiler_options
-from augjax._runtime.program import apply_program
+from augjax._runtime.execution.program import apply_program
 
 ops = augjax.ops
 pytestmark = pytest.mark.skipif(jax.default_backend() != "cpu",
@@ -347,8 +347,8 @@ def test_on_cuda_a_resample_reads_a_resampled_or_recoloured_image_from_memory(
     and lets cheap producers fuse."""
     from jax import export
 
-    import augjax._runtime.fusion as fusion
-    import augjax._runtime.lowering as lowering
+    import augjax._runtime.execution.fusion as fusion
+    import augjax._runtime.execution.lowering as lowering
     from augjax.kernels import platform
 
     monkeypatch.setattr(platform, "live_platforms", lambda: frozenset({"cpu", "cuda"}))
@@ -396,7 +396,7 @@ def test_every_step_has_a_kind_under_the_gpu_rules(monkeypatch):
     (fusion.kind_of_step, on="gpu") while it lowers a chain: that reading handles every
     registered op and policy (equalize's ``cond`` without outputs once raised an IndexError in
     every GPU program with equalize, the policies' included). Traced only, nothing compiles."""
-    import augjax._runtime.fusion as fusion
+    import augjax._runtime.execution.fusion as fusion
     from augjax.kernels import boundary, platform
 
     monkeypatch.setattr(platform, "live_platforms", lambda: frozenset({"cpu", "cuda"}))

@@ -15,7 +15,7 @@ from helpers import images
 
 import augjax
 from augjax import compose
-from augjax._runtime.program import apply_program
+from augjax._runtime.execution.program import apply_program
 
 ops = augjax.ops
 pytestmark = pytest.mark.gpu

@@ -256,8 +256,8 @@ def test_cpu_chunks_of_compute_bound_ops_equal_the_whole_batch(n, monkeypatch):
     """On CPU a run of compute-bound ops (color_jitter) goes through the batch in chunks of
     CPU_CHUNK (one chunk, and 19 = 2 x 8 + 3: several and a remainder); the result is the
     whole-batch program's, bit for bit, with memory-bound and batch-level ops around it."""
-    import augjax._runtime.lowering as lowering
-    import augjax._runtime.program as program
+    import augjax._runtime.execution.lowering as lowering
+    import augjax._runtime.execution.program as program
 
     chain = compose(
         ops.flip.bind(p=0.5),

@@ -20,7 +20,7 @@ from helpers import images
 
 import augjax
 from augjax import compose
-from augjax._runtime.program import apply_program
+from augjax._runtime.execution.program import apply_program
 from augjax.kernels.boundary import boundary_compiler_options
 
 #: The program store on in this process, as in compose.py's warming processes: their stored
@@ -164,7 +164,7 @@ def test_pairs_warmed_in_other_processes_compile_nothing_here(monkeypatch):
     args = argparse.Namespace(device="cpu", batch=3, size=29, out_size=23, parts="same-draws",
                               warm_procs=2)
     pairs = [("flip", "rotate"), ("rotate", "brightness"), ("hue", "random_resized_crop")]
-    from augjax._runtime.compile_cache import compilation_cache_dir
+    from augjax._runtime.store.compile_cache import compilation_cache_dir
 
     assert compilation_cache_dir() is not None  # tests/conftest.py: the session's cache
     monkeypatch.setitem(bench.PARTS, "same_draws", True)  # what main() sets for --parts

@@ -118,7 +118,7 @@ def test_images_first_on_arrays_equals_build_then_apply():
 def test_images_first_applies_the_policy_it_builds(name, monkeypatch):
     """Every factory: ``f(images, **call, **config)`` applies ``f(**config)`` with the call
     keywords (recorded at the dispatch, so nothing compiles)."""
-    import augjax._runtime.dispatch as composite
+    import augjax._runtime.execution.dispatch as composite
 
     calls = []
     monkeypatch.setattr(composite, "apply_steps", lambda steps, inputs, **kw: calls.append(

@@ -59,7 +59,7 @@ def test_dali_seeds_are_drawn_and_nodes_placed_in_one_place():
 
 def test_key_and_device_arguments_are_checked_in_one_place():
     for text in ("is for DALI pipelines", "'key' is for arrays", "argument 'device' expects"):
-        assert _where(_raised(text)) == {"_runtime/inputs.py": 1}, text
+        assert _where(_raised(text)) == {"_runtime/execution/inputs.py": 1}, text
 
 
 def test_layout_sets_are_named_once():
@@ -81,4 +81,5 @@ def test_no_rank_says_a_kind():
                 and node.left.attr == "ndim" and any(isinstance(c, ast.Constant) and c.value == 5
                                                      for c in node.comparators))
 
-    assert _where(rank5) == {"_runtime/masks.py": 1}  # boxes of masks (N, K, ...): not a kind
+    # boxes of masks (N, K, ...): not a kind
+    assert _where(rank5) == {"_runtime/targets/masks.py": 1}

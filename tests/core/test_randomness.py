@@ -89,7 +89,7 @@ def test_samples_get_independent_draws():
 def test_seed_range_gives_positive_distinct_seeds():
     from nvidia.dali import fn, pipeline_def, types
 
-    from augjax._runtime.keys import SEED_HIGH
+    from augjax._runtime.execution.keys import SEED_HIGH
 
     @pipeline_def(batch_size=256, num_threads=1, device_id=None, seed=3)
     def pipe():
@@ -125,7 +125,7 @@ def test_warmup_compiles_before_the_first_batch():
 def test_program_cache_keys_do_not_depend_on_how_arguments_are_spelled():
     """A program asked for with defaults left out, given positionally or by keyword is one
     program (one trace, one compile): augjax.warmup and the DALI bridge ask differently."""
-    from augjax._runtime.program import array_program, seeded_program
+    from augjax._runtime.execution.program import array_program, seeded_program
 
     steps = (augjax.ops.flip.bind(p=0.5),)
     a = seeded_program(steps, "HWC", False, True)

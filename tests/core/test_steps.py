@@ -6,8 +6,8 @@ question as the op it wraps does, and the runtime asks nothing else of a step.
   ``random_choice([op])``, ``some_of([op], 1)``) answers structure, randomness, application and
   geometry bitwise as the op alone, member by member, on a sample input;
 - read with ``ast``: no runtime module reads a step's ``.spec`` (only ``BoundOp`` itself, in
-  ``_runtime/bound.py``, reads its declaration) and none branches with ``isinstance`` on a
-  step kind.
+  ``_runtime/execution/bound.py``, reads its declaration) and none branches with ``isinstance``
+  on a step kind.
 """
 
 from __future__ import annotations
@@ -159,13 +159,14 @@ def test_a_policy_runs_by_its_members(kind):
 # -- the runtime asks only the protocol ----------------------------------------------------------
 #: Modules that run steps: the runtime, the calls handed down to it, clips, DALI, the
 #: composites' element machinery and configs (``to_dict`` writes a step through ``kind`` and
-#: ``to_config``). ``_runtime/bound.py`` is the op's own implementation.
-RUNNERS = sorted({*(PACKAGE / "_runtime").glob("*.py"), *(PACKAGE / "dali").glob("*.py"),
+#: ``to_config``). ``_runtime/execution/bound.py`` is the op's own implementation.
+RUNNERS = sorted({*(PACKAGE / "_runtime").rglob("*.py"), *(PACKAGE / "dali").glob("*.py"),
                   PACKAGE / "calls.py", PACKAGE / "fronts.py", PACKAGE / "clips.py",
                   PACKAGE / "multiview.py",
                   PACKAGE / "grain.py", *(PACKAGE / "chain" / n for n in (
                       "_element.py", "_containers.py", "_random.py", "_composite.py",
-                      "_invert.py", "_config.py"))} - {PACKAGE / "_runtime" / "bound.py"})
+                      "_invert.py", "_config.py"))}
+                 - {PACKAGE / "_runtime" / "execution" / "bound.py"})
 
 #: The concrete step classes: the runtime never branches on them.
 KINDS = {"BoundOp", "Composite", "Chain", "RandomApply", "RandomChoice", "SomeOf", "Policy",

@@ -106,7 +106,7 @@ def test_the_gallery_covers_every_registered_op(site):
 
 def test_the_api_reference_names_each_object_by_its_public_path():
     """Each ``:::`` entry of the API reference is the name users import (``augjax.warmup``,
-    not ``augjax._runtime.warmup.warmup``): its heading and anchor are that path, and the
+    not ``augjax._runtime.execution.warmup.warmup``): its heading and anchor are that path, and the
     object behind it is the one ``augjax`` gives."""
     import importlib
 

@@ -8,7 +8,7 @@ jitter, random erasing, mixup on the reader's labels, normalize to float CHW) fu
 - resident memory (``/proc/self/statm``, or psutil when installed) every ``--every`` batches,
   and its least-squares slope in KB per 1000 batches;
 - augjax traces (``augjax.trace_count()``): recompilations after the warm-up;
-- the compile caches: ``augjax._runtime.program.array_program``, ``seeded_program``,
+- the compile caches: ``augjax._runtime.execution.program.array_program``, ``seeded_program``,
   ``augjax.dali._bridge.dali_function`` (``cache_info()``), the jitted program's own JAX cache
   (``_cache_size()``), the number of live JAX arrays and of Python objects;
 - every batch's images finite and soft labels summing to 1; ms per batch.
@@ -142,7 +142,7 @@ def cache_state(program) -> dict[str, object]:
     """Sizes of augjax's compile caches and JAX's cache of the chain's jitted program."""
     import jax
 
-    from augjax._runtime.program import array_program, seeded_program
+    from augjax._runtime.execution.program import array_program, seeded_program
     from augjax.dali._bridge import dali_function
 
     state = {name: fn.cache_info()._asdict() for name, fn in (

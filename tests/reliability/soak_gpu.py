@@ -99,7 +99,7 @@ def device_memory() -> dict[str, int]:
 def augjax_caches() -> dict[str, object]:
     import jax
 
-    from augjax._runtime.program import array_program, seeded_program
+    from augjax._runtime.execution.program import array_program, seeded_program
     from augjax.dali._bridge import dali_function
 
     state = {name: fn.cache_info()._asdict() for name, fn in (

@@ -36,7 +36,7 @@ from _reliability import (
 from tiers import op_sweep
 
 import augjax
-from augjax._runtime.padding import no_padding
+from augjax._runtime.execution.padding import no_padding
 
 SAMPLE_OPS = op_names(lambda s: s.level == "sample")
 MIXING_OPS = op_names(is_mixing)

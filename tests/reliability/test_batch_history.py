@@ -1,5 +1,5 @@
 """Batch history: an op's output for a batch never depends on the batch sizes that ran before
-in the process (augjax._runtime.padding; docs/RELIABILITY.md, "Partial batches").
+in the process (augjax._runtime.execution.padding; docs/RELIABILITY.md, "Partial batches").
 
 The reference for a batch of ``n`` is its own program, compiled in a fresh program cache with
 padding off. Every registered op (each mode of the mixing ops), chains and augmentation
@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 from tiers import op_sweep
 
 import augjax
-import augjax._runtime.padding as _padding
+import augjax._runtime.execution.padding as _padding
 from augjax import ops
 
 #: The program store on in this process (tests/conftest.py: STORE_OFF_ROOMS): each batch size's

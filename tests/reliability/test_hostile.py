@@ -42,7 +42,7 @@ from hypothesis import strategies as st
 from tiers import op_sweep
 
 import augjax
-from augjax._runtime.padding import no_padding
+from augjax._runtime.execution.padding import no_padding
 from augjax.errors import AugjaxError, InputError, ParamError
 
 ALL_OPS = op_names()

@@ -29,7 +29,7 @@ import jax
 import numpy as np
 
 import augjax
-import augjax._runtime.padding as _padding
+import augjax._runtime.execution.padding as _padding
 from augjax import ops
 
 #: Seconds a child may take before it is killed (a hang at exit or in a forked child).

@@ -1,5 +1,5 @@
 """The call's program on GPUs: the sampler and the apply program compiled as one
-(:func:`augjax._runtime.program.call_program`), one dispatch per call.
+(:func:`augjax._runtime.execution.program.call_program`), one dispatch per call.
 
 The call must still equal ``apply(sample(...))`` bitwise. On a GPU that is checked through the
 public API for every registered op and policy. On the CPU, where calls run the two programs,
@@ -16,7 +16,7 @@ import pytest
 
 import augjax
 from augjax._plugins.registry import REGISTRY
-from augjax._runtime import program as prog
+from augjax._runtime.execution import program as prog
 from augjax.testing._examples import example_params
 
 N, SIZE, CLASSES = 6, 32, 10

@@ -1,7 +1,7 @@
-"""The persistent compilation cache (augjax._runtime.compile_cache), in fresh processes: where it goes,
-the switches, a directory the user configured is kept, and a second process compiles nothing for
-its first batch of the timm-style chain and reaches it several times faster than the first
-(arrays and DALI CPU)."""
+"""The persistent compilation cache (augjax._runtime.store.compile_cache), in fresh processes: where
+it goes, the switches, a directory the user configured is kept, and a second process compiles
+nothing for its first batch of the timm-style chain and reaches it several times faster than the
+first (arrays and DALI CPU)."""
 
 from __future__ import annotations
 

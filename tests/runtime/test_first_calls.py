@@ -1,5 +1,5 @@
 """First calls: a cold call compiles its apply program beside its sampler (on a helper thread,
-augjax._runtime.ahead) and compiles nothing twice; a warm process's call compiles nothing
+augjax._runtime.execution.ahead) and compiles nothing twice; a warm process's call compiles nothing
 (its key split included). benchmarks/first_calls.py measures the times."""
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def test_off_the_call_compiles_in_its_own_thread(monkeypatch):
 
 
 def test_by_default_the_helper_runs_where_a_core_is_free(monkeypatch):
-    from augjax._runtime import ahead
+    from augjax._runtime.execution import ahead
 
     monkeypatch.delenv("AUGJAX_COMPILE_AHEAD", raising=False)
     monkeypatch.setattr(ahead.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
@@ -133,7 +133,7 @@ def test_a_numpy_record_and_an_array_share_one_loaded_program():
     loaded and compiled once, not once per form of the input."""
     pytest.importorskip("grain")
     import augjax.grain
-    from augjax._runtime.program_store import load_count
+    from augjax._runtime.store.programs import load_count
 
     chain = augjax.compose(ops.flip.bind(p=1.0), ops.invert)
     record = augjax.grain.RandomMap(chain)

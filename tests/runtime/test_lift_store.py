@@ -1,4 +1,4 @@
-"""Lifting decisions kept beside the stored programs (augjax._runtime.lift_store): a new
+"""Lifting decisions kept beside the stored programs (augjax._runtime.store.lifts): a new
 process (here: an empty memory of decisions) reads which values are program arguments instead
 of tracing each op twice; a decision is reused only for the same op, code, values and settings;
 damaged, cut, swapped, loosely permitted or linked files and answers other than 0/1 are refused
@@ -18,8 +18,10 @@ import pytest
 
 import augjax
 from augjax import Param, ProgramStoreWarning
-from augjax._runtime import bound, program_file, program_store
-from augjax._runtime.bound import liftable
+from augjax._runtime.execution import bound
+from augjax._runtime.store import files as program_file
+from augjax._runtime.store import programs as program_store
+from augjax._runtime.execution.bound import liftable
 
 
 @pytest.fixture

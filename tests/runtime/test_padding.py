@@ -1,6 +1,6 @@
-"""Partial batches run padded to a compiled size (augjax._runtime.padding): no new trace, and the real
-samples' results are bitwise those of an unpadded call, on arrays and in DALI; DALI's JAX
-iterator at an epoch end with ``augjax.dali.trim_epoch``."""
+"""Partial batches run padded to a compiled size (augjax._runtime.execution.padding): no new trace,
+and the real samples' results are bitwise those of an unpadded call, on arrays and in DALI; DALI's
+JAX iterator at an epoch end with ``augjax.dali.trim_epoch``."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from helpers import fresh_programs
 
 import augjax
-import augjax._runtime.padding as _padding
+import augjax._runtime.execution.padding as _padding
 from augjax import ops
 
 NUM_CLASSES = 10

@@ -1,4 +1,4 @@
-"""A stored program's file (augjax._runtime.program_file), in this process: every damaged byte,
+"""A stored program's file (augjax._runtime.store.files), in this process: every damaged byte,
 cut, swapped, planted or loosely permitted file is refused before JAX parses it, never returned;
 a refused file's contents are never handed on. Writes are atomic and leave nothing behind when
 they fail. The store's folder must be the user's and closed to others."""
@@ -13,8 +13,8 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from augjax._runtime import program_file
-from augjax._runtime.program_file import Refused
+from augjax._runtime.store import files as program_file
+from augjax._runtime.store.files import Refused
 
 pytest.importorskip("flatbuffers", reason="jax.export's serialization needs flatbuffers")
 

@@ -1,4 +1,4 @@
-"""The program store (augjax._runtime.program_store), in fresh processes: a second process runs
+"""The program store (augjax._runtime.store.programs), in fresh processes: a second process runs
 the first one's traced programs without tracing, with the same bits as a process without the
 store; an edited kernel file or another parameter traces afresh; warnings a trace gave are
 given again on load; the switch turns it off; damaged, cut, swapped or loosely permitted files
@@ -20,7 +20,7 @@ import pytest
 
 from store_process import run_with_store, stored
 
-from augjax._runtime import program_store
+from augjax._runtime.store import programs as program_store
 
 #: The program store on in this process, as a user has it (tests/conftest.py: STORE_OFF_ROOMS).
 pytestmark = pytest.mark.program_store

@@ -24,7 +24,7 @@ import pytest
 from store_process import run_with_store
 
 import augjax
-from augjax._runtime import program_store
+from augjax._runtime.store import programs as program_store
 from augjax.errors import OpDefinitionError
 
 #: The program store on in this process, as a user has it (tests/conftest.py: STORE_OFF_ROOMS).

@@ -1,5 +1,5 @@
 """A flip right after a list's ragged prefix is folded into the read
-(``augjax._runtime.ragged_flip``): the chain's result keeps its bits.
+(``augjax._runtime.ragged.flip``): the chain's result keeps its bits.
 
 References: each image alone through the same chain with its own key (the uniform-batch path,
 where the flip is its own step), and the list read with the flip left to the chain (the path
@@ -14,7 +14,7 @@ import pytest
 
 import augjax
 from helpers import ragged_targets
-from augjax._runtime import ragged_read
+from augjax._runtime.ragged import read as ragged_read
 
 SIZES = [(40, 56), (57, 33), (48, 48), (9, 70), (70, 12), (31, 45), (64, 50), (36, 36)]
 

@@ -15,8 +15,8 @@ import pytest
 
 import augjax
 from helpers import ragged_targets
-from augjax._runtime.ragged import pad_images, ragged_apply
-from augjax._runtime.ragged_read import bucket
+from augjax._runtime.ragged.prefix import pad_images, ragged_apply
+from augjax._runtime.ragged.read import bucket
 from augjax.errors import InputError
 
 SIZES = [(40, 56), (57, 33), (48, 48), (9, 70), (70, 12), (31, 45), (64, 50)]
@@ -273,7 +273,7 @@ def test_the_cpu_read_by_image_gives_every_taps_bits(dtype):
     """On the CPU the list's read runs image by image (each sample's branch reads only its taps
     that weigh something and the canvas rows they reach): the bits of every tap over every row
     for every sample under ``vmap`` (the read off the CPU), boxes shrunk and enlarged."""
-    from augjax._runtime.ragged_read import _read_by_image
+    from augjax._runtime.ragged.read import _read_by_image
     from augjax.kernels.window import read_window_taps
 
     side, out = 96, (40, 48)
@@ -286,7 +286,7 @@ def test_the_cpu_read_by_image_gives_every_taps_bits(dtype):
     np.testing.assert_array_equal(np.asarray(got), np.asarray(every))
     assert (heights < side // 4).any() and (heights > 3 * side // 4).any()
     # As a list's call compiles it (integer images: with BY_IMAGE_OPTIONS), the same bits.
-    from augjax._runtime.ragged_read import _read_program
+    from augjax._runtime.ragged.read import _read_program
 
     program = _read_program(out, False, "bilinear", True, taps, dtype == "uint8")
     np.testing.assert_array_equal(np.asarray(program(canvas, box, size, anchor, fill)),
@@ -302,7 +302,7 @@ def test_the_cpu_read_by_image_keeps_no_image_between_its_passes():
     else in a branch is a float array (at most a copy of the canvas rows it reads)."""
     import re
 
-    from augjax._runtime.ragged_read import _read_program
+    from augjax._runtime.ragged.read import _read_program
     from augjax.kernels.window import tap_sizes
 
     side, out = 96, (40, 48)

@@ -1,9 +1,9 @@
-"""No crash at exit under the ``recurring`` partial-batch policy (augjax._runtime.padding): a
-process that ends in any phase of the policy (a size's first batch ran padded; its second
-started its own program's compile in a background thread; the exit comes from inside that call,
-from a signal while the third call waits for the compile, or after the compile finished; a
-worker forked while it ran) ends with status 0, through the interpreter's real exit
-(tests/runtime/exit_phases.py). Before the fix the compile ran in a daemon thread, which the
+"""No crash at exit under the ``recurring`` partial-batch policy
+(augjax._runtime.execution.padding): a process that ends in any phase of the policy (a size's first
+batch ran padded; its second started its own program's compile in a background thread; the exit
+comes from inside that call, from a signal while the third call waits for the compile, or after the
+compile finished; a worker forked while it ran) ends with status 0, through the interpreter's real
+exit (tests/runtime/exit_phases.py). Before the fix the compile ran in a daemon thread, which the
 interpreter's teardown stopped inside XLA: most processes that exited while it ran aborted
 (``terminate called after throwing an instance of ''``, ``FATAL: exception not rethrown``,
 status -6) or crashed (-11), and a forked worker that waited for the compiles hung."""
@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import augjax
-import augjax._runtime.padding as _padding
+import augjax._runtime.execution.padding as _padding
 from augjax import ops
 
 ROOT = Path(__file__).resolve().parents[2]

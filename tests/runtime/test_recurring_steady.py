@@ -3,7 +3,7 @@ default) ends up on the path of a fresh process: once its own program exists, a 
 exactly the work a call of that size does in a process that never saw another size (every
 Python function and builtin it runs, counted), enters no JAX dispatch in Python (the
 compiled executable's fast path), traces and compiles nothing; and the background compile
-keeps nothing of the caller's alive once done (augjax._runtime.padding).
+keeps nothing of the caller's alive once done (augjax._runtime.execution.padding).
 
 Counted, not timed: these run on whatever device JAX picks (CPU here; on a GPU machine the
 fused program of ``call_program``)."""
@@ -23,9 +23,9 @@ import pytest
 from helpers import fresh_programs
 
 import augjax
-import augjax._runtime.padding as _padding
+import augjax._runtime.execution.padding as _padding
 from augjax import ops
-from augjax._runtime import program_store
+from augjax._runtime.store import programs as program_store
 
 #: The program store on in this process, as a user has it (tests/conftest.py: STORE_OFF_ROOMS).
 pytestmark = pytest.mark.program_store

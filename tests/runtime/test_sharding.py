@@ -158,7 +158,7 @@ def test_partitioned_programs_trace_without_the_pallas_kernel(partitioned):
     inputs over several devices must not contain the Pallas colour jitter (its XLA form is
     split along the batch); the same program for one device keeps it for CUDA. Both programs
     give the same images."""
-    from augjax._runtime.program import array_program, seeded_program
+    from augjax._runtime.execution.program import array_program, seeded_program
 
     x, keys = images(4, 8, 10, seed=3), jax.random.split(jax.random.key(2), 4)
     seeds = augjax.index_seeds(np.arange(4))

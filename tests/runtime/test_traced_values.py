@@ -16,7 +16,7 @@ import pytest
 from jax import monitoring
 
 import augjax
-from augjax._runtime import program_store
+from augjax._runtime.store import programs as program_store
 
 #: JAX's events for a trace, a lowering, a compile and a persistent-cache request.
 _DURATIONS = ("/jax/core/compile/jaxpr_trace_duration",
@@ -155,7 +155,7 @@ def test_random_apply_p_and_its_ops_values_compile_nothing_after_the_first():
 def test_an_int_that_sizes_the_output_keys_the_program():
     """An int the op's structure reads (rot90's quarter turns, which swap height and width)
     stays in the program's key: no value is lifted where the code needs it as a number."""
-    from augjax._runtime.bound import liftable
+    from augjax._runtime.execution.bound import liftable
 
     for k in (1, 2):
         op = augjax.ops.rot90.bind(k=k)

@@ -279,7 +279,7 @@ def test_box_counts_and_validity_pass_through():
 def test_a_partial_batch_runs_padded_with_its_targets(monkeypatch):
     """A smaller batch reuses the compiled program (padded); its targets are cut back with the
     images and equal the larger batch's rows for the same per-sample keys."""
-    import augjax._runtime.padding as padding
+    import augjax._runtime.execution.padding as padding
 
     monkeypatch.setenv("AUGJAX_PAD_BATCHES", "1")  # the default, which conftest turns off
     x, m, b = _instances(10)

@@ -365,7 +365,7 @@ def test_sanitize_rules_on_rotated_boxes():
 def test_area_inside_the_image_equals_clipping():
     """The rule's area inside the image (Green's theorem on clipped edges) equals
     Sutherland-Hodgman clipping on random rectangles, in both corner orders, in and out."""
-    from augjax._runtime.rotated import inside_area
+    from augjax._runtime.targets.rotated import inside_area
 
     c = _corners(np.concatenate([_boxes(11), _boxes(12)]).reshape(-1, 5), "cxcywhr")
     c = np.concatenate([c, c.reshape(-1, 4, 2)[:, ::-1].reshape(-1, 8)])  # both orientations

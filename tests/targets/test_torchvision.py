@@ -4,7 +4,7 @@ Each test draws params with ``op.sample``, applies them with ``op.apply(..., mas
 keypoints=)``, and runs torchvision's functional on ``tv_tensors.Mask`` / ``BoundingBoxes`` /
 ``KeyPoints`` with those exact values, sample by sample.
 
-Conventions (documented in :mod:`augjax._runtime.targets`): boxes are in pixel edges, as
+Conventions (documented in :mod:`augjax._runtime.targets.follow`): boxes are in pixel edges, as
 torchvision's; keypoints are pixel indices (pixel j's centre at j), as torchvision's keypoint
 flips and clamps, whereas torchvision's affine/perspective/resize keypoint kernels treat them as
 edges. So keypoints equal torchvision's exactly for flips and crops, and elsewhere equal

@@ -23,7 +23,7 @@ import hashlib, json, sys, warnings
 import jax, jax.numpy as jnp, numpy as np
 import augjax
 from augjax import Param, op, ops
-from augjax._runtime import program_store
+from augjax._runtime.store import programs as program_store
 
 @op("structures_scale_test", params={"amount": Param(0.5, low=0.0, high=1.0)})
 def scaled(image, params, *, amount):

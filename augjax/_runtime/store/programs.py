@@ -1,7 +1,7 @@
 """Traced programs kept on disk: a warm process skips tracing and lowering, not just compiling.
 
-JAX's persistent cache (:mod:`augjax._runtime.compile_cache`) keeps compiled executables, but a
-new process still traces and lowers each program before it can look one up: for the timm-style
+JAX's persistent cache (:mod:`augjax._runtime.store.compile_cache`) keeps compiled executables, but
+a new process still traces and lowers each program before it can look one up: for the timm-style
 chain that is most of a warm process's time to its first batch (about 1 s of CPU here; 6 s on an
 H200 with the Pallas colour jitter). :class:`StoredProgram` wraps augjax's jitted sample and apply
 programs: on the first call for an input signature it looks for the program's ``jax.export``
@@ -11,10 +11,10 @@ trace, as before), writes it, and runs it. Either way the process runs the same 
 with the same XLA options, so the compiled executable is shared by cold and warm processes and
 results do not depend on the store.
 
-What a program depends on is computed in one place, :mod:`augjax._runtime.program_identity`:
+What a program depends on is computed in one place, :mod:`augjax._runtime.store.identity`:
 its key names the file and is repeated in it; the code it was traced from (every op the trace
 reached, their modules and what those import) is recorded in the file and checked before use.
-A file is checked whole before JAX parses it (:mod:`augjax._runtime.program_file`): another
+A file is checked whole before JAX parses it (:mod:`augjax._runtime.store.files`): another
 user's file, one others may write, a damaged one or another program's is deleted and rebuilt
 with one :class:`~augjax.errors.ProgramStoreWarning`; a stale one (edited or upgraded code) is
 rebuilt silently. Warnings the trace gave (a channels-first batch given as HWC) are kept with the
@@ -47,8 +47,8 @@ import jax
 from jax.sharding import SingleDeviceSharding
 
 from augjax._core.reach import recording
-from augjax._runtime import program_file
-from augjax._runtime.program_identity import code_manifest, manifest_current, program_key
+from augjax._runtime.store import files as program_file
+from augjax._runtime.store.identity import code_manifest, manifest_current, program_key
 from augjax.errors import ProgramStoreWarning
 from augjax.kernels.embedded import in_own_program, own_program
 from augjax.kernels.portable import top_level as _top_level, with_portable
@@ -71,7 +71,7 @@ _UNVERSIONED_CALLS = ("__gpu$xla.gpu.triton", "LayoutConstraint")
 
 def store_dir() -> Path | None:
     """Where programs are kept (beside JAX's cache in use), or None when the store is off."""
-    from augjax._runtime.compile_cache import compilation_cache_dir
+    from augjax._runtime.store.compile_cache import compilation_cache_dir
 
     if os.environ.get("AUGJAX_PROGRAM_CACHE", "1").strip().lower() in _OFF:
         return None
@@ -88,8 +88,8 @@ def store_dir() -> Path | None:
 
 _folders: dict[Path, bool] = {}
 #: One export at a time (its catch_warnings is process-wide): the compile ahead's helper
-#: thread exports beside the caller's thread (augjax._runtime.ahead); lifting decisions
-#: (augjax._runtime.lift_store) catch their traces' warnings under it too (reentrant: a
+#: thread exports beside the caller's thread (augjax._runtime.execution.ahead); lifting decisions
+#: (augjax._runtime.store.lifts) catch their traces' warnings under it too (reentrant: a
 #: decision made inside an export's trace).
 _EXPORTING = threading.RLock()
 
@@ -252,7 +252,8 @@ class StoredProgram:
     def precompile(self, *args: Any) -> None:
         """Compiles the program a top-level call on ``args`` runs, without running it: ``args``
         are arrays, or ``jax.ShapeDtypeStruct`` with a single-device sharding where the values
-        are not known yet (:mod:`augjax._runtime.ahead`); the call then finds it compiled."""
+        are not known yet (:mod:`augjax._runtime.execution.ahead`); the call then finds it
+        compiled."""
         if _top_level():
             self._resolve(args).lower(*args).compile()
 

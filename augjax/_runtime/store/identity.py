@@ -60,7 +60,7 @@ import jax
 
 from augjax._core.reach import imported_by
 from augjax._core.spec import OpSpec
-from augjax._runtime.module_sources import (
+from augjax._runtime.store.sources import (
     _distribution,
     _followed,
     _imports,
@@ -87,7 +87,7 @@ MAX_OBJECTS = 200_000
 # -- the key ---------------------------------------------------------------------------------
 def settings(platform: str) -> dict[str, str]:
     """The settings of this process that change what a trace gives, as strings."""
-    from augjax._runtime.checking import checking_enabled
+    from augjax._runtime.execution.checking import checking_enabled
 
     out = {name: repr(value) for name, value in jax.config.values.items()
            if not any(part in name for part in IGNORED_SETTINGS)}

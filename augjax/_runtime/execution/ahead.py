@@ -1,9 +1,9 @@
 """A first call's two compiles at once: the apply program compiles while the sampler does.
 
 On the CPU a call on arrays runs two programs, the sampler and the apply program
-(:mod:`augjax._runtime.program`; views and clips likewise). The first call of a batch shape in
-a process traces, lowers and compiles each, one after the other, and XLA's compile is most of a
-cold first call (the timm-style chain: 5.5 s for the sampler, 9 s for the apply program on 2
+(:mod:`augjax._runtime.execution.program`; views and clips likewise). The first call of a batch
+shape in a process traces, lowers and compiles each, one after the other, and XLA's compile is most
+of a cold first call (the timm-style chain: 5.5 s for the sampler, 9 s for the apply program on 2
 cores). XLA compiles without Python's GIL, so :func:`compile_apply` compiles the apply program
 on a helper thread, for the params' shapes (the sampler's ``eval_shape``: a trace the sampler's
 own compile reuses), while the caller's thread compiles and runs the sampler; the caller then
@@ -78,7 +78,7 @@ def first_call(apply: Any, signature: Any) -> bool:
 
 def compile_apply(shapes: Callable[[], Any], inputs: Any, apply: Any,
                   apply_args: Callable[[Any], tuple[Any, ...]]) -> Callable[[], None]:
-    """Starts compiling ``apply`` (a :class:`~augjax._runtime.program_store.StoredProgram`) on a
+    """Starts compiling ``apply`` (a :class:`~augjax._runtime.store.programs.StoredProgram`) on a
     helper thread for ``apply_args(params)``, ``params`` being ``shapes()`` (the sampler's
     abstract output, e.g. its ``eval_shape``) placed where the sampler on ``inputs`` puts its
     outputs; returns the function that waits for it. Does nothing (returns a no-op) when
@@ -100,7 +100,7 @@ def compile_apply(shapes: Callable[[], Any], inputs: Any, apply: Any,
             return _nothing  # a caller's trace: nothing compiles on its own
     except Exception:  # noqa: BLE001  (the call itself traces the sampler and says why)
         return _nothing
-    from augjax._runtime.padding import _settings
+    from augjax._runtime.execution.padding import _settings
 
     caller = _settings()
     context = contextvars.copy_context()
@@ -122,6 +122,6 @@ def compile_apply(shapes: Callable[[], Any], inputs: Any, apply: Any,
 
 def _device(leaves: list[Any]) -> Any:
     """The device the sampler runs on, where its outputs land (a stored program's rule)."""
-    from augjax._runtime.program_store import _call_device
+    from augjax._runtime.store.programs import _call_device
 
     return _call_device(leaves)

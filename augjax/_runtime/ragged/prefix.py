@@ -10,7 +10,7 @@ that does not crop may be followed by a crop that does not resample (timm's eval
 The plan (:func:`plan_program`) is shared by both backends, so a DALI pipeline and the array
 replay (``key=keys_from_seeds(seeds)``) draw the same windows, and boxes and keypoints move by
 the same matrices (:func:`move_window_points`). On arrays each window's region is cut on the
-host and read from a bucketed canvas (:mod:`augjax._runtime.ragged_read`); in DALI the plan's
+host and read from a bucketed canvas (:mod:`augjax._runtime.ragged.read`); in DALI the plan's
 boxes, sizes and anchors drive DALI's own ``fn.slice`` and ``fn.resize``
 (``augjax.dali._ragged``), so memory stays bounded by the output. :func:`ragged_apply` (the
 images padded to the largest one, read by :func:`augjax.kernels.window.read_window`) is the
@@ -27,8 +27,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from augjax._core.meta import Meta, Window
-from augjax._runtime.program import once_cache
-from augjax._runtime.targets import move_boxes, move_keypoints
+from augjax._runtime.execution.program import once_cache
+from augjax._runtime.targets.follow import move_boxes, move_keypoints
 from augjax.errors import InputError, InputTypeError
 from augjax.kernels.portable import portable_jit
 

@@ -1,5 +1,5 @@
 """What a module's source imports and who installed it, and the digests of files: what
-:mod:`augjax._runtime.program_identity` reads to name the code a stored program came from.
+:mod:`augjax._runtime.store.identity` reads to name the code a stored program came from.
 A module's imports are every ``import`` and ``from ... import`` statement in its file (those in
 function bodies too) and its module attributes; a module of an installed, non-editable
 distribution is pinned by that distribution's name and version instead of followed."""

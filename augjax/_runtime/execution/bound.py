@@ -8,7 +8,7 @@ from typing import Any
 
 from augjax._core.param import suggest
 from augjax._core.step import BaseStep, Structure
-from augjax._runtime.values import Lifted, abstract_value, marker_kind
+from augjax._runtime.execution.values import Lifted, abstract_value, marker_kind
 from augjax.errors import ParamError
 
 __all__ = ["BoundOp", "bound"]
@@ -178,7 +178,7 @@ class BoundOp(BaseStep):
         without running the op."""
         import jax
 
-        from augjax._runtime.inputs import check_images
+        from augjax._runtime.execution.inputs import check_images
         from augjax.errors import InputError
 
         if image.ndim != 3:
@@ -214,7 +214,7 @@ class BoundOp(BaseStep):
     def pads_exactly(self) -> bool:
         """Whether padding the batch keeps the real samples' bits: a sample-level op, or one
         of augjax's mirror-paired mixing ops drawing once per batch (``mode="batch"``)."""
-        from augjax._runtime.padding import MIRROR_PAIRED
+        from augjax._runtime.execution.padding import MIRROR_PAIRED
 
         spec = self.spec
         return spec.level != "batch" or (
@@ -272,17 +272,17 @@ class BoundOp(BaseStep):
         return ((self.matrix(params, meta), (out.height, out.width)),)
 
     def run_masks(self, mask: Any, params: Any) -> Any:
-        """The op on one encoded mask (see :mod:`augjax._runtime.targets`), as its
+        """The op on one encoded mask (see :mod:`augjax._runtime.targets.follow`), as its
         ``targets`` rule says: unchanged, or the kernel with nearest sampling and zero fill.
 
         Raises:
             InputError: the op refuses masks.
         """
-        from augjax._runtime.masks import run_op_on_mask
+        from augjax._runtime.targets.masks import run_op_on_mask
 
         return run_op_on_mask(self.spec, self.kwargs, mask, params)
 
-    # -- values as program arguments (augjax._runtime.values) -------------------------------
+    # -- values as program arguments (augjax._runtime.execution.values) ----------------------------
     def lift(self) -> tuple[BoundOp, tuple[Any, ...]]:
         """``(skeleton, values)``: the op with its liftable float values taken out (see
         :func:`liftable`); ``(self, ())`` where none is."""
@@ -334,7 +334,7 @@ def liftable(spec: Any, params: tuple[tuple[str, Any], ...]) -> frozenset[str]:
     float or int value, or a range of two, of a numeric parameter whose every use in the op's
     code (sampler, kernel, matrix, output size and layout) takes a traced value, as
     :func:`_takes_traced` found once per op, parameter, the value's kind and the other
-    parameters (or a process before this one: :mod:`augjax._runtime.lift_store`). The rest
+    parameters (or a process before this one: :mod:`augjax._runtime.store.lifts`). The rest
     (sizes, choices, switches, values the code branches on or computes with in Python) stay in
     the program's key."""
     out = []
@@ -347,7 +347,7 @@ def liftable(spec: Any, params: tuple[tuple[str, Any], ...]) -> frozenset[str]:
         key = (spec, name, kind, tuple((k, _structure(v)) for k, v in params if k != name))
         known = _LIFTABLE.get(key)
         if known is None:
-            from augjax._runtime.lift_store import decided
+            from augjax._runtime.store.lifts import decided
 
             if len(_LIFTABLE) >= _BOUND_MAX:
                 _LIFTABLE.clear()
@@ -405,7 +405,7 @@ def _primitives(jaxpr: Any, ints: bool = False) -> list[str]:
     """The primitives of ``jaxpr`` in order, those of the jaxprs inside included; a conversion
     that changes only the weak type (a traced value's, folded for a literal) is left out, and
     with ``ints`` one from an integer to a float type (exact for the whole numbers a lifted
-    int holds, below 2**24: :func:`augjax._runtime.values.marker_kind`; folded for a
+    int holds, below 2**24: :func:`augjax._runtime.execution.values.marker_kind`; folded for a
     literal)."""
     import numpy as np
 

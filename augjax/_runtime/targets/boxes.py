@@ -6,10 +6,11 @@ centre y, width, height), in pixels (edges: a box over the whole image is ``(0, 
 XYXY) or normalised by the image's width and height (``boxes_normalized=True``, or the format
 name with an ``n``: ``"xyxyn"``, ``"xywhn"``, ``"cxcywhn"``, as YOLO-style tools spell them).
 Names are case-insensitive, so torchvision's ``"XYWH"`` and its ``BoundingBoxFormat.XYWH`` are
-taken too. The targets' pass (:func:`augjax._runtime.targets.follow_targets`) converts them to
-pixel XYXY once before the first op and back once after the last (normalised by the output's
+taken too. The targets' pass (:func:`augjax._runtime.targets.follow.follow_targets`) converts them
+to pixel XYXY once before the first op and back once after the last (normalised by the output's
 size), so no op sees another format. Rotated boxes (``"xywhr"``, ``"cxcywhr"``,
-``"xyxyxyxy"``; pixels only) travel as their 4 corners instead (:mod:`augjax._runtime.rotated`).
+``"xyxyxyxy"``; pixels only) travel as their 4 corners instead
+(:mod:`augjax._runtime.targets.rotated`).
 
 :func:`convert_boxes` is the same conversion, public: torchvision's
 ``convert_bounding_box_format`` arithmetic on floats (``tests/targets/test_boxes.py`` checks it
@@ -26,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from augjax._core.targets import Sanitize
-from augjax._runtime.rotated import ROTATED, WIDTH, from_corners, to_corners
+from augjax._runtime.targets.rotated import ROTATED, WIDTH, from_corners, to_corners
 from augjax.errors import InputError, InputTypeError
 
 __all__ = ["FORMATS", "parse_format", "parse_sanitize", "to_xyxy", "from_xyxy", "convert_boxes",
@@ -196,7 +197,7 @@ def box_rule(boxes: jax.Array, h: int, w: int, min_size: float = 1.0,
              min_area: float = 1.0) -> jax.Array:
     """torchvision's ``SanitizeBoundingBoxes`` mask on pixel XYXY boxes of an ``h`` x ``w``
     image: wide, high and large enough, and inside ``[0, w] x [0, h]`` (rotated boxes:
-    :func:`augjax._runtime.rotated.rule`)."""
+    :func:`augjax._runtime.targets.rotated.rule`)."""
     ws, hs = boxes[..., 2] - boxes[..., 0], boxes[..., 3] - boxes[..., 1]
     return ((ws >= min_size) & (hs >= min_size) & (ws * hs >= min_area)
             & jnp.all(boxes >= 0.0, axis=-1)

@@ -1,7 +1,7 @@
 """Masks through ops: carried as their bytes plus an inside channel (:func:`encode_masks`,
 :func:`decode_masks`), run through an op's own kernel with nearest sampling and no antialias
 (:func:`run_op_on_mask`, :func:`mask_config`), in groups of the op's declared channel count
-(:func:`channel_groups`). :mod:`augjax._runtime.targets` says how masks follow a chain."""
+(:func:`channel_groups`). :mod:`augjax._runtime.targets.follow` says how masks follow a chain."""
 
 from __future__ import annotations
 

@@ -21,9 +21,9 @@ jitted call, in DALI the same ``jax_function``), with the same params, step by s
   ``min_area=1``) after a geometric op, and stays invalid. ``boxes_valid=`` takes an ``(N, M)``
   bool mask or ``(N,)`` counts (the first ``count`` boxes are real); default all valid.
   ``boxes_format=`` / ``boxes_normalized=`` take other layouts (converted to pixel XYXY once
-  before the first op and back once after the last: :mod:`augjax._runtime.boxes`; rotated
+  before the first op and back once after the last: :mod:`augjax._runtime.targets.boxes`; rotated
   boxes travel as corners and follow torchvision's rotated-box kernels:
-  :mod:`augjax._runtime.rotated`);
+  :mod:`augjax._runtime.targets.rotated`);
   ``sanitize=`` (:class:`augjax.Sanitize`) sets the rule's ``min_size`` / ``min_area``, adds
   ``min_visibility`` (the fraction of a box's area left inside, multiplied over the stages) and
   ``valid_first`` (valid boxes first, with ``boxes_count`` and ``boxes_index``).
@@ -72,10 +72,10 @@ import jax.numpy as jnp
 from augjax._core.meta import Meta
 from augjax._core.step import Structure
 from augjax._core.targets import HOOK, REFUSE, Sanitize
-from augjax._runtime import boxes as _boxes
-from augjax._runtime import rotated as _rotated
-from augjax._runtime.masks import decode_masks, encode_masks
-from augjax._runtime.target_inputs import (TargetSpec, _default_validity, _rotated_refused,
+from augjax._runtime.targets import boxes as _boxes
+from augjax._runtime.targets import rotated as _rotated
+from augjax._runtime.targets.masks import decode_masks, encode_masks
+from augjax._runtime.targets.inputs import (TargetSpec, _default_validity, _rotated_refused,
                                            check_target_shapes)
 from augjax.errors import InputError
 

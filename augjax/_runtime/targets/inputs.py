@@ -1,7 +1,7 @@
 """A call's targets as it gives them: the static spec that keys the programs
 (:class:`TargetSpec`) and the checks and conversions before anything is traced (shapes,
 dtypes, validity, box order, rotated boxes a batch-level hook cannot move). How they follow
-the image through a chain: :mod:`augjax._runtime.targets`."""
+the image through a chain: :mod:`augjax._runtime.targets.follow`."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from augjax._core.targets import HOOK, TARGET_OPTIONS
-from augjax._runtime import boxes as _boxes
-from augjax._runtime import rotated as _rotated
+from augjax._runtime.targets import boxes as _boxes
+from augjax._runtime.targets import rotated as _rotated
 from augjax.errors import InputError
 
 __all__ = ["ORDER", "TargetSpec", "check_hooks", "check_target_shapes", "is_data_node",
@@ -197,7 +197,7 @@ def _check_box_order(op: str, boxes: Any, valid: Any, fmt: str = "xyxy") -> None
     """Boxes must be ordered (x1 <= x2, y1 <= y2; width and height >= 0) where valid: read
     from NumPy for free, from a jax.Array only in checking mode (reading it is a device sync);
     traced boxes are not read."""
-    from augjax._runtime.checking import checking_enabled
+    from augjax._runtime.execution.checking import checking_enabled
 
     if isinstance(boxes, jax.core.Tracer) or isinstance(valid, jax.core.Tracer):
         return

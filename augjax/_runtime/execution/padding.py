@@ -71,7 +71,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import SingleDeviceSharding
 
-from augjax._runtime.keys import per_sample_keys
+from augjax._runtime.execution.keys import per_sample_keys
 from augjax.errors import InputError
 
 __all__ = ["POLICIES", "bucket", "call", "enabled", "layout", "no_padding", "paddable", "policy",
@@ -311,7 +311,8 @@ def _padded(program: Callable[..., Any], steps: Sequence[Any], args: Sequence[An
 def _splits_by_prefix(key: Any) -> bool:
     """Whether the program's split of ``key`` into N keys begins with its split into n: a
     Threefry key (every key a call passes on is one), split the partitionable way
-    (:func:`augjax._runtime.keys.per_sample_keys`, whatever ``jax_threefry_partitionable``)."""
+    (:func:`augjax._runtime.execution.keys.per_sample_keys`, whatever
+    ``jax_threefry_partitionable``)."""
     return str(jax.random.key_impl(key)) == "threefry2x32"
 
 

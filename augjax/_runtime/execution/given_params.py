@@ -22,7 +22,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from augjax._runtime.program import sample_program
+from augjax._runtime.execution.program import sample_program
 from augjax.errors import InputError
 
 __all__ = ["check_given_params", "explain_missing_key"]
@@ -75,7 +75,7 @@ def _compare(expected: Any, given: Any, path: str, step: Any, name: str) -> None
 def _readable(value: Any) -> bool:
     """Host values (and jax.Arrays on the CPU) are read for free; device arrays only in checking
     mode (reading them is a sync), as the image range check does."""
-    from augjax._runtime.checking import checking_enabled
+    from augjax._runtime.execution.checking import checking_enabled
 
     if isinstance(value, (np.ndarray, bool, np.bool_)):
         return True

@@ -11,27 +11,32 @@ from typing import Any
 import jax
 import numpy as np
 
-import augjax._runtime.padding as _padding
-from augjax._runtime.checking import check_batch, checking_enabled
-from augjax._runtime.compile_cache import enable as enable_compile_cache
-from augjax._runtime.given_params import check_given_params, explain_missing_key
+import augjax._runtime.execution.padding as _padding
+from augjax._runtime.execution.checking import check_batch, checking_enabled
+from augjax._runtime.store.compile_cache import enable as enable_compile_cache
+from augjax._runtime.execution.given_params import check_given_params, explain_missing_key
 from augjax._core.declaration import CHW, HWC
 from augjax._core.kinds import Images, check_rank
-from augjax._runtime.inputs import as_array, check_arguments, check_label_range, check_layout
-from augjax._runtime.keys import sample_keys
+from augjax._runtime.execution.inputs import (
+    as_array,
+    check_arguments,
+    check_label_range,
+    check_layout,
+)
+from augjax._runtime.execution.keys import sample_keys
 from augjax.kernels.partition import array_spans_devices
-from augjax._runtime.program import apply_program, array_program, sample_program
-from augjax._runtime.sampler_targets import sees_targets
-from augjax._runtime.ragged import (
+from augjax._runtime.execution.program import apply_program, array_program, sample_program
+from augjax._runtime.targets.samplers import sees_targets
+from augjax._runtime.ragged.prefix import (
     as_arrays,
     check_list,
     plan_program,
     ragged_count,
     window_structure,
 )
-from augjax._runtime.ragged_read import read_list
-from augjax._runtime.target_inputs import check_hooks, prepare_targets
-from augjax._runtime.values import as_arguments, giving, lift
+from augjax._runtime.ragged.read import read_list
+from augjax._runtime.targets.inputs import check_hooks, prepare_targets
+from augjax._runtime.execution.values import as_arguments, giving, lift
 from augjax.errors import InputError
 
 __all__ = ["apply_steps", "apply_with_params", "check_call", "data_nodes", "is_data_node",
@@ -112,7 +117,8 @@ def apply_steps(
     """Applies configured ops to array ``inputs`` (checked by :func:`check_call`, and no
     DataNodes: :func:`data_nodes`); ``start`` is the chain position of the first op (its keys
     are ``fold_in(key, start)``); ``targets`` the call's target keywords (see
-    :mod:`augjax._runtime.targets`); ``seeds``, ``seed`` and ``device`` are refused (DALI's)."""
+    :mod:`augjax._runtime.targets.follow`); ``seeds``, ``seed`` and ``device`` are refused
+    (DALI's)."""
     targets = dict(targets or {})
     check_arguments(name, nodes=False, key=key, seeds=seeds, seed=seed, device=device)
     if isinstance(inputs[0], (list, tuple)):  # images of different sizes
@@ -186,7 +192,7 @@ def _ragged_prefix(steps: Sequence[Any], images: Sequence[Any], key: Any, layout
     """Runs (or, with ``sample``, draws) the chain's leading steps that take a list of images of
     different sizes; returns ``(remaining steps, their start, uniform batch, moved targets)``
     (with ``sample``: ``(..., output size, params)``). The moved targets are the target
-    keywords for the remaining steps (:func:`augjax._runtime.ragged_read.read_list`)."""
+    keywords for the remaining steps (:func:`augjax._runtime.ragged.read.read_list`)."""
     if layout != HWC:
         raise InputError(f"{name}: a list of images of different sizes is taken in layout "
                          f"'HWC', got layout={layout!r}", op=name, argument="layout")

@@ -14,10 +14,10 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-import augjax._runtime.padding as _padding
+import augjax._runtime.execution.padding as _padding
 from augjax._core.step import Step
-from augjax._runtime.program import seeded_program
-from augjax._runtime.values import as_arguments, giving, lift
+from augjax._runtime.execution.program import seeded_program
+from augjax._runtime.execution.values import as_arguments, giving, lift
 from augjax.errors import InputError
 
 __all__ = ["warmup"]
@@ -61,7 +61,7 @@ def warmup(
     Returns:
         How many programs were compiled (0 if the cache already had it).
     """
-    from augjax._runtime.program import trace_count
+    from augjax._runtime.execution.program import trace_count
 
     steps, start, inputs = _steps(aug)
     if isinstance(device, str):

@@ -19,23 +19,23 @@ import jax
 import jax.numpy as jnp
 
 from augjax.kernels.boundary import barrier, boundary_compiler_options, kept_in_caller
-from augjax._runtime.ahead import compile_apply
-from augjax._runtime.compile_cache import enable as enable_compile_cache
-from augjax._runtime.inputs import check_images
-from augjax._runtime.lowering import (
+from augjax._runtime.execution.ahead import compile_apply
+from augjax._runtime.store.compile_cache import enable as enable_compile_cache
+from augjax._runtime.execution.inputs import check_images
+from augjax._runtime.execution.lowering import (
     _hwc_shape,
     apply_params,
     final_layout,
     sample_steps,
     trace_count,
 )
-from augjax._runtime.keys import keys_from_seeds, per_sample_keys
+from augjax._runtime.execution.keys import keys_from_seeds, per_sample_keys
 from augjax.kernels.partition import tracing
 from augjax.kernels.portable import portable_compiler_options, with_portable
-from augjax._runtime.program_store import StoredProgram
-from augjax._runtime.sampler_targets import sees_targets
-from augjax._runtime.targets import follow_targets
-from augjax._runtime.values import abstract, fill, given
+from augjax._runtime.store.programs import StoredProgram
+from augjax._runtime.targets.samplers import sees_targets
+from augjax._runtime.targets.follow import follow_targets
+from augjax._runtime.execution.values import abstract, fill, given
 
 __all__ = [
     "apply_params",
@@ -328,7 +328,7 @@ def apply_program(steps: tuple[Any, ...], layout: str, partitioned: bool = False
                   targets: Any = None):
     """The jitted deterministic program for arrays: ``f(images, labels, params, *targets)``
     returning ``(images, labels)``, or ``(images, labels, moved targets)`` when ``targets`` (a
-    :class:`augjax._runtime.target_inputs.TargetSpec`) names target arrays. Called at the top level
+    :class:`augjax._runtime.targets.inputs.TargetSpec`) names target arrays. Called at the top level
     on the CPU it compiles with :func:`augjax.kernels.boundary.boundary_compiler_options`, so
     that each step reads the one before from memory (:func:`apply_params`)."""
     enable_compile_cache()

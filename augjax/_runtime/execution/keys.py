@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from augjax._runtime.compile_cache import enable as enable_compile_cache
+from augjax._runtime.store.compile_cache import enable as enable_compile_cache
 from augjax.errors import InputError, KeyRequiredError
 
 __all__ = ["keys_from_seeds", "index_seeds", "indices_below", "per_sample_keys", "sample_keys",

@@ -1,22 +1,22 @@
 """Which values become program arguments, decided once and kept beside the stored programs.
 
-:func:`augjax._runtime.bound.liftable` decides, for an op's numeric parameter, whether a value
-can be an argument of the programs instead of a constant of their trace: two small traces
-(``jax.make_jaxpr``) per op and parameter (:func:`augjax._runtime.bound._takes_traced`). Every
-process made them again: a third of the timm-style chain's warm first call, a quarter of
+:func:`augjax._runtime.execution.bound.liftable` decides, for an op's numeric parameter, whether a
+value can be an argument of the programs instead of a constant of their trace: two small traces
+(``jax.make_jaxpr``) per op and parameter (:func:`augjax._runtime.execution.bound._takes_traced`).
+Every process made them again: a third of the timm-style chain's warm first call, a quarter of
 ``augjax demo``'s. :func:`decided` keeps each decision as a file of its own in
 ``<program store>/decisions`` (one small file per decision: reading one costs ~0.1 ms, a
 file per batch of decisions saves nothing measurable and would need merging writers), in the
-program store's file format and with its checks (:mod:`augjax._runtime.program_file`):
+program store's file format and with its checks (:mod:`augjax._runtime.store.files`):
 
 - the **key** holds everything the decision's traces read: the op's declaration and origin
-  (:func:`augjax._runtime.program_identity.origin`: module, files and their SHA-256, closure
+  (:func:`augjax._runtime.store.identity.origin`: module, files and their SHA-256, closure
   values and the plain module globals its functions read), the parameter, every parameter's
   value as the traces had it (types kept: ``1``, ``1.0`` and ``True`` apart), the JAX, jaxlib
   and Python versions and the settings that change a trace
-  (:func:`augjax._runtime.program_identity.settings`); a file is named by its hash and repeats
+  (:func:`augjax._runtime.store.identity.settings`); a file is named by its hash and repeats
   it whole;
-- the **code** it was traced from (:func:`augjax._runtime.program_identity.code_manifest` of
+- the **code** it was traced from (:func:`augjax._runtime.store.identity.code_manifest` of
   the op and the ops its traces reached: augjax's own source tree, the op's modules and what
   they import) is recorded and checked before use;
 - a file that is not the user's, others may write, a link, damaged, cut or another decision's
@@ -42,7 +42,9 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable
 
-from augjax._runtime import program_file, program_store
+from augjax._runtime.store import files as program_file
+
+from augjax._runtime.store import programs as program_store
 from augjax.errors import ProgramStoreWarning
 
 __all__ = ["MAX_FILES", "decided", "folder"]
@@ -86,7 +88,7 @@ def decided(spec: Any, params: tuple[tuple[str, Any], ...], name: str,
         _give(caught)
         return answer
     from augjax._core.reach import recording
-    from augjax._runtime.program_identity import code_manifest
+    from augjax._runtime.store.identity import code_manifest
 
     # the traces' warnings, caught to be kept (catch_warnings is process-wide: one at a time,
     # with the program store's exports)
@@ -111,7 +113,7 @@ def _key(spec: Any, params: tuple[tuple[str, Any], ...], name: str) -> str | Non
     import jax
     import jaxlib
 
-    from augjax._runtime.program_identity import origin, settings
+    from augjax._runtime.store.identity import origin, settings
 
     try:
         values = [[k, _plain(v)] for k, v in params]
@@ -142,7 +144,7 @@ def _plain(value: Any) -> Any:
 def _read(path: Path, key: str) -> tuple[bool, list[tuple[type[Warning], str]]] | None:
     """The decision kept at ``path`` and its warnings, verified; None where there is none or it
     was refused (then removed; one warning unless stale)."""
-    from augjax._runtime.program_identity import manifest_current
+    from augjax._runtime.store.identity import manifest_current
 
     try:
         stored = program_file.read(path, key, manifest_current)

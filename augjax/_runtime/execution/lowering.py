@@ -1,8 +1,9 @@
 """A chain lowered to JAX: the per-sample draws of its steps (:func:`sample_steps`) and their
 application with given params (:func:`apply_params`), where the fusion boundaries between steps
-are placed (:mod:`augjax._runtime.fusion`), compute-bound runs go through the batch in chunks on
-a CPU and batch-level steps (mixup, cutmix) take the whole batch. Traced inside the programs of
-:mod:`augjax._runtime.program`, which count the traces here (:func:`trace_count`)."""
+are placed (:mod:`augjax._runtime.execution.fusion`), compute-bound runs go through the batch in
+chunks on a CPU and batch-level steps (mixup, cutmix) take the whole batch. Traced inside the
+programs of
+:mod:`augjax._runtime.execution.program`, which count the traces here (:func:`trace_count`)."""
 
 from __future__ import annotations
 
@@ -16,12 +17,12 @@ import jax
 import jax.numpy as jnp
 
 from augjax.kernels.boundary import OTHER, materialize
-from augjax._runtime.fusion import backend, fused_with, kept_before_batch, step_kind
-from augjax._runtime.inputs import check_images, check_labels
+from augjax._runtime.execution.fusion import backend, fused_with, kept_before_batch, step_kind
+from augjax._runtime.execution.inputs import check_images, check_labels
 from augjax._core.meta import Meta
 from augjax._core.step import Step, Structure
 from augjax.kernels.platform import platform_dependent
-from augjax._runtime.sampler_targets import draw_seeing, targets_at
+from augjax._runtime.targets.samplers import draw_seeing, targets_at
 from augjax.errors import InputError, OpDefinitionError
 
 __all__ = ["CPU_CHUNK", "apply_params", "final_layout", "sample_steps", "trace_count"]
@@ -130,7 +131,7 @@ def apply_params(
     """Applies configured ops in order with the given params (one pytree per step, as
     :func:`sample_steps` returns them); deterministic. Traced inside ``jax.jit``. Every step's
     output but the last passes through :func:`augjax.kernels.boundary.materialize`, except
-    where the next step reads it fused for less (:mod:`augjax._runtime.fusion`): XLA then
+    where the next step reads it fused for less (:mod:`augjax._runtime.execution.fusion`): XLA then
     fuses no op into a consumer that would compute it again for each read."""
     _count_trace()
     if len(params) != len(steps):
@@ -194,8 +195,8 @@ CPU_CHUNK = 8
 
 def _sample_segment(segment, x, layout, before=None, batch=False):
     """Applies consecutive per-sample ops ``[(step, params), ...]`` after a step of kind
-    ``before`` (:func:`~augjax._runtime.fusion.step_kind`; None: no step before; ``batch``:
-    a batch-level one); returns (x, layout, the last op's kind)."""
+    ``before`` (:func:`~augjax._runtime.execution.fusion.step_kind`; None: no step before;
+    ``batch``: a batch-level one); returns (x, layout, the last op's kind)."""
     out_layout = final_layout([step for step, _ in segment], layout)
 
     kinds = [OTHER] * len(segment)  # per step: fusion.step_kind

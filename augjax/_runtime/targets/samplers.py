@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 
 from augjax._core.meta import Meta
-from augjax._runtime.targets import follow_targets
+from augjax._runtime.targets.follow import follow_targets
 from augjax.errors import InputError
 
 __all__ = ["draw_seeing", "sees_targets", "targets_at"]

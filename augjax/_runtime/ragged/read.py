@@ -1,8 +1,8 @@
 """A list of images of different sizes on arrays, with their targets, through a chain's ragged
-prefix (crops, resize: :mod:`augjax._runtime.ragged`) to one batch.
+prefix (crops, resize: :mod:`augjax._runtime.ragged.prefix`) to one batch.
 
 1. The windows are drawn from each image's true size with the per-sample keys
-   (:func:`augjax._runtime.ragged.plan_program`, the DALI pipeline's plan) and read back.
+   (:func:`augjax._runtime.ragged.prefix.plan_program`, the DALI pipeline's plan) and read back.
 2. The host cuts from each image the region its window reads (NumPy slicing: the resampled box,
    or for a copy the part of the image inside the output window) into one square canvas whose
    side is the largest region's side rounded up to a bucket (:func:`bucket`: 64, 96, 128, 192,
@@ -10,7 +10,7 @@ prefix (crops, resize: :mod:`augjax._runtime.ragged`) to one batch.
 3. One jitted program reads every window from the canvas
    (:func:`augjax.kernels.window.read_window_taps`; masks with nearest sampling and
    ``mask_fill``), and boxes and keypoints move by the windows' matrices
-   (:func:`augjax._runtime.ragged.move_window_points`, as in DALI). On the CPU a bilinear
+   (:func:`augjax._runtime.ragged.prefix.move_window_points`, as in DALI). On the CPU a bilinear
    read runs image by image (:func:`_read_by_image`): each sample reads only its taps that
    weigh something (one branch a tap count, :func:`augjax.kernels.window.tap_sizes`), the
    values of every tap of every sample.
@@ -18,7 +18,7 @@ prefix (crops, resize: :mod:`augjax._runtime.ragged`) to one batch.
 The programs are keyed by the output size, the chain, the batch size and the canvas bucket,
 never by the images' sizes: a new list whose regions fall in buckets seen before compiles
 nothing. Pixels against the padded batch read with dense weights
-(:func:`augjax._runtime.ragged.ragged_apply`, the arrays path before): copies and nearest
+(:func:`augjax._runtime.ragged.prefix.ragged_apply`, the arrays path before): copies and nearest
 sampling equal; bilinear uses the same weights (the taps are the dense rows' nonzero entries),
 but a row's normaliser is summed over its taps here and over the padded row there, so a uint8
 value may round to the neighbouring level (0.2% of them in the tests).
@@ -34,9 +34,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from augjax._runtime.program import once_cache
-from augjax._runtime.ragged_flip import draw_flips, flip_after, flip_targets
-from augjax._runtime.ragged import (
+from augjax._runtime.execution.program import once_cache
+from augjax._runtime.ragged.flip import draw_flips, flip_after, flip_targets
+from augjax._runtime.ragged.prefix import (
     as_arrays,
     check_list,
     move_window_points,
@@ -44,7 +44,7 @@ from augjax._runtime.ragged import (
     ragged_count,
     window_structure,
 )
-from augjax._runtime.target_inputs import ORDER, TargetSpec, prepare_targets
+from augjax._runtime.targets.inputs import ORDER, TargetSpec, prepare_targets
 from augjax.errors import InputError
 from augjax.kernels.portable import portable_jit
 from augjax.kernels.warp import check_fill
@@ -282,13 +282,13 @@ def read_list(steps: tuple[Any, ...], images: Sequence[Any], keys: Any, start: i
                                                               dict[str, Any]]:
     """The chain's ragged prefix on a list of images (and ``targets``: the call's target
     keywords, lists or padded arrays), with a flip right after it folded into the read
-    (:mod:`augjax._runtime.ragged_flip`): ``(batch, the params of the steps run, how many
+    (:mod:`augjax._runtime.ragged.flip`): ``(batch, the params of the steps run, how many
     steps ran, moved targets)``; the moved targets are a call's target keywords for the rest
     of the chain (``masks`` ``(N, H, W[, K])``, ``boxes`` ``(N, M, 4)`` with ``boxes_valid``,
     ``keypoints`` with ``keypoints_valid``, ``mask_fill``), empty without targets.
 
     Raises:
-        InputError: see :func:`check_list`, :func:`augjax._runtime.ragged.ragged_count` and
+        InputError: see :func:`check_list`, :func:`augjax._runtime.ragged.prefix.ragged_count` and
             :func:`ragged_targets`.
     """
     arrays = as_arrays(images, name)
@@ -302,7 +302,7 @@ def read_list(steps: tuple[Any, ...], images: Sequence[Any], keys: Any, start: i
     host = tuple(None if v is None else np.asarray(v) for v in window)
     struct = window_structure(prefix)
     fill = check_fill(struct.fill, arrays[0][:1, :1], prefix[0].name)
-    # A flip right after the prefix is folded into the read (augjax._runtime.ragged_flip).
+    # A flip right after the prefix is folded into the read (augjax._runtime.ragged.flip).
     mirror, flip = flip_after(steps, n, keys), None
     if mirror is not None:
         flip_params, flip = draw_flips(mirror, start + n, keys, struct.out,

@@ -14,7 +14,7 @@ A step takes part through two methods (a step without them keeps every value sta
 - ``with_values(values) -> step``: the skeleton with the markers replaced by ``values`` (traced
   inside a program), the step the program's trace runs.
 
-The array path (:func:`augjax._runtime.dispatch.apply_steps`) lifts; the program reads the
+The array path (:func:`augjax._runtime.execution.dispatch.apply_steps`) lifts; the program reads the
 values given for the call (:func:`given`) and passes them in as an argument. Other callers give
 steps without markers and no values: nothing changes for them.
 """

@@ -1,10 +1,10 @@
 """A flip right after a chain's ragged prefix, folded into the list's read
-(:func:`augjax._runtime.ragged_read.read_list`): each sample's flip is drawn as the chain would
+(:func:`augjax._runtime.ragged.read.read_list`): each sample's flip is drawn as the chain would
 draw it (``fold_in(sample_key, position)``, the same ``draw``), the read mirrors its output as it
 writes it (its taps' rows reversed, :func:`augjax.kernels.window.flip_taps`: each pixel the same
 sum, the same bits) and boxes and keypoints move through the flip's own stage
-(:func:`augjax._runtime.targets.follow_targets`, as the chain's program moves them). The chain
-then goes on after the flip: one program less per call (the flip read the whole batch again,
+(:func:`augjax._runtime.targets.follow.follow_targets`, as the chain's program moves them). The
+chain then goes on after the flip: one program less per call (the flip read the whole batch again,
 ~0.12 CPU-ms per 320^2 image of ~1.2 on 2 shared cores, 2026-12-05)."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import jax
 import numpy as np
 
 from augjax._core.meta import Meta
-from augjax._runtime.program import once_cache, sampler_compiler_options
-from augjax._runtime.target_inputs import prepare_targets
-from augjax._runtime.targets import follow_targets
+from augjax._runtime.execution.program import once_cache, sampler_compiler_options
+from augjax._runtime.targets.inputs import prepare_targets
+from augjax._runtime.targets.follow import follow_targets
 from augjax.kernels.boundary import boundary_compiler_options
 from augjax.kernels.embedded import owned
 
@@ -70,7 +70,8 @@ def flip_targets(step: Any, params: Any, moved: dict[str, Any], shape: tuple[int
                  dtype: str, name: str) -> dict[str, Any]:
     """The boxes and keypoints among ``moved`` (a list's targets after its prefix, at the
     output ``shape`` ``(N, H, W, C)``) through the flip with ``params``: the chain's stage for
-    them (:func:`augjax._runtime.targets.follow_targets`); ``name``: the call's, for errors."""
+    them (:func:`augjax._runtime.targets.follow.follow_targets`); ``name``: the call's, for
+    errors."""
     points = {k: v for k, v in moved.items() if k not in ("masks", "mask_fill")}
     if not points:
         return moved

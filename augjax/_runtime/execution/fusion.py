@@ -1,7 +1,7 @@
 """Where a chain's program keeps a step's output in memory: what each step does with the
 image (:func:`step_kind`, read from its trace) and whether the next step reads it fused
-(:func:`fused_with`, per backend). :func:`augjax._runtime.lowering.apply_params` places the
-boundaries (:func:`augjax.kernels.boundary.materialize`) where this says so."""
+(:func:`fused_with`, per backend). :func:`augjax._runtime.execution.lowering.apply_params` places
+the boundaries (:func:`augjax.kernels.boundary.materialize`) where this says so."""
 
 from __future__ import annotations
 
