@@ -35,11 +35,12 @@ import numpy as np
 import augjax.clips as clips
 from augjax._core.declaration import DHWC, FHWC
 from augjax._core.kinds import Kind, check_rank
-from augjax._runtime.execution.keys import sample_keys
+from augjax._runtime.execution.inputs import check_arguments
+from augjax._runtime.execution.keys import keys_from_seeds, sample_keys
 from augjax.errors import InputError, ParamError
 
 __all__ = ["LAYOUT", "VolumeChain", "VolumeMeta", "VolumeOp", "VolumeStep", "apply_volumes",
-           "call_volumes", "chain", "sample_volumes"]
+           "call_dali", "call_volumes", "chain", "sample_volumes"]
 
 #: One volume's layout (DALI's ``fn.readers.numpy`` reads volumes as ``DHWC``).
 LAYOUT = DHWC
@@ -92,12 +93,15 @@ class VolumeOp:
             full = self.check(self.name, full)
         return VolumeStep(self, tuple(sorted((k, _frozen(v)) for k, v in full.items())))
 
-    def __call__(self, volumes: Any, *, key: Any, masks: Any = None, keypoints: Any = None,
-                 **config: Any) -> Any:
+    def __call__(self, volumes: Any, *, key: Any = None, masks: Any = None,
+                 keypoints: Any = None, seeds: Any = None, seed: int | None = None,
+                 device: str | None = None, **config: Any) -> Any:
         """Applies the op to a batch of volumes (``augjax.Volumes`` or an ``(N, D, H, W, C)``
         float array); with ``masks`` ``(N, D, H, W)`` / ``keypoints`` ``(N, K, 3)`` a dict
-        ``{"images", "masks"?, "keypoints"?}``."""
-        return self.bind(**config)(volumes, key=key, masks=masks, keypoints=keypoints)
+        ``{"images", "masks"?, "keypoints"?}``. In a DALI pipeline (``DataNode`` volumes):
+        ``seeds`` / ``seed`` / ``device`` instead of ``key`` (:func:`call_dali`)."""
+        return self.bind(**config)(volumes, key=key, masks=masks, keypoints=keypoints,
+                                   seeds=seeds, seed=seed, device=device)
 
     def sample(self, volumes: Any, *, key: Any, masks: Any = None, **config: Any) -> Any:
         """The values a call with ``key`` draws (a dict of arrays with a leading axis N)."""
@@ -134,9 +138,12 @@ class VolumeStep:
     def config(self) -> dict[str, Any]:
         return dict(self.items)
 
-    def __call__(self, volumes: Any, *, key: Any, masks: Any = None, keypoints: Any = None
-                 ) -> Any:
-        return VolumeChain((self,))(volumes, key=key, masks=masks, keypoints=keypoints)
+    def __call__(self, volumes: Any, *, key: Any = None, masks: Any = None,
+                 keypoints: Any = None, seeds: Any = None, seed: int | None = None,
+                 device: str | None = None) -> Any:
+        return VolumeChain((self,), self.name)(volumes, key=key, masks=masks,
+                                               keypoints=keypoints, seeds=seeds, seed=seed,
+                                               device=device)
 
     def sample(self, volumes: Any, *, key: Any, masks: Any = None) -> Any:
         return VolumeChain((self,)).sample(volumes, key=key, masks=masks)[0]
@@ -161,8 +168,18 @@ class VolumeChain:
     steps: tuple[VolumeStep, ...]
     name: str = "volume_chain"
 
-    def __call__(self, volumes: Any, *, key: Any, masks: Any = None, keypoints: Any = None
-                 ) -> Any:
+    def __call__(self, volumes: Any, *, key: Any = None, masks: Any = None,
+                 keypoints: Any = None, seeds: Any = None, seed: int | None = None,
+                 device: str | None = None) -> Any:
+        """The chain on a batch of volumes with ``key``; on DALI ``DataNode`` volumes (a
+        pipeline being defined) with per-sample ``seeds`` (or drawn from ``seed``), on
+        ``device`` (:func:`call_dali`)."""
+        from augjax._runtime.execution.dispatch import is_data_node
+
+        if is_data_node(volumes.array if isinstance(volumes, Kind) else volumes):
+            return call_dali(self, volumes, masks=masks, keypoints=keypoints, key=key,
+                             seeds=seeds, seed=seed, device=device)
+        check_arguments(self.name, nodes=False, key=key, seeds=seeds, seed=seed, device=device)
         params = self.sample(volumes, key=key, masks=masks)
         return self.apply(volumes, params=params, masks=masks, keypoints=keypoints)
 
@@ -309,6 +326,87 @@ def apply_volumes(steps: tuple[VolumeStep, ...], volumes: Any, *, params: Any, m
         result["masks"] = mask[..., 0]
     if points is not None:
         result["keypoints"] = points
+    return result
+
+
+# -- DALI: volumes read by fn.readers.numpy (samples (D, H, W, C), layout DHWC) ---------------
+
+def _dali_layout(layout: Any, name: str) -> None:
+    """The volumes' DALI layout (``fn.get_property(..., key="layout")``, uint8 per sample):
+    none (``fn.readers.numpy`` tags none) or ``"DHWC"``."""
+    tagged = bytes(np.asarray(layout)[0].astype(np.uint8)).decode() if len(layout) else ""
+    if tagged not in ("", LAYOUT):
+        raise InputError(f"{name}: argument 'volumes' expects DALI samples in layout "
+                         f"{LAYOUT!r} (D, H, W, C), got layout {tagged!r}", op=name,
+                         argument="volumes")
+
+
+@functools.lru_cache(maxsize=256)
+def _dali_function(chained: VolumeChain, with_masks: bool, with_points: bool, device: str):
+    """The ``jax_function`` of ``chained``: ``(volumes, layouts, seeds[, masks][, keypoints])``
+    -> ``(volumes[, masks][, keypoints])``; its body is the array call with
+    ``key=keys_from_seeds(seeds)``, run eagerly (DALI calls it with each batch's arrays), so it
+    runs the array path's programs."""
+    from augjax.dali import dali_modules
+
+    _, _, jax_fn = dali_modules()
+    layouts = (LAYOUT,) + (("DHW",) if with_masks else ()) + (("",) if with_points else ())
+
+    def function(volumes, layout, seeds, *targets):
+        _dali_layout(layout, chained.name)
+        rest = list(targets)
+        masks = rest.pop(0) if with_masks else None
+        if masks is not None and masks.ndim == 5 and masks.shape[-1] == 1:
+            masks = masks[..., 0]  # (D, H, W, 1) samples, as a reader of label maps gives
+        points = rest.pop(0) if with_points else None
+        out = chained(volumes, key=keys_from_seeds(seeds), masks=masks, keypoints=points)
+        if not (with_masks or with_points):
+            return (out,)
+        return (out["images"],) + tuple(out[k] for k, on in (("masks", with_masks),
+                                                             ("keypoints", with_points)) if on)
+
+    return jax_fn.jax_function(function, num_outputs=len(layouts), output_layouts=layouts,
+                               device=device)
+
+
+def call_dali(chained: VolumeChain, volumes: Any, *, masks: Any, keypoints: Any, key: Any,
+              seeds: Any, seed: int | None, device: str | None) -> Any:
+    """``chained`` on DALI volumes (a ``DataNode`` of samples ``(D, H, W, C)``, as
+    ``fn.readers.numpy`` reads ``.npy`` volumes; or ``augjax.Volumes(node)``), inside a
+    ``@pipeline_def``: one ``jax_function`` whose call equals the array path with
+    ``key=augjax.keys_from_seeds(seeds)``. ``seeds``: a node of int32 ``(2,)`` per sample
+    (:func:`augjax.dali.sample_seeds`), drawn here (from ``seed``) when not given; ``masks``
+    (samples ``(D, H, W)`` or ``(D, H, W, 1)``) and ``keypoints`` (``(K, 3)``) are nodes too.
+    Returns the volumes' node, or with targets a dict of nodes ``{"images", "masks"?,
+    "keypoints"?}``. The samples' rank, dtype and DALI layout (none, or ``"DHWC"``) are
+    checked per batch (an :class:`~augjax.errors.InputError` inside the pipeline; read it with
+    :func:`augjax.dali.error_cause`)."""
+    from augjax.dali import dali_modules, node_device, placed, sample_seeds
+
+    fn, _, _ = dali_modules()  # the install hint first
+    name = chained.name
+    node = volumes.array if isinstance(volumes, Kind) else volumes
+    device = check_arguments(name, nodes=True, key=key, seeds=seeds, seed=seed, device=device,
+                             source=node_device(node))
+    tagged = getattr(node, "layout", None)  # DALI's layout metadata, where the node has it
+    if isinstance(tagged, str) and tagged not in ("", LAYOUT):
+        raise InputError(f"{name}: argument 'volumes' is tagged layout {tagged!r} by DALI; "
+                         f"volumes are {LAYOUT!r} (D, H, W, C)", op=name, argument="volumes")
+    if seeds is None:
+        seeds = sample_seeds(device=device, seed=seed)
+    args = [placed(node, device), placed(fn.get_property(node, key="layout"), device),
+            placed(seeds, device)]
+    args += [placed(t, device) for t in (masks, keypoints) if t is not None]
+    op = _dali_function(chained, masks is not None, keypoints is not None, device)
+    out = op(*args)
+    out = list(out) if isinstance(out, (list, tuple)) else [out]
+    if masks is None and keypoints is None:
+        return out[0]
+    result = {"images": out.pop(0)}
+    if masks is not None:
+        result["masks"] = out.pop(0)
+    if keypoints is not None:
+        result["keypoints"] = out.pop(0)
     return result
 
 
