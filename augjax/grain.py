@@ -15,6 +15,9 @@ on PyPI). Two transforms, for the two places a grain pipeline augments:
   result does not depend on the worker count, the batch boundaries or the process count.
 
 Records are dicts (``{"image": (H, W, C) uint8, "label": ..., "masks": ...}``) or bare images.
+A volume chain (``augjax.volume_ops``, ``augjax.recipes.nnunet``) takes records of one volume
+``(D, H, W, C)`` float with ``masks`` ``(D, H, W)`` and ``keypoints`` ``(K, 3)``, and batches
+``(B, D, H, W, C)``, through the same two transforms and with the same keys.
 Outputs are NumPy arrays for :class:`RandomMap` (grain batches them) and ``jax.Array`` for
 :class:`BatchAugment`. Details and a whole pipeline: docs/GRAIN.md.
 """
@@ -65,6 +68,8 @@ __all__ = ["RandomMap", "BatchAugment", "WithIndex", "pin_cpu", "worker_init"]
 
 #: Record fields that follow the image through a chain (augjax's target keywords).
 TARGETS = ("masks", "boxes", "boxes_valid", "keypoints", "keypoints_valid")
+#: The fields that follow a volume through a volume chain.
+VOLUME_TARGETS = ("masks", "keypoints")
 #: Sample seeds are drawn in [0, 2**30), as augjax's DALI seeds
 #(augjax._runtime.execution.keys.SEED_HIGH).
 _SEED_HIGH = 2**30
@@ -109,6 +114,22 @@ def _split(element: Any, image: str) -> tuple[dict, Any, dict]:
                              argument="image")
         return element, element[image], {k: element[k] for k in TARGETS if k in element}
     return {}, element, {}
+
+
+def _volume_chain(chain: Any) -> bool:
+    """Whether ``chain`` is a volume op, step or chain (:mod:`augjax.volumes`)."""
+    from augjax.volumes import VolumeChain, VolumeOp, VolumeStep
+
+    return isinstance(chain, (VolumeChain, VolumeOp, VolumeStep))
+
+
+def _volume_targets(targets: dict, name: str) -> dict:
+    """The targets of a volume chain's record or batch: masks and keypoints only."""
+    other = sorted(set(targets) - set(VOLUME_TARGETS))
+    if other:
+        raise InputError(f"{name}: a volume chain moves {VOLUME_TARGETS} with the volume; the "
+                         f"record has {other}", argument=other[0])
+    return targets
 
 
 def _merge(record: dict, image: str, out: Any, to_host) -> Any:
@@ -204,6 +225,8 @@ class RandomMap(grain.transforms.RandomMap):
 
         record, image, targets = _split(element, self.image)
         image = np.asarray(image)
+        if _volume_chain(self.chain):
+            return self._volume(record, image, targets, np.asarray(seeds, np.int32))
         if image.ndim != 3:
             raise InputError(f"augjax.grain.RandomMap: expects one (H, W, C) image per record, "
                              f"got shape {image.shape}", argument=self.image)
@@ -222,6 +245,23 @@ class RandomMap(grain.transforms.RandomMap):
 
                 with giving(self._values):
                     out = run(image[None], None, seeds)[0]
+        return _merge(record, self.image, out, lambda a: np.asarray(a)[0])
+
+    def _volume(self, record: dict, volume: np.ndarray, targets: dict, seeds: np.ndarray) -> Any:
+        """One volume record through a volume chain: the chain's call on arrays (its own
+        sampler and apply programs, cached per shape) with ``keys_from_seeds(seeds)``."""
+        import jax
+
+        from augjax._runtime.execution.program import _keys_from_seeds as keys_from_seeds
+
+        name = "augjax.grain.RandomMap"
+        if volume.ndim != 4:
+            raise InputError(f"{name}: a volume chain expects one (D, H, W, C) volume per "
+                             f"record, got shape {volume.shape}", argument=self.image)
+        targets = _volume_targets(targets, name)
+        with jax.default_device(jax.devices("cpu")[0]):
+            out = self.chain(volume[None], key=keys_from_seeds(seeds),
+                             **{k: np.asarray(v)[None] for k, v in targets.items()})
         return _merge(record, self.image, out, lambda a: np.asarray(a)[0])
 
     def random_map(self, element: Any, rng: np.random.Generator) -> Any:
@@ -336,6 +376,8 @@ class BatchAugment(grain.transforms.Map):
                 argument="batch")
         seeds = self.seeds(batch[self.index], epoch=epoch)
         extra = {k: batch[k] for k in TARGETS if k in batch}
+        if _volume_chain(self.chain):
+            extra = _volume_targets(extra, "augjax.grain.BatchAugment")
         mixes = "labels" in getattr(self.chain, "inputs", ())
         if mixes and self.label not in batch:
             raise InputError(

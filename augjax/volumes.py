@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -115,6 +117,19 @@ class VolumeOp:
 
     def __repr__(self) -> str:
         return f"augjax volume op {self.name!r}"
+
+    def __reduce__(self) -> Any:
+        """By reference where the op is its module's attribute of its name (the catalog's ops:
+        grain's workers unpickle the same op, and its programs' cache keys stay equal), else
+        by value."""
+        module = sys.modules.get(self.kernel.__module__)
+        if module is not None and getattr(module, self.name, None) is self:
+            return (_op_named, (self.kernel.__module__, self.name))
+        return (VolumeOp, tuple(getattr(self, f.name) for f in dataclasses.fields(self)))
+
+
+def _op_named(module: str, name: str) -> VolumeOp:
+    return getattr(importlib.import_module(module), name)
 
 
 def _frozen(v: Any) -> Any:
