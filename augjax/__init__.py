@@ -16,6 +16,7 @@ from augjax._core.targets import Follow, Sanitize
 from augjax._core.param import Param
 from augjax._plugins.registry import REGISTRY, OpRecord
 from augjax._core.spec import API_VERSION, OpSpec
+from augjax._core.step import Step
 from augjax.errors import (
     AugjaxError,
     AugjaxWarning,
@@ -138,6 +139,7 @@ __all__ = [
     "KeyRequiredError",
     "MagnitudeMap",
     "Meta",
+    "Step",
     "Follow",
     "Sanitize",
     "convert_boxes",

@@ -22,6 +22,26 @@ sampler and the apply program are two programs, so that a call equals
 through the same step are batched together (the images repeated), so eight views cost one
 program over 8N images, not eight. In a DALI ``@pipeline_def`` the call adds ONE ``jax_function``
 with one output per group (samples ``(V, h, w, C)``, layout ``"FHWC"``).
+
+**Images of different sizes.** A list of HWC arrays of different sizes, and in DALI a node of
+decoded images with ``ragged=True``, take views whose steps all start with an op that reads
+images of different sizes and returns one size (``random_resized_crop``, the crops, ``resize``
+with a crop after it): each view's window is drawn from the image's true size, as DINO's and
+SimCLR's reference code crop the decoded image, and the view is its step called on the list with
+the view's key (:mod:`augjax.ragged_views`). ``ragged=True`` is needed in DALI because a node
+does not say whether its batch is uniform: the default keeps the one crossing above, whose
+pixels equal the arrays path bitwise; with it DALI's own operators read the windows.
+
+**As a step.** A :class:`Views` answers the :class:`~augjax.Step` protocol
+(``isinstance(views, augjax.Step)``) and takes a step's call keywords (``key``, ``seeds``,
+``seed``, ``device``, ``layout``, ``per_frame``, ``output``), but it is a step that runs on its
+own: images in, a dict of view batches out. What it does not support, each refused with a
+typed error naming the views: being an element of ``compose`` or of a composite (``random_apply``,
+...), of another views or of ``augment_batches`` / ``warmup`` (its per-sample members ``after``,
+``draw``, ``run``, ``program``, ... raise :class:`~augjax.InputError`; a views inside views is a
+:class:`~augjax.ParamError` when built); targets (masks, boxes, keypoints), labels, layout
+``"CHW"``, clips and volumes (:class:`~augjax.InputError`); ``apply`` on a list of images of
+different sizes (as for every step: ``apply`` takes one batch); a config form (``to_config``).
 """
 
 from __future__ import annotations
@@ -29,16 +49,18 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Mapping, Sequence
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NoReturn
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from augjax._core.declaration import HWC
-from augjax._core.kinds import Images, check_rank
+from augjax._core.kinds import Images, Kind, check_rank
 from augjax._core.limits import MAX_VIEWS
-from augjax._core.step import Step
+from augjax._core.step import Step, Structure
+from augjax._core.targets import Follow
 from augjax.kernels.boundary import barrier, boundary_compiler_options, kept_in_caller
 from augjax.kernels.embedded import owned
 from augjax._runtime.execution.ahead import compile_apply, first_call
@@ -79,21 +101,134 @@ class Views:
     def counts_tuple(self) -> tuple[int, ...]:
         return tuple(len(steps) for _, steps in self.groups)
 
+    # -- the Step protocol (structure; the per-sample members refuse: see the module) ---------
+    kind = "views"
+    level = "sample"  # each image's views draw from its own key; nothing mixes images
+    random = True
+    chained = False
+    sample_targets = ()
+    declared = MappingProxyType({})
+    follow = Follow()
+
+    @property
+    def name(self) -> str:
+        return "views"
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        return ("images",)
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        """A call returns one batch per group: the groups' names."""
+        return self.names
+
+    @property
+    def layouts(self) -> tuple[str, ...]:
+        return (HWC,)
+
+    @property
+    def dtypes(self) -> tuple[str, ...]:
+        """The dtypes every view's step takes."""
+        steps = self.elements()
+        return tuple(d for d in steps[0].dtypes if all(d in s.dtypes for s in steps))
+
+    @property
+    def channels(self) -> tuple[int, ...] | None:
+        """The channel counts every view's step takes (None: any)."""
+        given = [set(s.channels) for s in self.elements() if s.channels is not None]
+        return tuple(sorted(set.intersection(*given))) if given else None
+
+    @property
+    def compute_bound(self) -> bool:
+        return any(s.compute_bound for s in self.elements())
+
+    @property
+    def ragged(self) -> bool:
+        """Whether every view's step takes images of different sizes (its first op does)."""
+        return all(bool(s.program()[0]) and s.program()[0][0].ragged for s in self.elements())
+
+    @property
+    def pads_exactly(self) -> bool:
+        return all(s.pads_exactly for s in self.elements())
+
+    @property
+    def geometric(self) -> bool:
+        return any(s.geometric for s in self.elements())
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        return {}
+
+    def elements(self) -> tuple[Any, ...]:
+        """Every view's step, group by group."""
+        return tuple(step for _, steps in self.groups for step in steps)
+
+    def _alone(self, member: str) -> NoReturn:
+        raise InputError(f"views: a Views step runs on its own (images in, a dict of view "
+                         f"batches out); it has no per-sample {member!r} and cannot be an "
+                         f"element of compose, a composite or another views: call it on the "
+                         f"images, then run what follows on each group's batch", op="views",
+                         argument="steps")
+
+    def after(self, structure: Structure) -> Structure:
+        self._alone("after")
+
+    def window(self, params: Any, height: Any, width: Any) -> Any:
+        self._alone("window")
+
+    def draw(self, key: Any, meta: Any) -> Any:
+        self._alone("draw")
+
+    def run(self, image: Any, params: Any) -> Any:
+        self._alone("run")
+
+    def run_checked(self, image: Any, params: Any, where: str) -> Any:
+        self._alone("run")
+
+    def run_batch(self, inputs: Any, params: Any) -> Any:
+        self._alone("run_batch")
+
+    def run_masks(self, mask: Any, params: Any) -> Any:
+        self._alone("run_masks")
+
+    def matrix(self, params: Any, meta: Any) -> Any:
+        self._alone("matrix")
+
+    def stages(self, params: Any, meta: Any) -> Any:
+        self._alone("stages")
+
+    def program(self) -> tuple[tuple[Step, ...], int]:
+        self._alone("program")
+
+    def to_config(self) -> dict[str, Any]:
+        raise InputError("views: has no config form (augjax.to_dict takes chains and "
+                         "policies); save each group's step instead", op="views",
+                         argument="views")
+
     # -- calls ------------------------------------------------------------------------------
     def __call__(self, images: Any, *, key: Any = None, seeds: Any = None,
-                 seed: int | None = None, device: str | None = None,
-                 output: str | None = None) -> dict[str, Any]:
+                 seed: int | None = None, device: str | None = None, layout: str = HWC,
+                 per_frame: bool = False, output: str | None = None, ragged: bool = False,
+                 **targets: Any) -> dict[str, Any]:
         """The views of ``images``.
 
         Args:
-            images: a batch (N, H, W, C) (``jax.Array`` / NumPy, a DALI dynamic-mode ``Batch``:
-                :mod:`augjax.dali.dynamic`), or a DALI ``DataNode`` inside a ``@pipeline_def``.
+            images: a batch (N, H, W, C) (``jax.Array`` / NumPy, ``augjax.Images``, a DALI
+                dynamic-mode ``Batch``: :mod:`augjax.dali.dynamic`), a list of HWC images of
+                different sizes (:mod:`augjax.ragged_views`), or a DALI ``DataNode`` inside a
+                ``@pipeline_def``.
             key: arrays: one ``jax.random.key`` (split per image) or one key per image.
             seeds: DALI only: int32 ``(2,)`` seeds per sample to use instead of drawing them.
             seed: DALI only: seed of the DALI RNG op that draws the per-sample seeds.
             device: DALI only: ``"cpu"`` or ``"gpu"`` (default: the images' device).
+            layout: ``"HWC"`` only (the views are stacked on axis 1 of HWC batches).
+            per_frame: refused (clips only).
             output: ``"jax"`` or ``"dali"`` (dynamic-mode batches); default: the kind that
                 came in.
+            ragged: DALI only: the node holds images of different sizes (decoded JPEGs); every
+                view's window is then read by DALI's operators from the image's true size.
+            **targets: refused (views take images only).
 
         Returns:
             ``{name: (N, V, h, w, C)}`` on arrays; in DALI ``{name: DataNode}`` (dynamic mode:
@@ -102,6 +237,7 @@ class Views:
         from augjax._runtime.execution.dispatch import is_data_node
         from augjax.dali import dynamic
 
+        images = _plain(images, layout, per_frame, targets, "views")
         adapted = dynamic.adapt("views", (images,), key=key, seeds=seeds, seed=seed,
                                 device=device, output=output, random=True, uniform=True,
                                 out_layout="FHWC")
@@ -109,20 +245,34 @@ class Views:
             return adapted.finish(self(adapted.inputs[0], key=adapted.key))
 
         if is_data_node(images):
-            return _views_dali(self, images, key=key, seeds=seeds, seed=seed, device=device)
+            return _views_dali(self, images, key=key, seeds=seeds, seed=seed, device=device,
+                               ragged=ragged)
         check_arguments("views", nodes=False, key=key, seeds=seeds, seed=seed, device=device)
+        if ragged:
+            raise InputError("views: argument 'ragged' is for DALI nodes; on arrays, images of "
+                             "different sizes come as a list", op="views", argument="ragged")
         enable_compile_cache()  # before the first compile here (the transfer, the keys)
+        if _is_list(images):
+            from augjax import ragged_views
+
+            return ragged_views.call_list(self, images, key)
         images = _batch(images)
         keys = sample_keys(key, images.shape[0], "views")
         return _call(self, images, keys)
 
-    def sample(self, images: Any, *, key: Any) -> dict[str, tuple[Any, ...]]:
+    def sample(self, images: Any, *, key: Any, layout: str = HWC,
+               per_frame: bool = False) -> dict[str, tuple[Any, ...]]:
         """What each view draws: ``{name: (params of view 0, params of view 1, ...)}``, each
         what the view's step's ``sample`` gives for the images (a leading axis N).
-        ``images``: a batch, or its shape (a tuple)."""
+        ``images``: a batch, its shape (a tuple), or a list of images of different sizes."""
         from augjax.dali import dynamic
 
+        images = _plain(images, layout, per_frame, {}, "views.sample")
         images = dynamic.adapt("views", (images,), uniform=True, output="jax").inputs[0]
+        if _is_list(images):
+            from augjax import ragged_views
+
+            return ragged_views.sample_list(self, images, key)
         if isinstance(images, tuple) and all(isinstance(d, int) for d in images):
             images = jax.ShapeDtypeStruct(images, np.uint8)
         elif not isinstance(images, jax.ShapeDtypeStruct):
@@ -134,10 +284,20 @@ class Views:
         params = _sampler(self, struct.shape, jnp.dtype(struct.dtype).name)(committed(keys))
         return dict(zip(self.names, params))
 
-    def apply(self, images: Any, *, params: Mapping[str, Sequence[Any]]) -> dict[str, Any]:
+    def apply(self, images: Any, *, params: Mapping[str, Sequence[Any]], layout: str = HWC,
+              per_frame: bool = False, **targets: Any) -> dict[str, Any]:
         """The views of ``images`` with given ``params`` (from :meth:`sample`, maybe edited):
-        deterministic, no key. A dynamic-mode batch gives batches (:mod:`augjax.dali.dynamic`)."""
+        deterministic, no key. A dynamic-mode batch gives batches (:mod:`augjax.dali.dynamic`).
+        A list of images of different sizes is refused, as by every step's ``apply``."""
         from augjax.dali import dynamic
+
+        images = _plain(images, layout, per_frame, targets, "views.apply")
+        if _is_list(images):
+            raise InputError("views.apply: argument 'images' expects one batch (N, H, W, C), "
+                             "got a list: apply takes no images of different sizes (as every "
+                             "step's apply); call views(images, key=...) on the list, and "
+                             "views.sample(images, key=...) for its draws", op="views",
+                             argument="images")
 
         adapted = dynamic.adapt("views", (images,), uniform=True, out_layout="FHWC")
         if adapted is not None:
@@ -219,6 +379,9 @@ def _check_total(name: str, total: int) -> None:
 
 
 def _check_step(step: Any, name: str, v: int) -> None:
+    if isinstance(step, Views):
+        raise ParamError(f"views: group {name!r} view {v} is a Views; views do not nest (a "
+                         f"view is one op, chain or policy)", op="views", param="groups")
     if not isinstance(step, Step):
         raise ParamError(f"views: group {name!r} view {v} expects an augjax op, chain or policy, "
                          f"got {type(step).__name__}", op="views", param="groups")
@@ -238,6 +401,52 @@ def _batch(images: Any) -> jax.Array:
     check_rank(images.ndim, Images.rank(HWC), "views", "images", Images.describe(HWC),
                images.shape)
     return images
+
+
+def _plain(images: Any, layout: str, per_frame: bool, targets: Mapping[str, Any],
+           where: str) -> Any:
+    """The images as views take them (an ``augjax.Images`` unwrapped), the call keywords that
+    views refuse refused."""
+    if targets:
+        raise InputError(f"{where}: takes images only, got {', '.join(sorted(targets))}= "
+                         f"(targets and labels follow one step: run the views, then each "
+                         f"group's batch through what needs them)", op="views",
+                         argument=sorted(targets)[0])
+    if per_frame:
+        raise InputError(f"{where}: argument 'per_frame' is for clips (augjax.Clips); views "
+                         f"take images (N, H, W, C)", op="views", argument="per_frame")
+    if isinstance(images, Kind):
+        if not isinstance(images, Images):
+            raise InputError(f"{where}: argument 'images' expects images (N, H, W, C), got "
+                             f"{images!r}", op="views", argument="images")
+        layout, images = images.layout, images.array
+    if layout != HWC:
+        raise InputError(f"{where}: argument 'layout' expects 'HWC' (the views are stacked on "
+                         f"axis 1 of HWC batches), got {layout!r}", op="views",
+                         argument="layout")
+    return images
+
+
+def _is_list(images: Any) -> bool:
+    """Whether ``images`` is a list of images (of different sizes), not a shape tuple."""
+    return isinstance(images, (list, tuple)) and not (
+        images and all(isinstance(d, (int, np.integer)) for d in images))
+
+
+def _stacked(name: str, views_out: list[Any]) -> jax.Array:
+    """A group's views stacked on axis 1.
+
+    Raises:
+        InputError: the views give different shapes or dtypes."""
+    shapes = {(tuple(y.shape[1:]), y.dtype) for y in views_out}
+    if len(shapes) > 1:
+        listing = ", ".join(f"view {v}: {y.dtype} {tuple(y.shape[1:])}"
+                            for v, y in enumerate(views_out))
+        raise InputError(f"views: the views of group {name!r} give different outputs "
+                         f"({listing}); a group's views are stacked and must agree "
+                         f"(put views of another size in a group of their own)",
+                         op="views", argument="groups")
+    return jnp.stack(views_out, axis=1)
 
 
 def _view_keys(keys: jax.Array, counts: tuple[int, ...]) -> dict[int, jax.Array]:
@@ -302,15 +511,7 @@ def _apply_all(self: Views, images: jax.Array,
             y = y.reshape(n, count, *y.shape[1:])
             for j, v in enumerate(vs):
                 views_out[v] = y[:, j]
-        shapes = {(tuple(y.shape[1:]), y.dtype) for y in views_out}
-        if len(shapes) > 1:
-            listing = ", ".join(f"view {v}: {y.dtype} {tuple(y.shape[1:])}"
-                                for v, y in enumerate(views_out))
-            raise InputError(f"views: the views of group {name!r} give different outputs "
-                             f"({listing}); a group's views are stacked and must agree "
-                             f"(put views of another size in a group of their own)",
-                             op="views", argument="groups")
-        out[name] = jnp.stack(views_out, axis=1)
+        out[name] = _stacked(name, views_out)
     return out
 
 
@@ -392,12 +593,16 @@ def _dali_function(self: Views, device: str):
 
 
 def _views_dali(self: Views, images: Any, *, key: Any, seeds: Any, seed: int | None,
-                device: str | None) -> dict[str, Any]:
+                device: str | None, ragged: bool = False) -> dict[str, Any]:
     from augjax.dali import dali_modules, node_device, placed, sample_seeds
 
     dali_modules()  # the install hint first
     device = check_arguments("views", nodes=True, key=key, seeds=seeds, seed=seed,
                              device=device, source=node_device(images))
+    if ragged:  # every view's window read by DALI's operators (augjax.ragged_views)
+        from augjax import ragged_views
+
+        return ragged_views.call_dali(self, images, seeds=seeds, seed=seed, device=device)
     seeds = seeds if seeds is not None else sample_seeds(device=device, seed=seed)
     out = _dali_function(self, device)(placed(images, device), placed(seeds, device))
     out = out if isinstance(out, (list, tuple)) else (out,)

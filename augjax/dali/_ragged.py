@@ -40,7 +40,7 @@ from augjax.errors import InputError
 from augjax.kernels.embedded import owned
 from augjax.kernels.portable import portable_jit
 
-__all__ = ["ragged_read"]
+__all__ = ["ragged_read", "ragged_reads"]
 
 
 @once_cache(maxsize=256)
@@ -70,22 +70,85 @@ def plan_function(steps: tuple[Any, ...], start: int, with_seeds: bool):
     @functools.partial(jax.jit, compiler_options=sampler_compiler_options())
     def program(shapes, seeds=None):
         keys = keys_from_seeds(seeds) if seeds is not None else None
-        _, (box, size, anchor) = plan(shapes, keys)
-        outs = []
-        if struct.box is not None:
-            outs += [box[:, :2], box[:, 2:]]
-        if struct.size is not None and struct.anchor is not None:
-            length = box[:, 2:] if struct.box is not None else shapes[:, :2]
-            outs += list(visible_roi(length, size, anchor, struct.out))
-        elif struct.size is not None:
-            outs.append(size.astype(jnp.float32))
-        if struct.anchor is not None and struct.size is None:
-            outs.append(anchor)
+        _, window = plan(shapes, keys)
+        return _window_outputs(struct, shapes, window)
+
+    return jax_fn.jax_function(owned(on_cpu(program)), num_outputs=_output_count(struct),
+                               device="cpu")
+
+
+def _window_outputs(struct: Any, shapes: Any, window: Any) -> tuple[Any, ...]:
+    """The plan's window as the per-sample vectors :func:`_read` takes, in its order."""
+    box, size, anchor = window
+    outs = []
+    if struct.box is not None:
+        outs += [box[:, :2], box[:, 2:]]
+    if struct.size is not None and struct.anchor is not None:
+        length = box[:, 2:] if struct.box is not None else shapes[:, :2]
+        outs += list(visible_roi(length, size, anchor, struct.out))
+    elif struct.size is not None:
+        outs.append(size.astype(jnp.float32))
+    if struct.anchor is not None and struct.size is None:
+        outs.append(anchor)
+    return tuple(outs)
+
+
+def _output_count(struct: Any) -> int:
+    """How many vectors :func:`_window_outputs` gives for a window of ``struct``."""
+    return (2 * (struct.box is not None) + (struct.size is not None)
+            + (struct.anchor is not None) + 2 * (struct.size is not None
+                                                 and struct.anchor is not None))
+
+
+@once_cache(maxsize=64)
+def _reads_function(reads: tuple[tuple[tuple[Any, ...], int, tuple[int, ...]], ...]):
+    """The ``jax_function`` (CPU) ``(shapes, seeds) -> windows`` of :func:`ragged_reads`: every
+    read's :func:`_window_outputs`, one after the other."""
+    _, _, jax_fn = _dali()
+    plans = tuple((plan_program(steps, start), window_structure(steps))
+                  for steps, start, _ in reads)
+
+    @functools.partial(jax.jit, compiler_options=sampler_compiler_options())
+    def program(shapes, seeds):
+        base = keys_from_seeds(seeds)
+        outs: list[Any] = []
+        for (_, _, folds), (plan, struct) in zip(reads, plans):
+            keys = base
+            for data in folds:
+                keys = jax.vmap(lambda k, d=data: jax.random.fold_in(k, d))(keys)
+            _, window = plan(shapes, keys)
+            outs += _window_outputs(struct, shapes, window)
         return tuple(outs)
 
-    count = (2 * (struct.box is not None) + (struct.size is not None) + (struct.anchor is not None)
-             + 2 * (struct.size is not None and struct.anchor is not None))
+    count = sum(_output_count(struct) for _, struct in plans)
     return jax_fn.jax_function(owned(on_cpu(program)), num_outputs=count, device="cpu")
+
+
+def ragged_reads(reads: tuple[tuple[tuple[Any, ...], int, tuple[int, ...]], ...], images: Any,
+                 seeds: Any) -> list[Any]:
+    """Several reads of one batch of ``images`` (any sizes), each through its own window:
+    ``reads`` holds ``(prefix, start, folds)``, a chain's ragged prefix (its first step at
+    chain position ``start``) drawn with the keys ``keys_from_seeds(seeds)`` with each of
+    ``folds`` folded in, in order (a view's key: ``fold_in(fold_in(k, g), v)``). One CPU
+    ``jax_function`` draws every window; DALI's operators read each (as :func:`ragged_read`).
+    Returns one uniform batch per read. ``seeds``: a CPU DataNode of per-sample seeds."""
+    _, types, _ = _dali()
+    if getattr(seeds, "device", "cpu") != "cpu":
+        first = reads[0][0][0].name
+        raise InputError(
+            f"{first}: images of different sizes need the per-sample seeds on the CPU "
+            f"(their windows are drawn there); pass seeds= from a CPU operator", op=first,
+            argument="seeds")
+    shapes = images.shape(dtype=types.INT32, device="cpu")
+    outs = _reads_function(tuple(reads))(shapes, seeds)
+    outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+    batches = []
+    for steps, _, _ in reads:
+        struct = window_structure(steps)
+        count = _output_count(struct)
+        batches.append(_read(images, outs[:count], struct, steps[0].kwargs))
+        outs = outs[count:]
+    return batches
 
 
 @once_cache(maxsize=256)

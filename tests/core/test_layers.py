@@ -59,6 +59,7 @@ LAYER = {
     "interop": 7.5,   # from_torchvision / from_albumentations build chains and policies
     "grain": 8.5,     # grain transforms over chains (and the DALI-free path)
     "multiview": 8.7,  # views: groups of chains from one batch (arrays and one DALI crossing)
+    "ragged_views": 8.7,  # views of images of different sizes (lists, DALI ragged batches)
     "recipes": 8.8,   # DINO / SimCLR / BYOL views
     "testing": 9,
     "__init__": 9.5,  # the package's face (augjax.*): re-exports every layer up to testing,
