@@ -113,6 +113,9 @@ _AFFINE = {"p": 1.0, "rotate": 0.0, "p_rotation": 1.0, "shear": 0.0, "translate"
            "scale": 0.0, "p_scaling": 1.0, "isotropic": False, "p_elastic": 0.0,
            "sigma": (5.0, 8.0), "magnitude": (100.0, 200.0), "size": None,
            "interpolation": "linear", "padding": "zeros"}
+#: The images' interpolation: its spline order (SciPy's ``map_coordinates``: cubic is its
+#: ``order=3`` with the prefilter); masks are nearest.
+_ORDERS = {"linear": 1, "nearest": 0, "cubic": 3}
 
 
 def _affine_check(op: str, c: dict[str, Any]) -> dict[str, Any]:
@@ -136,7 +139,7 @@ def _affine_check(op: str, c: dict[str, Any]) -> dict[str, Any]:
         raise ParamError(f"{op}: parameter 'size' expects None or (D, H, W) positive ints, got "
                          f"{size!r}", op=op, param="size")
     out["size"] = None if size is None else tuple(size)
-    for name, choices in (("interpolation", ("linear", "nearest")),
+    for name, choices in (("interpolation", tuple(_ORDERS)),
                           ("padding", volume_sample.MODES)):
         if c[name] not in choices:
             raise ParamError(f"{op}: parameter '{name}' expects one of {choices}, got "
@@ -199,9 +202,8 @@ def _coords(params, meta, config):
 
 
 def _affine(volume, params, meta, **config):
-    order = 1 if config["interpolation"] == "linear" else 0
-    return volume_sample.sample(volume, _coords(params, meta, config), order=order,
-                                mode=config["padding"])
+    return volume_sample.sample(volume, _coords(params, meta, config),
+                                order=_ORDERS[config["interpolation"]], mode=config["padding"])
 
 
 def _affine_mask(mask, params, meta, **config):

@@ -11,18 +11,29 @@ with ``A`` a 4x4 homogeneous matrix (:func:`affine_matrix`: MONAI's ``AffineGrid
 ``rotate @ shear @ translate @ scale``) and an optional elastic displacement field in output
 space (MONAI's ``Rand3DElastic``: the field is added to the grid, then the affine is applied),
 so an affine and an elastic deformation cost one resample (torchio#1052). The same coordinates
-sample the images (trilinear) and the masks (nearest): they move together by construction.
+sample the images (trilinear, or cubic) and the masks (nearest): they move together by
+construction.
 
 Padding (``mode``): ``"zeros"`` (torch ``grid_sample``'s zeros: each of the 8 corners outside
 the volume counts 0, SciPy's ``mode="grid-constant"``), ``"border"`` (the nearest edge voxel,
 SciPy's ``mode="nearest"``). Nearest picks ``floor(c + 0.5)`` (SciPy's ``order=0`` away from
 exact ties).
+
+Cubic (``order=3``) is SciPy's ``map_coordinates(order=3, prefilter=True)`` in the same modes
+(``"zeros"``: ``mode="grid-constant"``, ``"border"``: ``mode="nearest"``): the volume padded by
+12 voxels per side (zeros, or its edge voxels), prefiltered into cubic B-spline coefficients
+along each axis (SciPy's boundary for these modes: mirror for zeros, half-sample reflect for
+the edge padding; here each axis's filter is the exact inverse of its B-spline matrix, one
+``(n + 24, n)`` matrix with the padding folded in), then the 4 x 4 x 4 coefficients around
+each point weighted by the cubic B-spline (coefficients beyond the padding: zero, or the
+nearest one).
 """
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 __all__ = [
     "MODES",
@@ -30,6 +41,7 @@ __all__ = [
     "coordinates",
     "invert_points",
     "sample",
+    "spline_matrix",
 ]
 
 #: The padding modes of :func:`sample`.
@@ -89,11 +101,71 @@ def coordinates(matrix: jax.Array, out_shape: tuple[int, int, int],
     return out + (matrix[:3, 3] + _centre(in_shape))[:, None, None, None]
 
 
+#: The padding of SciPy's spline prefilter in modes "grid-constant" and "nearest".
+SPLINE_PAD = 12
+
+
+def spline_matrix(n: int, mode: str) -> np.ndarray:
+    """``(n + 24, n)`` float32: an axis of ``n`` voxels padded by :data:`SPLINE_PAD` per side
+    (zeros for ``mode="zeros"``, the edge voxel for ``"border"``) and prefiltered into cubic
+    B-spline coefficients, as SciPy's ``spline_filter1d`` does after its padding (its boundary
+    for those modes: mirror ``c[-1] = c[1]`` after zeros, half-sample reflect ``c[-1] = c[0]``
+    after edges): the inverse of the ``(1, 4, 1) / 6`` matrix with that boundary, in float64."""
+    size = n + 2 * SPLINE_PAD
+    a = (np.diag(np.full(size, 4.0)) + np.diag(np.ones(size - 1), 1)
+         + np.diag(np.ones(size - 1), -1))
+    if mode == "zeros":
+        a[0, 1] = a[-1, -2] = 2.0
+    else:
+        a[0, 0] = a[-1, -1] = 5.0
+    rows = np.clip(np.arange(size) - SPLINE_PAD, 0, n - 1)
+    pad = np.eye(n)[rows]
+    if mode == "zeros":
+        pad[:SPLINE_PAD] = pad[-SPLINE_PAD:] = 0.0
+    return (np.linalg.inv(a / 6.0) @ pad).astype(np.float32)
+
+
+def _cubic_weights(t: jax.Array) -> jax.Array:
+    """``(4, ...)``: the cubic B-spline's weights of the taps at ``floor(c) - 1 .. + 2``
+    (``t = c - floor(c)``)."""
+    s = 1.0 - t
+    return jnp.stack([s * s * s / 6.0, (3.0 * t * t * t - 6.0 * t * t + 4.0) / 6.0,
+                      (-3.0 * t * t * t + 3.0 * t * t + 3.0 * t + 1.0) / 6.0, t * t * t / 6.0])
+
+
+def _cubic(volume: jax.Array, c: jax.Array, mode: str) -> jax.Array:
+    """``volume`` ``(D, H, W, C)`` at points ``c`` ``(3, P)``, cubic (see the module)."""
+    from augjax.kernels.volume_axes import separable
+
+    coef = separable(volume, tuple(jnp.asarray(spline_matrix(n, mode))
+                                   for n in volume.shape[:3]))
+    shape = coef.shape[:3]
+    flat = coef.reshape(-1, coef.shape[3])
+    size = jnp.asarray(shape, jnp.int32)[:, None]
+    c = c + SPLINE_PAD
+    base = jnp.floor(c)
+    weights = _cubic_weights(c - base)  # (4, 3, P)
+    base = base.astype(jnp.int32) - 1
+    out = jnp.zeros((c.shape[1], coef.shape[3]), jnp.float32)
+    for i in range(4):
+        for j in range(4):
+            for k in range(4):
+                idx = base + jnp.array([i, j, k], jnp.int32)[:, None]
+                inside = jnp.all((idx >= 0) & (idx < size), axis=0)
+                idx = jnp.clip(idx, 0, size - 1)
+                lin = (idx[0] * shape[1] + idx[1]) * shape[2] + idx[2]
+                w = weights[i, 0] * weights[j, 1] * weights[k, 2]
+                if mode == "zeros":
+                    w = jnp.where(inside, w, 0.0)
+                out = out + w[:, None] * flat[lin]
+    return out
+
+
 def sample(volume: jax.Array, coords: jax.Array, *, order: int = 1,
            mode: str = "zeros") -> jax.Array:
-    """``volume`` ``(D, H, W, C)`` read at ``coords`` ``(3, ...)``: trilinear (``order=1``) or
-    nearest (``order=0``), padded by ``mode`` (:data:`MODES`); float32 out for ``order=1``, the
-    volume's dtype for ``order=0``."""
+    """``volume`` ``(D, H, W, C)`` read at ``coords`` ``(3, ...)``: cubic (``order=3``),
+    trilinear (``order=1``) or nearest (``order=0``), padded by ``mode`` (:data:`MODES`);
+    float32 out for ``order`` 1 and 3, the volume's dtype for ``order=0``."""
     shape = volume.shape[:3]
     flat = volume.reshape(-1, volume.shape[3])
     size = jnp.asarray(shape, jnp.int32)[:, None]
@@ -112,6 +184,8 @@ def sample(volume: jax.Array, coords: jax.Array, *, order: int = 1,
         if mode == "zeros":
             values = jnp.where(inside[:, None], values, jnp.zeros((), values.dtype))
         return values.reshape(*lead, volume.shape[3])
+    if order == 3:
+        return _cubic(volume, c, mode).reshape(*lead, volume.shape[3])
     lo = jnp.floor(c)
     frac = c - lo
     lo = lo.astype(jnp.int32)

@@ -116,6 +116,38 @@ def test_affine_elastic_one_resample_is_scipy_map_coordinates(data):
         np.testing.assert_allclose(back, points[i], atol=2e-2)
 
 
+def test_affine_cubic_is_scipy_order_3_and_masks_stay_nearest(data):
+    """interpolation="cubic": the images are scipy's map_coordinates(order=3) (prefilter
+    included; float32 within 1e-4) at the op's coordinates, the masks exactly what the linear
+    configuration gives (nearest at the same coordinates). (Padding "border" is the kernel
+    test's, test_volume_kernels.)"""
+    x, masks, _ = data
+    padding, scipy_mode = "zeros", "grid-constant"
+    config = dict(rotate=0.4, translate=1.0, scale=0.15, p_elastic=1.0, sigma=(1.0, 2.0),
+                  magnitude=(1.0, 2.0), padding=padding)
+    op = vg.volume_affine.bind(interpolation="cubic", **config)
+    params = op.sample(x, key=KEY)
+    out = op.apply(x, params=params, masks=masks)
+    linear = vg.volume_affine.bind(**config).apply(x, params=params, masks=masks)
+    np.testing.assert_array_equal(out["masks"], linear["masks"])
+    c = (np.array(SHAPE[1:]) - 1) / 2
+    grid = np.stack(np.meshgrid(*(np.arange(n) for n in SHAPE[1:]), indexing="ij"), 0)
+    for i in range(SHAPE[0]):
+        lin, shift = _monai_matrix(params, i)
+        disp = np.stack([ndimage.gaussian_filter(o, float(params["sigma"][i]), mode="constant",
+                                                 truncate=3.0)
+                         for o in np.asarray(params["offsets"][i], np.float64)]) \
+            * float(params["magnitude"][i])
+        coords = np.einsum("ij,jdhw->idhw", lin, grid - c[:, None, None, None] + disp) \
+            + (shift + c)[:, None, None, None]
+        for ch in range(2):
+            want = ndimage.map_coordinates(x[i, ..., ch], coords, order=3, mode=scipy_mode)
+            np.testing.assert_allclose(out["images"][i, ..., ch], want, atol=1e-4)
+    assert not np.allclose(out["images"], linear["images"], atol=1e-3)  # not trilinear
+    with pytest.raises(ParamError, match="'interpolation'"):
+        vg.volume_affine.bind(interpolation="quintic")
+
+
 def test_one_resample_equals_two_within_interpolation_error():
     """On a smooth volume, elastic-then-affine in one resample and the two resamples in turn
     (scipy) agree within trilinear interpolation error, and the one resample is closer to the
