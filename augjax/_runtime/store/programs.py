@@ -48,6 +48,7 @@ from jax.sharding import SingleDeviceSharding
 
 from augjax._core.reach import recording
 from augjax._runtime.store import files as program_file
+from augjax._runtime.store import lapack
 from augjax._runtime.store.identity import code_manifest, manifest_current, program_key
 from augjax.errors import ProgramStoreWarning
 from augjax.kernels.embedded import in_own_program, own_program
@@ -340,6 +341,7 @@ class StoredProgram:
                 _bound(folder, keep=path)
         for category, message in caught:
             warnings.warn(message, category, stacklevel=5)
+        lapack.install()  # its lowering sets up SciPy's LAPACK only where it calls LAPACK
         # The device named: one compiled program for committed inputs (DALI's jax_function
         # hands them, a stored sampler returns them), uncommitted ones (jnp.asarray, NumPy) and
         # a mixture; jax.jit keys on commitment and compiled each form apart.
