@@ -1,15 +1,24 @@
-"""3D volumes: a batch of N x 1 x S^3 float32 with its mask through a random 3D affine + elastic
-deformation (one resample: trilinear images, nearest masks) and the intensity ops (noise, blur,
-brightness, contrast, low resolution, gamma), every op applied (p=1: the worst case), as one
-augjax volume chain on arrays; on the CPU also against a per-volume NumPy/SciPy pipeline doing
-the same work in the same run (batchgeneratorsv2, the issue's peer, needs PyTorch and is not
-installed here: SciPy's ndimage is what batchgenerators v1 calls for these transforms).
+"""3D volumes: a batch of N x 1 x S^3 float32 with its mask through nnU-Net's 3D augmentation
+as one augjax volume chain on arrays, against batchgeneratorsv2 (nnU-Net v2's own transforms,
+per sample, as its data loader runs them) on the same volumes in the same run, in two settings:
 
-    python benchmarks/volumes.py --device cpu --size 64
+- ``every``: every op applied (p=1, the worst case): the spatial transform with rotation, scale
+  and an elastic deformation (augjax: one resample, trilinear images, nearest masks), noise,
+  blur, brightness, contrast, low resolution, gamma, mirroring;
+- ``nnunet``: nnU-Net's default probabilities and ranges (``augjax.recipes.nnunet()`` against
+  ``nnUNetTrainer.get_training_transforms``' transforms, no elastic deformation), the patch the
+  whole volume.
+
+On the CPU also a per-volume NumPy/SciPy pipeline for the ``every`` setting (what
+batchgenerators v1 calls). batchgeneratorsv2 needs PyTorch; install it outside the project's
+dependencies (``pip install --target DIR --no-deps batchgeneratorsv2 pandas scikit-image
+lazy-loader`` and ``PYTHONPATH=DIR``); without it the peer is skipped and says so.
+
+    PYTHONPATH=/tmp/bgv2 python benchmarks/volumes.py --device cpu --size 64
     python benchmarks/volumes.py --device gpu --size 128 --no-reference
 
 Writes ``results/volumes-<machine>-<date>.json`` (``--out`` to choose): ms per batch (median of
-``--repeats`` warm calls), the reference's, their ratio, and the versions.
+``--repeats`` warm calls) per setting, the peers', the ratios, and the versions.
 """
 
 from __future__ import annotations
@@ -35,7 +44,8 @@ def _args() -> argparse.Namespace:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--sigma", type=float, nargs=2, default=(5.0, 8.0),
                    help="elastic smoothing sigma range (MONAI Rand3DElastic's sigma_range)")
-    p.add_argument("--no-reference", action="store_true", help="skip the SciPy pipeline")
+    p.add_argument("--no-reference", action="store_true",
+                   help="skip the peers (batchgeneratorsv2, SciPy)")
     p.add_argument("--out", default=None)
     return p.parse_args()
 
@@ -46,7 +56,78 @@ def _chain(vol, sigma):
                         magnitude=(100.0, 200.0)),
         vol.noise.bind(p=1.0), vol.blur.bind(p=1.0, p_per_channel=1.0),
         vol.brightness.bind(p=1.0), vol.contrast.bind(p=1.0),
-        vol.lowres.bind(p=1.0, p_per_channel=1.0), vol.gamma.bind(p=1.0), name="bench")
+        vol.lowres.bind(p=1.0, p_per_channel=1.0), vol.gamma.bind(p=1.0),
+        vol.flip.bind(p=0.5), name="bench")
+
+
+def _bgv2(size: int, every: bool):
+    """nnU-Net v2's 3D training transforms (``nnUNetTrainer.get_training_transforms``, the
+    patch the whole volume, no deep-supervision or cascade steps), every op applied with
+    ``every``; None where batchgeneratorsv2 is not importable."""
+    try:
+        from batchgeneratorsv2.transforms.intensity.brightness import (
+            MultiplicativeBrightnessTransform,
+        )
+        from batchgeneratorsv2.transforms.intensity.contrast import BGContrast, ContrastTransform
+        from batchgeneratorsv2.transforms.intensity.gamma import GammaTransform
+        from batchgeneratorsv2.transforms.intensity.gaussian_noise import GaussianNoiseTransform
+        from batchgeneratorsv2.transforms.noise.gaussian_blur import GaussianBlurTransform
+        from batchgeneratorsv2.transforms.spatial.low_resolution import (
+            SimulateLowResolutionTransform,
+        )
+        from batchgeneratorsv2.transforms.spatial.mirroring import MirrorTransform
+        from batchgeneratorsv2.transforms.spatial.spatial import SpatialTransform
+        from batchgeneratorsv2.transforms.utils.compose import ComposeTransforms
+        from batchgeneratorsv2.transforms.utils.random import RandomTransform
+    except ImportError:
+        return None
+
+    def p(q):
+        return 1.0 if every else q
+
+    rot = 30.0 / 360 * 2.0 * np.pi
+    return ComposeTransforms([
+        SpatialTransform((size,) * 3, patch_center_dist_from_border=0, random_crop=False,
+                         p_elastic_deform=1.0 if every else 0.0, p_rotation=p(0.2),
+                         rotation=(-rot, rot), p_scaling=p(0.2), scaling=(0.7, 1.4),
+                         p_synchronize_scaling_across_axes=1, bg_style_seg_sampling=False),
+        RandomTransform(GaussianNoiseTransform(noise_variance=(0, 0.1), p_per_channel=1,
+                                               synchronize_channels=True),
+                        apply_probability=p(0.1)),
+        RandomTransform(GaussianBlurTransform(blur_sigma=(0.5, 1.0), synchronize_channels=False,
+                                              synchronize_axes=False, p_per_channel=p(0.5),
+                                              benchmark=True), apply_probability=p(0.2)),
+        RandomTransform(MultiplicativeBrightnessTransform(
+            multiplier_range=BGContrast((0.75, 1.25)), synchronize_channels=False,
+            p_per_channel=1), apply_probability=p(0.15)),
+        RandomTransform(ContrastTransform(contrast_range=BGContrast((0.75, 1.25)),
+                                          preserve_range=True, synchronize_channels=False,
+                                          p_per_channel=1), apply_probability=p(0.15)),
+        RandomTransform(SimulateLowResolutionTransform(
+            scale=(0.5, 1), synchronize_channels=False, synchronize_axes=True, ignore_axes=None,
+            allowed_channels=None, p_per_channel=p(0.5)), apply_probability=p(0.25)),
+        RandomTransform(GammaTransform(gamma=BGContrast((0.7, 1.5)), p_invert_image=1,
+                                       synchronize_channels=False, p_per_channel=1,
+                                       p_retain_stats=1), apply_probability=p(0.1)),
+        RandomTransform(GammaTransform(gamma=BGContrast((0.7, 1.5)), p_invert_image=0,
+                                       synchronize_channels=False, p_per_channel=1,
+                                       p_retain_stats=1), apply_probability=p(0.3)),
+        MirrorTransform(allowed_axes=(0, 1, 2)),
+    ])
+
+
+def _time_bgv2(transforms, x: np.ndarray, mask: np.ndarray, repeats: int) -> list[float]:
+    """ms per batch: each volume through ``transforms`` as nnU-Net's loader calls them (a dict
+    of torch tensors, image (C, D, H, W), segmentation (1, D, H, W))."""
+    import torch
+
+    def batch():
+        for i in range(x.shape[0]):
+            transforms(image=torch.from_numpy(np.moveaxis(x[i], -1, 0).copy()),
+                       segmentation=torch.from_numpy(mask[i][None].astype(np.int16)))
+
+    batch()  # warm
+    return _time(batch, repeats)
 
 
 def _reference(x: np.ndarray, mask: np.ndarray, rng: np.random.Generator, sigma) -> tuple:
@@ -112,43 +193,69 @@ def main() -> None:
     mask = (rng.random(shape) > 0.9).astype(np.int32)
     device = jax.devices(args.device)[0]
     xs, ms = jax.device_put(x, device), jax.device_put(mask, device)
-    chain = _chain(vol, args.sigma)
+    chains = {"every": _chain(vol, args.sigma), "nnunet": augjax.recipes.nnunet()}
     keys = iter(jax.random.split(jax.random.key(0), 1000))
-
-    def run():
-        out = chain(augjax.Volumes(xs), key=next(keys), masks=ms)
-        jax.block_until_ready((out["images"].array, out["masks"]))
-
-    t = time.perf_counter()
-    run()
-    first = (time.perf_counter() - t) * 1e3
-    times = _time(run, args.repeats)
     result = {
         "benchmark": "volumes", "date": datetime.date.today().isoformat(),
         "machine": platform.node() and args.device, "device": str(device),
         "cpu_count": os.cpu_count(), "batch": args.batch, "size": args.size,
         "elastic_sigma": list(args.sigma),
-        "pipeline": "affine+elastic (one resample, trilinear images, nearest masks) + noise, "
-                    "blur, brightness, contrast, lowres, gamma; every op applied",
-        "augjax_first_call_ms": round(first, 1),
-        "augjax_ms_per_batch": round(statistics.median(times), 2),
-        "augjax_ms_runs": [round(v, 2) for v in times],
+        "settings": {
+            "every": "rotation + scale + elastic (augjax: one resample, trilinear images, "
+                     "nearest masks), noise, blur, brightness, contrast, lowres, gamma, "
+                     "mirror; every op applied",
+            "nnunet": "nnU-Net v2's default 3D probabilities and ranges "
+                      "(augjax.recipes.nnunet(); batchgeneratorsv2 as get_training_transforms "
+                      "builds it), no elastic; the patch the whole volume"},
         "versions": {"python": sys.version.split()[0], "jax": jax.__version__,
                      "numpy": np.__version__},
     }
+    for setting, chain in chains.items():
+        def run():
+            out = chain(augjax.Volumes(xs), key=next(keys), masks=ms)
+            jax.block_until_ready((out["images"].array, out["masks"]))
+
+        t = time.perf_counter()
+        run()
+        first = (time.perf_counter() - t) * 1e3
+        times = _time(run, args.repeats)
+        result[setting] = {"augjax_first_call_ms": round(first, 1),
+                           "augjax_ms_per_batch": round(statistics.median(times), 2),
+                           "augjax_ms_runs": [round(v, 2) for v in times]}
     if not args.no_reference and args.device == "cpu":
+        peer = {s: _bgv2(args.size, s == "every") for s in chains}
+        if peer["every"] is None:
+            result["batchgeneratorsv2"] = "not importable: skipped (see the module docstring)"
+        else:
+            import batchgeneratorsv2
+            import torch
+
+            from importlib.metadata import version
+
+            result["versions"].update(batchgeneratorsv2=version("batchgeneratorsv2"),
+                                      torch=torch.__version__)
+            result["torch_threads"] = torch.get_num_threads()
+            torch.manual_seed(0)
+            for setting, transforms in peer.items():
+                bg = _time_bgv2(transforms, x, mask, args.repeats)
+                mine = result[setting]["augjax_ms_per_batch"]
+                result[setting].update({
+                    "batchgeneratorsv2_ms_per_batch": round(statistics.median(bg), 1),
+                    "batchgeneratorsv2_ms_runs": [round(v, 1) for v in bg],
+                    "speedup_vs_batchgeneratorsv2": round(statistics.median(bg) / mine, 2)})
+            del batchgeneratorsv2
         import scipy
 
         ref_rng = np.random.default_rng(1)
         reps = max(2, args.repeats // 2)
         ref = _time(lambda: [_reference(x[i, ..., 0], mask[i], ref_rng, args.sigma)
                              for i in range(args.batch)], reps)
-        result.update({
-            "reference": "per-volume NumPy/SciPy ndimage pipeline, one process "
-                         "(batchgeneratorsv2 not installed: it needs PyTorch)",
-            "reference_ms_per_batch": round(statistics.median(ref), 1),
-            "reference_ms_runs": [round(v, 1) for v in ref],
-            "speedup_vs_reference": round(statistics.median(ref) / statistics.median(times), 2),
+        result["every"].update({
+            "scipy_reference": "per-volume NumPy/SciPy ndimage pipeline, one process",
+            "scipy_ms_per_batch": round(statistics.median(ref), 1),
+            "scipy_ms_runs": [round(v, 1) for v in ref],
+            "speedup_vs_scipy": round(statistics.median(ref)
+                                      / result["every"]["augjax_ms_per_batch"], 2),
         })
         result["versions"]["scipy"] = scipy.__version__
     name = f"volumes-{args.device}-{result['date']}.json"
