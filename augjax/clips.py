@@ -44,14 +44,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from augjax.kernels.boundary import boundary_compiler_options, kept_in_caller
+from augjax.kernels.boundary import kept_in_caller
 from augjax.kernels.embedded import owned
 from augjax._runtime.execution.ahead import compile_apply, first_call
 from augjax._core.kinds import Clips, check_rank, frame_layout
 from augjax._runtime.execution.inputs import check_arguments, committed
 from augjax._runtime.execution.keys import keys_from_seeds, sample_keys
-from augjax._runtime.execution.program import sampler_compiler_options
-from augjax._runtime.store.programs import StoredProgram
+from augjax._runtime.execution.program import build_program
 from augjax._runtime.targets.boxes import parse_sanitize
 from augjax.errors import InputError
 
@@ -111,20 +110,13 @@ def sample_clips(step: Any, inputs: tuple[Any, ...], *, key: Any, layout: str,
         frame_keys(keys, clips.shape[1]))
 
 
-def _identity(step: Any, kind: str, **config: Any):
-    """What names a clips program in augjax's program store: the step and the program's
-    config (``describe`` of :class:`StoredProgram`)."""
-    return lambda: (kind, (step,), config)
-
-
 @functools.lru_cache(maxsize=256)
 def _frame_sampler(step: Any, shape: tuple[int, ...], dtype: str, layout: str):
     """The jitted per-frame sampler: keys (T, N) -> params with a leading axis T."""
     struct = jax.ShapeDtypeStruct(shape, jnp.dtype(dtype))
-    return StoredProgram(
-        lambda ks: jax.vmap(lambda k: step.sample(struct, key=k, layout=layout))(ks),
-        _identity(step, "clips_sample_frames", shape=shape, dtype=dtype, layout=layout),
-        sampler_compiler_options())
+    return build_program(
+        "sample", lambda ks: jax.vmap(lambda k: step.sample(struct, key=k, layout=layout))(ks),
+        "clips_sample_frames", (step,), dict(shape=shape, dtype=dtype, layout=layout))
 
 
 _FRAME_TARGETS = ("masks", "boxes", "keypoints", "boxes_valid", "keypoints_valid")
@@ -200,9 +192,8 @@ def _apply_program(step: Any, layout: str, per_frame: bool, names: tuple[str, ..
         return _apply_traced(step, layout, per_frame, names, dict(rest), clips, labels, params,
                              arrays)
 
-    return StoredProgram(program, _identity(step, "clips_apply", layout=layout,
-                                           per_frame=per_frame, targets=names, rest=rest),
-                         boundary_compiler_options())
+    return build_program("apply", program, "clips_apply", (step,),
+                         dict(layout=layout, per_frame=per_frame, targets=names, rest=rest))
 
 
 @functools.lru_cache(maxsize=256)
@@ -223,9 +214,9 @@ def _call_program(step: Any, layout: str, per_frame: bool, names: tuple[str, ...
         return _apply_traced(step, layout, per_frame, names, dict(rest), clips, labels, params,
                              arrays)
 
-    return StoredProgram(program, _identity(step, "clips_call", layout=layout,
-                                            per_frame=per_frame, targets=names, rest=rest,
-                                            frame=frame, dtype=dtype))
+    return build_program("call", program, "clips_call", (step,),
+                         dict(layout=layout, per_frame=per_frame, targets=names, rest=rest,
+                              frame=frame, dtype=dtype))
 
 
 def _flat_apply(step, clips, params, layout, per_frame, arrays, rest):

@@ -61,12 +61,11 @@ from augjax._core.kinds import Images, Kind, check_rank
 from augjax._core.limits import MAX_VIEWS
 from augjax._core.step import Step, Structure
 from augjax._core.targets import Follow
-from augjax.kernels.boundary import barrier, boundary_compiler_options, kept_in_caller
+from augjax.kernels.boundary import barrier, kept_in_caller
 from augjax.kernels.embedded import owned
 from augjax._runtime.execution.ahead import compile_apply, first_call
 from augjax._runtime.store.compile_cache import enable as enable_compile_cache
-from augjax._runtime.execution.program import sampler_compiler_options
-from augjax._runtime.store.programs import StoredProgram
+from augjax._runtime.execution.program import build_program
 from augjax._runtime.execution.inputs import check_arguments, committed
 from augjax._runtime.execution.keys import keys_from_seeds, sample_keys
 from augjax.errors import InputError, ParamError
@@ -515,12 +514,12 @@ def _apply_all(self: Views, images: jax.Array,
     return out
 
 
-def _identity(self: Views, kind: str, **config: Any):
-    """What names a views program in augjax's program store: every view's step, in order, and
-    the groups' names and counts (``describe`` of :class:`StoredProgram`)."""
+def _build(self: Views, role: str, function: Any, kind: str, **config: Any):
+    """A views program (:func:`~augjax._runtime.execution.program.build_program`), named in
+    augjax's program store by every view's step, in order, and the groups' names and counts."""
     steps = tuple(step for _, group in self.groups for step in group)
     config = {"groups": [[name, len(group)] for name, group in self.groups], **config}
-    return lambda: (kind, steps, config)
+    return build_program(role, function, kind, steps, config)
 
 
 @functools.lru_cache(maxsize=64)
@@ -529,15 +528,14 @@ def _sampler(self: Views, shape: tuple[int, ...], dtype: str):
     # The XLA options of augjax's own sampler and apply programs (see their modules): on the
     # CPU, samplers compile unoptimised and the apply keeps its fusion boundaries. Kept in the
     # program store: a warm process loads them instead of tracing.
-    return StoredProgram(lambda keys: _sample_all(self, struct, keys),
-                         _identity(self, "views_sample", shape=shape, dtype=dtype),
-                         sampler_compiler_options())
+    return _build(self, "sample", lambda keys: _sample_all(self, struct, keys), "views_sample",
+                  shape=shape, dtype=dtype)
 
 
 @functools.lru_cache(maxsize=64)
 def _applier(self: Views):
-    return StoredProgram(lambda images, params: _apply_all(self, images, params),
-                         _identity(self, "views_apply"), boundary_compiler_options())
+    return _build(self, "apply", lambda images, params: _apply_all(self, images, params),
+                  "views_apply")
 
 
 @functools.lru_cache(maxsize=64)
@@ -546,7 +544,7 @@ def _fused(self: Views):
         params = barrier(_sample_all(self, images, keys))
         return _apply_all(self, images, params)
 
-    return StoredProgram(program, _identity(self, "views_call"))
+    return _build(self, "call", program, "views_call")
 
 
 def _on_cpu(images: jax.Array) -> bool:

@@ -25,14 +25,13 @@ docs/guide/ragged.md ("Images of different sizes").
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
 from augjax._runtime.execution.keys import keys_from_seeds
-from augjax._runtime.execution.program import once_cache, sampler_compiler_options
+from augjax._runtime.execution.program import build_program, once_cache
 from augjax._runtime.ragged.prefix import move_window_points, plan_program, window_structure
 from augjax._runtime.targets.inputs import TargetSpec
 from augjax.dali._backend import _dali
@@ -67,12 +66,12 @@ def plan_function(steps: tuple[Any, ...], start: int, with_seeds: bool):
     plan = plan_program(steps, start)
     struct = window_structure(steps)
 
-    @functools.partial(jax.jit, compiler_options=sampler_compiler_options())
     def program(shapes, seeds=None):
         keys = keys_from_seeds(seeds) if seeds is not None else None
         _, window = plan(shapes, keys)
         return _window_outputs(struct, shapes, window)
 
+    program = build_program("sample", program, "ragged_plan", steps, kept=False)
     return jax_fn.jax_function(owned(on_cpu(program)), num_outputs=_output_count(struct),
                                device="cpu")
 
@@ -108,7 +107,6 @@ def _reads_function(reads: tuple[tuple[tuple[Any, ...], int, tuple[int, ...]], .
     plans = tuple((plan_program(steps, start), window_structure(steps))
                   for steps, start, _ in reads)
 
-    @functools.partial(jax.jit, compiler_options=sampler_compiler_options())
     def program(shapes, seeds):
         base = keys_from_seeds(seeds)
         outs: list[Any] = []
@@ -121,6 +119,8 @@ def _reads_function(reads: tuple[tuple[tuple[Any, ...], int, tuple[int, ...]], .
         return tuple(outs)
 
     count = sum(_output_count(struct) for _, struct in plans)
+    program = build_program("sample", program, "ragged_plan",
+                            [step for steps, _, _ in reads for step in steps], kept=False)
     return jax_fn.jax_function(owned(on_cpu(program)), num_outputs=count, device="cpu")
 
 

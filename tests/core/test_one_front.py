@@ -1,5 +1,5 @@
-"""What the input kinds' front ends share is written once: the DALI seed draw, the
-placement of nodes, the checks of a call's ``key`` / ``seeds`` / ``seed`` / ``device``, the sets
+"""What the input kinds' front ends share is written once: the building of programs (with
+their compiler options and store identity), the DALI seed draw, the placement of nodes, the checks of a call's ``key`` / ``seeds`` / ``seed`` / ``device``, the sets
 of layouts, and no rank that guesses a kind. Read from ``augjax/`` with ``ast`` (docstrings and
 comments do not count)."""
 
@@ -57,6 +57,25 @@ def test_dali_seeds_are_drawn_and_nodes_placed_in_one_place():
     assert moves == {"dali/_nodes.py": 1}, moves
 
 
+def test_programs_are_built_in_one_place():
+    """Images, clips and views build their jitted, stored programs through one function
+    (``build_program``), which picks each role's XLA options: no front end constructs a
+    ``StoredProgram`` or chooses compiler options itself."""
+    def calls(name):
+        return lambda n: (isinstance(n, ast.Call)
+                          and getattr(n.func, "id", getattr(n.func, "attr", None)) == name)
+
+    assert _where(calls("StoredProgram")) == {"_runtime/execution/program.py": 1}
+    for options in ("sampler_compiler_options", "boundary_compiler_options"):
+        users = _where(calls(options))
+        # augjax.jit (a user's own program) takes the apply options on purpose; volumes.py
+        # still jits its own programs (a debt: volume ops are not yet stored programs)
+        assert set(users) <= {"_runtime/execution/program.py", "kernels/boundary.py",
+                              "jitting.py", "volumes.py"}, (options, users)
+    builders = _where(calls("build_program"))
+    assert {"clips.py", "multiview.py", "_runtime/execution/program.py"} <= set(builders)
+
+
 def test_key_and_device_arguments_are_checked_in_one_place():
     for text in ("is for DALI pipelines", "'key' is for arrays", "argument 'device' expects"):
         assert _where(_raised(text)) == {"_runtime/execution/inputs.py": 1}, text
@@ -81,5 +100,6 @@ def test_no_rank_says_a_kind():
                 and node.left.attr == "ndim" and any(isinstance(c, ast.Constant) and c.value == 5
                                                      for c in node.comparators))
 
-    # boxes of masks (N, K, ...): not a kind
-    assert _where(rank5) == {"_runtime/targets/masks.py": 1}
+    # masks of rank 5 (an image batch's (N, K, ...) boxes of masks; a volume batch's masks
+    # with a trailing channel): target shapes, not a kind
+    assert _where(rank5) == {"_runtime/targets/masks.py": 1, "volumes.py": 1}

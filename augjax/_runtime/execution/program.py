@@ -32,14 +32,17 @@ from augjax._runtime.execution.lowering import (
 from augjax._runtime.execution.keys import keys_from_seeds, per_sample_keys
 from augjax.kernels.partition import tracing
 from augjax.kernels.portable import portable_compiler_options, with_portable
+from augjax._runtime.store.chosen import ByOutputs
 from augjax._runtime.store.programs import StoredProgram
 from augjax._runtime.targets.samplers import sees_targets
 from augjax._runtime.targets.follow import follow_targets
 from augjax._runtime.execution.values import abstract, fill, given
 
 __all__ = [
+    "ROLES",
     "apply_params",
     "array_program",
+    "build_program",
     "call_program",
     "sample_program",
     "apply_program",
@@ -49,6 +52,32 @@ __all__ = [
     "seeded_program",
     "trace_count",
 ]
+
+#: The roles of augjax's programs, each with its XLA options (:func:`build_program`): a sampler
+#: that draws a few values per sample (unoptimised on the CPU: :func:`sampler_compiler_options`),
+#: a sampler that computes over whole images or fields (optimised), an apply program (its
+#: steps' boundaries kept: :func:`augjax.kernels.boundary.boundary_compiler_options`), and a
+#: call that samples and applies in one program (XLA's defaults).
+ROLES = ("sample", "sample_fields", "apply", "call")
+
+
+def build_program(role: str, function: Any, kind: str, steps: Sequence[Any],
+                  config: dict[str, Any] | None = None, *, draws: Any = None,
+                  kept: bool = True) -> StoredProgram:
+    """Every augjax program (images, clips, views) is built here: ``function`` jitted as a
+    :class:`~augjax._runtime.store.programs.StoredProgram` with the options of its ``role``
+    (:data:`ROLES`; ``draws``: a sampler's params' shapes, see :func:`sampler_compiler_options`)
+    and, when ``kept``, its identity in the program store: ``(kind, steps, config)``, the
+    program's kind, every step it runs in order, and what else its trace depends on."""
+    if role not in ROLES:
+        raise ValueError(f"build_program: role must be one of {ROLES}, got {role!r}")
+    options = {"sample": lambda: sampler_compiler_options(draws),
+               "sample_fields": lambda: None,
+               "apply": boundary_compiler_options,
+               "call": lambda: None}[role]()
+    steps = tuple(steps)
+    config = {} if config is None else config
+    return StoredProgram(function, (lambda: (kind, steps, config)) if kept else None, options)
 
 def once_cache(maxsize: int = 512):
     """``functools.lru_cache`` that builds each value once even when threads ask for the same
@@ -219,7 +248,7 @@ def call_program(steps: tuple[Any, ...], layout: str, start: int, shape: tuple[i
 
     config = {"layout": layout, "start": start, "shape": shape, "dtype": dtype, "keys": keys,
               "targets": targets}
-    return StoredProgram(program, lambda: ("call", steps, config))
+    return build_program("call", program, "call", steps, config)
 
 
 _keys_from_seeds = jax.jit(keys_from_seeds)
@@ -278,13 +307,13 @@ def sample_program(steps: tuple[Any, ...], layout: str, start: int, shape: tuple
     # (N, H, W) paste mask, a field), and draws() has no target arrays to size it: optimised.
     batch_seer = targets is not None and any(
         s.level == "batch" and s.sample_targets for s in steps)
-    options = None if batch_seer else sampler_compiler_options(draws)
     config = dict(layout=layout, start=start, shape=shape, dtype=dtype)
     if split:  # (the stored name of the other samplers stays as it was)
         config["split"] = True
     if targets is not None:  # (likewise)
         config["targets"] = targets
-    stored = StoredProgram(program, lambda: ("sample", steps, config), options)
+    stored = build_program("sample_fields" if batch_seer else "sample", program, "sample", steps,
+                           config, draws=draws)
     stored.sees = targets is not None
     return stored
 
@@ -294,7 +323,7 @@ def sample_program(steps: tuple[Any, ...], layout: str, start: int, shape: tuple
 FIELD_VALUES = 1024
 
 
-def sampler_compiler_options(draws: Any = None) -> dict[str, Any] | None:
+def sampler_compiler_options(draws: Any = None) -> dict[str, Any] | ByOutputs | None:
     """XLA options for a sampler called outside a trace: on the CPU, no LLVM optimisation for a
     sampler that draws a few values per sample (``draws``: a function returning the params'
     shapes; None: a few values). Optimising such code buys nothing at run time, while
@@ -305,16 +334,22 @@ def sampler_compiler_options(draws: Any = None) -> dict[str, Any] | None:
     salt_and_pepper 31 -> 3.1 ms, gaussian_noise 89 -> 8.4, elastic_transform 61 -> 8.1).
     Inside a user's ``jax.jit`` the sampler is part of the user's program and compiles as it
     does (floats drawn there may differ in the last bit: XLA then contracts multiply-adds).
-    Every CPU option set includes :func:`augjax.kernels.portable.portable_compiler_options`."""
+    Every CPU option set includes :func:`augjax.kernels.portable.portable_compiler_options`.
+    With ``draws``, on the CPU, the choice itself (a
+    :class:`~augjax._runtime.store.chosen.ByOutputs`, whose ``decide()`` gives the options):
+    a warm process reads the params' shapes off the stored sampler instead of tracing it."""
     if jax.default_backend() != "cpu":
         return None
-    if draws is not None:
-        try:
-            params = draws()
-        except Exception:  # noqa: BLE001  (a bad input: the call traces it again and says so)
-            params = None
-        if params is not None and _values_per_sample(params) > FIELD_VALUES:
-            return portable_compiler_options("cpu")
+    if draws is None:
+        return _sampler_options(None)
+    return ByOutputs(_sampler_options, draws,
+                     (_sampler_options(None), portable_compiler_options("cpu")))
+
+
+def _sampler_options(params: Any) -> dict[str, Any] | None:
+    """A sampler's CPU options for its params' shapes (None: unknown, a few values)."""
+    if params is not None and _values_per_sample(params) > FIELD_VALUES:
+        return portable_compiler_options("cpu")
     return with_portable({"xla_backend_optimization_level": 0}, "cpu")
 
 
@@ -346,8 +381,8 @@ def apply_program(steps: tuple[Any, ...], layout: str, partitioned: bool = False
 
     # Partitioned programs run over several devices: not kept (the store is per device).
     # The compiler options keep the boundaries between steps (boundary.py).
-    return StoredProgram(program, None if partitioned else lambda: (
-        "apply", steps, dict(layout=layout, targets=targets)), boundary_compiler_options())
+    return build_program("apply", program, "apply", steps, dict(layout=layout, targets=targets),
+                         kept=not partitioned)
 
 
 def _first_name(steps: Sequence[Any]) -> str:

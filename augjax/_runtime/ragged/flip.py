@@ -15,11 +15,9 @@ import jax
 import numpy as np
 
 from augjax._core.meta import Meta
-from augjax._runtime.execution.program import once_cache, sampler_compiler_options
+from augjax._runtime.execution.program import build_program, once_cache
 from augjax._runtime.targets.inputs import prepare_targets
 from augjax._runtime.targets.follow import follow_targets
-from augjax.kernels.boundary import boundary_compiler_options
-from augjax.kernels.embedded import owned
 
 __all__ = ["draw_flips", "flip_after", "flip_targets"]
 
@@ -45,7 +43,7 @@ def _draw_program(step: Any, position: int, out: tuple[int, int], channels: int,
     def program(keys):
         return jax.vmap(lambda k: step.draw(jax.random.fold_in(k, position), meta))(keys)
 
-    return jax.jit(owned(program), compiler_options=sampler_compiler_options())
+    return build_program("sample", program, "ragged_flip_sample", (step,), kept=False)
 
 
 def draw_flips(step: Any, position: int, keys: Any, out: tuple[int, int], channels: int,
@@ -63,7 +61,7 @@ def _targets_program(step: Any, spec: Any, shape: tuple[int, ...], dtype: str):
     def program(params, *arrays):
         return follow_targets((step,), (params,), spec, arrays, shape, dtype, step.name)
 
-    return jax.jit(owned(program), compiler_options=boundary_compiler_options())
+    return build_program("apply", program, "ragged_flip_targets", (step,), kept=False)
 
 
 def flip_targets(step: Any, params: Any, moved: dict[str, Any], shape: tuple[int, ...],
