@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from augjax.interop import from_albumentations, from_torchvision
     from augjax.multiview import Views, views
     from augjax._core.kinds import Clips, Images, Volumes
+    from augjax._core.target_kinds import Boxes, Keypoints, Masks
     from augjax.catalog.volume_ops import volume_ops
     from augjax.policies import (
         augmix,
@@ -88,6 +89,7 @@ _LAZY = {
     "op": "augjax.calls",  # @augjax.op makes ops users call (JAX loads with it)
     **dict.fromkeys(("views", "Views"), "augjax.multiview"),
     **dict.fromkeys(("Images", "Clips", "Volumes"), "augjax._core.kinds"),  # pytrees: JAX
+    **dict.fromkeys(("Masks", "Boxes", "Keypoints"), "augjax._core.target_kinds"),  # likewise
     "volume_ops": "augjax.catalog.volume_ops",
     "ShardedSource": "augjax.dali._sources",
     **dict.fromkeys(("from_torchvision", "from_albumentations"), "augjax.interop"),
@@ -126,6 +128,9 @@ __all__ = [
     "Images",
     "Clips",
     "Volumes",
+    "Masks",
+    "Boxes",
+    "Keypoints",
     "volume_ops",
     "AugjaxError",
     "AugjaxWarning",

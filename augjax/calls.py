@@ -32,6 +32,7 @@ import augjax.fronts as fronts
 from augjax._core import spec as _spec
 from augjax._core.kinds import Kind, kind_of
 from augjax._core.step import CALL_KEYWORDS, Params, Step
+from augjax._core.target_kinds import rewrap_targets, unwrap_targets
 from augjax._core.targets import TARGET_KEYWORDS
 from augjax._plugins.registry import REGISTRY
 from augjax._runtime.execution import bound as _bound
@@ -76,15 +77,24 @@ def call_step(step: Step, inputs: tuple[Any, ...], *, key: Any, seeds: Any, seed
               device: str | None, layout: str, per_frame: bool, targets: dict[str, Any],
               output: str | None = None) -> Any:
     """``step(*inputs, ...)`` (see :meth:`StepCalls.__call__`)."""
+    targets, given = unwrap_targets(step.name, targets)
+    return rewrap_targets(_call_step(step, inputs, key=key, seeds=seeds, seed=seed,
+                                     device=device, layout=layout, per_frame=per_frame,
+                                     targets=targets, output=output), given)
+
+
+def _call_step(step: Step, inputs: tuple[Any, ...], *, key: Any, seeds: Any, seed: int | None,
+               device: str | None, layout: str, per_frame: bool, targets: dict[str, Any],
+               output: str | None = None) -> Any:
     # DALI dynamic-mode batches (and output=) as the array path's arguments, and back
     adapted = dynamic.adapt(step.name, inputs, key=key, seeds=seeds, seed=seed, device=device,
                             layout=layout, output=output, targets=targets, random=step.random,
                             out_layout=lambda: _out_layout(
                                 step, kind_of(inputs[0], layout, step.name)[0]))
     if adapted is not None:
-        return adapted.finish(call_step(step, adapted.inputs, key=adapted.key, seeds=None,
-                                        seed=None, device=None, layout=layout,
-                                        per_frame=per_frame, targets=adapted.targets))
+        return adapted.finish(_call_step(step, adapted.inputs, key=adapted.key, seeds=None,
+                                         seed=None, device=None, layout=layout,
+                                         per_frame=per_frame, targets=adapted.targets))
     kind, wrapped, inputs = _kind(step, inputs, layout)
     result = fronts.front(kind).call(step, inputs, key=key, seeds=seeds, seed=seed,
                                      device=device, layout=kind.layout, per_frame=per_frame,
@@ -95,6 +105,7 @@ def call_step(step: Step, inputs: tuple[Any, ...], *, key: Any, seeds: Any, seed
 def sample_step(step: Step, inputs: tuple[Any, ...], *, key: Any, layout: str, per_frame: bool,
                 targets: dict[str, Any]) -> Params:
     """``step.sample(*inputs, ...)`` (see :meth:`StepCalls.sample`)."""
+    targets, _ = unwrap_targets(step.name, targets)
     adapted = dynamic.adapt(step.name, inputs, layout=layout, targets=targets, output="jax")
     kind, _, inputs = _kind(step, adapted.inputs, layout)
     return fronts.front(kind).sample(step, inputs, key=key, layout=kind.layout,
@@ -104,12 +115,19 @@ def sample_step(step: Step, inputs: tuple[Any, ...], *, key: Any, layout: str, p
 def apply_step(step: Step, inputs: tuple[Any, ...], *, params: Params, layout: str,
                per_frame: bool, targets: dict[str, Any]) -> Any:
     """``step.apply(*inputs, params=...)`` (see :meth:`StepCalls.apply`)."""
+    targets, given = unwrap_targets(step.name, targets)
+    return rewrap_targets(_apply_step(step, inputs, params=params, layout=layout,
+                                      per_frame=per_frame, targets=targets), given)
+
+
+def _apply_step(step: Step, inputs: tuple[Any, ...], *, params: Params, layout: str,
+                per_frame: bool, targets: dict[str, Any]) -> Any:
     adapted = dynamic.adapt(step.name, inputs, layout=layout, targets=targets,
                             out_layout=lambda: _out_layout(
                                 step, kind_of(inputs[0], layout, step.name)[0]))
     if adapted is not None:
-        return adapted.finish(apply_step(step, adapted.inputs, params=params, layout=layout,
-                                         per_frame=per_frame, targets=adapted.targets))
+        return adapted.finish(_apply_step(step, adapted.inputs, params=params, layout=layout,
+                                          per_frame=per_frame, targets=adapted.targets))
     kind, wrapped, inputs = _kind(step, inputs, layout)
     result = fronts.front(kind).apply(step, inputs, params=params, layout=kind.layout,
                                       per_frame=per_frame, targets=targets)
