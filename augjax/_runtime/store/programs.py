@@ -49,6 +49,7 @@ from jax.sharding import SingleDeviceSharding
 from augjax._core.reach import recording
 from augjax._runtime.store import files as program_file
 from augjax._runtime.store import lapack
+from augjax._runtime.store.chosen import ByOutputs, outputs_of
 from augjax._runtime.store.identity import code_manifest, manifest_current, program_key
 from augjax.errors import ProgramStoreWarning
 from augjax.kernels.embedded import in_own_program, own_program
@@ -196,13 +197,20 @@ def _fast_signature(leaf: Any) -> Any:
 
 
 _KINDS: dict[type, str] = {}
+_UNDECIDED = object()  # options chosen by the outputs, not chosen yet
+
+
+def _frozen(options: dict[str, Any] | None) -> Any:
+    """``options`` as a hashable value (to drop repeated candidates)."""
+    return None if options is None else tuple(sorted(options.items()))
 
 
 class StoredProgram:
     """A jitted program (``jax.jit``) whose traced form is kept on disk per input signature;
     anything else (``lower``, ``trace``, ``eval_shape``) goes to the jitted program."""
 
-    def __init__(self, fn: Any, describe: Any, compiler_options: dict[str, Any] | None = None):
+    def __init__(self, fn: Any, describe: Any, compiler_options: dict[str, Any] | ByOutputs
+                 | None = None):
         self._reached: dict[int, Any] = {}  # the op specs any trace of ``fn`` reached
         # Two traces: augjax's own program (its top-level calls, exports, and calls inside
         # another of its programs), traced under ``embedded.own_program``, and the program as
@@ -213,11 +221,12 @@ class StoredProgram:
         self._caller = jax.jit(self._recorded(fn, own=False))
         # XLA options apply to a top-level call only (JAX refuses them on a jit inside a
         # trace): such a call runs ``_top``, a call under a trace the plain program. Every
-        # program has the options that keep its bits the same on every CPU.
-        compiler_options = with_portable(compiler_options)
-        self._options = compiler_options
-        self._top = jax.jit(own, compiler_options=compiler_options) if compiler_options \
-            else self._jitted
+        # program has the options that keep its bits the same on every CPU. Options chosen by
+        # the program's outputs (augjax._runtime.store.chosen) are chosen at first need.
+        self._own = own
+        self._by_outputs = compiler_options if isinstance(compiler_options, ByOutputs) else None
+        self._chosen = _UNDECIDED if self._by_outputs else with_portable(compiler_options)
+        self._top_jit: Any = None
         self._describe = describe  # () -> (kind, steps, config), or None: never kept
         self._checked = False
         self._runs: dict[Any, Any] = {}
@@ -226,6 +235,44 @@ class StoredProgram:
         # out (a NumPy batch, then a jax.Array of it) share one loaded, compiled program
         self._by_file: dict[tuple[Path, Any], Any] = {}
         self._lock = threading.Lock()
+
+    @property
+    def _options(self) -> dict[str, Any] | None:
+        """The XLA options of a top-level call (chosen by a probe of the outputs if still
+        undecided)."""
+        if self._chosen is _UNDECIDED:
+            self._chosen = with_portable(self._by_outputs.decide())
+        return self._chosen
+
+    @property
+    def _top(self) -> Any:
+        """The jitted program a top-level call runs where nothing is stored."""
+        if self._top_jit is None:
+            options = self._options
+            self._top_jit = jax.jit(self._own, compiler_options=options) if options \
+                else self._jitted
+        return self._top_jit
+
+    def _stored_choice(self, describe: tuple[Any, ...], signature: Any, platform: str,
+                       folder: Path) -> tuple[str, Path, Any, list] | None:
+        """For options still to be chosen by the outputs: the stored program under the option
+        set its outputs choose, as ``(key, path, exported, warnings)`` (that set then chosen),
+        or None where none is stored (the probe decides)."""
+        for options in dict.fromkeys(map(_frozen, map(with_portable,
+                                                      self._by_outputs.candidates))):
+            options = dict(options) if options is not None else None
+            key = program_key(*describe, signature, platform, options)
+            if key is None:
+                return None
+            path = folder / f"{hashlib.sha256(key.encode()).hexdigest()[:40]}{_SUFFIX}"
+            if not path.exists():
+                continue
+            exported, caught = _load(path, key)
+            if exported is not None and with_portable(
+                    self._by_outputs.choose(outputs_of(exported))) == options:
+                self._chosen = options
+                return key, path, exported, caught
+        return None
 
     def _recorded(self, fn: Any, own: bool) -> Any:
         """``fn``, noting the ops each of its traces reaches (however it is traced: a call,
@@ -308,17 +355,23 @@ class StoredProgram:
             return self._top  # inputs on several platforms: JAX decides where it runs
         platform = _lowering_platform(sig[0][3] if sig else _default_platform())
         kind, steps, config = self._describe()
-        key = program_key(kind, steps, config, [str(tree), sig], platform, self._options)
-        if key is None:
-            self._describe = None
-            return self._top
+        found = None
+        if self._chosen is _UNDECIDED:  # a warm process reads the outputs off the stored program
+            found = self._stored_choice((kind, steps, config), [str(tree), sig], platform, folder)
+        if found is not None:
+            key, path, exported, caught = found
+        else:
+            key = program_key(kind, steps, config, [str(tree), sig], platform, self._options)
+            if key is None:
+                self._describe = None
+                return self._top
+            path = folder / f"{hashlib.sha256(key.encode()).hexdigest()[:40]}{_SUFFIX}"
+            held = self._by_file.get((path, _call_device(leaves)))
+            if held is not None:
+                return held
+            exported, caught = _load(path, key)
         from jax import export
 
-        path = folder / f"{hashlib.sha256(key.encode()).hexdigest()[:40]}{_SUFFIX}"
-        held = self._by_file.get((path, _call_device(leaves)))
-        if held is not None:
-            return held
-        exported, caught = _load(path, key)
         if exported is not None:
             _loads[0] += 1
         else:
