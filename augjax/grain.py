@@ -116,6 +116,32 @@ def _split(element: Any, image: str) -> tuple[dict, Any, dict]:
     return {}, element, {}
 
 
+def _kind_of_layout(layout: str | None, name: str) -> Any:
+    """The input kind whose batches a ``layout=`` names (``None``: images, as plain arrays)."""
+    if layout is None:
+        return None
+    from augjax._core.declaration import CLIP_LAYOUTS
+    from augjax._core.kinds import Clips
+
+    if layout not in CLIP_LAYOUTS:
+        raise InputError(f"{name}: argument 'layout' expects None (images (H, W, C)) or a clip "
+                         f"layout {tuple(CLIP_LAYOUTS)}, got {layout!r}", argument="layout")
+    return Clips
+
+
+def _unwrapped(out: Any) -> Any:
+    """A call's result with its images as an array (a kind's ``array``)."""
+    from augjax._core.kinds import Kind
+
+    if isinstance(out, Kind):
+        return out.array
+    if isinstance(out, dict) and isinstance(out.get("images"), Kind):
+        return {**out, "images": out["images"].array}
+    if isinstance(out, tuple) and out and isinstance(out[0], Kind):
+        return (out[0].array, *out[1:])
+    return out
+
+
 def _volume_chain(chain: Any) -> bool:
     """Whether ``chain`` is a volume op, step or chain (:mod:`augjax.volumes`)."""
     from augjax.volumes import VolumeChain, VolumeOp, VolumeStep
@@ -151,7 +177,9 @@ class RandomMap(grain.transforms.RandomMap):
     augjax.grain.RandomMap(chain), grain.transforms.Batch(256)], ...)``. The record's image
     (field ``image``, or the record itself when it is an array) is ``(H, W, C)``; the targets
     present in the record (``masks``, ``boxes``, ``boxes_valid``, ``keypoints``,
-    ``keypoints_valid``, one sample's worth each) follow it. The sample key is
+    ``keypoints_valid``, one sample's worth each) follow it. With ``layout="FHWC"`` (or
+    ``"FCHW"``) a record is one clip, ``(T, H, W, C)``, run as ``augjax.Clips`` (one draw per
+    clip, targets per frame). The sample key is
     ``keys_from_seeds(rng.integers(0, 2**30, (1, 2)))``: the first two draws of the generator
     grain hands over, so the same seed and index give the same record in any worker.
 
@@ -165,9 +193,11 @@ class RandomMap(grain.transforms.RandomMap):
     opened an accelerator gets an :class:`augjax.AugjaxWarning`.
     """
 
-    def __init__(self, chain: Any, *, image: str = "image") -> None:
+    def __init__(self, chain: Any, *, image: str = "image", layout: str | None = None) -> None:
         self.chain = chain
         self.image = image
+        self.layout = layout
+        self._kind = _kind_of_layout(layout, "augjax.grain.RandomMap")
         self._state()
 
     def _state(self) -> None:
@@ -178,13 +208,15 @@ class RandomMap(grain.transforms.RandomMap):
         self._checked: set = set()  # record (shape, dtype) that went through the checked call
 
     def __getstate__(self) -> dict:
-        return {"chain": self.chain, "image": self.image}
+        return {"chain": self.chain, "image": self.image, "layout": self.layout}
 
     def __setstate__(self, state: dict) -> None:
         if _in_worker():  # unpickled in a grain worker: before anything opens a backend
             pin_cpu()
         self.chain = state["chain"]
         self.image = state["image"]
+        self.layout = state.get("layout")
+        self._kind = _kind_of_layout(self.layout, "augjax.grain.RandomMap")
         self._state()
 
     def _program(self):
@@ -227,6 +259,8 @@ class RandomMap(grain.transforms.RandomMap):
         image = np.asarray(image)
         if _volume_chain(self.chain):
             return self._volume(record, image, targets, np.asarray(seeds, np.int32))
+        if self._kind is not None:
+            return self._clip(record, image, targets, np.asarray(seeds, np.int32))
         if image.ndim != 3:
             raise InputError(f"augjax.grain.RandomMap: expects one (H, W, C) image per record, "
                              f"got shape {image.shape}", argument=self.image)
@@ -246,6 +280,23 @@ class RandomMap(grain.transforms.RandomMap):
                 with giving(self._values):
                     out = run(image[None], None, seeds)[0]
         return _merge(record, self.image, out, lambda a: np.asarray(a)[0])
+
+    def _clip(self, record: dict, clip: np.ndarray, targets: dict, seeds: np.ndarray) -> Any:
+        """One clip record (``(T, H, W, C)`` in the layout given) through the chain: the
+        chain's call on a batch of one clip, ``augjax.Clips(clip[None], layout)``, with
+        ``keys_from_seeds(seeds)`` (one draw per clip; targets per frame)."""
+        import jax
+
+        from augjax._runtime.execution.program import _keys_from_seeds as keys_from_seeds
+
+        if clip.ndim != len(self.layout):
+            raise InputError(f"augjax.grain.RandomMap: layout {self.layout!r} expects one clip "
+                             f"of rank {len(self.layout)} per record, got shape {clip.shape}",
+                             argument=self.image)
+        with jax.default_device(jax.devices("cpu")[0]):
+            out = self.chain(self._kind(clip[None], self.layout), key=keys_from_seeds(seeds),
+                             **{k: np.asarray(v)[None] for k, v in targets.items()})
+        return _merge(record, self.image, _unwrapped(out), lambda a: np.asarray(a)[0])
 
     def _volume(self, record: dict, volume: np.ndarray, targets: dict, seeds: np.ndarray) -> Any:
         """One volume record through a volume chain: the chain's call on arrays (its own
@@ -298,7 +349,8 @@ class BatchAugment(grain.transforms.Map):
 
     Place it after ``mp_prefetch`` (``it_ds.mp_prefetch(...).map(augjax.grain.BatchAugment(c))``)
     or call it on a DataLoader's batches (``aug(batch)``): it must run in the main process, where
-    the accelerator is. The batch is a dict with the images (``(B, H, W, C)``, field ``image``),
+    the accelerator is. The batch is a dict with the images (``(B, H, W, C)``, field ``image``;
+    with ``layout="FHWC"`` / ``"FCHW"`` clips ``(B, T, H, W, C)``, run as ``augjax.Clips``),
     the indices (``(B,)``, field ``index``, from :class:`WithIndex`), and optionally the targets
     and, for a chain that mixes labels (mixup, cutmix), the labels (field ``label``).
 
@@ -313,7 +365,7 @@ class BatchAugment(grain.transforms.Map):
 
     def __init__(self, chain: Any, *, seed: int = 0, epoch_size: int | None = None,
                  image: str = "image", index: str = "index", label: str = "label",
-                 device: Any = None) -> None:
+                 device: Any = None, layout: str | None = None) -> None:
         if epoch_size is not None and (isinstance(epoch_size, bool)
                                        or not isinstance(epoch_size, int) or epoch_size < 1):
             raise InputError(f"augjax.grain.BatchAugment: argument 'epoch_size' expects an int "
@@ -327,6 +379,8 @@ class BatchAugment(grain.transforms.Map):
         self.epoch_size = epoch_size
         self.image, self.index, self.label = image, index, label
         self.device = device
+        self.layout = layout
+        self._kind = _kind_of_layout(layout, "augjax.grain.BatchAugment")
         self._key_fn = None
         self._lock = threading.Lock()
 
@@ -390,7 +444,9 @@ class BatchAugment(grain.transforms.Map):
             args = jax.device_put(args, self.device)
             extra = jax.device_put(extra, self.device)
             seeds = jax.device_put(seeds, self.device)
-        out = self.chain(*args, key=self._keys()(seeds), **extra)
+        if self._kind is not None:  # a batch of clips, said by its layout
+            args = (self._kind(args[0], self.layout), *args[1:])
+        out = _unwrapped(self.chain(*args, key=self._keys()(seeds), **extra))
         merged = dict(batch)
         if isinstance(out, tuple):  # (images, labels) from a mixing chain
             merged[self.image], merged[self.label] = out
