@@ -8,7 +8,10 @@ as it reaches the op, for samplers that read it, else None) and a deterministic 
 ``kernel(volume, params, meta, **config)`` applies them to one volume ``(D, H, W, C)``; masks
 follow through ``mask_kernel`` (the same map, nearest) and keypoints ``(K, 3)`` (voxel indices
 in the array's axis order ``(d, h, w)``, i.e. ``(z, y, x)``, as MONAI orders points of a
-channel-first array's spatial axes) through ``points``. The runtime vmaps and jits them.
+channel-first array's spatial axes) through ``points``. The runtime vmaps and jits them. An
+op's ``active(params)`` says whether a volume's draws change it: a volume that drew nothing
+comes back as it was, bit for bit, and on the CPU (a loop over the batch with a conditional per
+op) the op is not computed for it, as batchgeneratorsv2 skips a transform a sample did not draw.
 
 **Randomness**: the call's key is split per volume
 (:func:`augjax._runtime.execution.keys.sample_keys`, as for images: volume ``i``'s draws depend only
@@ -41,6 +44,7 @@ from augjax._runtime.execution.inputs import check_arguments
 from augjax._runtime.execution.keys import keys_from_seeds, sample_keys
 from augjax.errors import InputError, ParamError
 from augjax.kernels.boundary import boundary_compiler_options
+from augjax.kernels.platform import platform_dependent
 
 __all__ = ["LAYOUT", "VolumeChain", "VolumeMeta", "VolumeOp", "VolumeStep", "apply_volumes",
            "call_dali", "call_volumes", "chain", "sample_volumes"]
@@ -84,6 +88,10 @@ class VolumeOp:
     out_shape: Callable[..., tuple[int, int, int]] | None = None
     reads_mask: bool = False
     doc: str = ""
+    #: ``active(params) -> bool``: whether one volume's draws change it (None: always). A
+    #: volume that drew nothing comes back as it was, bit for bit, and on the CPU the op is not
+    #: computed for it (batchgeneratorsv2 skips a transform a sample did not draw).
+    active: Callable[[dict[str, jax.Array]], jax.Array] | None = None
 
     def bind(self, **config: Any) -> VolumeStep:
         """This op configured with ``config`` (validated now), for calls and chains."""
@@ -292,26 +300,59 @@ def _sampler(steps: tuple[VolumeStep, ...], meta: VolumeMeta, with_mask: bool):
     return jax.jit(jax.vmap(one, in_axes=(0, 0 if with_mask else None)))
 
 
+def _run_step(step: VolumeStep, meta: VolumeMeta, state: tuple, params: Any) -> tuple:
+    """One op on one volume's ``(volume, mask, points)`` (absent targets None)."""
+    volume, mask, points = state
+    if mask is not None and step.op.mask_kernel is not None:
+        mask = step.op.mask_kernel(mask, params, meta, **step.config)
+    if points is not None and step.op.points is not None:
+        points = step.op.points(points, params, meta, **step.config)
+    return step.op.kernel(volume, params, meta, **step.config).astype(volume.dtype), mask, points
+
+
+def _one_volume(steps: tuple[VolumeStep, ...], meta: VolumeMeta, conditional: bool,
+                volume, mask, points, params):
+    """The chain on one volume. An op with ``active`` that keeps the shape leaves a volume
+    that drew nothing as it was: through ``lax.cond`` (``conditional``, the CPU's loop over
+    the batch: the op is not computed for it) or a select (batched forms); same bits."""
+    state, m = (volume, mask, points), meta
+    for step, p in zip(steps, params):
+        run = functools.partial(_run_step, step, m)
+        if step.op.active is None or step.out_meta(m) != m:
+            state = run(state, p)
+        elif conditional:
+            state = jax.lax.cond(step.op.active(p), run, lambda s, _: s, state, p)
+        else:
+            on = step.op.active(p)
+            state = jax.tree_util.tree_map(lambda new, old: jnp.where(on, new, old),
+                                           run(state, p), state)
+        m = step.out_meta(m)
+        # each op's output kept in memory (augjax.kernels.boundary): XLA:CPU fused an op into
+        # the next one's reductions and computed it again per read (nnU-Net's chain 2.4x its
+        # ops alone, 2 x 64^3)
+        state = jax.lax.optimization_barrier(state)
+    return state
+
+
 @functools.lru_cache(maxsize=256)
 def _applier(steps: tuple[VolumeStep, ...], meta: VolumeMeta, with_mask: bool,
              with_points: bool):
-    def one(volume, mask, points, params):
-        m, dtype = meta, volume.dtype
-        for step, p in zip(steps, params):
-            if mask is not None and step.op.mask_kernel is not None:
-                mask = step.op.mask_kernel(mask, p, m, **step.config)
-            if points is not None and step.op.points is not None:
-                points = step.op.points(points, p, m, **step.config)
-            volume = step.op.kernel(volume, p, m, **step.config).astype(dtype)
-            m = step.out_meta(m)
-            # each op's output kept in memory (augjax.kernels.boundary): XLA:CPU fused an op
-            # into the next one's reductions and computed it again per read (nnU-Net's chain
-            # 2.4x its ops alone, 2 x 64^3)
-            volume, mask, points = jax.lax.optimization_barrier((volume, mask, points))
-        return volume, mask, points
-
+    """The apply program: on the CPU a loop over the volumes (each op computed only for the
+    volumes that drew it), elsewhere the chain vmapped over the batch."""
     axes = (0, 0 if with_mask else None, 0 if with_points else None, 0)
-    return jax.jit(jax.vmap(one, in_axes=axes), compiler_options=boundary_compiler_options())
+
+    def batched(volume, mask, points, params):
+        return jax.vmap(functools.partial(_one_volume, steps, meta, False), in_axes=axes)(
+            volume, mask, points, params)
+
+    def looped(volume, mask, points, params):
+        return jax.lax.map(lambda a: _one_volume(steps, meta, True, *a),
+                           (volume, mask, points, params))
+
+    def program(volume, mask, points, params):
+        return platform_dependent(volume, mask, points, params, cpu=looped, default=batched)
+
+    return jax.jit(program, compiler_options=boundary_compiler_options())
 
 
 def sample_volumes(steps: tuple[VolumeStep, ...], volumes: Any, *, key: Any, masks: Any = None,

@@ -58,7 +58,8 @@ def _flip_points(points, params, meta, **_):
 
 volume_flip = VolumeOp("volume_flip", _flip, _flip_sample, {"axes": (0, 1, 2), "p": 0.5},
                        check=_flip_check, mask_kernel=_flip, points=_flip_points,
-                       doc="Each of `axes` flipped with probability `p` (MONAI RandFlipd).")
+                       doc="Each of `axes` flipped with probability `p` (MONAI RandFlipd).",
+                       active=lambda p: jnp.any(p["flip"]))
 
 
 # -- rot90 ----------------------------------------------------------------------------------
@@ -104,7 +105,8 @@ def _rot_points(points, params, meta, *, axes, **_):
 volume_rot90 = VolumeOp("volume_rot90", _rot, _rot_sample, {"axes": (0, 1), "max_k": 3,
                                                             "p": 0.1},
                         check=_rot_check, mask_kernel=_rot, points=_rot_points,
-                        doc="k in 1..max_k quarter turns in a square plane (MONAI RandRotate90d).")
+                        doc="k in 1..max_k quarter turns in a square plane (MONAI RandRotate90d).",
+                        active=lambda p: p["k"] != 0)
 
 
 # -- affine + elastic, one resample -----------------------------------------------------------
@@ -206,6 +208,12 @@ def _affine(volume, params, meta, **config):
                                 order=_ORDERS[config["interpolation"]], mode=config["padding"])
 
 
+def _affine_active(params):
+    """Whether a volume's draws move it: a matrix other than the identity, or a field."""
+    moved = jnp.any(params["matrix"] != jnp.eye(4))
+    return moved | params["elastic"] if "elastic" in params else moved
+
+
 def _affine_mask(mask, params, meta, **config):
     return volume_sample.sample(mask, _coords(params, meta, config), order=0,
                                 mode=config["padding"])
@@ -219,7 +227,8 @@ def _affine_points(points, params, meta, **config):
 volume_affine = VolumeOp("volume_affine", _affine, _affine_sample, _AFFINE, check=_affine_check,
                          mask_kernel=_affine_mask, points=_affine_points, out_shape=_out,
                          doc="A random 3D affine and elastic deformation, one resample "
-                             "(MONAI RandAffined + Rand3DElasticd).")
+                             "(MONAI RandAffined + Rand3DElasticd).",
+                         active=_affine_active)
 
 
 # -- patches with foreground oversampling ----------------------------------------------------

@@ -70,7 +70,8 @@ def _noise(volume, params, meta, **_):
 
 volume_noise = VolumeOp("volume_noise", _noise, _noise_sample, {"p": 0.1, "std": (0.0, 0.1)},
                         check=_checker(("std",)),
-                        doc="Additive gaussian noise (batchgeneratorsv2 GaussianNoiseTransform).")
+                        doc="Additive gaussian noise (batchgeneratorsv2 GaussianNoiseTransform).",
+                        active=lambda p: p["apply"])
 
 
 # -- blur -------------------------------------------------------------------------------------
@@ -92,7 +93,8 @@ def _blur(volume, params, meta, *, sigma, **_):
 volume_blur = VolumeOp("volume_blur", _blur, _blur_sample,
                        {"p": 0.2, "sigma": (0.5, 1.0), "p_per_channel": 0.5},
                        check=_checker(("sigma",), ("p", "p_per_channel")),
-                       doc="A separable 3D gaussian blur (batchgeneratorsv2 GaussianBlurTransform).")
+                       doc="A separable 3D gaussian blur (batchgeneratorsv2 GaussianBlurTransform).",
+                       active=lambda p: jnp.any(p["sigma"] > 0))
 
 
 # -- brightness, contrast -----------------------------------------------------------------------
@@ -114,7 +116,8 @@ volume_brightness = VolumeOp("volume_brightness", _brightness, _factor_sample("m
                              {"p": 0.15, "multiplier": (0.75, 1.25)},
                              check=_checker(("multiplier",)),
                              doc="Multiplicative brightness per channel "
-                                 "(batchgeneratorsv2 MultiplicativeBrightnessTransform).")
+                                 "(batchgeneratorsv2 MultiplicativeBrightnessTransform).",
+                             active=lambda p: jnp.any(p["multiplier"] != 1.0))
 
 
 def _contrast(volume, params, meta, *, preserve_range, **_):
@@ -130,7 +133,8 @@ volume_contrast = VolumeOp("volume_contrast", _contrast, _factor_sample("factor"
                            {"p": 0.15, "factor": (0.75, 1.25), "preserve_range": True},
                            check=_checker(("factor",), flags=("preserve_range",)),
                            doc="Contrast around each channel's mean "
-                               "(batchgeneratorsv2 ContrastTransform).")
+                               "(batchgeneratorsv2 ContrastTransform).",
+                           active=lambda p: jnp.any(p["factor"] != 1.0))
 
 
 # -- gamma ------------------------------------------------------------------------------------
@@ -160,7 +164,8 @@ volume_gamma = VolumeOp("volume_gamma", _gamma, _gamma_sample,
                         {"p": 0.3, "gamma": (0.7, 1.5), "p_invert": 0.0, "retain_stats": True},
                         check=_checker(("gamma",), ("p", "p_invert"), ("retain_stats",)),
                         doc="Gamma on the channel's range, optionally inverted, stats retained "
-                            "(batchgeneratorsv2 GammaTransform).")
+                            "(batchgeneratorsv2 GammaTransform).",
+                        active=lambda p: p["apply"])
 
 
 # -- low resolution ---------------------------------------------------------------------------
@@ -183,4 +188,5 @@ volume_lowres = VolumeOp("volume_lowres", _lowres, _lowres_sample,
                          {"p": 0.25, "scale": (0.5, 1.0), "p_per_channel": 0.5},
                          check=_checker(("scale",), ("p", "p_per_channel")),
                          doc="Low-resolution simulation: nearest down, linear up "
-                             "(batchgeneratorsv2 SimulateLowResolutionTransform).")
+                             "(batchgeneratorsv2 SimulateLowResolutionTransform).",
+                         active=lambda p: jnp.any(p["scale"] != 1.0))
