@@ -58,6 +58,7 @@ LAYER = {
     "config": 7.5,    # to_dict/from_dict of chains and policies
     "interop": 7.5,   # from_torchvision / from_albumentations build chains and policies
     "grain": 8.5,     # grain transforms over chains (and the DALI-free path)
+    "views_step": 8.6,  # a views as a Step: the protocol's members (refusing per-sample ones)
     "multiview": 8.7,  # views: groups of chains from one batch (arrays and one DALI crossing)
     "ragged_views": 8.7,  # views of images of different sizes (lists, DALI ragged batches)
     "recipes": 8.8,   # DINO / SimCLR / BYOL views
