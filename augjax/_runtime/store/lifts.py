@@ -45,6 +45,7 @@ from typing import Any, Callable
 from augjax._runtime.store import files as program_file
 
 from augjax._runtime.store import programs as program_store
+from augjax._runtime.store.eviction import bound_folder
 from augjax.errors import ProgramStoreWarning
 
 __all__ = ["MAX_FILES", "decided", "folder"]
@@ -103,7 +104,7 @@ def decided(spec: Any, params: tuple[tuple[str, Any], ...], name: str,
         if program_file.write(path, key, b"1" if answer else b"0", code, names) \
                 and where not in _bounded:
             _bounded.append(where)  # once a process: the folder is read in full
-            program_store.bound_folder(where, keep=path, suffix=_SUFFIX, limit=MAX_FILES)
+            bound_folder(where, keep=path, suffix=_SUFFIX, limit=MAX_FILES)
     _give(caught)
     return answer
 

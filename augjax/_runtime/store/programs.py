@@ -38,7 +38,6 @@ import hashlib
 import os
 import sys
 import threading
-import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -50,6 +49,7 @@ from augjax._core.reach import recording
 from augjax._runtime.store import files as program_file
 from augjax._runtime.store import lapack
 from augjax._runtime.store.chosen import ByOutputs, outputs_of
+from augjax._runtime.store.eviction import bound_folder
 from augjax._runtime.store.identity import code_manifest, manifest_current, program_key
 from augjax.errors import ProgramStoreWarning
 from augjax.kernels.embedded import in_own_program, own_program
@@ -61,9 +61,6 @@ _OFF = ("0", "false", "off", "no")
 #: The most programs kept; the least recently used go first.
 MAX_FILES = 512
 _SUFFIX = ".jaxprog"
-#: Temporary files whose time is further than this (seconds) from now, either way, are left
-#: over from a crashed writer (a write takes milliseconds): removed.
-STALE_TMP_S = 3600.0
 #: Custom calls without JAX's cross-version guarantee that a stored program may hold: Pallas'
 #: Triton kernels and the row-major layout constraint at a chain's batch-level steps
 #: (``kernels/boundary.py``). A stored file is keyed by the JAX and jaxlib versions, so it is
@@ -480,50 +477,3 @@ def warning_category(name: str) -> type[Warning]:
 
 def _bound(folder: Path, keep: Path | None = None) -> None:
     bound_folder(folder, keep, _SUFFIX, MAX_FILES)
-
-
-def bound_folder(folder: Path, keep: Path | None, suffix: str, limit: int) -> None:
-    """Keeps at most ``limit`` files named ``*suffix`` in ``folder`` (programs:
-    :data:`MAX_FILES`), the least recently used going first (``keep``, the file just written,
-    stays), and removes temporary files that a crashed writer left.
-
-    Times are read against the file system's clock: the time of ``keep`` (else this
-    machine's). A program file dated in the future (a clock set back, files copied from
-    another machine) is clamped: dated just before ``keep``, it then ages as any other (left
-    in the future, it would outlive every new program). A temporary file more than
-    :data:`STALE_TMP_S` from that time, either way, is removed (a write takes milliseconds)."""
-    now = _mtime(keep) if keep is not None else 0.0
-    now = now or time.time()
-    for tmp in folder.glob(".*.tmp"):
-        try:
-            if abs(now - tmp.stat().st_mtime) > STALE_TMP_S:
-                tmp.unlink()
-        except OSError:
-            pass
-    files = [f for f in folder.glob(f"*{suffix}") if f != keep]
-    dated = []
-    for f in files:
-        mtime = _mtime(f)
-        if mtime > now + 1.0:  # in the future
-            mtime = now - 1.0
-            try:
-                os.utime(f, (mtime, mtime))
-            except OSError:
-                pass
-        dated.append((mtime, f))
-    room = limit - (keep is not None)
-    if len(dated) <= room:
-        return
-    dated.sort(key=lambda d: d[0])
-    for _, old in dated[:len(dated) - room]:
-        try:
-            old.unlink()
-        except OSError:
-            pass
-
-
-def _mtime(path: Path) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:  # removed meanwhile (another process's bound)
-        return 0.0
