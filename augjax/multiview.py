@@ -67,6 +67,7 @@ from augjax._runtime.execution.program import build_program
 from augjax._runtime.execution.inputs import check_arguments, committed
 from augjax._runtime.execution.keys import keys_from_seeds, sample_keys
 from augjax.errors import InputError, ParamError
+from augjax.view_groups import runs, stacked, view_keys
 from augjax.views_step import ViewsStep
 
 __all__ = ["Views", "views"]
@@ -93,7 +94,7 @@ class Views(ViewsStep):
         """Each view's key per image: ``{name: keys (N, V)}``, key ``[i, v]`` of the group at
         position ``g`` being ``fold_in(fold_in(k_i, g), v)`` with ``k_i`` image ``i``'s key
         (``key`` split ``n`` ways, or the ``n`` keys given)."""
-        keys = _view_keys(sample_keys(key, n, "views"), self.counts_tuple())
+        keys = view_keys(sample_keys(key, n, "views"), self.counts_tuple())
         return {name: keys[g] for g, name in enumerate(self.names)}
 
     def counts_tuple(self) -> tuple[int, ...]:
@@ -146,7 +147,7 @@ class Views(ViewsStep):
                              "different sizes come as a list", op="views", argument="ragged")
         enable_compile_cache()  # before the first compile here (the transfer, the keys)
         if _is_list(images):
-            from augjax import ragged_views
+            import augjax.ragged_views as ragged_views
 
             return ragged_views.call_list(self, images, key)
         images = _batch(images)
@@ -163,7 +164,7 @@ class Views(ViewsStep):
         images = _plain(images, layout, per_frame, {}, "views.sample")
         images = dynamic.adapt("views", (images,), uniform=True, output="jax").inputs[0]
         if _is_list(images):
-            from augjax import ragged_views
+            import augjax.ragged_views as ragged_views
 
             return ragged_views.sample_list(self, images, key)
         if isinstance(images, tuple) and all(isinstance(d, int) for d in images):
@@ -326,44 +327,6 @@ def _is_list(images: Any) -> bool:
         images and all(isinstance(d, (int, np.integer)) for d in images))
 
 
-def _stacked(name: str, views_out: list[Any]) -> jax.Array:
-    """A group's views stacked on axis 1.
-
-    Raises:
-        InputError: the views give different shapes or dtypes."""
-    shapes = {(tuple(y.shape[1:]), y.dtype) for y in views_out}
-    if len(shapes) > 1:
-        listing = ", ".join(f"view {v}: {y.dtype} {tuple(y.shape[1:])}"
-                            for v, y in enumerate(views_out))
-        raise InputError(f"views: the views of group {name!r} give different outputs "
-                         f"({listing}); a group's views are stacked and must agree "
-                         f"(put views of another size in a group of their own)",
-                         op="views", argument="groups")
-    return jnp.stack(views_out, axis=1)
-
-
-def _view_keys(keys: jax.Array, counts: tuple[int, ...]) -> dict[int, jax.Array]:
-    """``keys`` (N,) per image -> per group position ``g``: keys ``(N, V)``."""
-    keys = keys if keys.ndim else keys[None]
-    out = {}
-    for g, count in enumerate(counts):
-        group = jax.vmap(lambda k, g=g: jax.random.fold_in(k, g))(keys)
-        out[g] = jax.vmap(lambda k, c=count: jax.vmap(
-            lambda v: jax.random.fold_in(k, v))(jnp.arange(c, dtype=jnp.uint32)))(group)
-    return out
-
-
-def _runs(steps: tuple[Any, ...]) -> list[tuple[Any, list[int]]]:
-    """Consecutive views through the same step, batched together: ``[(step, [v, ...]), ...]``."""
-    runs: list[tuple[Any, list[int]]] = []
-    for v, step in enumerate(steps):
-        if runs and runs[-1][0] == step:
-            runs[-1][1].append(v)
-        else:
-            runs.append((step, [v]))
-    return runs
-
-
 def _repeat(images: jax.Array, count: int) -> jax.Array:
     """Image-major copies: ``(N*count, ...)``, row ``i*count + v`` is image ``i``."""
     return images if count == 1 else jnp.repeat(images, count, axis=0)
@@ -372,11 +335,11 @@ def _repeat(images: jax.Array, count: int) -> jax.Array:
 def _sample_all(self: Views, images: Any, keys: jax.Array) -> tuple[tuple[Any, ...], ...]:
     """Per group, per view: the view's params with a leading axis N. Traceable."""
     n = images.shape[0]
-    per_group = _view_keys(keys, self.counts_tuple())
+    per_group = view_keys(keys, self.counts_tuple())
     out = []
     for g, (_, steps) in enumerate(self.groups):
         params: list[Any] = [None] * len(steps)
-        for step, vs in _runs(steps):
+        for step, vs in runs(steps):
             count = len(vs)
             ks = per_group[g][:, jnp.asarray(vs)].reshape(n * count)
             struct = jax.ShapeDtypeStruct((n * count, *images.shape[1:]), images.dtype)
@@ -395,7 +358,7 @@ def _apply_all(self: Views, images: jax.Array,
     out = {}
     for (name, steps), group in zip(self.groups, params):
         views_out: list[Any] = [None] * len(steps)
-        for step, vs in _runs(steps):
+        for step, vs in runs(steps):
             count = len(vs)
             p = jax.tree_util.tree_map(
                 lambda *leaves, c=count: jnp.stack(leaves, axis=1).reshape(
@@ -404,7 +367,7 @@ def _apply_all(self: Views, images: jax.Array,
             y = y.reshape(n, count, *y.shape[1:])
             for j, v in enumerate(vs):
                 views_out[v] = y[:, j]
-        out[name] = _stacked(name, views_out)
+        out[name] = stacked(name, views_out)
     return out
 
 
@@ -492,7 +455,7 @@ def _views_dali(self: Views, images: Any, *, key: Any, seeds: Any, seed: int | N
     device = check_arguments("views", nodes=True, key=key, seeds=seeds, seed=seed,
                              device=device, source=node_device(images))
     if ragged:  # every view's window read by DALI's operators (augjax.ragged_views)
-        from augjax import ragged_views
+        import augjax.ragged_views as ragged_views
 
         return ragged_views.call_dali(self, images, seeds=seeds, seed=seed, device=device)
     seeds = seeds if seeds is not None else sample_seeds(device=device, seed=seed)

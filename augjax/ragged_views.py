@@ -37,7 +37,7 @@ from augjax._runtime.ragged.prefix import as_arrays, check_list, ragged_count, r
 from augjax.chain import Chain
 from augjax.errors import AugjaxError, InputError
 from augjax.kernels.embedded import owned
-from augjax.multiview import _runs, _stacked, _view_keys
+from augjax.view_groups import runs, stacked, view_keys
 
 __all__ = ["call_dali", "call_list", "prefixes", "sample_list"]
 
@@ -84,17 +84,17 @@ def call_list(views: Any, images: Sequence[Any], key: Any) -> dict[str, Any]:
     prefixes(views)
     arrays = _list(images)
     n = len(arrays)
-    per_group = _view_keys(sample_keys(key, n, "views"), views.counts_tuple())
+    per_group = view_keys(sample_keys(key, n, "views"), views.counts_tuple())
     out = {}
     for g, (name, steps) in enumerate(views.groups):
         got: list[Any] = [None] * len(steps)
-        for step, vs in _runs(steps):
+        for step, vs in runs(steps):
             count = len(vs)
             y = step([a for a in arrays for _ in range(count)], key=_run_keys(per_group, g, vs))
             y = y.reshape(n, count, *y.shape[1:])
             for j, v in enumerate(vs):
                 got[v] = y[:, j]
-        out[name] = _stacked(name, got)
+        out[name] = stacked(name, got)
     return out
 
 
@@ -104,11 +104,11 @@ def sample_list(views: Any, images: Sequence[Any], key: Any) -> dict[str, tuple[
     prefixes(views)
     arrays = _list(images)
     n = len(arrays)
-    per_group = _view_keys(sample_keys(key, n, "views"), views.counts_tuple())
+    per_group = view_keys(sample_keys(key, n, "views"), views.counts_tuple())
     out = {}
     for g, (name, steps) in enumerate(views.groups):
         params: list[Any] = [None] * len(steps)
-        for step, vs in _runs(steps):
+        for step, vs in runs(steps):
             count = len(vs)
             p = step.sample([a for a in arrays for _ in range(count)],
                             key=_run_keys(per_group, g, vs))
@@ -135,11 +135,11 @@ def _tail_function(views: Any, device: str):
 
     def function(*arrays):
         *batches, seeds = arrays
-        per_group = _view_keys(keys_from_seeds(seeds), views.counts_tuple())
+        per_group = view_keys(keys_from_seeds(seeds), views.counts_tuple())
         outs, at = [], 0
         for g, (name, steps) in enumerate(views.groups):
             got: list[Any] = [None] * len(steps)
-            for _, vs in _runs(steps):
+            for _, vs in runs(steps):
                 count, tail = len(vs), tails[at + vs[0]]
                 x = jnp.stack([batches[at + v] for v in vs], axis=1)
                 n = x.shape[0]
@@ -148,7 +148,7 @@ def _tail_function(views: Any, device: str):
                 y = y.reshape(n, count, *y.shape[1:])
                 for j, v in enumerate(vs):
                     got[v] = y[:, j]
-            outs.append(_stacked(name, got))
+            outs.append(stacked(name, got))
             at += len(steps)
         return tuple(outs)
 

@@ -58,6 +58,7 @@ LAYER = {
     "config": 7.5,    # to_dict/from_dict of chains and policies
     "interop": 7.5,   # from_torchvision / from_albumentations build chains and policies
     "grain": 8.5,     # grain transforms over chains (and the DALI-free path)
+    "view_groups": 8.6,  # a views' keys per view, runs of one step, a group's stacking
     "views_step": 8.6,  # a views as a Step: the protocol's members (refusing per-sample ones)
     "multiview": 8.7,  # views: groups of chains from one batch (arrays and one DALI crossing)
     "ragged_views": 8.7,  # views of images of different sizes (lists, DALI ragged batches)
@@ -391,7 +392,7 @@ def test_a_public_call_goes_down_to_the_kernel():
 
     flip = augjax.ops.flip
     p = float("0.625")  # its own object: the route follows it by identity
-    images = np.zeros((3, 5, 7, 3), np.uint8)
+    images = np.zeros((3, 7, 13, 3), np.uint8)  # a shape of its own
     route, entered = trace_route(lambda: flip(images, key=_key(), p=p), p, flip.kernel.__code__)
     assert entered, "the kernel was not traced (is this shape compiled elsewhere?)"
     report = route_report(route)
