@@ -9,7 +9,8 @@ parent's front end, never another's) and :data:`FRONTS` holds one :class:`Front`
   :mod:`augjax._runtime.execution.dispatch` (which finds or builds the program and runs it),
   DALI ``DataNode`` values through :func:`augjax.dali.apply_dali`;
 - :class:`~augjax._core.kinds.Clips`: :mod:`augjax.clips` (arrays and DALI sequences);
-- :class:`~augjax._core.kinds.Volumes`: :mod:`augjax.volumes` (a step per slice, as clips).
+- :class:`~augjax._core.kinds.Volumes`: :mod:`augjax.volume_slices` (a step per slice, as
+  clips; the volume ops' own runtime is :mod:`augjax.volumes`).
 
 Each front end takes the call's inputs with the images unwrapped (``inputs[0]`` the kind's
 ``array``) and the kind's ``layout``. A new kind is a type in :mod:`augjax._core.kinds` and a
@@ -22,7 +23,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import augjax.clips as clips
-import augjax.volumes as volumes
+import augjax.volume_slices as volume_slices
 from augjax._core.kinds import Clips, Images, Kind, Volumes
 from augjax._core.step import Params, Step
 from augjax._runtime.execution import dispatch
@@ -104,7 +105,8 @@ def _clips_sample(step: Step, inputs: tuple[Any, ...], *, key: Any, layout: str,
 FRONTS: dict[type[Kind], Front] = {
     Images: Front(_images_call, _images_sample, _images_apply),
     Clips: Front(clips.call_clips, _clips_sample, clips.apply_clips),
-    Volumes: Front(volumes.call_volumes, volumes.sample_slices, volumes.apply_slices),
+    Volumes: Front(volume_slices.call_volumes, volume_slices.sample_slices,
+                   volume_slices.apply_slices),
 }
 
 

@@ -20,8 +20,9 @@ sampler program, then the apply program: ``op.apply(x, params=op.sample(x, key=k
 key=k)`` bitwise by construction.
 
 **Other steps on volumes** (``augjax.ops.flip(augjax.Volumes(x), key=k)``, chains, policies):
-the volume's slices along D are the frames of a clip (:mod:`augjax.clips`): one draw per volume
-shared by its slices, ``per_frame=True`` one draw per slice; masks ``(N, D, H, W)`` follow.
+the volume's slices along D are the frames of a clip (:mod:`augjax.volume_slices`): one draw
+per volume shared by its slices, ``per_frame=True`` one draw per slice; masks ``(N, D, H, W)``
+follow.
 """
 
 from __future__ import annotations
@@ -37,8 +38,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-import augjax.clips as clips
-from augjax._core.declaration import DHWC, FHWC
+from augjax._core.declaration import DHWC
 from augjax._core.kinds import Kind, check_rank
 from augjax._runtime.execution.inputs import check_arguments
 from augjax._runtime.execution.keys import keys_from_seeds, sample_keys
@@ -47,12 +47,10 @@ from augjax.kernels.boundary import boundary_compiler_options
 from augjax.kernels.platform import platform_dependent
 
 __all__ = ["LAYOUT", "VolumeChain", "VolumeMeta", "VolumeOp", "VolumeStep", "apply_volumes",
-           "call_dali", "call_volumes", "chain", "sample_volumes"]
+           "call_dali", "chain", "sample_volumes"]
 
 #: One volume's layout (DALI's ``fn.readers.numpy`` reads volumes as ``DHWC``).
 LAYOUT = DHWC
-#: The clip layout a volume's slices are run as by other steps.
-SLICES = FHWC
 
 
 class VolumeMeta(NamedTuple):
@@ -469,38 +467,3 @@ def call_dali(chained: VolumeChain, volumes: Any, *, masks: Any, keypoints: Any,
     if keypoints is not None:
         result["keypoints"] = out.pop(0)
     return result
-
-
-# -- the front end of augjax.Volumes for every other step (2D steps per slice) ---------------
-
-def _slice_targets(name: str, targets: dict[str, Any]) -> dict[str, Any]:
-    if "keypoints" in targets:
-        raise InputError(f"{name}: 3D keypoints follow the volume ops (augjax.volume_ops); a "
-                         f"2D step runs per slice and takes masks only", op=name,
-                         argument="keypoints")
-    return targets
-
-
-def call_volumes(step: Any, inputs: tuple[Any, ...], *, key: Any, seeds: Any, seed: Any,
-                 device: Any, layout: str, per_frame: bool, targets: dict[str, Any]) -> Any:
-    """A step (2D: an op, chain, policy) on volumes: per slice along D, one draw per volume
-    (``per_frame=True``: per slice), through :func:`augjax.clips.call_clips`."""
-    del layout
-    return clips.call_clips(step, inputs, key=key, layout=SLICES, per_frame=per_frame,
-                            targets=_slice_targets(step.name, targets), seeds=seeds, seed=seed,
-                            device=device)
-
-
-def sample_slices(step: Any, inputs: tuple[Any, ...], *, key: Any, layout: str, per_frame: bool,
-                  targets: dict[str, Any]) -> Any:
-    """What :func:`call_volumes` draws (:func:`augjax.clips.sample_clips`)."""
-    del layout, targets
-    return clips.sample_clips(step, inputs, key=key, layout=SLICES, per_frame=per_frame)
-
-
-def apply_slices(step: Any, inputs: tuple[Any, ...], *, params: Any, layout: str,
-                 per_frame: bool, targets: dict[str, Any]) -> Any:
-    """:func:`call_volumes` with given params (:func:`augjax.clips.apply_clips`)."""
-    del layout
-    return clips.apply_clips(step, inputs, params=params, layout=SLICES, per_frame=per_frame,
-                             targets=_slice_targets(step.name, targets))

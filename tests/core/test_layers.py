@@ -49,7 +49,8 @@ LAYER = {
     "jitting": 4.5,   # augjax.jit: jax.jit with augjax's options (kernels' boundaries)
     "dali": 4.6,      # the DALI bridge: a step as one jax_function operator (runtime below it)
     "clips": 4.7,     # (N, T, H, W, C) clips and DALI sequences through any step
-    "volumes": 4.72,  # (N, D, H, W, C) volumes: the volume ops' runtime, other steps per slice
+    "volumes": 4.72,  # (N, D, H, W, C) volumes: the volume ops' runtime
+    "volume_slices": 4.73,  # other steps on volumes, slice by slice (as clips)
     "fronts": 4.75,   # the front ends by input kind (images, clips): one table calls reads
     "calls": 4.8,     # the public calls: ops and steps as users call them, dispatching down
     "catalog": 5,
