@@ -30,11 +30,30 @@ import numpy as np
 from augjax._core.declaration import CLIP_LAYOUTS, HWC, LAYOUTS, VOLUME_LAYOUTS
 from augjax.errors import InputError, InputKindError
 
-__all__ = ["Clips", "Images", "Kind", "Volumes", "check_rank", "frame_layout", "kind_of",
-           "rank_of"]
+__all__ = ["Clips", "Images", "Kind", "Volumes", "Wrapped", "check_rank", "frame_layout",
+           "kind_of", "rank_of"]
 
 
-class Kind:
+class Wrapped:
+    """An array with what describes it (a kind, a target type): its ``shape`` and ``dtype``
+    read through, and ``np.asarray`` gives the array."""
+
+    array: Any
+
+    @property
+    def shape(self) -> tuple[int, ...] | None:
+        shape = getattr(self.array, "shape", None)
+        return None if shape is None else tuple(shape)
+
+    @property
+    def dtype(self) -> Any:
+        return getattr(self.array, "dtype", None)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return np.asarray(self.array, dtype=dtype)
+
+
+class Kind(Wrapped):
     """An input kind: the data (``array``) and one sample's ``layout``. Subclasses say the
     layouts they take (the first the default), how many axes lead one image (``image_axes``:
     ``("N",)``, ``("N", "T")``) and so lead the targets, and how draws are shared."""
@@ -89,18 +108,6 @@ class Kind:
     def describe(cls, layout: str) -> str:
         """The axes of a batch: ``"(N, T, H, W, C)"``."""
         return f"({', '.join(cls.image_axes + tuple(layout[-len(HWC):]))})"
-
-    @property
-    def shape(self) -> tuple[int, ...] | None:
-        shape = getattr(self.array, "shape", None)
-        return None if shape is None else tuple(shape)
-
-    @property
-    def dtype(self) -> Any:
-        return getattr(self.array, "dtype", None)
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        return np.asarray(self.array, dtype=dtype)
 
     def tree_flatten(self) -> tuple[tuple[Any], str]:
         return (self.array,), self.layout

@@ -25,14 +25,14 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import jax
-import numpy as np
 
+from augjax._core.kinds import Wrapped
 from augjax.errors import InputError
 
 __all__ = ["Boxes", "Keypoints", "Masks", "Target", "rewrap_targets", "unwrap_targets"]
 
 
-class Target:
+class Target(Wrapped):
     """A target array and the options that describe it. Subclasses name the call keyword
     they stand for (``keyword``) and map their options to the call's option keywords
     (``options``: attribute name -> keyword, with its default)."""
@@ -60,18 +60,6 @@ class Target:
     def keywords(self) -> dict[str, Any]:
         """The call's option keywords this target stands for (``{"boxes_format": ...}``)."""
         return {kw: getattr(self, attr) for attr, (kw, _) in self.options.items()}
-
-    @property
-    def shape(self) -> tuple[int, ...] | None:
-        shape = getattr(self.array, "shape", None)
-        return None if shape is None else tuple(shape)
-
-    @property
-    def dtype(self) -> Any:
-        return getattr(self.array, "dtype", None)
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        return np.asarray(self.array, dtype=dtype)
 
     def tree_flatten(self) -> tuple[tuple[Any], tuple[Any, ...]]:
         return (self.array,), tuple(getattr(self, attr) for attr in self.options)
