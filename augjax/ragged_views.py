@@ -79,8 +79,10 @@ def _list(images: Any) -> list[Any]:
     return arrays
 
 
-def call_list(views: Any, images: Sequence[Any], key: Any) -> dict[str, Any]:
-    """``views(images, key=key)`` on a list of HWC arrays of different sizes."""
+def _per_view(views: Any, images: Sequence[Any], key: Any, run: Any) -> dict[str, list[Any]]:
+    """Per group, per view: ``run(step, repeated, keys)``'s result for that view, where each run
+    of views through one step is one call on the list repeated per view (image-major) with
+    the views' keys; the result's leaves ``(N * count, ...)`` are split back per view."""
     prefixes(views)
     arrays = _list(images)
     n = len(arrays)
@@ -90,33 +92,27 @@ def call_list(views: Any, images: Sequence[Any], key: Any) -> dict[str, Any]:
         got: list[Any] = [None] * len(steps)
         for step, vs in runs(steps):
             count = len(vs)
-            y = step([a for a in arrays for _ in range(count)], key=_run_keys(per_group, g, vs))
-            y = y.reshape(n, count, *y.shape[1:])
+            y = run(step, [a for a in arrays for _ in range(count)],
+                    _run_keys(per_group, g, vs))
             for j, v in enumerate(vs):
-                got[v] = y[:, j]
-        out[name] = stacked(name, got)
+                got[v] = jax.tree_util.tree_map(
+                    lambda leaf, j=j, c=count: leaf.reshape(n, c, *leaf.shape[1:])[:, j], y)
+        out[name] = got
     return out
+
+
+def call_list(views: Any, images: Sequence[Any], key: Any) -> dict[str, Any]:
+    """``views(images, key=key)`` on a list of HWC arrays of different sizes."""
+    got = _per_view(views, images, key, lambda step, repeated, keys: step(repeated, key=keys))
+    return {name: stacked(name, views_out) for name, views_out in got.items()}
 
 
 def sample_list(views: Any, images: Sequence[Any], key: Any) -> dict[str, tuple[Any, ...]]:
     """``views.sample(images, key=key)`` on a list of HWC arrays of different sizes: per group,
     per view, its step's ``sample`` on the list with the view's keys (a leading axis N)."""
-    prefixes(views)
-    arrays = _list(images)
-    n = len(arrays)
-    per_group = view_keys(sample_keys(key, n, "views"), views.counts_tuple())
-    out = {}
-    for g, (name, steps) in enumerate(views.groups):
-        params: list[Any] = [None] * len(steps)
-        for step, vs in runs(steps):
-            count = len(vs)
-            p = step.sample([a for a in arrays for _ in range(count)],
-                            key=_run_keys(per_group, g, vs))
-            for j, v in enumerate(vs):
-                params[v] = jax.tree_util.tree_map(
-                    lambda leaf, j=j, c=count: leaf.reshape(n, c, *leaf.shape[1:])[:, j], p)
-        out[name] = tuple(params)
-    return out
+    got = _per_view(views, images, key,
+                    lambda step, repeated, keys: step.sample(repeated, key=keys))
+    return {name: tuple(params) for name, params in got.items()}
 
 
 def _tail(program: tuple[Any, ...], start: int, n: int) -> Chain | None:
