@@ -17,14 +17,15 @@ Rows (each in its own try/except: a failed row records its error, the others run
   crossing, 2 outputs), (c) the same recipe with DALI's native operators (8
   ``fn.random_resized_crop`` + ``fn.color_twist`` + ``fn.hsv`` + ``fn.gaussian_blur`` +
   arithmetic solarize + ``fn.crop_mirror_normalize`` with mirror). Images/s. Targets: (b) >= 0.8x
-  (a) and (b) faster than (c).
+  (a) and (b) faster than (c); (b') ``augjax_views_ragged``: the same views with
+  ``ragged=True``, each view cropped from the decoded image at its own size (no resize first).
 - ``cpu`` (``--device cpu``): the DALI CPU pipeline of (b) against torchvision's per-image DINO
   multi-crop (``DataAugmentationDINO`` as in facebookresearch/dino) in a ``DataLoader`` with 2
   workers, images/s.
 
-augjax's views need one size per batch (a ``jax_function`` takes uniform batches): decoded JPEGs
-are resized to S0 x S0 (256 by default) before the views, so the crops' scales are relative to
-the resized image; the native and torchvision peers crop the decoded image as it is.
+In (b) decoded JPEGs are resized to S0 x S0 (256 by default) before the views, so the crops'
+scales are relative to the resized image; (b'), the native and torchvision peers crop the decoded
+image as it is (DINO's reference code does).
 """
 
 from __future__ import annotations
@@ -226,6 +227,9 @@ def e2e_pipeline(kind, args, files, gpu):
                                             mean=MEAN, std=STD)
         if kind == "native":
             return native_dino(images, gpu, args.local)
+        if kind == "augjax_views_ragged":  # every view cropped from the decoded image as it is
+            out = dino(images, ragged=True)
+            return out["global"], out["local"]
         images = fn.resize(images, size=(s0, s0))
         out = dino(images)
         return out["global"], out["local"]
@@ -238,7 +242,7 @@ def e2e_pipeline(kind, args, files, gpu):
 def e2e_rows(args, rows, files, gpu):
     dev = "gpu" if gpu else "cpu"
     res = {}
-    for kind in ("one_rrc", "augjax_views", "native"):
+    for kind in ("one_rrc", "augjax_views_ragged", "augjax_views", "native"):
         if kind == "native" and gpu is False and args.skip_native_cpu:
             continue
         try:
@@ -258,6 +262,13 @@ def e2e_rows(args, rows, files, gpu):
         res["ratio_views_over_one_rrc"] = (res["augjax_views"]["img_s"]
                                            / res["one_rrc"]["img_s"])
         res["ratio_views_over_native"] = res["augjax_views"]["img_s"] / res["native"]["img_s"]
+    except (KeyError, TypeError):
+        pass
+    try:
+        res["ratio_ragged_views_over_one_rrc"] = (res["augjax_views_ragged"]["img_s"]
+                                                  / res["one_rrc"]["img_s"])
+        res["ratio_ragged_views_over_native"] = (res["augjax_views_ragged"]["img_s"]
+                                                 / res["native"]["img_s"])
     except (KeyError, TypeError):
         pass
     res["batch"], res["source"], res["device"] = args.batch, args.source, dev

@@ -15,7 +15,10 @@ dependencies (``pip install --target DIR --no-deps batchgeneratorsv2 pandas scik
 lazy-loader`` and ``PYTHONPATH=DIR``); without it the peer is skipped and says so.
 
     PYTHONPATH=/tmp/bgv2 python benchmarks/volumes.py --device cpu --size 64
-    python benchmarks/volumes.py --device gpu --size 128 --no-reference
+    PYTHONPATH=/tmp/bgv2 python benchmarks/volumes.py --device gpu --size 128
+
+On the GPU the batchgeneratorsv2 peer runs on CUDA tensors (torch's own GPU kernels, per
+sample, synchronized before each clock read); a transform that fails there is recorded.
 
 Writes ``results/volumes-<machine>-<date>.json`` (``--out`` to choose): ms per batch (median of
 ``--repeats`` warm calls) per setting, the peers', the ratios, and the versions.
@@ -116,15 +119,23 @@ def _bgv2(size: int, every: bool):
     ])
 
 
-def _time_bgv2(transforms, x: np.ndarray, mask: np.ndarray, repeats: int) -> list[float]:
+def _time_bgv2(transforms, x: np.ndarray, mask: np.ndarray, repeats: int,
+               device: str = "cpu") -> list[float]:
     """ms per batch: each volume through ``transforms`` as nnU-Net's loader calls them (a dict
-    of torch tensors, image (C, D, H, W), segmentation (1, D, H, W))."""
+    of torch tensors, image (C, D, H, W), segmentation (1, D, H, W)); ``device="cuda"``: the
+    tensors on the GPU (torch's own kernels there), synchronized before the clock is read."""
     import torch
 
+    images = [torch.from_numpy(np.moveaxis(x[i], -1, 0).copy()).to(device)
+              for i in range(x.shape[0])]
+    masks = [torch.from_numpy(mask[i][None].astype(np.int16)).to(device)
+             for i in range(x.shape[0])]
+
     def batch():
-        for i in range(x.shape[0]):
-            transforms(image=torch.from_numpy(np.moveaxis(x[i], -1, 0).copy()),
-                       segmentation=torch.from_numpy(mask[i][None].astype(np.int16)))
+        for image, seg in zip(images, masks):
+            transforms(image=image, segmentation=seg)
+        if device != "cpu":
+            torch.cuda.synchronize()
 
     batch()  # warm
     return _time(batch, repeats)
@@ -198,6 +209,7 @@ def main() -> None:
     result = {
         "benchmark": "volumes", "date": datetime.date.today().isoformat(),
         "machine": platform.node() and args.device, "device": str(device),
+        "device_kind": device.device_kind,
         "cpu_count": os.cpu_count(), "batch": args.batch, "size": args.size,
         "elastic_sigma": list(args.sigma),
         "settings": {
@@ -225,7 +237,7 @@ def main() -> None:
                            # the expected cost of a batch, the fair figure beside the peer's
                            "augjax_ms_mean": round(statistics.mean(times), 2),
                            "augjax_ms_runs": [round(v, 2) for v in times]}
-    if not args.no_reference and args.device == "cpu":
+    if not args.no_reference:
         peer = {s: _bgv2(args.size, s == "every") for s in chains}
         if peer["every"] is None:
             result["batchgeneratorsv2"] = "not importable: skipped (see the module docstring)"
@@ -239,8 +251,15 @@ def main() -> None:
                                       torch=torch.__version__)
             result["torch_threads"] = torch.get_num_threads()
             torch.manual_seed(0)
+            where = "cpu" if args.device == "cpu" else "cuda"
+            result["batchgeneratorsv2_device"] = where
             for setting, transforms in peer.items():
-                bg = _time_bgv2(transforms, x, mask, args.repeats)
+                try:
+                    bg = _time_bgv2(transforms, x, mask, args.repeats, where)
+                except Exception as err:  # noqa: BLE001 - the peer's own failure, recorded
+                    why = f"{type(err).__name__}: {err}"
+                    result[setting]["batchgeneratorsv2_error"] = why[:300]
+                    continue
                 mine = result[setting]["augjax_ms_per_batch"]
                 result[setting].update({
                     "batchgeneratorsv2_ms_per_batch": round(statistics.median(bg), 1),
@@ -250,6 +269,7 @@ def main() -> None:
                     "speedup_vs_batchgeneratorsv2_mean": round(
                         statistics.mean(bg) / result[setting]["augjax_ms_mean"], 2)})
             del batchgeneratorsv2
+    if not args.no_reference and args.device == "cpu":
         import scipy
 
         ref_rng = np.random.default_rng(1)
