@@ -259,7 +259,7 @@ def _masks(m: Any, shape: tuple[int, ...], name: str) -> jax.Array | None:
     if not (jnp.issubdtype(m.dtype, jnp.integer) or m.dtype == jnp.bool_):
         raise InputError(f"{name}: argument 'masks' expects integer or bool labels, got "
                          f"{m.dtype}", op=name, argument="masks")
-    return m[..., None]
+    return m  # (N, D, H, W): the programs give it a channel axis (no copies outside them)
 
 
 def _points(p: Any, n: int, name: str) -> jax.Array | None:
@@ -295,7 +295,11 @@ def _sampler(steps: tuple[VolumeStep, ...], meta: VolumeMeta, with_mask: bool):
             m = step.out_meta(m)
         return tuple(params)
 
-    return jax.jit(jax.vmap(one, in_axes=(0, 0 if with_mask else None)))
+    def program(keys, mask):
+        return jax.vmap(one, in_axes=(0, 0 if with_mask else None))(
+            keys, None if mask is None else mask[..., None])
+
+    return jax.jit(program)
 
 
 def _run_step(step: VolumeStep, meta: VolumeMeta, state: tuple, params: Any) -> tuple:
@@ -348,7 +352,10 @@ def _applier(steps: tuple[VolumeStep, ...], meta: VolumeMeta, with_mask: bool,
                            (volume, mask, points, params))
 
     def program(volume, mask, points, params):
-        return platform_dependent(volume, mask, points, params, cpu=looped, default=batched)
+        mask = None if mask is None else mask[..., None]  # (D, H, W, 1) per volume
+        out, mask, points = platform_dependent(volume, mask, points, params, cpu=looped,
+                                               default=batched)
+        return out, None if mask is None else mask[..., 0], points
 
     return jax.jit(program, compiler_options=boundary_compiler_options())
 
@@ -382,7 +389,7 @@ def apply_volumes(steps: tuple[VolumeStep, ...], volumes: Any, *, params: Any, m
         return out
     result = {"images": out}
     if mask is not None:
-        result["masks"] = mask[..., 0]
+        result["masks"] = mask
     if points is not None:
         result["keypoints"] = points
     return result

@@ -27,7 +27,7 @@ from augjax.errors import InputError, ParamError
 from augjax.kernels import volume_axes, volume_sample
 from augjax.volumes import VolumeMeta, VolumeOp
 
-__all__ = ["volume_affine", "volume_crop", "volume_flip", "volume_rot90"]
+__all__ = ["displacement", "offsets", "volume_affine", "volume_crop", "volume_flip", "volume_rot90"]
 
 
 # -- flips ----------------------------------------------------------------------------------
@@ -177,30 +177,37 @@ def _affine_sample(key, meta, *, mask, p, rotate, p_rotation, shear, translate, 
         params["elastic"] = on & jax.random.bernoulli(ks[7], p_elastic)
         params["sigma"] = vp.uniform(ks[8], sigma)
         params["magnitude"] = vp.uniform(ks[9], magnitude)
-        params["offsets"] = jax.random.uniform(jax.random.fold_in(key, 1),
-                                               (3, *_out(meta, size)), minval=-1.0, maxval=1.0)
+        params["field"] = jax.random.fold_in(key, 1)  # the offsets' key: drawn where applied
     return params
 
 
-def displacement(params: dict[str, jax.Array], *, sigma: tuple[float, float],
-                 p_elastic: float, **_) -> jax.Array | None:
-    """The elastic field ``(3, D', H', W')`` in voxels (None without elastic): the offsets
-    smoothed per axis (:func:`augjax.kernels.volume_axes.gaussian_matrix`, ``truncate=3``,
-    zeros), times the magnitude, zero where the sample drew no elastic deformation."""
+def offsets(params: dict[str, jax.Array], out: tuple[int, int, int]) -> jax.Array:
+    """The elastic field's raw offsets ``(3, D', H', W')``, uniform in [-1, 1], from the
+    volume's ``params["field"]`` key: drawn by the kernel, so a volume that applies no affine
+    (on the CPU, where the op is skipped for it) never draws its ``3 x D' x H' x W'`` values."""
+    return jax.random.uniform(params["field"], (3, *out), minval=-1.0, maxval=1.0)
+
+
+def displacement(params: dict[str, jax.Array], out: tuple[int, int, int], *,
+                 sigma: tuple[float, float], p_elastic: float, **_) -> jax.Array | None:
+    """The elastic field ``(3, D', H', W')`` in voxels (None without elastic): the
+    :func:`offsets` smoothed per axis (:func:`augjax.kernels.volume_axes.gaussian_matrix`,
+    ``truncate=3``, zeros), times the magnitude, zero where the sample drew no elastic
+    deformation."""
     if p_elastic <= 0:
         return None
-    offsets = jnp.moveaxis(params["offsets"], 0, -1)
+    offsets_ = jnp.moveaxis(offsets(params, out), 0, -1)
     r = volume_axes.max_radius(sigma, 3.0)
     mats = tuple(volume_axes.gaussian_matrix(n, params["sigma"], r, truncate=3.0,
-                                             mode="constant") for n in offsets.shape[:3])
-    field = volume_axes.separable(offsets, mats) * params["magnitude"]
+                                             mode="constant") for n in offsets_.shape[:3])
+    field = volume_axes.separable(offsets_, mats) * params["magnitude"]
     return jnp.moveaxis(jnp.where(params["elastic"], field, 0.0), -1, 0)
 
 
 def _coords(params, meta, config):
     out = _out(meta, config["size"])
     return volume_sample.coordinates(params["matrix"], out, meta.spatial,
-                                     displacement(params, **config))
+                                     displacement(params, out, **config))
 
 
 def _affine(volume, params, meta, **config):
@@ -220,8 +227,9 @@ def _affine_mask(mask, params, meta, **config):
 
 
 def _affine_points(points, params, meta, **config):
-    return volume_sample.invert_points(points, params["matrix"], _out(meta, config["size"]),
-                                       meta.spatial, displacement(params, **config))
+    out = _out(meta, config["size"])
+    return volume_sample.invert_points(points, params["matrix"], out, meta.spatial,
+                                       displacement(params, out, **config))
 
 
 volume_affine = VolumeOp("volume_affine", _affine, _affine_sample, _AFFINE, check=_affine_check,

@@ -30,10 +30,10 @@ import jax.numpy as jnp
 from augjax.catalog import volume_params as vp
 from augjax.errors import ParamError
 from augjax.kernels import volume_axes
-from augjax.volumes import VolumeOp
+from augjax.volumes import VolumeMeta, VolumeOp
 
 __all__ = ["volume_blur", "volume_brightness", "volume_contrast", "volume_gamma",
-           "volume_lowres", "volume_noise"]
+           "volume_lowres", "volume_noise", "noise_field"]
 
 
 def _checker(pairs: tuple[str, ...] = (), probabilities: tuple[str, ...] = ("p",),
@@ -59,13 +59,18 @@ def _coin(key: jax.Array, p: float) -> jax.Array:
 
 def _noise_sample(key, meta, *, mask, p, std):
     k_std, k_field = jax.random.split(key)
-    return {"apply": _coin(key, p), "std": vp.uniform(k_std, std),
-            "noise": jax.random.normal(k_field, (*meta.spatial, meta.channels))}
+    return {"apply": _coin(key, p), "std": vp.uniform(k_std, std), "field": k_field}
+
+
+def noise_field(params: dict[str, jax.Array], meta: VolumeMeta) -> jax.Array:
+    """One volume's standard normal field ``(D, H, W, C)`` from its ``params["field"]`` key:
+    drawn by the kernel, so a volume that draws no noise (skipped on the CPU) never draws it."""
+    return jax.random.normal(params["field"], (*meta.spatial, meta.channels))
 
 
 def _noise(volume, params, meta, **_):
     x = volume.astype(jnp.float32)
-    return jnp.where(params["apply"], x + params["std"] * params["noise"], x)
+    return jnp.where(params["apply"], x + params["std"] * noise_field(params, meta), x)
 
 
 volume_noise = VolumeOp("volume_noise", _noise, _noise_sample, {"p": 0.1, "std": (0.0, 0.1)},

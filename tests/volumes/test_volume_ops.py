@@ -84,6 +84,21 @@ def _monai_matrix(params, i):
     return lin @ np.diag(s), lin @ t
 
 
+def _one(params, i):
+    return jax.tree_util.tree_map(lambda v: v[i], params)
+
+
+def _meta(x):
+    from augjax.volumes import VolumeMeta
+
+    return VolumeMeta(*x.shape[1:], x.dtype.name)
+
+
+def _offsets(params, i, out):
+    """Volume ``i``'s elastic offsets, drawn from its key as the kernel draws them."""
+    return np.asarray(vg.offsets(_one(params, i), tuple(out)), np.float64)
+
+
 def test_affine_elastic_one_resample_is_scipy_map_coordinates(data):
     """Images trilinear and masks nearest at the same coordinates: MONAI's affine (rotate @ shear
     @ translate @ scale, centred grid) applied to the grid plus the elastic field (the offsets
@@ -100,7 +115,7 @@ def test_affine_elastic_one_resample_is_scipy_map_coordinates(data):
         np.testing.assert_allclose(np.asarray(params["matrix"][i])[:3, :3], lin, atol=1e-5)
         sigma, mag = float(params["sigma"][i]), float(params["magnitude"][i])
         disp = np.stack([ndimage.gaussian_filter(o, sigma, mode="constant", truncate=3.0)
-                         for o in np.asarray(params["offsets"][i], np.float64)]) * mag
+                         for o in _offsets(params, i, SHAPE[1:])]) * mag
         coords = np.einsum("ij,jdhw->idhw", lin, grid - c[:, None, None, None] + disp) \
             + (shift + c)[:, None, None, None]
         for ch in range(2):
@@ -136,7 +151,7 @@ def test_affine_cubic_is_scipy_order_3_and_masks_stay_nearest(data):
         lin, shift = _monai_matrix(params, i)
         disp = np.stack([ndimage.gaussian_filter(o, float(params["sigma"][i]), mode="constant",
                                                  truncate=3.0)
-                         for o in np.asarray(params["offsets"][i], np.float64)]) \
+                         for o in _offsets(params, i, SHAPE[1:])]) \
             * float(params["magnitude"][i])
         coords = np.einsum("ij,jdhw->idhw", lin, grid - c[:, None, None, None] + disp) \
             + (shift + c)[:, None, None, None]
@@ -164,7 +179,7 @@ def test_one_resample_equals_two_within_interpolation_error():
     grid = np.stack(np.meshgrid(*(np.arange(n) for n in shape), indexing="ij"), 0)
     disp = np.stack([ndimage.gaussian_filter(o, float(params["sigma"][0]), mode="constant",
                                              truncate=3.0)
-                     for o in np.asarray(params["offsets"][0], np.float64)]) \
+                     for o in _offsets(params, 0, shape)]) \
         * float(params["magnitude"][0])
     affine = np.einsum("ij,jdhw->idhw", lin, grid - c[:, None, None, None]) + (shift + c)[
         :, None, None, None]
@@ -210,7 +225,7 @@ def test_intensity_ops_against_numpy_and_scipy(data):
     out = np.asarray(ops.apply(x, params=params))
     noise, blur, bright, contrast, lowres, gamma = params
     for i in range(SHAPE[0]):
-        y = x[i] + float(noise["std"][i]) * np.asarray(noise["noise"][i])
+        y = x[i] + float(noise["std"][i]) * np.asarray(vi.noise_field(_one(noise, i), _meta(x)))
         y = np.stack([ndimage.gaussian_filter(y[..., c], np.asarray(blur["sigma"][i, c]),
                                               mode="reflect", truncate=4.0) for c in range(2)], -1)
         y = y * np.asarray(bright["multiplier"][i])
