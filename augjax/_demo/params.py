@@ -83,6 +83,7 @@ class Row:
     name: str
     steps: list[Step]
     error: str = ""
+    seconds: float = 0.0  # the row's own run (rows run a few at a time)
 
 
 def parse_rows(ops: str) -> list[Row]:

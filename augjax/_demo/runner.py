@@ -5,7 +5,6 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import json
-import os
 import platform
 import re
 import statistics
@@ -128,11 +127,16 @@ def _is_default(spec: Any, name: str, value: Any) -> bool:
 
 
 def _run_row(row: Row, cfg: PipelineConfig, num_classes: int) -> Any:
-    for step in row.steps:
-        step.spec = REGISTRY.get(step.name)
-        step.given, step.notes = demo_params(step.spec, num_classes=num_classes, size=cfg.size)
-        step.bound = step.spec.bind(**step.given)
-    return run_pipeline(cfg, [step.bound for step in row.steps])
+    t0 = time.perf_counter()
+    try:
+        for step in row.steps:
+            step.spec = REGISTRY.get(step.name)
+            step.given, step.notes = demo_params(step.spec, num_classes=num_classes,
+                                                 size=cfg.size)
+            step.bound = step.spec.bind(**step.given)
+        return run_pipeline(cfg, [step.bound for step in row.steps])
+    finally:
+        row.seconds = time.perf_counter() - t0
 
 
 def run_demo(opts: DemoOptions, log=None) -> DemoResult:
@@ -183,7 +187,6 @@ def run_demo(opts: DemoOptions, log=None) -> DemoResult:
         futures = [pool.submit(_run_row, row, cfg, source.num_classes) for row in rows]
         for row, future in zip(bar, futures):
             bar.set_postfix_str(row.name)
-            t0 = time.perf_counter()
             record: dict[str, Any] = {"name": row.name, "chain": len(row.steps) > 1}
             try:
                 result = future.result()
@@ -228,7 +231,7 @@ def run_demo(opts: DemoOptions, log=None) -> DemoResult:
                  "notes": s.notes}
                 for s in row.steps
             ]
-            record.setdefault("timing", {})["total_s"] = round(time.perf_counter() - t0, 4)
+            record.setdefault("timing", {})["total_s"] = round(row.seconds, 4)
             records.append(record)
         structures = structures_done.result()
         pool.shutdown()
