@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from augjax.errors import AugjaxWarning, BackendUnavailableError, InputError
+from augjax.errors import AugjaxWarning, BackendUnavailableError, InputError, InputTypeError
 
 try:
     import grain
@@ -158,6 +158,18 @@ def _volume_targets(targets: dict, name: str) -> dict:
     return targets
 
 
+def _checked_chain(chain: Any, name: str) -> Any:
+    """``chain`` when it is an augjax op, step, chain or volume chain, else InputTypeError."""
+    from augjax._core.step import BaseStep
+    from augjax.calls import Op
+
+    if isinstance(chain, (Op, BaseStep)) or _volume_chain(chain):
+        return chain
+    raise InputTypeError(f"{name}: argument 'chain' expects an augjax op, bound op, chain or "
+                         f"policy (augjax.compose(...)), got {type(chain).__module__}."
+                         f"{type(chain).__qualname__}", argument="chain")
+
+
 def _merge(record: dict, image: str, out: Any, to_host) -> Any:
     if not record:
         return to_host(out)
@@ -194,7 +206,7 @@ class RandomMap(grain.transforms.RandomMap):
     """
 
     def __init__(self, chain: Any, *, image: str = "image", layout: str | None = None) -> None:
-        self.chain = chain
+        self.chain = _checked_chain(chain, "augjax.grain.RandomMap")
         self.image = image
         self.layout = layout
         self._kind = _kind_of_layout(layout, "augjax.grain.RandomMap")
@@ -234,7 +246,10 @@ class RandomMap(grain.transforms.RandomMap):
                         f"{jax.devices()[0].platform} before the transform was unpickled; start "
                         "the workers with worker_init_fn=augjax.grain.worker_init or "
                         "JAX_PLATFORMS=cpu"))
-                steps, start = self.chain.program()
+                from augjax.calls import Op
+
+                chain = self.chain  # a bare op runs as the op with its defaults
+                steps, start = (chain.bind() if isinstance(chain, Op) else chain).program()
                 self._cpu = jax.devices("cpu")[0]
                 # f(images, labels, seeds) -> (images, labels): keys_from_seeds, the sampler
                 # and the apply program, compiled as a call on arrays compiles them (on the
@@ -429,6 +444,12 @@ class BatchAugment(grain.transforms.Map):
                 f"{self.index!r} (add augjax.grain.WithIndex() before batching), got {got}",
                 argument="batch")
         seeds = self.seeds(batch[self.index], epoch=epoch)
+        count = np.shape(batch[self.image])[0] if np.ndim(batch[self.image]) else None
+        if count is not None and len(seeds) != count:
+            raise InputError(
+                f"augjax.grain.BatchAugment: field {self.index!r} expects one index per sample, "
+                f"{count} for the {count} samples of field {self.image!r}, got {len(seeds)}",
+                argument=self.index)
         extra = {k: batch[k] for k in TARGETS if k in batch}
         if _volume_chain(self.chain):
             extra = _volume_targets(extra, "augjax.grain.BatchAugment")

@@ -315,3 +315,30 @@ def test_batch_augment_takes_64_bit_seeds():
     out = ag.BatchAugment(_chain(), seed=2**40)({"image": images, "index": np.arange(2)})
     ref = _chain()(images, key=augjax.keys_from_seeds(seeds[2**40]))
     np.testing.assert_array_equal(np.asarray(out["image"]), np.asarray(ref))
+
+
+def test_random_map_takes_a_bare_op_and_refuses_what_is_not_a_chain():
+    """A bare op (``RandomMap(augjax.ops.flip)``) runs as the op with its defaults, its later
+    records through the compiled programs equal to the call (it was an AttributeError, 'Op'
+    object has no attribute 'program'); a string is refused when the transform is made."""
+    transform = ag.RandomMap(augjax.ops.flip)
+    for seed in range(4):  # the first record goes through the checked call, the later ones not
+        image = _source()[seed]["image"]
+        out = transform.random_map({"image": image}, np.random.default_rng(seed))["image"]
+        key = augjax.keys_from_seeds(_seeds(np.random.default_rng(seed)))
+        ref = np.asarray(augjax.ops.flip(image[None], key=key))[0]
+        np.testing.assert_array_equal(out, ref, err_msg=f"seed {seed}")
+    with pytest.raises(augjax.InputTypeError, match="argument 'chain' expects an augjax op") \
+            as info:
+        ag.RandomMap("flip")
+    assert info.value.argument == "chain"
+
+
+def test_batch_augment_names_an_index_field_of_another_length():
+    """Three indices for two images: an InputError naming the field (it was a message about
+    compose's 'key')."""
+    images = np.stack([r["image"] for r in _source()[:2]])
+    with pytest.raises(augjax.InputError, match="field 'index' expects one index per sample, "
+                                                "2 for the 2 samples") as info:
+        ag.BatchAugment(augjax.ops.flip)({"image": images, "index": np.arange(3)})
+    assert info.value.argument == "index"
