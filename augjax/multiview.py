@@ -251,6 +251,11 @@ def views(groups: Mapping[str, Any]) -> Views:
                                  op="views", param="groups")
             _check_total(name, total + int(count))
             steps = (step,) * int(count)
+        elif isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], Step) \
+                and not isinstance(value[0], Step):
+            raise ParamError(f"views: group {name!r} expects (count, step) with an int count "
+                             f">= 1, got {type(value[0]).__name__} {value[0]!r}", op="views",
+                             param="groups")
         elif isinstance(value, (list, tuple)) and value:
             _check_total(name, total + len(value))
             steps = tuple(value)

@@ -106,12 +106,21 @@ def dino(*, global_size: int = 224, local_size: int = 96, local_count: int = 6,
     0.1)`` p=0.8, grayscale p=0.2; Gaussian blur (sigma ~ U(0.1, 2)) p=1.0 on the first global
     view, p=0.1 on the second, p=0.5 on local views; solarize p=0.2 on the second global view
     only. Defaults are the paper's (``--global_crops_scale 0.4 1. --local_crops_number 8`` is
-    the ViT-S/16 best; the repository's default is 8 local crops, the common multi-crop setting 6)."""
+    the ViT-S/16 best; the repository's default is 8 local crops, the common multi-crop setting 6);
+    ``local_count=0`` disables multi-crop (the ``"global"`` group only), as
+    ``--local_crops_number 0`` does."""
+    if isinstance(local_count, bool) or not isinstance(local_count, int) or local_count < 0:
+        from augjax.errors import ParamError
+
+        raise ParamError(f"dino: argument 'local_count' expects an int >= 0, got "
+                         f"{local_count!r}", op="dino", param="local_count")
     common = dict(jitter=(0.4, 0.4, 0.2, 0.1), jitter_p=0.8, gray_p=0.2, normalize=normalize)
     global1 = view_chain(size=global_size, scale=global_scale, blur_p=1.0, solarize_p=0.0,
                          **common)
     global2 = view_chain(size=global_size, scale=global_scale, blur_p=0.1, solarize_p=0.2,
                          **common)
+    if local_count == 0:
+        return views({"global": [global1, global2]})
     local = view_chain(size=local_size, scale=local_scale, blur_p=0.5, solarize_p=0.0, **common)
     return views({"global": [global1, global2], "local": (local_count, local)})
 

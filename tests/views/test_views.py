@@ -236,3 +236,22 @@ def test_recipes_need_no_pack(monkeypatch):
     finally:
         monkeypatch.delenv("AUGJAX_DISABLE_PLUGINS")
         augjax.refresh()
+
+
+def test_count_that_is_not_an_int_is_named():
+    """``(2.0, step)`` is a count of the wrong type, not a list of two steps: the error says
+    the count, not "view 0 expects an augjax op ... got float"."""
+    for count in (2.0, True, "2"):
+        with pytest.raises(augjax.ParamError, match=r"group 'a' expects \(count, step\) with an "
+                                                    r"int count >= 1, got " + type(count).__name__):
+            augjax.views({"a": (count, _chain(8))})
+
+
+def test_dino_without_local_crops():
+    """DINO's ``--local_crops_number 0`` disables multi-crop (main_dino.py): the recipe gives
+    the two global views only; a negative count names the recipe's argument."""
+    dino = augjax.recipes.dino(global_size=16, local_count=0, normalize=False)
+    assert dino.counts() == {"global": 2}
+    with pytest.raises(augjax.ParamError, match=r"dino: argument 'local_count' expects an int "
+                                                r">= 0, got -1"):
+        augjax.recipes.dino(local_count=-1)
