@@ -203,19 +203,15 @@ def sample(volume: jax.Array, coords: jax.Array, *, order: int = 1,
     c = coords.reshape(3, -1)
     if mode == "zeros" and order in (0, 1):
         return _padded_reads(volume, c, order).reshape(*lead, volume.shape[3])
-
-    def read(idx: jax.Array) -> tuple[jax.Array, jax.Array]:
-        inside = jnp.all((idx >= 0) & (idx < size), axis=0)
-        idx = jnp.clip(idx, 0, size - 1)
-        lin = (idx[0] * shape[1] + idx[1]) * shape[2] + idx[2]
-        return flat[lin], inside
-
-    if order == 0:
-        idx = jnp.floor(c + 0.5).astype(jnp.int32)
-        values, _ = read(idx)
-        return values.reshape(*lead, volume.shape[3])
     if order == 3:
         return _cubic(volume, c, mode).reshape(*lead, volume.shape[3])
+
+    def read(idx: jax.Array) -> jax.Array:  # mode "border": each corner clamped to the edge
+        idx = jnp.clip(idx, 0, size - 1)
+        return flat[(idx[0] * shape[1] + idx[1]) * shape[2] + idx[2]]
+
+    if order == 0:
+        return read(jnp.floor(c + 0.5).astype(jnp.int32)).reshape(*lead, volume.shape[3])
     lo = jnp.floor(c)
     frac = c - lo
     lo = lo.astype(jnp.int32)
@@ -223,8 +219,7 @@ def sample(volume: jax.Array, coords: jax.Array, *, order: int = 1,
     for corner in range(8):
         bits = jnp.array([(corner >> 2) & 1, (corner >> 1) & 1, corner & 1], jnp.int32)[:, None]
         weight = jnp.prod(jnp.where(bits == 1, frac, 1.0 - frac), axis=0)
-        values, _ = read(lo + bits)
-        out = out + weight[:, None] * values.astype(jnp.float32)
+        out = out + weight[:, None] * read(lo + bits).astype(jnp.float32)
     return out.reshape(*lead, volume.shape[3])
 
 
