@@ -48,7 +48,8 @@ from augjax.kernels.boundary import kept_in_caller
 from augjax.kernels.embedded import owned
 from augjax._runtime.execution.ahead import compile_apply, first_call
 from augjax._core.kinds import Clips, check_rank, frame_layout
-from augjax._runtime.execution.inputs import check_arguments, committed
+from augjax._runtime.execution.inputs import (IMAGE_CHANNELS, LAYOUT_AXES, check_arguments,
+                                              committed)
 from augjax._runtime.execution.keys import keys_from_seeds, sample_keys
 from augjax._runtime.execution.program import build_program
 from augjax._runtime.targets.boxes import parse_sanitize
@@ -63,14 +64,30 @@ def frame_keys(keys: jax.Array, frames: int) -> jax.Array:
     return jax.vmap(lambda t: jax.vmap(lambda k: jax.random.fold_in(k, t))(keys))(ts)
 
 
-def _clips(x: Any, name: str) -> jax.Array:
+def _clips(x: Any, name: str, layout: str) -> jax.Array:
+    """The clips as an array of rank 5, checked in the clips' terms (``layout`` the frames')."""
     x = jnp.asarray(x) if isinstance(x, np.ndarray) else x
     if not isinstance(x, jax.Array):
         raise InputError(f"{name}: argument 'images' expects clips (N, T, H, W, C), got "
                          f"{type(x).__name__}", op=name, argument="images")
     check_rank(x.ndim, Clips.rank(Clips.layouts[0]), name, "images",
                Clips.describe(Clips.layouts[0]), x.shape)
+    _check_channels(tuple(x.shape), layout, name)
     return x
+
+
+def _check_channels(shape: tuple[int, ...], layout: str, name: str) -> None:
+    """Channels-first clips given as ``"FHWC"`` (or channels-last as ``"FCHW"``), said with the
+    clips' layouts: the frames' check would name the frames' shape and layout."""
+    other = "CHW" if layout == "HWC" else "HWC"
+    frame = shape[:1] + shape[2:]
+    here, there = frame[LAYOUT_AXES[layout][2]], frame[LAYOUT_AXES[other][2]]
+    if here in IMAGE_CHANNELS or there not in IMAGE_CHANNELS:
+        return
+    raise InputError(f"{name}: argument 'images' has clips of shape {shape}: in layout F{layout} "
+                     f"that is {here} channels, but F{other}'s channel axis has {there}; say "
+                     f"augjax.Clips(x, layout='F{other}') (or layout='F{other}'), or transpose "
+                     f"the clips to F{layout}", op=name, argument="layout")
 
 
 def _frame_struct(clips: jax.Array) -> jax.ShapeDtypeStruct:
@@ -94,7 +111,7 @@ def sample_clips(step: Any, inputs: tuple[Any, ...], *, key: Any, layout: str,
     """What ``step`` draws for the clips ``inputs[0]`` with ``key``: the params of N images
     (one draw per clip), or with ``per_frame`` a leading axis T on every leaf."""
     layout = frame_layout(layout)
-    clips = _clips(inputs[0], step.name)
+    clips = _clips(inputs[0], step.name, layout)
     struct = _frame_struct(clips)
     key = committed(key)  # the programs of call_clips (which commits its inputs), not copies
     if not _random(step):
@@ -122,8 +139,12 @@ def _frame_sampler(step: Any, shape: tuple[int, ...], dtype: str, layout: str):
 _FRAME_TARGETS = ("masks", "boxes", "keypoints", "boxes_valid", "keypoints_valid")
 
 
-def _split_targets(targets: dict[str, Any], n: int, t: int, name: str) -> tuple[dict, dict]:
-    """(per-frame target arrays, other keywords), the arrays checked to lead with (N, T)."""
+def _split_targets(targets: dict[str, Any], shape: tuple[int, ...], layout: str,
+                   name: str) -> tuple[dict, dict]:
+    """(per-frame target arrays, other keywords), the arrays checked to lead with (N, T) and
+    masks to have the frames' size (``shape`` the clips', ``layout`` the frames')."""
+    n, t = shape[:2]
+    hw = tuple(shape[2:4]) if layout == "HWC" else tuple(shape[3:5])
     arrays, rest = {}, {}
     for k, v in targets.items():
         if v is None:
@@ -134,6 +155,10 @@ def _split_targets(targets: dict[str, Any], n: int, t: int, name: str) -> tuple[
                 raise InputError(f"{name}: argument {k!r} on clips expects per-frame targets "
                                  f"with leading axes (N, T) = {(n, t)}, got shape "
                                  f"{tuple(v.shape)}", op=name, argument=k)
+            if k == "masks" and (v.ndim not in (4, 5) or tuple(v.shape[2:4]) != hw):
+                raise InputError(f"{name}: argument 'masks' on clips expects (N, T, H, W) or "
+                                 f"(N, T, H, W, K) = {(n, t, *hw)}[, K] like the clips, got "
+                                 f"{v.dtype} {tuple(v.shape)}", op=name, argument=k)
             arrays[k] = v
         elif k == "sanitize":  # a dict is taken: made hashable (the programs' key)
             rest[k] = parse_sanitize(v, name)
@@ -149,11 +174,10 @@ def apply_clips(step: Any, inputs: tuple[Any, ...], *, params: Any, layout: str,
     layout = frame_layout(layout)
     # Committed, as call_clips commits its inputs: apply and the call share one program
     # (jax.jit compiles once per commitment of its arguments).
-    clips = committed(_clips(inputs[0], step.name))
-    n, t = clips.shape[:2]
+    clips = committed(_clips(inputs[0], step.name, layout))
     labels = committed(_array(inputs[1])) if len(inputs) > 1 else None
     params = jax.tree_util.tree_map(lambda v: committed(_array(v)), params)
-    arrays, rest = _split_targets(dict(targets), n, t, step.name)
+    arrays, rest = _split_targets(dict(targets), tuple(clips.shape), layout, step.name)
     arrays = {k: committed(v) for k, v in arrays.items()}
     program = _apply_program(step, layout, per_frame, tuple(arrays), _hashable(rest))
     return program(clips, labels, params, *arrays.values())
@@ -288,7 +312,7 @@ def call_clips(step: Any, inputs: tuple[Any, ...], *, key: Any, layout: str, per
     # committed: arrays and DALI (committed arrays) share the programs (inputs.committed)
     inputs = tuple(committed(_array(x)) for x in inputs)
     key, targets = committed(key), {k: committed(_array(v)) for k, v in targets.items()}
-    clips = _clips(inputs[0], step.name)
+    clips = _clips(inputs[0], step.name, layout)
     if _random(step) and key is None:
         sample_keys(None, clips.shape[0], step.name)  # raises KeyRequiredError
     if _on_cpu(clips) or not _random(step):
@@ -300,9 +324,9 @@ def call_clips(step: Any, inputs: tuple[Any, ...], *, key: Any, layout: str, per
             params = kept_in_caller(params)
         return apply_clips(step, (clips, *inputs[1:]), params=params, layout=layout,
                            per_frame=per_frame, targets=targets)
-    n, t = clips.shape[:2]
+    n = clips.shape[0]
     labels = inputs[1] if len(inputs) > 1 else None
-    arrays, rest = _split_targets(dict(targets), n, t, step.name)
+    arrays, rest = _split_targets(dict(targets), tuple(clips.shape), layout, step.name)
     keys = sample_keys(key, n, step.name, split=False)
     struct = _frame_struct(clips)
     program = _call_program(step, layout, per_frame, tuple(arrays), _hashable(rest),
@@ -318,8 +342,7 @@ def _apply_ahead(step: Any, inputs: tuple[Any, ...], key: Any, layout: str, per_
     clips = inputs[0]
     if isinstance(clips, jax.core.Tracer):
         return None
-    n, t = clips.shape[:2]
-    arrays, rest = _split_targets(dict(targets), n, t, step.name)
+    arrays, rest = _split_targets(dict(targets), tuple(clips.shape), layout, step.name)
     program = _apply_program(step, layout, per_frame, tuple(arrays), _hashable(rest))
     labels = inputs[1] if len(inputs) > 1 else None
     signature = (clips.shape, clips.dtype, labels is None or (labels.shape, labels.dtype),

@@ -146,6 +146,21 @@ def test_errors(frames, clips):
         ops.flip(augjax.Clips(clips), p=0.5)
 
 
+def test_errors_speak_of_clips(clips):
+    """Clips in the other layout and masks of another frame size are named in the clips'
+    terms (their layout and shape, (N, T, H, W)), not in those of the N * T frames the
+    programs see (was: "pass layout='HWC'", "(N, H, W) = (12, 20, 16)")."""
+    chw = jnp.moveaxis(clips, -1, 2)  # (N, T, 3, H, W)
+    with pytest.raises(augjax.InputError, match=r"clips of shape \(3, 4, 3, 20, 16\): in layout "
+                                                r"FHWC .* layout='FCHW'"):
+        ops.flip(augjax.Clips(chw), key=KEY, p=0.5)
+    with pytest.raises(augjax.InputError, match=r"in layout FCHW .* layout='FHWC'"):
+        ops.flip(augjax.Clips(clips, layout="FCHW"), key=KEY, p=0.5)
+    with pytest.raises(augjax.InputError, match=r"'masks' on clips expects .* \(3, 4, 20, 16\)"
+                                                r".* got int32 \(3, 4, 10, 16\)"):
+        ops.flip(augjax.Clips(clips), key=KEY, p=0.5, masks=jnp.zeros((N, T, 10, W), jnp.int32))
+
+
 #: What tests/catalog/test_all_ops.py gives the kit instead of its example parameters.
 KIT_PARAMS = {"rot90": {"k": 1}, "affine": {"degrees": 30.0}}
 
