@@ -212,7 +212,8 @@ def kind_of(images: Any, layout: str, name: str) -> tuple[Kind, bool]:
 
     Raises:
         InputKindError: a plain array of rank 5 with an image layout.
-        InputError: ``layout=`` other than the given kind's.
+        InputError: ``layout=`` other than the given kind's, or none of the kinds' (on a
+            plain array of rank 5).
     """
     if isinstance(images, Kind):
         if layout not in (HWC, images.layout, images.frame_layout):
@@ -225,6 +226,11 @@ def kind_of(images: Any, layout: str, name: str) -> tuple[Kind, bool]:
             return kind.of(images, layout), False
     rank = rank_of(images)
     if rank is not None and rank == Clips.rank(Clips.layouts[0]):
+        known = tuple(lay for kind in KINDS for lay in kind.layouts)
+        if layout not in known:  # the layout the caller gave, not the rank-5 refusal
+            raise InputError(f"{name}: argument 'layout' expects one of "
+                             f"{', '.join(map(repr, known))}, got {layout!r}", op=name,
+                             argument="layout")
         shape = tuple(images.shape) if hasattr(images, "shape") else images
         raise InputKindError(
             f"{name}: argument 'images' is a plain array of rank {rank} {shape}: a batch of "

@@ -30,6 +30,16 @@ def test_a_plain_rank5_array_is_refused_naming_the_kinds():
         assert "layout='FHWC'" in str(err.value) and "rank 5" in str(err.value)
 
 
+def test_an_unknown_layout_on_rank5_names_the_layout():
+    """``layout="TCHW"`` on a rank-5 array: the error names the layout given and the ones
+    augjax takes (was the rank-5 refusal, which ignores the layout the caller did give)."""
+    for layout in ("TCHW", "fhwc"):
+        with pytest.raises(augjax.InputError, match=rf"argument 'layout' expects one of .*'FHWC'"
+                                                    rf".*'FCHW'.*, got '{layout}'") as err:
+            ops.flip(CLIPS, key=KEY, p=0.5, layout=layout)
+        assert err.value.argument == "layout"
+
+
 def test_clips_and_the_layout_keyword_are_the_clip_path():
     """One draw per clip: frame t of the output is the image call on frames t (same key)."""
     out = STEP(augjax.Clips(CLIPS), key=KEY)
