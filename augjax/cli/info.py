@@ -159,11 +159,24 @@ def run(args: argparse.Namespace) -> int:
             print(f"    {pname}: {p['range']}{unit}; {default}{neutral}{mag}{aliases}")
             if p["doc"]:
                 print(f"        {p['doc']}")
-    body = info["doc"].strip().split("\n", 1)
-    if len(body) > 1:
+    details = _details(info["doc"], info["summary"])
+    if details:
         print()
-        print("  " + body[1].strip().replace("\n", "\n  "))
+        print("  " + details.replace("\n", "\n  "))
     return 0
+
+
+def _details(doc: str, summary: str) -> str:
+    """``doc`` after its summary sentence (printed first, on one line), which may run over
+    several lines of ``doc`` or share its last line with the next sentence."""
+    doc, want = doc.strip(), "".join(summary.split())
+    i = seen = 0
+    while i < len(doc) and seen < len(want):
+        seen += not doc[i].isspace()
+        i += 1
+    if "".join(doc[:i].split()) != want:  # a summary that is not the doc's start
+        return doc.split("\n", 1)[1].strip() if "\n" in doc else ""
+    return doc[i:].strip()
 
 
 def _run_policy(args: argparse.Namespace) -> int:

@@ -56,6 +56,20 @@ def test_info_shows_geometry_and_how_each_target_follows(capsys):
         "kept unchanged")
 
 
+
+def test_info_prints_the_docstring_after_its_summary_once(capsys):
+    """A summary sentence that runs over two lines of the docstring is printed once: the
+    details start after it (they repeated its second line: saturation's `"Color"): ...`)."""
+    import augjax
+
+    doc = augjax.ops.saturation.doc
+    assert doc.splitlines()[1].startswith('"Color")')  # the summary runs over two lines
+    assert main(["info", "saturation"]) == 0
+    out = capsys.readouterr().out
+    summary, details = out.split("\n", 1)[0], out.rsplit("\n\n", 1)[1]
+    assert summary.endswith("clamped, truncated for uint8.")
+    assert details.strip() == "Params: ``factor``."
+
 def test_unknown_op_exit_code_and_message(capsys):
     assert main(["info", "colr_jitter"]) == 2
     err = capsys.readouterr().err
