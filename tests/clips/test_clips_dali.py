@@ -134,3 +134,14 @@ def test_dali_sequences_with_masks_alone_equal_arrays(per_frame, channel):
     for k, got in zip(sorted(ref), outs):
         np.testing.assert_array_equal(got, np.asarray(ref[k]), err_msg=k)
     assert not np.array_equal(outs[1], masks)  # the masks moved
+
+
+def test_dali_sequences_without_layout_say_layout_fhwc():
+    """Sequences called without ``layout="FHWC"`` reach the image path's operator: the error
+    (raised in the operator, before any trace) says to name the clips' layout, not only that a
+    batch of images has rank 4."""
+    batch = np.zeros((N, T, H, W, 3), np.uint8)
+    p = _pipe(batch, lambda s, seeds: ops.flip(s, seeds=seeds, p=0.5))
+    with pytest.raises(RuntimeError, match=r"flip: argument 'images' in a DALI pipeline holds "
+                                           r"sequences .*\(4, 20, 16, 3\).* layout='FHWC'"):
+        p.run()
