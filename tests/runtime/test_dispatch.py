@@ -149,6 +149,19 @@ def test_errors_name_op_argument_expected_and_got(call, exc, fragments):
         assert fragment in str(info.value), (fragment, str(info.value))
 
 
+
+def test_a_torch_tensor_is_refused_with_the_way_to_convert_it():
+    """A PyTorch user's tensor gets the conversion that works (DLPack, or .numpy()), which
+    gives the same pixels as the NumPy batch."""
+    torch = pytest.importorskip("torch")
+    x = images()
+    with pytest.raises(InputTypeError, match=r"got torch\.Tensor; convert a torch tensor with "
+                                             r"jax\.dlpack\.from_dlpack\(t\)") as info:
+        augjax.ops.flip(torch.from_numpy(x), key=_key(), p=1.0)
+    assert info.value.argument == "images"
+    converted = augjax.ops.flip(jax.dlpack.from_dlpack(torch.from_numpy(x)), key=_key(), p=1.0)
+    np.testing.assert_array_equal(converted, x[:, :, ::-1])
+
 def test_unknown_op_is_an_attribute_error_for_hasattr():
     assert not hasattr(augjax.ops, "no_such_op")
     assert hasattr(augjax.ops, "flip")

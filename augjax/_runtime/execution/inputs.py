@@ -85,9 +85,12 @@ def as_array(x: Any, op: str, argument: str) -> jax.Array:
         return x
     if isinstance(x, np.ndarray):
         return jnp.asarray(x)
+    torch = type(x).__module__.split(".")[0] == "torch"
     raise InputTypeError(
         f"{op}: argument '{argument}' expects a jax.Array, a NumPy array or a DALI DataNode, "
-        f"got {type(x).__module__}.{type(x).__qualname__}",
+        f"got {type(x).__module__}.{type(x).__qualname__}"
+        + ("; convert a torch tensor with jax.dlpack.from_dlpack(t) (CPU or CUDA, no copy) or "
+           "t.numpy(), channels-last (N, H, W, C)" if torch else ""),
         op=op,
         argument=argument,
     )
