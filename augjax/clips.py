@@ -175,6 +175,8 @@ def apply_clips(step: Any, inputs: tuple[Any, ...], *, params: Any, layout: str,
     # Committed, as call_clips commits its inputs: apply and the call share one program
     # (jax.jit compiles once per commitment of its arguments).
     clips = committed(_clips(inputs[0], step.name, layout))
+    if not per_frame:
+        _check_not_framed(params, tuple(clips.shape[:2]), step.name)
     labels = committed(_array(inputs[1])) if len(inputs) > 1 else None
     params = jax.tree_util.tree_map(lambda v: committed(_array(v)), params)
     arrays, rest = _split_targets(dict(targets), tuple(clips.shape), layout, step.name)
@@ -194,6 +196,19 @@ def _flat(v: jax.Array) -> jax.Array:
 
 def _unflat(v: jax.Array, n: int, t: int) -> jax.Array:
     return v.reshape(n, t, *v.shape[1:])
+
+
+def _check_not_framed(params: Any, nt: tuple[int, int], name: str) -> None:
+    """Raises InputError for params drawn with ``per_frame=True`` (every leaf leads with
+    (T, N)) given to a per-clip apply, whose error would otherwise be vmap's over N * T frames."""
+    n, t = nt
+    leaves = jax.tree_util.tree_leaves(params)
+    if n == t or not leaves or not all(tuple(np.shape(v)[:2]) == (t, n) for v in leaves):
+        return
+    raise InputError(f"{name}: argument 'params' leads with (T, N) = {(t, n)} on every leaf, as "
+                     f"params drawn with per_frame=True do, but apply was called per clip "
+                     f"(params leading with N = {n}); pass per_frame=True to apply as to sample",
+                     op=name, argument="params")
 
 
 def _apply_traced(step, layout, per_frame, names, rest, clips, labels, params, arrays):

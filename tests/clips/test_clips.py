@@ -161,6 +161,17 @@ def test_errors_speak_of_clips(clips):
         ops.flip(augjax.Clips(clips), key=KEY, p=0.5, masks=jnp.zeros((N, T, 10, W), jnp.int32))
 
 
+def test_apply_names_params_drawn_per_frame(clips):
+    """Params drawn with ``per_frame=True`` (leading (T, N)) given to ``apply`` without it: the
+    error says so (was vmap's "inconsistent sizes" over the N * T frames)."""
+    flip = ops.flip.bind(p=0.5)
+    params = flip.sample(augjax.Clips(clips), key=KEY, per_frame=True)
+    with pytest.raises(augjax.InputError, match=r"flip: argument 'params' leads with \(T, N\) = "
+                                                r"\(4, 3\) .* pass per_frame=True") as err:
+        flip.apply(augjax.Clips(clips), params=params)
+    assert err.value.argument == "params"
+
+
 #: What tests/catalog/test_all_ops.py gives the kit instead of its example parameters.
 KIT_PARAMS = {"rot90": {"k": 1}, "affine": {"degrees": 30.0}}
 
