@@ -150,6 +150,16 @@ def test_errors_name_op_argument_expected_and_got(call, exc, fragments):
 
 
 
+
+@pytest.mark.parametrize("dtype", [np.int64, np.uint64])
+def test_64_bit_integer_images_are_named_as_given(dtype):
+    """int64 images (NumPy's default integer) are refused as int64: the message named int32,
+    the dtype JAX converts them to, which the caller never gave."""
+    with pytest.raises(InputError, match=f"'images' expects dtype uint8 or float32 .*got "
+                                         f"{np.dtype(dtype).name}$") as info:
+        augjax.ops.flip(images().astype(dtype), key=_key())
+    assert info.value.argument == "images"
+
 def test_a_torch_tensor_is_refused_with_the_way_to_convert_it():
     """A PyTorch user's tensor gets the conversion that works (DLPack, or .numpy()), which
     gives the same pixels as the NumPy batch."""

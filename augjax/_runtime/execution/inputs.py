@@ -84,6 +84,10 @@ def as_array(x: Any, op: str, argument: str) -> jax.Array:
     if isinstance(x, jax.Array):
         return x
     if isinstance(x, np.ndarray):
+        if argument == "images" and x.dtype.kind in "iu" and x.dtype.itemsize == 8:
+            # JAX (without x64) would make it int32 and the dtype check would name that
+            raise InputError(f"{op}: argument 'images' expects dtype uint8 or float32 (augjax's "
+                             f"image dtypes), got {x.dtype}", op=op, argument=argument)
         return jnp.asarray(x)
     torch = type(x).__module__.split(".")[0] == "torch"
     raise InputTypeError(
