@@ -133,8 +133,7 @@ class Views(ViewsStep):
 
         images = _plain(images, layout, per_frame, targets, "views")
         adapted = dynamic.adapt("views", (images,), key=key, seeds=seeds, seed=seed,
-                                device=device, output=output, random=True, uniform=True,
-                                out_layout="FHWC")
+                                device=device, output=output, random=True, out_layout="FHWC")
         if adapted is not None:
             return adapted.finish(self(adapted.inputs[0], key=adapted.key))
 
@@ -162,7 +161,7 @@ class Views(ViewsStep):
         from augjax.dali import dynamic
 
         images = _plain(images, layout, per_frame, {}, "views.sample")
-        images = dynamic.adapt("views", (images,), uniform=True, output="jax").inputs[0]
+        images = dynamic.adapt("views", (images,), output="jax").inputs[0]  # ragged: a list
         if _is_list(images):
             import augjax.ragged_views as ragged_views
 

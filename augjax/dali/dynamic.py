@@ -206,7 +206,7 @@ def adapt(name: str, inputs: tuple[Any, ...], *, key: Any = None, seeds: Any = N
     nothing is dynamic and no ``output`` is asked (the call goes on as it is).
 
     ``random``: the step draws (a key is then required); ``uniform``: samples of different
-    shapes are refused (views); ``out_layout``: the layout of the output images, or a function
+    shapes are refused (views.apply); ``out_layout``: the layout of the output images, or a function
     that gives it, called only when the result is turned into batches (default ``layout``).
 
     Raises:

@@ -88,6 +88,23 @@ def test_ragged_batch_goes_through_the_list_path():
     np.testing.assert_array_equal(_host(out), np.asarray(chain(images, key=KEY)))
 
 
+def test_ragged_batch_through_views_is_the_list_path():
+    """A decoder's batch of different sizes through views (DINO's multi-crop in dynamic mode):
+    the views of the list on arrays, bitwise, as the page promises for every call (was "expects
+    a DALI batch of one shape"); ``sample`` takes it too."""
+    x = _pixels(1, (3, 20, 24, 3))
+    images = [x[0], np.ascontiguousarray(x[1, :12, :18]), np.ascontiguousarray(x[2, :16, :9])]
+    views = augjax.views({"a": (2, augjax.compose([augjax.ops.random_resized_crop.bind(size=8),
+                                                   FLIP]))})
+    got = views(ndd.as_batch(images, layout="HWC"), key=KEY)
+    assert got["a"].layout == "FHWC" and got["a"].shape == [(2, 8, 8, 3)] * 3
+    np.testing.assert_array_equal(_host(got["a"]), np.asarray(views(images, key=KEY)["a"]))
+    drawn = views.sample(ndd.as_batch(images, layout="HWC"), key=KEY)
+    ref = views.sample(images, key=KEY)
+    for a, b in zip(jax.tree_util.tree_leaves(drawn), jax.tree_util.tree_leaves(ref)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
 def test_seeds_of_a_pipeline_give_its_bits():
     """The pipeline path (one jax_function, seeds from DALI's RNG op with seed=7) and the
     dynamic path with ``pipeline_seeds(7)``: bitwise, batch after batch."""
@@ -168,7 +185,7 @@ def test_errors_are_typed():
     with pytest.raises(InputError, match="rank 3"):
         FLIP(ndd.as_batch(np.zeros((B, 4, 4, 4, 4, 3), np.uint8)), key=KEY)
     ragged = ndd.as_batch([_pixels(0, (8, 8, 3)), _pixels(0, (6, 8, 3))], layout="HWC")
-    with pytest.raises(InputError, match="one shape"):
+    with pytest.raises(InputError, match="group 'a' view 0: flip: .* different sizes"):
         augjax.views({"a": (2, FLIP)})(ragged, key=KEY)
     if not any(d.platform == "gpu" for d in jax.devices()):
         with pytest.raises(InputError, match="no GPU backend"):
