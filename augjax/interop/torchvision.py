@@ -133,13 +133,29 @@ SUPPORTED: dict[str, Callable[[Any, dict], Any]] = {
 }
 
 
+def _sequential(t, state):
+    """``torch.nn.Sequential`` of transforms (torchvision's scriptable pipeline): a Compose."""
+    from augjax.chain import compose
+
+    steps = [s for s in (_convert(c, state) for c in t) if s is not None]
+    return compose(*steps) if steps else None
+
+
 def _convert(t: Any, state: dict) -> Any:
     name = _name(t)
     module = type(t).__module__ or ""
+    if name == "Sequential" and module.startswith("torch.nn"):
+        state["path"].append(t)
+        try:
+            return _sequential(t, state)
+        finally:
+            state["path"].pop()
     if not module.startswith("torchvision.transforms"):
+        hint = (f"; wrap a {name} of transforms in v2.Compose([...])"
+                if isinstance(t, (list, tuple)) else "")
         raise UnsupportedTransformError(
-            f"from_torchvision: expects torchvision transforms, got {name} from {module!r}",
-            transform=name)
+            f"from_torchvision: expects torchvision transforms, got {name} from {module!r}"
+            f"{hint}", transform=name)
     if _is_v1(t):
         state["v1"].setdefault(name, None)
     if any(t is outer for outer in state["path"]):
@@ -166,11 +182,13 @@ def from_torchvision(transform: Any, *, dtype: Any = None) -> Any:
     """The augjax chain that does what the torchvision v2 ``transform`` does.
 
     Args:
-        transform: a ``torchvision.transforms.v2`` transform, usually a ``Compose``. v1
+        transform: a ``torchvision.transforms.v2`` transform, usually a ``Compose`` (or a
+            ``torch.nn.Sequential`` of transforms, converted as one). v1
             transforms (``torchvision.transforms.X``) convert as their v2 twins, with a
             :class:`augjax.TorchvisionV1Warning`.
         dtype: what the pipeline's input holds, ``"uint8"`` (0..255, what ``ToImage`` gives
-            for a PIL image) or ``"float32"`` (0..1); ``None`` (the default): not stated, known
+            for a PIL image) or ``"float32"`` (0..1), as a string or a NumPy, JAX or torch
+            dtype; ``None`` (the default): not stated, known
             from the first ``ToDtype`` / ``ConvertImageDtype`` / ``ToTensor`` /
             ``PILToTensor`` on. torchvision reads fills, ``RandomSolarize``'s threshold and
             ``RandomErasing``'s value in the image's own values; a non-zero one met where the
@@ -192,6 +210,8 @@ def from_torchvision(transform: Any, *, dtype: Any = None) -> Any:
     from augjax.errors import TorchvisionV1Warning
 
     name = None if dtype is None else str(getattr(dtype, "name", dtype)).replace("torch.", "")
+    if isinstance(dtype, type):  # a scalar type: np.uint8, jnp.float32
+        name = dtype.__name__
     if name not in (None, "uint8", "float32"):
         raise UnsupportedTransformError(
             f"from_torchvision: argument 'dtype' expects 'uint8', 'float32' or None, got "
@@ -211,6 +231,6 @@ def from_torchvision(transform: Any, *, dtype: Any = None) -> Any:
             TorchvisionV1Warning, stacklevel=2)
     if step is None:
         return compose()
-    if _name(transform) == "Compose":
+    if _name(transform) in ("Compose", "Sequential"):
         return step
     return compose(step)

@@ -332,6 +332,27 @@ def test_a_non_torchvision_object_is_refused():
         augjax.from_torchvision(object())
 
 
+
+def test_sequential_numpy_dtypes_and_a_list_of_transforms():
+    """torch.nn.Sequential (torchvision's scriptable pipeline) converts as a Compose; dtype=
+    takes NumPy's and JAX's scalar types as it takes torch's; a plain list is refused with the
+    way to convert it (Sequential and np.uint8 were refused)."""
+    transforms = [v2.RandomHorizontalFlip(p=1.0), v2.RandomSolarize(128, p=1.0)]
+    ref = augjax.config.to_dict(augjax.from_torchvision(v2.Compose(transforms), dtype="uint8"))
+    for dtype in (np.uint8, np.dtype(np.uint8), jax.numpy.uint8, torch.uint8):
+        chain = augjax.from_torchvision(torch.nn.Sequential(*transforms), dtype=dtype)
+        assert augjax.config.to_dict(chain) == ref, dtype
+    image = _image()
+    ours = np.asarray(augjax.from_torchvision(torch.nn.Sequential(*transforms), dtype=np.uint8)(
+        image, key=jax.random.key(0)))
+    theirs = torch.nn.Sequential(*transforms)(torch.from_numpy(image[0]).permute(2, 0, 1))
+    np.testing.assert_array_equal(ours[0], theirs.permute(1, 2, 0).numpy())
+    with pytest.raises(augjax.UnsupportedTransformError, match=r"wrap a list of transforms in "
+                                                               r"v2\.Compose"):
+        augjax.from_torchvision(transforms)
+    with pytest.raises(augjax.UnsupportedTransformError, match="argument 'dtype'"):
+        augjax.from_torchvision(v2.Compose(transforms), dtype=np.float64)
+
 def test_fills_follow_the_dtype_through_the_pipeline():
     chain = augjax.from_torchvision(v2.Compose([
         v2.RandomRotation(5, fill=51), v2.ToDtype(torch.float32, scale=True),
