@@ -32,7 +32,7 @@ import functools
 import importlib
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -43,7 +43,7 @@ from augjax._core.kinds import Kind, check_rank
 from augjax._runtime.execution.inputs import check_arguments
 from augjax._runtime.execution.keys import keys_from_seeds, sample_keys
 from augjax.errors import InputError, ParamError
-from augjax.kernels.boundary import boundary_compiler_options
+from augjax._runtime.execution.program import build_program
 from augjax.kernels.platform import platform_dependent
 
 __all__ = ["LAYOUT", "VolumeChain", "VolumeMeta", "VolumeOp", "VolumeStep", "apply_volumes",
@@ -151,10 +151,20 @@ class VolumeStep:
 
     op: VolumeOp
     items: tuple[tuple[str, Any], ...]
+    #: What the program store's key calls this step (with :meth:`to_config`).
+    kind: ClassVar[str] = "volume_op"
 
     @property
     def name(self) -> str:
         return self.op.name
+
+    def to_config(self) -> dict[str, Any]:
+        """This step as the program store's key writes it: the op's name, where its
+        functions live (two packs' ops of one name differ) and its configuration."""
+        where = sorted({f"{f.__module__}.{f.__qualname__}" for f in (
+            self.op.kernel, self.op.sampler, self.op.mask_kernel, self.op.points,
+            self.op.out_shape, self.op.active) if f is not None})
+        return {"name": self.name, "functions": where, "config": [list(i) for i in self.items]}
 
     @property
     def config(self) -> dict[str, Any]:
@@ -299,7 +309,9 @@ def _sampler(steps: tuple[VolumeStep, ...], meta: VolumeMeta, with_mask: bool):
         return jax.vmap(one, in_axes=(0, 0 if with_mask else None))(
             keys, None if mask is None else mask[..., None])
 
-    return jax.jit(program)
+    # optimised (the crop's sampler reads the whole mask); kept in the program store
+    return build_program("sample_fields", program, "volumes", steps,
+                         {"program": "sample", "meta": list(meta), "with_mask": with_mask})
 
 
 def _run_step(step: VolumeStep, meta: VolumeMeta, state: tuple, params: Any) -> tuple:
@@ -357,7 +369,9 @@ def _applier(steps: tuple[VolumeStep, ...], meta: VolumeMeta, with_mask: bool,
                                                default=batched)
         return out, None if mask is None else mask[..., 0], points
 
-    return jax.jit(program, compiler_options=boundary_compiler_options())
+    return build_program("apply", program, "volumes", steps,
+                         {"program": "apply", "meta": list(meta), "with_mask": with_mask,
+                          "with_points": with_points})
 
 
 def sample_volumes(steps: tuple[VolumeStep, ...], volumes: Any, *, key: Any, masks: Any = None,

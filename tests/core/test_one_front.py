@@ -58,7 +58,7 @@ def test_dali_seeds_are_drawn_and_nodes_placed_in_one_place():
 
 
 def test_programs_are_built_in_one_place():
-    """Images, clips and views build their jitted, stored programs through one function
+    """Images, clips, views and volumes build their jitted, stored programs through one function
     (``build_program``), which picks each role's XLA options: no front end constructs a
     ``StoredProgram`` or chooses compiler options itself."""
     def calls(name):
@@ -68,12 +68,12 @@ def test_programs_are_built_in_one_place():
     assert _where(calls("StoredProgram")) == {"_runtime/execution/program.py": 1}
     for options in ("sampler_compiler_options", "boundary_compiler_options"):
         users = _where(calls(options))
-        # augjax.jit (a user's own program) takes the apply options on purpose; volumes.py
-        # still jits its own programs (a debt: volume ops are not yet stored programs)
+        # augjax.jit (a user's own program) takes the apply options on purpose
         assert set(users) <= {"_runtime/execution/program.py", "kernels/boundary.py",
-                              "jitting.py", "volumes.py"}, (options, users)
+                              "jitting.py"}, (options, users)
     builders = _where(calls("build_program"))
-    assert {"clips.py", "multiview.py", "_runtime/execution/program.py"} <= set(builders)
+    assert {"clips.py", "multiview.py", "volumes.py",
+            "_runtime/execution/program.py"} <= set(builders)
 
 
 def test_key_and_device_arguments_are_checked_in_one_place():
