@@ -27,6 +27,8 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 # Modules, not names: a call reads ``fronts.FRONTS`` (and the others) when it runs.
 import augjax.fronts as fronts
 from augjax._core import spec as _spec
@@ -39,7 +41,7 @@ from augjax._runtime.execution import bound as _bound
 from augjax._runtime.execution.dispatch import is_data_node
 from augjax._runtime.execution.lowering import final_layout
 from augjax.dali import dynamic
-from augjax.errors import AugjaxError
+from augjax.errors import AugjaxError, InputError
 
 __all__ = ["BoundOp", "Op", "StepCalls", "apply_step", "call_step", "op", "sample_step"]
 
@@ -67,6 +69,16 @@ def _as_kind(result: Any, step: Step, kind: Kind) -> Any:
     return out
 
 
+def _per_frame(step: Step, per_frame: Any) -> bool:
+    """``per_frame`` as given when it is a bool; InputError for anything else (a truthy string
+    would otherwise draw per frame)."""
+    if not isinstance(per_frame, (bool, np.bool_)):
+        raise InputError(f"{step.name}: argument 'per_frame' expects a bool (True: one draw per "
+                         f"frame of augjax.Clips), got {type(per_frame).__name__} "
+                         f"{per_frame!r}", op=step.name, argument="per_frame")
+    return bool(per_frame)
+
+
 def _kind(step: Step, inputs: tuple[Any, ...], layout: str) -> tuple[Kind, bool, tuple]:
     """(the kind of the images, whether the caller wrapped them, the inputs unwrapped)."""
     kind, wrapped = kind_of(inputs[0] if inputs else None, layout, step.name)
@@ -77,6 +89,7 @@ def call_step(step: Step, inputs: tuple[Any, ...], *, key: Any, seeds: Any, seed
               device: str | None, layout: str, per_frame: bool, targets: dict[str, Any],
               output: str | None = None) -> Any:
     """``step(*inputs, ...)`` (see :meth:`StepCalls.__call__`)."""
+    per_frame = _per_frame(step, per_frame)
     targets, given = unwrap_targets(step.name, targets)
     return rewrap_targets(_call_step(step, inputs, key=key, seeds=seeds, seed=seed,
                                      device=device, layout=layout, per_frame=per_frame,
@@ -105,6 +118,7 @@ def _call_step(step: Step, inputs: tuple[Any, ...], *, key: Any, seeds: Any, see
 def sample_step(step: Step, inputs: tuple[Any, ...], *, key: Any, layout: str, per_frame: bool,
                 targets: dict[str, Any]) -> Params:
     """``step.sample(*inputs, ...)`` (see :meth:`StepCalls.sample`)."""
+    per_frame = _per_frame(step, per_frame)
     targets, _ = unwrap_targets(step.name, targets)
     adapted = dynamic.adapt(step.name, inputs, layout=layout, targets=targets, output="jax")
     kind, _, inputs = _kind(step, adapted.inputs, layout)
@@ -115,6 +129,7 @@ def sample_step(step: Step, inputs: tuple[Any, ...], *, key: Any, layout: str, p
 def apply_step(step: Step, inputs: tuple[Any, ...], *, params: Params, layout: str,
                per_frame: bool, targets: dict[str, Any]) -> Any:
     """``step.apply(*inputs, params=...)`` (see :meth:`StepCalls.apply`)."""
+    per_frame = _per_frame(step, per_frame)
     targets, given = unwrap_targets(step.name, targets)
     return rewrap_targets(_apply_step(step, inputs, params=params, layout=layout,
                                       per_frame=per_frame, targets=targets), given)

@@ -146,6 +146,22 @@ def test_errors(frames, clips):
         ops.flip(augjax.Clips(clips), p=0.5)
 
 
+def test_per_frame_must_be_a_bool(clips):
+    """A truthy non-bool (``per_frame="yes"``) is refused in the call, sample and apply paths,
+    before anything is drawn (was: it ran per frame)."""
+    flip = ops.flip.bind(p=0.5)
+    match = r"flip: argument 'per_frame' expects a bool .* got str 'yes'"
+    for call in (lambda: flip(augjax.Clips(clips), key=KEY, per_frame="yes"),
+                 lambda: ops.flip(augjax.Clips(clips), key=KEY, per_frame="yes"),
+                 lambda: flip.sample(augjax.Clips(clips), key=KEY, per_frame="yes"),
+                 lambda: flip.apply(augjax.Clips(clips), params={}, per_frame="yes")):
+        with pytest.raises(augjax.InputError, match=match) as err:
+            call()
+        assert err.value.argument == "per_frame" and err.value.op == "flip"
+    with pytest.raises(augjax.InputError, match=r"got int 1"):
+        flip(augjax.Clips(clips), key=KEY, per_frame=1)
+
+
 def test_errors_speak_of_clips(clips):
     """Clips in the other layout and masks of another frame size are named in the clips'
     terms (their layout and shape, (N, T, H, W)), not in those of the N * T frames the
