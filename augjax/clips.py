@@ -52,7 +52,8 @@ from augjax._runtime.execution.inputs import (IMAGE_CHANNELS, LAYOUT_AXES, check
                                               committed)
 from augjax._runtime.execution.keys import keys_from_seeds, sample_keys
 from augjax._runtime.execution.program import build_program
-from augjax._runtime.targets.boxes import parse_sanitize
+from augjax._runtime.targets.boxes import parse_format, parse_sanitize
+from augjax._runtime.targets.rotated import WIDTH
 from augjax.errors import InputError
 
 __all__ = ["apply_clips", "call_clips", "frame_keys", "frame_layout", "sample_clips"]
@@ -159,12 +160,29 @@ def _split_targets(targets: dict[str, Any], shape: tuple[int, ...], layout: str,
                 raise InputError(f"{name}: argument 'masks' on clips expects (N, T, H, W) or "
                                  f"(N, T, H, W, K) = {(n, t, *hw)}[, K] like the clips, got "
                                  f"{v.dtype} {tuple(v.shape)}", op=name, argument=k)
+            if k in ("boxes", "keypoints"):
+                _check_points(k, v, (n, t), targets.get("boxes_format"), name)
             arrays[k] = v
         elif k == "sanitize":  # a dict is taken: made hashable (the programs' key)
             rest[k] = parse_sanitize(v, name)
         else:
             rest[k] = v
     return arrays, rest
+
+
+def _check_points(k: str, v: jax.Array, nt: tuple[int, int], boxes_format: Any,
+                  name: str) -> None:
+    """Boxes ``(N, T, M, width)`` (width by ``boxes_format``) and keypoints ``(N, T, K, 2)`` /
+    ``(N, T, G, K, 2)`` checked in the clips' terms (not those of the N * T frames)."""
+    if k == "boxes":
+        fmt = parse_format(boxes_format or "xyxy", op=name)[0]
+        ranks, width = (4,), WIDTH[fmt]
+        shape = f"(N, T, M, {width}) {fmt.upper()} (boxes_format={fmt!r})"
+    else:
+        ranks, width, shape = (4, 5), 2, "(N, T, K, 2) or grouped (N, T, G, K, 2) x, y"
+    if v.ndim not in ranks or v.shape[-1] != width:
+        raise InputError(f"{name}: argument {k!r} on clips expects shape {shape} with (N, T) = "
+                         f"{nt}, got {v.dtype} {tuple(v.shape)}", op=name, argument=k)
 
 
 def apply_clips(step: Any, inputs: tuple[Any, ...], *, params: Any, layout: str,

@@ -177,6 +177,26 @@ def test_errors_speak_of_clips(clips):
         ops.flip(augjax.Clips(clips), key=KEY, p=0.5, masks=jnp.zeros((N, T, 10, W), jnp.int32))
 
 
+
+def test_box_and_keypoint_shapes_speak_of_clips(clips):
+    """Boxes and keypoints with a wrong last axis are named with the clips' (N, T), not the
+    N * T frames (was: "with N = 12")."""
+    with pytest.raises(augjax.InputError, match=r"'boxes' on clips expects shape \(N, T, M, 4\) "
+                                                r"XYXY .* \(N, T\) = \(3, 4\), got float32 "
+                                                r"\(3, 4, 2, 5\)"):
+        ops.flip(augjax.Clips(clips), key=KEY, p=0.5, boxes=np.zeros((N, T, 2, 5), np.float32))
+    with pytest.raises(augjax.InputError, match=r"'boxes' on clips expects shape \(N, T, M, 5\) "
+                                                r"CXCYWHR"):
+        ops.flip(augjax.Clips(clips), key=KEY, p=0.5, boxes=np.zeros((N, T, 2, 4), np.float32),
+                 boxes_format="cxcywhr")
+    with pytest.raises(augjax.InputError, match=r"'keypoints' on clips expects shape "
+                                                r"\(N, T, K, 2\) .* \(N, T\) = \(3, 4\), got "
+                                                r"float32 \(3, 4, 2, 3\)") as err:
+        ops.flip(augjax.Clips(clips), key=KEY, p=0.5,
+                 keypoints=np.zeros((N, T, 2, 3), np.float32))
+    assert err.value.argument == "keypoints" and err.value.op == "flip"
+
+
 def test_apply_names_params_drawn_per_frame(clips):
     """Params drawn with ``per_frame=True`` (leading (T, N)) given to ``apply`` without it: the
     error says so (was vmap's "inconsistent sizes" over the N * T frames)."""
