@@ -95,7 +95,7 @@ def view_chain(*, size: int, scale: tuple[float, float], jitter: tuple[float, ..
     return compose(*chain)
 
 
-def dino(*, global_size: int = 224, local_size: int = 96, local_count: int = 6,
+def dino(*, global_size: int = 224, local_size: int = 96, local_count: int = 8,
          global_scale: tuple[float, float] = (0.4, 1.0),
          local_scale: tuple[float, float] = (0.05, 0.4), normalize: bool = True) -> Views:
     """DINO's multi-crop (``DataAugmentationDINO``): groups ``"global"`` (2 views) and
@@ -105,8 +105,9 @@ def dino(*, global_size: int = 224, local_size: int = 96, local_count: int = 6,
     ``local_size``, scale ``local_scale``), horizontal flip p=0.5, ``ColorJitter(0.4, 0.4, 0.2,
     0.1)`` p=0.8, grayscale p=0.2; Gaussian blur (sigma ~ U(0.1, 2)) p=1.0 on the first global
     view, p=0.1 on the second, p=0.5 on local views; solarize p=0.2 on the second global view
-    only. Defaults are the paper's (``--global_crops_scale 0.4 1. --local_crops_number 8`` is
-    the ViT-S/16 best; the repository's default is 8 local crops, the common multi-crop setting 6);
+    only. Defaults are the reference code's (facebookresearch/dino ``main_dino.py``:
+    ``--global_crops_scale 0.4 1.``, ``--local_crops_scale 0.05 0.4``,
+    ``--local_crops_number 8``; 6 is the other common multi-crop setting, ``local_count=6``);
     ``local_count=0`` disables multi-crop (the ``"global"`` group only), as
     ``--local_crops_number 0`` does."""
     if isinstance(local_count, bool) or not isinstance(local_count, int) or local_count < 0:

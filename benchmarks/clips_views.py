@@ -10,7 +10,7 @@ Rows (each in its own try/except: a failed row records its error, the others run
   ``jax.Array`` batches; kornia ``VideoSequential(RandAugment(n=2, m=9), same_on_frame=True)``
   on CUDA float tensors (B, T, C, H, W) where kornia is installed. Targets: clips <= 1.2x
   images, per-frame <= 1.5x, >= 10x faster than kornia.
-- ``views``: DINO's views (2 x 224 + 6 x 96, ``augjax.recipes.dino()``) against one
+- ``views``: DINO's views (2 x 224 + 6 x 96, ``augjax.recipes.dino(local_count=6)``) against one
   ``random_resized_crop`` to 224 (+ normalize) on the same arrays, ms per call.
 - ``e2e`` (DALI; GPU: mixed decode): files -> decode -> (a) one DALI ``random_resized_crop`` 224
   (the baseline), (b) ``fn.resize`` to S0 x S0 then augjax DINO views (one ``jax_function``

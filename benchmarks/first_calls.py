@@ -10,7 +10,8 @@ The recipes (each the docs' own code, on arrays, on the CPU):
 - ``timm``: flip, ``from_timm("rand-m9-mstd0.5-inc1")``, color_jitter, normalize to CHW,
   random_erasing, mixup_cutmix (1000 classes); B = 16 x 224 x 224 uint8 with labels
   (``benchmarks/first_batch.py``'s chain).
-- ``dino``: ``augjax.recipes.dino()`` (2 global views of 224, 6 local of 96) on 8 x 256 x 256.
+- ``dino``: ``augjax.recipes.dino(local_count=6)`` (2 global views of 224, 6 local of 96) on
+  8 x 256 x 256.
 - ``grain``: docs/GRAIN.md's pipeline on augjax's 8 bundled photos (5 sizes): ``RandomMap``
   (random_resized_crop 224 + flip) in 2 grain worker processes, batches of 8, ``BatchAugment``
   (rand_augment n=2 m=9, mixup, normalize) in the main process. "first call" is the first
@@ -143,7 +144,7 @@ def dino(profile: Profile) -> dict:
 
     import augjax
 
-    recipe = augjax.recipes.dino()
+    recipe = augjax.recipes.dino(local_count=6)
     x = np.random.default_rng(0).integers(0, 256, (8, 256, 256, 3), dtype=np.uint8)
     return _timed(lambda: recipe(x, key=jax.random.key(0)), profile)
 

@@ -57,11 +57,11 @@ def test_views_picture_holds_the_recipe_with_the_pipeline_seeds(demo):
     rec = summary["views"]
     assert rec["status"] == "ok" and rec["recipe"] == "dino"
     small = SIZE * 96 // 224
-    assert rec["groups"] == {"global": [2, SIZE, SIZE, 3], "local": [6, small, small, 3]}
+    assert rec["groups"] == {"global": [2, SIZE, SIZE, 3], "local": [8, small, small, 3]}
     side = rec["source_size"]
-    shapes = [(side, side)] + [(SIZE, SIZE)] * 2 + [(small, small)] * 6
+    shapes = [(side, side)] + [(SIZE, SIZE)] * 2 + [(small, small)] * 8
     assert [c.get("group", "original") for c in rec["grid"]["columns"]] == \
-        ["original"] + ["global"] * 2 + ["local"] * 6
+        ["original"] + ["global"] * 2 + ["local"] * 8
     rows = [_cells(out, rec, i, shapes) for i in range(BATCH)]
     originals = np.stack([r[0] for r in rows])
     seeds = np.asarray(rec["seeds"], np.int32)
