@@ -248,7 +248,8 @@ def _check_run(op: BoundOp, why: str = "") -> bool:
         scale, shrink = (_scale(ms[i]), _shrink(ms[i])) if ms is not None else (1.0, 1.0)
         tol_out = 0.75 * max(1.0, scale) + 0.25 + quant * scale
         tol_in = 0.75 * max(1.0, 1.0 / shrink) + 0.25 + quant
-        where = f"sample {i} (params {_row(first, i)}){why}"
+        row = _row(first, i)
+        where = f"sample {i} ({f'params {row}' if row else 'no params'}){why}"
         if ms is not None:
             _check_matrix(name, where, ms[i], src[i], inside[i], tol_out)
         if "keypoints" in moved:

@@ -37,6 +37,17 @@ kit_shift_keeps_masks = op("kit_shift_keeps_masks", params=_SHIFT,
                            targets=Follow(masks="keep", points="matrix"))(warp(_shift))
 
 
+
+def _fixed(params, meta, **_):
+    """Moves the image 3 pixels along the width."""
+    return Warp.forward(jnp.eye(3, dtype=jnp.float32).at[0, 2].set(3.0), meta)
+
+
+# an op without params whose masks stay where they were
+kit_fixed_keeps_masks = op("kit_fixed_keeps_masks",
+                           targets=Follow(masks="keep", points="matrix"))(warp(_fixed))
+
+
 @op("kit_mask_levels", params={"amount": Param((0.0, 0.02), kind="float_or_pair", neutral=0.0,
                                                 low=0.0, high=1.0)},
     targets=Follow(masks="kernel"))
@@ -70,6 +81,12 @@ def test_masks_left_in_place_fail_with_a_warp_that_moves_pixels():
     assert far > tol
     bad, of = (int(v) for v in re.search(r"; (\d+) of (\d+) pixels\)", msg).groups())
     assert 0 < bad <= of
+
+
+def test_an_op_without_params_is_named_so():
+    msg = _fails(kit_fixed_keeps_masks)
+    assert "sample 0 (no params): masks do not follow the pixels" in msg
+    assert "(params )" not in msg
 
 
 def test_a_kernel_that_changes_mask_ids_fails():
