@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MagnitudeMap", "linear", "torch_linspace"]
+__all__ = ["MagnitudeMap", "formula", "linear", "torch_linspace"]
 
 _QUANTIZE = (None, "trunc", "round")
 _PER = (None, "width", "height")
@@ -151,6 +151,43 @@ def _clip(x: Any, bounds: tuple[float | None, float | None], hi_fn, lo_fn) -> An
     if hi is not None:
         x = lo_fn(x, hi)
     return x
+
+
+def _g(x: float) -> str:
+    return f"{x:g}"
+
+
+def _clip_text(text: str, bounds: tuple[float | None, float | None]) -> str:
+    lo, hi = bounds
+    if lo is not None and hi is not None:
+        return f"clip({text}, {_g(lo)}, {_g(hi)})"
+    if lo is not None:
+        return f"max({text}, {_g(lo)})"
+    if hi is not None:
+        return f"min({text}, {_g(hi)})"
+    return text
+
+
+def formula(m: MagnitudeMap) -> str:
+    """A magnitude map as a formula of ``t`` (the level as a fraction of the largest), e.g.
+    ``1 ± lerp(0, 0.9, t)``; ``±`` marks maps that policies negate with probability 1/2."""
+    u = f"lerp({_g(m.start)}, {_g(m.end)}, t)"
+    if m.per:
+        u = f"{u} * {m.per}"
+    u = _clip_text(u, m.clip)
+    if m.quantize:
+        u = f"{m.quantize}({u})"
+    if m.times != 1.0:
+        u = f"{_g(m.times)} * {u}"
+    sign = "±" if m.signed else ""
+    if m.plus:
+        v = f"{_g(m.plus)} {sign or '+'} {u}"
+    else:
+        v = f"{sign}{u}"
+    v = _clip_text(v, m.bounds)
+    if m.draw_from is not None:
+        v = f"U({_g(m.draw_from)}, {v})"
+    return v
 
 
 def linear(start: float, end: float, **kw: Any) -> MagnitudeMap:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import dataclasses
 import json
 from typing import Any
 
@@ -64,6 +65,7 @@ def describe(name: str) -> dict[str, Any]:
                 "neutral": p.neutral,
                 "required": p.required,
                 "magnitude": p.magnitude,
+                "map": p.magnitude_map,
                 "signed": p.signed,
                 "levels": p.levels,
                 "per_channel": p.per_channel,
@@ -129,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
                          f"({', '.join(POLICY_NAMES)}); {args.name!r} is an op", op=args.name)
     info = describe(args.name)
     if args.json:
-        print(json.dumps(info, indent=2, default=str))
+        print(json.dumps(info, indent=2, default=_json))
         return 0
     print(f"{info['name']}: {info['summary']}")
     if info["reference"]:
@@ -150,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
         for pname, p in info["params"].items():
             default = "required" if p["required"] else f"default {p['default']!r}"
             neutral = "" if p["neutral"] is None else f", neutral {p['neutral']!r}"
-            mag = "" if p["magnitude"] is None else f", magnitude {p['magnitude']}"
+            mag = "" if p["magnitude"] is None else f", magnitude {_magnitude(p['map'])}"
             aliases = ", ".join(f"{lib} {a!r}" if lib else repr(a)
                                 for a, lib in p["aliases"].items())
             aliases = f"; also called {aliases}" if aliases else ""
@@ -159,11 +161,33 @@ def run(args: argparse.Namespace) -> int:
             print(f"    {pname}: {p['range']}{unit}; {default}{neutral}{mag}{aliases}")
             if p["doc"]:
                 print(f"        {p['doc']}")
+        if any(p["magnitude"] is not None for p in info["params"].values()):
+            print("    (magnitude: (value at level 0, at the largest level) and how a policy "
+                  "scales it, t = level / largest level; ± negated with probability 1/2)")
     details = _details(info["doc"], info["summary"])
     if details:
         print()
         print("  " + details.replace("\n", "\n  "))
     return 0
+
+
+def _magnitude(m: Any) -> str:
+    """A magnitude map as users read it: ``(value at level 0, at the largest level)`` (per
+    image side for maps relative to it) and its formula of ``t``."""
+    from augjax._core.magnitude import formula
+
+    def at(t: float) -> str:
+        return f"{m.value(t, 1.0, False, 1, 1):g}"
+
+    side = f" x {m.per}" if m.per else ""
+    return f"({at(0.0)}, {at(1.0)}){side}: {formula(m)}"
+
+
+def _json(x: Any) -> Any:
+    """JSON for what ``describe`` holds beyond plain values (a magnitude map: its fields)."""
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return dataclasses.asdict(x)
+    return str(x)
 
 
 def _details(doc: str, summary: str) -> str:

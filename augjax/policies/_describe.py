@@ -12,10 +12,10 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from augjax._core.magnitude import formula
 from augjax.errors import OpNotFoundError
 from augjax.policies._augmix import augmix
 from augjax.policies._autoaugment import auto_augment
-from augjax.policies._magnitude import MagnitudeMap
 from augjax.policies._randaugment import rand_augment, trivial_augment_wide
 
 __all__ = ["FACTORIES", "describe_policy", "formula", "policy_summaries"]
@@ -44,39 +44,6 @@ SIDE = 224
 
 def _g(x: float) -> str:
     return f"{x:g}"
-
-
-def _clip(text: str, bounds: tuple[float | None, float | None]) -> str:
-    lo, hi = bounds
-    if lo is not None and hi is not None:
-        return f"clip({text}, {_g(lo)}, {_g(hi)})"
-    if lo is not None:
-        return f"max({text}, {_g(lo)})"
-    if hi is not None:
-        return f"min({text}, {_g(hi)})"
-    return text
-
-
-def formula(m: MagnitudeMap) -> str:
-    """A magnitude map as a formula of ``t`` (the level as a fraction of the largest), e.g.
-    ``1 ± lerp(0, 0.9, t)``; ``±`` marks maps that policies negate with probability 1/2."""
-    u = f"lerp({_g(m.start)}, {_g(m.end)}, t)"
-    if m.per:
-        u = f"{u} * {m.per}"
-    u = _clip(u, m.clip)
-    if m.quantize:
-        u = f"{m.quantize}({u})"
-    if m.times != 1.0:
-        u = f"{_g(m.times)} * {u}"
-    sign = "±" if m.signed else ""
-    if m.plus:
-        v = f"{_g(m.plus)} {sign or '+'} {u}"
-    else:
-        v = f"{sign}{u}"
-    v = _clip(v, m.bounds)
-    if m.draw_from is not None:
-        v = f"U({_g(m.draw_from)}, {v})"
-    return v
 
 
 def _defaults(factory: Callable[..., Any]) -> dict[str, Any]:

@@ -56,6 +56,21 @@ def test_info_shows_geometry_and_how_each_target_follows(capsys):
         "kept unchanged")
 
 
+def test_info_prints_a_magnitude_map_as_users_read_it(capsys):
+    """The values at level 0 and at the largest level and the formula of t (was: the whole
+    ``MagnitudeMap(...)`` repr); the JSON gives the map's fields."""
+    assert main(["info", "brightness"]) == 0
+    out = capsys.readouterr().out
+    assert "magnitude (1, 1.9): 1 ± lerp(0, 0.9, t);" in out and "MagnitudeMap(" not in out
+    assert "t = level / largest level" in out
+    assert main(["info", "rotate"]) == 0
+    assert "magnitude (0, 30): ±lerp(0, 30, t)" in capsys.readouterr().out
+    assert main(["info", "brightness", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["params"]["factor"]["magnitude"]["plus"] == 1.0
+    assert info["params"]["factor"]["map"]["end"] == 0.9
+
+
 
 def test_info_prints_the_docstring_after_its_summary_once(capsys):
     """A summary sentence that runs over two lines of the docstring is printed once: the
