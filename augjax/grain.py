@@ -331,6 +331,13 @@ class RandomMap(grain.transforms.RandomMap):
         return _merge(record, self.image, out, lambda a: np.asarray(a)[0])
 
     def random_map(self, element: Any, rng: np.random.Generator) -> Any:
+        """The record through the chain, its key drawn from ``rng`` (grain's per-record
+        generator). InputError when ``rng`` is not a ``numpy.random.Generator``."""
+        if not isinstance(rng, np.random.Generator):
+            raise InputError(f"augjax.grain.RandomMap.random_map: argument 'rng' expects a "
+                             f"numpy.random.Generator (grain hands one over per record; call "
+                             f"apply(element, seeds) to give seeds yourself), got "
+                             f"{type(rng).__name__}", argument="rng")
         return self.apply(element, rng.integers(0, _SEED_HIGH, size=(1, 2), dtype=np.int32))
 
 

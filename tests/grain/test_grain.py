@@ -90,6 +90,15 @@ def test_random_map_rejects_a_record_without_its_image():
                                           np.random.default_rng(0))
 
 
+def test_random_map_refuses_an_rng_that_is_not_a_generator():
+    transform = ag.RandomMap(_chain())
+    for rng in (None, 5):
+        with pytest.raises(augjax.InputError, match=r"RandomMap.random_map: argument 'rng' "
+                                                    r"expects a numpy.random.Generator") as err:
+            transform.random_map(_source()[0], rng)
+        assert err.value.argument == "rng" and type(rng).__name__ in str(err.value)
+
+
 def test_a_grain_without_its_transforms_is_a_typed_error_naming_the_version(tmp_path):
     """An older grain (or another package named grain) has no ``grain.transforms``: importing
     augjax.grain says what it needs and what it found, instead of an AttributeError while
