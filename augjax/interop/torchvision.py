@@ -12,7 +12,10 @@ needs torchvision only where the pipeline was built. v1 transforms (``torchvisio
 convert as their v2 twins (their own attributes read: a v1 ``RandomCrop``'s padding order) with
 an :class:`augjax.TorchvisionV1Warning`. Exact rewrites convert too: ``RandomAdjustSharpness``
 is ``random_apply(sharpness)``, ``JPEG`` is ``jpeg`` (libjpeg's pixels), ``ConvertImageDtype``
-is ``ToDtype(scale=True)``. A pipeline that contains itself is refused.
+is ``ToDtype(scale=True)``. ``ToImage``, ``ToPureTensor``, ``Identity`` and ``RGB`` leave the
+arrays as they are (``RGB`` as torchvision on images of 3 or more channels; a 1-channel image,
+which torchvision repeats to 3, stays 1-channel: augjax has no op for it). A pipeline that
+contains itself is refused.
 
 Not converted (:class:`augjax.UnsupportedTransformError`, naming the transform, the setting and
 the nearest augjax op): transforms augjax has no op for, and settings whose result would differ
@@ -68,12 +71,13 @@ NEAREST = {
     "SetClampingMode": "the targets' boxes (clamped by every geometric op)",
     "ConvertBoundingBoxFormat": "the call's boxes_format= (docs/guide/targets.md)",
     "ToPILImage": "to_uint8",
-    "RGB": None,
     "UniformTemporalSubsample": None,
 }
 
-# transforms that leave an array as it is (conversions between PIL, tensors and tv_tensors)
-_PASS = {"ToImage", "ToPureTensor", "Identity"}
+# transforms that leave an array as it is (conversions between PIL, tensors and tv_tensors;
+# RGB on images of 3 or more channels, the ones augjax's colour ops take: augjax has no op that
+# repeats a gray channel, so 1-channel images are not made RGB)
+_PASS = {"ToImage", "ToPureTensor", "Identity", "RGB"}
 
 
 def _compose(t, state):

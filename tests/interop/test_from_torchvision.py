@@ -85,6 +85,8 @@ DETERMINISTIC = {
     "RandomAutocontrast": v2.RandomAutocontrast(p=1.0),
     "RandomEqualize": v2.RandomEqualize(p=1.0),
     "Compose-ToImage-ToDtype": v2.Compose([v2.ToImage(), v2.ToDtype(torch.float32, scale=True)]),
+    "Compose-ToImage-RGB-Flip": v2.Compose([v2.ToImage(), v2.RGB(),
+                                            v2.RandomHorizontalFlip(p=1.0)]),
     "ToDtype-Normalize": v2.Compose([v2.ToDtype(torch.float32, scale=True),
                                      v2.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])]),
     "ToDtype-there-and-back": v2.Compose([v2.ToDtype(torch.float32, scale=True),
