@@ -97,7 +97,8 @@ def resize(image, params, *, size, max_size, interpolation, antialias):
     ``max_size``; bilinear with ``antialias`` is a triangle filter widened by the shrink
     factor (ATen ``_upsample_bilinear2d_aa``), nearest is ATen's legacy nearest. Tolerance
     against torchvision: as ``random_resized_crop`` (nearest exact; bilinear within 1 uint8
-    level, 1e-5 in float32). In a DALI pipeline DALI's ``fn.resize`` resamples (docs/guide/
+    level, 1e-5 in float32; ``antialias=False`` on uint8 within 2 levels, 2 on a small fraction
+    of the values). In a DALI pipeline DALI's ``fn.resize`` resamples (docs/guide/
     ragged.md, "Images of different sizes", gives the difference).
     """
     h, w, _ = image.shape
