@@ -30,7 +30,7 @@ FAST_TIER_OPS = frozenset({
 KIT_HEAVY_CHECKS = frozenset({
     "check_dali_matches_array", "check_output_contract", "check_input_errors",
     "check_differentiable", "check_vmap_matches_loop", "check_jit_matches_eager",
-    "check_sample_apply", "check_neutral_is_identity", "check_geometry",
+    "check_sample_apply", "check_neutral_is_identity", "check_geometry", "check_targets_stay",
     "check_same_key_reproduces", "check_different_keys_differ",
 })
 

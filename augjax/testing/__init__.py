@@ -29,6 +29,10 @@ The checks (those that apply to the op's level, randomness and declared neutral 
   mask's set of ids comes back unchanged (only moved, or ``mask_fill``); where the op's
   parameters move no pixel far enough for masks left in place to show, it runs again with
   parameters that do; the targets path runs with the op's declared channels and fills.
+- ``check_targets_stay`` (sample-level ops whose targets stay: no ``matrix=``, masks not
+  through the kernel): the output keeps the input's size, and its edges on a structured image
+  match the input's in place, not flipped, turned or shifted (a kernel that moves pixels
+  without declaring it would leave masks, boxes and keypoints behind).
 - ``check_differentiable`` (float32 in and out): ``jax.grad`` through ``apply`` is finite.
 - ``check_vmap_matches_loop``: the batch equals each sample alone (sample-level ops).
 - ``check_neutral_is_identity``: neutral parameter values return the input.

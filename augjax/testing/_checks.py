@@ -26,6 +26,7 @@ from augjax.errors import InputError, InputTypeError, KeyRequiredError, ParamErr
 from augjax.testing._dali import dali_available, run_dali
 from augjax.testing._declaration import check_declaration, check_param_validation
 from augjax.testing._geometry import check_geometry, moves_pixels
+from augjax.testing._stays import check_targets_stay, targets_stay
 from augjax.testing._examples import (
     SHAPE,
     channels_for,
@@ -450,6 +451,7 @@ CHECKS: tuple[tuple[Callable[[BoundOp], None], Callable[[BoundOp], bool]], ...] 
     (check_jit_matches_eager, lambda op: True),
     (check_sample_apply, lambda op: True),
     (check_geometry, moves_pixels),
+    (check_targets_stay, targets_stay),
     (check_differentiable, lambda op: "float32" in op.spec.dtypes
      and op.spec.output_dtype in (None, "float32")),
     (check_vmap_matches_loop, lambda op: op.spec.level == "sample"),

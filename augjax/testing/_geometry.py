@@ -178,8 +178,10 @@ def _stronger(op: BoundOp) -> list[BoundOp]:
     for name, p in spec.params.items():
         if p.kind not in numbers:
             continue
-        if p.magnitude is not None:
-            strong[name] = p.magnitude[1]
+        if p.magnitude is not None:  # a (weak, strong) pair, or a policy's MagnitudeMap
+            m = p.magnitude
+            strong[name] = (m[1] if isinstance(m, (tuple, list))
+                            else m.value(1.0, 1.0, False, *SHAPE[1:]))
             continue
         n = p.neutral
         if not isinstance(n, (int, float)) or isinstance(n, bool) or p.kind.startswith("int"):

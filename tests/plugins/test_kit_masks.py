@@ -101,3 +101,48 @@ def test_a_kernel_that_changes_mask_ids_fails():
     masks = np.full((1, 8, 8), 7, np.int32)
     out = kit_mask_levels.apply(x, masks=masks, params={"amount": np.array([0.02], np.float32)})
     assert set(np.unique(np.asarray(out["masks"]))) - {0, 7}
+
+
+@op("kit_sneaky_flip")
+def kit_sneaky_flip(image, params):
+    """Flips the image upside down without declaring it (no matrix=, masks kept)."""
+    return image[::-1]
+
+
+@op("kit_sneaky_shift")
+def kit_sneaky_shift(image, params):
+    """Moves the image 4 pixels to the right without declaring it."""
+    return jnp.roll(image, 4, axis=1)
+
+
+@pytest.mark.parametrize("moving, how", [(kit_sneaky_flip, "flipped upside down"),
+                                         (kit_sneaky_shift, "shifted 3 px right")])
+def test_a_kernel_that_moves_pixels_undeclared_fails(moving, how):
+    """An op that keeps its targets in place but moves the image: its masks, boxes and
+    keypoints would stay behind; the kit says which move its output matches, with numbers."""
+    report = check_op(moving, on_fail=None, checks=["check_targets_stay"])
+    (result,) = list(report)
+    assert result.status == "failed", result
+    assert how in result.reason and "geometric=True" in result.reason, result.reason
+    assert re.search(r"correlation \d\.\d\d\) far better than the input in place "
+                     r"\(-?\d\.\d\d\)", result.reason), result.reason
+
+
+def test_ops_that_keep_the_geometry_pass_the_stay_check():
+    for name in ("brightness", "gaussian_blur", "random_erasing", "equalize", "invert"):
+        report = check_op(name, on_fail=None, checks=["check_targets_stay"])
+        assert [r.status for r in report] == ["passed"], (name, list(report))
+
+
+def test_stronger_parameters_take_a_magnitude_map():
+    """Parameters whose magnitude is a policy's MagnitudeMap (brightness's factor) are bound at
+    the map's strongest level (was: TypeError, 'MagnitudeMap' object is not subscriptable)."""
+    from augjax._plugins.registry import REGISTRY
+    from augjax.testing._examples import example_op
+    from augjax.testing._geometry import _stronger
+
+    spec = REGISTRY.get("brightness")
+    m = spec.params["factor"].magnitude
+    assert not isinstance(m, tuple)
+    strong = _stronger(example_op(spec))
+    assert strong and all(abs(np.max(o.kwargs["factor"]) - 1.0) > 0.5 for o in strong), strong
