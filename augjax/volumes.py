@@ -43,7 +43,7 @@ from augjax._core.kinds import Kind, check_rank
 from augjax._runtime.execution.inputs import check_arguments
 from augjax._runtime.execution.keys import keys_from_seeds, sample_keys
 from augjax.errors import InputError, ParamError
-from augjax._runtime.execution.program import build_program
+from augjax._runtime.execution.program import build_program, once_cache
 from augjax.kernels.platform import platform_dependent
 
 __all__ = ["LAYOUT", "VolumeChain", "VolumeMeta", "VolumeOp", "VolumeStep", "apply_volumes",
@@ -289,7 +289,7 @@ def _meta(shape: tuple[int, ...], dtype: Any) -> VolumeMeta:
 
 # -- programs -------------------------------------------------------------------------------
 
-@functools.lru_cache(maxsize=256)
+@once_cache(maxsize=256)  # built once even when threads ask together
 def _sampler(steps: tuple[VolumeStep, ...], meta: VolumeMeta, with_mask: bool):
     reads = [i for i, s in enumerate(steps) if s.op.reads_mask]
     last_read = reads[-1] if reads and with_mask else -1
@@ -348,7 +348,7 @@ def _one_volume(steps: tuple[VolumeStep, ...], meta: VolumeMeta, conditional: bo
     return state
 
 
-@functools.lru_cache(maxsize=256)
+@once_cache(maxsize=256)
 def _applier(steps: tuple[VolumeStep, ...], meta: VolumeMeta, with_mask: bool,
              with_points: bool):
     """The apply program: on the CPU a loop over the volumes (each op computed only for the
