@@ -30,7 +30,7 @@ import jax
 
 from augjax.kernels.embedded import in_own_program, owned
 
-__all__ = ["YNN_FUSIONS", "portable_compiler_options", "portable_jit", "top_level",
+__all__ = ["YNN_FUSIONS", "known_option", "portable_compiler_options", "portable_jit", "top_level",
            "with_portable"]
 
 #: The XLA:CPU option that lists the fusions XLA hands to YNNPACK (empty: none).
@@ -38,11 +38,11 @@ YNN_FUSIONS = "xla_cpu_experimental_ynn_fusion_type"
 
 
 @functools.cache
-def _known(option: str) -> bool:
+def known_option(option: str, value: Any = "") -> bool:
     """Whether this jaxlib's XLA:CPU has ``option`` (an older or newer one may not: XLA
-    refuses an unknown compile option, "No such compile option")."""
+    refuses an unknown compile option, "No such compile option"), set to ``value``."""
     try:
-        jax.jit(lambda x: x, compiler_options={option: ""}).lower(0.0).compile()
+        jax.jit(lambda x: x, compiler_options={option: value}).lower(0.0).compile()
     except Exception:  # noqa: BLE001  (jax.errors.JaxRuntimeError: INVALID_ARGUMENT)
         return False
     return True
@@ -53,7 +53,7 @@ def portable_compiler_options(backend: str | None = None) -> dict[str, Any] | No
     CPU, YNNPACK's fusions off (where this XLA has the option); elsewhere None."""
     if (backend or jax.default_backend()) != "cpu":
         return None
-    return {YNN_FUSIONS: ""} if _known(YNN_FUSIONS) else None
+    return {YNN_FUSIONS: ""} if known_option(YNN_FUSIONS) else None
 
 
 def with_portable(options: dict[str, Any] | None,

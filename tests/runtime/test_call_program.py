@@ -198,7 +198,7 @@ def test_samplers_that_draw_fields_compile_optimised_on_the_cpu():
     run time being the draws'. Both give the draws of the sampler traced in a ``jax.jit``."""
     if jax.default_backend() != "cpu":
         pytest.skip("the CPU's compiler options: JAX's default device here is not a CPU")
-    from augjax.kernels.portable import portable_compiler_options
+    from augjax.kernels.portable import known_option, portable_compiler_options
 
     def portable():  # every CPU program's options (augjax.kernels.portable)
         return portable_compiler_options("cpu") or {}
@@ -206,7 +206,9 @@ def test_samplers_that_draw_fields_compile_optimised_on_the_cpu():
     few = {"angle": jax.ShapeDtypeStruct((N,), np.float32),
            "box": jax.ShapeDtypeStruct((N, 4), np.int32)}
     field = {"noise": jax.ShapeDtypeStruct((N, SIZE, SIZE, 3), np.float32)}
-    unoptimised = {"xla_backend_optimization_level": 0, **portable()}
+    unoptimised = {"xla_backend_optimization_level": 0, **portable(),
+                   **({prog.FUSION_EMITTERS: False}
+                      if known_option(prog.FUSION_EMITTERS, False) else {})}
     assert prog.sampler_compiler_options(lambda: few).decide() == unoptimised
     assert prog.sampler_compiler_options(lambda: field).decide() == (portable() or None)
     assert prog.sampler_compiler_options() == unoptimised
@@ -220,3 +222,30 @@ def test_samplers_that_draw_fields_compile_optimised_on_the_cpu():
         assert (level is None) is optimised, name
         if optimised:  # compiled as inside a jit: the same draws
             _assert_same(sampler(key), jax.jit(lambda k, s=sampler: s(k))(key), name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted({*POLICIES, *REGISTRY.list_ops()}))
+def test_few_values_samplers_draw_the_same_bits_through_either_fusion_emitter(name):
+    """On the CPU a sampler of a few values per sample compiles through XLA's older loop
+    emitters (its MLIR fusion emitters off: hundreds of small kernels compile in less time).
+    Its draws must be the ones XLA's default emitters give, for every op and policy."""
+    if jax.default_backend() != "cpu":
+        pytest.skip("the CPU's compiler options: JAX's default device here is not a CPU")
+    from augjax.kernels.portable import known_option
+
+    if not known_option(prog.FUSION_EMITTERS, False):
+        pytest.skip(f"this jaxlib's XLA:CPU has no {prog.FUSION_EMITTERS} option")
+    step = _step(name)
+    steps, start = step.program()
+    x = _inputs(step)[0]
+    sampler = prog.sample_program(tuple(steps), "HWC", start, tuple(x.shape), "uint8", True)
+    options = sampler._options or {}
+    if options.get(prog.FUSION_EMITTERS) is not False:
+        assert options.get("xla_backend_optimization_level") is None, (name, options)
+        return  # a sampler of fields: compiled optimised, with XLA's default emitters
+    key = jax.random.key(11)
+    shipped = jax.jit(sampler._own, compiler_options=options)(key)
+    default = jax.jit(sampler._own, compiler_options={**options,
+                                                      prog.FUSION_EMITTERS: True})(key)
+    _assert_same(shipped, default, name)

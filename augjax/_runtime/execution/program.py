@@ -31,7 +31,7 @@ from augjax._runtime.execution.lowering import (
 )
 from augjax._runtime.execution.keys import keys_from_seeds, per_sample_keys
 from augjax.kernels.partition import tracing
-from augjax.kernels.portable import portable_compiler_options, with_portable
+from augjax.kernels.portable import known_option, portable_compiler_options, with_portable
 from augjax._runtime.store.chosen import ByOutputs
 from augjax._runtime.store.programs import StoredProgram
 from augjax._runtime.targets.samplers import sees_targets
@@ -350,7 +350,20 @@ def _sampler_options(params: Any) -> dict[str, Any] | None:
     """A sampler's CPU options for its params' shapes (None: unknown, a few values)."""
     if params is not None and _values_per_sample(params) > FIELD_VALUES:
         return portable_compiler_options("cpu")
-    return with_portable({"xla_backend_optimization_level": 0}, "cpu")
+    return with_portable({"xla_backend_optimization_level": 0, **_few_values_emitters()}, "cpu")
+
+
+#: XLA:CPU's option for its MLIR fusion emitters (on by default; off: its older loop emitters).
+FUSION_EMITTERS = "xla_cpu_use_fusion_emitters"
+
+
+def _few_values_emitters() -> dict[str, Any]:
+    """A few-values sampler's fusions through XLA:CPU's older loop emitters, where this XLA
+    has them: a sampler is hundreds of small integer kernels (the per-sample keys' threefry
+    rounds), which those emitters compile in less time. Same bits: the demo's 59 ops, views
+    and clips, and the recorded fixture, gave the same outputs either way; ``augjax demo``
+    cold 86.8 -> 74.7 CPU-s (``benchmarks/results/first-calls-cpu-2026-12-07.json``)."""
+    return {FUSION_EMITTERS: False} if known_option(FUSION_EMITTERS, False) else {}
 
 
 def _values_per_sample(params: Any) -> int:
