@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-__all__ = ["install", "names_lapack"]
+__all__ = ["install", "names_lapack", "set_up_for"]
 
 _local = threading.local()
 _installed: list[bool] = []
@@ -77,3 +77,15 @@ def install() -> None:
 
     _export._ensure_backends_initialized = ensure_unless_skipped
     mlir.register_lowering(primitive, lower)
+
+
+def set_up_for(exported: Any) -> None:
+    """Sets JAX's CPU LAPACK kernels up for ``exported`` run without being lowered (its
+    compiled executable loaded, :mod:`augjax._runtime.store.executables`) where it names one:
+    the lowering that would have set them up does not happen, and the executable calls the
+    kernels through the function pointers the set-up fills in (unset, the call crashes)."""
+    if not names_lapack(exported):
+        return
+    from jax._src.export import _export
+
+    _export._ensure_backends_initialized(("cpu",))

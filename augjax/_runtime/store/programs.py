@@ -46,6 +46,7 @@ import jax
 from jax.sharding import SingleDeviceSharding
 
 from augjax._core.reach import recording
+from augjax._runtime.store import executables
 from augjax._runtime.store import files as program_file
 from augjax._runtime.store import lapack
 from augjax._runtime.store.chosen import ByOutputs, outputs_of
@@ -300,7 +301,9 @@ class StoredProgram:
         are not known yet (:mod:`augjax._runtime.execution.ahead`); the call then finds it
         compiled."""
         if _top_level():
-            self._resolve(args).lower(*args).compile()
+            run = self._resolve(args)
+            if not getattr(run, "compiled", False):  # a loaded executable is compiled
+                run.lower(*args).compile()
 
     def out_shapes(self, *args: Any) -> Any:
         """The outputs' shapes and dtypes (``jax.ShapeDtypeStruct``) of a top-level call on
@@ -395,10 +398,13 @@ class StoredProgram:
         # The device named: one compiled program for committed inputs (DALI's jax_function
         # hands them, a stored sampler returns them), uncommitted ones (jnp.asarray, NumPy) and
         # a mixture; jax.jit keys on commitment and compiled each form apart.
+        device = _call_device(leaves)
         run = jax.jit(exported.call, compiler_options=self._options,
-                      in_shardings=SingleDeviceSharding(_call_device(leaves)))
+                      in_shardings=SingleDeviceSharding(device))
+        # its executable kept beside it: a warm process neither lowers it nor reads JAX's cache
+        run = executables.attach(run, folder, exported, args, device, self._options)
         self._exported[id(run)] = (run, exported)
-        self._by_file[(path, _call_device(leaves))] = run
+        self._by_file[(path, device)] = run
         return run
 
 
