@@ -30,8 +30,8 @@ import jax
 
 from augjax.kernels.embedded import in_own_program, owned
 
-__all__ = ["YNN_FUSIONS", "known_option", "portable_compiler_options", "portable_jit", "top_level",
-           "with_portable"]
+__all__ = ["YNN_FUSIONS", "known_option", "portable_compiler_options", "portable_jit",
+           "top_level", "with_portable"]
 
 #: The XLA:CPU option that lists the fusions XLA hands to YNNPACK (empty: none).
 YNN_FUSIONS = "xla_cpu_experimental_ynn_fusion_type"
