@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -32,3 +34,17 @@ def run_with_store(script: Path, cache: Path, argument: object, **env_extra: str
 def stored(cache: Path) -> list[Path]:
     """The program files the store wrote in ``cache``."""
     return sorted((cache / "augjax-programs").glob("*.jaxprog"))
+
+
+def executables(cache: Path) -> list[Path]:
+    """The compiled executables the store kept in ``cache``."""
+    return sorted((cache / "augjax-programs").glob("*.jaxexe"))
+
+
+def store_script(folder: Path, name: str, text: str) -> Path:
+    """A test's script written to ``folder / name`` (skipped without ``flatbuffers``, which
+    ``jax.export``'s serialization needs)."""
+    pytest.importorskip("flatbuffers", reason="jax.export's serialization needs flatbuffers")
+    path = folder / name
+    path.write_text(text)
+    return path

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from store_process import run_with_store
+from store_process import executables, run_with_store, store_script
 
 pytestmark = [pytest.mark.program_store, pytest.mark.slow]
 
@@ -37,16 +37,9 @@ print(json.dumps({"out": out.tolist(), "loaded": executables.load_count(),
 '''
 
 
-def executables(cache: Path) -> list[Path]:
-    return sorted((cache / "augjax-programs").glob("*.jaxexe"))
-
-
 @pytest.fixture
 def script(tmp_path):
-    pytest.importorskip("flatbuffers", reason="jax.export's serialization needs flatbuffers")
-    path = tmp_path / "exe_script.py"
-    path.write_text(SCRIPT)
-    return path
+    return store_script(tmp_path, "exe_script.py", SCRIPT)
 
 
 def run(script: Path, cache: Path, argument: str = "-", **env: str) -> dict:
@@ -128,9 +121,7 @@ def test_a_loaded_executable_that_calls_lapack_has_its_kernels_set_up(tmp_path):
     """Rotated boxes through two warps invert a matrix (a LAPACK kernel). Lowering a program
     sets LAPACK's function pointers up; a loaded executable is not lowered, so they are set up
     before it runs (unset, the warm process crashed)."""
-    pytest.importorskip("flatbuffers", reason="jax.export's serialization needs flatbuffers")
-    script = tmp_path / "lapack_script.py"
-    script.write_text(LAPACK_SCRIPT)
+    script = store_script(tmp_path, "lapack_script.py", LAPACK_SCRIPT)
     plain = run(script, tmp_path / "plain", AUGJAX_COMPILATION_CACHE="0")
     cache = tmp_path / "cache"
     cold = run(script, cache)

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from store_process import run_with_store, stored
+from store_process import run_with_store, store_script, stored
 
 from augjax._runtime.store import programs as program_store
 
@@ -61,10 +61,7 @@ def run(script: Path, cache: Path, amount: float | str = 0.5, **env_extra: str) 
 
 @pytest.fixture
 def script(tmp_path):
-    pytest.importorskip("flatbuffers", reason="jax.export's serialization needs flatbuffers")
-    path = tmp_path / "chain_script.py"
-    path.write_text(SCRIPT)
-    return path
+    return store_script(tmp_path, "chain_script.py", SCRIPT)
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from store_process import run_with_store, stored
+from store_process import run_with_store, store_script, stored
 
 
 #: Views (two groups, of two sizes) and clips (one draw per clip, per frame, with boxes) whose
@@ -68,10 +68,7 @@ def run(script: Path, cache: Path, count: int = 2, **env_extra: str) -> dict:
 
 @pytest.fixture
 def script(tmp_path):
-    pytest.importorskip("flatbuffers", reason="jax.export's serialization needs flatbuffers")
-    path = tmp_path / "structures_script.py"
-    path.write_text(SCRIPT)
-    return path
+    return store_script(tmp_path, "structures_script.py", SCRIPT)
 
 
 @pytest.fixture(scope="module")
