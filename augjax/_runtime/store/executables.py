@@ -48,7 +48,7 @@ from augjax._runtime.store import files as program_file
 from augjax._runtime.store import lapack
 from augjax._runtime.store.eviction import bound_folder
 
-__all__ = ["SUFFIX", "Loaded", "attach", "enabled", "load_count"]
+__all__ = ["SUFFIX", "attach", "enabled", "load_count"]
 
 SUFFIX = ".jaxexe"
 _OFF = ("0", "false", "off", "no")
@@ -79,28 +79,12 @@ def _serializer() -> Any:
     return serialize_executable
 
 
-class Loaded:
-    """A stored program's compiled executable, called as its jitted call would be (``run``,
-    kept for what a compiled executable does not do: lowering for another caller)."""
-
-    compiled = True
-
-    def __init__(self, executable: Any, run: Any):
-        self._executable, self._run = executable, run
-
-    def __call__(self, *args: Any) -> Any:
-        return self._executable(*args)
-
-    def lower(self, *args: Any) -> Any:
-        return self._run.lower(*args)
-
-
 def attach(run: Any, folder: Path, exported: Any, args: tuple[Any, ...], device: Any,
            options: dict[str, Any] | None) -> Any:
-    """What a stored program's calls on ``device`` run: its executable loaded from ``folder``
-    (the program store's) where one is kept for this module, options, device and host; else
-    ``run`` (the jitted call of the stored program) compiled now, its executable written
-    there. ``run`` itself where executables are not kept, or where compiling fails (the call
+    """What a stored program's calls on ``device`` run: its executable (a
+    ``jax.stages.Compiled``) loaded from ``folder`` (the program store's) where one is kept for
+    this module, options, device and host; else ``run`` (the jitted call of the stored program)
+    compiled now, its executable written there. ``run`` itself where executables are not kept, or where compiling fails (the call
     then raises as it would have)."""
     if not enabled(device) or _calls_back(exported):
         return run
@@ -110,7 +94,7 @@ def attach(run: Any, folder: Path, exported: Any, args: tuple[Any, ...], device:
     in_tree = jax.tree_util.tree_structure((args, {}))
     executable = _load(path, key, in_tree, exported.out_tree, device)
     if executable is not None:
-        return Loaded(executable, run)
+        return executable
     hits = _cache_hits()
     try:
         executable = run.lower(*args).compile()
@@ -126,7 +110,7 @@ def attach(run: Any, folder: Path, exported: Any, args: tuple[Any, ...], device:
         if fresh is not None:
             _save(path, key, fresh)
             executable = fresh
-    return Loaded(executable, run)
+    return executable
 
 
 def _calls_back(exported: Any) -> bool:

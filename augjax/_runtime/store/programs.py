@@ -302,7 +302,7 @@ class StoredProgram:
         compiled."""
         if _top_level():
             run = self._resolve(args)
-            if not getattr(run, "compiled", False):  # a loaded executable is compiled
+            if not isinstance(run, jax.stages.Compiled):  # a kept executable is compiled
                 run.lower(*args).compile()
 
     def out_shapes(self, *args: Any) -> Any:
