@@ -1,6 +1,6 @@
 """Executables kept beside the stored programs (augjax._runtime.store.executables), in fresh
 processes: a warm process loads them instead of lowering (the same bits as a process without
-any cache and one without them); a damaged file is refused with one warning and written again;
+any cache and one without them), and JAX's cache does not keep a second copy; a damaged file is refused with one warning and written again;
 an executable JAX read from its own cache is never written as it is (it would lack kernels):
 the program is compiled afresh once and that one is kept, also where the process cleared
 JAX's monitoring listeners."""
@@ -42,6 +42,11 @@ def script(tmp_path):
     return store_script(tmp_path, "exe_script.py", SCRIPT)
 
 
+def jax_cache_entries(cache: Path) -> list[Path]:
+    """The stored programs' executables in JAX's persistent cache (their jit is ``call``)."""
+    return sorted(cache.glob("jit_call-*-cache"))
+
+
 def run(script: Path, cache: Path, argument: str = "-", **env: str) -> dict:
     return run_with_store(script, cache, argument, **env)
 
@@ -51,9 +56,11 @@ def test_a_warm_process_runs_the_kept_executables_with_the_same_bits(script, tmp
     off = run(script, tmp_path / "off", AUGJAX_EXECUTABLE_STORE="0")
     off_warm = run(script, tmp_path / "off", AUGJAX_EXECUTABLE_STORE="0")
     assert not executables(tmp_path / "off") and off_warm["loaded"] == 0
+    assert len(jax_cache_entries(tmp_path / "off")) == 2  # JAX's cache keeps them there
     cache = tmp_path / "cache"
     cold = run(script, cache)
     assert len(executables(cache)) == 2  # the sampler's and the apply program's
+    assert not jax_cache_entries(cache)  # kept once, not in JAX's cache as well
     warm = run(script, cache)
     assert cold["loaded"] == 0 and warm["loaded"] == 2 and warm["traces"] == 0
     assert plain["out"] == off["out"] == off_warm["out"] == cold["out"] == warm["out"]
@@ -70,8 +77,8 @@ def test_a_damaged_executable_is_refused_once_and_written_again(script, tmp_path
     hurt = run(script, cache)
     assert len(hurt["refused"]) == 2 and all("damaged" in r for r in hurt["refused"])
     assert hurt["out"] == want and hurt["loaded"] == 0
-    # JAX's cache held both programs: compiled afresh once, and that executable kept
-    assert len(executables(cache)) == 2
+    # compiled again (JAX's cache does not hold them either), and those executables kept
+    assert len(executables(cache)) == 2 and not jax_cache_entries(cache)
     again = run(script, cache)
     assert again["loaded"] == 2 and not again["refused"] and again["out"] == want
 
