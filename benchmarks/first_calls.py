@@ -13,11 +13,15 @@ The recipes (each the docs' own code, on arrays, on the CPU):
 - ``dino``: ``augjax.recipes.dino(local_count=6)`` (2 global views of 224, 6 local of 96) on
   8 x 256 x 256.
 - ``grain``: docs/GRAIN.md's pipeline on augjax's 8 bundled photos (5 sizes): ``RandomMap``
-  (random_resized_crop 224 + flip) in 2 grain worker processes, batches of 8, ``BatchAugment``
-  (rand_augment n=2 m=9, mixup, normalize) in the main process. "first call" is the first
-  batch of the first iterator (worker start included); ``second_iterator_s`` the first batch
-  of a second iterator over the same dataset (new workers), and the programs its workers
-  compiled and traced.
+  (random_resized_crop 224 + flip) in 2 grain worker processes (``ReadOptions(num_threads=1,
+  prefetch_buffer_size=2)``), batches of 8, ``BatchAugment`` (rand_augment n=2 m=9, mixup,
+  normalize) in the main process. "first call" is the first batch of the first iterator
+  (worker start included); ``worker_first_record_s`` each worker's first record (the
+  per-record first call: its programs loaded or compiled); ``second_iterator_s`` the first
+  batch of a second iterator over the same dataset (new workers), and the programs its
+  workers compiled and traced; ``later_images_per_s`` 30 batches after that one.
+  ``grain_defaults`` (run when named) is the same pipeline with grain's ``ReadOptions``
+  defaults (16 threads and 500 batches ahead per worker).
 - ``lsj``: ``examples/recipes_detection.py``'s ``lsj(1024)`` (scale_jitter + flip) on 2 x 480
   x 640 with 2 boxes each (docs/guide/targets.md's snippet).
 - ``clips_ra``: ``rand_augment(n=2, m=9)`` on 4 clips of 5 frames of 64 x 64
@@ -52,9 +56,11 @@ T0 = time.perf_counter()
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 RECIPES = ("timm", "dino", "grain", "lsj", "clips_ra", "demo")
+#: Run on request (``--recipes grain_defaults``): the grain recipe with grain's ReadOptions.
+EXTRA = ("grain_defaults",)
 #: The issue's targets (2-core CPU), seconds: (warm, cold).
 TARGETS = {"timm": (1.5, 10.0), "dino": (1.5, 10.0), "grain": (1.5, 10.0), "lsj": (1.5, 10.0),
-           "clips_ra": (1.5, 10.0), "demo": (8.0, 30.0)}
+           "clips_ra": (1.5, 10.0), "demo": (8.0, 30.0), "grain_defaults": (1.5, 10.0)}
 
 _PHASES = (("trace", re.compile(r"Finished tracing (?:\+ transforming )?(\S+) for \w+ in "
                                 r"([\d.]+) sec")),
@@ -174,7 +180,49 @@ def clips_ra(profile: Profile) -> dict:
     return _timed(lambda: ra(clips, key=jax.random.key(0)), profile)
 
 
-def _grain_dataset():
+_TIMED: list = []
+
+
+def _timed_map_class() -> type:
+    """``augjax.grain.RandomMap`` that appends each worker's first record time (its first
+    call: the programs loaded or compiled) to :func:`_worker_log`; defined in the module
+    ``first_calls`` (the workers unpickle it from there) on first use, so that importing this
+    module imports no grain."""
+    if __name__ != "first_calls":  # run as a script: the class lives in the importable module
+        import first_calls
+
+        return first_calls._timed_map_class()
+    if not _TIMED:
+        import augjax.grain
+
+        class TimedRandomMap(augjax.grain.RandomMap):
+            _timed = False
+
+            def random_map(self, element, rng):
+                if type(self)._timed:
+                    return super().random_map(element, rng)
+                t = time.perf_counter()
+                out = super().random_map(element, rng)
+                type(self)._timed = True
+                with open(_worker_log(), "a") as f:
+                    f.write(json.dumps({"pid": os.getpid(),
+                                        "first_record_s": time.perf_counter() - t}) + "\n")
+                return out
+
+        TimedRandomMap.__qualname__ = "TimedRandomMap"
+        _TIMED.append(TimedRandomMap)
+    return _TIMED[0]
+
+
+def __getattr__(name: str):
+    if name == "TimedRandomMap":  # (how pickle finds the class in a worker)
+        return _timed_map_class()
+    raise AttributeError(name)
+
+
+def _grain_dataset(defaults: bool = False):
+    """docs/GRAIN.md's pipeline; ``defaults``: with grain's ReadOptions defaults (16 threads
+    and 500 batches ahead per worker), as the page had it before 2026-12-07."""
     import grain
 
     import augjax
@@ -187,12 +235,13 @@ def _grain_dataset():
     per_batch = augjax.compose(augjax.rand_augment(n=2, m=9),
                                augjax.ops.mixup.bind(alpha=0.2, num_classes=1000),
                                augjax.ops.normalize)
+    read = None if defaults else grain.ReadOptions(num_threads=1, prefetch_buffer_size=2)
     return (grain.MapDataset.source(source)
             .shuffle(seed=0).repeat()
             .map_with_index(augjax.grain.WithIndex())
-            .random_map(augjax.grain.RandomMap(per_record), seed=0)
+            .random_map(_timed_map_class()(per_record), seed=0)
             .batch(8, drop_remainder=True)
-            .to_iter_dataset()
+            .to_iter_dataset(read)
             .mp_prefetch(grain.MultiprocessingOptions(num_workers=2),
                          worker_init_fn=augjax.grain.worker_init)
             .map(augjax.grain.BatchAugment(per_batch, seed=0, epoch_size=len(source))))
@@ -200,6 +249,17 @@ def _grain_dataset():
 
 def _worker_log() -> Path:
     return Path(os.environ["AUGJAX_CACHE_DIR"]) / "first-calls-workers.jsonl"
+
+
+def _first_records() -> list[float]:
+    """The workers' first record times logged so far (seconds), and empties the log."""
+    path = _worker_log()
+    if not path.exists():
+        return []
+    times = [round(json.loads(line)["first_record_s"], 3)
+             for line in path.read_text().splitlines() if line.strip()]
+    path.unlink()
+    return times
 
 
 def _cache_files() -> int:
@@ -210,23 +270,41 @@ def _cache_files() -> int:
                and not p.name.endswith(("-atime", ".lock")))
 
 
-def grain_recipe(profile: Profile) -> dict:
+def _grain(profile: Profile, defaults: bool) -> dict:
     import absl.flags
 
     if not absl.flags.FLAGS.is_parsed():  # grain's workers read absl flags (absl.app parses)
         absl.flags.FLAGS.mark_as_parsed()
-    ds = _grain_dataset()
+    sys.path.insert(0, str(HERE))  # the workers import TimedRandomMap from here
+    ds = _grain_dataset(defaults)
     files = _cache_files()
+    _first_records()
     out = _timed(lambda: next(iter(ds))["image"], profile)
     out["cache_files_written"] = _cache_files() - files
+    out["worker_first_record_s"] = _first_records()
     files = _cache_files()
     t = time.perf_counter()
     it = iter(ds)
     next(it)["image"].block_until_ready()
     out["second_iterator_s"] = round(time.perf_counter() - t, 3)
     out["second_iterator_cache_files_written"] = _cache_files() - files
-    del it
+    out["second_iterator_worker_first_record_s"] = _first_records()
+    for _ in range(4):  # (past the first batches' programs)
+        next(it)["image"].block_until_ready()
+    t, count = time.perf_counter(), 30
+    for _ in range(count):
+        next(it)["image"].block_until_ready()
+    out["later_images_per_s"] = round(count * 8 / (time.perf_counter() - t), 1)
+    it.close()
     return out
+
+
+def grain_recipe(profile: Profile) -> dict:
+    return _grain(profile, defaults=False)
+
+
+def grain_defaults(profile: Profile) -> dict:
+    return _grain(profile, defaults=True)
 
 
 def demo(profile: Profile) -> dict:
@@ -249,7 +327,7 @@ def demo(profile: Profile) -> dict:
 
 
 CHILDREN = {"timm": timm, "dino": dino, "grain": grain_recipe, "lsj": lsj,
-            "clips_ra": clips_ra, "demo": demo}
+            "clips_ra": clips_ra, "demo": demo, "grain_defaults": grain_defaults}
 
 
 # -- the parent ----------------------------------------------------------------------------
@@ -284,6 +362,11 @@ def report(recipe: str, cold: dict, warm: dict, detail: bool) -> None:
                  f"{cold['compile_count']} compiles {cold['compile_s']:.1f} s; warm: "
                  f"{warm['compile_count']} compiles, {warm['hit_count']} cache hits, "
                  f"{warm['store_loads']} programs loaded, {warm['augjax_traces']} augjax traces")
+    if "worker_first_record_s" in warm:
+        line += (f"; workers' first record cold {max(cold['worker_first_record_s'])} s, "
+                 f"warm {max(warm['worker_first_record_s'])} s")
+    if "later_images_per_s" in warm:
+        line += f"; later batches {warm['later_images_per_s']} images/s"
     if "second_iterator_s" in warm:
         line += (f"; second iterator {warm['second_iterator_s']:.2f} s, "
                  f"{warm['second_iterator_cache_files_written']} files written")
@@ -302,7 +385,7 @@ def main() -> None:
                     "benchmarks/results/first-calls-cpu-<date>.json when all recipes run)")
     ap.add_argument("--profile", default=None, metavar="RECIPE",
                     help="one recipe, printing its slowest programs per phase")
-    ap.add_argument("--child", choices=RECIPES, help=argparse.SUPPRESS)
+    ap.add_argument("--child", choices=RECIPES + EXTRA, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         profile = Profile()

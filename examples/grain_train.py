@@ -79,7 +79,9 @@ def build(args, source):
           .map_with_index(augjax.grain.WithIndex())
           .random_map(augjax.grain.RandomMap(per_record), seed=args.seed)
           .batch(args.batch, drop_remainder=True)
-          .to_iter_dataset())
+          # one thread and two batches ahead per worker: the workers are the parallelism
+          # (grain's defaults, 16 threads and 500 batches ahead, crowd the main process)
+          .to_iter_dataset(grain.ReadOptions(num_threads=1, prefetch_buffer_size=2)))
     if args.workers:
         ds = ds.mp_prefetch(grain.MultiprocessingOptions(num_workers=args.workers),
                             worker_init_fn=augjax.grain.worker_init)
