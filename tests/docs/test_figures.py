@@ -133,3 +133,23 @@ def test_no_measured_number_is_typed_into_a_page():
             gone[page] = sorted(allowed - hits)
     assert not typed, f"numbers typed by hand (put them in through a marker): {typed}"
     assert not gone, f"NOT_MEASURED lists numbers the pages no longer hold: {gone}"
+
+
+def test_every_result_file_is_named_where_it_is_read():
+    """``benchmarks/results/`` keeps only files a page, a report, a benchmark, a test or another
+    result file names (history is git's), each named for its machine and date."""
+    results = ROOT / "benchmarks" / "results"
+    readers = [ROOT / "README.md", ROOT / "CHANGELOG.md"]
+    for folder, patterns in ((ROOT / "docs", ("*.md",)), (ROOT / "benchmarks", ("*.md", "*.py")),
+                             (ROOT / "tests", ("*.py",)), (results, ("*.md", "*.json"))):
+        readers += [p for pattern in patterns for p in folder.rglob(pattern)]
+    text = {p: p.read_text(encoding="utf-8", errors="replace") for p in readers}
+    unnamed, unscheme = [], []
+    for path in sorted(results.iterdir()):
+        if not any(path.name in body for reader, body in text.items() if reader != path):
+            unnamed.append(path.name)
+        if not (figures._DATE.search(path.name) and re.search(
+                r"(^|-)(cpu|gpu|tpu|h100|h200)", path.name)):
+            unscheme.append(path.name)
+    assert not unnamed, f"result files nothing names (remove them: git keeps them): {unnamed}"
+    assert not unscheme, f"result files without their machine and date in the name: {unscheme}"
