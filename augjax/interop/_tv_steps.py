@@ -371,6 +371,10 @@ def _sharpness(t, state):
 def _jpeg(t, state):
     import augjax.ops as ops
 
+    if state["dtype"] == "float32":  # torchvision's encode_jpeg takes uint8 images only
+        raise _fail(t, "torchvision encodes uint8 images only (its JPEG raises on the float "
+                    "images this pipeline holds here): put JPEG before ToDtype(..., "
+                    "scale=True)", argument="dtype", nearest="jpeg")
     lo, hi = (int(q) for q in t.quality)  # torchvision keeps [lo, hi] (a number as [q, q])
     return ops.jpeg.bind(quality=(lo, hi))
 

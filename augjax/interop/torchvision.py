@@ -15,7 +15,8 @@ is ``random_apply(sharpness)``, ``JPEG`` is ``jpeg`` (libjpeg's pixels), ``Conve
 is ``ToDtype(scale=True)``. ``ToImage``, ``ToPureTensor``, ``Identity`` and ``RGB`` leave the
 arrays as they are (``RGB`` as torchvision on images of 3 or more channels; a 1-channel image,
 which torchvision repeats to 3, stays 1-channel: augjax has no op for it). A pipeline that
-contains itself is refused.
+contains itself is refused, and so is one made only of those (it converts to no op), and
+``JPEG`` on float images (torchvision's own ``JPEG`` raises there).
 
 Not converted (:class:`augjax.UnsupportedTransformError`, naming the transform, the setting and
 the nearest augjax op): transforms augjax has no op for, and settings whose result would differ
@@ -233,8 +234,11 @@ def from_torchvision(transform: Any, *, dtype: Any = None) -> Any:
             f"torchvision.transforms.v2): {', '.join(state['v1'])}; each converts as its v2 "
             "twin, which the conversion is tested against: use torchvision.transforms.v2",
             TorchvisionV1Warning, stacklevel=2)
-    if step is None:
-        return compose()
+    if step is None:  # every transform leaves the arrays as they are: nothing to run
+        raise UnsupportedTransformError(
+            f"from_torchvision: {_name(transform)} converts to no augjax op (its transforms, "
+            f"such as ToImage, ToPureTensor, Identity and RGB, leave the arrays as they are): "
+            "use the arrays as they are", transform=_name(transform), argument="transforms")
     if _name(transform) in ("Compose", "Sequential"):
         return step
     return compose(step)

@@ -609,3 +609,22 @@ def test_a_pipeline_that_contains_itself_is_a_typed_error():
         info.value)
     twice = v2.RandomHorizontalFlip()  # the same transform twice is no cycle
     assert len(augjax.from_torchvision(v2.Compose([twice, twice]))) == 2
+
+
+@pytest.mark.parametrize("transform", [v2.RGB(), v2.Compose([v2.ToImage(), v2.RGB()]),
+                                       v2.Compose([v2.Identity(), v2.ToPureTensor()])])
+def test_a_pipeline_that_converts_to_no_op_is_refused_when_converted(transform):
+    """Only transforms that leave the arrays as they are: refused at conversion, naming the
+    pipeline (not an empty chain that fails when called)."""
+    with pytest.raises(augjax.UnsupportedTransformError, match="converts to no augjax op"):
+        augjax.from_torchvision(transform, dtype="uint8")
+
+
+def test_jpeg_on_float_images_is_refused_as_torchvision_refuses_it():
+    pipeline = v2.Compose([v2.ToDtype(torch.float32, scale=True), v2.JPEG(50)])
+    with pytest.raises(RuntimeError):  # torchvision itself: encode_jpeg takes uint8 only
+        pipeline(torch.zeros(3, 8, 8, dtype=torch.uint8))
+    with pytest.raises(augjax.UnsupportedTransformError, match="uint8 images only") as err:
+        augjax.from_torchvision(pipeline)
+    assert err.value.transform == "JPEG" and err.value.nearest == "jpeg"
+    augjax.from_torchvision(v2.Compose([v2.JPEG(50), v2.ToDtype(torch.float32, scale=True)]))

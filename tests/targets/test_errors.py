@@ -36,6 +36,22 @@ def test_bad_target_shapes_and_dtypes(argument, value, expected, got):
     assert f"argument '{argument}'" in msg and expected in msg and got in msg
 
 
+@pytest.mark.parametrize("dtype,ids", [(np.int64, (2**32, 2**32 + 7)),
+                                       (np.uint32, (7, 2**31)), (np.int64, (-2**31 - 1, 3))])
+def test_mask_ids_int32_cannot_hold_are_refused(dtype, ids):
+    """Without JAX's x64 mode masks are kept as int32: wider ids would wrap (2**32 read as 0,
+    the background), so they are refused, with the range that came; ids int32 holds pass."""
+    masks = np.full((N, H, W), ids[0], dtype)
+    masks[:, :, : W // 2] = ids[1]
+    with pytest.raises(InputError) as err:
+        ops.flip(X, key=KEY, masks=masks)
+    assert err.value.argument == "masks" and "int32's range" in str(err.value)
+    assert f"{min(ids)} to {max(ids)}" in str(err.value)
+    fits = np.where(masks == ids[0], 5, 2**31 - 1).astype(dtype)
+    out = augjax.compose(ops.flip.bind(p=1.0))(X, key=KEY, masks=fits)
+    np.testing.assert_array_equal(np.asarray(out["masks"]), fits[:, :, ::-1])
+
+
 def test_boxes_must_be_xyxy():
     bad = BOXES.copy()
     bad[1, 0] = (8.0, 2.0, 1.0, 9.0)  # x2 < x1: an XYWH or swapped box

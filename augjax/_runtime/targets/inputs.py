@@ -147,6 +147,8 @@ def prepare_targets(op: str, targets: Mapping[str, Any], n: int, h: int, w: int,
     if concrete:
         arrays = _default_validity(op, arrays, n)
         check_target_shapes(op, arrays, n, h, w, fmt)
+        if "masks" in arrays:
+            _check_mask_ids(op, arrays["masks"])
         if "boxes" in arrays:
             _check_box_order(op, arrays["boxes"], arrays["boxes_valid"], fmt)
     names = tuple(k for k in ORDER if k in arrays)
@@ -174,6 +176,26 @@ def _rotated_refused(op: str, boxes_format: str) -> InputError:
                       f"cxcywh, or their normalised forms) for this batch-level op, which moves "
                       f"boxes by their XYXY sides; got rotated boxes ({boxes_format!r})", op=op,
                       argument="boxes_format")
+
+
+def _check_mask_ids(op: str, masks: Any) -> None:
+    """NumPy masks of a type wider than int32 (int64, uint32, uint64) must hold ids that int32
+    holds where JAX runs without x64 (it would keep int32 and wrap larger ids: 2**32 read as 0,
+    the background): read on the host, before any work. jax.Arrays are int32 there already."""
+    if not isinstance(masks, np.ndarray) or masks.size == 0:
+        return
+    dt = masks.dtype
+    if dt == np.bool_ or not np.issubdtype(dt, np.integer) or np.can_cast(dt, np.int32):
+        return
+    if jax.config.jax_enable_x64:
+        return
+    info = np.iinfo(np.int32)
+    low, high = int(masks.min()), int(masks.max())
+    if low < info.min or high > info.max:
+        raise _fail(op, "masks", "ids in int32's range [-2**31, 2**31) (JAX runs without x64 "
+                    "here and keeps masks as int32; renumber the ids, or turn x64 on with "
+                    "jax.config.update('jax_enable_x64', True))",
+                    f"{dt.name} ids from {low} to {high}")
 
 
 def _default_validity(op: str, arrays: dict[str, Any], n: int) -> dict[str, Any]:
