@@ -33,7 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from augjax.errors import AugjaxWarning, BackendUnavailableError, InputError, InputTypeError
+from augjax.errors import (AugjaxError, AugjaxWarning, BackendUnavailableError, InputError,
+                           InputTypeError)
 
 try:
     import grain
@@ -338,7 +339,17 @@ class RandomMap(grain.transforms.RandomMap):
                              f"numpy.random.Generator (grain hands one over per record; call "
                              f"apply(element, seeds) to give seeds yourself), got "
                              f"{type(rng).__name__}", argument="rng")
-        return self.apply(element, rng.integers(0, _SEED_HIGH, size=(1, 2), dtype=np.int32))
+        seeds = rng.integers(0, _SEED_HIGH, size=(1, 2), dtype=np.int32)
+        try:
+            return self.apply(element, seeds)
+        except AugjaxError as err:  # which record: its index (WithIndex) and keys, to find it
+            index = element.get("index") if isinstance(element, dict) else None
+            shape = getattr(element.get(self.image) if isinstance(element, dict) else element,
+                            "shape", None)
+            err.add_note(f"augjax.grain.RandomMap: the record"
+                         f"{'' if index is None else f' of index {index}'} (its {self.image!r} "
+                         f"of shape {shape}; keys from seeds {seeds.tolist()})")
+            raise
 
 
 class WithIndex(grain.transforms.MapWithIndex):
@@ -396,7 +407,7 @@ class BatchAugment(grain.transforms.Map):
                 or not 0 <= seed < 2**64:
             raise InputError(f"augjax.grain.BatchAugment: argument 'seed' expects an int in "
                              f"[0, 2**64), got {seed!r}", argument="seed")
-        self.chain = chain
+        self.chain = _checked_chain(chain, "augjax.grain.BatchAugment")
         self.seed = seed
         self.epoch_size = epoch_size
         self.image, self.index, self.label = image, index, label

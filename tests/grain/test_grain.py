@@ -341,6 +341,9 @@ def test_random_map_takes_a_bare_op_and_refuses_what_is_not_a_chain():
             as info:
         ag.RandomMap("flip")
     assert info.value.argument == "chain"
+    # BatchAugment checks its chain when made too (it was a TypeError at the first batch)
+    with pytest.raises(augjax.InputTypeError, match="BatchAugment: argument 'chain'"):
+        ag.BatchAugment(lambda x: x)
 
 
 def test_batch_augment_names_an_index_field_of_another_length():
@@ -351,3 +354,14 @@ def test_batch_augment_names_an_index_field_of_another_length():
                                                 "2 for the 2 samples") as info:
         ag.BatchAugment(augjax.ops.flip)({"image": images, "index": np.arange(3)})
     assert info.value.argument == "index"
+
+
+def test_a_bad_record_names_its_index_shape_and_seeds():
+    """The error of a bad record in a worker says which record (its index from WithIndex, its
+    image's shape, the seeds of its keys): the message alone does not find it in a dataset."""
+    transform = ag.RandomMap(augjax.compose(augjax.ops.flip))
+    record = {"image": np.zeros((8, 6, 3), np.int64), "index": 1234}
+    with pytest.raises(augjax.InputError, match="expects dtype uint8 or float32") as info:
+        transform.random_map(record, np.random.default_rng(0))
+    note = " ".join(getattr(info.value, "__notes__", []))
+    assert "of index 1234" in note and "(8, 6, 3)" in note and "seeds [[" in note
