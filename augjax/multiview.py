@@ -301,10 +301,28 @@ def _batch(images: Any) -> jax.Array:
     return images
 
 
+#: Keywords that name targets or labels (refused by views with their own message), and the
+#: call's keywords (suggested for a typo).
+_TARGET_NAMES = ("masks", "boxes", "boxes_valid", "keypoints", "keypoints_valid", "labels",
+                 "mask_fill", "boxes_format", "boxes_normalized", "sanitize")
+_CALL_NAMES = ("key", "seeds", "seed", "device", "layout", "per_frame", "output", "ragged",
+               "params")
+
+
 def _plain(images: Any, layout: str, per_frame: bool, targets: Mapping[str, Any],
            where: str) -> Any:
     """The images as views take them (an ``augjax.Images`` unwrapped), the call keywords that
     views refuse refused."""
+    unknown = sorted(set(targets) - set(_TARGET_NAMES))
+    if unknown:  # a keyword views do not take at all: a typo first
+        import difflib
+
+        name = unknown[0]
+        near = difflib.get_close_matches(name, _CALL_NAMES, n=1)
+        hint = f"; did you mean {near[0]!r}?" if near else ""
+        raise InputError(f"{where}: unknown argument {name!r}{hint} (views take images, key=, "
+                         f"ragged=, layout= and the other keywords of augjax.views' call)",
+                         op="views", argument=name)
     if targets:
         raise InputError(f"{where}: takes images only, got {', '.join(sorted(targets))}= "
                          f"(targets and labels follow one step: run the views, then each "

@@ -85,6 +85,10 @@ def test_a_views_is_a_step_that_runs_on_its_own():
         views.apply(images, params={})
     with pytest.raises(augjax.InputError, match="takes images only, got masks="):
         views(images, key=jax.random.key(0), masks=[m[..., 0] for m in images])
+    with pytest.raises(augjax.InputError, match="unknown argument 'ragid'; did you mean "
+                       "'ragged'") as info:  # a typo is named as one, not as a target
+        views(images, key=jax.random.key(0), ragid=True)
+    assert info.value.argument == "ragid"
     with pytest.raises(augjax.InputError, match="'layout' expects 'HWC'"):
         views(np.zeros((2, 3, 12, 12), np.uint8), key=jax.random.key(0), layout="CHW")
     with pytest.raises(augjax.InputError, match="'ragged' is for DALI"):
