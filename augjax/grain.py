@@ -431,6 +431,12 @@ class BatchAugment(grain.transforms.Map):
         if epoch is not None or self.epoch_size is None:
             return index_seeds(idx, epoch or 0, self.seed)
         epochs, positions = np.divmod(idx, self.epoch_size)
+        if epochs.size and int(epochs.max()) >= 2**32:  # index_seeds' epochs are 32-bit
+            big = int(idx[int(np.argmax(epochs))])
+            raise InputError(f"augjax.grain.BatchAugment: field {self.index!r} expects record "
+                             f"indices whose epoch (index // epoch_size = "
+                             f"index // {self.epoch_size}) is below 2**32, got index {big} "
+                             f"(epoch {big // self.epoch_size})", argument=self.index)
         out = np.empty((idx.size, 2), np.int32)
         for e in np.unique(epochs):  # a batch can straddle an epoch boundary
             rows = epochs == e

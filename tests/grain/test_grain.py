@@ -365,3 +365,17 @@ def test_a_bad_record_names_its_index_shape_and_seeds():
         transform.random_map(record, np.random.default_rng(0))
     note = " ".join(getattr(info.value, "__notes__", []))
     assert "of index 1234" in note and "(8, 6, 3)" in note and "seeds [[" in note
+
+
+def test_an_index_whose_epoch_is_too_large_names_the_field_and_the_epoch():
+    """With epoch_size, an index's epoch (index // epoch_size) keys it as a 32-bit value: an
+    index past that is refused naming the record field and the epoch (it named index_seeds'
+    internal 'epoch' argument); the last index that fits keys as before."""
+    aug = ag.BatchAugment(augjax.compose(augjax.ops.flip), epoch_size=8)
+    with pytest.raises(augjax.InputError, match=r"field 'index' .* got index 1099511627776 "
+                       r"\(epoch 137438953472\)") as info:
+        aug.seeds(np.array([2**40]))
+    assert info.value.argument == "index"
+    last = 2**32 * 8 - 1
+    want = augjax.index_seeds(np.array([last % 8]), last // 8, 0)
+    np.testing.assert_array_equal(aug.seeds(np.array([last])), want)
