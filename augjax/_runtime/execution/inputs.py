@@ -120,11 +120,15 @@ def check_images(x: Any, spec: Any, layout: str, op: str | None = None) -> None:
         )
     check_layout_shape(shape, layout, name)
     check_pixels(shape, layout, name)
-    channels = shape[LAYOUT_AXES[layout][2]]
+    hi, wi, ci = LAYOUT_AXES[layout]
+    channels = shape[ci]
     if spec.channels is not None and channels not in spec.channels:
+        # the sample's size, not the batch's (inside a policy or views the batch axis is the
+        # step's own, not the caller's)
         raise InputError(
             f"{name}: argument 'images' expects {' or '.join(map(str, spec.channels))} channels "
-            f"in layout {layout}, got shape {shape} with {channels} channels"
+            f"in layout {layout}, got {channels} ({shape[hi]} x {shape[wi]} images with "
+            f"{channels} channel{'' if channels == 1 else 's'})"
             + (f" (is the layout right? pass layout='{CHW}' for channels-first data)"
                if layout == HWC and shape[1] in spec.channels else ""),
             op=name,
