@@ -81,6 +81,11 @@ def _flatten(ops: Sequence[Any]) -> tuple[Any, ...]:
             out.extend(_flatten(x))
             continue
         el = as_element(x, "compose", f"ops[{i}]")
+        if getattr(el, "kind", None) == "views":  # refused when built, as random_apply does
+            raise InputError(f"views: a Views step runs on its own (images in, a dict of view "
+                             f"batches out) and cannot be an element of compose (argument "
+                             f"'ops[{i}]'): call it on the images, then run what follows on "
+                             f"each group's batch", op="compose", argument=f"ops[{i}]")
         out.extend(el.elements() if el.chained else (el,))
     return tuple(out)
 

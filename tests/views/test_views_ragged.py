@@ -74,8 +74,9 @@ def test_a_views_is_a_step_that_runs_on_its_own():
     assert isinstance(views, augjax.Step)
     assert views.outputs == ("a", "b") and views.ragged and views.random
     assert views.elements()[2].name == "center_crop"
-    with pytest.raises(augjax.InputError, match="views: a Views step runs on its own"):
-        augjax.compose([views, ops.flip]).sample((2, 12, 12, 3), key=jax.random.key(0))
+    with pytest.raises(augjax.InputError, match="views: a Views step runs on its own") as info:
+        augjax.compose([views, ops.flip])  # refused when built (it was refused when called)
+    assert info.value.argument == "ops[0]"
     with pytest.raises(augjax.InputError, match="views: a Views step runs on its own"):
         augjax.random_apply(views, 0.5)
     with pytest.raises(augjax.ParamError, match="views do not nest"):

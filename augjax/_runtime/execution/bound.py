@@ -187,7 +187,8 @@ class BoundOp(BaseStep):
         layout = "HWC" if "HWC" in self.layouts else "CHW"
         h, w, c = image.shape
         shape = (1, h, w, c) if layout == "HWC" else (1, c, h, w)
-        check_images(jax.ShapeDtypeStruct(shape, image.dtype), self, layout, op=where)
+        check_images(jax.ShapeDtypeStruct(shape, image.dtype), self, layout, op=where,
+                     batch=False)
 
     def run_checked(self, image: Any, params: Any, where: str) -> Any:
         """The op on one HWC image inside a composite (``where`` names it in messages:

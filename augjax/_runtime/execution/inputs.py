@@ -100,7 +100,8 @@ def as_array(x: Any, op: str, argument: str) -> jax.Array:
     )
 
 
-def check_images(x: Any, spec: Any, layout: str, op: str | None = None) -> None:
+def check_images(x: Any, spec: Any, layout: str, op: str | None = None,
+                 batch: bool = True) -> None:
     """Checks a batch against an op's declared dtypes, layouts and channels."""
     name = op or spec.name
     shape = tuple(x.shape)
@@ -123,12 +124,13 @@ def check_images(x: Any, spec: Any, layout: str, op: str | None = None) -> None:
     hi, wi, ci = LAYOUT_AXES[layout]
     channels = shape[ci]
     if spec.channels is not None and channels not in spec.channels:
-        # the sample's size, not the batch's (inside a policy or views the batch axis is the
-        # step's own, not the caller's)
+        # the batch's shape where it is the caller's (not for one sample checked inside a
+        # policy or views: ``batch=False``, whose batch axis is the check's own)
         raise InputError(
             f"{name}: argument 'images' expects {' or '.join(map(str, spec.channels))} channels "
             f"in layout {layout}, got {channels} ({shape[hi]} x {shape[wi]} images with "
-            f"{channels} channel{'' if channels == 1 else 's'})"
+            f"{channels} channel{'' if channels == 1 else 's'}"
+            f"{f', batch shape {shape}' if batch else ''})"
             + (f" (is the layout right? pass layout='{CHW}' for channels-first data)"
                if layout == HWC and shape[1] in spec.channels else ""),
             op=name,
