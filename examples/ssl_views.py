@@ -5,9 +5,10 @@
     python examples/ssl_views.py --source arrays         # no DALI: views on jax.Arrays
     python examples/ssl_views.py --device gpu           # DALI GPU pipeline (mixed decode)
 
-The data are augjax's bundled photos. In DALI: ``readers.file -> decoders.image -> resize`` to
-one size (a ``jax_function`` takes uniform batches), then ``recipe(images)``: ONE
-``jax_function`` that makes every view, its outputs ``{"global": (B, 2, 224, 224, 3), "local":
+The data are augjax's bundled photos. In DALI: ``readers.file -> decoders.image``, then
+``recipe(images, ragged=True)``: the photos keep their own sizes and aspect ratios (each view's
+crop window is drawn from its image's true size, as DINO's and SimCLR's code do), and ONE
+``jax_function`` makes every view, its outputs ``{"global": (B, 2, 224, 224, 3), "local":
 (B, 6, 96, 96, 3)}`` (DINO) or ``{"views": (B, 2, 224, 224, 3)}`` (SimCLR, BYOL), normalized
 float32. The model is deliberately tiny (pooled colour statistics -> a linear projection), so
 that the example shows the data flow, not a network: the losses are DINO's (student on every view
@@ -36,7 +37,8 @@ def make_recipe(name: str, global_size: int, local_size: int, local_count: int):
 
 
 def dali_batches(recipe, batch: int, size: int, device: str, seed: int):
-    """A DALI pipeline of the views of the bundled photos; yields ``{group: np.ndarray}``."""
+    """A DALI pipeline of the views of the bundled photos, decoded at their own sizes
+    (``size`` is the arrays' source size only); yields ``{group: np.ndarray}``."""
     from nvidia.dali import fn, pipeline_def, types
 
     import augjax.data
@@ -49,8 +51,7 @@ def dali_batches(recipe, batch: int, size: int, device: str, seed: int):
         jpegs, _ = fn.readers.file(files=files, random_shuffle=True, name="reader")
         images = fn.decoders.image(jpegs, device="mixed" if gpu else "cpu",
                                    output_type=types.RGB)
-        images = fn.resize(images, size=(size, size))
-        out = recipe(images)
+        out = recipe(images, ragged=True)  # photos of their own sizes: no resize first
         return tuple(out[name] for name in recipe.names)
 
     p = pipe()
@@ -168,7 +169,8 @@ def parse(argv=None):
     ap.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--size", type=int, default=256, help="images resized to size x size")
+    ap.add_argument("--size", type=int, default=256,
+                    help="--source arrays: the photos resized to size x size")
     ap.add_argument("--global-size", type=int, default=224)
     ap.add_argument("--local-size", type=int, default=96)
     ap.add_argument("--local-count", type=int, default=6)
