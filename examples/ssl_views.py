@@ -95,7 +95,6 @@ def embed(params, views):
 def dino_loss(student, teacher, center, views, t_student=0.1, t_teacher=0.04):
     """DINO: each global view's teacher distribution against the student's on every other view."""
     import jax
-    import jax.numpy as jnp
 
     glob = views["global"]                                       # (B, 2, h, w, 3)
     crops = [glob[:, i] for i in range(glob.shape[1])]
