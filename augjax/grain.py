@@ -24,15 +24,15 @@ Outputs are NumPy arrays for :class:`RandomMap` (grain batches them) and ``jax.A
 
 from __future__ import annotations
 
-import multiprocessing
 import numbers
-import os
 import threading
 import warnings
 from typing import Any
 
 import numpy as np
 
+from augjax.grain_workers import in_worker as _in_worker
+from augjax.grain_workers import pin_cpu, worker_init
 from augjax.errors import (AugjaxError, AugjaxWarning, BackendUnavailableError, InputError,
                            InputTypeError)
 
@@ -74,36 +74,6 @@ VOLUME_TARGETS = ("masks", "keypoints")
 #: Sample seeds are drawn in [0, 2**30), as augjax's DALI seeds
 #(augjax._runtime.execution.keys.SEED_HIGH).
 _SEED_HIGH = 2**30
-
-
-def pin_cpu(*, single_thread: bool = True) -> None:
-    """Makes this process's JAX use the CPU platform only (``JAX_PLATFORMS=cpu``), and with
-    ``single_thread`` no kernel split over several threads (``--xla_cpu_multi_thread_eigen=false``:
-    worker processes are the parallelism, as torch's DataLoader gives each worker one thread; a
-    flag already in ``XLA_FLAGS`` is kept). XLA still runs the program on threads of its own
-    pool, not on the calling thread.
-
-    Takes effect when JAX has not opened a backend yet in this process, which is the case in a
-    grain worker that unpickles its transforms. Called by :class:`RandomMap` in worker processes
-    and by :func:`worker_init`.
-    """
-    os.environ["JAX_PLATFORMS"] = "cpu"
-    flags = os.environ.get("XLA_FLAGS", "")
-    if single_thread and "xla_cpu_multi_thread_eigen" not in flags:
-        os.environ["XLA_FLAGS"] = f"{flags} --xla_cpu_multi_thread_eigen=false".strip()
-    import jax
-
-    jax.config.update("jax_platforms", "cpu")
-
-
-def worker_init(worker_index: int = 0, worker_count: int = 0) -> None:
-    """A ``worker_init_fn`` for ``mp_prefetch``: pins the worker's JAX to the CPU."""
-    del worker_index, worker_count
-    pin_cpu()
-
-
-def _in_worker() -> bool:
-    return multiprocessing.parent_process() is not None
 
 
 def _split(element: Any, image: str) -> tuple[dict, Any, dict]:

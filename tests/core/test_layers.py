@@ -59,6 +59,7 @@ LAYER = {
     "config": 7.5,    # to_dict/from_dict of chains and policies
     "interop": 7.5,   # from_torchvision / from_albumentations build chains and policies
     "grain": 8.5,     # grain transforms over chains (and the DALI-free path)
+    "grain_workers": 8.4,  # grain workers' set-up (JAX pinned to the CPU), importable without grain
     "view_groups": 8.6,  # a views' keys per view, runs of one step, a group's stacking
     "views_step": 8.6,  # a views as a Step: the protocol's members (refusing per-sample ones)
     "multiview": 8.7,  # views: groups of chains from one batch (arrays and one DALI crossing)
