@@ -141,6 +141,22 @@ def _checked_chain(chain: Any, name: str) -> Any:
                          f"{type(chain).__qualname__}", argument="chain")
 
 
+def _takes_any_size(steps: tuple[Any, ...]) -> bool:
+    """Whether a chain's ``steps`` start with ops that take images of different sizes and
+    return one size (``random_resized_crop``, ``resize`` + ``center_crop``, ...): its records
+    then run as a list of one image, whose programs are keyed by a canvas bucket, not by the
+    record's size."""
+    from augjax._runtime.ragged.prefix import ragged_count
+
+    if not steps or not getattr(steps[0], "ragged", None):
+        return False
+    try:
+        ragged_count(steps, "augjax.grain.RandomMap")
+    except InputError:  # resize(int) with no crop after it: one size per record
+        return False
+    return True
+
+
 def _merge(record: dict, image: str, out: Any, to_host) -> Any:
     if not record:
         return to_host(out)
@@ -166,12 +182,18 @@ class RandomMap(grain.transforms.RandomMap):
     ``keys_from_seeds(rng.integers(0, 2**30, (1, 2)))``: the first two draws of the generator
     grain hands over, so the same seed and index give the same record in any worker.
 
-    The record runs through augjax's own programs for arrays, the ones
+    A chain that starts with a crop (an op that takes images of different sizes and returns
+    one size: ``random_resized_crop``, ``resize`` + ``center_crop``, ...) runs a record as a
+    list of one image, ``chain([image], key=keys_from_seeds(seeds))``, and equals that call
+    bitwise: its programs are keyed by the canvas bucket of the region the crop reads, not by
+    the record's size, so records of new sizes compile nothing once their buckets were seen
+    (bilinear pixels within a level of the batch-of-one call, as lists of images are).
+    Any other chain runs through augjax's own programs for arrays, the ones
     ``chain(image[None], key=keys_from_seeds(seeds))`` runs on the CPU (a sampler, then the
-    apply program with a fusion boundary after each op), so a record equals that call bitwise.
-    The first record of each shape goes through that call itself (which checks the input and
-    raises augjax's typed errors); later ones call its compiled programs directly, without
-    the checks. Everything runs under ``jax.default_device(cpu)``; in a worker process JAX is
+    apply program with a fusion boundary after each op), so a record equals that call bitwise,
+    with a program pair per record shape. The first record of each shape goes through that
+    call itself (which checks the input and raises augjax's typed errors); later ones call
+    its compiled programs directly, without the checks. Everything runs under ``jax.default_device(cpu)``; in a worker process JAX is
     first pinned to the CPU platform (:func:`pin_cpu`), and a worker whose JAX had already
     opened an accelerator gets an :class:`augjax.AugjaxWarning`.
     """
@@ -186,6 +208,7 @@ class RandomMap(grain.transforms.RandomMap):
     def _state(self) -> None:
         self._lock = threading.Lock()
         self._run = None
+        self._ragged = False  # the chain starts with ops that take images of any size
         self._values: Any = ()
         self._cpu = None
         self._checked: set = set()  # record (shape, dtype) that went through the checked call
@@ -233,6 +256,7 @@ class RandomMap(grain.transforms.RandomMap):
                 skeletons, values = lift(tuple(steps))
                 self._values = as_arguments(values)
                 self._run = array_program(skeletons, "HWC", start, False, None, seeded=True)
+                self._ragged = _takes_any_size(steps)
             return self._run, self._cpu
 
     def apply(self, element: Any, seeds: np.ndarray) -> Any:
@@ -252,6 +276,12 @@ class RandomMap(grain.transforms.RandomMap):
                              f"got shape {image.shape}", argument=self.image)
         seeds = np.asarray(seeds, np.int32)
         run, cpu = self._program()
+        if self._ragged:  # a chain that starts with a crop: records of any size, bucketed
+            with jax.default_device(cpu):
+                listed = {k: [np.asarray(v)] if k == "masks" else np.asarray(v)[None]
+                          for k, v in targets.items()}
+                out = self.chain([image], key=keys_from_seeds(seeds), **listed)
+            return _merge(record, self.image, out, lambda a: np.asarray(a)[0])
         signature = (image.shape, image.dtype)
         with jax.default_device(cpu):
             if targets or signature not in self._checked:

@@ -42,7 +42,8 @@ def test_random_map_uses_grains_generator_as_the_sample_key():
     record = _source()[3]
     chain = _chain()
     out = ag.RandomMap(chain).random_map(record, np.random.default_rng(5))
-    ref = chain(record["image"][None], key=augjax.keys_from_seeds(_seeds(np.random.default_rng(5))))
+    # a chain that starts with a crop runs a record as a list of one image (any size)
+    ref = chain([record["image"]], key=augjax.keys_from_seeds(_seeds(np.random.default_rng(5))))
     np.testing.assert_array_equal(out["image"], np.asarray(ref)[0])
     assert out["label"] == record["label"] and isinstance(out["image"], np.ndarray)
     other = ag.RandomMap(chain).random_map(record, np.random.default_rng(6))
@@ -64,22 +65,76 @@ def test_random_map_equals_the_call_on_arrays_for_every_seed():
         image = images[seed % 4]
         out = transform.random_map({"image": image}, np.random.default_rng(seed))["image"]
         key = augjax.keys_from_seeds(_seeds(np.random.default_rng(seed)))
-        np.testing.assert_array_equal(out, np.asarray(chain(image[None], key=key))[0],
+        np.testing.assert_array_equal(out, np.asarray(chain([image], key=key))[0],
                                       err_msg=f"seed {seed}")
 
 
-def test_random_map_moves_the_records_targets_with_the_image():
-    chain = augjax.compose(augjax.ops.flip.bind(p=1.0), augjax.ops.random_crop.bind(size=24))
+@pytest.mark.slow
+def test_records_of_new_sizes_compile_nothing_once_their_canvas_buckets_are_seen():
+    """A chain that starts with a crop takes records of any size: a record runs as a list of
+    one image, whose programs are keyed by its canvas bucket, not by its size (raw JPEGs are
+    nearly all of different sizes: a program per size cost every record a compile). The
+    record equals the list call, the uniform-batch call within a level."""
+    events: list[str] = []
+
+    def listen(event, duration, **_):
+        if event == "/jax/core/compile/backend_compile_duration":
+            events.append(event)
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        _records_of_new_sizes(events)
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+
+
+def _records_of_new_sizes(events: list[str]) -> None:
+    chain = augjax.compose(augjax.ops.random_resized_crop.bind(size=24),
+                           augjax.ops.flip.bind(p=0.5))
+    transform = ag.RandomMap(chain)
+    rng = np.random.default_rng(0)
+
+    def records(n):
+        return [{"image": rng.integers(0, 256, (int(rng.integers(30, 60)),
+                                                int(rng.integers(30, 60)), 3), np.uint8)}
+                for _ in range(n)]
+
+    first, later = records(12), records(12)
+    for i, record in enumerate(first):
+        transform.random_map(record, np.random.default_rng(i))
+    warm = len(events)
+    assert len({r["image"].shape for r in later} - {r["image"].shape for r in first}) >= 8
+    outs = [transform.random_map(record, np.random.default_rng(i))["image"]
+            for i, record in enumerate(later)]
+    assert len(events) == warm, f"{len(events) - warm} compiles for records of new sizes"
+    for i, (record, out) in enumerate(zip(later, outs)):
+        key = augjax.keys_from_seeds(_seeds(np.random.default_rng(i)))
+        image = record["image"]
+        np.testing.assert_array_equal(out, np.asarray(chain([image], key=key))[0])
+        uniform = np.asarray(chain(image[None], key=key))[0].astype(int)
+        assert np.abs(out.astype(int) - uniform).max() <= 1
+
+
+@pytest.mark.parametrize("first", ["flip", "crop"])
+def test_random_map_moves_the_records_targets_with_the_image(first):
+    flip, crop = augjax.ops.flip.bind(p=1.0), augjax.ops.random_crop.bind(size=24)
+    # a crop first: the record runs as a list of one image, its masks a list of one
+    chain = augjax.compose(flip, crop) if first == "flip" else augjax.compose(crop, flip)
     image = _source()[0]["image"]
     masks = np.zeros((H, W), np.int32)
-    masks[5:15, 2:12] = 4
-    boxes = np.array([[2, 5, 12, 15]], np.float32)
+    masks[5:30, 2:40] = 4
+    boxes = np.array([[2, 5, 40, 30]], np.float32)
     record = {"image": image, "masks": masks, "boxes": boxes, "boxes_valid": np.array([True])}
     out = ag.RandomMap(chain).random_map(record, np.random.default_rng(1))
     key = augjax.keys_from_seeds(_seeds(np.random.default_rng(1)))
-    ref = chain(image[None], key=key, masks=masks[None], boxes=boxes[None],
-                boxes_valid=np.array([[True]]))
-    for name in ("masks", "boxes", "boxes_valid"):
+    listed = [image] if first == "crop" else image[None]
+    ref = chain(listed, key=key, masks=[masks] if first == "crop" else masks[None],
+                boxes=boxes[None], boxes_valid=np.array([[True]]))
+    uniform = chain(image[None], key=key, masks=masks[None], boxes=boxes[None],
+                    boxes_valid=np.array([[True]]))
+    assert (np.asarray(out["masks"]) == 4).sum() > 0
+    for name in ("masks", "boxes", "boxes_valid"):  # (a copying crop: as the uniform call)
+        np.testing.assert_array_equal(out[name], np.asarray(uniform[name])[0])
         np.testing.assert_array_equal(out[name], np.asarray(ref[name])[0])
     np.testing.assert_array_equal(out["image"], np.asarray(ref["images"])[0])
 
