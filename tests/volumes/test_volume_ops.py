@@ -163,6 +163,27 @@ def test_affine_cubic_is_scipy_order_3_and_masks_stay_nearest(data):
         vg.volume_affine.bind(interpolation="quintic")
 
 
+def test_elastic_offsets_are_uniform_keyed_and_flag_independent():
+    """The elastic field's raw offsets: uniform in [-1, 1] (16-bit steps, two per hash), the
+    same values under either ``jax_threefry_partitionable`` setting, another key others."""
+    out = (6, 10, 14)
+    params = {"field": jax.random.key(3)}
+    a = np.asarray(vg.offsets(params, out))
+    with jax.threefry_partitionable(not jax.config.jax_threefry_partitionable):
+        b = np.asarray(vg.offsets(params, out))
+    np.testing.assert_array_equal(a, b)
+    c = np.asarray(vg.offsets({"field": jax.random.key(4)}, out))
+    assert a.shape == (3, *out) and np.abs(a - c).max() > 0.5
+    big = np.asarray(vg.offsets(params, (40, 50, 50)), np.float64).ravel()  # 300,000 values
+    assert -1.0 < big.min() < -0.999 and 0.999 < big.max() < 1.0
+    assert abs(big.mean()) < 0.005 and abs(big.std() - 1 / np.sqrt(3)) < 0.003
+    counts, _ = np.histogram(big, bins=20, range=(-1, 1))
+    expected = big.size / 20
+    assert ((counts - expected) ** 2 / expected).sum() < 45  # chi-square, 19 dof: p ~ 1e-3
+    steps = np.unique(np.round((big + 1) * 32768 - 0.5, 6))
+    np.testing.assert_array_equal(steps, np.round(steps))  # on the 16-bit lattice
+
+
 def test_one_resample_equals_two_within_interpolation_error():
     """On a smooth volume, elastic-then-affine in one resample and the two resamples in turn
     (scipy) agree within trilinear interpolation error, and the one resample is closer to the
