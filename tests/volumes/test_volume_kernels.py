@@ -3,7 +3,6 @@ small volume: affine_transform / map_coordinates (order 1, 0 and 3), gaussian_fi
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest

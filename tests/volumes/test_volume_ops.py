@@ -5,7 +5,6 @@ keys reproducible; errors typed."""
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy import ndimage
