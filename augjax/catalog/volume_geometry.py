@@ -17,7 +17,6 @@ w)``; axes 0, 1, 2 are D, H, W (MONAI's spatial axes of a channel-first array, i
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import jax
@@ -25,7 +24,7 @@ import jax.numpy as jnp
 
 from augjax.catalog import volume_params as vp
 from augjax.errors import InputError, ParamError
-from augjax.kernels import volume_axes, volume_sample
+from augjax.kernels import fields, volume_axes, volume_sample
 from augjax.volumes import VolumeMeta, VolumeOp
 
 __all__ = ["displacement", "offsets", "volume_affine", "volume_crop", "volume_flip", "volume_rot90"]
@@ -188,19 +187,11 @@ def offsets(params: dict[str, jax.Array], out: tuple[int, int, int]) -> jax.Arra
     ``params["field"]`` key: drawn by the kernel, so a volume that applies no affine (on the
     CPU, where the op is skipped for it) never draws its ``3 x D' x H' x W'`` values.
 
-    Each 32-bit word of ``threefry_2x32`` over a counter (the key's data as its key) gives two
-    offsets: a quarter of the hashes of ``jax.random.uniform`` under JAX's default
-    ``jax_threefry_partitionable`` (one hash per value), and the same values under either
-    setting of that flag (CPU, 2 x 3 x 64^3: 14-17 -> 6 CPU-ms). The smoothing that follows
-    averages thousands of offsets, so the 16-bit steps add under 0.002% of the field's spread."""
-    from jax.extend.random import threefry_2x32
-
-    size = 3 * math.prod(out)
-    words = (size + 1) // 2
-    seed = jax.random.key_data(params["field"]).reshape(-1)[:2]  # any key impl: 2+ words
-    bits = threefry_2x32((seed[0], seed[1]), jnp.arange(words, dtype=jnp.uint32))
-    halves = jnp.concatenate([bits & 0xFFFF, bits >> 16])[:size]
-    return ((halves.astype(jnp.float32) + 0.5) * (2.0 / 65536.0) - 1.0).reshape(3, *out)
+    Two offsets per hash (:func:`augjax.kernels.fields.uniform16`): a quarter of the hashes of
+    ``jax.random.uniform`` under JAX's default ``jax_threefry_partitionable``, and the same
+    values under either setting of that flag. The smoothing that follows averages thousands of
+    offsets, so the 16-bit steps add under 0.002% of the field's spread."""
+    return fields.uniform16(params["field"], (3, *out))
 
 
 def displacement(params: dict[str, jax.Array], out: tuple[int, int, int], *,

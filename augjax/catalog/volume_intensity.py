@@ -29,7 +29,7 @@ import jax.numpy as jnp
 
 from augjax.catalog import volume_params as vp
 from augjax.errors import ParamError
-from augjax.kernels import volume_axes
+from augjax.kernels import fields, volume_axes
 from augjax.volumes import VolumeMeta, VolumeOp
 
 __all__ = ["volume_blur", "volume_brightness", "volume_contrast", "volume_gamma",
@@ -64,8 +64,11 @@ def _noise_sample(key, meta, *, mask, p, std):
 
 def noise_field(params: dict[str, jax.Array], meta: VolumeMeta) -> jax.Array:
     """One volume's standard normal field ``(D, H, W, C)`` from its ``params["field"]`` key:
-    drawn by the kernel, so a volume that draws no noise (skipped on the CPU) never draws it."""
-    return jax.random.normal(params["field"], (*meta.spatial, meta.channels))
+    drawn by the kernel, so a volume that draws no noise (skipped on the CPU) never draws it.
+    One 32-bit word per value (:func:`augjax.kernels.fields.normal`: half the hashes of
+    ``jax.random.normal`` under JAX's default ``jax_threefry_partitionable``, the same values
+    under either setting)."""
+    return fields.normal(params["field"], (*meta.spatial, meta.channels))
 
 
 def _noise(volume, params, meta, **_):

@@ -1,8 +1,10 @@
 """The volume kernels (augjax.kernels.volume_sample / volume_axes) against scipy.ndimage on a
-small volume: affine_transform / map_coordinates (order 1, 0 and 3), gaussian_filter, zoom."""
+small volume: affine_transform / map_coordinates (order 1, 0 and 3), gaussian_filter, zoom; the
+random fields (augjax.kernels.fields) against jax.random."""
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -119,3 +121,27 @@ def test_lowres_matrix_is_nearest_down_then_linear_up(vol):
     want = ndimage.zoom(x, np.array(SHAPE) / np.array(ms), order=1, grid_mode=True, mode="nearest")
     assert want.shape == SHAPE
     np.testing.assert_allclose(got[..., 0], want, atol=1e-5)
+
+
+# -- random fields -----------------------------------------------------------------------------
+
+
+def test_fields_are_jax_random_draws_of_the_counter_form():
+    """``fields.normal`` / ``uniform16`` are what ``jax.random.normal`` / ``bits(uint16)`` give
+    with ``jax_threefry_partitionable`` off (threefry over a counter), under either setting."""
+    from augjax.kernels import fields
+
+    key, shape = jax.random.key(7), (5, 6, 7)
+    with jax.threefry_partitionable(False):
+        want_normal = np.asarray(jax.random.normal(key, shape))
+        want_bits = np.asarray(jax.random.bits(key, shape, np.uint16))
+    for flag in (False, True):
+        with jax.threefry_partitionable(flag):
+            np.testing.assert_array_equal(np.asarray(fields.normal(key, shape)), want_normal)
+            u = np.asarray(fields.uniform16(key, shape))
+            np.testing.assert_array_equal(u, (want_bits + 0.5) * (2.0 / 65536.0) - 1.0)
+    big = np.asarray(fields.normal(jax.random.key(8), (300_000,)), np.float64)
+    assert abs(big.mean()) < 0.01 and abs(big.std() - 1.0) < 0.01
+    from scipy import stats
+
+    assert stats.kstest(big, "norm").pvalue > 1e-3
