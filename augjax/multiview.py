@@ -64,6 +64,7 @@ from augjax.kernels.embedded import owned
 from augjax._runtime.execution.ahead import compile_apply, first_call
 from augjax._runtime.store.compile_cache import enable as enable_compile_cache
 from augjax._runtime.execution.program import build_program
+from augjax._runtime.execution.checking import check_batch, checking_enabled
 from augjax._runtime.execution.inputs import check_arguments, committed
 from augjax._runtime.execution.keys import keys_from_seeds, sample_keys
 from augjax.errors import InputError, ParamError
@@ -291,6 +292,8 @@ def _check_step(step: Any, name: str, v: int) -> None:
 
 def _batch(images: Any) -> jax.Array:
     if isinstance(images, np.ndarray):
+        # float values outside [0, 1] on the host: read for free (a warning), as an op's call
+        check_batch(images, "views", on_host=True, strict=checking_enabled())
         images = jnp.asarray(images)
     if not isinstance(images, jax.Array):
         raise InputError(f"views: argument 'images' expects a jax.Array or NumPy batch "

@@ -255,3 +255,23 @@ def test_dino_without_local_crops():
     with pytest.raises(augjax.ParamError, match=r"dino: argument 'local_count' expects an int "
                                                 r">= 0, got -1"):
         augjax.recipes.dino(local_count=-1)
+
+
+def test_float_images_in_0_255_are_reported_as_an_ops_call_reports_them():
+    """Views on float NumPy images outside [0, 1] (0..255 data) warn with the range, a batch
+    and a list of different sizes alike (one report per call); in [0, 1] nothing."""
+    import warnings
+
+    views = augjax.views({"v": (2, ops.random_resized_crop.bind(size=16))})
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0, 255, (2, 24, 24, 3)).astype(np.float32)
+    for images in (x, [x[0], x[1, :20]]):
+        with pytest.warns(augjax.InputRangeWarning,
+                          match=r"views: argument 'images' expects float images in \[0, 1\], "
+                                r"got values in \[.*, 254\.\d+\]") as got:
+            views(images, key=jax.random.key(0))
+        assert len([w for w in got if issubclass(w.category, augjax.InputRangeWarning)]) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", augjax.InputRangeWarning)
+        views(x / 255.0, key=jax.random.key(0))
+        views([x[0] / 255.0, x[1, :20] / 255.0], key=jax.random.key(0))
