@@ -61,6 +61,7 @@ from augjax._core.limits import MAX_VIEWS
 from augjax._core.step import Step
 from augjax.kernels.boundary import barrier, kept_in_caller
 from augjax.kernels.embedded import owned
+from augjax._runtime.execution import padding
 from augjax._runtime.execution.ahead import compile_apply, first_call
 from augjax._runtime.store.compile_cache import enable as enable_compile_cache
 from augjax._runtime.execution.program import build_program
@@ -437,11 +438,25 @@ def _on_cpu(images: jax.Array) -> bool:
 
 def _call(self: Views, images: jax.Array, keys: jax.Array) -> dict[str, jax.Array]:
     """The views with per-image ``keys``: on the CPU ``apply(sample(...))`` as two programs
-    (bitwise replay by construction), elsewhere one program (one dispatch)."""
+    (bitwise replay by construction), elsewhere one program (one dispatch). A batch of a size
+    not run before goes through the partial-batch policy as a chain's does
+    (:func:`augjax._runtime.execution.padding.call`; views hold per-sample steps only, so a
+    padded batch's real samples are those of the size's own program, bitwise)."""
     if isinstance(images, jax.core.Tracer):  # inside a caller's trace: one traced program
         return _apply_all(self, images, kept_in_caller(_sample_all(self, images, keys)))
     # committed: arrays and DALI (committed arrays) share the programs (inputs.committed)
     images, keys = committed(images), committed(keys)
+    return padding.call(_runner(self), (), (images, keys))
+
+
+@functools.lru_cache(maxsize=64)
+def _runner(self: Views):
+    """``run(images, keys)``: the views' programs for one batch (the partial-batch policy's
+    program: its records of compiled batch sizes are kept per views)."""
+    return functools.partial(_run, self)
+
+
+def _run(self: Views, images: jax.Array, keys: jax.Array) -> dict[str, jax.Array]:
     if _on_cpu(images):
         shape, dtype = tuple(images.shape), jnp.dtype(images.dtype).name
         sampler, applier = _sampler(self, shape, dtype), _applier(self)

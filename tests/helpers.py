@@ -175,9 +175,11 @@ def fresh_programs() -> None:
         cache.cache_clear()
 
 
-def compiles(fn) -> int:
-    """How many programs XLA compiles while ``fn()`` runs (jax_log_compiles' records)."""
+def compiles(fn, names: list | None = None) -> int:
+    """How many programs XLA compiles while ``fn()`` runs (jax_log_compiles' records); their
+    names (``jit(NAME)``) are appended to ``names`` when given."""
     import logging
+    import re
 
     import jax
 
@@ -195,6 +197,8 @@ def compiles(fn) -> int:
             fn()
     finally:
         logger.removeHandler(handler)
+    if names is not None:
+        names.extend(m.group(1) for m in (re.search(r"of jit\((\w+)\)", s) for s in seen) if m)
     return len(seen)
 
 

@@ -8,6 +8,7 @@ loop re-run in float64 on augjax's uniform draws.
 from __future__ import annotations
 
 import math
+import re
 
 import jax
 import numpy as np
@@ -246,6 +247,41 @@ def test_bad_lists_are_refused():
     with pytest.raises(InputError, match="pad_mode"):
         augjax.ops.random_crop(images, size=8, padding=2, pad_mode="reflect",
                                key=jax.random.key(0))
+
+
+def test_a_list_is_checked_as_a_batch_is_for_its_first_op():
+    """A list of one size passes check_list: its images are checked as a batch of them would
+    be (dtype, channels-first images, channel count, float range), never run as garbage."""
+    import warnings
+
+    from augjax.errors import InputRangeWarning
+
+    image = _images()[0]
+    crop = augjax.compose(augjax.ops.random_resized_crop.bind(size=8), augjax.ops.flip.bind())
+    key = jax.random.key(0)
+    for bad in (image.astype(np.uint16) * 256, image.astype(np.int32), image.astype(np.int64)):
+        with pytest.raises(InputError, match=rf"random_resized_crop: argument 'images' expects "
+                                             rf"dtype uint8 or float32, got {bad.dtype}") as err:
+            crop([bad, bad], key=key)
+        assert err.value.argument == "images"
+        with pytest.raises(InputError, match="expects dtype uint8 or float32"):  # as a batch
+            crop(bad[None], key=key)
+    chw = np.ascontiguousarray(np.moveaxis(image, -1, 0))
+    with pytest.raises(InputError, match=r"as a list expects \(H, W, C\) images, got image 0 "
+                                         rf"of shape {re.escape(str(chw.shape))}.*"
+                                         r"channels-first.*moveaxis"):
+        crop([chw], key=key)
+    gray_only = augjax.compose(augjax.ops.random_resized_crop.bind(size=8),
+                               augjax.ops.color_jitter.bind(brightness=0.2))
+    with pytest.raises(InputError, match="expects 3 channels"):  # a later op's channels
+        gray_only([image[..., :1]], key=key)
+    with pytest.warns(InputRangeWarning, match=r"random_resized_crop: argument 'images' "
+                                               r"expects float images in \[0, 1\]"):
+        crop([image.astype(np.float32), image.astype(np.float32)[:5]], key=key)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InputRangeWarning)
+        out = crop([image / 255.0], key=key)  # float64 in [0, 1]: JAX's float32, no warning
+    assert out.dtype == np.float32
 
 
 @pytest.mark.gpu

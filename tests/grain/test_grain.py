@@ -139,6 +139,19 @@ def test_random_map_moves_the_records_targets_with_the_image(first):
     np.testing.assert_array_equal(out["image"], np.asarray(ref["images"])[0])
 
 
+def test_a_crop_first_random_map_checks_its_records_as_a_batch_is_checked():
+    """A record that a batch would refuse (uint16, channels-first) is refused by the crop-first
+    path too, with the record's index in a note, never run as garbage."""
+    transform = ag.RandomMap(_chain())
+    image = _source()[0]["image"]
+    for bad, match in ((image.astype(np.uint16) * 256, "expects dtype uint8 or float32, got "
+                                                       "uint16"),
+                       (np.ascontiguousarray(np.moveaxis(image, -1, 0)), "channels-first")):
+        with pytest.raises(augjax.InputError, match=match) as err:
+            transform.random_map({"image": bad, "index": 7}, np.random.default_rng(0))
+        assert any("of index 7" in note for note in err.value.__notes__)
+
+
 def test_random_map_rejects_a_record_without_its_image():
     with pytest.raises(augjax.InputError, match="no field 'image'"):
         ag.RandomMap(_chain()).random_map({"img": np.zeros((4, 4, 3), np.uint8)},

@@ -259,19 +259,49 @@ def test_dino_without_local_crops():
 
 def test_float_images_in_0_255_are_reported_as_an_ops_call_reports_them():
     """Views on float NumPy images outside [0, 1] (0..255 data) warn with the range, a batch
-    and a list of different sizes alike (one report per call); in [0, 1] nothing."""
+    and a list of different sizes alike (one message); in [0, 1] nothing."""
     import warnings
 
     views = augjax.views({"v": (2, ops.random_resized_crop.bind(size=16))})
     rng = np.random.default_rng(0)
     x = rng.uniform(0, 255, (2, 24, 24, 3)).astype(np.float32)
-    for images in (x, [x[0], x[1, :20]]):
+    # a batch: the views say it; a list: each view's step, as its first op takes the list
+    for images, name in ((x, "views"), ([x[0], x[1, :20]], "random_resized_crop")):
         with pytest.warns(augjax.InputRangeWarning,
-                          match=r"views: argument 'images' expects float images in \[0, 1\], "
+                          match=rf"{name}: argument 'images' expects float images in \[0, 1\], "
                                 r"got values in \[.*, 254\.\d+\]") as got:
             views(images, key=jax.random.key(0))
-        assert len([w for w in got if issubclass(w.category, augjax.InputRangeWarning)]) == 1
+        messages = {str(w.message) for w in got if issubclass(w.category,
+                                                              augjax.InputRangeWarning)}
+        assert len(messages) == 1, messages
     with warnings.catch_warnings():
         warnings.simplefilter("error", augjax.InputRangeWarning)
         views(x / 255.0, key=jax.random.key(0))
         views([x[0] / 255.0, x[1, :20] / 255.0], key=jax.random.key(0))
+
+
+def test_a_smaller_batch_of_views_runs_padded_and_equals_its_own_program(monkeypatch):
+    """A partial batch (an epoch's last) runs the views' programs of a larger size, padded, as a
+    chain's does (no trace), and its samples equal those of the size's own program bitwise."""
+    from augjax._runtime.execution import padding
+
+    monkeypatch.delenv("AUGJAX_PAD_BATCHES")  # (conftest turns padding off)
+
+    views = augjax.views({
+        "g": (2, augjax.compose(ops.random_resized_crop.bind(size=16), ops.flip.bind(p=0.5),
+                                ops.color_jitter.bind(brightness=0.4, hue=0.1))),
+        "l": (3, ops.random_resized_crop.bind(size=8))})
+    x = np.random.default_rng(0).integers(0, 256, (16, 24, 24, 3), dtype=np.uint8)
+    views(x, key=jax.random.key(0))
+    got, names = {}, []
+    # compiled: the transfer, the keys' split into 10 and two gathers, none of the views'
+    compiles(lambda: got.setdefault("padded", views(x[:10], key=jax.random.key(5))), names)
+    assert set(names) <= {"stage", "_split_by_index", "_take"}, names
+    padded, names = got["padded"], []
+    with padding.no_padding():
+        compiles(lambda: got.setdefault("own", views(x[:10], key=jax.random.key(5))), names)
+    assert len(names) >= 2 and set(names) - {"stage", "_split_by_index", "_take"}, names
+    own = got["own"]
+    for name in ("g", "l"):
+        assert padded[name].shape == own[name].shape == (10, *padded[name].shape[1:])
+        np.testing.assert_array_equal(np.asarray(padded[name]), np.asarray(own[name]))

@@ -201,12 +201,12 @@ def _ragged_prefix(steps: Sequence[Any], images: Sequence[Any], key: Any, layout
     n = ragged_count(steps, _first_name(steps, name))
     random = any(step.random for step in steps)
     if sample:  # the windows need the sizes only
-        check_list(arrays, name)
+        check_list(arrays, name, steps[0])
         shapes = np.array([a.shape for a in arrays], np.int32)
         keys = sample_keys(key, len(shapes), name) if random else None
         params, _ = plan_program(steps[:n], start, arrays[0].dtype.name)(shapes, keys)
         return steps[n:], start + n, window_structure(steps[:n]).out, params
-    check_list(arrays, name)
+    check_list(arrays, name, steps[0])
     keys = sample_keys(key, len(arrays), name) if random else None
     out, _, n, moved = read_list(steps, arrays, keys, start, name, targets)
     return steps[n:], start + n, out, moved

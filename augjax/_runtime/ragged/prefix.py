@@ -182,12 +182,16 @@ def as_arrays(images: Sequence[Any], name: str) -> list[np.ndarray]:
     return [np.asarray(x) for x in images]
 
 
-def check_list(arrays: Sequence[Any], name: str) -> np.ndarray:
-    """The int32 ``(N, 2)`` sizes of a list of HWC images of one dtype and channel count.
+def check_list(arrays: Sequence[Any], name: str, first: Any = None) -> np.ndarray:
+    """The int32 ``(N, 2)`` sizes of a list of HWC images of one dtype and channel count;
+    with ``first`` (the chain's first step) also checked as a batch is for it: its dtypes and
+    channel counts, channels-first images, and float values outside [0, 1] (a warning, an
+    error in checking mode; the first such image).
 
     Raises:
         InputError: an empty list, an image that is not ``(H, W, C)``, an image without
-            pixels (a height or width of 0), or images of different dtypes or channel counts.
+            pixels (a height or width of 0), images of different dtypes or channel counts, or
+            (with ``first``) a dtype or channel count the step does not take.
     """
     if not arrays:
         raise InputError(f"{name}: argument 'images' is an empty list", op=name,
@@ -204,7 +208,36 @@ def check_list(arrays: Sequence[Any], name: str) -> np.ndarray:
         raise InputError(
             f"{name}: argument 'images' expects images of at least 1 x 1 pixels, got image "
             f"{empty[0]} of shape {arrays[empty[0]].shape}", op=name, argument="images")
+    if first is not None:
+        _check_as_first(arrays, first)
     return np.array([a.shape[:2] for a in arrays], np.int32)
+
+
+def _check_as_first(arrays: Sequence[np.ndarray], step: Any) -> None:
+    """The list's images (one dtype and channel count) against what ``step`` takes."""
+    from augjax._runtime.execution.checking import check_batch, checking_enabled
+    from augjax._runtime.execution.inputs import IMAGE_CHANNELS
+
+    op, image = step.name, arrays[0]
+    dtype = np.dtype(jax.dtypes.canonicalize_dtype(image.dtype)).name  # float64: JAX's float32
+    if dtype not in step.dtypes:
+        raise InputError(f"{op}: argument 'images' expects dtype {' or '.join(step.dtypes)}, "
+                         f"got {np.dtype(image.dtype).name}", op=op, argument="images")
+    channels = image.shape[-1]
+    if channels not in IMAGE_CHANNELS and all(a.shape[0] in IMAGE_CHANNELS for a in arrays):
+        raise InputError(
+            f"{op}: argument 'images' as a list expects (H, W, C) images, got image 0 of shape "
+            f"{image.shape}, as channels-first data would be: transpose each image to (H, W, "
+            f"C) (np.moveaxis(image, 0, -1))", op=op, argument="images")
+    if step.channels is not None and channels not in step.channels:
+        raise InputError(
+            f"{op}: argument 'images' expects {' or '.join(map(str, step.channels))} channels, "
+            f"got {channels} (image 0 of shape {image.shape})", op=op, argument="images")
+    if np.issubdtype(image.dtype, np.floating):
+        for a in arrays:  # the first image outside [0, 1]: one report per call
+            if a.size and not (0.0 <= a.min() and a.max() <= 1.0):
+                check_batch(a, op, on_host=True, strict=checking_enabled())
+                break
 
 
 @once_cache(maxsize=256)
