@@ -47,6 +47,7 @@ import numpy as np
 from augjax.kernels.boundary import kept_in_caller
 from augjax.kernels.embedded import owned
 from augjax._runtime.execution.ahead import compile_apply, first_call
+from augjax._runtime.execution.checking import check_batch, checking_enabled
 from augjax._core.kinds import Clips, check_rank, frame_layout
 from augjax._runtime.execution.inputs import (IMAGE_CHANNELS, LAYOUT_AXES, check_arguments,
                                               committed)
@@ -342,6 +343,8 @@ def call_clips(step: Any, inputs: tuple[Any, ...], *, key: Any, layout: str, per
         raise InputError(f"{step.name}: expects {len(step.inputs)} positional input(s) "
                          f"({', '.join(step.inputs)}), got {len(inputs)}", op=step.name,
                          argument="images")
+    if isinstance(inputs[0], np.ndarray):  # float values outside [0, 1]: read for free here
+        check_batch(inputs[0], step.name, on_host=True, strict=checking_enabled())
     # committed: arrays and DALI (committed arrays) share the programs (inputs.committed)
     inputs = tuple(committed(_array(x)) for x in inputs)
     key, targets = committed(key), {k: committed(_array(v)) for k, v in targets.items()}
@@ -411,6 +414,8 @@ def _dali_function(step: Any, layout: str, per_frame: bool, with_labels: bool, w
 
     def function(*arrays):
         clips, rest = arrays[0], list(arrays[1:])
+        # CPU sequences are on the host: their float range is read for free (as images')
+        check_batch(clips, step.name, on_host=device == "cpu", strict=checking_enabled())
         labels = (rest.pop(0),) if with_labels else ()
         keys = keys_from_seeds(rest.pop(0)) if with_seeds else None
         targets = dict(zip(names, rest), **options) if names else {}

@@ -29,9 +29,12 @@ def _ragged_cause(text: str) -> str:
              else "")
     return (f"InputError: an augjax operator got images of different sizes{where}, but only "
             f"a chain that starts with {', '.join(RAGGED_OPS)} takes them (resize with one int "
-            f"needs a crop after it); other ops take one image size per batch. On GPU images "
-            f"such a chain needs DALI's dynamic executor (exec_dynamic=True, DALI's default): "
-            f"the legacy one cannot read their sizes on the CPU. DALI: {_RAGGED} failed")
+            f"needs a crop after it); other ops take one image size per batch. Views (augjax."
+            f"views, the DINO/SimCLR/BYOL recipes) take them with ragged=True (views(images, "
+            f"ragged=True)): a DALI node does not say whether its batch is uniform. On GPU "
+            f"images such a chain needs DALI's dynamic executor (exec_dynamic=True, DALI's "
+            f"default): the legacy one cannot read their sizes on the CPU. DALI: {_RAGGED} "
+            f"failed")
 
 
 def is_pipeline_error(err: BaseException) -> bool:

@@ -268,3 +268,14 @@ def test_committed_and_uncommitted_clips_share_the_programs(clips):
     assert compiles(lambda: params.append(jax.block_until_ready(
         step.sample(augjax.Clips(clips), key=keys)))) == 0
     assert compiles(lambda: _eq(step.apply(augjax.Clips(clips), params=params[0]), loose)) == 0
+
+
+def test_gray_and_rgba_clips_into_a_colour_op_say_how_to_convert():
+    """A colour op that takes 3 channels says how to make 1 (gray) or 4 (RGBA, CMYK) channels
+    RGB, on clips as on images."""
+    gray = np.zeros((2, 3, 8, 8, 1), np.uint8)
+    for x, hint in ((gray, r"gray images: repeat the channel to RGB first \(np\.repeat"),
+                    (np.zeros((2, 3, 8, 8, 4), np.uint8), r"RGBA or CMYK images: convert")):
+        for images in (augjax.Clips(x), x[:, 0]):
+            with pytest.raises(augjax.InputError, match=rf"expects 3 channels.*{hint}"):
+                ops.color_jitter(images, brightness=0.4, key=jax.random.key(0))

@@ -145,3 +145,22 @@ def test_dali_sequences_without_layout_say_layout_fhwc():
     with pytest.raises(RuntimeError, match=r"flip: argument 'images' in a DALI pipeline holds "
                                            r"sequences .*\(4, 20, 16, 3\).* layout='FHWC'"):
         p.run()
+
+
+def test_float_sequences_outside_0_1_warn_as_images_do():
+    """Float 0..255 clips in a DALI CPU pipeline warn with the range (the host batch is read
+    for free), as image batches do; on arrays too, and in checking mode it is an error."""
+    import jax
+
+    clips = np.random.default_rng(0).uniform(0, 255, (N, T, H, W, 3)).astype(np.float32)
+    jitter = ops.color_jitter.bind(brightness=0.4)
+    p = _pipe(clips, lambda s, seeds: jitter(s, seeds=seeds, layout="FHWC"))
+    with pytest.warns(augjax.InputRangeWarning, match=r"color_jitter: argument 'images' expects "
+                                                       r"float images in \[0, 1\]"):
+        p.run()
+    for call in (lambda: jitter(augjax.Clips(clips), key=jax.random.key(0)),
+                 lambda: jitter(clips, layout="FHWC", key=jax.random.key(0))):
+        with pytest.warns(augjax.InputRangeWarning, match=r"got values in \[.*, 254\.\d+\]"):
+            call()
+        with augjax.checking(), pytest.raises(augjax.InputError, match="float images in"):
+            call()

@@ -157,3 +157,25 @@ def test_dali_ragged_views_equal_the_arrays_path(dali_views, dali_runs):
         d = abs_diff(rrc, np.asarray(want["rrc"]))
         assert d.max() <= 1.3 * RESAMPLE_MAX + 1 and d.mean() <= RESAMPLE_MEAN, (d.max(),
                                                                                  d.mean())
+
+
+def test_dali_views_of_different_sizes_without_ragged_name_ragged_true(tmp_path, dali_views):
+    """Left out, ``ragged=True`` is what DALI's uniform-shape assert asks for:
+    ``augjax.dali.error_cause`` names it."""
+    pytest.importorskip("nvidia.dali.plugin.jax")
+    from nvidia.dali import fn, pipeline_def, types
+
+    root = write_jpegs(tmp_path, SIZES)
+
+    @pipeline_def(batch_size=B, num_threads=1, device_id=None, seed=5)
+    def pipe():
+        jpegs, _ = fn.readers.file(file_root=root)
+        out = dali_views(fn.decoders.image(jpegs, output_type=types.RGB))
+        return out["crops"], out["rrc"]
+
+    p = pipe()
+    p.build()
+    with pytest.raises(RuntimeError) as info:
+        p.run()
+    cause = augjax.dali.error_cause(info.value)
+    assert "images of different sizes" in cause and "ragged=True" in cause, cause

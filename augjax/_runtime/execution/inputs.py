@@ -132,10 +132,23 @@ def check_images(x: Any, spec: Any, layout: str, op: str | None = None,
             f"{channels} channel{'' if channels == 1 else 's'}"
             f"{f', batch shape {shape}' if batch else ''})"
             + (f" (is the layout right? pass layout='{CHW}' for channels-first data)"
-               if layout == HWC and shape[1] in spec.channels else ""),
+               if layout == HWC and shape[1] in spec.channels else "")
+            + _channel_hint(channels, spec.channels),
             op=name,
             argument="images",
         )
+
+
+def _channel_hint(channels: int, wanted: tuple[int, ...]) -> str:
+    """How to convert images of ``channels`` to a count in ``wanted`` (gray to RGB, RGBA or CMYK
+    to RGB), or nothing."""
+    if channels == 1 and 3 in wanted:
+        return ("; gray images: repeat the channel to RGB first (np.repeat(x, 3, axis=-1), "
+                "or PIL's .convert('RGB') when decoding)")
+    if channels == 4 and 3 in wanted:
+        return ("; RGBA or CMYK images: convert them to RGB first (PIL's .convert('RGB') "
+                "when decoding, or drop alpha: x[..., :3])")
+    return ""
 
 
 #: Channel counts of images: a batch whose channel axis holds another count while the other
