@@ -134,6 +134,8 @@ def _checked_chain(chain: Any, name: str) -> Any:
     from augjax._core.step import BaseStep
     from augjax.calls import Op
 
+    if isinstance(chain, Op):  # a bare op runs with its defaults: a required one missing
+        chain.bind()           # is a ParamError here, not in a worker at the first record
     if isinstance(chain, (Op, BaseStep)) or _volume_chain(chain):
         return chain
     raise InputTypeError(f"{name}: argument 'chain' expects an augjax op, bound op, chain or "
@@ -400,9 +402,11 @@ class BatchAugment(grain.transforms.Map):
                  image: str = "image", index: str = "index", label: str = "label",
                  device: Any = None, layout: str | None = None) -> None:
         if epoch_size is not None and (isinstance(epoch_size, bool)
-                                       or not isinstance(epoch_size, int) or epoch_size < 1):
+                                       or not isinstance(epoch_size, numbers.Integral)
+                                       or epoch_size < 1):
             raise InputError(f"augjax.grain.BatchAugment: argument 'epoch_size' expects an int "
                              f">= 1 or None, got {epoch_size!r}", argument="epoch_size")
+        epoch_size = None if epoch_size is None else int(epoch_size)  # (a NumPy integer too)
         if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) \
                 or not 0 <= seed < 2**64:
             raise InputError(f"augjax.grain.BatchAugment: argument 'seed' expects an int in "
@@ -429,6 +433,13 @@ class BatchAugment(grain.transforms.Map):
 
         idx = _indices(indices, self.index)
         if epoch is not None or self.epoch_size is None:
+            if idx.size and int(idx.max()) >= 2**31:  # index_seeds' positions are 31-bit
+                raise InputError(
+                    f"augjax.grain.BatchAugment: field {self.index!r} holds index "
+                    f"{int(idx.max())}, but without epoch_size an index is a position in "
+                    f"epoch {epoch or 0} and must be below 2**31; pass epoch_size=len(source) "
+                    f"(indices then count on across epochs: epoch = index // epoch_size)",
+                    argument="epoch_size")
             return index_seeds(idx, epoch or 0, self.seed)
         epochs, positions = np.divmod(idx, self.epoch_size)
         if epochs.size and int(epochs.max()) >= 2**32:  # index_seeds' epochs are 32-bit

@@ -128,19 +128,25 @@ def train(args) -> tuple[list[float], bool | None]:
     source = PhotoSource()
     iterator = iter(build(args, source))
     losses, state, rest = [], None, []
-    for i in range(args.steps):
-        if args.check_resume and i == args.steps // 2:
-            state = iterator.get_state()
-        batch = next(iterator)
-        if state is not None:
-            rest.append(batch)
-        params, opt_state, loss = step(params, opt_state, batch["image"], batch["label"])
-        losses.append(float(loss))
+    try:  # closed in the end: its worker processes and their shared memory go with it
+        for i in range(args.steps):
+            if args.check_resume and i == args.steps // 2:
+                state = iterator.get_state()
+            batch = next(iterator)
+            if state is not None:
+                rest.append(batch)
+            params, opt_state, loss = step(params, opt_state, batch["image"], batch["label"])
+            losses.append(float(loss))
+    finally:
+        iterator.close()
     if state is None:
         return losses, None
     resumed = iter(build(args, source))
-    resumed.set_state(state)
-    again = [next(resumed) for _ in rest]
+    try:
+        resumed.set_state(state)
+        again = [next(resumed) for _ in rest]
+    finally:
+        resumed.close()
     return losses, all(np.array_equal(np.asarray(a[k]), np.asarray(b[k]))
                        for a, b in zip(rest, again) for k in ("image", "label", "index"))
 

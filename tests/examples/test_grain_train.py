@@ -25,3 +25,5 @@ def test_grain_train_runs_with_two_workers_and_resumes_bitwise(fork_server, tmp_
     first, last = map(float, re.search(r"loss (\S+) -> (\S+)", proc.stdout).groups())
     assert math.isfinite(first) and math.isfinite(last)
     assert "resume: bitwise equal" in proc.stdout
+    # both iterators closed: no worker's shared memory left for the resource tracker to find
+    assert "leaked shared_memory" not in proc.stderr, proc.stderr[-2000:]

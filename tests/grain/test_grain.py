@@ -447,3 +447,21 @@ def test_an_index_whose_epoch_is_too_large_names_the_field_and_the_epoch():
     last = 2**32 * 8 - 1
     want = augjax.index_seeds(np.array([last % 8]), last // 8, 0)
     np.testing.assert_array_equal(aug.seeds(np.array([last])), want)
+
+
+def test_batch_augment_takes_numpy_ints_and_says_when_an_index_needs_epoch_size():
+    assert ag.BatchAugment(_chain(), epoch_size=np.int64(12)).epoch_size == 12
+    aug = ag.BatchAugment(_chain())
+    with pytest.raises(augjax.InputError, match=r"without epoch_size an index is a position.*"
+                                                r"pass epoch_size=len\(source\)") as err:
+        aug.seeds([2**31 + 5])
+    assert err.value.argument == "epoch_size"
+    np.testing.assert_array_equal(ag.BatchAugment(_chain(), epoch_size=12).seeds([2**31 + 5]),
+                                  aug.seeds([(2**31 + 5) % 12], epoch=(2**31 + 5) // 12))
+
+
+def test_a_bare_op_missing_a_required_parameter_is_refused_when_the_transform_is_made():
+    for make in (ag.RandomMap, ag.BatchAugment):
+        with pytest.raises(augjax.ParamError, match="random_resized_crop: parameter 'size' is "
+                                                    "required"):
+            make(augjax.ops.random_resized_crop)
