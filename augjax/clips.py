@@ -46,6 +46,7 @@ import numpy as np
 
 from augjax.kernels.boundary import kept_in_caller
 from augjax.kernels.embedded import owned
+from augjax._runtime.execution import padding
 from augjax._runtime.execution.ahead import compile_apply, first_call
 from augjax._runtime.execution.checking import check_batch, checking_enabled
 from augjax._core.kinds import Clips, check_rank, frame_layout
@@ -352,14 +353,17 @@ def call_clips(step: Any, inputs: tuple[Any, ...], *, key: Any, layout: str, per
     if _random(step) and key is None:
         sample_keys(None, clips.shape[0], step.name)  # raises KeyRequiredError
     if _on_cpu(clips) or not _random(step):
-        join = _apply_ahead(step, inputs, key, layout, per_frame, targets)
-        params = sample_clips(step, inputs[:1], key=key, layout=layout, per_frame=per_frame)
-        if join is not None:
-            join()
         if isinstance(clips, jax.core.Tracer):  # a caller's trace: no sampler in the kernels
-            params = kept_in_caller(params)
-        return apply_clips(step, (clips, *inputs[1:]), params=params, layout=layout,
-                           per_frame=per_frame, targets=targets)
+            params = kept_in_caller(sample_clips(step, inputs[:1], key=key, layout=layout,
+                                                 per_frame=per_frame))
+            return apply_clips(step, (clips, *inputs[1:]), params=params, layout=layout,
+                               per_frame=per_frame, targets=targets)
+        # A batch of a size not run before goes through the partial-batch policy, as a
+        # chain's (augjax._runtime.execution.padding: padded where that keeps the bits).
+        arrays, rest = _split_targets(dict(targets), tuple(clips.shape), layout, step.name)
+        run = _runner(step, layout, per_frame, tuple(arrays), _hashable(rest))
+        labels = inputs[1] if len(inputs) > 1 else None
+        return padding.call(run, step.program()[0], (clips, labels, key, *arrays.values()))
     n = clips.shape[0]
     labels = inputs[1] if len(inputs) > 1 else None
     arrays, rest = _split_targets(dict(targets), tuple(clips.shape), layout, step.name)
@@ -368,6 +372,26 @@ def call_clips(step: Any, inputs: tuple[Any, ...], *, key: Any, layout: str, per
     program = _call_program(step, layout, per_frame, tuple(arrays), _hashable(rest),
                             tuple(struct.shape), jnp.dtype(struct.dtype).name)
     return program(clips, labels, keys, *arrays.values())
+
+
+@functools.lru_cache(maxsize=256)
+def _runner(step: Any, layout: str, per_frame: bool, names: tuple[str, ...],
+            rest: tuple[tuple[str, Any], ...]):
+    """``run(clips, labels, key, *target arrays)``: the sampler, then the apply program (two
+    programs: a call equals ``apply(sample(...))`` bitwise); the partial-batch policy's program
+    (its records of compiled batch sizes are kept per step and targets)."""
+
+    def run(clips, labels, key, *arrays):
+        inputs = (clips,) if labels is None else (clips, labels)
+        targets = {**dict(zip(names, arrays)), **dict(rest)}
+        join = _apply_ahead(step, inputs, key, layout, per_frame, targets)
+        params = sample_clips(step, inputs[:1], key=key, layout=layout, per_frame=per_frame)
+        if join is not None:
+            join()
+        return apply_clips(step, inputs, params=params, layout=layout, per_frame=per_frame,
+                           targets=targets)
+
+    return run
 
 
 def _apply_ahead(step: Any, inputs: tuple[Any, ...], key: Any, layout: str, per_frame: bool,

@@ -31,10 +31,12 @@ from typing import Any
 
 import numpy as np
 
+from augjax.grain_records import (TARGETS, checked_chain, clip_record, is_views, kind_of_layout,
+                                  merge, merge_views, split, takes_any_size, unwrapped,
+                                  views_record, volume_chain, volume_record, volume_targets)
 from augjax.grain_workers import in_worker as _in_worker
 from augjax.grain_workers import pin_cpu, worker_init
-from augjax.errors import (AugjaxError, AugjaxWarning, BackendUnavailableError, InputError,
-                           InputTypeError)
+from augjax.errors import AugjaxError, AugjaxWarning, BackendUnavailableError, InputError
 
 try:
     import grain
@@ -67,108 +69,9 @@ _require_transforms(grain)
 
 __all__ = ["RandomMap", "BatchAugment", "WithIndex", "pin_cpu", "worker_init"]
 
-#: Record fields that follow the image through a chain (augjax's target keywords).
-TARGETS = ("masks", "boxes", "boxes_valid", "keypoints", "keypoints_valid")
-#: The fields that follow a volume through a volume chain.
-VOLUME_TARGETS = ("masks", "keypoints")
 #: Sample seeds are drawn in [0, 2**30), as augjax's DALI seeds
 #(augjax._runtime.execution.keys.SEED_HIGH).
 _SEED_HIGH = 2**30
-
-
-def _split(element: Any, image: str) -> tuple[dict, Any, dict]:
-    """(the record as a dict, its image, its targets); a bare array is the image itself."""
-    if isinstance(element, dict):
-        if image not in element:
-            raise InputError(f"augjax.grain: the record has no field {image!r} (fields: "
-                             f"{sorted(element)}); name the image field with image=...",
-                             argument="image")
-        return element, element[image], {k: element[k] for k in TARGETS if k in element}
-    return {}, element, {}
-
-
-def _kind_of_layout(layout: str | None, name: str) -> Any:
-    """The input kind whose batches a ``layout=`` names (``None``: images, as plain arrays)."""
-    if layout is None:
-        return None
-    from augjax._core.declaration import CLIP_LAYOUTS
-    from augjax._core.kinds import Clips
-
-    if layout not in CLIP_LAYOUTS:
-        raise InputError(f"{name}: argument 'layout' expects None (images (H, W, C)) or a clip "
-                         f"layout {tuple(CLIP_LAYOUTS)}, got {layout!r}", argument="layout")
-    return Clips
-
-
-def _unwrapped(out: Any) -> Any:
-    """A call's result with its images as an array (a kind's ``array``)."""
-    from augjax._core.kinds import Kind
-
-    if isinstance(out, Kind):
-        return out.array
-    if isinstance(out, dict) and isinstance(out.get("images"), Kind):
-        return {**out, "images": out["images"].array}
-    if isinstance(out, tuple) and out and isinstance(out[0], Kind):
-        return (out[0].array, *out[1:])
-    return out
-
-
-def _volume_chain(chain: Any) -> bool:
-    """Whether ``chain`` is a volume op, step or chain (:mod:`augjax.volumes`)."""
-    from augjax.volumes import VolumeChain, VolumeOp, VolumeStep
-
-    return isinstance(chain, (VolumeChain, VolumeOp, VolumeStep))
-
-
-def _volume_targets(targets: dict, name: str) -> dict:
-    """The targets of a volume chain's record or batch: masks and keypoints only."""
-    other = sorted(set(targets) - set(VOLUME_TARGETS))
-    if other:
-        raise InputError(f"{name}: a volume chain moves {VOLUME_TARGETS} with the volume; the "
-                         f"record has {other}", argument=other[0])
-    return targets
-
-
-def _checked_chain(chain: Any, name: str) -> Any:
-    """``chain`` when it is an augjax op, step, chain or volume chain, else InputTypeError."""
-    from augjax._core.step import BaseStep
-    from augjax.calls import Op
-
-    if isinstance(chain, Op):  # a bare op runs with its defaults: a required one missing
-        chain.bind()           # is a ParamError here, not in a worker at the first record
-    if isinstance(chain, (Op, BaseStep)) or _volume_chain(chain):
-        return chain
-    raise InputTypeError(f"{name}: argument 'chain' expects an augjax op, bound op, chain or "
-                         f"policy (augjax.compose(...)), got {type(chain).__module__}."
-                         f"{type(chain).__qualname__}", argument="chain")
-
-
-def _takes_any_size(steps: tuple[Any, ...]) -> bool:
-    """Whether a chain's ``steps`` start with ops that take images of different sizes and
-    return one size (``random_resized_crop``, ``resize`` + ``center_crop``, ...): its records
-    then run as a list of one image, whose programs are keyed by a canvas bucket, not by the
-    record's size."""
-    from augjax._runtime.ragged.prefix import ragged_count
-
-    if not steps or not getattr(steps[0], "ragged", None):
-        return False
-    try:
-        ragged_count(steps, "augjax.grain.RandomMap")
-    except InputError:  # resize(int) with no crop after it: one size per record
-        return False
-    return True
-
-
-def _merge(record: dict, image: str, out: Any, to_host) -> Any:
-    if not record:
-        return to_host(out)
-    merged = dict(record)
-    if isinstance(out, dict):
-        for name, value in out.items():
-            merged[image if name == "images" else name] = to_host(value)
-    else:
-        merged[image] = to_host(out)
-    return merged
 
 
 class RandomMap(grain.transforms.RandomMap):
@@ -201,10 +104,10 @@ class RandomMap(grain.transforms.RandomMap):
     """
 
     def __init__(self, chain: Any, *, image: str = "image", layout: str | None = None) -> None:
-        self.chain = _checked_chain(chain, "augjax.grain.RandomMap")
+        self.chain = checked_chain(chain, "augjax.grain.RandomMap")
         self.image = image
         self.layout = layout
-        self._kind = _kind_of_layout(layout, "augjax.grain.RandomMap")
+        self._kind = kind_of_layout(layout, "augjax.grain.RandomMap")
         self._state()
 
     def _state(self) -> None:
@@ -224,7 +127,7 @@ class RandomMap(grain.transforms.RandomMap):
         self.chain = state["chain"]
         self.image = state["image"]
         self.layout = state.get("layout")
-        self._kind = _kind_of_layout(self.layout, "augjax.grain.RandomMap")
+        self._kind = kind_of_layout(self.layout, "augjax.grain.RandomMap")
         self._state()
 
     def _program(self):
@@ -258,7 +161,7 @@ class RandomMap(grain.transforms.RandomMap):
                 skeletons, values = lift(tuple(steps))
                 self._values = as_arguments(values)
                 self._run = array_program(skeletons, "HWC", start, False, None, seeded=True)
-                self._ragged = _takes_any_size(steps)
+                self._ragged = takes_any_size(steps)
             return self._run, self._cpu
 
     def apply(self, element: Any, seeds: np.ndarray) -> Any:
@@ -267,12 +170,17 @@ class RandomMap(grain.transforms.RandomMap):
 
         from augjax._runtime.execution.program import _keys_from_seeds as keys_from_seeds
 
-        record, image, targets = _split(element, self.image)
+        record, image, targets = split(element, self.image)
         image = np.asarray(image)
-        if _volume_chain(self.chain):
-            return self._volume(record, image, targets, np.asarray(seeds, np.int32))
+        if is_views(self.chain):
+            return views_record(self.chain, self.image, record, image, targets,
+                                np.asarray(seeds, np.int32))
+        if volume_chain(self.chain):
+            return volume_record(self.chain, self.image, record, image, targets,
+                                 np.asarray(seeds, np.int32))
         if self._kind is not None:
-            return self._clip(record, image, targets, np.asarray(seeds, np.int32))
+            return clip_record(self.chain, self.layout, self.image, record, image, targets,
+                               np.asarray(seeds, np.int32))
         if image.ndim != 3:
             raise InputError(f"augjax.grain.RandomMap: expects one (H, W, C) image per record, "
                              f"got shape {image.shape}", argument=self.image)
@@ -283,7 +191,7 @@ class RandomMap(grain.transforms.RandomMap):
                 listed = {k: [np.asarray(v)] if k == "masks" else np.asarray(v)[None]
                           for k, v in targets.items()}
                 out = self.chain([image], key=keys_from_seeds(seeds), **listed)
-            return _merge(record, self.image, out, lambda a: np.asarray(a)[0])
+            return merge(record, self.image, out, lambda a: np.asarray(a)[0])
         signature = (image.shape, image.dtype)
         with jax.default_device(cpu):
             if targets or signature not in self._checked:
@@ -297,41 +205,7 @@ class RandomMap(grain.transforms.RandomMap):
 
                 with giving(self._values):
                     out = run(image[None], None, seeds)[0]
-        return _merge(record, self.image, out, lambda a: np.asarray(a)[0])
-
-    def _clip(self, record: dict, clip: np.ndarray, targets: dict, seeds: np.ndarray) -> Any:
-        """One clip record (``(T, H, W, C)`` in the layout given) through the chain: the
-        chain's call on a batch of one clip, ``augjax.Clips(clip[None], layout)``, with
-        ``keys_from_seeds(seeds)`` (one draw per clip; targets per frame)."""
-        import jax
-
-        from augjax._runtime.execution.program import _keys_from_seeds as keys_from_seeds
-
-        if clip.ndim != len(self.layout):
-            raise InputError(f"augjax.grain.RandomMap: layout {self.layout!r} expects one clip "
-                             f"of rank {len(self.layout)} per record, got shape {clip.shape}",
-                             argument=self.image)
-        with jax.default_device(jax.devices("cpu")[0]):
-            out = self.chain(self._kind(clip[None], self.layout), key=keys_from_seeds(seeds),
-                             **{k: np.asarray(v)[None] for k, v in targets.items()})
-        return _merge(record, self.image, _unwrapped(out), lambda a: np.asarray(a)[0])
-
-    def _volume(self, record: dict, volume: np.ndarray, targets: dict, seeds: np.ndarray) -> Any:
-        """One volume record through a volume chain: the chain's call on arrays (its own
-        sampler and apply programs, cached per shape) with ``keys_from_seeds(seeds)``."""
-        import jax
-
-        from augjax._runtime.execution.program import _keys_from_seeds as keys_from_seeds
-
-        name = "augjax.grain.RandomMap"
-        if volume.ndim != 4:
-            raise InputError(f"{name}: a volume chain expects one (D, H, W, C) volume per "
-                             f"record, got shape {volume.shape}", argument=self.image)
-        targets = _volume_targets(targets, name)
-        with jax.default_device(jax.devices("cpu")[0]):
-            out = self.chain(volume[None], key=keys_from_seeds(seeds),
-                             **{k: np.asarray(v)[None] for k, v in targets.items()})
-        return _merge(record, self.image, out, lambda a: np.asarray(a)[0])
+        return merge(record, self.image, out, lambda a: np.asarray(a)[0])
 
     def random_map(self, element: Any, rng: np.random.Generator) -> Any:
         """The record through the chain, its key drawn from ``rng`` (grain's per-record
@@ -411,13 +285,13 @@ class BatchAugment(grain.transforms.Map):
                 or not 0 <= seed < 2**64:
             raise InputError(f"augjax.grain.BatchAugment: argument 'seed' expects an int in "
                              f"[0, 2**64), got {seed!r}", argument="seed")
-        self.chain = _checked_chain(chain, "augjax.grain.BatchAugment")
+        self.chain = checked_chain(chain, "augjax.grain.BatchAugment")
         self.seed = seed
         self.epoch_size = epoch_size
         self.image, self.index, self.label = image, index, label
         self.device = device
         self.layout = layout
-        self._kind = _kind_of_layout(layout, "augjax.grain.BatchAugment")
+        self._kind = kind_of_layout(layout, "augjax.grain.BatchAugment")
         self._key_fn = None
         self._lock = threading.Lock()
 
@@ -486,8 +360,8 @@ class BatchAugment(grain.transforms.Map):
                 f"{count} for the {count} samples of field {self.image!r}, got {len(seeds)}",
                 argument=self.index)
         extra = {k: batch[k] for k in TARGETS if k in batch}
-        if _volume_chain(self.chain):
-            extra = _volume_targets(extra, "augjax.grain.BatchAugment")
+        if volume_chain(self.chain):
+            extra = volume_targets(extra, "augjax.grain.BatchAugment")
         mixes = "labels" in getattr(self.chain, "inputs", ())
         if mixes and self.label not in batch:
             raise InputError(
@@ -502,7 +376,13 @@ class BatchAugment(grain.transforms.Map):
             seeds = jax.device_put(seeds, self.device)
         if self._kind is not None:  # a batch of clips, said by its layout
             args = (self._kind(args[0], self.layout), *args[1:])
-        out = _unwrapped(self.chain(*args, key=self._keys()(seeds), **extra))
+        if is_views(self.chain):
+            if extra:
+                raise InputError(f"augjax.grain.BatchAugment: views take images only; the "
+                                 f"batch has {sorted(extra)}", argument=sorted(extra)[0])
+            out = self.chain(args[0], key=self._keys()(seeds))
+            return merge_views(batch, self.image, out, lambda a: a)
+        out = unwrapped(self.chain(*args, key=self._keys()(seeds), **extra))
         merged = dict(batch)
         if isinstance(out, tuple):  # (images, labels) from a mixing chain
             merged[self.image], merged[self.label] = out

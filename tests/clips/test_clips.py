@@ -279,3 +279,28 @@ def test_gray_and_rgba_clips_into_a_colour_op_say_how_to_convert():
         for images in (augjax.Clips(x), x[:, 0]):
             with pytest.raises(augjax.InputError, match=rf"expects 3 channels.*{hint}"):
                 ops.color_jitter(images, brightness=0.4, key=jax.random.key(0))
+
+
+@pytest.mark.parametrize("per_frame", [False, True])
+def test_a_smaller_batch_of_clips_runs_padded_and_equals_its_own_program(monkeypatch, clips,
+                                                                           per_frame):
+    """A partial batch of clips (an epoch's last) runs the programs of a larger size, padded,
+    as a chain on images does (no trace), with its targets; bitwise the size's own program."""
+    monkeypatch.delenv("AUGJAX_PAD_BATCHES")  # (conftest turns padding off)
+    step = augjax.compose(ops.flip.bind(p=0.5), ops.affine.bind(degrees=20),
+                          ops.color_jitter.bind(brightness=0.4))
+    rng = np.random.default_rng(5)
+    masks = jnp.asarray(rng.integers(0, 3, (N, T, H, W)), jnp.uint8)
+    top_left = rng.uniform(0, 8, (N, T, 2, 2))
+    boxes = jnp.asarray(np.concatenate([top_left, top_left + 4], -1), jnp.float32)
+    step(augjax.Clips(clips), key=KEY, masks=masks, boxes=boxes, per_frame=per_frame)
+    before = augjax.trace_count()
+    small = dict(masks=masks[:2], boxes=boxes[:2], per_frame=per_frame)
+    padded = step(augjax.Clips(clips[:2]), key=jax.random.key(9), **small)
+    assert augjax.trace_count() == before
+    with no_padding():
+        own = step(augjax.Clips(clips[:2]), key=jax.random.key(9), **small)
+    for k in ("masks", "boxes", "boxes_valid"):
+        assert padded[k].shape[0] == 2
+        _eq(padded[k], own[k])
+    _eq(padded["images"].array, own["images"].array)

@@ -58,12 +58,13 @@ LAYER = {
     "policies": 7,
     "config": 7.5,    # to_dict/from_dict of chains and policies
     "interop": 7.5,   # from_torchvision / from_albumentations build chains and policies
-    "grain": 8.5,     # grain transforms over chains (and the DALI-free path)
     "grain_workers": 8.4,  # grain workers' set-up (JAX pinned to the CPU), importable without grain
     "view_groups": 8.6,  # a views' keys per view, runs of one step, a group's stacking
     "views_step": 8.6,  # a views as a Step: the protocol's members (refusing per-sample ones)
     "multiview": 8.7,  # views: groups of chains from one batch (arrays and one DALI crossing)
     "ragged_views": 8.7,  # views of images of different sizes (lists, DALI ragged batches)
+    "grain_records": 8.75,  # what a grain record of each kind goes through (views too), no grain
+    "grain": 8.76,    # grain transforms over chains and views (and the DALI-free path)
     "recipes": 8.8,   # DINO / SimCLR / BYOL views
     "testing": 9,
     "__init__": 9.5,  # the package's face (augjax.*): re-exports every layer up to testing,

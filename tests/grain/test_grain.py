@@ -465,3 +465,33 @@ def test_a_bare_op_missing_a_required_parameter_is_refused_when_the_transform_is
         with pytest.raises(augjax.ParamError, match="random_resized_crop: parameter 'size' is "
                                                     "required"):
             make(augjax.ops.random_resized_crop)
+
+
+def test_views_in_random_map_and_batch_augment_replace_the_image_by_their_groups():
+    """``RandomMap(views)``: a record of any size becomes one field per group ``(V, h, w, C)``,
+    equal to the views' call on a list of that one image; pickled as grain's workers get it.
+    ``BatchAugment(views)``: the batch's images become the groups, as the views' call gives them
+    with the batch's keys."""
+    views = augjax.recipes.dino(global_size=24, local_size=12, local_count=2)
+    transform = pickle.loads(pickle.dumps(ag.RandomMap(views)))
+    rng = np.random.default_rng(3)
+    for i, (h, w) in enumerate([(40, 52), (61, 37)]):
+        image = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+        out = transform.random_map({"image": image, "label": np.int32(i)},
+                                   np.random.default_rng(i))
+        assert sorted(out) == ["global", "label", "local"] and out["label"] == i
+        ref = views([image], key=augjax.keys_from_seeds(_seeds(np.random.default_rng(i))))
+        for name in ("global", "local"):
+            assert out[name].shape == np.asarray(ref[name]).shape[1:]
+            np.testing.assert_array_equal(out[name], np.asarray(ref[name])[0])
+    with pytest.raises(augjax.InputError, match="views take images only"):
+        transform.random_map({"image": image, "masks": np.zeros((h, w), np.int32)},
+                             np.random.default_rng(0))
+    simclr = augjax.recipes.simclr(size=16)
+    aug = ag.BatchAugment(simclr, epoch_size=N)
+    batch = {"image": _source()[0]["image"][None].repeat(4, 0), "index": np.arange(4)}
+    out = aug(batch)
+    assert sorted(out) == ["index", "views"]
+    keys = augjax.keys_from_seeds(aug.seeds(np.arange(4)))
+    np.testing.assert_array_equal(np.asarray(out["views"]),
+                                  np.asarray(simclr(batch["image"], key=keys)["views"]))

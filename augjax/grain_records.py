@@ -1,0 +1,193 @@
+"""What a grain record (or batch) of each input kind goes through in :mod:`augjax.grain`: the
+record split into its image and targets, the chain checked, and the kind's call: images (a
+list of one image when the chain starts with a crop), clips (``augjax.Clips``), volumes, and
+views (the image field replaced by one field per group). Importable without grain."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from augjax.errors import InputError, InputTypeError
+
+__all__ = ["TARGETS", "VOLUME_TARGETS", "checked_chain", "clip_record", "is_views",
+           "kind_of_layout", "merge", "merge_views", "split", "takes_any_size", "unwrapped",
+           "views_record", "volume_chain", "volume_record", "volume_targets"]
+
+#: Record fields that follow the image through a chain (augjax's target keywords).
+TARGETS = ("masks", "boxes", "boxes_valid", "keypoints", "keypoints_valid")
+#: The fields that follow a volume through a volume chain.
+VOLUME_TARGETS = ("masks", "keypoints")
+
+
+def split(element: Any, image: str) -> tuple[dict, Any, dict]:
+    """(the record as a dict, its image, its targets); a bare array is the image itself."""
+    if isinstance(element, dict):
+        if image not in element:
+            raise InputError(f"augjax.grain: the record has no field {image!r} (fields: "
+                             f"{sorted(element)}); name the image field with image=...",
+                             argument="image")
+        return element, element[image], {k: element[k] for k in TARGETS if k in element}
+    return {}, element, {}
+
+
+def kind_of_layout(layout: str | None, name: str) -> Any:
+    """The input kind whose batches a ``layout=`` names (``None``: images, as plain arrays)."""
+    if layout is None:
+        return None
+    from augjax._core.declaration import CLIP_LAYOUTS
+    from augjax._core.kinds import Clips
+
+    if layout not in CLIP_LAYOUTS:
+        raise InputError(f"{name}: argument 'layout' expects None (images (H, W, C)) or a clip "
+                         f"layout {tuple(CLIP_LAYOUTS)}, got {layout!r}", argument="layout")
+    return Clips
+
+
+def unwrapped(out: Any) -> Any:
+    """A call's result with its images as an array (a kind's ``array``)."""
+    from augjax._core.kinds import Kind
+
+    if isinstance(out, Kind):
+        return out.array
+    if isinstance(out, dict) and isinstance(out.get("images"), Kind):
+        return {**out, "images": out["images"].array}
+    if isinstance(out, tuple) and out and isinstance(out[0], Kind):
+        return (out[0].array, *out[1:])
+    return out
+
+
+def volume_chain(chain: Any) -> bool:
+    """Whether ``chain`` is a volume op, step or chain (:mod:`augjax.volumes`)."""
+    from augjax.volumes import VolumeChain, VolumeOp, VolumeStep
+
+    return isinstance(chain, (VolumeChain, VolumeOp, VolumeStep))
+
+
+def volume_targets(targets: dict, name: str) -> dict:
+    """The targets of a volume chain's record or batch: masks and keypoints only."""
+    other = sorted(set(targets) - set(VOLUME_TARGETS))
+    if other:
+        raise InputError(f"{name}: a volume chain moves {VOLUME_TARGETS} with the volume; the "
+                         f"record has {other}", argument=other[0])
+    return targets
+
+
+def checked_chain(chain: Any, name: str) -> Any:
+    """``chain`` when it is an augjax op, step, chain or volume chain, else InputTypeError."""
+    from augjax._core.step import BaseStep
+    from augjax.calls import Op
+
+    if isinstance(chain, Op):  # a bare op runs with its defaults: a required one missing
+        chain.bind()           # is a ParamError here, not in a worker at the first record
+    if isinstance(chain, (Op, BaseStep)) or volume_chain(chain) or is_views(chain):
+        return chain
+    raise InputTypeError(f"{name}: argument 'chain' expects an augjax op, bound op, chain, "
+                         f"policy (augjax.compose(...)) or views (augjax.views(...)), got "
+                         f"{type(chain).__module__}.{type(chain).__qualname__}",
+                         argument="chain")
+
+
+def is_views(chain: Any) -> bool:
+    """Whether ``chain`` is an :class:`augjax.Views` (DINO's, SimCLR's multi-crop views)."""
+    from augjax.multiview import Views
+
+    return isinstance(chain, Views)
+
+
+def merge_views(record: dict, image: str, out: dict, to_host) -> dict:
+    """The record with its image replaced by one field per group of views."""
+    merged = {k: v for k, v in record.items() if k != image}
+    for name, value in out.items():
+        merged[name] = to_host(value)
+    return merged
+
+
+def takes_any_size(steps: tuple[Any, ...]) -> bool:
+    """Whether a chain's ``steps`` start with ops that take images of different sizes and
+    return one size (``random_resized_crop``, ``resize`` + ``center_crop``, ...): its records
+    then run as a list of one image, whose programs are keyed by a canvas bucket, not by the
+    record's size."""
+    from augjax._runtime.ragged.prefix import ragged_count
+
+    if not steps or not getattr(steps[0], "ragged", None):
+        return False
+    try:
+        ragged_count(steps, "augjax.grain.RandomMap")
+    except InputError:  # resize(int) with no crop after it: one size per record
+        return False
+    return True
+
+
+def merge(record: dict, image: str, out: Any, to_host) -> Any:
+    if not record:
+        return to_host(out)
+    merged = dict(record)
+    if isinstance(out, dict):
+        for name, value in out.items():
+            merged[image if name == "images" else name] = to_host(value)
+    else:
+        merged[image] = to_host(out)
+    return merged
+
+
+def views_record(chain: Any, field: str, record: dict, image: np.ndarray, targets: dict,
+             seeds: np.ndarray) -> Any:
+    """One image record through views (``augjax.views``, the DINO/SimCLR/BYOL recipes):
+    the image field replaced by one field per group, ``(V, h, w, C)`` each. Views whose
+    steps all start with a crop take the image at its own size (``views([image], ...)``),
+    others ``views(image[None], ...)``."""
+    import jax
+
+    from augjax._runtime.execution.program import _keys_from_seeds as keys_from_seeds
+
+    name = "augjax.grain.RandomMap"
+    if targets:
+        raise InputError(f"{name}: views take images only; the record has "
+                         f"{sorted(targets)}", argument=sorted(targets)[0])
+    if image.ndim != 3:
+        raise InputError(f"{name}: expects one (H, W, C) image per record, got shape "
+                         f"{image.shape}", argument=field)
+    with jax.default_device(jax.devices("cpu")[0]):
+        images = [image] if chain.ragged else image[None]
+        out = chain(images, key=keys_from_seeds(seeds))
+    record = record or {field: image}
+    return merge_views(record, field, out, lambda a: np.asarray(a)[0])
+
+def clip_record(chain: Any, layout: str, field: str, record: dict, clip: np.ndarray,
+            targets: dict, seeds: np.ndarray) -> Any:
+    """One clip record (``(T, H, W, C)`` in the layout given) through the chain: the
+    chain's call on a batch of one clip, ``augjax.Clips(clip[None], layout)``, with
+    ``keys_from_seeds(seeds)`` (one draw per clip; targets per frame)."""
+    import jax
+
+    from augjax._core.kinds import Clips
+    from augjax._runtime.execution.program import _keys_from_seeds as keys_from_seeds
+
+    if clip.ndim != len(layout):
+        raise InputError(f"augjax.grain.RandomMap: layout {layout!r} expects one clip "
+                         f"of rank {len(layout)} per record, got shape {clip.shape}",
+                         argument=field)
+    with jax.default_device(jax.devices("cpu")[0]):
+        out = chain(Clips(clip[None], layout), key=keys_from_seeds(seeds),
+                         **{k: np.asarray(v)[None] for k, v in targets.items()})
+    return merge(record, field, unwrapped(out), lambda a: np.asarray(a)[0])
+
+def volume_record(chain: Any, field: str, record: dict, volume: np.ndarray, targets: dict,
+              seeds: np.ndarray) -> Any:
+    """One volume record through a volume chain: the chain's call on arrays (its own
+    sampler and apply programs, cached per shape) with ``keys_from_seeds(seeds)``."""
+    import jax
+
+    from augjax._runtime.execution.program import _keys_from_seeds as keys_from_seeds
+
+    name = "augjax.grain.RandomMap"
+    if volume.ndim != 4:
+        raise InputError(f"{name}: a volume chain expects one (D, H, W, C) volume per "
+                         f"record, got shape {volume.shape}", argument=field)
+    targets = volume_targets(targets, name)
+    with jax.default_device(jax.devices("cpu")[0]):
+        out = chain(volume[None], key=keys_from_seeds(seeds),
+                         **{k: np.asarray(v)[None] for k, v in targets.items()})
+    return merge(record, field, out, lambda a: np.asarray(a)[0])
