@@ -233,6 +233,16 @@ class Op(_spec.OpSpec):
     without data (for chains).
     """
 
+    def __init__(self, *args: Any, **fields: Any) -> None:
+        super().__init__(*args, **fields)
+        # help(op), op.__doc__ and IPython's op? show the op's own documentation: its call
+        # with its parameters and their defaults, then its doc (the class says what any op is)
+        params = ", ".join(f"{k}" if p.required else f"{k}={p.default!r}"
+                           for k, p in self.params.items())
+        call = f"{self.name}({', '.join(self.inputs)}, *, key=None"
+        call += f", {params})" if params else ")"
+        object.__setattr__(self, "__doc__", f"{call}\n\n{self.doc or ''}".rstrip() + "\n")
+
     @classmethod
     def of(cls, spec: _spec.OpSpec) -> Op:
         """``spec`` (a declaration) as an op with its calls."""
