@@ -50,8 +50,8 @@ from augjax._runtime.execution import padding
 from augjax._runtime.execution.ahead import compile_apply, first_call
 from augjax._runtime.execution.checking import check_batch, checking_enabled
 from augjax._core.kinds import Clips, check_rank, frame_layout
-from augjax._runtime.execution.inputs import (IMAGE_CHANNELS, LAYOUT_AXES, check_arguments,
-                                              committed)
+from augjax._runtime.execution.inputs import (IMAGE_CHANNELS, LAYOUT_AXES, as_array,
+                                              check_arguments, committed)
 from augjax._runtime.execution.keys import keys_from_seeds, sample_keys
 from augjax._runtime.execution.program import build_program
 from augjax._runtime.targets.boxes import parse_format, parse_sanitize
@@ -69,10 +69,7 @@ def frame_keys(keys: jax.Array, frames: int) -> jax.Array:
 
 def _clips(x: Any, name: str, layout: str) -> jax.Array:
     """The clips as an array of rank 5, checked in the clips' terms (``layout`` the frames')."""
-    x = jnp.asarray(x) if isinstance(x, np.ndarray) else x
-    if not isinstance(x, jax.Array):
-        raise InputError(f"{name}: argument 'images' expects clips (N, T, H, W, C), got "
-                         f"{type(x).__name__}", op=name, argument="images")
+    x = as_array(x, name, "images")  # (a torch tensor: InputTypeError, saying how to convert)
     check_rank(x.ndim, Clips.rank(Clips.layouts[0]), name, "images",
                Clips.describe(Clips.layouts[0]), x.shape)
     _check_channels(tuple(x.shape), layout, name)
@@ -344,8 +341,11 @@ def call_clips(step: Any, inputs: tuple[Any, ...], *, key: Any, layout: str, per
         raise InputError(f"{step.name}: expects {len(step.inputs)} positional input(s) "
                          f"({', '.join(step.inputs)}), got {len(inputs)}", op=step.name,
                          argument="images")
-    if isinstance(inputs[0], np.ndarray):  # float values outside [0, 1]: read for free here
-        check_batch(inputs[0], step.name, on_host=True, strict=checking_enabled())
+    # float values outside [0, 1]: NumPy clips are read for free (a warning), jax.Arrays only in
+    # checking mode (an error; reading them is a device sync), as image batches
+    if isinstance(inputs[0], (np.ndarray, jax.Array)):
+        check_batch(inputs[0], step.name, on_host=isinstance(inputs[0], np.ndarray),
+                    strict=checking_enabled())
     # committed: arrays and DALI (committed arrays) share the programs (inputs.committed)
     inputs = tuple(committed(_array(x)) for x in inputs)
     key, targets = committed(key), {k: committed(_array(v)) for k, v in targets.items()}
@@ -418,7 +418,7 @@ def _apply_ahead(step: Any, inputs: tuple[Any, ...], key: Any, layout: str, per_
 # -- DALI sequences ----------------------------------------------------------------------------
 @functools.lru_cache(maxsize=256)
 def _dali_function(step: Any, layout: str, per_frame: bool, with_labels: bool, with_seeds: bool,
-                   device: str, tspec: Any = None):
+                   device: str, tspec: Any = None, check: bool = False):
     """The ``jax_function`` for ``step`` on sequences: ``(clips[, labels][, seeds], *targets)``
     -> ``(clips[, labels], *target outputs)``, the targets per frame in ``tspec.names`` order
     and out in ``tspec.outputs`` order (as the image path's)."""
@@ -438,8 +438,9 @@ def _dali_function(step: Any, layout: str, per_frame: bool, with_labels: bool, w
 
     def function(*arrays):
         clips, rest = arrays[0], list(arrays[1:])
-        # CPU sequences are on the host: their float range is read for free (as images')
-        check_batch(clips, step.name, on_host=device == "cpu", strict=checking_enabled())
+        # CPU sequences are on the host: their float range is read for free (as images');
+        # ``check``: checking mode where the pipeline was defined (DALI's threads run this)
+        check_batch(clips, step.name, on_host=device == "cpu", strict=check)
         labels = (rest.pop(0),) if with_labels else ()
         keys = keys_from_seeds(rest.pop(0)) if with_seeds else None
         targets = dict(zip(names, rest), **options) if names else {}
@@ -474,7 +475,8 @@ def _dali(step: Any, inputs: tuple[Any, ...], *, layout: str, per_frame: bool, s
         args.append(placed(seeds if seeds is not None else
                            sample_seeds(device=device, seed=seed), device))
     args.extend(placed(node, device) for node in target_nodes)
-    op = _dali_function(step, layout, per_frame, len(inputs) > 1, _random(step), device, tspec)
+    op = _dali_function(step, layout, per_frame, len(inputs) > 1, _random(step), device, tspec,
+                        checking_enabled())
     out = op(*args)
     out = out if isinstance(out, (list, tuple)) else (out,)
     if tspec is not None:

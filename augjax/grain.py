@@ -69,6 +69,8 @@ _require_transforms(grain)
 
 __all__ = ["RandomMap", "BatchAugment", "WithIndex", "pin_cpu", "worker_init"]
 
+#: After records of this many sizes, a chain that compiles per size says so (once).
+SIZES_WARNED = 16
 #: Sample seeds are drawn in [0, 2**30), as augjax's DALI seeds
 #(augjax._runtime.execution.keys.SEED_HIGH).
 _SEED_HIGH = 2**30
@@ -105,6 +107,12 @@ class RandomMap(grain.transforms.RandomMap):
 
     def __init__(self, chain: Any, *, image: str = "image", layout: str | None = None) -> None:
         self.chain = checked_chain(chain, "augjax.grain.RandomMap")
+        if "labels" in getattr(self.chain, "inputs", ()):
+            raise InputError(
+                f"augjax.grain.RandomMap: {getattr(self.chain, 'name', 'the chain')} mixes the "
+                "samples of a batch (mixup, cutmix: it takes labels), which one record does "
+                "not have; put it in augjax.grain.BatchAugment, after batching",
+                argument="chain")
         self.image = image
         self.layout = layout
         self._kind = kind_of_layout(layout, "augjax.grain.RandomMap")
@@ -182,8 +190,12 @@ class RandomMap(grain.transforms.RandomMap):
             return clip_record(self.chain, self.layout, self.image, record, image, targets,
                                np.asarray(seeds, np.int32))
         if image.ndim != 3:
+            hint = ("; a gray (H, W) image: image[..., None] (or decode with PIL's "
+                    ".convert('RGB'))" if image.ndim == 2 else
+                    "; decode the image first (encoded bytes are not an image)"
+                    if image.ndim == 0 else "")
             raise InputError(f"augjax.grain.RandomMap: expects one (H, W, C) image per record, "
-                             f"got shape {image.shape}", argument=self.image)
+                             f"got shape {image.shape}{hint}", argument=self.image)
         seeds = np.asarray(seeds, np.int32)
         run, cpu = self._program()
         if self._ragged:  # a chain that starts with a crop: records of any size, bucketed
@@ -200,6 +212,14 @@ class RandomMap(grain.transforms.RandomMap):
                 # (the jitted keys_from_seeds of the later records' programs: one compile)
                 out = self.chain(image[None], key=keys_from_seeds(seeds), **batched)
                 self._checked.add(signature)
+                if len(self._checked) == SIZES_WARNED:
+                    warnings.warn(AugjaxWarning(
+                        f"augjax.grain.RandomMap: records of {SIZES_WARNED} sizes so far, each "
+                        "compiling its own programs in each worker (the chain does not start "
+                        "with a crop); start it with random_resized_crop, random_crop or "
+                        "center_crop (records of any size then share programs per size "
+                        "bucket), or resize the records to a few sizes in the data source"),
+                        stacklevel=2)
             else:
                 from augjax._runtime.execution.values import giving
 

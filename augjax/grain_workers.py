@@ -30,9 +30,55 @@ def pin_cpu(*, single_thread: bool = True) -> None:
 
 
 def worker_init(worker_index: int = 0, worker_count: int = 0) -> None:
-    """A ``worker_init_fn`` for ``mp_prefetch``: pins the worker's JAX to the CPU."""
-    del worker_index, worker_count
+    """A ``worker_init_fn`` for grain's ``mp_prefetch`` and torch's ``DataLoader``: pins the
+    worker's JAX to the CPU.
+
+    Raises:
+        BackendUnavailableError: the worker was forked from a process whose JAX had already
+            started (ran a computation): JAX is multithreaded and deadlocks in a forked child's
+            first computation, so the worker says so at once instead of hanging; start the
+            workers with ``spawn`` or ``forkserver``.
+    """
+    del worker_count
+    if _FORKED_AFTER_JAX:
+        from augjax.errors import BackendUnavailableError
+
+        raise BackendUnavailableError(
+            f"augjax worker_init: worker {worker_index} was forked from a process that had "
+            "already started JAX, which deadlocks in a forked child; start the workers with "
+            "'spawn' or 'forkserver' (torch: DataLoader(..., multiprocessing_context='spawn'); "
+            "multiprocessing.set_start_method('spawn'))")
     pin_cpu()
+
+
+#: Whether this process was forked from one whose JAX had started (set in the child at fork).
+_FORKED_AFTER_JAX = False
+_parent_started_jax = False
+
+
+def _jax_started() -> bool:
+    """Whether this process's JAX has opened a backend (without importing JAX)."""
+    import sys
+
+    bridge = sys.modules.get("jax._src.xla_bridge")
+    try:
+        return bool(bridge is not None and bridge.backends_are_initialized())
+    except Exception:  # noqa: BLE001  (another JAX: assume not)
+        return False
+
+
+def _before_fork() -> None:
+    global _parent_started_jax
+    _parent_started_jax = _jax_started()
+
+
+def _after_fork_in_child() -> None:
+    global _FORKED_AFTER_JAX
+    _FORKED_AFTER_JAX = _FORKED_AFTER_JAX or _parent_started_jax
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
 
 
 def in_worker() -> bool:

@@ -271,6 +271,11 @@ def test_a_list_is_checked_as_a_batch_is_for_its_first_op():
                                          rf"of shape {re.escape(str(chw.shape))}.*"
                                          r"channels-first.*moveaxis"):
         crop([chw], key=key)
+    chw2 = np.ascontiguousarray(np.moveaxis(_images()[1], -1, 0))
+    with pytest.raises(InputError, match=r"channels-first \(C, H, W\) images: transpose each"):
+        crop([chw, chw2], key=key)  # of different sizes: the list's own check says it
+    with pytest.raises(InputError, match=r"gray \(H, W\) images: image\[\.\.\., None\]"):
+        crop([image[..., 0], _images()[1][..., 0]], key=key)
     gray_only = augjax.compose(augjax.ops.random_resized_crop.bind(size=8),
                                augjax.ops.color_jitter.bind(brightness=0.2))
     with pytest.raises(InputError, match="expects 3 channels"):  # a later op's channels

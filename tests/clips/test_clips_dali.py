@@ -149,7 +149,8 @@ def test_dali_sequences_without_layout_say_layout_fhwc():
 
 def test_float_sequences_outside_0_1_warn_as_images_do():
     """Float 0..255 clips in a DALI CPU pipeline warn with the range (the host batch is read
-    for free), as image batches do; on arrays too, and in checking mode it is an error."""
+    for free), as image batches do, and raise in a pipeline defined in checking mode; on arrays
+    NumPy clips warn, and in checking mode NumPy and jax.Array clips raise."""
     import jax
 
     clips = np.random.default_rng(0).uniform(0, 255, (N, T, H, W, 3)).astype(np.float32)
@@ -158,9 +159,18 @@ def test_float_sequences_outside_0_1_warn_as_images_do():
     with pytest.warns(augjax.InputRangeWarning, match=r"color_jitter: argument 'images' expects "
                                                        r"float images in \[0, 1\]"):
         p.run()
-    for call in (lambda: jitter(augjax.Clips(clips), key=jax.random.key(0)),
-                 lambda: jitter(clips, layout="FHWC", key=jax.random.key(0))):
+    with augjax.checking():  # the pipeline defined in checking mode: an error in DALI's threads
+        strict = _pipe(clips, lambda s, seeds: jitter(s, seeds=seeds, layout="FHWC"))
+    with pytest.raises(RuntimeError) as err:
+        strict.run()
+    assert "float images in [0, 1]" in augjax.dali.error_cause(err.value)
+    on_host = (lambda: jitter(augjax.Clips(clips), key=jax.random.key(0)),
+               lambda: jitter(clips, layout="FHWC", key=jax.random.key(0)))
+    for call in on_host:  # NumPy clips: read for free, a warning
         with pytest.warns(augjax.InputRangeWarning, match=r"got values in \[.*, 254\.\d+\]"):
             call()
+    on_device = lambda: jitter(augjax.Clips(jax.numpy.asarray(clips)),  # noqa: E731
+                               key=jax.random.key(0))
+    for call in (*on_host, on_device):  # checking mode: an error, jax.Arrays too
         with augjax.checking(), pytest.raises(augjax.InputError, match="float images in"):
             call()

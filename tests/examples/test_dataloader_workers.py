@@ -58,3 +58,39 @@ def test_the_pages_dataloader_workers_equal_no_workers(tmp_path):
     done = subprocess.run([sys.executable, "check.py"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0 and done.stdout.strip().endswith("OK"), done.stderr[-3000:]
+
+
+FORKED = '''
+import numpy as np, jax, augjax
+from torch.utils.data import DataLoader, Dataset
+from augjax.grain_workers import worker_init
+
+class Flips(Dataset):
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        return np.asarray(augjax.ops.flip(np.zeros((1, 8, 8, 3), np.uint8), key=jax.random.key(i)))
+
+if __name__ == "__main__":
+    augjax.ops.flip(np.zeros((1, 8, 8, 3), np.uint8), key=jax.random.key(0))  # JAX started
+    loader = DataLoader(Flips(), batch_size=2, num_workers=2, worker_init_fn=worker_init,
+                        multiprocessing_context="fork")
+    try:
+        list(loader)
+    except augjax.BackendUnavailableError as err:
+        print("REFUSED", err)
+'''
+
+
+def test_worker_init_refuses_a_worker_forked_after_jax_started(tmp_path):
+    """A DataLoader worker forked from a process whose JAX ran deadlocks in its first JAX call;
+    ``worker_init`` says so at once (a typed error naming spawn/forkserver) instead."""
+    (tmp_path / "forked.py").write_text(FORKED, encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
+    done = subprocess.run([sys.executable, "forked.py"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=240, check=False)
+    assert "REFUSED" in done.stdout, done.stdout[-2000:] + done.stderr[-3000:]
+    assert "forked from a process that had already started JAX" in done.stdout
+    assert "spawn" in done.stdout

@@ -495,3 +495,28 @@ def test_views_in_random_map_and_batch_augment_replace_the_image_by_their_groups
     keys = augjax.keys_from_seeds(aug.seeds(np.arange(4)))
     np.testing.assert_array_equal(np.asarray(out["views"]),
                                   np.asarray(simclr(batch["image"], key=keys)["views"]))
+
+
+def test_random_map_says_what_to_do_with_mixing_chains_gray_and_encoded_records():
+    with pytest.raises(augjax.InputError, match=r"mixes the samples of a batch.*BatchAugment"):
+        ag.RandomMap(augjax.compose(augjax.ops.flip, augjax.ops.mixup.bind(num_classes=3)))
+    transform = ag.RandomMap(_chain())
+    with pytest.raises(augjax.InputError, match=r"got shape \(40, 48\); a gray \(H, W\) image: "
+                                                r"image\[\.\.\., None\]"):
+        transform.random_map({"image": np.zeros((40, 48), np.uint8)}, np.random.default_rng(0))
+    with pytest.raises(augjax.InputError, match=r"decode the image first"):
+        transform.random_map({"image": b"\xff\xd8\xff"}, np.random.default_rng(0))
+
+
+@pytest.mark.slow
+def test_a_chain_that_compiles_per_record_size_says_so_once(monkeypatch):
+    monkeypatch.setattr(ag, "SIZES_WARNED", 3)
+    transform = ag.RandomMap(augjax.compose(augjax.ops.flip.bind(p=0.5),
+                                            augjax.ops.random_resized_crop.bind(size=8)))
+    rng = np.random.default_rng(0)
+    with pytest.warns(augjax.AugjaxWarning, match=r"records of 3 sizes so far.*start it with "
+                                                  r"random_resized_crop") as got:
+        for h in range(10, 15):
+            transform.random_map({"image": rng.integers(0, 256, (h, 12, 3), np.uint8)},
+                                 np.random.default_rng(h))
+    assert len([w for w in got if "sizes so far" in str(w.message)]) == 1

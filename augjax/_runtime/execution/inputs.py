@@ -133,21 +133,22 @@ def check_images(x: Any, spec: Any, layout: str, op: str | None = None,
             f"{f', batch shape {shape}' if batch else ''})"
             + (f" (is the layout right? pass layout='{CHW}' for channels-first data)"
                if layout == HWC and shape[1] in spec.channels else "")
-            + _channel_hint(channels, spec.channels),
+            + _channel_hint(channels, spec.channels, layout),
             op=name,
             argument="images",
         )
 
 
-def _channel_hint(channels: int, wanted: tuple[int, ...]) -> str:
+def _channel_hint(channels: int, wanted: tuple[int, ...], layout: str) -> str:
     """How to convert images of ``channels`` to a count in ``wanted`` (gray to RGB, RGBA or CMYK
-    to RGB), or nothing."""
+    to RGB), or nothing; the channel axis counted from the end (the same for clips)."""
+    axis, first3 = (-1, "x[..., :3]") if layout == HWC else (-3, "x[..., :3, :, :]")
     if channels == 1 and 3 in wanted:
-        return ("; gray images: repeat the channel to RGB first (np.repeat(x, 3, axis=-1), "
-                "or PIL's .convert('RGB') when decoding)")
+        return (f"; gray images: repeat the channel to RGB first (np.repeat(x, 3, "
+                f"axis={axis}), or PIL's .convert('RGB') when decoding)")
     if channels == 4 and 3 in wanted:
-        return ("; RGBA or CMYK images: convert them to RGB first (PIL's .convert('RGB') "
-                "when decoding, or drop alpha: x[..., :3])")
+        return (f"; RGBA or CMYK images: convert them to RGB first (PIL's .convert('RGB') "
+                f"when decoding, or drop alpha: {first3})")
     return ""
 
 

@@ -199,10 +199,18 @@ def check_list(arrays: Sequence[Any], name: str, first: Any = None) -> np.ndarra
     bad = [i for i, a in enumerate(arrays) if a.ndim != 3]
     kinds = {(np.dtype(a.dtype).name, a.shape[-1]) for a in arrays if a.ndim == 3}
     if bad or len(kinds) != 1:
+        shapes = [a.shape for a in arrays]
+        hint = ""
+        if all(a.ndim == 2 for a in arrays):
+            hint = "; gray (H, W) images: image[..., None] each (or np.repeat to 3 channels)"
+        elif not bad and all(a.shape[0] in (1, 3, 4) for a in arrays):
+            hint = ("; channels-first (C, H, W) images: transpose each to (H, W, C) "
+                    "(np.moveaxis(image, 0, -1))")
         raise InputError(
             f"{name}: argument 'images' as a list expects HWC images (H, W, C) of one dtype and "
-            f"channel count, got shapes {[a.shape for a in arrays]} and dtypes "
-            f"{sorted({np.dtype(a.dtype).name for a in arrays})}", op=name, argument="images")
+            f"channel count, got shapes {shapes[:8]}{' ...' if len(shapes) > 8 else ''} and "
+            f"dtypes {sorted({np.dtype(a.dtype).name for a in arrays})}{hint}", op=name,
+            argument="images")
     empty = [i for i, a in enumerate(arrays) if min(a.shape[:2]) < 1]
     if empty:
         raise InputError(
