@@ -11,6 +11,7 @@ position and so its draws.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,7 +22,7 @@ from augjax._core.step import Structure
 from augjax.chain._composite import Composite
 from augjax.chain._config import Node, encode
 from augjax.chain._element import as_element, draw_element, layout_set, meta_after
-from augjax.errors import InputError, ParamError
+from augjax.errors import AugjaxWarning, InputError, ParamError
 from augjax.kernels.products import matmul
 
 __all__ = ["KEY_DATA_MAX", "Chain", "Sequential", "check_same_outputs", "compose"]
@@ -218,7 +219,34 @@ def compose(*ops: Any, start: int = 0) -> Chain:
         The chain of ``ops``, one :class:`Chain`; its op ``j`` draws from
         ``fold_in(sample_key, start + j)``.
     """
-    return Chain(_flatten(ops), start)
+    steps = _flatten(ops)
+    _warn_after_normalize(steps)
+    return Chain(steps, start)
+
+
+#: augjax's ops and policies that read float images as values in [0, 1] (they clip to it, or
+#: take 0 and 1 as black and white): after ``normalize``, whose output is standardised (mean
+#: 0, std 1 per channel), they clip it or read it wrongly.
+UNIT_RANGE = frozenset({
+    "autocontrast", "brightness", "color_jitter", "color_twist", "contrast", "equalize",
+    "gamma", "hue", "invert", "jpeg", "posterize", "random_photometric_distort",
+    "salt_and_pepper", "saturation", "sharpness", "shot_noise", "solarize", "solarize_add",
+    "to_uint8", "rand_augment", "trivial_augment_wide", "auto_augment", "augmix"})
+
+
+def _warn_after_normalize(steps: tuple[Any, ...]) -> None:
+    """An :class:`AugjaxWarning` for a step of :data:`UNIT_RANGE` after ``normalize``."""
+    after = None
+    for i, step in enumerate(steps):
+        name = getattr(step, "name", None)
+        if name == "normalize":
+            after = i if after is None else after
+        elif after is not None and name in UNIT_RANGE:
+            warnings.warn(AugjaxWarning(
+                f"compose: {name} (ops[{i}]) comes after normalize (ops[{after}]): it reads "
+                f"float images as values in [0, 1] (clipping to it), but normalize's output is "
+                f"standardised; put normalize last (or after the colour ops)"), stacklevel=3)
+            return
 
 
 #: Alias of :func:`compose`.

@@ -154,3 +154,23 @@ def test_dali_cpu_pipeline_float_range_warns_and_raises_in_checking_mode():
         strict = build()
     with pytest.raises(RuntimeError, match="color_jitter: argument 'images' expects float"):
         strict.run()
+
+
+def test_a_colour_op_after_normalize_warns_when_the_chain_is_built():
+    """An op that reads float images as values in [0, 1] after ``normalize`` would clip its
+    standardised output: ``compose`` says so (naming both) when it is built; before it, or a
+    geometric op, erasing or mixing after it, nothing."""
+    import warnings
+
+    from augjax.errors import AugjaxWarning
+
+    norm = ops.normalize.bind()
+    for late in (ops.color_jitter.bind(brightness=0.4), augjax.rand_augment(n=2, m=9),
+                 ops.invert):
+        with pytest.warns(AugjaxWarning, match=r"compose: \w+ \(ops\[2\]\) comes after "
+                                               r"normalize \(ops\[1\]\).*put normalize last"):
+            augjax.compose(ops.flip, norm, late)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AugjaxWarning)
+        augjax.compose(ops.color_jitter.bind(brightness=0.4), norm, ops.random_erasing,
+                       ops.flip, ops.mixup.bind(num_classes=3))
