@@ -305,3 +305,28 @@ def test_crops_and_nearest_resizes_of_a_list_on_the_gpu_equal_the_cpu():
             with jax.default_device(dev):
                 out[dev.platform] = np.asarray(op(images, key=jax.device_put(keys, dev)))
         np.testing.assert_array_equal(out["gpu"], out["cpu"], err_msg=repr(op))
+
+
+def test_a_shorter_list_runs_as_the_longer_one_and_equals_its_own_programs(monkeypatch):
+    """A list shorter than one the chain ran (an epoch's last) runs the longer list's programs
+    (the first image's copies fill it: the canvas stays the real images'), tracing nothing, and
+    equals the shorter list's own programs bitwise; with labels or targets, or padding off, it
+    runs as it is."""
+    from augjax._runtime.execution import padding
+
+    monkeypatch.delenv("AUGJAX_PAD_BATCHES")  # (conftest turns padding off)
+    chain = augjax.compose(augjax.ops.random_resized_crop.bind(size=12),
+                           augjax.ops.flip.bind(p=0.5),
+                           augjax.ops.color_jitter.bind(brightness=0.3, hue=0.05))
+    images = _images(sizes=[(30, 41), (44, 36), (38, 38), (52, 40), (33, 47), (41, 29)])
+    chain(images, key=jax.random.key(0))
+    before = augjax.trace_count()
+    short = chain(images[2:6], key=jax.random.key(1))
+    assert augjax.trace_count() == before and short.shape[0] == 4
+    with padding.no_padding():
+        own = chain(images[2:6], key=jax.random.key(1))
+    np.testing.assert_array_equal(np.asarray(short), np.asarray(own))
+    keys = jax.random.split(jax.random.key(2), 3)  # per-sample keys, padded alike
+    with padding.no_padding():
+        own = chain(images[:3], key=keys)
+    np.testing.assert_array_equal(np.asarray(chain(images[:3], key=keys)), np.asarray(own))
