@@ -100,9 +100,11 @@ class RandomMap(grain.transforms.RandomMap):
     apply program with a fusion boundary after each op), so a record equals that call bitwise,
     with a program pair per record shape. The first record of each shape goes through that
     call itself (which checks the input and raises augjax's typed errors); later ones call
-    its compiled programs directly, without the checks. Everything runs under ``jax.default_device(cpu)``; in a worker process JAX is
-    first pinned to the CPU platform (:func:`pin_cpu`), and a worker whose JAX had already
-    opened an accelerator gets an :class:`augjax.AugjaxWarning`.
+    its compiled programs directly, without the checks. Views (``augjax.views``, the
+    DINO/SimCLR/BYOL recipes) replace the record's image by one field per group.
+    Everything runs under ``jax.default_device(cpu)``; in a worker process JAX is first pinned
+    to the CPU platform (:func:`pin_cpu`), and a worker whose JAX had already opened an
+    accelerator gets an :class:`augjax.AugjaxWarning`.
     """
 
     def __init__(self, chain: Any, *, image: str = "image", layout: str | None = None) -> None:

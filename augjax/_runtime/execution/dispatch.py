@@ -209,6 +209,8 @@ def _shorter_list(steps: Sequence[Any], inputs: Sequence[Any], key: Any, layout:
     if (targets or len(inputs) > 1 or n == 0 or not _padding.enabled()
             or any(getattr(s, "level", "sample") != "sample" for s in steps)):
         return None
+    if len(_LIST_LENGTHS) > 512:  # (bounded as the programs' caches are)
+        _LIST_LENGTHS.clear()
     seen = _LIST_LENGTHS.setdefault((tuple(steps), layout, start), set())
     longer = min((m for m in seen if m > n), default=None)
     if longer is None:
