@@ -398,13 +398,19 @@ class BatchAugment(grain.transforms.Map):
             seeds = jax.device_put(seeds, self.device)
         if self._kind is not None:  # a batch of clips, said by its layout
             args = (self._kind(args[0], self.layout), *args[1:])
-        if is_views(self.chain):
-            if extra:
-                raise InputError(f"augjax.grain.BatchAugment: views take images only; the "
-                                 f"batch has {sorted(extra)}", argument=sorted(extra)[0])
-            out = self.chain(args[0], key=self._keys()(seeds))
-            return merge_views(batch, self.image, out, lambda a: a)
-        out = unwrapped(self.chain(*args, key=self._keys()(seeds), **extra))
+        try:
+            if is_views(self.chain):
+                if extra:
+                    raise InputError(f"augjax.grain.BatchAugment: views take images only; the "
+                                     f"batch has {sorted(extra)}", argument=sorted(extra)[0])
+                out = self.chain(args[0], key=self._keys()(seeds))
+                return merge_views(batch, self.image, out, lambda a: a)
+            out = unwrapped(self.chain(*args, key=self._keys()(seeds), **extra))
+        except AugjaxError as err:  # which batch: its records' indices, to find them
+            indices = np.asarray(batch[self.index]).reshape(-1)
+            err.add_note(f"augjax.grain.BatchAugment: the batch of records {indices[:8].tolist()}"
+                         f"{' ...' if indices.size > 8 else ''} ({indices.size} records)")
+            raise
         merged = dict(batch)
         if isinstance(out, tuple):  # (images, labels) from a mixing chain
             merged[self.image], merged[self.label] = out

@@ -99,6 +99,11 @@ def is_views(chain: Any) -> bool:
 def merge_views(record: dict, image: str, out: dict, to_host) -> dict:
     """The record with its image replaced by one field per group of views."""
     merged = {k: v for k, v in record.items() if k != image}
+    taken = sorted(set(merged) & set(out))
+    if taken:
+        raise InputError(f"augjax.grain: the views' group {taken[0]!r} would replace the "
+                         f"record's field of that name (fields: {sorted(record)}); rename the "
+                         f"field or the group", argument=taken[0])
     for name, value in out.items():
         merged[name] = to_host(value)
     return merged

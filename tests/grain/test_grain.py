@@ -520,3 +520,16 @@ def test_a_chain_that_compiles_per_record_size_says_so_once(monkeypatch):
             transform.random_map({"image": rng.integers(0, 256, (h, 12, 3), np.uint8)},
                                  np.random.default_rng(h))
     assert len([w for w in got if "sizes so far" in str(w.message)]) == 1
+
+
+def test_batch_augment_errors_name_the_batchs_records_and_views_keep_record_fields():
+    aug = ag.BatchAugment(augjax.ops.color_jitter.bind(brightness=0.4), epoch_size=N)
+    batch = {"image": np.zeros((3, 8, 8, 4), np.uint8), "index": np.array([4, 5, 6])}
+    with pytest.raises(augjax.InputError, match="expects 3 channels") as err:
+        aug(batch)
+    assert any("the batch of records [4, 5, 6] (3 records)" in n for n in err.value.__notes__)
+    views = augjax.recipes.simclr(size=8)
+    with pytest.raises(augjax.InputError, match=r"group 'views' would replace the record's "
+                                                r"field"):
+        ag.RandomMap(views).random_map({"image": _source()[0]["image"], "views": 1},
+                                       np.random.default_rng(0))
