@@ -451,13 +451,12 @@ def _call(self: Views, images: jax.Array, keys: jax.Array) -> dict[str, jax.Arra
 
 @functools.lru_cache(maxsize=64)
 def _runner(self: Views):
-    """``run(images, keys)``: the views' programs for one batch (the partial-batch policy's
-    program: its records of compiled batch sizes are kept per views)."""
-    return functools.partial(_run, self)
+    """``run(images, keys)``: the views' programs for one batch, one function per views (the
+    partial-batch policy keeps its records of compiled batch sizes per program)."""
 
-
-def _run(self: Views, images: jax.Array, keys: jax.Array) -> dict[str, jax.Array]:
-    if _on_cpu(images):
+    def run(images: jax.Array, keys: jax.Array) -> dict[str, jax.Array]:
+        if not _on_cpu(images):
+            return _fused(self)(images, keys)
         shape, dtype = tuple(images.shape), jnp.dtype(images.dtype).name
         sampler, applier = _sampler(self, shape, dtype), _applier(self)
         join = None
@@ -468,7 +467,8 @@ def _run(self: Views, images: jax.Array, keys: jax.Array) -> dict[str, jax.Array
         if join is not None:
             join()
         return applier(images, params)
-    return _fused(self)(images, keys)
+
+    return run
 
 
 # -- DALI -----------------------------------------------------------------------------------
