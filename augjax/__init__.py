@@ -58,6 +58,7 @@ if TYPE_CHECKING:
         matrices,
         random_apply,
         random_choice,
+        random_order,
         some_of,
     )
     from augjax.config import from_dict, from_json, to_dict, to_json
@@ -94,7 +95,7 @@ _LAZY = {
     "ShardedSource": "augjax.dali._sources",
     **dict.fromkeys(("from_torchvision", "from_albumentations"), "augjax.interop"),
     **dict.fromkeys(("Chain", "Sequential", "compose", "invert", "matrices", "random_apply",
-                     "random_choice", "some_of"), "augjax.chain"),
+                     "random_choice", "random_order", "some_of"), "augjax.chain"),
     **dict.fromkeys(("augmix", "auto_augment", "from_timm", "rand_augment",
                      "trivial_augment_wide"), "augjax.policies"),
 }
@@ -119,6 +120,7 @@ __all__ = [
     "rand_augment",
     "random_apply",
     "random_choice",
+    "random_order",
     "some_of",
     "to_dict",
     "to_json",

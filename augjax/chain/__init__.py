@@ -1,4 +1,5 @@
-"""Chains and composites: ``compose``, ``random_apply``, ``random_choice``, ``some_of``.
+"""Chains and composites: ``compose``, ``random_apply``, ``random_choice``, ``some_of``,
+``random_order``.
 
 Each runs as one program (one jitted function on arrays, one ``jax_function`` in DALI) and
 decides per sample, branch-free. See :mod:`augjax.chain._containers` for the key scheme.
@@ -17,6 +18,7 @@ from augjax.chain._random import (
     some_of,
 )
 from augjax.chain._invert import invert, matrices
+from augjax.chain._order import RandomOrder, random_order
 
 # For the config module and the policies' configs (augjax.config, augjax.policies):
 from augjax.chain._config import (
@@ -35,6 +37,7 @@ __all__ = [
     "Composite",
     "RandomApply",
     "RandomChoice",
+    "RandomOrder",
     "Sequential",
     "SomeOf",
     "compose",
@@ -46,6 +49,7 @@ __all__ = [
     "Node",
     "random_apply",
     "random_choice",
+    "random_order",
     "some_of",
     "to_dict",
     "to_json",

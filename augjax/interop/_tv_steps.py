@@ -1,7 +1,8 @@
 """The step of each torchvision transform :func:`augjax.from_torchvision` converts one by one
-(every transform but the containers ``Compose``, ``RandomApply`` and ``RandomChoice``, which
-``augjax.interop.torchvision`` converts by recursion), and the helpers they share: the
-refusal that names the nearest op, the dtype the pipeline is in, fills and levels in it."""
+(every transform but the containers ``Compose``, ``RandomApply``, ``RandomChoice`` and
+``RandomOrder``, which ``augjax.interop.torchvision`` converts by recursion), and the helpers
+they share: the refusal that names the nearest op, the dtype the pipeline is in, fills and
+levels in it."""
 
 from __future__ import annotations
 
@@ -56,6 +57,8 @@ def _dtype(t: Any, state: dict, argument: str, value: Any, nearest: str) -> str:
                     "from_torchvision(..., dtype='uint8') or dtype='float32', or put a "
                     "ToDtype(..., scale=True) or PILToTensor before it", argument=argument,
                     nearest=nearest)
+    if state.get("unscaled"):  # ToDtype(float32, scale=False) of uint8: 0..255 in floats
+        return "uint8"
     return state["dtype"]
 
 
@@ -241,7 +244,11 @@ def _normalize(t, state):
     import augjax.ops as ops
 
     state["dtype"] = "float32"
-    return ops.normalize.bind(mean=tuple(map(float, t.mean)), std=tuple(map(float, t.std)))
+    # after ToDtype(float32, scale=False) the values are 0..255: augjax's are 0..1, so its
+    # mean and std are torchvision's / 255 (the same output, to float rounding)
+    scale = 255.0 if state.pop("unscaled", False) else 1.0
+    return ops.normalize.bind(mean=tuple(float(m) / scale for m in t.mean),
+                              std=tuple(float(v) / scale for v in t.std))
 
 
 def _to_dtype(t, state):
@@ -256,9 +263,7 @@ def _to_dtype(t, state):
         dtype = next(v for v in dtype.values() if v is not None)
     name = str(dtype).replace("torch.", "")
     if not getattr(t, "scale", True):  # ConvertImageDtype always scales
-        raise _fail(t, f"scale=False ({name} values left unscaled) is not available: augjax "
-                    "images are uint8 0..255 or float32 0..1", argument="scale",
-                    nearest="to_float")
+        return _unscaled(t, state, name)
     if name == "float32":
         state["dtype"] = "float32"
         return ops.to_float
@@ -266,6 +271,37 @@ def _to_dtype(t, state):
         state["dtype"] = "uint8"
         return ops.to_uint8
     raise _fail(t, f"dtype={name}", argument="dtype", nearest="to_float / to_uint8")
+
+
+#: What may follow ``ToDtype(float32, scale=False)`` (0..255 in floats, augjax's 0..1): steps
+#: that move or mix pixels without reading their scale (fills are read in 0..255), the
+#: containers around them, and ``Normalize``, which takes the values back to torchvision's.
+SCALE_FREE = frozenset({
+    "Compose", "RandomApply", "RandomChoice", "RandomOrder", "Sequential",
+    "RandomHorizontalFlip", "RandomVerticalFlip", "RandomResizedCrop", "RandomCrop",
+    "CenterCrop", "Resize", "RandomRotation", "RandomAffine", "RandomPerspective", "CutMix",
+    "MixUp", "Normalize", "ToDtype", "ConvertImageDtype"})
+
+
+def _unscaled(t, state, name):
+    """``ToDtype(dtype, scale=False)``: uint8 to float32 keeps 0..255. augjax converts to its
+    0..1 floats and remembers the factor: ``Normalize`` divides its mean and std by 255, and a
+    pipeline that ends unscaled gets a final ``x * 255`` (``normalize(0, 1/255)``)."""
+    import augjax.ops as ops
+
+    if name == "float32" and state["dtype"] == "float32":
+        return None  # float to float: nothing to do, scaled or not
+    if name == "float32" and state["dtype"] == "uint8":
+        state["dtype"], state["unscaled"] = "float32", True
+        return ops.to_float
+    if name == "float32":
+        raise _fail(t, "scale=False keeps uint8 images' 0..255 values in float32, and the "
+                    "pipeline's dtype is not known here: pass from_torchvision(..., "
+                    "dtype='uint8') (or 'float32'), or use scale=True", argument="scale",
+                    nearest="to_float")
+    raise _fail(t, f"scale=False to {name} is not available (a cast of 0..1 floats to {name} "
+                "truncates them to 0 or 1): augjax images are uint8 0..255 or float32 0..1; "
+                "use scale=True", argument="scale", nearest="to_uint8")
 
 
 def _pil_to_tensor(t, state):

@@ -16,12 +16,18 @@ is ``ToDtype(scale=True)``. ``ToImage``, ``ToPureTensor``, ``Identity`` and ``RG
 arrays as they are (``RGB`` as torchvision on images of 3 or more channels; a 1-channel image,
 which torchvision repeats to 3, stays 1-channel: augjax has no op for it). A pipeline that
 contains itself is refused, and so is one made only of those (it converts to no op), and
-``JPEG`` on float images (torchvision's own ``JPEG`` raises there).
+``JPEG`` on float images (torchvision's own ``JPEG`` raises there). ``RandomOrder`` is
+:func:`augjax.random_order`. ``ToDtype(torch.float32, scale=False)`` of uint8 images keeps
+0..255 in floats: augjax converts to its 0..1 and carries the factor, so the ``Normalize`` after
+it takes torchvision's 0..255 mean and std (divided by 255 here: the same output to float
+rounding) and a pipeline that ends unscaled ends with ``x * 255``; between the two only steps
+that do not read the values' scale are taken (flips, crops, resizes, warps, CutMix/MixUp;
+fills read in 0..255), anything else is refused by name.
 
 Not converted (:class:`augjax.UnsupportedTransformError`, naming the transform, the setting and
 the nearest augjax op): transforms augjax has no op for, and settings whose result would differ
 (``RandomRotation(expand=True)``, a ``center``, ``bicubic`` interpolation, ``Grayscale(1)``,
-``ToDtype`` without ``scale=True``, ``RandomErasing(value="random")`` on uint8, ...).
+``ToDtype(torch.uint8, scale=False)``, ``RandomErasing(value="random")`` on uint8, ...).
 
 Values in the image's own scale: torchvision reads fills, ``RandomSolarize``'s threshold and
 ``RandomErasing``'s value in the tensor's values (0..255 for uint8, 0..1 for float); augjax's
@@ -46,7 +52,7 @@ import difflib
 from typing import Any, Callable
 
 from augjax.errors import UnsupportedTransformError
-from augjax.interop._tv_steps import STEPS, _classes, _fail, _is_v1, _name, _p
+from augjax.interop._tv_steps import SCALE_FREE, STEPS, _classes, _fail, _is_v1, _name, _p
 
 __all__ = ["from_torchvision", "SUPPORTED", "NEAREST"]
 
@@ -61,7 +67,6 @@ NEAREST = {
     "ScaleJitter": "scale_jitter (it crops or pads to a fixed size= after scaling)",
     "RandomShortestSize": "resize",
     "RandomResize": "resize",
-    "RandomOrder": "random_choice",
     "Lambda": None,
     "LinearTransformation": "normalize (per-channel affine only)",
     "SanitizeBoundingBoxes": "the targets' boxes_valid, its rule set by sanitize=augjax.Sanitize("
@@ -88,12 +93,39 @@ def _compose(t, state):
     return compose(*steps) if steps else None
 
 
+def _same_scale(t, state, after):
+    """A branch taken by chance may not start or end ToDtype(scale=False)'s 0..255 values."""
+    if any(s.get("unscaled", False) != state.get("unscaled", False) for s in after):
+        raise _fail(t, "a ToDtype(torch.float32, scale=False) or its Normalize inside a random "
+                    "branch leaves the values' scale (0..1 or 0..255) to chance: move it out of "
+                    f"the {_name(t)}", argument="scale", nearest="to_float")
+
+
 def _random_apply(t, state):
     inner_state = dict(state)
     inner = _compose(t, inner_state)
+    _same_scale(t, state, [inner_state])
     if inner_state["dtype"] != state["dtype"]:
         state["dtype"] = None  # converted or not, by chance
     return None if inner is None else _p(inner, float(t.p))
+
+
+def _random_order(t, state):
+    """Every transform, in an order drawn per sample: each converts from the state before the
+    container (augjax's ``random_order`` takes only steps that keep the dtype)."""
+    from augjax.chain import random_order
+
+    steps, after = [], []
+    for c in t.transforms:
+        branch_state = dict(state)
+        step = _convert(c, branch_state)
+        after.append(branch_state)
+        if step is not None:
+            steps.append(step)
+    _same_scale(t, state, after)
+    if len({s["dtype"] for s in after}) > 1:
+        state["dtype"] = None
+    return random_order(steps) if steps else None
 
 
 def _random_choice(t, state):
@@ -108,6 +140,7 @@ def _random_choice(t, state):
         step = _convert(c, branch_state)
         branches.append(step if step is not None else compose())
         dtypes.add(branch_state["dtype"])
+        _same_scale(t, state, [branch_state])
     state["dtype"] = dtypes.pop() if len(dtypes) == 1 else None  # one per branch: not known
     weights = None if t.p is None else tuple(float(w) for w in t.p)
     return random_choice(branches, weights=weights)
@@ -134,6 +167,7 @@ SUPPORTED: dict[str, Callable[[Any, dict], Any]] = {
     "Compose": _compose,
     "RandomApply": _random_apply,
     "RandomChoice": _random_choice,
+    "RandomOrder": _random_order,
     **STEPS,
 }
 
@@ -170,6 +204,11 @@ def _convert(t: Any, state: dict) -> Any:
             "never ends; build it without the cycle", transform=name, argument="transforms")
     if name in _PASS:
         return None
+    if state.get("unscaled") and name in SUPPORTED and name not in SCALE_FREE:
+        raise _fail(t, "it follows ToDtype(torch.float32, scale=False), whose 0..255 float "
+                    f"values {name} would read as augjax's 0..1: put it before the ToDtype, or "
+                    "use ToDtype(torch.float32, scale=True) (and a Normalize in 0..1)",
+                    argument="scale", nearest="to_float")
     if name in SUPPORTED:
         state["path"].append(t)
         try:
@@ -239,6 +278,11 @@ def from_torchvision(transform: Any, *, dtype: Any = None) -> Any:
             f"from_torchvision: {_name(transform)} converts to no augjax op (its transforms, "
             f"such as ToImage, ToPureTensor, Identity and RGB, leave the arrays as they are): "
             "use the arrays as they are", transform=_name(transform), argument="transforms")
+    if state.get("unscaled"):  # ends with ToDtype(float32, scale=False)'s 0..255 values
+        import augjax.ops as ops
+
+        parts = tuple(step) if _name(transform) in ("Compose", "Sequential") else (step,)
+        return compose(*parts, ops.normalize.bind(mean=0.0, std=1.0 / 255.0))
     if _name(transform) in ("Compose", "Sequential"):
         return step
     return compose(step)

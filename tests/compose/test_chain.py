@@ -10,7 +10,7 @@ from helpers import images, run_dali, seeds
 from scipy import stats
 
 import augjax
-from augjax import compose, random_apply, random_choice, some_of
+from augjax import compose, random_apply, random_choice, random_order, some_of
 from augjax.errors import InputError, ParamError
 
 ops = augjax.ops
@@ -116,6 +116,91 @@ def test_some_of_counts_subsets_and_order():
     two = some_of([ops.invert, ops.equalize], n=2)
     np.testing.assert_array_equal(np.asarray(two(x, key=keys)),
                                   np.asarray(ops.equalize(ops.invert(x))))
+
+
+def _invert(x):
+    return 255 - x
+
+
+def _posterize3(x):
+    return x & np.uint8(0b11100000)
+
+
+def _solarize100(x):
+    return np.where(x >= 100, 255 - x, x)
+
+
+def test_random_order_draws_every_order_and_applies_it():
+    """torchvision RandomOrder: every op once, each of the n! orders equally likely, drawn per
+    sample; each sample equals the NumPy ops applied in its drawn order."""
+    three = [ops.invert, ops.posterize.bind(bits=3), ops.solarize.bind(threshold=100)]
+    step = random_order(three)
+    order = np.asarray(step.explain((12000, 4, 4, 3), key=jax.random.key(5))["order"])
+    np.testing.assert_array_equal(np.sort(order, axis=1), np.broadcast_to(np.arange(3), (12000, 3)))
+    codes = order @ np.array([9, 3, 1])
+    _, counts = np.unique(codes, return_counts=True)
+    assert len(counts) == 6 and stats.chisquare(counts).pvalue > 1e-3
+    x = images(24, 8, 8, seed=7)
+    plan = step.sample(x, key=jax.random.key(6))
+    out = np.asarray(step.apply(x, params=plan))
+    np.testing.assert_array_equal(out, np.asarray(step(x, key=jax.random.key(6))))
+    numpy_ops = [_invert, _posterize3, _solarize100]
+    for i, drawn in enumerate(np.asarray(plan["order"])):
+        y = x[i]
+        for j in drawn:
+            y = numpy_ops[j](y)
+        np.testing.assert_array_equal(out[i], y)
+    assert len({tuple(o) for o in np.asarray(plan["order"])}) > 1  # orders differ per sample
+
+
+def test_random_order_keys_do_not_depend_on_the_order():
+    """Op j gets fold_in(key, j) wherever it lands, as in some_of: the drawn params equal
+    some_of's (every op applied, in listed order) for the same key."""
+    x = images(6, 16, 20)
+    pair = [ops.brightness.bind(factor=(0.5, 1.5)), ops.rotate]
+    plan = random_order(pair).sample(x, key=KEYS)
+    listed = some_of(pair, n=2).sample(x, key=KEYS)
+    assert len({tuple(o) for o in np.asarray(plan["order"])}) == 2
+    for a, b in zip(jax.tree_util.tree_leaves(plan["ops"]),
+                    jax.tree_util.tree_leaves(listed["ops"]), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_random_order_moves_targets_in_its_order():
+    """Boxes follow the geometric ops in the sample's drawn order: flip then a 90-degree turn
+    is not the turn then the flip, and each sample's boxes equal the ops applied one by one."""
+    step = random_order([ops.flip.bind(p=1.0), ops.rot90.bind(k=1)])
+    x = images(8, 12, 12, seed=2)
+    boxes = np.tile(np.array([[[1.0, 2.0, 5.0, 4.0]]], np.float32), (8, 1, 1))
+    plan = step.sample(x, key=jax.random.key(9))
+    out = step.apply(x, params=plan, boxes=boxes)
+    for i, drawn in enumerate(np.asarray(plan["order"])):
+        y = {"images": x[i:i + 1], "boxes": boxes[i:i + 1]}
+        for j in drawn:
+            y = step.ops[j](y["images"], key=jax.random.key(0), boxes=y["boxes"])
+        np.testing.assert_array_equal(np.asarray(out["images"][i]), np.asarray(y["images"][0]))
+        np.testing.assert_allclose(np.asarray(out["boxes"][i]), np.asarray(y["boxes"][0]),
+                                   atol=1e-4)
+    assert len({tuple(o) for o in np.asarray(plan["order"])}) == 2
+
+
+def test_random_order_in_dali_equals_arrays():
+    x, s = images(6, 16, 20, seed=4), seeds(6, seed=12)
+    step = random_order([ops.flip, ops.solarize.bind(threshold=(64, 192)),
+                         ops.brightness.bind(factor=(0.5, 1.5))])
+    (out,), = run_dali(lambda im, sd: (step(im, seeds=sd),), x, s, layouts=["HWC", None])
+    np.testing.assert_array_equal(out, np.asarray(step(x, key=augjax.keys_from_seeds(s))))
+
+
+def test_random_order_refusals():
+    with pytest.raises(ParamError, match="random_order: argument 'ops' is empty"):
+        random_order([])
+    with pytest.raises(ParamError, match="at most 8 ops"):
+        random_order([ops.invert] * 9)
+    with pytest.raises(ParamError, match="expects a list of ops"):
+        random_order(ops.invert)
+    with pytest.raises(InputError, match="random_order"):
+        random_order([ops.invert, ops.random_crop.bind(size=(8, 8))])(images(2), key=KEYS[:2])
 
 
 def test_nested_chain_inside_a_choice():

@@ -26,6 +26,7 @@ STEPS = {
         augjax.random_choice([ops.autocontrast, ops.brightness.bind(factor=(0.5, 1.5))],
                              weights=[1, 3]),
         augjax.some_of([ops.grayscale, ops.posterize.bind(bits=(4, 6))], n=(0, 2)),
+        augjax.random_order([ops.invert, ops.solarize.bind(threshold=(64, 192))]),
         ops.mixup.bind(num_classes=10, label_smoothing=0.1)),
     "rand_augment": augjax.rand_augment(n=3, m=5, num_magnitude_bins=11, exclude=["Identity"]),
     "rand_augment_timm": augjax.from_timm("rand-m9-mstd101-tweights"),

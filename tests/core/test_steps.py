@@ -22,7 +22,7 @@ import pytest
 from helpers import images
 
 import augjax
-from augjax import compose, random_apply, random_choice, some_of
+from augjax import compose, random_apply, random_choice, random_order, some_of
 from augjax._core.meta import Meta
 from augjax._core.step import Step, Structure
 from augjax.errors import ParamError
@@ -42,6 +42,7 @@ def _kinds():
         "random_apply": random_apply(op, 0.5),
         "random_choice": random_choice([op, ops.flip]),
         "some_of": some_of([op, ops.flip], 1),
+        "random_order": random_order([op, ops.flip]),
         "rand_augment": augjax.rand_augment(),
         "trivial_augment_wide": augjax.trivial_augment_wide(),
         "auto_augment": augjax.auto_augment(),
@@ -88,6 +89,8 @@ WRAPPED = {
     "random_choice": (lambda op: random_choice([op]), lambda p: p["ops"][0], lambda k: k),
     "some_of": (lambda op: some_of([op], 1), lambda p: p["ops"][0],
                 lambda k: jax.random.fold_in(k, 0)),
+    "random_order": (lambda op: random_order([op]), lambda p: p["ops"][0],
+                     lambda k: jax.random.fold_in(k, 0)),
 }
 
 
@@ -97,7 +100,8 @@ def _same(a, b) -> bool:
     return ta == tb and all(np.array_equal(np.asarray(x), np.asarray(y)) for x, y in zip(la, lb))
 
 
-#: (composite, op): random_apply and some_of take only ops that keep the structure (rotate).
+#: (composite, op): random_apply, some_of and random_order take only ops that keep the
+#: structure (rotate).
 CASES = [(kind, name) for kind in sorted(WRAPPED) for name in sorted(OPS)
          if kind in ("compose", "random_choice") or name == "rotate"]
 
@@ -164,12 +168,13 @@ RUNNERS = sorted({*(PACKAGE / "_runtime").rglob("*.py"), *(PACKAGE / "dali").glo
                   PACKAGE / "calls.py", PACKAGE / "fronts.py", PACKAGE / "clips.py",
                   PACKAGE / "multiview.py",
                   PACKAGE / "grain.py", *(PACKAGE / "chain" / n for n in (
-                      "_element.py", "_containers.py", "_random.py", "_composite.py",
+                      "_element.py", "_containers.py", "_random.py", "_order.py", "_composite.py",
                       "_invert.py", "_config.py"))}
                  - {PACKAGE / "_runtime" / "execution" / "bound.py"})
 
 #: The concrete step classes: the runtime never branches on them.
-KINDS = {"BoundOp", "Composite", "Chain", "RandomApply", "RandomChoice", "SomeOf", "Policy",
+KINDS = {"BoundOp", "Composite", "Chain", "RandomApply", "RandomChoice", "SomeOf",
+         "RandomOrder", "Policy",
          "LayeredPolicy", "RandAugment", "TrivialAugmentWide", "AutoAugment", "AugMix"}
 
 

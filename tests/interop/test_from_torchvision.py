@@ -291,6 +291,61 @@ def test_random_apply_and_random_choice_keep_their_structure():
     assert np.array_equal(flipped, x[0, :, ::-1]) or np.array_equal(flipped, x[0, ::-1])
 
 
+def test_random_order_applies_every_transform_in_a_drawn_order():
+    """RandomOrder is random_order: each sample equals torchvision's transforms applied in the
+    order augjax drew for it (all six orders of three that do not commute)."""
+    transforms = [v2.RandomInvert(p=1.0), v2.RandomPosterize(3, p=1.0),
+                  v2.RandomSolarize(100, p=1.0)]
+    chain = augjax.from_torchvision(v2.Compose([v2.RandomOrder(transforms)]), dtype="uint8")
+    step = chain[0]
+    assert isinstance(step, augjax.chain.RandomOrder) and len(step.ops) == 3
+    x = _image(3, 48)
+    params = step.sample(x, key=jax.random.key(1))
+    ours = np.asarray(step.apply(x, params=params))
+    orders = np.asarray(params["order"])
+    assert len({tuple(o) for o in orders}) == 6
+    for i, order in enumerate(orders):
+        theirs = v2.Compose([transforms[j] for j in order])(_tv(x[i:i + 1]))
+        np.testing.assert_array_equal(ours[i], _np(theirs))
+
+
+def test_to_dtype_without_scale_then_normalize_matches_torchvision():
+    """ToDtype(float32, scale=False) keeps 0..255 in floats: with the Normalize after it (its
+    mean and std in 0..255) the output is torchvision's to float rounding, through crops and
+    flips between them; ending unscaled gives torchvision's 0..255 floats."""
+    mean, std = [123.675, 116.28, 103.53], [58.395, 57.12, 57.375]
+    x = _image(4)
+    key = augjax.keys_from_seeds(np.zeros((1, 2), np.int32))
+    for tail in ([v2.RandomHorizontalFlip(p=1.0), v2.CenterCrop(24), v2.Normalize(mean, std)],
+                 [v2.Normalize(mean, std)], [v2.CenterCrop(24)], []):
+        transform = v2.Compose([v2.ToImage(), v2.ToDtype(torch.float32), *tail])
+        theirs = _np(transform(_tv(x)))
+        ours = np.asarray(augjax.from_torchvision(transform, dtype="uint8")(x, key=key))[0]
+        assert ours.dtype == np.float32
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-4)
+    # float input: ToDtype(float32, scale=False) does nothing, as torchvision
+    f = x.astype(np.float32) / 255
+    chain = augjax.from_torchvision(v2.Compose([v2.ToDtype(torch.float32), v2.CenterCrop(24)]),
+                                    dtype="float32")
+    np.testing.assert_array_equal(np.asarray(chain(f, key=key))[0],
+                                  _np(v2.CenterCrop(24)(torch.from_numpy(f[0]).permute(2, 0, 1))))
+
+
+@pytest.mark.parametrize("transforms, match", [
+    ([v2.ToDtype(torch.float32), v2.ColorJitter(0.4)],
+     "ColorJitter: it follows ToDtype.*scale=False"),
+    ([v2.RandomApply([v2.ToDtype(torch.float32)], p=0.5), v2.Normalize([0.5], [0.5])],
+     "RandomApply: a ToDtype.*inside a random branch"),
+    ([v2.ToDtype(torch.uint8)], "ToDtype: scale=False to uint8"),
+], ids=["reads-values", "by-chance", "to-uint8"])
+def test_to_dtype_without_scale_refusals_name_the_transform(transforms, match):
+    with pytest.raises(augjax.UnsupportedTransformError, match=match) as info:
+        augjax.from_torchvision(v2.Compose(transforms), dtype="uint8")
+    assert info.value.argument == "scale"
+    with pytest.raises(augjax.UnsupportedTransformError, match="dtype='uint8'"):
+        augjax.from_torchvision(v2.Compose([v2.ToDtype(torch.float32)]))
+
+
 # --- policies: the same configuration as augjax's own (tested against torchvision in
 # tests/compose/test_policies.py)
 
@@ -323,7 +378,7 @@ def test_policies_convert_to_augjax_policies(transform, native):
     (v2.RandomAffine(10, center=(3, 4)), "center", "affine"),
     (v2.Resize(10, interpolation=v2.InterpolationMode.BICUBIC), "interpolation", "resize"),
     (v2.Grayscale(1), "num_output_channels", "grayscale"),
-    (v2.ToDtype(torch.float32), "scale", "to_float"),
+    (v2.ToDtype(torch.uint8), "scale", "to_uint8"),
     (v2.ElasticTransform(), None, "elastic_transform (augjax-contrib)"),
     (v2.RandomZoomOut(), None, "random_zoom_out (it resizes to a fixed size= after zooming "
                                "out)"),
