@@ -134,3 +134,34 @@ def test_a_loaded_executable_that_calls_lapack_has_its_kernels_set_up(tmp_path):
     cold = run(script, cache)
     warm = run(script, cache)
     assert warm["loaded"] >= 1 and cold["out"] == warm["out"] == plain["out"]
+
+
+TREES_SCRIPT = '''
+import json, sys, warnings
+import jax, numpy as np
+import augjax
+from augjax._runtime.store import executables
+
+x = np.random.default_rng(1).integers(0, 256, (16, 24, 24, 3), dtype=np.uint8)
+outs = []
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    for step in (augjax.rand_augment(n=1, m=9), augjax.trivial_augment_wide()):
+        outs.append(np.asarray(step(x, key=jax.random.key(3))).tolist())
+print(json.dumps({"out": outs, "loaded": executables.load_count(),
+                  "refused": [str(w.message) for w in caught
+                              if issubclass(w.category, augjax.ProgramStoreWarning)]}))
+'''
+
+
+def test_programs_of_one_module_with_other_argument_trees_keep_their_own_executables(tmp_path):
+    """rand_augment(n=1)'s sampler takes its lifted magnitude, unused (jit drops it from the
+    module): its module is trivial_augment_wide's, its argument tree is not. Each keeps its own
+    executable (they evicted each other, refused as unreadable, on every run)."""
+    script = store_script(tmp_path, "trees_script.py", TREES_SCRIPT)
+    plain = run(script, tmp_path / "plain", AUGJAX_COMPILATION_CACHE="0")
+    cache = tmp_path / "cache"
+    cold, warm, again = run(script, cache), run(script, cache), run(script, cache)
+    assert not (cold["refused"] or warm["refused"] or again["refused"]), warm["refused"]
+    assert warm["loaded"] == again["loaded"] == len(executables(cache)) >= 4
+    assert plain["out"] == cold["out"] == warm["out"] == again["out"]

@@ -89,9 +89,9 @@ def attach(run: Any, folder: Path, exported: Any, args: tuple[Any, ...], device:
     if not enabled(device) or _calls_back(exported):
         return run
     lapack.set_up_for(exported)  # what lowering it would have set up
-    key = _key(exported, device, options)
-    path = folder / f"{hashlib.sha256(key.encode()).hexdigest()[:40]}{SUFFIX}"
     in_tree = jax.tree_util.tree_structure((args, {}))
+    key = _key(exported, device, options, in_tree)
+    path = folder / f"{hashlib.sha256(key.encode()).hexdigest()[:40]}{SUFFIX}"
     executable = _load(path, key, in_tree, exported.out_tree, device)
     if executable is not None:
         return executable
@@ -192,15 +192,18 @@ def _cache_hits() -> int:
     return -1
 
 
-def _key(exported: Any, device: Any, options: dict[str, Any] | None) -> str:
+def _key(exported: Any, device: Any, options: dict[str, Any] | None, in_tree: Any) -> str:
     """What an executable depends on: the module (its digest: programs of one module share
-    it), the XLA options and settings, the device, the backend and the host's CPU."""
+    it), the calls' argument and result trees (jit drops unused arguments from the module: two
+    programs of one module may take different trees, and an executable loads for one tree),
+    the XLA options and settings, the device, the backend and the host's CPU."""
     import jaxlib
 
     from augjax._runtime.store.identity import settings
 
     module = hashlib.sha256(bytes(exported.mlir_module_serialized)).hexdigest()
-    return json.dumps({"module": module, "options": options or {},
+    return json.dumps({"module": module, "in_tree": str(in_tree),
+                       "out_tree": str(exported.out_tree), "options": options or {},
                        "versions": [jax.__version__, jaxlib.__version__],
                        "settings": settings(device.platform),
                        "device": [device.platform, device.id, device.process_index,
