@@ -235,9 +235,24 @@ def _random_erasing(t, state):
         raise _fail(t, "value='random' on uint8 images (torchvision draws normal values, which "
                     "only float images hold)", argument="value", nearest="random_erasing")
     lo, hi = (float(v) for v in t.ratio)
-    return ops.random_erasing.bind(p=float(t.p), min_area=float(t.scale[0]),
-                                   max_area=float(t.scale[1]), min_aspect=lo, max_aspect=hi,
-                                   mode=mode, fill=fill)
+    spec = {"p": float(t.p), "min_area": float(t.scale[0]), "max_area": float(t.scale[1]),
+            "min_aspect": lo, "max_aspect": hi, "mode": mode, "fill": fill}
+    if mode == "pixel":
+        # torchvision writes N(0, 1) values where it erases: after Normalize (its reference
+        # scripts' place) they are standardised values. augjax's random_erasing writes
+        # mean + std * z in [0, 1], which its Normalize makes z: it runs just before that
+        # Normalize, with its mean and std (the container puts it there).
+        if state.get("normalize") is None:
+            raise _fail(t, "value='random' where no Normalize comes right before it: "
+                        "torchvision writes N(0, 1) values into the image, which are "
+                        "standardised values only after a Normalize; augjax converts "
+                        "RandomErasing(value='random') placed right after a Normalize "
+                        "(torchvision's reference scripts' order)", argument="value",
+                        nearest="random_erasing(mode='pixel', mean=, std=) before normalize")
+        mean, std = state["normalize"]
+        spec.update(mean=mean, std=std)
+        state["erase_before"] = True
+    return ops.random_erasing.bind(**spec)
 
 
 def _normalize(t, state):
@@ -247,8 +262,10 @@ def _normalize(t, state):
     # after ToDtype(float32, scale=False) the values are 0..255: augjax's are 0..1, so its
     # mean and std are torchvision's / 255 (the same output, to float rounding)
     scale = 255.0 if state.pop("unscaled", False) else 1.0
-    return ops.normalize.bind(mean=tuple(float(m) / scale for m in t.mean),
-                              std=tuple(float(v) / scale for v in t.std))
+    mean = tuple(float(m) / scale for m in t.mean)
+    std = tuple(float(v) / scale for v in t.std)
+    state["normalize"] = (mean, std)  # for a RandomErasing(value="random") right after it
+    return ops.normalize.bind(mean=mean, std=std)
 
 
 def _to_dtype(t, state):

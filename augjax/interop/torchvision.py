@@ -22,7 +22,11 @@ contains itself is refused, and so is one made only of those (it converts to no 
 it takes torchvision's 0..255 mean and std (divided by 255 here: the same output to float
 rounding) and a pipeline that ends unscaled ends with ``x * 255``; between the two only steps
 that do not read the values' scale are taken (flips, crops, resizes, warps, CutMix/MixUp;
-fills read in 0..255), anything else is refused by name.
+fills read in 0..255), anything else is refused by name. ``RandomErasing(value="random")``
+right after a ``Normalize`` (torchvision's reference order, where it writes N(0, 1)
+standardised values) becomes ``random_erasing(mode="pixel")`` with that Normalize's mean and std,
+run just before it (the same N(0, 1) values after it, clipped where ``mean + std * z`` leaves
+[0, 1]); anywhere else it is refused.
 
 Not converted (:class:`augjax.UnsupportedTransformError`, naming the transform, the setting and
 the nearest augjax op): transforms augjax has no op for, and settings whose result would differ
@@ -86,10 +90,34 @@ NEAREST = {
 _PASS = {"ToImage", "ToPureTensor", "Identity", "RGB"}
 
 
+def _steps(t, children, state):
+    """The converted steps of ``children``, in order. ``state["normalize"]`` holds the
+    Normalize just converted (for the step right after it only); a RandomErasing(value=
+    "random") right after it is put before it (``state["erase_before"]``)."""
+    steps = []
+    for c in children:
+        after_normalize = state.get("normalize") is not None
+        step = _convert(c, state)
+        if state.pop("erase_before", False):
+            if not (after_normalize and steps):
+                raise _fail(c, "value='random' where no Normalize comes right before it in "
+                            f"the same {_name(t)}", argument="value",
+                            nearest="random_erasing(mode='pixel', mean=, std=) before "
+                                    "normalize")
+            steps.insert(len(steps) - 1, step)
+            state["normalize"] = None
+            continue
+        if step is not None:
+            if _name(c) != "Normalize":
+                state["normalize"] = None
+            steps.append(step)
+    return steps
+
+
 def _compose(t, state):
     from augjax.chain import compose
 
-    steps = [s for s in (_convert(c, state) for c in t.transforms) if s is not None]
+    steps = _steps(t, t.transforms, state)
     return compose(*steps) if steps else None
 
 
@@ -176,7 +204,7 @@ def _sequential(t, state):
     """``torch.nn.Sequential`` of transforms (torchvision's scriptable pipeline): a Compose."""
     from augjax.chain import compose
 
-    steps = [s for s in (_convert(c, state) for c in t) if s is not None]
+    steps = _steps(t, t, state)
     return compose(*steps) if steps else None
 
 

@@ -251,6 +251,39 @@ def test_random_erasing(seed, value):
     _replay(t, params, seed=seed)
 
 
+def test_random_erasing_random_after_normalize_writes_standard_normal_values():
+    """torchvision's reference order (ToDtype, Normalize, RandomErasing(value="random")) writes
+    N(0, 1) standardised values where it erases; the conversion erases just before the
+    Normalize with its mean and std, so the erased values are N(0, 1) after it (clipped where
+    mean + std * z leaves [0, 1]: about 2-3%)."""
+    mean, std = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+    t = v2.Compose([v2.ToDtype(torch.float32, scale=True), v2.Normalize(mean, std),
+                    v2.RandomErasing(p=1.0, scale=(0.3, 0.5), value="random")])
+    chain = augjax.from_torchvision(t, dtype="uint8")
+    assert [s.name for s in chain] == ["to_float", "random_erasing", "normalize"]
+    assert chain[1].kwargs["mean"] == pytest.approx(mean)
+    x = np.full((16, H, W, 3), 128, np.uint8)
+    out = np.asarray(chain(x, key=jax.random.key(0)))
+    kept = (128 / 255 - np.array(mean)) / np.array(std)
+    torch.manual_seed(0)
+    theirs = np.stack([_np(t(_tv(x[i:i + 1]))) for i in range(16)])
+    for img in (out, theirs):
+        erased = img[~np.isclose(img, kept, atol=1e-5).all(axis=-1)]
+        assert erased.size > 16 * H * W * 0.2
+        assert abs(erased.mean()) < 0.05 and abs(erased.std() - 1.0) < 0.05  # N(0, 1)
+
+
+@pytest.mark.parametrize("transforms", [
+    [v2.RandomErasing(value="random")],
+    [v2.Normalize([0.5], [0.5]), v2.RandomHorizontalFlip(), v2.RandomErasing(value="random")],
+    [v2.Normalize([0.5], [0.5]), v2.RandomApply([v2.RandomErasing(value="random")])],
+], ids=["no-normalize", "not-right-after", "nested"])
+def test_random_erasing_random_elsewhere_is_refused(transforms):
+    with pytest.raises(augjax.UnsupportedTransformError, match="Normalize") as info:
+        augjax.from_torchvision(v2.Compose(transforms), dtype="float32")
+    assert info.value.argument == "value"
+
+
 @pytest.mark.parametrize("which", ["MixUp", "CutMix"])
 def test_mixup_and_cutmix_with_torchvisions_draws_and_partners(which):
     n, classes = 4, 5
@@ -514,7 +547,7 @@ def test_solarize_threshold_is_read_in_the_float_pipelines_values(how):
     (v2.RandomSolarize(0.6), "threshold", torch.float32),
     (v2.RandomRotation(5, fill=51), "fill", torch.uint8),
     (v2.RandomErasing(value=(200, 10, 60)), "value", torch.uint8),
-    (v2.RandomErasing(value="random"), "value", torch.float32),
+    (v2.RandomErasing(value=0.5), "value", torch.float32),
 ])
 def test_a_value_in_the_images_own_scale_needs_the_dtype(transform, argument, dtype):
     with pytest.raises(augjax.UnsupportedTransformError, match="dtype='uint8'") as info:
