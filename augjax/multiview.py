@@ -56,7 +56,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from augjax._core.declaration import HWC
-from augjax._core.kinds import Images, Kind, check_rank
+from augjax._core.kinds import Images, Kind, check_rank, torch_hint
 from augjax._core.limits import MAX_VIEWS
 from augjax._core.step import Step
 from augjax.kernels.boundary import barrier, kept_in_caller
@@ -298,8 +298,8 @@ def _batch(images: Any) -> jax.Array:
         images = jnp.asarray(images)
     if not isinstance(images, jax.Array):
         raise InputError(f"views: argument 'images' expects a jax.Array or NumPy batch "
-                         f"(N, H, W, C), got {type(images).__name__}", op="views",
-                         argument="images")
+                         f"(N, H, W, C), got {type(images).__name__}"
+                         f"{torch_hint(images, 'views')}", op="views", argument="images")
     check_rank(images.ndim, Images.rank(HWC), "views", "images", Images.describe(HWC),
                images.shape)
     return images

@@ -31,7 +31,7 @@ from augjax._core.declaration import CLIP_LAYOUTS, HWC, LAYOUTS, VOLUME_LAYOUTS
 from augjax.errors import InputError, InputKindError
 
 __all__ = ["Clips", "Images", "Kind", "Volumes", "Wrapped", "check_rank", "frame_layout",
-           "kind_of", "rank_of"]
+           "kind_of", "rank_of", "torch_hint"]
 
 
 class Wrapped:
@@ -191,14 +191,33 @@ def rank_of(x: Any) -> int | None:
     return None
 
 
+def torch_hint(x: Any, argument: str) -> str:
+    """How to hand augjax ``x`` where it is a torch tensor (torchvision's ``tv_tensors``
+    included), as the end of a message (``"; ..."``); ``""`` for anything else. torch is never
+    imported: the tensor is known by its classes' module."""
+    if not any(c.__module__.split(".")[0] == "torch" for c in type(x).__mro__):
+        return ""
+    convert = "convert a torch tensor with t.numpy() (CPU) or jax.dlpack.from_dlpack(t) (CPU or " \
+              "CUDA, no copy)"
+    if argument not in ("images", "array"):
+        return f"; {convert}"
+    if type(x).__name__ == "Video":
+        return (f"; {convert}: a torchvision Video (N, T, C, H, W) is "
+                "augjax.Clips(array, layout='FCHW')")
+    return (f"; {convert}: channels-first (N, C, H, W) with layout='CHW', or channels-last "
+            "(N, H, W, C)")
+
+
 def check_rank(rank: int, expected: int, op: str, argument: str, axes: str,
                shape: Any = None) -> None:
     """Raises InputError when a batch has another rank than ``expected`` (its axes
     ``axes``, ``"(N, H, W, C)"``): the one check of a batch's rank, by kind."""
     if rank == expected:
         return
-    hint = " (a single image? add a batch axis: images[None])" if expected == 4 and rank == 3 \
-        else ""
+    hint = ""
+    if rank == expected - 1 and expected in (4, 5):  # one image / clip / volume, no batch axis
+        one = "clip" if "T," in axes else "volume" if "D," in axes else "image"
+        hint = f" (a single {one}? add a batch axis: x[None])"
     shape = f" with shape {tuple(shape)}" if shape is not None else ""
     raise InputError(f"{op}: argument '{argument}' expects a batch of rank {expected} {axes}, "
                      f"got rank {rank}{shape}{hint}", op=op, argument=argument)

@@ -166,11 +166,63 @@ def test_a_torch_tensor_is_refused_with_the_way_to_convert_it():
     torch = pytest.importorskip("torch")
     x = images()
     with pytest.raises(InputTypeError, match=r"got torch\.Tensor; convert a torch tensor with "
+                                             r"t\.numpy\(\) \(CPU\) or "
                                              r"jax\.dlpack\.from_dlpack\(t\)") as info:
         augjax.ops.flip(torch.from_numpy(x), key=_key(), p=1.0)
     assert info.value.argument == "images"
     converted = augjax.ops.flip(jax.dlpack.from_dlpack(torch.from_numpy(x)), key=_key(), p=1.0)
     np.testing.assert_array_equal(converted, x[:, :, ::-1])
+
+
+@pytest.mark.program_store  # the stored program refused it (the store is off in this room)
+def test_a_permuted_torch_tensor_through_dlpack_runs_the_compiled_program():
+    """jax.dlpack.from_dlpack(t.permute(0, 2, 3, 1)) of an NCHW tensor keeps torch's strides
+    (major_to_minor (0, 3, 1, 2)); a program compiled for a row-major batch refused it with
+    XLA's layout error. It is copied to row-major: the same pixels as the NumPy batch."""
+    torch = pytest.importorskip("torch")
+    x = images(4, 24, 20)
+    nchw = torch.from_numpy(x).permute(0, 3, 1, 2).contiguous()
+    strided = jax.dlpack.from_dlpack(nchw.permute(0, 2, 3, 1))
+    assert tuple(strided.format.layout.major_to_minor) != (0, 1, 2, 3)
+    chain = augjax.compose(augjax.ops.random_resized_crop.bind(size=16), augjax.ops.flip)
+    keys = jax.random.split(_key(), 4)
+    want = np.asarray(chain(x, key=keys))  # compiled for the row-major batch first
+    np.testing.assert_array_equal(np.asarray(chain(strided, key=keys)), want)
+    np.testing.assert_array_equal(np.asarray(augjax.ops.flip(strided, key=keys, p=1.0)),
+                                  x[:, :, ::-1])
+
+
+@pytest.mark.parametrize("make, argument, hint", [
+    (lambda t, tv: tv.Image(t.zeros(2, 3, 8, 8, dtype=t.uint8)), "images",
+     r"channels-first \(N, C, H, W\) with layout='CHW'"),
+    (lambda t, tv: tv.Video(t.zeros(2, 4, 3, 8, 8, dtype=t.uint8)), "images",
+     r"augjax\.Clips\(array, layout='FCHW'\)"),
+    (lambda t, tv: t.zeros(2, 1, 4), "boxes", r"t\.numpy\(\)"),
+    (lambda t, tv: t.zeros(2, 8, 8, dtype=t.int32), "masks", r"t\.numpy\(\)"),
+    (lambda t, tv: t.zeros(2, dtype=t.int64), "labels", r"t\.numpy\(\) \(CPU\) or jax\.dlpack"
+                                                       r"\.from_dlpack\(t\) \(CPU or CUDA, no "
+                                                       r"copy\)$"),
+], ids=["tv_tensors.Image", "tv_tensors.Video", "boxes", "masks", "labels"])
+def test_torch_tensors_get_the_conversion_for_their_argument(make, argument, hint):
+    torch = pytest.importorskip("torch")
+    tv_tensors = pytest.importorskip("torchvision.tv_tensors")
+    value = make(torch, tv_tensors)
+    x = images(2, 8, 8)
+    with pytest.raises(InputError, match=hint) as info:
+        if argument == "images":
+            augjax.ops.flip(value, key=_key())
+        elif argument == "labels":
+            augjax.ops.mixup.bind(num_classes=3)(x, value, key=_key())
+        else:
+            augjax.ops.flip(x, key=_key(), **{argument: value})
+    assert info.value.argument == argument
+
+
+def test_one_clip_or_volume_without_a_batch_axis_is_told_to_add_one():
+    with pytest.raises(InputError, match=r"a single clip\? add a batch axis: x\[None\]"):
+        augjax.Clips(np.zeros((4, 3, 8, 8), np.uint8), layout="FCHW")
+    with pytest.raises(InputError, match=r"a single volume\? add a batch axis: x\[None\]"):
+        augjax.Volumes(np.zeros((4, 8, 8, 1), np.float32))
 
 def test_unknown_op_is_an_attribute_error_for_hasattr():
     assert not hasattr(augjax.ops, "no_such_op")

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from augjax._core.declaration import CHW, HWC, LAYOUTS
-from augjax._core.kinds import Images, check_rank
+from augjax._core.kinds import Images, check_rank, torch_hint
 from augjax.errors import InputError, InputTypeError
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "check_pixels",
     "committed",
     "label_classes",
+    "row_major",
 ]
 
 #: Position of (height, width, channels) in a batch of each layout.
@@ -80,24 +81,41 @@ def check_arguments(name: str, *, nodes: bool, key: Any, seeds: Any, seed: Any, 
 
 
 def as_array(x: Any, op: str, argument: str) -> jax.Array:
-    """Returns ``x`` as a ``jax.Array`` (NumPy arrays are converted), or raises InputTypeError."""
+    """Returns ``x`` as a ``jax.Array`` (NumPy arrays are converted; a ``jax.Array`` laid out
+    in another order than row-major is copied: :func:`row_major`), or raises InputTypeError."""
     if isinstance(x, jax.Array):
-        return x
+        return row_major(x)
     if isinstance(x, np.ndarray):
         if argument == "images" and x.dtype.kind in "iu" and x.dtype.itemsize == 8:
             # JAX (without x64) would make it int32 and the dtype check would name that
             raise InputError(f"{op}: argument 'images' expects dtype uint8 or float32 (augjax's "
                              f"image dtypes), got {x.dtype}", op=op, argument=argument)
         return jnp.asarray(x)
-    torch = type(x).__module__.split(".")[0] == "torch"
     raise InputTypeError(
         f"{op}: argument '{argument}' expects a jax.Array, a NumPy array or a DALI DataNode, "
-        f"got {type(x).__module__}.{type(x).__qualname__}"
-        + ("; convert a torch tensor with jax.dlpack.from_dlpack(t) (CPU or CUDA, no copy) or "
-           "t.numpy(), channels-last (N, H, W, C)" if torch else ""),
+        f"got {type(x).__module__}.{type(x).__qualname__}{torch_hint(x, argument)}",
         op=op,
         argument=argument,
     )
+
+
+def row_major(x: jax.Array) -> jax.Array:
+    """``x`` in the row-major layout augjax's programs are compiled for. An array JAX took
+    through DLPack keeps the tensor's strides: ``jax.dlpack.from_dlpack(t.permute(0, 2, 3, 1))``
+    of an NCHW torch tensor is laid out ``major_to_minor=(0, 3, 1, 2)``, which a compiled (or
+    stored) program refuses with XLA's layout error; it is copied to row-major (one copy, the
+    values unchanged). Traced arrays, TPU arrays (tiled layouts) and row-major ones pass as
+    they are."""
+    if isinstance(x, jax.core.Tracer):
+        return x
+    try:
+        layout = x.format.layout
+        order = tuple(layout.major_to_minor)
+    except Exception:  # noqa: BLE001  (no concrete layout to read: deleted, or not laid out)
+        return x
+    if order == tuple(range(x.ndim)) or layout.tiling:
+        return x
+    return jnp.copy(x)
 
 
 def check_images(x: Any, spec: Any, layout: str, op: str | None = None,

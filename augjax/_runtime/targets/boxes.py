@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from augjax._core.kinds import torch_hint
 from augjax._core.targets import Sanitize
 from augjax._runtime.targets.rotated import ROTATED, WIDTH, from_corners, to_corners
 from augjax.errors import InputError, InputTypeError
@@ -168,7 +169,8 @@ def convert_boxes(boxes: Any, from_: Any, to: Any, size: tuple[int, int] | None 
     width = WIDTH[src[0]]
     if not isinstance(boxes, (np.ndarray, jax.Array)):
         raise InputTypeError(f"{name}: argument 'boxes' expects a jax.Array or NumPy array of "
-                             f"shape (..., {width}), got {type(boxes).__name__}", op=name,
+                             f"shape (..., {width}), got {type(boxes).__name__}"
+                             f"{torch_hint(boxes, 'boxes')}", op=name,
                              argument="boxes")
     dt = np.dtype(boxes.dtype)
     if boxes.ndim < 1 or boxes.shape[-1] != width or dt == np.bool_ or \

@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from augjax._core.kinds import torch_hint
 from augjax._core.targets import HOOK, TARGET_OPTIONS
 from augjax._runtime.targets import boxes as _boxes
 from augjax._runtime.targets import rotated as _rotated
@@ -142,7 +143,8 @@ def prepare_targets(op: str, targets: Mapping[str, Any], n: int, h: int, w: int,
         if not concrete:
             raise _fail(op, k, "a DALI DataNode like the images", type(v).__name__)
         if not isinstance(v, (jax.Array, np.ndarray)):
-            raise _fail(op, k, "a jax.Array or NumPy array", type(v).__name__)
+            raise _fail(op, k, "a jax.Array or NumPy array",
+                        f"{type(v).__name__}{torch_hint(v, k)}")
         arrays[k] = v
     if concrete:
         arrays = _default_validity(op, arrays, n)
