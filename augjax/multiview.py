@@ -66,7 +66,7 @@ from augjax._runtime.execution.ahead import compile_apply, first_call
 from augjax._runtime.store.compile_cache import enable as enable_compile_cache
 from augjax._runtime.execution.program import build_program
 from augjax._runtime.execution.checking import check_batch, checking_enabled
-from augjax._runtime.execution.inputs import check_arguments, committed
+from augjax._runtime.execution.inputs import check_arguments, check_layout_shape, committed
 from augjax._runtime.execution.keys import keys_from_seeds, sample_keys
 from augjax.errors import InputError, ParamError
 from augjax.view_groups import runs, stacked, view_keys
@@ -302,6 +302,7 @@ def _batch(images: Any) -> jax.Array:
                          f"{torch_hint(images, 'views')}", op="views", argument="images")
     check_rank(images.ndim, Images.rank(HWC), "views", "images", Images.describe(HWC),
                images.shape)
+    check_layout_shape(tuple(images.shape), HWC, "views", takes_layout=False)
     return images
 
 

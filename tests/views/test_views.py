@@ -175,6 +175,12 @@ def test_errors(images):
     v = augjax.views({"a": (2, _chain(8))})
     with pytest.raises(augjax.InputError, match="groups"):
         v.apply(images, params={"b": ()})
+    # a channels-first batch: the views take no layout=, so the fix named is the transpose
+    chw = np.zeros((2, 3, 20, 18), np.uint8)
+    with pytest.raises(augjax.InputError, match=r"^views: .*channels-first.*np\.moveaxis\(images, "
+                                                r"1, -1\)\); there is no layout= here") as info:
+        v(chw, key=jax.random.key(0))
+    assert "pass layout=" not in str(info.value) and info.value.argument == "images"
 
 
 def test_apply_and_call_share_one_program_in_any_order():

@@ -175,21 +175,25 @@ def _channel_hint(channels: int, wanted: tuple[int, ...], layout: str) -> str:
 IMAGE_CHANNELS = (1, 3, 4)
 
 
-def check_layout_shape(shape: tuple[int, ...], layout: str, op: str) -> None:
+def check_layout_shape(shape: tuple[int, ...], layout: str, op: str,
+                       takes_layout: bool = True) -> None:
     """Raises InputError when a batch's shape says channels-first data was given as ``"HWC"``
-    (last axis not 1, 3 or 4 while axis 1 is) or channels-last data as ``"CHW"``."""
+    (last axis not 1, 3 or 4 while axis 1 is) or channels-last data as ``"CHW"``; the fix named
+    is ``layout=`` where the call takes one (``takes_layout``), else the transpose."""
     other = CHW if layout == HWC else HWC
     here, there = shape[LAYOUT_AXES[layout][2]], shape[LAYOUT_AXES[other][2]]
     if here in IMAGE_CHANNELS or there not in IMAGE_CHANNELS:
         return
     which, kind = ("axis 1", "channels-first") if other == CHW else ("the last axis",
                                                                       "channels-last")
+    fix = (f"pass layout='{other}' (or transpose the batch to {layout})" if takes_layout else
+           f"transpose the batch to {layout} (np.moveaxis(images, 1, -1)); there is no "
+           f"layout= here: only {layout} batches are taken")
     raise InputError(
         f"{op}: argument 'images' has shape {shape}: in layout {layout} that is {here} "
-        f"channels, but {which} has {there}, as {kind} data would; pass layout='{other}' (or "
-        f"transpose the batch to {layout})",
+        f"channels, but {which} has {there}, as {kind} data would; {fix}",
         op=op,
-        argument="layout",
+        argument="layout" if takes_layout else "images",
     )
 
 
