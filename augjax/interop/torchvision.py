@@ -67,7 +67,7 @@ NEAREST = {
     "ElasticTransform": "elastic_transform (augjax-contrib)",
     "FiveCrop": "center_crop",
     "TenCrop": "center_crop",
-    "Pad": "random_crop (padding)",
+    "Pad": "random_crop (RandomCrop(size, padding=...) converts, with its padding modes)",
     "ScaleJitter": "scale_jitter (it crops or pads to a fixed size= after scaling)",
     "RandomShortestSize": "resize",
     "RandomResize": "resize",
