@@ -25,7 +25,9 @@ list with the view's key (``fold_in(fold_in(k_i, g), v)``, as for a batch):
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,7 +37,7 @@ import jax.numpy as jnp
 from augjax._runtime.execution.keys import keys_from_seeds, sample_keys
 from augjax._runtime.ragged.prefix import as_arrays, check_list, ragged_count, ragged_message
 from augjax.chain import Chain
-from augjax.errors import AugjaxError, InputError
+from augjax.errors import AugjaxError, InputError, InputRangeWarning
 from augjax.kernels.embedded import owned
 from augjax.view_groups import runs, stacked, view_keys
 
@@ -88,17 +90,35 @@ def _per_view(views: Any, images: Sequence[Any], key: Any, run: Any) -> dict[str
     n = len(arrays)
     per_group = view_keys(sample_keys(key, n, "views"), views.counts_tuple())
     out = {}
-    for g, (name, steps) in enumerate(views.groups):
-        got: list[Any] = [None] * len(steps)
-        for step, vs in runs(steps):
-            count = len(vs)
-            y = run(step, [a for a in arrays for _ in range(count)],
-                    _run_keys(per_group, g, vs))
-            for j, v in enumerate(vs):
-                got[v] = jax.tree_util.tree_map(
-                    lambda leaf, j=j, c=count: leaf.reshape(n, c, *leaf.shape[1:])[:, j], y)
-        out[name] = got
+    with _one_range_report():
+        for g, (name, steps) in enumerate(views.groups):
+            got: list[Any] = [None] * len(steps)
+            for step, vs in runs(steps):
+                count = len(vs)
+                y = run(step, [a for a in arrays for _ in range(count)],
+                        _run_keys(per_group, g, vs))
+                for j, v in enumerate(vs):
+                    got[v] = jax.tree_util.tree_map(
+                        lambda leaf, j=j, c=count: leaf.reshape(n, c, *leaf.shape[1:])[:, j], y)
+            out[name] = got
     return out
+
+
+@contextlib.contextmanager
+def _one_range_report():
+    """Each run checks the list as its first op takes it: float values outside [0, 1] were
+    reported once per run (three times for DINO). The warnings of the runs are held and given
+    again, the range's first report only."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    reported = False
+    for w in caught:
+        if issubclass(w.category, InputRangeWarning):
+            if reported:
+                continue
+            reported = True
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
 
 
 def call_list(views: Any, images: Sequence[Any], key: Any) -> dict[str, Any]:

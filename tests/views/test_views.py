@@ -284,6 +284,12 @@ def test_float_images_in_0_255_are_reported_as_an_ops_call_reports_them():
         warnings.simplefilter("error", augjax.InputRangeWarning)
         views(x / 255.0, key=jax.random.key(0))
         views([x[0] / 255.0, x[1, :20] / 255.0], key=jax.random.key(0))
+    # DINO's three runs (two global chains, the local one) on a list: one report, not three
+    dino = augjax.recipes.dino(global_size=16, local_size=8, local_count=2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dino([x[0], x[1, :20]], key=jax.random.key(0))
+    assert sum(issubclass(w.category, augjax.InputRangeWarning) for w in caught) == 1
 
 
 def test_a_smaller_batch_of_views_runs_padded_and_equals_its_own_program(monkeypatch):
