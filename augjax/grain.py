@@ -31,9 +31,10 @@ from typing import Any
 
 import numpy as np
 
-from augjax.grain_records import (TARGETS, checked_chain, clip_record, is_views, kind_of_layout,
-                                  merge, merge_views, split, takes_any_size, unwrapped,
-                                  views_record, volume_chain, volume_record, volume_targets)
+from augjax.grain_records import (TARGETS, checked_chain, checked_image, clip_record, described,
+                                  is_views, kind_of_layout, merge, merge_views, not_a_record,
+                                  split, takes_any_size, unwrapped, views_record, volume_chain,
+                                  volume_record, volume_targets)
 from augjax.grain_workers import in_worker as _in_worker
 from augjax.grain_workers import pin_cpu, worker_init
 from augjax.errors import AugjaxError, AugjaxWarning, BackendUnavailableError, InputError
@@ -180,7 +181,8 @@ class RandomMap(grain.transforms.RandomMap):
 
         from augjax._runtime.execution.program import _keys_from_seeds as keys_from_seeds
 
-        record, image, targets = split(element, self.image)
+        record, image, targets = split(element, self.image, "augjax.grain.RandomMap",
+                                       self._record_shape())
         image = np.asarray(image)
         if is_views(self.chain):
             return views_record(self.chain, self.image, record, image, targets,
@@ -191,13 +193,7 @@ class RandomMap(grain.transforms.RandomMap):
         if self._kind is not None:
             return clip_record(self.chain, self.layout, self.image, record, image, targets,
                                np.asarray(seeds, np.int32))
-        if image.ndim != 3:
-            hint = ("; a gray (H, W) image: image[..., None] (or decode with PIL's "
-                    ".convert('RGB'))" if image.ndim == 2 else
-                    "; decode the image first (encoded bytes are not an image)"
-                    if image.ndim == 0 else "")
-            raise InputError(f"augjax.grain.RandomMap: expects one (H, W, C) image per record, "
-                             f"got shape {image.shape}{hint}", argument=self.image)
+        checked_image(image, self.image, "augjax.grain.RandomMap")
         seeds = np.asarray(seeds, np.int32)
         run, cpu = self._program()
         if self._ragged:  # a chain that starts with a crop: records of any size, bucketed
@@ -229,6 +225,14 @@ class RandomMap(grain.transforms.RandomMap):
                     out = run(image[None], None, seeds)[0]
         return merge(record, self.image, out, lambda a: np.asarray(a)[0])
 
+    def _record_shape(self) -> str:
+        """The array a record of this transform holds, as messages write it."""
+        if volume_chain(self.chain):
+            return "(D, H, W, C)"
+        if self.layout is not None:
+            return "(" + ", ".join("T" if axis == "F" else axis for axis in self.layout) + ")"
+        return "(H, W, C)"
+
     def random_map(self, element: Any, rng: np.random.Generator) -> Any:
         """The record through the chain, its key drawn from ``rng`` (grain's per-record
         generator). InputError when ``rng`` is not a ``numpy.random.Generator``."""
@@ -242,18 +246,23 @@ class RandomMap(grain.transforms.RandomMap):
             return self.apply(element, seeds)
         except AugjaxError as err:  # which record: its index (WithIndex) and keys, to find it
             index = element.get("index") if isinstance(element, dict) else None
-            shape = getattr(element.get(self.image) if isinstance(element, dict) else element,
-                            "shape", None)
+            if not isinstance(element, dict):
+                what = described(element)
+            elif self.image in element:
+                what = f"its {self.image!r}: {described(element[self.image])}"
+            else:
+                what = f"no field {self.image!r}"
             err.add_note(f"augjax.grain.RandomMap: the record"
-                         f"{'' if index is None else f' of index {index}'} (its {self.image!r} "
-                         f"of shape {shape}; keys from seeds {seeds.tolist()})")
+                         f"{'' if index is None else f' of index {index}'} ({what}; keys from "
+                         f"seeds {seeds.tolist()})")
             raise
 
 
 class WithIndex(grain.transforms.MapWithIndex):
     """Puts the record's index (grain's, global across epochs) in the record as ``index``.
 
-    A bare image becomes ``{"image": image, "index": index}``. Use it before batching when a
+    A bare image becomes ``{"image": image, "index": index}``; a tuple or list record (such as
+    ``(image, label)``) is an InputError: make it a dict first. Use it before batching when a
     :class:`BatchAugment` follows.
     """
 
@@ -262,6 +271,10 @@ class WithIndex(grain.transforms.MapWithIndex):
         self.index = index
 
     def map_with_index(self, index: int, element: Any) -> dict:
+        if isinstance(element, (tuple, list)):  # it was wrapped as the image
+            err = not_a_record(element, "augjax.grain.WithIndex", self.image)
+            err.add_note(f"augjax.grain.WithIndex: the record of index {index}")
+            raise err
         record = dict(element) if isinstance(element, dict) else {self.image: element}
         record[self.index] = _indices(index, "index")[0]
         return record
@@ -291,7 +304,10 @@ class BatchAugment(grain.transforms.Map):
     index itself and epoch 0, or the ``epoch=`` passed to the call. ``seed`` is an int in
     ``[0, 2**64)`` (a uint64, as grain's seeds); the indices are integers in ``[0, 2**63)``, and
     each position below ``2**31``. The output is the batch with the images (and targets, labels)
-    replaced by ``jax.Array``s.
+    replaced by ``jax.Array``s; the fields it passes through (``index``, the labels of a chain
+    that does not mix them, the others) are returned as they came, except grain's
+    ``SharedMemoryArray``s (the batches of ``mp_prefetch``), which become NumPy copies: a batch
+    kept after the iterator is closed then holds no shared memory.
     """
 
     def __init__(self, chain: Any, *, seed: int = 0, epoch_size: int | None = None,
@@ -375,6 +391,7 @@ class BatchAugment(grain.transforms.Map):
                 f"{self.index!r} (add augjax.grain.WithIndex() before batching), got {got}",
                 argument="batch")
         seeds = self.seeds(batch[self.index], epoch=epoch)
+        self._check_images(batch)
         count = np.shape(batch[self.image])[0] if np.ndim(batch[self.image]) else None
         if count is not None and len(seeds) != count:
             raise InputError(
@@ -404,14 +421,12 @@ class BatchAugment(grain.transforms.Map):
                     raise InputError(f"augjax.grain.BatchAugment: views take images only; the "
                                      f"batch has {sorted(extra)}", argument=sorted(extra)[0])
                 out = self.chain(args[0], key=self._keys()(seeds))
-                return merge_views(batch, self.image, out, lambda a: a)
+                return _owned(merge_views(batch, self.image, out, lambda a: a))
             out = unwrapped(self.chain(*args, key=self._keys()(seeds), **extra))
         except AugjaxError as err:  # which batch: its records' indices, to find them
-            indices = np.asarray(batch[self.index]).reshape(-1)
-            err.add_note(f"augjax.grain.BatchAugment: the batch of records {indices[:8].tolist()}"
-                         f"{' ...' if indices.size > 8 else ''} ({indices.size} records)")
+            self._note(err, batch)
             raise
-        merged = dict(batch)
+        merged = _owned(dict(batch))
         if isinstance(out, tuple):  # (images, labels) from a mixing chain
             merged[self.image], merged[self.label] = out
         elif isinstance(out, dict):
@@ -422,5 +437,65 @@ class BatchAugment(grain.transforms.Map):
             merged[self.image] = out
         return merged
 
+    def _note(self, err: AugjaxError, batch: dict) -> None:
+        indices = np.asarray(batch[self.index]).reshape(-1)
+        err.add_note(f"augjax.grain.BatchAugment: the batch of records {indices[:8].tolist()}"
+                     f"{' ...' if indices.size > 8 else ''} ({indices.size} records)")
+
+    def _check_images(self, batch: dict) -> None:
+        """InputError for a batch whose images are not one array: records of several sizes
+        batched as a list or an object array (NumPy's bare ValueError, or JAX's TypeError)."""
+        images = batch[self.image]
+        if isinstance(images, (list, tuple)):
+            try:
+                np.shape(images)
+                return
+            except ValueError:  # records of several shapes
+                shapes = list(dict.fromkeys(tuple(np.shape(x)) for x in images))
+                got = (f"a {type(images).__name__} of {len(images)} images of "
+                       f"{len(shapes)} shapes ({', '.join(map(str, shapes[:3]))}"
+                       f"{', ...' if len(shapes) > 3 else ''})")
+        elif isinstance(images, np.ndarray) and images.dtype == object:
+            got = f"an object array of shape {images.shape}"
+        else:
+            return
+        if volume_chain(self.chain):
+            want = "(N, D, H, W, C)"
+        elif self.layout is not None:
+            want = "(N, " + ", ".join("T" if a == "F" else a for a in self.layout) + ")"
+        else:
+            want = "(N, H, W, C)"
+        err = InputError(f"augjax.grain.BatchAugment: field {self.image!r} expects one {want} "
+                         f"array (records of one size), got {got}; crop the records to one size "
+                         f"in augjax.grain.RandomMap first (e.g. random_resized_crop), before "
+                         f"batching", argument=self.image)
+        self._note(err, batch)
+        raise err
+
     def map(self, element: dict) -> dict:
         return self(element)
+
+
+def _shared_memory(value: Any) -> bool:
+    """Whether ``value`` is a grain ``SharedMemoryArray`` (said by its type's name and module,
+    so that grain stays an optional import of the checks)."""
+    return isinstance(value, np.ndarray) and any(
+        t.__name__ == "SharedMemoryArray" and t.__module__.split(".")[0] == "grain"
+        for t in type(value).__mro__)
+
+
+def _owned(value: Any) -> Any:
+    """``value`` with grain's ``SharedMemoryArray``s (in dicts, lists, tuples) as NumPy copies:
+    one kept after grain's iterator is closed leaked its shared memory (the resource tracker's
+    warning, and ``SharedMemoryArray.__del__`` errors at exit)."""
+    if _shared_memory(value):
+        return np.array(value, copy=True)
+    if isinstance(value, dict):
+        owned = {k: _owned(v) for k, v in value.items()}
+    elif isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        owned = type(value)(_owned(v) for v in value)
+    else:
+        return value
+    items = owned.values() if isinstance(owned, dict) else owned
+    olds = value.values() if isinstance(value, dict) else value
+    return value if all(new is old for new, old in zip(items, olds)) else owned

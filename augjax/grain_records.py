@@ -11,9 +11,10 @@ import numpy as np
 
 from augjax.errors import InputError, InputTypeError
 
-__all__ = ["TARGETS", "VOLUME_TARGETS", "checked_chain", "clip_record", "is_views",
-           "kind_of_layout", "merge", "merge_views", "split", "takes_any_size", "unwrapped",
-           "views_record", "volume_chain", "volume_record", "volume_targets"]
+__all__ = ["TARGETS", "VOLUME_TARGETS", "checked_chain", "checked_image", "clip_record",
+           "described", "is_views", "kind_of_layout", "merge", "merge_views", "not_a_record",
+           "rank_hint", "split", "takes_any_size", "unwrapped", "views_record", "volume_chain",
+           "volume_record", "volume_targets"]
 
 #: Record fields that follow the image through a chain (augjax's target keywords).
 TARGETS = ("masks", "boxes", "boxes_valid", "keypoints", "keypoints_valid")
@@ -21,8 +22,34 @@ TARGETS = ("masks", "boxes", "boxes_valid", "keypoints", "keypoints_valid")
 VOLUME_TARGETS = ("masks", "keypoints")
 
 
-def split(element: Any, image: str) -> tuple[dict, Any, dict]:
-    """(the record as a dict, its image, its targets); a bare array is the image itself."""
+def described(value: Any) -> str:
+    """What a record (or its image field) is, for a message or a note: an array's shape and
+    dtype, bytes' length, a sequence's type and length, another value's type."""
+    if isinstance(value, (bytes, bytearray)):
+        return f"bytes of length {len(value)}"
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__} of {len(value)} items"
+    shape = getattr(value, "shape", None)
+    if shape is not None and not callable(shape):
+        return f"an array of shape {tuple(shape)}, {getattr(value, 'dtype', '?')}"
+    return f"a {type(value).__qualname__}"
+
+
+def not_a_record(element: Any, name: str, image: str, shape: str = "(H, W, C)") -> InputError:
+    """The error for a record that is neither a dict nor one array: a tuple ``(image, label)``
+    (common in grain pipelines) or a list, which NumPy would turn into a bare ValueError."""
+    pair = ("; make it a dict first, e.g. .map(lambda r: {'image': r[0], 'label': r[1]})"
+            if isinstance(element, tuple) else "")
+    return InputError(f"{name}: a record is a dict (e.g. {{{image!r}: ..., 'label': ...}}) or "
+                      f"one {shape} array, got {described(element)}{pair}", argument=image)
+
+
+def split(element: Any, image: str, name: str = "augjax.grain",
+          shape: str = "(H, W, C)") -> tuple[dict, Any, dict]:
+    """(the record as a dict, its image, its targets); a bare array is the image itself, a
+    tuple or list is refused (:func:`not_a_record`)."""
+    if isinstance(element, (tuple, list)):
+        raise not_a_record(element, name, image, shape)
     if isinstance(element, dict):
         if image not in element:
             raise InputError(f"augjax.grain: the record has no field {image!r} (fields: "
@@ -30,6 +57,31 @@ def split(element: Any, image: str) -> tuple[dict, Any, dict]:
                              argument="image")
         return element, element[image], {k: element[k] for k in TARGETS if k in element}
     return {}, element, {}
+
+
+def rank_hint(image: np.ndarray, rank: int) -> str:
+    """What to do with a record's image of the wrong rank (``""`` when nothing is known): encoded
+    bytes, or an encoded buffer (``np.frombuffer(jpeg, np.uint8)``), are decoded first; a gray
+    ``(H, W)`` image, where an ``(H, W, C)`` one is expected, gets its channel axis."""
+    if image.ndim == 0 or (image.ndim == 1 and image.dtype == np.uint8):
+        return ("; decode the image first (encoded bytes are not an image: e.g. "
+                "np.asarray(PIL.Image.open(io.BytesIO(data)).convert('RGB')))")
+    if image.ndim == 2 and rank == 3:
+        return "; a gray (H, W) image: image[..., None] (or decode with PIL's .convert('RGB'))"
+    return ""
+
+
+def checked_image(image: np.ndarray, field: str, name: str) -> np.ndarray:
+    """A record's image for an image chain or views: one ``(H, W, C)`` array, or InputError with
+    what to do (:func:`rank_hint`; a 16-bit image, as a 16-bit PNG decodes, is converted)."""
+    if image.ndim != 3:
+        raise InputError(f"{name}: expects one (H, W, C) image per record, got shape "
+                         f"{image.shape}{rank_hint(image, 3)}", argument=field)
+    if image.dtype == np.uint16:
+        raise InputError(f"{name}: expects dtype uint8 or float32, got uint16 (a 16-bit PNG?); "
+                         f"convert it when the record is decoded: (x >> 8).astype(np.uint8), or "
+                         f"x.astype(np.float32) / 65535", argument=field)
+    return image
 
 
 def kind_of_layout(layout: str | None, name: str) -> Any:
@@ -151,9 +203,7 @@ def views_record(chain: Any, field: str, record: dict, image: np.ndarray, target
     if targets:
         raise InputError(f"{name}: views take images only; the record has "
                          f"{sorted(targets)}", argument=sorted(targets)[0])
-    if image.ndim != 3:
-        raise InputError(f"{name}: expects one (H, W, C) image per record, got shape "
-                         f"{image.shape}", argument=field)
+    checked_image(image, field, name)
     with jax.default_device(jax.devices("cpu")[0]):
         images = [image] if chain.ragged else image[None]
         out = chain(images, key=keys_from_seeds(seeds))
@@ -172,8 +222,8 @@ def clip_record(chain: Any, layout: str, field: str, record: dict, clip: np.ndar
 
     if clip.ndim != len(layout):
         raise InputError(f"augjax.grain.RandomMap: layout {layout!r} expects one clip "
-                         f"of rank {len(layout)} per record, got shape {clip.shape}",
-                         argument=field)
+                         f"of rank {len(layout)} per record, got shape {clip.shape}"
+                         f"{rank_hint(clip, len(layout))}", argument=field)
     with jax.default_device(jax.devices("cpu")[0]):
         out = chain(Clips(clip[None], layout), key=keys_from_seeds(seeds),
                          **{k: np.asarray(v)[None] for k, v in targets.items()})
@@ -190,7 +240,8 @@ def volume_record(chain: Any, field: str, record: dict, volume: np.ndarray, targ
     name = "augjax.grain.RandomMap"
     if volume.ndim != 4:
         raise InputError(f"{name}: a volume chain expects one (D, H, W, C) volume per "
-                         f"record, got shape {volume.shape}", argument=field)
+                         f"record, got shape {volume.shape}{rank_hint(volume, 4)}",
+                         argument=field)
     targets = volume_targets(targets, name)
     with jax.default_device(jax.devices("cpu")[0]):
         out = chain(volume[None], key=keys_from_seeds(seeds),
