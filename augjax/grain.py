@@ -36,7 +36,7 @@ from augjax.grain_records import (TARGETS, checked_chain, checked_image, clip_re
                                   split, takes_any_size, unwrapped, views_record, volume_chain,
                                   volume_record, volume_targets)
 from augjax.grain_workers import in_worker as _in_worker
-from augjax.grain_workers import pin_cpu, worker_init
+from augjax.grain_workers import pin_cpu, warm_workers, worker_init
 from augjax.errors import AugjaxError, AugjaxWarning, BackendUnavailableError, InputError
 
 try:
@@ -68,7 +68,7 @@ def _require_transforms(module: Any) -> None:
 
 _require_transforms(grain)
 
-__all__ = ["RandomMap", "BatchAugment", "WithIndex", "pin_cpu", "worker_init"]
+__all__ = ["RandomMap", "BatchAugment", "WithIndex", "pin_cpu", "warm_workers", "worker_init"]
 
 #: After records of this many sizes, a chain that compiles per size says so (once).
 SIZES_WARNED = 16

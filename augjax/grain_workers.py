@@ -1,12 +1,16 @@
 """grain worker processes: the set-up that pins a worker's JAX to the CPU (``pin_cpu``,
-``worker_init``, re-exported by :mod:`augjax.grain`), importable without grain."""
+``worker_init``) and the compile of a worker's programs before the workers start
+(``warm_workers``), re-exported by :mod:`augjax.grain`, importable without grain."""
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import time
+from collections.abc import Iterable
+from typing import Any
 
-__all__ = ["in_worker", "pin_cpu", "worker_init"]
+__all__ = ["in_worker", "pin_cpu", "warm_workers", "worker_init"]
 
 
 def pin_cpu(*, single_thread: bool = True) -> None:
@@ -84,3 +88,40 @@ if hasattr(os, "register_at_fork"):
 def in_worker() -> bool:
     """Whether this process is a worker (a child of another Python process)."""
     return multiprocessing.parent_process() is not None
+
+
+def warm_workers(transform: Any, records: Iterable[Any], *, timeout: float = 1800.0) -> dict:
+    """Compiles the programs a worker runs before the workers start: ``transform`` (an
+    :class:`augjax.grain.RandomMap`, or anything with grain's ``random_map(record, rng)``) runs
+    on ``records`` in one spawned process pinned as a worker is (:func:`pin_cpu`), and the
+    programs it compiles are kept in the program store (``AUGJAX_CACHE_DIR``) where every
+    worker, of this run or the next, loads them instead of compiling them each.
+
+    Programs compiled in the main process do not serve the workers: a worker's JAX runs on the
+    CPU with one thread per kernel, which compiles other programs than the main process's (a
+    GPU, or the CPU's threads). Give a few records of each kind the workers will see: a chain
+    that starts with a crop compiles per canvas bucket (a few records of small, middle and
+    large sizes cover it), any other per record size. The records' draws are thrown away.
+
+    Returns:
+        ``{"records": n, "seconds": s}``: how many records ran and the warm-up's wall time.
+
+    Raises:
+        the transform's own error on a bad record (the record's note names it), or
+        ``multiprocessing.TimeoutError`` after ``timeout`` seconds.
+    """
+    records = list(records)
+    start = time.perf_counter()
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        done = pool.apply_async(_warm, (transform, records)).get(timeout)
+    return {"records": done, "seconds": round(time.perf_counter() - start, 3)}
+
+
+def _warm(transform: Any, records: list[Any]) -> int:
+    """In the spawned process: pinned as a worker, the transform on each record."""
+    import numpy as np
+
+    pin_cpu()
+    for i, record in enumerate(records):
+        transform.random_map(record, np.random.default_rng(i))
+    return len(records)

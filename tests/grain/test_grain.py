@@ -533,3 +533,36 @@ def test_batch_augment_errors_name_the_batchs_records_and_views_keep_record_fiel
                                                 r"field"):
         ag.RandomMap(views).random_map({"image": _source()[0]["image"], "views": 1},
                                        np.random.default_rng(0))
+
+
+class _Traces(grain.transforms.Map):
+    """The worker's count of traced programs when it made the record (0: all loaded)."""
+
+    def map(self, element):
+        element["traces"] = np.int64(augjax.trace_count())
+        return element
+
+
+@pytest.mark.slow
+def test_warm_workers_compiles_what_the_workers_then_only_load(tmp_path, monkeypatch):
+    """Programs the main process compiles do not serve the workers (their JAX is pinned: other
+    programs); warm_workers runs the transform in one process pinned as a worker is, and the
+    workers started after trace nothing: the same records as workers on a cold store."""
+    ops = [ag.RandomMap(_chain()), _Traces(), grain.transforms.Batch(4)]
+    monkeypatch.setenv("AUGJAX_CACHE_DIR", str(tmp_path / "cold"))
+    cold = list(_loader(2, operations=ops, epochs=1))
+    assert max(int(t) for b in cold for t in b["traces"]) > 0  # cold workers trace
+    monkeypatch.setenv("AUGJAX_CACHE_DIR", str(tmp_path / "warm"))
+    got = ag.warm_workers(ag.RandomMap(_chain()), _source()[:2])
+    assert got["records"] == 2 and got["seconds"] > 0
+    assert list((tmp_path / "warm" / "augjax-programs").glob("*"))
+    warm = list(_loader(2, operations=ops, epochs=1))
+    assert all(int(t) == 0 for b in warm for t in b["traces"])
+    by_id = [{int(i): r for b in run for i, r in zip(b["id"], b["image"])} for run in (cold, warm)]
+    for i in range(N):
+        np.testing.assert_array_equal(by_id[0][i], by_id[1][i])
+
+
+def test_warm_workers_raises_the_records_error():
+    with pytest.raises(augjax.InputError, match="decode the image first"):
+        ag.warm_workers(ag.RandomMap(_chain()), [{"image": b"\xff\xd8 not decoded"}])
