@@ -9,7 +9,7 @@ The data are augjax's bundled photos. In DALI: ``readers.file -> decoders.image`
 ``recipe(images, ragged=True)``: the photos keep their own sizes and aspect ratios (each view's
 crop window is drawn from its image's true size, as DINO's and SimCLR's code do), and ONE
 ``jax_function`` makes every view, its outputs ``{"global": (B, 2, 224, 224, 3), "local":
-(B, 6, 96, 96, 3)}`` (DINO) or ``{"views": (B, 2, 224, 224, 3)}`` (SimCLR, BYOL), normalized
+(B, 8, 96, 96, 3)}`` (DINO) or ``{"views": (B, 2, 224, 224, 3)}`` (SimCLR, BYOL), normalized
 float32. The model is deliberately tiny (pooled colour statistics -> a linear projection), so
 that the example shows the data flow, not a network: the losses are DINO's (student on every view
 against a centred, sharpened teacher on the global views, an EMA of the student) and SimCLR's
@@ -62,15 +62,18 @@ def dali_batches(recipe, batch: int, size: int, device: str, seed: int):
                for name, o in zip(recipe.names, outs)}
 
 
-def array_batches(recipe, batch: int, size: int, seed: int):
-    """The same views on jax.Arrays: the bundled photos, one key per step."""
+def array_batches(recipe, batch: int, size: int | None, seed: int):
+    """The same views on arrays, one key per step: the bundled photos at their own sizes, a
+    list of images of different sizes (each view's crop drawn from its photo's true size, as
+    in DALI), or with ``size`` the photos cut to ``size x size`` squares, one batch array."""
     import jax
 
     import augjax.data
 
-    photos = augjax.data.sample_images(size)
-    reps = -(-batch // len(photos))
-    images = np.concatenate([photos] * reps)[:batch]
+    photos = list(augjax.data.sample_images(size))
+    images = [photos[i % len(photos)] for i in range(batch)]
+    if size is not None:
+        images = np.stack(images)
     key = jax.random.key(seed)
     while True:
         key, sub = jax.random.split(key)
@@ -168,11 +171,12 @@ def parse(argv=None):
     ap.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--size", type=int, default=256,
-                    help="--source arrays: the photos resized to size x size")
+    ap.add_argument("--size", type=int, default=None,
+                    help="--source arrays: the photos cut to size x size squares (default: "
+                         "each at its own size, a list; DALI decodes them at their own sizes)")
     ap.add_argument("--global-size", type=int, default=224)
     ap.add_argument("--local-size", type=int, default=96)
-    ap.add_argument("--local-count", type=int, default=6)
+    ap.add_argument("--local-count", type=int, default=8)  # augjax.recipes.dino's, DINO's
     ap.add_argument("--lr", type=float, default=0.1)
     ap.add_argument("--seed", type=int, default=0)
     return ap.parse_args(argv)
