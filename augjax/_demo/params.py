@@ -35,6 +35,7 @@ DEMO_PARAMS: dict[str, dict[str, Any]] = {
     "random_resized_crop": {"scale": (0.25, 1.0)},
     "random_crop": {"padding": 8.0},
     "resize": {"size": (48, 96)},  # squeezed: visibly a resize at any demo size
+    "pad": {"padding": 16.0, "pad_mode": "reflect"},
     # colour
     "color_jitter": {"brightness": 0.4, "contrast": 0.4, "saturation": 0.6, "hue": 0.1},
     "brightness": {"factor": (0.5, 1.5)},

@@ -15,7 +15,8 @@ from augjax import InputError
 N, H, W = 2, 10, 10
 _REQUIRED = {"random_resized_crop": {"size": 8}, "random_crop": {"size": 8},
              "center_crop": {"size": 8}, "resize": {"size": (8, 12)},
-             "random_iou_crop": {"size": 8}, "scale_jitter": {"target_size": 8}}
+             "random_iou_crop": {"size": 8}, "scale_jitter": {"target_size": 8},
+             "pad": {"padding": (1, 2, 3, 4)}}
 
 
 def _sample_ops():
