@@ -17,14 +17,19 @@ Sources (read 2026-12-04):
   (Appendix B), and ``google-deepmind/deepmind-research`` ``byol/utils/augmentations.py``
   (``augment_config``: view1 / view2).
 
-Deviations, the same in all three: the resize after the crop is bilinear with antialias (the
-references use bicubic in DINO/torchvision, bicubic in TF's ``resize``: augjax's resampler has
-nearest and bilinear); the Gaussian blur is a true Gaussian of ``kernel_size`` taps (23 for 224
-views, as SimCLR/BYOL; DINO uses PIL's box approximation, whose support for radius 2 is about 13
-taps) with sigma drawn per sample; colour jitter is torchvision's (multiplicative factors, random
-order: DINO's exactly; SimCLR's ``simclrv2`` implementation; BYOL's factor ranges). With
-``normalize=True`` (default) the views end in ImageNet normalization (float32); ``False`` keeps
-uint8 views (to show or to normalize later).
+Deviations, the same in all three: the resize after the crop is bilinear with antialias by
+default (the references resize bicubic: DINO torchvision's ``RandomResizedCrop(...,
+interpolation=BICUBIC)``, SimCLR and BYOL TF's ``resize``); ``interpolation="bicubic"`` gives
+DINO's resampling (torchvision's antialiased bicubic, :func:`augjax.ops.random_resized_crop`:
+ATen's counterpart of PIL's BICUBIC, which DINO's PIL images take), and is the nearer of
+augjax's modes to TF's. Bilinear stays the default so that the recipes' outputs do not change;
+bicubic views take batches of one image size (a list of images of different sizes is read
+bilinear or nearest only: bicubic is refused there). The Gaussian blur is a true Gaussian of
+``kernel_size`` taps (23 for 224 views, as SimCLR/BYOL; DINO uses PIL's box approximation,
+whose support for radius 2 is about 13 taps) with sigma drawn per sample; colour jitter is
+torchvision's (multiplicative factors, random order: DINO's exactly; SimCLR's ``simclrv2``
+implementation; BYOL's factor ranges). With ``normalize=True`` (default) the views end in
+ImageNet normalization (float32); ``False`` keeps uint8 views (to show or to normalize later).
 
 :func:`nnunet` is a 3D segmentation recipe (a :class:`augjax.volumes.VolumeChain` over
 ``augjax.Volumes``), with nnU-Net v2's default probabilities and ranges: MIC-DKFZ/nnUNet
@@ -72,18 +77,19 @@ def _blur(size: int, sigma: tuple[float, float]) -> Any:
 def view_chain(*, size: int, scale: tuple[float, float], jitter: tuple[float, ...],
                jitter_p: float, gray_p: float, blur_p: float, solarize_p: float,
                normalize: bool, ratio: tuple[float, float] = (3 / 4, 4 / 3),
-               blur_sigma: tuple[float, float] = (0.1, 2.0)) -> Any:
-    """One view's chain: random resized crop, horizontal flip, colour jitter (``jitter`` =
-    brightness, contrast, saturation, hue) with probability ``jitter_p``, grayscale with
-    ``gray_p``, Gaussian blur with ``blur_p``, solarize (threshold 128) with ``solarize_p``,
-    then ImageNet normalization if ``normalize``."""
+               blur_sigma: tuple[float, float] = (0.1, 2.0),
+               interpolation: str = "bilinear") -> Any:
+    """One view's chain: random resized crop (resized with ``interpolation``, antialiased),
+    horizontal flip, colour jitter (``jitter`` = brightness, contrast, saturation, hue) with
+    probability ``jitter_p``, grayscale with ``gray_p``, Gaussian blur with ``blur_p``, solarize
+    (threshold 128) with ``solarize_p``, then ImageNet normalization if ``normalize``."""
     from augjax import ops
     from augjax.chain import compose
 
     b, c, s, h = jitter
     chain = [
         ops.random_resized_crop.bind(size=(size, size), scale=tuple(scale), ratio=tuple(ratio),
-                                     interpolation="bilinear", antialias=True),
+                                     interpolation=interpolation, antialias=True),
         ops.flip.bind(p=0.5),
         *_maybe(ops.color_jitter.bind(brightness=b, contrast=c, saturation=s, hue=h), jitter_p),
         *_maybe(ops.random_grayscale.bind(p=gray_p), 1.0 if gray_p > 0 else 0.0),
@@ -97,7 +103,8 @@ def view_chain(*, size: int, scale: tuple[float, float], jitter: tuple[float, ..
 
 def dino(*, global_size: int = 224, local_size: int = 96, local_count: int = 8,
          global_scale: tuple[float, float] = (0.4, 1.0),
-         local_scale: tuple[float, float] = (0.05, 0.4), normalize: bool = True) -> Views:
+         local_scale: tuple[float, float] = (0.05, 0.4), normalize: bool = True,
+         interpolation: str = "bilinear") -> Views:
     """DINO's multi-crop (``DataAugmentationDINO``): groups ``"global"`` (2 views) and
     ``"local"`` (``local_count`` views).
 
@@ -109,13 +116,17 @@ def dino(*, global_size: int = 224, local_size: int = 96, local_count: int = 8,
     ``--global_crops_scale 0.4 1.``, ``--local_crops_scale 0.05 0.4``,
     ``--local_crops_number 8``; 6 is the other common multi-crop setting, ``local_count=6``);
     ``local_count=0`` disables multi-crop (the ``"global"`` group only), as
-    ``--local_crops_number 0`` does."""
+    ``--local_crops_number 0`` does. ``interpolation``: the crops' resize, ``"bilinear"``
+    (default), ``"bicubic"`` for DINO's exact resampling (its ``RandomResizedCrop(...,
+    interpolation=Image.BICUBIC)``, torchvision's antialiased bicubic; views of batches of one
+    image size) or ``"nearest"``."""
     if isinstance(local_count, bool) or not isinstance(local_count, int) or local_count < 0:
         from augjax.errors import ParamError
 
         raise ParamError(f"dino: argument 'local_count' expects an int >= 0, got "
                          f"{local_count!r}", op="dino", param="local_count")
-    common = dict(jitter=(0.4, 0.4, 0.2, 0.1), jitter_p=0.8, gray_p=0.2, normalize=normalize)
+    common = dict(jitter=(0.4, 0.4, 0.2, 0.1), jitter_p=0.8, gray_p=0.2, normalize=normalize,
+                  interpolation=interpolation)
     global1 = view_chain(size=global_size, scale=global_scale, blur_p=1.0, solarize_p=0.0,
                          **common)
     global2 = view_chain(size=global_size, scale=global_scale, blur_p=0.1, solarize_p=0.2,
@@ -127,24 +138,28 @@ def dino(*, global_size: int = 224, local_size: int = 96, local_count: int = 8,
 
 
 def simclr(*, size: int = 224, strength: float = 1.0, blur: bool = True,
-           normalize: bool = True) -> Views:
+           normalize: bool = True, interpolation: str = "bilinear") -> Views:
     """SimCLR's two views (group ``"views"``), one distribution for both: random resized crop
     (scale (0.08, 1), ratio (3/4, 4/3)), horizontal flip p=0.5, colour distortion of
     ``strength`` s (``ColorJitter(0.8s, 0.8s, 0.8s, 0.2s)`` p=0.8, grayscale p=0.2), Gaussian
-    blur p=0.5 (kernel 10% of the side, sigma ~ U(0.1, 2); ``blur=False`` for CIFAR)."""
+    blur p=0.5 (kernel 10% of the side, sigma ~ U(0.1, 2); ``blur=False`` for CIFAR).
+    ``interpolation``: the crops' resize, ``"bilinear"`` (default), ``"bicubic"`` (as the
+    reference's TF bicubic resize; views of a batch of one image size) or ``"nearest"``."""
     s = float(strength)
     chain = view_chain(size=size, scale=(0.08, 1.0), jitter=(0.8 * s, 0.8 * s, 0.8 * s, 0.2 * s),
                        jitter_p=0.8, gray_p=0.2, blur_p=0.5 if blur else 0.0, solarize_p=0.0,
-                       normalize=normalize)
+                       normalize=normalize, interpolation=interpolation)
     return views({"views": (2, chain)})
 
 
-def byol(*, size: int = 224, normalize: bool = True) -> Views:
+def byol(*, size: int = 224, normalize: bool = True, interpolation: str = "bilinear") -> Views:
     """BYOL's two views (group ``"views"``; Table 6): random resized crop (scale (0.08, 1)),
     horizontal flip p=0.5, ``ColorJitter(0.4, 0.4, 0.2, 0.1)`` p=0.8, grayscale p=0.2; Gaussian
-    blur p=1.0 on view 1 and 0.1 on view 2; solarize p=0.0 on view 1 and 0.2 on view 2."""
+    blur p=1.0 on view 1 and 0.1 on view 2; solarize p=0.0 on view 1 and 0.2 on view 2.
+    ``interpolation``: the crops' resize, ``"bilinear"`` (default), ``"bicubic"`` (as the
+    reference's TF bicubic resize; views of a batch of one image size) or ``"nearest"``."""
     common = dict(size=size, scale=(0.08, 1.0), jitter=(0.4, 0.4, 0.2, 0.1), jitter_p=0.8,
-                  gray_p=0.2, normalize=normalize)
+                  gray_p=0.2, normalize=normalize, interpolation=interpolation)
     view1 = view_chain(blur_p=1.0, solarize_p=0.0, **common)
     view2 = view_chain(blur_p=0.1, solarize_p=0.2, **common)
     return views({"views": [view1, view2]})

@@ -39,7 +39,7 @@ from augjax.calls import op
 from augjax.errors import InputError
 from augjax.kernels.matrix import crop_resize_matrix, translation
 from augjax.kernels.pixels import is_int
-from augjax.kernels.warp import INTERPOLATIONS, check_fill, resize_crop, uniform_int
+from augjax.kernels.warp import RESIZE_INTERPOLATIONS, check_fill, resize_crop, uniform_int
 
 __all__ = ["random_resized_crop", "random_crop", "center_crop", "ATTEMPTS"]
 
@@ -103,7 +103,17 @@ def _rrc_sample(key, meta, params, *, scale, ratio, **_):
     return {"box": box}
 
 
-def _rrc_window(params, h, w, *, size, **_):
+def _rrc_window(params, h, w, *, size, interpolation, **_):
+    """The window of one image of a ragged batch. Images of different sizes (a list, a padded
+    batch with sizes, DALI's ragged read) are read by :mod:`augjax.kernels.window`'s bilinear
+    and nearest taps only: bicubic is refused there (DALI then reads the batch of one size
+    in JAX, which resamples bicubic)."""
+    if interpolation == "bicubic":
+        raise InputError(
+            "random_resized_crop: images of different sizes are resampled 'bilinear' or "
+            "'nearest'; argument 'interpolation' expects one of them for a list, got "
+            "'bicubic' (a batch of one size takes 'bicubic')", op="random_resized_crop",
+            argument="interpolation")
     return Window(box=params["box"], size=jnp.asarray(size, jnp.int32), out=tuple(size))
 
 
@@ -120,10 +130,10 @@ def _rrc_matrix(params, meta, *, size, **_):
                        doc="range of the box area, as a fraction of the image area"),
         "ratio": Param((3.0 / 4.0, 4.0 / 3.0), kind="pair", low=0.0, low_exclusive=True,
                        doc="range of the box aspect ratio (width / height), drawn log-uniformly"),
-        "interpolation": Param("bilinear", choices=INTERPOLATIONS,
-                               doc="'bilinear' or 'nearest' resize of the box"),
-        "antialias": Param(True, doc="widen the bilinear filter when shrinking (torchvision "
-                                     "default)"),
+        "interpolation": Param("bilinear", choices=RESIZE_INTERPOLATIONS,
+                               doc="'bilinear', 'bicubic' or 'nearest' resize of the box"),
+        "antialias": Param(True, doc="widen the bilinear or bicubic filter when shrinking "
+                                     "(torchvision default)"),
     },
     sample=_rrc_sample,
     matrix=_rrc_matrix,
@@ -140,16 +150,26 @@ def random_resized_crop(image, params, *, size, scale, ratio, interpolation, ant
     into ``ratio``). All 10 attempts are evaluated at once and the first fitting one is
     selected, so each sample has its own box without a Python loop. The box is resized as
     ``F.resized_crop`` does: bilinear with ``antialias`` (a triangle filter widened by the
-    shrink factor, ATen's ``_upsample_bilinear2d_aa``) or ATen's legacy nearest.
+    shrink factor, ATen's ``_upsample_bilinear2d_aa``), bicubic (``InterpolationMode.BICUBIC``,
+    DINO's crop: with ``antialias`` ATen's ``_upsample_bicubic2d_aa``, the cubic
+    convolution of a = -0.5 widened by the shrink factor, as PIL; without, ATen's
+    ``upsample_bicubic2d``, 4 taps of a = -0.75 with the box's edge pixels repeated) or ATen's
+    legacy nearest (:func:`augjax.kernels.warp.resize_weights`). Bicubic overshoots: uint8
+    results are clamped to 0..255 (after each pass, as ATen's uint8 kernel), float32 ones are
+    not (nor are torchvision's): they may leave [0, 1] near edges.
 
     Params: ``box`` ((4,) int32 top, left, height, width in input pixels); ``apply`` with a
     given box is ``F.resized_crop(img, top, left, height, width, size)``.
 
-    Tolerance against torchvision on the same box: nearest is exact; bilinear is within 1e-5
-    on float32, and within 1 level on uint8 (ATen's uint8 kernel uses 16-bit fixed-point
-    weights; augjax uses float32 weights and rounds between the width and the height pass as
-    ATen does). Box sizes are computed in float32 (torchvision: float64), so
+    Tolerance against torchvision on the same box: nearest is exact; bilinear and bicubic are
+    within 1e-5 on float32; on uint8 bilinear is within 1 level (ATen's uint8 kernel uses
+    16-bit fixed-point weights; augjax uses float32 weights and rounds between the width and
+    the height pass as ATen does), bicubic within 2 (photos: ~0.25% of the values 1 off, a few
+    per million 2, where the width pass is one level off at two taps of an output and the
+    cubic's weights, whose absolute values sum to more than 1, carry that past the rounding;
+    noise: up to 0.9% and 5e-5). Box sizes are computed in float32 (torchvision: float64), so
     ``round(sqrt(...))`` can differ by one pixel where it lies within float32 rounding of .5.
+    Images of different sizes (a list) take bilinear or nearest only (bicubic is refused).
     """
     box = params["box"]
     return resize_crop(image, tuple(box[i] for i in range(4)), size, interpolation, antialias)

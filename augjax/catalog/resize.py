@@ -15,8 +15,9 @@ import jax.numpy as jnp
 from augjax._core.meta import Window
 from augjax._core.param import Param
 from augjax.calls import op
+from augjax.errors import InputError
 from augjax.kernels.matrix import crop_resize_matrix
-from augjax.kernels.warp import INTERPOLATIONS, resize_crop
+from augjax.kernels.warp import RESIZE_INTERPOLATIONS, resize_crop
 
 __all__ = ["resize", "resized_size"]
 
@@ -60,7 +61,14 @@ def _matrix(params, meta, *, size, max_size, **_):
     return crop_resize_matrix(0, 0, meta.height, meta.width, oh, ow)
 
 
-def _window(params, h, w, *, size, max_size, **_):
+def _window(params, h, w, *, size, max_size, interpolation, **_):
+    """The window of one image of a ragged batch; bicubic is refused there, as
+    ``random_resized_crop``'s (:mod:`augjax.kernels.window` reads bilinear or nearest)."""
+    if interpolation == "bicubic":
+        raise InputError(
+            "resize: images of different sizes are resampled 'bilinear' or 'nearest'; "
+            "argument 'interpolation' expects one of them for a list, got 'bicubic' (a batch "
+            "of one size takes 'bicubic')", op="resize", argument="interpolation")
     out = tuple(size) if len(size) == 2 else None
     return Window(size=jnp.stack(resized_size(h, w, size, max_size)).astype(jnp.int32), out=out)
 
@@ -78,10 +86,10 @@ def _check(*, size, max_size, **_):
                       doc="(height, width), or one int: the shorter side's new length"),
         "max_size": Param(None, kind="int", low=1, optional=True,
                           doc="cap on the longer side when size is one int"),
-        "interpolation": Param("bilinear", choices=INTERPOLATIONS,
-                               doc="'bilinear' or 'nearest'"),
-        "antialias": Param(True, doc="widen the bilinear filter when shrinking (torchvision "
-                                     "default)"),
+        "interpolation": Param("bilinear", choices=RESIZE_INTERPOLATIONS,
+                               doc="'bilinear', 'bicubic' or 'nearest'"),
+        "antialias": Param(True, doc="widen the bilinear or bicubic filter when shrinking "
+                                     "(torchvision default)"),
     },
     matrix=_matrix,
     output_size=_output_size,
@@ -95,11 +103,17 @@ def resize(image, params, *, size, max_size, interpolation, antialias):
     torchvision v2 ``Resize(size, interpolation, max_size, antialias)``: with one int the
     shorter side becomes ``size`` and the longer ``floor(size * long / short)``, capped by
     ``max_size``; bilinear with ``antialias`` is a triangle filter widened by the shrink
-    factor (ATen ``_upsample_bilinear2d_aa``), nearest is ATen's legacy nearest. Tolerance
-    against torchvision: as ``random_resized_crop`` (nearest exact; bilinear within 1 uint8
-    level, 1e-5 in float32; ``antialias=False`` on uint8 within 2 levels, 2 on a small fraction
-    of the values). In a DALI pipeline DALI's ``fn.resize`` resamples (docs/guide/
-    ragged.md, "Images of different sizes", gives the difference).
+    factor (ATen ``_upsample_bilinear2d_aa``), bicubic (``InterpolationMode.BICUBIC``) ATen's
+    ``_upsample_bicubic2d_aa`` with ``antialias`` (cubic of a = -0.5 widened by the shrink
+    factor, as PIL) or ``upsample_bicubic2d`` without (4 taps of a = -0.75, edges repeated),
+    uint8 results clamped to 0..255 and float32 ones not (they may leave [0, 1], as
+    torchvision's do); nearest is ATen's legacy nearest. Tolerance against torchvision: as
+    ``random_resized_crop`` (nearest exact; bilinear within 1 uint8 level, 1e-5 in float32;
+    ``antialias=False`` on uint8 within 2 levels, 2 on a small fraction of the values; bicubic
+    within 1e-5 in float32 and 2 uint8 levels, 2 on a few values per million). In a DALI
+    pipeline DALI's ``fn.resize`` resamples (docs/guide/ragged.md, "Images of different
+    sizes", gives the difference). Images of different sizes (a list) take bilinear or
+    nearest only (bicubic is refused).
     """
     h, w, _ = image.shape
     out = _output_size(h, w, size=size, max_size=max_size)

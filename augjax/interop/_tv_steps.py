@@ -23,11 +23,14 @@ def _fail(t: Any, message: str, *, argument: str | None = None,
                                      transform=name, argument=argument, nearest=nearest)
 
 
-def _mode(t: Any, *, nearest: str) -> str:
+def _mode(t: Any, *, nearest: str, allowed: tuple[str, ...] = ("nearest", "bilinear")) -> str:
+    """``t.interpolation``'s name, refused unless in ``allowed`` (the op's modes: the warps'
+    two; ``resize`` and ``random_resized_crop`` take ``"bicubic"`` too)."""
     value = getattr(t.interpolation, "value", t.interpolation)
-    if value not in ("nearest", "bilinear"):
-        raise _fail(t, f"interpolation={value!r} is not available (augjax has 'nearest' and "
-                    "'bilinear')", argument="interpolation", nearest=nearest)
+    if value not in allowed:
+        names = ", ".join(map(repr, allowed[:-1])) + f" and {allowed[-1]!r}"
+        raise _fail(t, f"interpolation={value!r} is not available (augjax has {names})",
+                    argument="interpolation", nearest=nearest)
     return value
 
 
@@ -85,10 +88,12 @@ def _p(step: Any, p: float) -> Any:
 
 def _random_resized_crop(t, state):
     import augjax.ops as ops
+    from augjax.kernels.warp import RESIZE_INTERPOLATIONS
 
     return ops.random_resized_crop.bind(
         size=_size(t.size), scale=tuple(map(float, t.scale)), ratio=tuple(map(float, t.ratio)),
-        interpolation=_mode(t, nearest="random_resized_crop"), antialias=bool(t.antialias))
+        interpolation=_mode(t, nearest="random_resized_crop", allowed=RESIZE_INTERPOLATIONS),
+        antialias=bool(t.antialias))
 
 
 def _random_crop(t, state):
@@ -130,12 +135,14 @@ def _center_crop(t, state):
 
 def _resize(t, state):
     import augjax.ops as ops
+    from augjax.kernels.warp import RESIZE_INTERPOLATIONS
 
     if getattr(t, "size", None) is None:
         raise _fail(t, "size=None (max_size only) is not available", argument="size",
                     nearest="resize")
     return ops.resize.bind(size=_size(t.size), max_size=t.max_size,
-                           interpolation=_mode(t, nearest="resize"),
+                           interpolation=_mode(t, nearest="resize",
+                                               allowed=RESIZE_INTERPOLATIONS),
                            antialias=bool(t.antialias))
 
 

@@ -56,6 +56,7 @@ from augjax.kernels.tap_passes import canvas_pass, taps_pass
 
 __all__ = [
     "INTERPOLATIONS",
+    "RESIZE_INTERPOLATIONS",
     "check_fill",
     "elastic",
     "exact_div",
@@ -77,6 +78,18 @@ __all__ = [
 
 #: The interpolation modes the warps support (torchvision's tensor kernels support these two).
 INTERPOLATIONS = ("nearest", "bilinear")
+
+#: The interpolation modes of the resizes (:func:`resize_taps`, :func:`window_weights`: the
+#: ops ``resize`` and ``random_resized_crop``): the warps' two and torchvision's bicubic.
+RESIZE_INTERPOLATIONS = ("nearest", "bilinear", "bicubic")
+
+#: The half-width in input pixels of each filter of :func:`resize_taps` before ``antialias``
+#: widens it by the shrink factor (ATen's ``interp_size / 2``).
+_SUPPORT = {"bilinear": 1, "bicubic": 2}
+
+#: The cubic convolution's ``a``: -0.5 with ``antialias`` (Keys; ATen's
+#: ``_upsample_bicubic2d_aa``, as PIL), -0.75 without (ATen's ``upsample_bicubic2d``, as OpenCV).
+_CUBIC_AA, _CUBIC = -0.5, -0.75
 
 _F32 = jnp.float32
 
@@ -327,6 +340,13 @@ def resize_weights(out_size: int, in_size: int, start, length, interpolation: st
     ``"bilinear"``: triangle filter at the output centres ``scale * (i + 0.5)``, widened by
     ``scale`` when downscaling with ``antialias`` (ATen ``_upsample_bilinear2d_aa``, PIL), taps
     outside the window dropped and the rest renormalised (the same as clamping at the edges).
+    ``"bicubic"`` with ``antialias``: the same with the cubic convolution of ``a = -0.5`` (Keys)
+    of half-width 2, widened by ``scale`` when downscaling (ATen ``_upsample_bicubic2d_aa``,
+    PIL's BICUBIC); without: ATen's ``upsample_bicubic2d`` (OpenCV's), 4 taps ``floor(src) - 1
+    .. floor(src) + 2`` at ``src = scale * (i + 0.5) - 0.5`` weighed by the cubic convolution
+    of ``a = -0.75``, taps beyond the window clamped to its edge pixels (their weights added
+    there), not renormalised. Bicubic weights are negative in the filter's outer lobes: values
+    overshoot the input's range (uint8 callers clamp, as ATen does).
     ``"nearest"``: ATen's legacy nearest, source ``min(floor(i * scale), length - 1)``.
     """
     return window_weights(out_size, 0, out_size, in_size, start, length, interpolation,
@@ -338,7 +358,12 @@ def window_weights(rows: int, offset, out_size, in_size: int, start, length,
     """Rows ``offset .. offset + rows - 1`` of :func:`resize_weights` for an output of
     ``out_size`` pixels, where ``offset`` and ``out_size`` may be traced (images of different
     sizes): a ``(rows, in_size)`` matrix whose rows outside ``[0, out_size)`` are zero (the
-    padding of a crop window that leaves the resized image)."""
+    padding of a crop window that leaves the resized image).
+
+    Raises:
+        InputError: ``interpolation`` is not one of :data:`RESIZE_INTERPOLATIONS`.
+    """
+    _check_interpolation(interpolation, "window_weights")
     length = jnp.asarray(length, _F32)
     if isinstance(out_size, (int, float)):
         scale = exact_div(length, float(out_size))  # ATen: (float)input_size / output_size
@@ -350,11 +375,71 @@ def window_weights(rows: int, offset, out_size, in_size: int, start, length,
     if interpolation == "nearest":
         src = jnp.minimum(jnp.floor(i * scale), length - 1.0)
         return ((j == src) & inside).astype(_F32)
+    if interpolation == "bicubic" and not antialias:
+        n = length.astype(jnp.int32)
+        out_i = jnp.asarray(out_size).astype(jnp.int32)
+        o = jnp.arange(rows, dtype=jnp.int32) + jnp.asarray(offset).astype(jnp.int32)
+        index, weight = _bicubic_taps(o, out_i, n, scale)
+        row_in = ((o >= 0) & (o < out_i))[:, None]
+        cols = jnp.arange(in_size, dtype=jnp.int32)[None, :] - jnp.asarray(start).astype(
+            jnp.int32)
+        dense = jnp.zeros((rows, in_size), _F32)
+        for k in range(index.shape[1]):  # a tap clamped onto an edge adds its weight there
+            dense = dense + jnp.where((cols == index[:, k:k + 1]) & row_in,
+                                      weight[:, k:k + 1], 0.0)
+        return dense
     invscale = jnp.where(scale >= 1.0, 1.0 / scale, 1.0) if antialias else 1.0
     center = scale * (i + 0.5)
-    wt = jnp.maximum(0.0, 1.0 - jnp.abs((j - center + 0.5) * invscale))
+    wt = _filter((j - center + 0.5) * invscale, interpolation)
     wt = jnp.where(inside, wt, 0.0)
     return wt / jnp.maximum(wt.sum(axis=1, keepdims=True), 1e-30)
+
+
+def _check_interpolation(interpolation: str, op: str) -> None:
+    if interpolation not in RESIZE_INTERPOLATIONS:
+        raise InputError(f"{op}: argument 'interpolation' expects one of "
+                         f"{RESIZE_INTERPOLATIONS}, got {interpolation!r}", op=op,
+                         argument="interpolation")
+
+
+def _filter(x: jax.Array, interpolation: str) -> jax.Array:
+    """The resize filter at ``x`` (input pixels from the output's centre, divided by the
+    antialiasing widening): the triangle (bilinear) or ATen's ``aa_filter`` cubic of ``a =
+    -0.5`` (bicubic)."""
+    if interpolation == "bicubic":
+        x = jnp.abs(x)
+        return jnp.where(x < 1.0, _cubic_near(x, _CUBIC_AA),
+                         jnp.where(x < 2.0, _cubic_far(x, _CUBIC_AA), 0.0))
+    return jnp.maximum(0.0, 1.0 - jnp.abs(x))
+
+
+def _cubic_near(x: jax.Array, a: float) -> jax.Array:
+    """ATen ``cubic_convolution1``: the cubic convolution kernel for ``0 <= x <= 1``."""
+    return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0
+
+
+def _cubic_far(x: jax.Array, a: float) -> jax.Array:
+    """ATen ``cubic_convolution2``: the cubic convolution kernel for ``1 <= x <= 2``."""
+    return ((a * x - 5.0 * a) * x + 8.0 * a) * x - 4.0 * a
+
+
+def _bicubic_taps(o: jax.Array, out_size, n, scale) -> tuple[jax.Array, jax.Array]:
+    """ATen ``upsample_bicubic2d`` (align_corners=False) for outputs ``o`` (int32 ``(rows,)``)
+    of an axis of ``out_size`` pixels resampled from a window of ``n`` (int32, may be traced;
+    ``scale`` its float32 ``n / out_size``): ``(index, weight)``, each ``(rows, 4)``, the
+    indices into the window clamped to ``[0, n)`` (edge replicate), the weights
+    ``get_cubic_upsample_coefficients`` at ``t = src - floor(src)``, ``src = scale * (o + 0.5)
+    - 0.5`` (a = -0.75). ``floor(src)`` is computed in integers, ``floor((n (2 o + 1) -
+    out_size) / (2 out_size))``, so that float rounding cannot move the taps (where it rounds
+    ``src`` across an integer, ``t`` is clipped to 0 or 1, where the cubic is continuous)."""
+    src = scale * (o.astype(_F32) + 0.5) - 0.5
+    base = jnp.minimum(jnp.floor_divide(n * (2 * o + 1) - out_size, 2 * out_size), n - 1)
+    t = jnp.clip(src - base.astype(_F32), 0.0, 1.0)
+    x2 = 1.0 - t
+    weight = jnp.stack([_cubic_far(t + 1.0, _CUBIC), _cubic_near(t, _CUBIC),
+                        _cubic_near(x2, _CUBIC), _cubic_far(x2 + 1.0, _CUBIC)], axis=-1)
+    index = base[:, None] + jnp.arange(-1, 3, dtype=jnp.int32)[None, :]
+    return jnp.clip(index, 0, n - 1), weight
 
 
 def resize_taps(out_size: int, in_size: int, start, length, interpolation: str,
@@ -362,9 +447,16 @@ def resize_taps(out_size: int, in_size: int, start, length, interpolation: str,
     """The nonzero entries of :func:`resize_weights`' rows: ``(index, weight)``, each
     ``(out_size, K)``, with ``resize_weights(...)[o, index[o, k]] == weight[o, k]`` (the same
     float32 values; taps beyond a row's support have weight 0 and an index clamped into the
-    axis). ``K`` is static: 1 for nearest, ``ceil(2 s) + 1`` for bilinear, where ``s`` is the
-    filter's half-width, 1, or with ``antialias`` the largest shrink factor ``in_size /
-    out_size`` when that exceeds 1."""
+    axis; bicubic without ``antialias`` reads an edge pixel once per tap clamped onto it, whose
+    weights sum to the matrix's entry). ``K`` is static: 1 for nearest, 4 for bicubic without
+    ``antialias``, else ``ceil(2 s) + 1``, where ``s`` is the filter's half-width (1 for
+    bilinear, 2 for bicubic), times the largest shrink factor ``in_size / out_size`` with
+    ``antialias`` when that exceeds 1 (bicubic from 512 to 224 pixels: 11 taps).
+
+    Raises:
+        InputError: ``interpolation`` is not one of :data:`RESIZE_INTERPOLATIONS`.
+    """
+    _check_interpolation(interpolation, "resize_taps")
     length = jnp.asarray(length, _F32)
     start_f = jnp.asarray(start, _F32)
     scale = exact_div(length, float(out_size))
@@ -372,20 +464,26 @@ def resize_taps(out_size: int, in_size: int, start, length, interpolation: str,
     if interpolation == "nearest":
         src = jnp.minimum(jnp.floor(i * scale), length - 1.0) + start_f
         return jnp.clip(src, 0, in_size - 1).astype(jnp.int32), jnp.ones_like(src)
+    n = jnp.asarray(length).astype(jnp.int32)
+    if interpolation == "bicubic" and not antialias:
+        index, weight = _bicubic_taps(jnp.arange(out_size, dtype=jnp.int32), out_size, n, scale)
+        return jnp.clip(index + jnp.asarray(start).astype(jnp.int32), 0, in_size - 1), weight
+    half = _SUPPORT[interpolation]
     widest = max(in_size / out_size, 1.0) if antialias else 1.0
-    taps = math.ceil(2.0 * widest) + 1  # taps in (c - s, c + s), from floor(c - s)
+    taps = math.ceil(2.0 * half * widest) + 1  # taps in (c - s, c + s), from floor(c - s)
     invscale = jnp.where(scale >= 1.0, 1.0 / scale, 1.0) if antialias else 1.0
     center = scale * (i + 0.5)
-    # The first tap, floor(center - 0.5 - half), in integers: float rounding (which XLA may
+    # The first tap, floor(center - 0.5 - s), in integers: float rounding (which XLA may
     # contract differently in each fusion) must not move the taps that the weights describe.
-    n = jnp.asarray(length).astype(jnp.int32)
     o2 = 2 * out_size
-    widen = jnp.maximum(n, out_size) if antialias else out_size  # half * out_size
+    widen = jnp.maximum(n, out_size) if antialias else out_size  # s * out_size / half
+    if half != 1:
+        widen = half * widen
     first = jnp.floor_divide(n * (2 * jnp.arange(out_size, dtype=jnp.int32) + 1) - out_size
                              - 2 * widen, o2)
     j = first[:, None] + jnp.arange(taps, dtype=jnp.int32)[None, :]
     jf = j.astype(_F32)
-    wt = jnp.maximum(0.0, 1.0 - jnp.abs((jf - center + 0.5) * invscale))
+    wt = _filter((jf - center + 0.5) * invscale, interpolation)
     wt = jnp.where((jf >= 0) & (jf < length), wt, 0.0)
     wt = wt / jnp.maximum(wt.sum(axis=1, keepdims=True), 1e-30)
     return jnp.clip(j + jnp.asarray(start).astype(jnp.int32), 0, in_size - 1), wt
@@ -395,10 +493,12 @@ def resize_crop(image: jax.Array, box, size: tuple[int, int], interpolation: str
                 antialias: bool) -> jax.Array:
     """torchvision ``resized_crop``: crops ``box = (top, left, height, width)`` (traced ints) of
     ``image`` (H, W, C) and resizes it to ``size`` (static). Width pass first, then height; uint8
-    images are rounded between the passes as ATen's native uint8 kernel does. Each pass gathers
-    its few taps per output (:func:`resize_taps`) instead of multiplying by the dense
+    images are rounded between the passes as ATen's native uint8 kernel does (and, bicubic,
+    clamped to 0..255 there too: it stores the width pass in uint8). Each pass gathers its few
+    taps per output (:func:`resize_taps`) instead of multiplying by the dense
     :func:`resize_weights` matrix."""
-    return resample_crop(image, crop_taps(image.shape[:2], box, size, interpolation, antialias))
+    return resample_crop(image, crop_taps(image.shape[:2], box, size, interpolation, antialias),
+                         clamp=interpolation == "bicubic")
 
 
 def crop_taps(hw: tuple[int, int], box, size: tuple[int, int], interpolation: str,
@@ -410,11 +510,14 @@ def crop_taps(hw: tuple[int, int], box, size: tuple[int, int], interpolation: st
     return iy, wy, ix, wx
 
 
-def resample_crop(image: jax.Array, taps, rows: tuple[Any, int] | None = None) -> jax.Array:
+def resample_crop(image: jax.Array, taps, rows: tuple[Any, int] | None = None,
+                  clamp: bool = False) -> jax.Array:
     """:func:`resize_crop` by its taps (:func:`crop_taps`), which may be cut to their first
     columns where the others weigh 0 (as :func:`resample_canvas`). ``rows = (r0, n)``: the
     width pass reads only rows ``r0 .. r0 + n`` (``n`` static), which hold every row the height
-    taps read: the same values, for fewer rows computed."""
+    taps read: the same values, for fewer rows computed. ``clamp``: an integer image's width
+    pass is clamped to 0..255 as well as rounded (bicubic taps, whose negative weights
+    overshoot; bilinear and nearest ones stay in range, and their program is left as it was)."""
     iy, wy, ix, wx = taps
     if rows is not None:
         image = jax.lax.dynamic_slice_in_dim(image, rows[0], rows[1], axis=0)
@@ -422,6 +525,8 @@ def resample_crop(image: jax.Array, taps, rows: tuple[Any, int] | None = None) -
     x = taps_pass(image.astype(_F32), ix, wx, axis=1)
     if is_int(image.dtype):
         x = jnp.floor(x + 0.5)  # ATen uint8 passes round half up
+        if clamp:
+            x = jnp.clip(x, 0.0, 255.0)  # and store the width pass in uint8
     # The width pass is kept in memory: fused into the height pass, XLA:CPU gathered it again
     # for each height tap (B=16, 256^2 -> 224^2 uint8: 48 -> 6 ms; the same values).
     x = taps_pass(materialize(x), iy, wy, axis=0)
@@ -439,7 +544,7 @@ def resize_canvas(image: jax.Array, place, canvas, bound: tuple[int, int],
     on it and ``value`` (one or C values) elsewhere: the same taps, weights and order of sums
     as ``resize_crop`` on the canvas built at its ``bound`` size."""
     taps = canvas_taps(canvas, bound, size, interpolation, antialias)
-    return resample_canvas(image, place, taps, value)
+    return resample_canvas(image, place, taps, value, clamp=interpolation == "bicubic")
 
 
 def canvas_taps(canvas, bound: tuple[int, int], size: tuple[int, int], interpolation: str,
@@ -450,10 +555,12 @@ def canvas_taps(canvas, bound: tuple[int, int], size: tuple[int, int], interpola
     return iy, wy, ix, wx
 
 
-def resample_canvas(image: jax.Array, place, taps, value: jax.Array) -> jax.Array:
+def resample_canvas(image: jax.Array, place, taps, value: jax.Array,
+                    clamp: bool = False) -> jax.Array:
     """:func:`resize_canvas` by its taps (:func:`canvas_taps`). Taps may be cut to their first
     ``K`` columns where the others weigh 0 in every row: each sum then stops before adding
-    zeros, the same float32 values (``v + 0.0 == v``)."""
+    zeros, the same float32 values (``v + 0.0 == v``). ``clamp``: as
+    :func:`resample_crop`'s."""
     h, w, c = image.shape
     top, left = (jnp.asarray(v, jnp.int32) for v in place)
     iy, wy, ix, wx = taps
@@ -465,6 +572,8 @@ def resample_canvas(image: jax.Array, place, taps, value: jax.Array) -> jax.Arra
         line = term if line is None else line + term
     if is_int(image.dtype):
         x, line = jnp.floor(x + 0.5), jnp.floor(line + 0.5)
+        if clamp:
+            x, line = jnp.clip(x, 0.0, 255.0), jnp.clip(line, 0.0, 255.0)
     x = canvas_pass(materialize(x), iy - top, wy, 0, line)
     if is_int(image.dtype):
         return jnp.clip(jnp.floor(x + 0.5), 0.0, 255.0).astype(image.dtype)

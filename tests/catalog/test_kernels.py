@@ -205,11 +205,17 @@ def test_broadcast_unbatched_gives_every_argument_the_batch_axis():
     np.testing.assert_array_equal(np.asarray(got), x * a + b[:, None])
 
 
-@pytest.mark.fast_tier("10-40-bilinear-False", "9-20-nearest-True")
+@pytest.mark.fast_tier("10-40-bilinear-False", "9-20-nearest-True", "10-40-bicubic-True",
+                       "31-12-bicubic-False")
 @pytest.mark.parametrize("out_size,in_size,interp,antialias", [
     (24, 24, "bilinear", True), (10, 40, "bilinear", True), (10, 40, "bilinear", False),
-    (31, 12, "bilinear", True), (9, 20, "nearest", True)])
+    (31, 12, "bilinear", True), (9, 20, "nearest", True), (24, 24, "bicubic", True),
+    (10, 40, "bicubic", True), (10, 40, "bicubic", False), (31, 12, "bicubic", True),
+    (31, 12, "bicubic", False)])
 def test_resize_taps_are_the_nonzeros_of_resize_weights(out_size, in_size, interp, antialias):
+    """The same weights, up to float32 rounding (the matrix is built eagerly, the taps in one
+    program). Bicubic without antialias reads an edge pixel once per tap clamped onto it: the
+    taps' weights of one pixel sum to the matrix's entry."""
     rng = np.random.default_rng(out_size)
     # jitted, as XLA may round the tap positions differently from eager mode (one program: the
     # window's start and length are traced)
@@ -222,7 +228,48 @@ def test_resize_taps_are_the_nonzeros_of_resize_weights(out_size, in_size, inter
         rebuilt = np.zeros_like(dense)
         for o in range(out_size):
             np.add.at(rebuilt[o], np.asarray(idx)[o], np.asarray(wt)[o])
-        assert np.abs(rebuilt - dense).max() <= 2e-7, (start, length)
+        # bicubic: a rounding of the source coordinate (its float32 step: 4e-6 at 40 pixels)
+        # moves a weight by up to the cubic's slope (~1.5) times it
+        tol = 1e-5 if interp == "bicubic" else 2e-7
+        assert np.abs(rebuilt - dense).max() <= tol, (start, length)
+
+
+@pytest.mark.fast_tier("3-7-True", "40-10-False")
+@pytest.mark.parametrize("antialias", [True, False])
+@pytest.mark.parametrize("in_size,out_size", [(3, 7), (12, 31), (40, 10), (37, 5), (8, 8)])
+def test_bicubic_resize_weights_are_atens(in_size, out_size, antialias):
+    """``resize_weights(..., "bicubic")`` is the matrix of ``torch.nn.functional.interpolate(
+    mode="bicubic", align_corners=False)`` (each column: the resize of a one-hot row): with
+    antialias ATen's ``_upsample_bicubic2d_aa`` (a = -0.5, support 2 widened by the shrink
+    factor, normalised), without ``upsample_bicubic2d`` (4 taps of a = -0.75, the edge pixel
+    repeated); the static tap count ``K`` holds every nonzero weight."""
+    torch = pytest.importorskip("torch")
+    eye = torch.eye(in_size, dtype=torch.float32).reshape(in_size, 1, 1, in_size)
+    theirs = torch.nn.functional.interpolate(eye, size=(1, out_size), mode="bicubic",
+                                             align_corners=False, antialias=antialias)
+    theirs = theirs.reshape(in_size, out_size).numpy().T  # (out, in): row o, column i
+    ours = np.asarray(resize_weights(out_size, in_size, 0, in_size, "bicubic", antialias))
+    assert np.abs(ours - theirs).max() <= 1e-6
+    if in_size != out_size:
+        assert ours.min() < 0  # the cubic's negative lobes
+    index, weight = resize_taps(out_size, in_size, 0, in_size, "bicubic", antialias)
+    taps = 4 if not antialias else int(np.ceil(4 * max(in_size / out_size, 1.0))) + 1
+    assert index.shape == weight.shape == (out_size, taps)
+    rebuilt = np.zeros_like(ours)
+    for o in range(out_size):
+        np.add.at(rebuilt[o], np.asarray(index)[o], np.asarray(weight)[o])
+    assert np.abs(rebuilt - ours).max() <= 2e-7
+
+
+def test_resize_kernels_refuse_an_unknown_interpolation():
+    from augjax.errors import InputError
+
+    for fn, name in ((resize_taps, "resize_taps"), (resize_weights, "window_weights")):
+        with pytest.raises(InputError, match=rf"{name}: argument 'interpolation' expects one "
+                                             r"of \('nearest', 'bilinear', 'bicubic'\), got "
+                                             r"'lanczos'") as err:
+            fn(8, 16, 0, 16, "lanczos", True)
+        assert err.value.argument == "interpolation"
 
 
 # tables 64, 128, 256 and 512 wide; 0.3: rates beyond the widest, the per-value loop

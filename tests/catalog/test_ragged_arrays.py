@@ -197,6 +197,78 @@ def test_resize_matches_torchvision(size, max_size, interpolation):
     assert _diff(out, ref).max() <= (1 if interpolation == "bilinear" else 0)
 
 
+@pytest.mark.fast_tier("uint8-True-size0", "float32-False-size1")
+@pytest.mark.parametrize("size,max_size", [
+    ((20, 14), None),  # shrinking, the aspect ratio changed
+    (80, None),  # enlarging by one int, the other side follows
+    ((45, 70), None),  # enlarging one side, shrinking the other
+    (24, 36),  # shrinking, capped
+], ids=["size0", "size1", "size2", "size3"])
+@pytest.mark.parametrize("antialias", [True, False])
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32], ids=["uint8", "float32"])
+def test_resize_bicubic_matches_torchvision(dtype, antialias, size, max_size):
+    """``resize(interpolation="bicubic")`` is ``F.resize(..., InterpolationMode.BICUBIC)`` on
+    images of 57 x 33 and 40 x 56. Measured: float32 within 5e-7 (no clamp: bicubic leaves
+    [0, 1] near edges, as torchvision's does); uint8 within 1 level, at most 1.1% of the values
+    off by one (clamped to 0..255 after each pass, as ATen's uint8 kernel)."""
+    imgs = _images(dtype, sizes=[(57, 33), (40, 56)])
+    mode = F.InterpolationMode.BICUBIC
+    for img in imgs:
+        ref = _np(F.resize(_tv(img), [size] if isinstance(size, int) else list(size),
+                           interpolation=mode, max_size=max_size, antialias=antialias))
+        out = np.asarray(augjax.ops.resize(img[None], size=size, max_size=max_size,
+                                           interpolation="bicubic", antialias=antialias))[0]
+        assert out.shape == ref.shape and out.dtype == img.dtype
+        diff = _diff(out, ref)
+        if dtype == np.float32:
+            assert diff.max() <= 1e-5, diff.max()
+        else:
+            assert diff.max() <= 1 and (diff > 0).mean() <= 0.02, (diff.max(),
+                                                                   (diff > 0).mean())
+
+
+@pytest.mark.parametrize("antialias", [True, False])
+def test_resize_bicubic_overshoots_floats_and_clamps_uint8(antialias):
+    """A step from 0 to the top of the range, enlarged: bicubic rings past both ends. float32
+    keeps the overshoot (below 0, above 1: torchvision does not clamp floats), uint8 is
+    clamped to 0..255 (ATen's uint8 kernel after each pass); both as torchvision."""
+    step = np.zeros((6, 8, 3), np.uint8)
+    step[:, 4:] = 255
+    step[3:, :, 1] = 255 - step[3:, :, 1]
+    for img in (step, (step / 255.0).astype(np.float32)):
+        ref = _np(F.resize(_tv(img), [13, 21], interpolation=F.InterpolationMode.BICUBIC,
+                           antialias=antialias))
+        out = np.asarray(augjax.ops.resize(img[None], size=(13, 21), interpolation="bicubic",
+                                           antialias=antialias))[0]
+        if img.dtype == np.float32:
+            assert out.min() < -0.03 and out.max() > 1.03, (out.min(), out.max())
+            assert _diff(out, ref).max() <= 1e-5
+        else:
+            assert out.min() == 0 and out.max() == 255
+            assert _diff(out, ref).max() <= 1
+
+
+def test_bicubic_is_refused_on_a_list_and_taken_on_a_batch():
+    """Images of different sizes are read by bilinear or nearest taps only
+    (:mod:`augjax.kernels.window`): a list with ``interpolation="bicubic"`` is refused, naming
+    the op and the argument; a batch of one size resamples bicubic."""
+    images = _images()
+    key = jax.random.key(0)
+    for op, kw in ((augjax.ops.random_resized_crop, dict(size=16)),
+                   (augjax.ops.resize, dict(size=(16, 18)))):
+        with pytest.raises(InputError, match=rf"{op.name}: images of different sizes are "
+                                             r"resampled 'bilinear' or 'nearest'; argument "
+                                             r"'interpolation' .* got 'bicubic'") as err:
+            op(images, key=key, interpolation="bicubic", **kw)
+        assert err.value.argument == "interpolation" and err.value.op == op.name
+        chain = augjax.compose([op.bind(interpolation="bicubic", **kw), augjax.ops.flip.bind()])
+        with pytest.raises(InputError, match=rf"{op.name}: images of different sizes"):
+            chain(images, key=key)
+        batch = np.stack([img[:9, :12] for img in images])
+        out = np.asarray(op(batch, key=key, interpolation="bicubic", **kw))
+        assert out.shape[1:3] == (16, 16 if op is augjax.ops.random_resized_crop else 18)
+
+
 @pytest.mark.slow
 def test_resize_to_a_size_on_a_list_returns_one_batch():
     images = _images()

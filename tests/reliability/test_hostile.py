@@ -104,7 +104,11 @@ def _nan_at(x, layout, value=np.nan):
 
 def _clips(spec, params) -> bool:
     """Whether the op is asked to keep values in range (``clip=False`` opts out, e.g. noise;
-    an op whose ``clip`` defaults to False, such as DALI's ``color_twist``, opts in with True)."""
+    an op whose ``clip`` defaults to False, such as DALI's ``color_twist``, opts in with True).
+    ``interpolation="bicubic"`` (``resize``, ``random_resized_crop``) opts out too: the cubic's
+    negative lobes overshoot, and float images are left so, as torchvision leaves them."""
+    if params.get("interpolation") == "bicubic":
+        return False
     default = spec.params["clip"].default if "clip" in spec.params else True
     return params.get("clip", default) is not False
 

@@ -263,6 +263,54 @@ def test_dino_without_local_crops():
         augjax.recipes.dino(local_count=-1)
 
 
+def test_recipes_resize_bicubic_on_request(images):
+    """``interpolation="bicubic"`` (DINO's exact resampling) reaches every view's crop, the
+    default stays bilinear, and nothing else changes: the same draws, and each view's crop on
+    the recipe's own drawn box is ``random_resized_crop(interpolation="bicubic")``, within 1
+    level of torchvision's ``F.resized_crop(BICUBIC)``. A list of images of different sizes
+    is refused for bicubic views, naming the group, the view and the argument."""
+    torch = pytest.importorskip("torch")
+    F = pytest.importorskip("torchvision.transforms.v2.functional")
+
+    def crops(v):
+        return [step.steps[0] for _, steps in v.groups for step in steps]
+
+    for make in (lambda **kw: augjax.recipes.dino(global_size=16, local_size=8, local_count=2,
+                                                  normalize=False, **kw),
+                 lambda **kw: augjax.recipes.simclr(size=16, normalize=False, **kw),
+                 lambda **kw: augjax.recipes.byol(size=16, normalize=False, **kw)):
+        assert {c.kwargs["interpolation"] for c in crops(make())} == {"bilinear"}
+        assert {c.kwargs["interpolation"] for c in crops(make(interpolation="bicubic"))} == {
+            "bicubic"}
+    dino = augjax.recipes.dino(global_size=16, local_size=8, local_count=2, normalize=False,
+                               interpolation="bicubic")
+    bilinear = augjax.recipes.dino(global_size=16, local_size=8, local_count=2, normalize=False)
+    key = jax.random.key(4)
+    params = dino.sample(images, key=key)
+    assert jax.tree.all(jax.tree.map(np.array_equal, params, bilinear.sample(images, key=key)))
+    out, other = dino(images, key=key), bilinear(images, key=key)
+    x = np.array(images)  # writable, for torch.from_numpy
+    for name, steps in dino.groups:
+        assert out[name].dtype == jnp.uint8 and not np.array_equal(out[name], other[name])
+        for v, chain in enumerate(steps):
+            crop = chain.steps[0]
+            boxes = np.asarray(params[name][v][0]["box"])
+            ours = np.asarray(ops.random_resized_crop.apply(x, params={"box": boxes},
+                                                            **crop.kwargs))
+            np.testing.assert_array_equal(np.asarray(crop.apply(x, params={"box": boxes})),
+                                          ours)
+            for i, (t, l, h, w) in enumerate(boxes):
+                ref = F.resized_crop(torch.from_numpy(x[i]).permute(2, 0, 1), int(t), int(l),
+                                     int(h), int(w), list(crop.kwargs["size"]),
+                                     interpolation=F.InterpolationMode.BICUBIC, antialias=True)
+                diff = np.abs(ours[i].astype(int) - ref.permute(1, 2, 0).numpy().astype(int))
+                assert diff.max() <= 1, (name, v, i)
+    with pytest.raises(augjax.InputError, match=r"views: group 'global' view 0: "
+                                                r"random_resized_crop: images of different "
+                                                r"sizes .*'interpolation'.*'bicubic'"):
+        dino([x[0], x[1, :30]], key=key)
+
+
 def test_float_images_in_0_255_are_reported_as_an_ops_call_reports_them():
     """Views on float NumPy images outside [0, 1] (0..255 data) warn with the range, a batch
     and a list of different sizes alike (one message); in [0, 1] nothing."""
