@@ -41,6 +41,7 @@ ImageNet normalization (float32); ``False`` keeps uint8 views (to show or to nor
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 from augjax.multiview import Views, views
@@ -50,6 +51,34 @@ __all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "byol", "dino", "nnunet", "simclr"]
 #: ImageNet normalization used by the three references.
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
+
+def _side(owner: str, name: str, value: Any) -> int:
+    """A view's side: an int >= 1 (the recipes' views are square), else ParamError."""
+    from augjax.errors import ParamError
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        square = " (the recipe's views are square: one side)" if isinstance(
+            value, (tuple, list)) else ""
+        raise ParamError(f"{owner}: argument '{name}' expects an int >= 1{square}, got "
+                         f"{value!r}", op=owner, param=name)
+    return int(value)
+
+
+def _range(owner: str, name: str, value: Any) -> tuple[float, float]:
+    """A crop's area range: ``(min, max)`` with ``0 < min <= max <= 1``, else ParamError."""
+    from augjax.errors import ParamError
+
+    try:
+        lo, hi = (float(v) for v in value)
+        ok = 0.0 < lo <= hi <= 1.0 and not isinstance(value, (str, bytes))
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ParamError(f"{owner}: argument '{name}' expects a (min, max) pair of fractions of "
+                         f"the image's area with 0 < min <= max <= 1, got {value!r}", op=owner,
+                         param=name)
+    return (lo, hi)
+
 
 #: The blur's kernel for a view of ``size`` pixels: SimCLR's ``2 * (size // 20) + 1`` (23 at 224).
 def _blur_kernel(size: int) -> int:
@@ -125,6 +154,10 @@ def dino(*, global_size: int = 224, local_size: int = 96, local_count: int = 8,
 
         raise ParamError(f"dino: argument 'local_count' expects an int >= 0, got "
                          f"{local_count!r}", op="dino", param="local_count")
+    global_size, local_size = _side("dino", "global_size", global_size), _side(
+        "dino", "local_size", local_size)
+    global_scale = _range("dino", "global_scale", global_scale)
+    local_scale = _range("dino", "local_scale", local_scale)
     common = dict(jitter=(0.4, 0.4, 0.2, 0.1), jitter_p=0.8, gray_p=0.2, normalize=normalize,
                   interpolation=interpolation)
     global1 = view_chain(size=global_size, scale=global_scale, blur_p=1.0, solarize_p=0.0,
@@ -145,6 +178,7 @@ def simclr(*, size: int = 224, strength: float = 1.0, blur: bool = True,
     blur p=0.5 (kernel 10% of the side, sigma ~ U(0.1, 2); ``blur=False`` for CIFAR).
     ``interpolation``: the crops' resize, ``"bilinear"`` (default), ``"bicubic"`` (as the
     reference's TF bicubic resize; views of a batch of one image size) or ``"nearest"``."""
+    size = _side("simclr", "size", size)
     s = float(strength)
     chain = view_chain(size=size, scale=(0.08, 1.0), jitter=(0.8 * s, 0.8 * s, 0.8 * s, 0.2 * s),
                        jitter_p=0.8, gray_p=0.2, blur_p=0.5 if blur else 0.0, solarize_p=0.0,
@@ -158,6 +192,7 @@ def byol(*, size: int = 224, normalize: bool = True, interpolation: str = "bilin
     blur p=1.0 on view 1 and 0.1 on view 2; solarize p=0.0 on view 1 and 0.2 on view 2.
     ``interpolation``: the crops' resize, ``"bilinear"`` (default), ``"bicubic"`` (as the
     reference's TF bicubic resize; views of a batch of one image size) or ``"nearest"``."""
+    size = _side("byol", "size", size)
     common = dict(size=size, scale=(0.08, 1.0), jitter=(0.4, 0.4, 0.2, 0.1), jitter_p=0.8,
                   gray_p=0.2, normalize=normalize, interpolation=interpolation)
     view1 = view_chain(blur_p=1.0, solarize_p=0.0, **common)

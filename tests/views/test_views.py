@@ -146,6 +146,24 @@ def test_dino_recipe_probabilities():
     assert a_loc.min() >= 0.05 - 0.02 and a_loc.max() <= 0.4 + 0.05
 
 
+@pytest.mark.parametrize("make, name, got", [
+    (lambda: augjax.recipes.dino(global_size=224.0), "global_size", "224.0"),
+    (lambda: augjax.recipes.dino(global_size=(224, 160)), "global_size", r"\(224, 160\)"),
+    (lambda: augjax.recipes.dino(global_scale=0.4), "global_scale", "0.4"),
+    (lambda: augjax.recipes.dino(local_scale=(0.5, 0.1)), "local_scale", r"\(0.5, 0.1\)"),
+    (lambda: augjax.recipes.simclr(size="224"), "size", "'224'"),
+    (lambda: augjax.recipes.byol(size=0), "size", "0"),
+], ids=["float-size", "pair-size", "one-scale", "reversed-scale", "str-size", "zero-size"])
+def test_recipe_arguments_are_checked_in_the_recipes_name(make, name, got):
+    """A wrong recipe argument names the recipe and the argument (it named gaussian_blur's
+    kernel_size, or raised TypeError)."""
+    with pytest.raises(augjax.ParamError, match=rf"argument '{name}' expects .*got {got}") as info:
+        make()
+    assert info.value.param == name and info.value.op in ("dino", "simclr", "byol")
+    assert augjax.recipes.dino(global_size=np.int64(32), local_size=16).names == ("global",
+                                                                                 "local")
+
+
 def test_simclr_and_byol_structure():
     s = augjax.recipes.simclr(size=16)
     b = augjax.recipes.byol(size=16)
