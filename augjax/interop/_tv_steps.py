@@ -108,11 +108,18 @@ def _random_crop(t, state):
                                 pad_mode=str(t.padding_mode))
 
 
-def _padding(t) -> tuple[int, int, int, int]:
-    """``(left, top, right, bottom)``: v2 keeps the padding as torch.nn.functional.pad's
-    ``[left, right, top, bottom]``; v1 as given (one number, ``(left/right, top/bottom)`` or
-    ``(left, top, right, bottom)``)."""
-    if not _is_v1(t):
+def _pad(t, state):
+    import augjax.ops as ops
+
+    return ops.pad.bind(padding=_padding(t, as_given=True),
+                        fill=_fill(t, state, nearest="pad"), pad_mode=str(t.padding_mode))
+
+
+def _padding(t, as_given: bool = False) -> tuple[int, int, int, int]:
+    """``(left, top, right, bottom)``: v2's ``RandomCrop`` keeps the padding as
+    torch.nn.functional.pad's ``[left, right, top, bottom]``; v1 and ``Pad`` (``as_given``) as
+    given (one number, ``(left/right, top/bottom)`` or ``(left, top, right, bottom)``)."""
+    if not (_is_v1(t) or as_given):
         left, right, top, bottom = (int(v) for v in t.padding)
         return left, top, right, bottom
     pad = t.padding
@@ -475,6 +482,7 @@ def _is_v1(t: Any) -> bool:
 STEPS: dict[str, Callable[[Any, dict], Any]] = {
     "RandomResizedCrop": _random_resized_crop,
     "RandomCrop": _random_crop,
+    "Pad": _pad,
     "CenterCrop": _center_crop,
     "Resize": _resize,
     "RandomHorizontalFlip": _hflip,

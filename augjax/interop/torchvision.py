@@ -17,7 +17,7 @@ arrays as they are (``RGB`` as torchvision on images of 3 or more channels; a 1-
 which torchvision repeats to 3, stays 1-channel: augjax has no op for it). A pipeline that
 contains itself is refused, and so is one made only of those (it converts to no op), and
 ``JPEG`` on float images (torchvision's own ``JPEG`` raises there). ``RandomOrder`` is
-:func:`augjax.random_order`. ``ToDtype(torch.float32, scale=False)`` of uint8 images keeps
+:func:`augjax.random_order`, ``Pad`` is :func:`augjax.ops.pad`. ``ToDtype(torch.float32, scale=False)`` of uint8 images keeps
 0..255 in floats: augjax converts to its 0..1 and carries the factor, so the ``Normalize`` after
 it takes torchvision's 0..255 mean and std (divided by 255 here: the same output to float
 rounding) and a pipeline that ends unscaled ends with ``x * 255``; between the two only steps
@@ -30,7 +30,8 @@ run just before it (the same N(0, 1) values after it, clipped where ``mean + std
 
 Not converted (:class:`augjax.UnsupportedTransformError`, naming the transform, the setting and
 the nearest augjax op): transforms augjax has no op for, and settings whose result would differ
-(``RandomRotation(expand=True)``, a ``center``, ``bicubic`` interpolation, ``Grayscale(1)``,
+(``RandomRotation(expand=True)``, a ``center``, ``bicubic`` interpolation outside
+``RandomResizedCrop`` and ``Resize``, ``Grayscale(1)``,
 ``ToDtype(torch.uint8, scale=False)``, ``RandomErasing(value="random")`` on uint8, ...).
 
 Values in the image's own scale: torchvision reads fills, ``RandomSolarize``'s threshold and
@@ -67,7 +68,6 @@ NEAREST = {
     "ElasticTransform": "elastic_transform (augjax-contrib)",
     "FiveCrop": "center_crop",
     "TenCrop": "center_crop",
-    "Pad": "random_crop (RandomCrop(size, padding=...) converts, with its padding modes)",
     "ScaleJitter": "scale_jitter (it crops or pads to a fixed size= after scaling)",
     "RandomShortestSize": "resize",
     "RandomResize": "resize",

@@ -400,6 +400,23 @@ def test_to_dtype_without_scale_refusals_name_the_transform(transforms, match):
         augjax.from_torchvision(v2.Compose([v2.ToDtype(torch.float32)]))
 
 
+@pytest.mark.parametrize("dtype", ["uint8", "float32"])
+@pytest.mark.parametrize("transform", [
+    v2.Pad(3), v2.Pad([3, 1]), v2.Pad([1, 2, 3, 4], fill=51),
+    v2.Pad([2, 5], padding_mode="reflect"), v2.Pad(4, padding_mode="edge"),
+    v2.Pad(2, padding_mode="symmetric"),
+], ids=["one", "two", "four-fill", "reflect", "edge", "symmetric"])
+def test_pad_converts_to_pad(transform, dtype):
+    x = _image(7, 2)
+    if dtype == "float32":
+        x = x.astype(np.float32) / 255
+        if transform.fill:  # a float image's fill is read in 0..1
+            transform = v2.Pad(transform.padding, fill=0.2, padding_mode=transform.padding_mode)
+    ours = np.asarray(augjax.from_torchvision(transform, dtype=dtype)(x, key=jax.random.key(0)))
+    theirs = transform(torch.from_numpy(x).permute(0, 3, 1, 2)).permute(0, 2, 3, 1).numpy()
+    np.testing.assert_array_equal(ours, theirs)
+
+
 # --- policies: the same configuration as augjax's own (tested against torchvision in
 # tests/compose/test_policies.py)
 
