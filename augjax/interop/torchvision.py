@@ -17,16 +17,17 @@ arrays as they are (``RGB`` as torchvision on images of 3 or more channels; a 1-
 which torchvision repeats to 3, stays 1-channel: augjax has no op for it). A pipeline that
 contains itself is refused, and so is one made only of those (it converts to no op), and
 ``JPEG`` on float images (torchvision's own ``JPEG`` raises there). ``RandomOrder`` is
-:func:`augjax.random_order`, ``Pad`` is :func:`augjax.ops.pad`. ``ToDtype(torch.float32, scale=False)`` of uint8 images keeps
-0..255 in floats: augjax converts to its 0..1 and carries the factor, so the ``Normalize`` after
-it takes torchvision's 0..255 mean and std (divided by 255 here: the same output to float
-rounding) and a pipeline that ends unscaled ends with ``x * 255``; between the two only steps
-that do not read the values' scale are taken (flips, crops, resizes, warps, CutMix/MixUp;
-fills read in 0..255), anything else is refused by name. ``RandomErasing(value="random")``
-right after a ``Normalize`` (torchvision's reference order, where it writes N(0, 1)
-standardised values) becomes ``random_erasing(mode="pixel")`` with that Normalize's mean and std,
-run just before it (the same N(0, 1) values after it, clipped where ``mean + std * z`` leaves
-[0, 1]); anywhere else it is refused.
+:func:`augjax.random_order`, ``Pad`` is :func:`augjax.ops.pad`.
+``ToDtype(torch.float32, scale=False)`` of uint8 images keeps 0..255 in floats: augjax converts
+to its 0..1 and carries the factor, so the ``Normalize`` after it takes torchvision's 0..255
+mean and std (divided by 255 here: the same output to float rounding) and a pipeline that ends
+unscaled ends with ``x * 255``; between the two only steps that do not read the values' scale
+are taken (flips, crops, resizes, warps, CutMix/MixUp; fills read in 0..255), anything else is
+refused by name. ``RandomErasing(value="random")`` right after a ``Normalize`` (torchvision's
+reference order, where it writes N(0, 1) standardised values) becomes
+``random_erasing(mode="pixel")`` with that Normalize's mean and std, run just before it (the
+same N(0, 1) values after it, clipped where ``mean + std * z`` leaves [0, 1]); anywhere else it
+is refused.
 
 Not converted (:class:`augjax.UnsupportedTransformError`, naming the transform, the setting and
 the nearest augjax op): transforms augjax has no op for, and settings whose result would differ
