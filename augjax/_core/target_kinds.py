@@ -47,6 +47,14 @@ class Target(Wrapped):
         if isinstance(array, Target):
             raise InputError(f"{name}: argument 'array' expects an array, got {array!r} (a "
                              f"target type already)", op=name, argument="array")
+        if any(c.__module__.split(".")[0] == "torch" for c in type(array).__mro__):
+            fmt = getattr(getattr(array, "format", None), "name", None)
+            said = (f"; it holds {fmt} boxes: augjax.Boxes(t.numpy(), format={fmt.lower()!r})"
+                    if fmt and isinstance(self, Boxes) else "")
+            raise InputError(f"{name}: argument 'array' expects a jax.Array or NumPy array, "
+                             f"got {type(array).__module__}.{type(array).__qualname__}; "
+                             f"convert a torch tensor with t.numpy() (CPU) or "
+                             f"jax.dlpack.from_dlpack(t){said}", op=name, argument="array")
         unknown = sorted(set(options) - set(self.options))
         if unknown:
             raise InputError(f"{name}: unexpected argument(s) {unknown}; it takes "

@@ -269,9 +269,26 @@ def _random_erasing(t, state):
     return ops.random_erasing.bind(**spec)
 
 
+def _sanitize_boxes(t, state):
+    """``SanitizeBoundingBoxes``: augjax flags the boxes it would remove (``boxes_valid``, by
+    the call's ``sanitize=`` rule, whose default is torchvision's ``min_size=1, min_area=1``)
+    instead of dropping them (arrays keep their shapes): nothing to add to the chain."""
+    size, area = float(t.min_size), float(getattr(t, "min_area", 1.0))
+    if (size, area) != (1.0, 1.0):
+        raise _fail(t, f"min_size={size:g}, min_area={area:g}: augjax's rule is the call's: pass "
+                    f"sanitize=augjax.Sanitize(min_size={size:g}, min_area={area:g}) when "
+                    "calling the chain (boxes_valid says which boxes it would remove)",
+                    argument="min_size", nearest="the targets' boxes_valid")
+    return None
+
+
 def _normalize(t, state):
     import augjax.ops as ops
 
+    if state["dtype"] == "uint8" and not state.get("unscaled"):
+        raise _fail(t, "on uint8 images: torchvision's Normalize raises there (TypeError: Input "
+                    "tensor should be a float tensor); put ToDtype(torch.float32, scale=True) "
+                    "before it", argument="dtype", nearest="to_float, normalize")
     state["dtype"] = "float32"
     # after ToDtype(float32, scale=False) the values are 0..255: augjax's are 0..1, so its
     # mean and std are torchvision's / 255 (the same output, to float rounding)
@@ -496,6 +513,8 @@ STEPS: dict[str, Callable[[Any, dict], Any]] = {
     "GaussianBlur": _gaussian_blur,
     "RandomErasing": _random_erasing,
     "Normalize": _normalize,
+    "SanitizeBoundingBoxes": _sanitize_boxes,
+    "ClampBoundingBoxes": lambda t, state: None,  # every geometric op clamps augjax's boxes
     "ToDtype": _to_dtype,
     "ConvertImageDtype": _to_dtype,
     "ToTensor": _to_tensor,

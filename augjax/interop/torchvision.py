@@ -74,10 +74,7 @@ NEAREST = {
     "RandomResize": "resize",
     "Lambda": None,
     "LinearTransformation": "normalize (per-channel affine only)",
-    "SanitizeBoundingBoxes": "the targets' boxes_valid, its rule set by sanitize=augjax.Sanitize("
-                             "min_size=, min_area=) (docs/guide/targets.md)",
     "SanitizeKeyPoints": "the targets' keypoints_valid (docs/guide/targets.md)",
-    "ClampBoundingBoxes": "the targets' boxes (clamped by every geometric op)",
     "ClampKeyPoints": "the targets' keypoints (kept with keypoints_valid by every geometric op)",
     "SetClampingMode": "the targets' boxes (clamped by every geometric op)",
     "ConvertBoundingBoxFormat": "the call's boxes_format= (docs/guide/targets.md)",

@@ -417,6 +417,30 @@ def test_pad_converts_to_pad(transform, dtype):
     np.testing.assert_array_equal(ours, theirs)
 
 
+def test_box_sanitizing_and_clamping_convert_to_the_calls_rule():
+    """SanitizeBoundingBoxes with torchvision's defaults is augjax's default rule (the boxes it
+    would drop come back flagged in boxes_valid), ClampBoundingBoxes what every geometric op
+    does; other limits are refused, naming the call's sanitize=."""
+    chain = augjax.from_torchvision(v2.Compose([
+        v2.RandomHorizontalFlip(p=1.0), v2.ClampBoundingBoxes(), v2.SanitizeBoundingBoxes()]))
+    assert [s.name for s in chain] == ["flip"]
+    x = _image(1, 1)
+    boxes = np.array([[[1.0, 2.0, 30.0, 20.0], [5.0, 5.0, 5.5, 9.0]]], np.float32)
+    out = chain(x, key=jax.random.key(0), boxes=boxes)
+    np.testing.assert_array_equal(np.asarray(out["boxes_valid"]), [[True, False]])  # 0.5 wide
+    with pytest.raises(augjax.UnsupportedTransformError,
+                       match=r"sanitize=augjax\.Sanitize\(min_size=4, min_area=1\)"):
+        augjax.from_torchvision(v2.SanitizeBoundingBoxes(min_size=4))
+
+
+def test_normalize_on_uint8_is_refused_as_torchvision_raises():
+    with pytest.raises(augjax.UnsupportedTransformError, match="Input tensor should be a float"):
+        augjax.from_torchvision(v2.Normalize([0.5] * 3, [0.2] * 3), dtype="uint8")
+    with pytest.raises(TypeError, match="float"):
+        v2.Normalize([0.5] * 3, [0.2] * 3)(torch.zeros(3, 4, 4, dtype=torch.uint8))
+    assert len(augjax.from_torchvision(v2.Normalize([0.5] * 3, [0.2] * 3), dtype="float32")) == 1
+
+
 # --- policies: the same configuration as augjax's own (tested against torchvision in
 # tests/compose/test_policies.py)
 

@@ -218,6 +218,20 @@ def test_torch_tensors_get_the_conversion_for_their_argument(make, argument, hin
     assert info.value.argument == argument
 
 
+def test_target_types_refuse_torch_tensors_and_name_a_boxes_format():
+    """augjax.Boxes(t) of a torchvision BoundingBoxes kept torch's values and dropped their
+    format (the fix t.numpy() then read XYWH as xyxy): refused when made, with the format."""
+    torch = pytest.importorskip("torch")
+    tv_tensors = pytest.importorskip("torchvision.tv_tensors")
+    bb = tv_tensors.BoundingBoxes([[10, 20, 30, 15]], format="XYWH", canvas_size=(64, 64))
+    with pytest.raises(InputError, match=r"augjax\.Boxes\(t\.numpy\(\), format='xywh'\)"):
+        augjax.Boxes(bb)
+    with pytest.raises(InputError, match=r"augjax\.Masks: .*t\.numpy\(\)"):
+        augjax.Masks(torch.zeros(2, 8, 8, dtype=torch.int32))
+    with pytest.raises(InputError, match=r"key=jax\.random\.key\(7\) makes one"):
+        augjax.ops.flip(images(), key=7)
+
+
 def test_one_clip_or_volume_without_a_batch_axis_is_told_to_add_one():
     with pytest.raises(InputError, match=r"a single clip\? add a batch axis: x\[None\]"):
         augjax.Clips(np.zeros((4, 3, 8, 8), np.uint8), layout="FCHW")

@@ -244,7 +244,9 @@ def sample_keys(key: object, batch_size: int, op: str, split: bool = True) -> ja
         key = jnp.asarray(key)
     if not isinstance(key, jax.Array):
         raise InputError(
-            f"{op}: argument 'key' expects a jax.random.key, got {type(key).__name__}",
+            f"{op}: argument 'key' expects a jax.random.key, got {type(key).__name__}"
+            + (f" (key=jax.random.key({key}) makes one from it)"
+               if isinstance(key, int) and not isinstance(key, bool) else ""),
             op=op,
             argument="key",
         )
