@@ -103,17 +103,10 @@ def _rrc_sample(key, meta, params, *, scale, ratio, **_):
     return {"box": box}
 
 
-def _rrc_window(params, h, w, *, size, interpolation, **_):
+def _rrc_window(params, h, w, *, size, **_):
     """The window of one image of a ragged batch. Images of different sizes (a list, a padded
-    batch with sizes, DALI's ragged read) are read by :mod:`augjax.kernels.window`'s bilinear
-    and nearest taps only: bicubic is refused there (DALI then reads the batch of one size
-    in JAX, which resamples bicubic)."""
-    if interpolation == "bicubic":
-        raise InputError(
-            "random_resized_crop: images of different sizes are resampled 'bilinear' or "
-            "'nearest'; argument 'interpolation' expects one of them for a list, got "
-            "'bicubic' (a batch of one size takes 'bicubic')", op="random_resized_crop",
-            argument="interpolation")
+    batch with sizes) are read by :mod:`augjax.kernels.window`'s taps, nearest, bilinear and
+    bicubic alike: the taps and weights of a batch of one size."""
     return Window(box=params["box"], size=jnp.asarray(size, jnp.int32), out=tuple(size))
 
 
@@ -169,7 +162,8 @@ def random_resized_crop(image, params, *, size, scale, ratio, interpolation, ant
     cubic's weights, whose absolute values sum to more than 1, carry that past the rounding;
     noise: up to 0.9% and 5e-5). Box sizes are computed in float32 (torchvision: float64), so
     ``round(sqrt(...))`` can differ by one pixel where it lies within float32 rounding of .5.
-    Images of different sizes (a list) take bilinear or nearest only (bicubic is refused).
+    Images of different sizes (a list) take all three: each image's crop is the one of a
+    batch of that image alone (the same taps and weights).
     """
     box = params["box"]
     return resize_crop(image, tuple(box[i] for i in range(4)), size, interpolation, antialias)

@@ -15,7 +15,6 @@ import jax.numpy as jnp
 from augjax._core.meta import Window
 from augjax._core.param import Param
 from augjax.calls import op
-from augjax.errors import InputError
 from augjax.kernels.matrix import crop_resize_matrix
 from augjax.kernels.warp import RESIZE_INTERPOLATIONS, resize_crop
 
@@ -61,14 +60,9 @@ def _matrix(params, meta, *, size, max_size, **_):
     return crop_resize_matrix(0, 0, meta.height, meta.width, oh, ow)
 
 
-def _window(params, h, w, *, size, max_size, interpolation, **_):
-    """The window of one image of a ragged batch; bicubic is refused there, as
-    ``random_resized_crop``'s (:mod:`augjax.kernels.window` reads bilinear or nearest)."""
-    if interpolation == "bicubic":
-        raise InputError(
-            "resize: images of different sizes are resampled 'bilinear' or 'nearest'; "
-            "argument 'interpolation' expects one of them for a list, got 'bicubic' (a batch "
-            "of one size takes 'bicubic')", op="resize", argument="interpolation")
+def _window(params, h, w, *, size, max_size, **_):
+    """The window of one image of a ragged batch, read by :mod:`augjax.kernels.window`'s taps
+    (nearest, bilinear or bicubic, as ``random_resized_crop``'s)."""
     out = tuple(size) if len(size) == 2 else None
     return Window(size=jnp.stack(resized_size(h, w, size, max_size)).astype(jnp.int32), out=out)
 
@@ -112,8 +106,8 @@ def resize(image, params, *, size, max_size, interpolation, antialias):
     ``antialias=False`` on uint8 within 2 levels, 2 on a small fraction of the values; bicubic
     within 1e-5 in float32 and 2 uint8 levels, 2 on a few values per million). In a DALI
     pipeline DALI's ``fn.resize`` resamples (docs/guide/ragged.md, "Images of different
-    sizes", gives the difference). Images of different sizes (a list) take bilinear or
-    nearest only (bicubic is refused).
+    sizes", gives the difference). Images of different sizes (a list) take all three, each
+    image resized as a batch of it alone.
     """
     h, w, _ = image.shape
     out = _output_size(h, w, size=size, max_size=max_size)

@@ -66,6 +66,9 @@ __all__ = [
     "warp_perspective",
     "resize_weights",
     "resize_taps",
+    "resize_filter",
+    "bicubic_taps",
+    "FILTER_SUPPORT",
     "resize_crop",
     "canvas_taps",
     "crop_taps",
@@ -83,9 +86,10 @@ INTERPOLATIONS = ("nearest", "bilinear")
 #: ops ``resize`` and ``random_resized_crop``): the warps' two and torchvision's bicubic.
 RESIZE_INTERPOLATIONS = ("nearest", "bilinear", "bicubic")
 
-#: The half-width in input pixels of each filter of :func:`resize_taps` before ``antialias``
-#: widens it by the shrink factor (ATen's ``interp_size / 2``).
-_SUPPORT = {"bilinear": 1, "bicubic": 2}
+#: The half-width in input pixels of each filter of :func:`resize_taps` (and of
+#: :func:`augjax.kernels.window.window_taps`) before ``antialias`` widens it by the shrink
+#: factor (ATen's ``interp_size / 2``).
+FILTER_SUPPORT = {"bilinear": 1, "bicubic": 2}
 
 #: The cubic convolution's ``a``: -0.5 with ``antialias`` (Keys; ATen's
 #: ``_upsample_bicubic2d_aa``, as PIL), -0.75 without (ATen's ``upsample_bicubic2d``, as OpenCV).
@@ -379,7 +383,7 @@ def window_weights(rows: int, offset, out_size, in_size: int, start, length,
         n = length.astype(jnp.int32)
         out_i = jnp.asarray(out_size).astype(jnp.int32)
         o = jnp.arange(rows, dtype=jnp.int32) + jnp.asarray(offset).astype(jnp.int32)
-        index, weight = _bicubic_taps(o, out_i, n, scale)
+        index, weight = bicubic_taps(o, out_i, n, scale)
         row_in = ((o >= 0) & (o < out_i))[:, None]
         cols = jnp.arange(in_size, dtype=jnp.int32)[None, :] - jnp.asarray(start).astype(
             jnp.int32)
@@ -390,7 +394,7 @@ def window_weights(rows: int, offset, out_size, in_size: int, start, length,
         return dense
     invscale = jnp.where(scale >= 1.0, 1.0 / scale, 1.0) if antialias else 1.0
     center = scale * (i + 0.5)
-    wt = _filter((j - center + 0.5) * invscale, interpolation)
+    wt = resize_filter((j - center + 0.5) * invscale, interpolation)
     wt = jnp.where(inside, wt, 0.0)
     return wt / jnp.maximum(wt.sum(axis=1, keepdims=True), 1e-30)
 
@@ -402,7 +406,7 @@ def _check_interpolation(interpolation: str, op: str) -> None:
                          argument="interpolation")
 
 
-def _filter(x: jax.Array, interpolation: str) -> jax.Array:
+def resize_filter(x: jax.Array, interpolation: str) -> jax.Array:
     """The resize filter at ``x`` (input pixels from the output's centre, divided by the
     antialiasing widening): the triangle (bilinear) or ATen's ``aa_filter`` cubic of ``a =
     -0.5`` (bicubic)."""
@@ -423,7 +427,7 @@ def _cubic_far(x: jax.Array, a: float) -> jax.Array:
     return ((a * x - 5.0 * a) * x + 8.0 * a) * x - 4.0 * a
 
 
-def _bicubic_taps(o: jax.Array, out_size, n, scale) -> tuple[jax.Array, jax.Array]:
+def bicubic_taps(o: jax.Array, out_size, n, scale) -> tuple[jax.Array, jax.Array]:
     """ATen ``upsample_bicubic2d`` (align_corners=False) for outputs ``o`` (int32 ``(rows,)``)
     of an axis of ``out_size`` pixels resampled from a window of ``n`` (int32, may be traced;
     ``scale`` its float32 ``n / out_size``): ``(index, weight)``, each ``(rows, 4)``, the
@@ -466,9 +470,9 @@ def resize_taps(out_size: int, in_size: int, start, length, interpolation: str,
         return jnp.clip(src, 0, in_size - 1).astype(jnp.int32), jnp.ones_like(src)
     n = jnp.asarray(length).astype(jnp.int32)
     if interpolation == "bicubic" and not antialias:
-        index, weight = _bicubic_taps(jnp.arange(out_size, dtype=jnp.int32), out_size, n, scale)
+        index, weight = bicubic_taps(jnp.arange(out_size, dtype=jnp.int32), out_size, n, scale)
         return jnp.clip(index + jnp.asarray(start).astype(jnp.int32), 0, in_size - 1), weight
-    half = _SUPPORT[interpolation]
+    half = FILTER_SUPPORT[interpolation]
     widest = max(in_size / out_size, 1.0) if antialias else 1.0
     taps = math.ceil(2.0 * half * widest) + 1  # taps in (c - s, c + s), from floor(c - s)
     invscale = jnp.where(scale >= 1.0, 1.0 / scale, 1.0) if antialias else 1.0
@@ -483,7 +487,7 @@ def resize_taps(out_size: int, in_size: int, start, length, interpolation: str,
                              - 2 * widen, o2)
     j = first[:, None] + jnp.arange(taps, dtype=jnp.int32)[None, :]
     jf = j.astype(_F32)
-    wt = _filter((jf - center + 0.5) * invscale, interpolation)
+    wt = resize_filter((jf - center + 0.5) * invscale, interpolation)
     wt = jnp.where((jf >= 0) & (jf < length), wt, 0.0)
     wt = wt / jnp.maximum(wt.sum(axis=1, keepdims=True), 1e-30)
     return jnp.clip(j + jnp.asarray(start).astype(jnp.int32), 0, in_size - 1), wt

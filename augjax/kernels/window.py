@@ -4,9 +4,11 @@ crop an output window with padding, as one separable pass per axis whose weights
 traced sizes. :func:`read_window` multiplies by the dense weight matrices;
 :func:`read_window_taps` gathers their few nonzero taps per output (a static count), so its cost
 follows the output and the box's shrink factor, not the array's size. Copies and nearest
-sampling give the same values; bilinear the same weights (the dense rows' nonzero entries),
-each row's normaliser summed over its taps, so a uint8 value may round to the neighbouring
-level."""
+sampling give the same values; bilinear and bicubic the same weights (the dense rows' nonzero
+entries, and :func:`augjax.kernels.warp.resize_taps`' own), each row's normaliser summed over
+its taps, so a uint8 value may round to the neighbouring level against the dense read (and,
+rarely, against :func:`augjax.kernels.warp.resize_crop`, where XLA rounds a weight of the
+other program differently)."""
 
 from __future__ import annotations
 
@@ -21,7 +23,8 @@ from augjax.kernels.division import exact_div
 from augjax.kernels.pixels import is_int
 from augjax.kernels.platform import platform_dependent
 from augjax.kernels.tap_passes import taps_product
-from augjax.kernels.warp import check_fill, window_weights
+from augjax.kernels.warp import (FILTER_SUPPORT, bicubic_taps, check_fill, resize_filter,
+                                 window_weights)
 
 __all__ = ["CHUNK", "fill_outside", "flip_taps", "read_by_taps", "read_taps", "read_window",
            "read_window_taps", "sum_taps", "tap_sizes", "taps_from_first", "taps_needed",
@@ -39,7 +42,8 @@ def read_window(image: jax.Array, height, width, window: Any, out: tuple[int, in
     are the image. The window's ``box`` (default: the whole image) is resampled to ``size``
     (default: the box's size, an exact copy) and the ``out`` pixels from ``anchor`` (default
     0) are returned; where they leave the resampled image they hold ``fill``. Bilinear
-    resampling is ATen's ``resized_crop`` (width pass, uint8 rounding, height pass); a copy
+    resampling is ATen's ``resized_crop`` (width pass, uint8 rounding, height pass; bicubic
+    clamps the rounded width pass to 0..255 as well, as ATen's uint8 kernel stores it); a copy
     uses nearest weights of scale 1, which copy pixels exactly.
     """
     h_pad, w_pad, _ = image.shape
@@ -54,6 +58,8 @@ def read_window(image: jax.Array, height, width, window: Any, out: tuple[int, in
     x = jnp.einsum("ow,hwc->hoc", wx, image.astype(_F32), precision=hi)
     if is_int(image.dtype):
         x = jnp.floor(x + 0.5)  # ATen uint8 passes round half up
+        if mode == "bicubic":
+            x = jnp.clip(x, 0.0, 255.0)  # and store the width pass in uint8
     x = jnp.einsum("ph,hoc->poc", wy, x, precision=hi)
     rows = anchor[0] + jnp.arange(out[0])
     cols = anchor[1] + jnp.arange(out[1])
@@ -70,11 +76,17 @@ def read_window(image: jax.Array, height, width, window: Any, out: tuple[int, in
 
 def taps_needed(widest: float, interpolation: str, antialias: bool) -> int:
     """How many taps per output :func:`window_taps` needs when no box is shrunk by more than
-    ``widest`` (input pixels per output pixel): 1 for nearest, ``ceil(2 s) + 1`` for bilinear,
-    where ``s`` is the filter's half-width (1, or with ``antialias`` the shrink factor)."""
+    ``widest`` (input pixels per output pixel): 1 for nearest, 4 for bicubic without
+    ``antialias``, else ``ceil(2 s) + 1``, where ``s`` is the filter's half-width
+    (:data:`augjax.kernels.warp.FILTER_SUPPORT`: 1 for bilinear, 2 for bicubic), times the
+    shrink factor with ``antialias`` when that exceeds 1 (as
+    :func:`augjax.kernels.warp.resize_taps`' ``K``)."""
     if interpolation == "nearest":
         return 1
-    return math.ceil(2.0 * (max(widest, 1.0) if antialias else 1.0)) + 1
+    if interpolation == "bicubic" and not antialias:
+        return 4
+    half = FILTER_SUPPORT[interpolation]
+    return math.ceil(2.0 * half * (max(widest, 1.0) if antialias else 1.0)) + 1
 
 
 def window_taps(rows: int, offset, out_size, in_size: int, start, length, interpolation: str,
@@ -83,7 +95,12 @@ def window_taps(rows: int, offset, out_size, in_size: int, start, length, interp
     ``offset``, ``out_size``, ``start`` and ``length`` may be traced): ``(index, weight)``, each
     ``(rows, taps)``, with the same float32 weights; taps beyond a row's support have weight 0
     and an index clamped into ``[0, in_size)``; rows outside ``[0, out_size)`` weigh 0. ``taps``
-    must be at least :func:`taps_needed` for the largest ``length / out_size``."""
+    must be at least :func:`taps_needed` for the largest ``length / out_size``. Bicubic takes
+    :func:`augjax.kernels.warp.resize_taps`' taps and weights (its helpers, the same float32
+    values): with ``antialias`` the cubic of ``a = -0.5`` from the same first tap, without the
+    4 taps of :func:`augjax.kernels.warp.bicubic_taps` (``a = -0.75``, taps beyond the box
+    clamped onto its edge pixels: one pixel may be read by several taps), then ``taps - 4``
+    taps of weight 0."""
     n = jnp.asarray(length, jnp.int32)
     out_i = jnp.asarray(out_size, jnp.int32)
     length_f = n.astype(_F32)
@@ -96,14 +113,25 @@ def window_taps(rows: int, offset, out_size, in_size: int, start, length, interp
         src = jnp.minimum(jnp.floor(i * scale), length_f - 1.0)
         index = jnp.clip(src.astype(jnp.int32) + start, 0, in_size - 1)
         return index, row_in.astype(_F32)
+    if interpolation == "bicubic" and not antialias:
+        index, weight = bicubic_taps(o, out_i, n, scale)
+        index = jnp.clip(index + start, 0, in_size - 1)
+        weight = jnp.where(row_in, weight, 0.0)
+        if taps > 4:  # the rest weigh 0 and read the row's first pixel
+            index = jnp.concatenate([index, jnp.repeat(index[:, :1], taps - 4, axis=1)], 1)
+            weight = jnp.pad(weight, ((0, 0), (0, taps - 4)))
+        return index, weight
+    half = FILTER_SUPPORT[interpolation]
     invscale = jnp.where(scale >= 1.0, 1.0 / scale, 1.0) if antialias else 1.0
     center = scale * (i + 0.5)
     # The first tap, floor(center - 0.5 - half), in integers (as resize_taps).
-    widen = jnp.maximum(n, out_i) if antialias else out_i  # half * out_size
+    widen = jnp.maximum(n, out_i) if antialias else out_i  # s * out_size / half
+    if half != 1:
+        widen = half * widen
     first = jnp.floor_divide(n * (2 * o + 1) - out_i - 2 * widen, 2 * out_i)
     j = first[:, None] + jnp.arange(taps, dtype=jnp.int32)[None, :]
     jf = j.astype(_F32)
-    wt = jnp.maximum(0.0, 1.0 - jnp.abs((jf - center + 0.5) * invscale))
+    wt = resize_filter((jf - center + 0.5) * invscale, interpolation)
     wt = jnp.where((jf >= 0) & (jf < length_f) & row_in, wt, 0.0)
     wt = wt / jnp.maximum(wt.sum(axis=1, keepdims=True), 1e-30)
     return jnp.clip(j + start, 0, in_size - 1), wt
@@ -174,8 +202,9 @@ def read_window_taps(image: jax.Array, box, size, anchor, out: tuple[int, int], 
     (None: the box's size, an exact copy), read from ``anchor``; pixels beyond the resampled
     box hold ``fill`` (in the image's scale, ``(C,)`` or a scalar; rounded for integer images).
     ``taps``: per axis (height, width), from :func:`taps_needed`. Nearest sampling and copies
-    gather the pixels themselves (any dtype, exact); bilinear rounds between the width and the
-    height pass for integer images, as ATen's uint8 kernel does. ``flip``: bools ``(2,)``
+    gather the pixels themselves (any dtype, exact); bilinear and bicubic round between the
+    width and the height pass for integer images, as ATen's uint8 kernel does (bicubic, whose
+    negative weights overshoot, clamps there to 0..255 too). ``flip``: bools ``(2,)``
     (traced), the output then mirrored top-bottom where ``flip[0]``, left-right where
     ``flip[1]`` (:func:`flip_taps`)."""
     copy = size is None
@@ -221,11 +250,13 @@ def read_taps(hw: tuple[int, int], box, size, anchor, out: tuple[int, int], mode
 
 def read_by_taps(image: jax.Array, taps, size, anchor, out: tuple[int, int], fill, mode: str,
                  rows: int | None = None, flip=None) -> jax.Array:
-    """:func:`read_window_taps` by its taps (:func:`read_taps`). Bilinear taps may be cut to
-    their first columns where the others weigh 0 (each sum stops before adding zeros: the
-    same values); ``rows``: the width pass covers only the image's first ``rows`` rows (static),
-    which must hold every row the height taps read; ``flip``: the taps are mirrored
-    (:func:`flip_taps`), and so is the mask of the pixels that hold ``fill``."""
+    """:func:`read_window_taps` by its taps (:func:`read_taps`). Bilinear and bicubic taps may
+    be cut to their first columns where the others weigh 0 (each sum stops before adding
+    zeros: the same values); ``rows``: the width pass covers only the image's first ``rows``
+    rows (static), which must hold every row the height taps read; ``flip``: the taps are
+    mirrored (:func:`flip_taps`), and so is the mask of the pixels that hold ``fill``. Bicubic
+    integer images are clamped to 0..255 after the width pass as well as rounded
+    (:func:`augjax.kernels.warp.resample_crop`'s ``clamp``)."""
     iy, wy, ix, wx = taps
     if mode == "nearest":
         x = jnp.take(jnp.take(image, ix[:, 0], axis=1), iy[:, 0], axis=0)
@@ -236,6 +267,8 @@ def read_by_taps(image: jax.Array, taps, size, anchor, out: tuple[int, int], fil
         x = _taps_pass(image if rows is None else image[:rows], ix, wx, axis=1)
         if is_int(image.dtype):
             x = jnp.floor(x + 0.5)  # ATen uint8 passes round half up
+            if mode == "bicubic":  # and store the width pass in uint8 (resample_crop's clamp)
+                x = jnp.clip(x, 0.0, 255.0)
         x = _taps_pass(materialize(x), iy, wy, axis=0)
         if is_int(image.dtype):
             x = jnp.clip(jnp.floor(x + 0.5), 0.0, 255.0)

@@ -261,6 +261,32 @@ def test_bicubic_resize_weights_are_atens(in_size, out_size, antialias):
     assert np.abs(rebuilt - ours).max() <= 2e-7
 
 
+@pytest.mark.fast_tier("10-40-True", "31-12-False")
+@pytest.mark.parametrize("antialias", [True, False])
+@pytest.mark.parametrize("out_size,length", [(10, 40), (31, 12), (24, 24), (7, 23)])
+def test_bicubic_window_taps_are_resize_taps(out_size, length, antialias):
+    """:func:`augjax.kernels.window.window_taps` (the reader of images of different sizes,
+    sizes traced) gives bicubic the taps of :func:`resize_taps` (the batch path, sizes static):
+    the same indices and float32 weights in the same columns (both jitted: measured bitwise
+    here; the tolerance allows an ulp, as two programs may round differently), ``K`` from
+    ``taps_needed``; the columns past ``K`` and the rows past the output weigh 0."""
+    from augjax.kernels.window import taps_needed, window_taps
+
+    in_size = 50
+    k = taps_needed(in_size / out_size, "bicubic", antialias)  # resize_taps' K: the axis's
+    for start in (0, 3, in_size - length):
+        want_i, want_w = jax.jit(lambda s, n: resize_taps(
+            out_size, in_size, s, n, "bicubic", antialias))(start, length)
+        assert want_i.shape == (out_size, k)
+        got_i, got_w = jax.jit(lambda s, n, o: window_taps(
+            out_size + 3, 0, o, in_size, s, n, "bicubic", antialias, k + 2))(
+                start, length, out_size)
+        np.testing.assert_array_equal(np.asarray(got_i)[:out_size, :k], np.asarray(want_i))
+        np.testing.assert_allclose(np.asarray(got_w)[:out_size, :k], np.asarray(want_w),
+                                   rtol=0, atol=3e-7)
+        assert not np.asarray(got_w)[:, k:].any() and not np.asarray(got_w)[out_size:].any()
+
+
 def test_resize_kernels_refuse_an_unknown_interpolation():
     from augjax.errors import InputError
 

@@ -11,9 +11,11 @@ prefix (crops, resize: :mod:`augjax._runtime.ragged.prefix`) to one batch.
    (:func:`augjax.kernels.window.read_window_taps`; masks with nearest sampling and
    ``mask_fill``), and boxes and keypoints move by the windows' matrices
    (:func:`augjax._runtime.ragged.prefix.move_window_points`, as in DALI). On the CPU a bilinear
-   read runs image by image (:func:`_read_by_image`): each sample reads only its taps that
-   weigh something (one branch a tap count, :func:`augjax.kernels.window.tap_sizes`), the
-   values of every tap of every sample.
+   or bicubic read runs image by image (:func:`_read_by_image`): each sample reads only its
+   taps that weigh something (one branch a tap count, :func:`augjax.kernels.window.tap_sizes`),
+   the values of every tap of every sample. Bicubic reads the taps and weights of the batch
+   path (:func:`augjax.kernels.warp.resize_taps`; its regions reach twice as far), its uint8
+   width pass clamped to 0..255 as there.
 
 The programs are keyed by the output size, the chain, the batch size and the canvas bucket,
 never by the images' sizes: a new list whose regions fall in buckets seen before compiles
@@ -47,7 +49,7 @@ from augjax._runtime.ragged.prefix import (
 from augjax._runtime.targets.inputs import ORDER, TargetSpec, prepare_targets
 from augjax.errors import InputError
 from augjax.kernels.portable import portable_jit
-from augjax.kernels.warp import check_fill
+from augjax.kernels.warp import FILTER_SUPPORT, check_fill
 from augjax.kernels.window import (
     flip_taps,
     read_by_taps,
@@ -74,10 +76,12 @@ def bucket(n: int, smallest: int = SMALLEST) -> int:
     return size
 
 
-def _span(anchor: int, out: int, size: int | None, length: int) -> tuple[int, int]:
+def _span(anchor: int, out: int, size: int | None, length: int,
+          half: int = 1) -> tuple[int, int]:
     """``[lo, hi)``: the rows of a box of ``length`` rows that the ``out`` output rows from
     ``anchor`` read after it is resampled to ``size`` (None: copied), with the filter's reach
-    and a margin."""
+    (``half``: its half-width before the shrink widens it, 2 for bicubic,
+    :data:`augjax.kernels.warp.FILTER_SUPPORT`) and a margin."""
     if size is None:
         lo, hi = max(anchor, 0), min(anchor + out, length)
         return (lo, hi) if hi > lo else (0, 0)
@@ -85,14 +89,14 @@ def _span(anchor: int, out: int, size: int | None, length: int) -> tuple[int, in
     if hi <= lo:
         return 0, 0
     scale = length / size
-    reach = max(scale, 1.0) + 2.0
+    reach = half * max(scale, 1.0) + 2.0
     return max(math.floor(lo * scale - reach), 0), min(math.ceil(hi * scale + reach), length)
 
 
-def _regions(sizes: np.ndarray, box: Any, size: Any, anchor: Any,
-             out: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+def _regions(sizes: np.ndarray, box: Any, size: Any, anchor: Any, out: tuple[int, int],
+             half: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """Per sample, the region of the image to cut (int ``(N, 4)``: top, left, height, width)
-    and the window's box relative to it (int32 ``(N, 4)``)."""
+    and the window's box relative to it (int32 ``(N, 4)``); ``half``: as :func:`_span`'s."""
     n = len(sizes)
     regions = np.zeros((n, 4), np.int64)
     rel = np.zeros((n, 4), np.int32)
@@ -100,8 +104,8 @@ def _regions(sizes: np.ndarray, box: Any, size: Any, anchor: Any,
         t, l, bh, bw = (int(v) for v in box[i]) if box is not None else (0, 0, int(h), int(w))
         s = (None, None) if size is None else (int(size[i][0]), int(size[i][1]))
         a = (0, 0) if anchor is None else (int(anchor[i][0]), int(anchor[i][1]))
-        y0, y1 = _span(a[0], out[0], s[0], bh)
-        x0, x1 = _span(a[1], out[1], s[1], bw)
+        y0, y1 = _span(a[0], out[0], s[0], bh, half)
+        x0, x1 = _span(a[1], out[1], s[1], bw, half)
         regions[i] = (t + y0, l + x0, y1 - y0, x1 - x0)
         rel[i] = (-y0, -x0, bh, bw)
     return regions, rel
@@ -159,8 +163,8 @@ BY_IMAGE_OPTIONS = {"xla_cpu_prefer_vector_width": 128}
 
 
 def _by_image(copy: bool, interpolation: str) -> bool:
-    """Whether the read runs image by image (:func:`_read_by_image`): a bilinear resample on
-    the CPU."""
+    """Whether the read runs image by image (:func:`_read_by_image`): a bilinear or bicubic
+    resample on the CPU."""
     return not copy and interpolation != "nearest" and jax.default_backend() == "cpu"
 
 
@@ -254,16 +258,17 @@ def _read(prefix: tuple[Any, ...], arrays: list[np.ndarray], sizes: np.ndarray, 
     struct = window_structure(prefix)
     box, size, anchor = window
     out = struct.out
-    regions, rel = _regions(sizes, box, size, anchor, out)
-    # One side for both: RandomResizedCrop's boxes of a batch reach about as far in height as
-    # in width, and a square bucket makes one program per bucket, not per pair of buckets.
-    hc = wc = bucket(int(regions[:, 2:].max()))
     config = dict(prefix[0].kwargs)
     if mask:
         config.update(interpolation="nearest", antialias=False)
+    interpolation = config.get("interpolation", "bilinear")
+    regions, rel = _regions(sizes, box, size, anchor, out,
+                            FILTER_SUPPORT.get(interpolation, 1))
+    # One side for both: RandomResizedCrop's boxes of a batch reach about as far in height as
+    # in width, and a square bucket makes one program per bucket, not per pair of buckets.
+    hc = wc = bucket(int(regions[:, 2:].max()))
     taps = _taps(rel, size, (hc, wc), out, config)
     n = len(arrays)
-    interpolation = config.get("interpolation", "bilinear")
     program = _read_program(out, size is None, interpolation,
                             bool(config.get("antialias", True)), taps,
                             bool(np.issubdtype(arrays[0].dtype, np.integer)),
