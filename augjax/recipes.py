@@ -23,9 +23,10 @@ interpolation=BICUBIC)``, SimCLR and BYOL TF's ``resize``); ``interpolation="bic
 DINO's resampling (torchvision's antialiased bicubic, :func:`augjax.ops.random_resized_crop`:
 ATen's counterpart of PIL's BICUBIC, which DINO's PIL images take), and is the nearer of
 augjax's modes to TF's. Bilinear stays the default so that the recipes' outputs do not change;
-bicubic views take batches of one image size (a list of images of different sizes is read
-bilinear or nearest only: bicubic is refused there). The Gaussian blur is a true Gaussian of
-``kernel_size`` taps (23 for 224 views, as SimCLR/BYOL; DINO uses PIL's box approximation,
+bicubic takes batches and lists of images of different sizes alike (in DALI, on decoded images
+of different sizes, DALI's own cubic resamples, as its linear does for bilinear). The Gaussian
+blur is a true Gaussian of ``kernel_size`` taps (23 for 224 views, 9 for DINO's 96 local views,
+as SimCLR/BYOL's 10% of the side; DINO uses PIL's box approximation,
 whose support for radius 2 is about 13 taps) with sigma drawn per sample; colour jitter is
 torchvision's (multiplicative factors, random order: DINO's exactly; SimCLR's ``simclrv2``
 implementation; BYOL's factor ranges). With ``normalize=True`` (default) the views end in
@@ -147,8 +148,7 @@ def dino(*, global_size: int = 224, local_size: int = 96, local_count: int = 8,
     ``local_count=0`` disables multi-crop (the ``"global"`` group only), as
     ``--local_crops_number 0`` does. ``interpolation``: the crops' resize, ``"bilinear"``
     (default), ``"bicubic"`` for DINO's exact resampling (its ``RandomResizedCrop(...,
-    interpolation=Image.BICUBIC)``, torchvision's antialiased bicubic; views of batches of one
-    image size) or ``"nearest"``."""
+    interpolation=Image.BICUBIC)``, torchvision's antialiased bicubic) or ``"nearest"``."""
     if isinstance(local_count, bool) or not isinstance(local_count, int) or local_count < 0:
         from augjax.errors import ParamError
 
@@ -177,7 +177,7 @@ def simclr(*, size: int = 224, strength: float = 1.0, blur: bool = True,
     ``strength`` s (``ColorJitter(0.8s, 0.8s, 0.8s, 0.2s)`` p=0.8, grayscale p=0.2), Gaussian
     blur p=0.5 (kernel 10% of the side, sigma ~ U(0.1, 2); ``blur=False`` for CIFAR).
     ``interpolation``: the crops' resize, ``"bilinear"`` (default), ``"bicubic"`` (as the
-    reference's TF bicubic resize; views of a batch of one image size) or ``"nearest"``."""
+    reference's TF bicubic resize) or ``"nearest"``."""
     size = _side("simclr", "size", size)
     s = float(strength)
     chain = view_chain(size=size, scale=(0.08, 1.0), jitter=(0.8 * s, 0.8 * s, 0.8 * s, 0.2 * s),
@@ -191,7 +191,7 @@ def byol(*, size: int = 224, normalize: bool = True, interpolation: str = "bilin
     horizontal flip p=0.5, ``ColorJitter(0.4, 0.4, 0.2, 0.1)`` p=0.8, grayscale p=0.2; Gaussian
     blur p=1.0 on view 1 and 0.1 on view 2; solarize p=0.0 on view 1 and 0.2 on view 2.
     ``interpolation``: the crops' resize, ``"bilinear"`` (default), ``"bicubic"`` (as the
-    reference's TF bicubic resize; views of a batch of one image size) or ``"nearest"``."""
+    reference's TF bicubic resize) or ``"nearest"``."""
     size = _side("byol", "size", size)
     common = dict(size=size, scale=(0.08, 1.0), jitter=(0.4, 0.4, 0.2, 0.1), jitter_p=0.8,
                   gray_p=0.2, normalize=normalize, interpolation=interpolation)

@@ -226,8 +226,10 @@ def _read(x: Any, outs: list[Any], struct: Any, config: dict[str, Any], mask_fil
         nearest = mask_fill is not None or config.get("interpolation") == "nearest"
         if mask_fill is not None:  # the ids' bytes: 8 uint8 channels per int64 channel
             x = fn.reinterpret(x, dtype=types.UINT8)
-        x = fn.resize(x, size=outs.pop(0),
-                      interp_type=types.INTERP_NN if nearest else types.INTERP_LINEAR,
+        # DALI's own filters (the ragged path's documented pixels): bicubic is its cubic
+        interp = (types.INTERP_NN if nearest else types.INTERP_CUBIC
+                  if config.get("interpolation") == "bicubic" else types.INTERP_LINEAR)
+        x = fn.resize(x, size=outs.pop(0), interp_type=interp,
                       antialias=mask_fill is None and bool(config.get("antialias", True)),
                       **roi)
         if mask_fill is not None:

@@ -395,3 +395,41 @@ def test_the_visible_roi_resamples_exactly_the_rows_the_window_sees():
         assert int(vis) >= 1 and lo + int(vis) <= size
         np.testing.assert_allclose([r0, r1], np.array([lo, lo + int(vis)]) * length / size,
                                    rtol=1e-6)
+
+
+def test_bicubic_crop_in_dali_is_dalis_cubic_near_torchvisions_bicubic(jpeg_root):
+    """A ragged bicubic crop in DALI resamples with DALI's cubic (the ragged path's own
+    pixels, as bilinear is DALI's linear): near torchvision's antialiased bicubic on the same
+    windows (measured: max 6 levels, 99.9th percentile 2, mean 0.18, 2 inside the border).
+    It was resampled linear silently."""
+    from nvidia.dali import fn, pipeline_def, types
+    from torchvision.transforms import InterpolationMode
+
+    from augjax.dali._ragged import plan_function
+
+    cubic = augjax.ops.random_resized_crop.bind(size=OUT, interpolation="bicubic")
+
+    @pipeline_def(batch_size=B, num_threads=2, device_id=None, seed=3)
+    def pipe():
+        jpegs, _ = fn.readers.file(file_root=jpeg_root, random_shuffle=True, seed=1)
+        images = fn.decoders.image(jpegs, output_type=types.RGB)
+        seeds = augjax.dali.sample_seeds(device="cpu")
+        shapes = images.shape(dtype=types.INT32, device="cpu")
+        box_start, box_shape, _ = plan_function((cubic,), 0, True)(shapes, seeds)
+        return images, box_start, box_shape, cubic(images, seeds=seeds)
+
+    p = pipe()
+    p.build()
+    outs = p.run()
+    images = [np.array(outs[0][i]) for i in range(B)]
+    box_start, box_shape, out = (np.array(o.as_tensor()) for o in outs[1:])
+    diffs = []
+    for i, img in enumerate(images):
+        (t, l), (h, w) = box_start[i], box_shape[i]
+        ref = _np(F.resized_crop(_tv(img), int(t), int(l), int(h), int(w), [OUT, OUT],
+                                 antialias=True, interpolation=InterpolationMode.BICUBIC))
+        diffs.append(_diff(out[i], ref))
+    d = np.stack(diffs)
+    assert d.max() <= 8 and np.percentile(d, 99.9) <= 3 and d.mean() <= 0.3, (
+        d.max(), np.percentile(d, 99.9), d.mean())
+    assert d[:, 2:-2, 2:-2].max() <= 2
