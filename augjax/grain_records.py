@@ -67,7 +67,9 @@ def rank_hint(image: np.ndarray, rank: int) -> str:
         return ("; decode the image first (encoded bytes are not an image: e.g. "
                 "np.asarray(PIL.Image.open(io.BytesIO(data)).convert('RGB')))")
     if image.ndim == 2 and rank == 3:
-        return "; a gray (H, W) image: image[..., None] (or decode with PIL's .convert('RGB'))"
+        return ("; a gray (H, W) image: decode with PIL's .convert('RGB'), or "
+                "np.repeat(image[..., None], 3, axis=-1) (colour ops take 3 channels; "
+                "image[..., None] for a gray-only chain)")
     return ""
 
 

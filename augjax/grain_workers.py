@@ -90,7 +90,8 @@ def in_worker() -> bool:
     return multiprocessing.parent_process() is not None
 
 
-def warm_workers(transform: Any, records: Iterable[Any], *, timeout: float = 1800.0) -> dict:
+def warm_workers(transform: Any, records: Iterable[Any], *, draws: int = 4,
+                 timeout: float = 1800.0) -> dict:
     """Compiles the programs a worker runs before the workers start: ``transform`` (an
     :class:`augjax.grain.RandomMap`, or anything with grain's ``random_map(record, rng)``) runs
     on ``records`` in one spawned process pinned as a worker is (:func:`pin_cpu`), and the
@@ -99,29 +100,40 @@ def warm_workers(transform: Any, records: Iterable[Any], *, timeout: float = 180
 
     Programs compiled in the main process do not serve the workers: a worker's JAX runs on the
     CPU with one thread per kernel, which compiles other programs than the main process's (a
-    GPU, or the CPU's threads). Give a few records of each kind the workers will see: a chain
-    that starts with a crop compiles per canvas bucket (a few records of small, middle and
-    large sizes cover it), any other per record size. The records' draws are thrown away.
+    GPU, or the CPU's threads). Give records of each kind the workers will see: a chain that
+    starts with a crop compiles per canvas bucket, which follows the drawn crop's region, not
+    only the record's size, so each record runs ``draws`` times (other draws: other regions);
+    a few dozen records of the data's sizes cover it. Any other chain compiles per record
+    size. The draws' outputs are thrown away.
 
     Returns:
-        ``{"records": n, "seconds": s}``: how many records ran and the warm-up's wall time.
+        ``{"records": n, "runs": n * draws, "seconds": s}``: the records, the runs and the
+        warm-up's wall time.
 
     Raises:
         the transform's own error on a bad record (the record's note names it), or
         ``multiprocessing.TimeoutError`` after ``timeout`` seconds.
     """
+    if isinstance(draws, bool) or not isinstance(draws, int) or draws < 1:
+        from augjax.errors import ParamError
+
+        raise ParamError(f"warm_workers: argument 'draws' expects an int >= 1, got {draws!r}",
+                         op="warm_workers", param="draws")
     records = list(records)
     start = time.perf_counter()
     with multiprocessing.get_context("spawn").Pool(1) as pool:
-        done = pool.apply_async(_warm, (transform, records)).get(timeout)
-    return {"records": done, "seconds": round(time.perf_counter() - start, 3)}
+        runs = pool.apply_async(_warm, (transform, records, draws)).get(timeout)
+    return {"records": len(records), "runs": runs,
+            "seconds": round(time.perf_counter() - start, 3)}
 
 
-def _warm(transform: Any, records: list[Any]) -> int:
-    """In the spawned process: pinned as a worker, the transform on each record."""
+def _warm(transform: Any, records: list[Any], draws: int) -> int:
+    """In the spawned process: pinned as a worker, the transform on each record, ``draws``
+    times (generators seeded ``(record, draw)``)."""
     import numpy as np
 
     pin_cpu()
     for i, record in enumerate(records):
-        transform.random_map(record, np.random.default_rng(i))
-    return len(records)
+        for d in range(draws):
+            transform.random_map(record, np.random.default_rng((i, d)))
+    return len(records) * draws

@@ -502,7 +502,7 @@ def test_random_map_says_what_to_do_with_mixing_chains_gray_and_encoded_records(
         ag.RandomMap(augjax.compose(augjax.ops.flip, augjax.ops.mixup.bind(num_classes=3)))
     transform = ag.RandomMap(_chain())
     with pytest.raises(augjax.InputError, match=r"got shape \(40, 48\); a gray \(H, W\) image: "
-                                                r"image\[\.\.\., None\]"):
+                                                r".*np\.repeat\(image\[\.\.\., None\], 3"):
         transform.random_map({"image": np.zeros((40, 48), np.uint8)}, np.random.default_rng(0))
     with pytest.raises(augjax.InputError, match=r"decode the image first"):
         transform.random_map({"image": b"\xff\xd8\xff"}, np.random.default_rng(0))
@@ -554,10 +554,13 @@ def test_warm_workers_compiles_what_the_workers_then_only_load(tmp_path, monkeyp
     assert max(int(t) for b in cold for t in b["traces"]) > 0  # cold workers trace
     monkeypatch.setenv("AUGJAX_CACHE_DIR", str(tmp_path / "warm"))
     got = ag.warm_workers(ag.RandomMap(_chain()), _source()[:2])
-    assert got["records"] == 2 and got["seconds"] > 0
-    assert list((tmp_path / "warm" / "augjax-programs").glob("*"))
+    assert got["records"] == 2 and got["runs"] == 8 and got["seconds"] > 0
+    stored = sorted((tmp_path / "warm" / "augjax-programs").glob("*"))
+    assert stored
     warm = list(_loader(2, operations=ops, epochs=1))
     assert all(int(t) == 0 for b in warm for t in b["traces"])
+    # (trace_count does not count the canvas buckets' read programs: the store's files do)
+    assert sorted((tmp_path / "warm" / "augjax-programs").glob("*")) == stored
     by_id = [{int(i): r for b in run for i, r in zip(b["id"], b["image"])} for run in (cold, warm)]
     for i in range(N):
         np.testing.assert_array_equal(by_id[0][i], by_id[1][i])
@@ -566,3 +569,5 @@ def test_warm_workers_compiles_what_the_workers_then_only_load(tmp_path, monkeyp
 def test_warm_workers_raises_the_records_error():
     with pytest.raises(augjax.InputError, match="decode the image first"):
         ag.warm_workers(ag.RandomMap(_chain()), [{"image": b"\xff\xd8 not decoded"}])
+    with pytest.raises(augjax.ParamError, match="'draws' expects an int >= 1"):
+        ag.warm_workers(ag.RandomMap(_chain()), [], draws=0)
