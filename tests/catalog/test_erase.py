@@ -535,3 +535,17 @@ def test_apply_is_differentiable_in_the_image(name, kw):
     kept = out == np.asarray(x)
     assert set(np.unique(grad)) <= {0.0, 1.0} and (grad == 1).any() and (grad == 0).any()
     np.testing.assert_array_equal(grad[~kept], 0.0)  # erased pixels do not depend on the image
+
+
+def test_pixel_noise_is_standard_normal_per_sample():
+    """mode="pixel" draws its (H, W, C) field with augjax.kernels.fields.normal (a third of
+    jax.random.normal's CPU time): standard normal, one field per sample."""
+    from scipy import stats
+
+    x = np.zeros((6, 40, 48, 3), np.uint8)
+    noise = np.asarray(augjax.ops.random_erasing.bind(mode="pixel").sample(
+        x, key=jax.random.key(3))["noise"])
+    assert noise.shape == (6, 40, 48, 3) and noise.dtype == np.float32
+    assert abs(noise.mean()) < 0.02 and abs(noise.std() - 1.0) < 0.02
+    assert stats.kstest(noise.ravel(), "norm").pvalue > 1e-3
+    assert not np.array_equal(noise[0], noise[1])
