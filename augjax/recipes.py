@@ -81,6 +81,34 @@ def _range(owner: str, name: str, value: Any) -> tuple[float, float]:
     return (lo, hi)
 
 
+#: PIL's resampling constants (``Image.NEAREST``, ``BILINEAR``, ``BICUBIC``) by value.
+_PIL_MODES = {0: "nearest", 2: "bilinear", 3: "bicubic"}
+
+
+def _interpolation(owner: str, value: Any) -> str:
+    """``"nearest"``, ``"bilinear"`` or ``"bicubic"``, given as such, as torchvision's
+    ``InterpolationMode`` (its value) or as PIL's constant (DINO's ``Image.BICUBIC``)."""
+    from augjax.errors import ParamError
+
+    if isinstance(value, int) and not isinstance(value, bool) and value in _PIL_MODES:
+        return _PIL_MODES[value]
+    value = getattr(value, "value", value)  # torchvision's InterpolationMode
+    if value not in ("nearest", "bilinear", "bicubic"):
+        raise ParamError(f"{owner}: argument 'interpolation' expects 'nearest', 'bilinear' or "
+                         f"'bicubic' (or torchvision's InterpolationMode, PIL's Image.BICUBIC), "
+                         f"got {value!r}", op=owner, param="interpolation")
+    return value
+
+
+def _flag(owner: str, name: str, value: Any) -> bool:
+    from augjax.errors import ParamError
+
+    if not isinstance(value, bool):
+        raise ParamError(f"{owner}: argument '{name}' expects True or False, got {value!r}",
+                         op=owner, param=name)
+    return value
+
+
 #: The blur's kernel for a view of ``size`` pixels: SimCLR's ``2 * (size // 20) + 1`` (23 at 224).
 def _blur_kernel(size: int) -> int:
     return 2 * max(size // 20, 1) + 1
@@ -158,6 +186,8 @@ def dino(*, global_size: int = 224, local_size: int = 96, local_count: int = 8,
         "dino", "local_size", local_size)
     global_scale = _range("dino", "global_scale", global_scale)
     local_scale = _range("dino", "local_scale", local_scale)
+    interpolation = _interpolation("dino", interpolation)
+    normalize = _flag("dino", "normalize", normalize)
     common = dict(jitter=(0.4, 0.4, 0.2, 0.1), jitter_p=0.8, gray_p=0.2, normalize=normalize,
                   interpolation=interpolation)
     global1 = view_chain(size=global_size, scale=global_scale, blur_p=1.0, solarize_p=0.0,
@@ -179,6 +209,9 @@ def simclr(*, size: int = 224, strength: float = 1.0, blur: bool = True,
     ``interpolation``: the crops' resize, ``"bilinear"`` (default), ``"bicubic"`` (as the
     reference's TF bicubic resize) or ``"nearest"``."""
     size = _side("simclr", "size", size)
+    interpolation = _interpolation("simclr", interpolation)
+    normalize = _flag("simclr", "normalize", normalize)
+    blur = _flag("simclr", "blur", blur)
     s = float(strength)
     chain = view_chain(size=size, scale=(0.08, 1.0), jitter=(0.8 * s, 0.8 * s, 0.8 * s, 0.2 * s),
                        jitter_p=0.8, gray_p=0.2, blur_p=0.5 if blur else 0.0, solarize_p=0.0,
@@ -193,6 +226,8 @@ def byol(*, size: int = 224, normalize: bool = True, interpolation: str = "bilin
     ``interpolation``: the crops' resize, ``"bilinear"`` (default), ``"bicubic"`` (as the
     reference's TF bicubic resize) or ``"nearest"``."""
     size = _side("byol", "size", size)
+    interpolation = _interpolation("byol", interpolation)
+    normalize = _flag("byol", "normalize", normalize)
     common = dict(size=size, scale=(0.08, 1.0), jitter=(0.4, 0.4, 0.2, 0.1), jitter_p=0.8,
                   gray_p=0.2, normalize=normalize, interpolation=interpolation)
     view1 = view_chain(blur_p=1.0, solarize_p=0.0, **common)

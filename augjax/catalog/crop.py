@@ -162,8 +162,10 @@ def random_resized_crop(image, params, *, size, scale, ratio, interpolation, ant
     cubic's weights, whose absolute values sum to more than 1, carry that past the rounding;
     noise: up to 0.9% and 5e-5). Box sizes are computed in float32 (torchvision: float64), so
     ``round(sqrt(...))`` can differ by one pixel where it lies within float32 rounding of .5.
-    Images of different sizes (a list) take all three: each image's crop is the one of a
-    batch of that image alone (the same taps and weights).
+    Images of different sizes (a list) take all three: each image's crop has the taps and
+    weights of a batch of that image alone, its draws and window too; the values may differ by
+    one uint8 level (a few per 10,000 values, float32 by ~1e-7), XLA rounding the other
+    program's sums in another order (docs/guide/reproducibility.md).
     """
     box = params["box"]
     return resize_crop(image, tuple(box[i] for i in range(4)), size, interpolation, antialias)

@@ -107,7 +107,7 @@ def resize(image, params, *, size, max_size, interpolation, antialias):
     within 1e-5 in float32 and 2 uint8 levels, 2 on a few values per million). In a DALI
     pipeline DALI's ``fn.resize`` resamples (docs/guide/ragged.md, "Images of different
     sizes", gives the difference). Images of different sizes (a list) take all three, each
-    image resized as a batch of it alone.
+    image by the taps and weights of a batch of it alone (values within one uint8 level).
     """
     h, w, _ = image.shape
     out = _output_size(h, w, size=size, max_size=max_size)

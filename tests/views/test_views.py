@@ -153,7 +153,10 @@ def test_dino_recipe_probabilities():
     (lambda: augjax.recipes.dino(local_scale=(0.5, 0.1)), "local_scale", r"\(0.5, 0.1\)"),
     (lambda: augjax.recipes.simclr(size="224"), "size", "'224'"),
     (lambda: augjax.recipes.byol(size=0), "size", "0"),
-], ids=["float-size", "pair-size", "one-scale", "reversed-scale", "str-size", "zero-size"])
+    (lambda: augjax.recipes.dino(interpolation="cubic"), "interpolation", "'cubic'"),
+    (lambda: augjax.recipes.dino(normalize="yes"), "normalize", "'yes'"),
+], ids=["float-size", "pair-size", "one-scale", "reversed-scale", "str-size", "zero-size",
+        "interpolation", "normalize"])
 def test_recipe_arguments_are_checked_in_the_recipes_name(make, name, got):
     """A wrong recipe argument names the recipe and the argument (it named gaussian_blur's
     kernel_size, or raised TypeError)."""
@@ -162,6 +165,21 @@ def test_recipe_arguments_are_checked_in_the_recipes_name(make, name, got):
     assert info.value.param == name and info.value.op in ("dino", "simclr", "byol")
     assert augjax.recipes.dino(global_size=np.int64(32), local_size=16).names == ("global",
                                                                                  "local")
+
+
+def test_recipes_take_torchvisions_and_pils_interpolation_constants():
+    """DINO's code passes Image.BICUBIC (3); torchvision's InterpolationMode.BICUBIC: both are
+    "bicubic" (they were refused)."""
+    from torchvision.transforms import InterpolationMode
+
+    def config(views):
+        return [augjax.to_dict(step) for _, steps in views.groups for step in steps]
+
+    want = config(augjax.recipes.dino(interpolation="bicubic"))
+    assert want != config(augjax.recipes.dino())
+    assert config(augjax.recipes.dino(interpolation=3)) == want
+    assert config(augjax.recipes.dino(interpolation=InterpolationMode.BICUBIC)) == want
+    assert config(augjax.recipes.simclr(interpolation=2)) == config(augjax.recipes.simclr())
 
 
 def test_simclr_and_byol_structure():
