@@ -232,6 +232,16 @@ def test_target_types_refuse_torch_tensors_and_name_a_boxes_format():
         augjax.ops.flip(images(), key=7)
 
 
+def test_a_missing_key_names_the_chains_random_op():
+    chain = augjax.compose(augjax.ops.to_float, augjax.ops.flip.bind(p=1.0))
+    with pytest.raises(augjax.KeyRequiredError, match=r"^compose \(its flip is random\): a "
+                                                      r"random op on arrays needs key="):
+        chain(images())
+    with pytest.raises(augjax.KeyRequiredError, match=r"^flip: a random op"):
+        augjax.ops.flip(images())
+    assert augjax.compose(augjax.ops.to_float)(images()).dtype == np.float32  # no key needed
+
+
 def test_one_clip_or_volume_without_a_batch_axis_is_told_to_add_one():
     with pytest.raises(InputError, match=r"a single clip\? add a batch axis: x\[None\]"):
         augjax.Clips(np.zeros((4, 3, 8, 8), np.uint8), layout="FCHW")

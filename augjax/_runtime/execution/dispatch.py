@@ -43,6 +43,15 @@ __all__ = ["apply_steps", "apply_with_params", "check_call", "data_nodes", "is_d
            "sample_steps_on"]
 
 
+
+def _keyed(name: str, steps: Any, key: Any) -> str:
+    """The call's name in a key error: with no key, it names the step that draws (a chain's
+    ``compose`` said nothing of which of its ops is random)."""
+    if key is not None or len(steps) <= 1 and getattr(steps[0], "name", name) == name:
+        return name
+    first = next((s for s in steps if s.random), None)
+    return name if first is None else f"{name} (its {first.name} is random)"
+
 def _lift(steps: Sequence[Any], images: Any, allowed: bool) -> tuple[tuple[Any, ...], Any]:
     """The steps' skeleton and numeric values (values.py), or the steps as they are where values
     stay static: with targets, and inside a caller's trace (there a value is a constant of the
@@ -155,7 +164,8 @@ def apply_steps(
     check_hooks(steps, tspec)
     random = any(step.random for step in steps)
     # one key stays one: the sampler's program splits it
-    keys = sample_keys(key, images.shape[0], name, split=False) if random else None
+    keys = sample_keys(key, images.shape[0], _keyed(name, steps, key), split=False) \
+        if random else None
     # Numeric values are the program's arguments (values.py); with targets they stay static.
     skeletons, values = _lift(steps, images, tspec is None)
     program = array_program(skeletons, layout, start, array_spans_devices(images), tspec)
@@ -241,11 +251,11 @@ def _ragged_prefix(steps: Sequence[Any], images: Sequence[Any], key: Any, layout
     if sample:  # the windows need the sizes only
         check_list(arrays, name, steps[0])
         shapes = np.array([a.shape for a in arrays], np.int32)
-        keys = sample_keys(key, len(shapes), name) if random else None
+        keys = sample_keys(key, len(shapes), _keyed(name, steps, key)) if random else None
         params, _ = plan_program(steps[:n], start, arrays[0].dtype.name)(shapes, keys)
         return steps[n:], start + n, window_structure(steps[:n]).out, params
     check_list(arrays, name, steps[0])
-    keys = sample_keys(key, len(arrays), name) if random else None
+    keys = sample_keys(key, len(arrays), _keyed(name, steps, key)) if random else None
     out, _, n, moved = read_list(steps, arrays, keys, start, name, targets)
     return steps[n:], start + n, out, moved
 
@@ -301,7 +311,8 @@ def sample_steps_on(steps: Sequence[Any], inputs: Sequence[Any], *, name: str,
     random = any(step.random for step in steps)
     # One key stays one, split by the sampler's program: the program a call runs (the same
     # keys; sample and the call share one compiled sampler).
-    keys = sample_keys(key, images.shape[0], name, split=False) if random else None
+    keys = sample_keys(key, images.shape[0], _keyed(name, steps, key), split=False) \
+        if random else None
     tspec, arrays = _targets(name, dict(targets or {}), images, layout)
     seen = sees_targets(steps, tspec)
     traced = isinstance(keys, jax.core.Tracer) or isinstance(key, jax.core.Tracer)
