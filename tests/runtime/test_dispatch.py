@@ -232,6 +232,18 @@ def test_target_types_refuse_torch_tensors_and_name_a_boxes_format():
         augjax.ops.flip(images(), key=7)
 
 
+def test_a_list_of_what_is_not_an_array_is_told_how_to_make_one():
+    pil = pytest.importorskip("PIL.Image")
+    rrc = augjax.ops.random_resized_crop.bind(size=8)
+    with pytest.raises(InputTypeError, match=r"got Image items; a PIL image: np\.asarray\("):
+        rrc([pil.new("RGB", (20, 30))], key=_key())
+    with pytest.raises(InputTypeError, match="got Clips items; clips and volumes come as one"):
+        rrc([augjax.Clips(np.zeros((1, 2, 8, 8, 3), np.uint8))], key=_key())
+    chw = [np.zeros((3, 20, 30), np.uint8), np.zeros((3, 24, 30), np.uint8)]
+    with pytest.raises(InputError, match=r"np\.moveaxis\(image, 0, -1\)\) and drop layout="):
+        rrc(chw, key=_key(), layout="CHW")
+
+
 def test_a_missing_key_names_the_chains_random_op():
     chain = augjax.compose(augjax.ops.to_float, augjax.ops.flip.bind(p=1.0))
     with pytest.raises(augjax.KeyRequiredError, match=r"^compose \(its flip is random\): a "

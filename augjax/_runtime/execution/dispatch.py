@@ -243,7 +243,9 @@ def _ragged_prefix(steps: Sequence[Any], images: Sequence[Any], key: Any, layout
     keywords for the remaining steps (:func:`augjax._runtime.ragged.read.read_list`)."""
     if layout != HWC:
         raise InputError(f"{name}: a list of images of different sizes is taken in layout "
-                         f"'HWC', got layout={layout!r}", op=name, argument="layout")
+                         f"'HWC', got layout={layout!r}: transpose each image to (H, W, C) "
+                         f"(np.moveaxis(image, 0, -1)) and drop layout=", op=name,
+                         argument="layout")
     arrays = as_arrays(images, name)
     steps = tuple(steps)
     n = ragged_count(steps, _first_name(steps, name))

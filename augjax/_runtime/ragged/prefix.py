@@ -175,10 +175,18 @@ def as_arrays(images: Sequence[Any], name: str) -> list[np.ndarray]:
     """
     kinds = {type(x) for x in images if not isinstance(x, (np.ndarray, jax.Array))}
     if kinds:
+        names = sorted(k.__name__ for k in kinds)
+        hint = ""
+        if any(k.__module__.split(".")[0] == "PIL" for k in kinds):
+            hint = "; a PIL image: np.asarray(image.convert('RGB'))"
+        elif any(c.__module__.split(".")[0] == "torch" for k in kinds for c in k.__mro__):
+            hint = "; a torch tensor: t.numpy() (channels-last: t.permute(1, 2, 0).numpy())"
+        elif {"Clips", "Volumes"} & set(names):
+            hint = ("; clips and volumes come as one array of one size (N, T, H, W, C) / "
+                    "(N, D, H, W, C), not as a list")
         raise InputTypeError(
             f"{name}: argument 'images' as a list expects one array per image (NumPy or "
-            f"jax.Array, HWC), got {', '.join(sorted(k.__name__ for k in kinds))} items",
-            op=name, argument="images")
+            f"jax.Array, HWC), got {', '.join(names)} items{hint}", op=name, argument="images")
     return [np.asarray(x) for x in images]
 
 
