@@ -111,8 +111,9 @@ def warm_workers(transform: Any, records: Iterable[Any], *, draws: int = 4,
         warm-up's wall time.
 
     Raises:
-        the transform's own error on a bad record (the record's note names it), or
-        ``multiprocessing.TimeoutError`` after ``timeout`` seconds.
+        AugjaxError: the transform's own error on a bad record (the record's note names it).
+        ParamError: ``draws`` is not an int >= 1.
+        multiprocessing.TimeoutError: the runs took more than ``timeout`` seconds.
     """
     if isinstance(draws, bool) or not isinstance(draws, int) or draws < 1:
         from augjax.errors import ParamError

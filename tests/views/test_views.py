@@ -167,6 +167,23 @@ def test_recipe_arguments_are_checked_in_the_recipes_name(make, name, got):
                                                                                  "local")
 
 
+def test_view_chain_builds_a_recipes_view_and_takes_a_blur_kernel():
+    """recipes.view_chain is public: DINO's local view, as the recipe builds it, and with a
+    wider blur (9 taps at 96 cut a sigma of 2)."""
+    local = dict(size=96, scale=(0.05, 0.4), jitter=(0.4, 0.4, 0.2, 0.1), jitter_p=0.8,
+                 gray_p=0.2, blur_p=0.5, solarize_p=0.0, normalize=True)
+    dino = augjax.recipes.dino()
+    assert augjax.to_dict(augjax.recipes.view_chain(**local)) == augjax.to_dict(
+        dict(dino.groups)["local"][0])
+
+    def kernels(chain):
+        text = augjax.to_json(chain)
+        return [int(k) for k in __import__("re").findall(r'"kernel_size": \[?(\d+)', text)]
+
+    assert kernels(augjax.recipes.view_chain(**local)) == [9]
+    assert kernels(augjax.recipes.view_chain(**local, blur_kernel=13)) == [13]
+
+
 def test_recipes_take_torchvisions_and_pils_interpolation_constants():
     """DINO's code passes Image.BICUBIC (3); torchvision's InterpolationMode.BICUBIC: both are
     "bicubic" (they were refused)."""
