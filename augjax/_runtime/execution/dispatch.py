@@ -47,7 +47,7 @@ __all__ = ["apply_steps", "apply_with_params", "check_call", "data_nodes", "is_d
 def _keyed(name: str, steps: Any, key: Any) -> str:
     """The call's name in a key error: with no key, it names the step that draws (a chain's
     ``compose`` said nothing of which of its ops is random)."""
-    if key is not None or len(steps) <= 1 and getattr(steps[0], "name", name) == name:
+    if key is not None or not steps or len(steps) == 1 and steps[0].name == name:
         return name
     first = next((s for s in steps if s.random), None)
     return name if first is None else f"{name} (its {first.name} is random)"
