@@ -249,8 +249,8 @@ def test_resize_bicubic_overshoots_floats_and_clamps_uint8(antialias):
 
 
 @pytest.mark.fast_tier("uint8-True", "float32-False")
-@pytest.mark.parametrize("antialias", [True, False])
-@pytest.mark.parametrize("dtype", [np.uint8, np.float32], ids=["uint8", "float32"])
+@pytest.mark.parametrize("dtype, antialias", [(np.uint8, True), (np.float32, False)],
+                         ids=["uint8-True", "float32-False"])  # (each compiles ~20 programs)
 def test_bicubic_on_a_list_is_each_image_as_a_batch_of_one(dtype, antialias):
     """A list of images of different sizes resampled ``"bicubic"`` (the ragged reader,
     :func:`augjax.kernels.window.window_taps`: the batch path's taps and weights) equals, image
