@@ -274,6 +274,15 @@ def _random_crop_matrix(params, meta, **_):
     return translation(-params["offset"][1], -params["offset"][0])
 
 
+#: The padding's fill and mode, as random_crop and pad (augjax.catalog.pad) take them.
+PAD_FILL = Param(0.0, kind="floats", low=0.0, high=1.0,
+                 doc="constant padding value, a fraction of the range in [0, 1] (x255 for "
+                     "uint8; torchvision's uint8 128 is 128/255), one or one per channel")
+PAD_MODE = Param("constant", choices=("constant", "edge", "reflect", "symmetric"),
+                 aliases={"padding_mode": "torchvision"},
+                 doc="padding mode (torchvision padding_mode)")
+
+
 @op(
     "random_crop",
     params={
@@ -282,12 +291,8 @@ def _random_crop_matrix(params, meta, **_):
                          doc="pad first: p, (left/right, top/bottom) or (left, top, right, "
                              "bottom) pixels"),
         "pad_if_needed": Param(False, doc="pad both sides of an axis shorter than the crop"),
-        "fill": Param(0.0, kind="floats", low=0.0, high=1.0,
-                      doc="constant padding value, a fraction of the range in [0, 1] (x255 for "
-                          "uint8; torchvision's uint8 128 is 128/255), one or one per channel"),
-        "pad_mode": Param("constant", choices=("constant", "edge", "reflect", "symmetric"),
-                          aliases={"padding_mode": "torchvision"},
-                          doc="padding mode (torchvision padding_mode)"),
+        "fill": PAD_FILL,
+        "pad_mode": PAD_MODE,
     },
     sample=_random_crop_sample,
     matrix=_random_crop_matrix,

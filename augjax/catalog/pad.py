@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from augjax._core.param import Param
 from augjax.calls import op
-from augjax.catalog.crop import _padding, pad as pad_image
+from augjax.catalog.crop import PAD_FILL, PAD_MODE, _padding, pad as pad_image
 from augjax.errors import InputError
 from augjax.kernels.matrix import translation
 
@@ -35,12 +35,8 @@ def _matrix(params, meta, *, padding, **_):
     params={
         "padding": Param(None, kind="floats", low=0.0, required=True, validate=_padding,
                          doc="p, (left/right, top/bottom) or (left, top, right, bottom) pixels"),
-        "fill": Param(0.0, kind="floats", low=0.0, high=1.0,
-                      doc="constant padding value, a fraction of the range in [0, 1] (x255 for "
-                          "uint8; torchvision's uint8 128 is 128/255), one or one per channel"),
-        "pad_mode": Param("constant", choices=("constant", "edge", "reflect", "symmetric"),
-                          aliases={"padding_mode": "torchvision"},
-                          doc="padding mode (torchvision padding_mode)"),
+        "fill": PAD_FILL,
+        "pad_mode": PAD_MODE,
     },
     matrix=_matrix,
     output_size=_output_size,
