@@ -20,8 +20,9 @@ from augjax._runtime.execution.keys import decision_key
 from augjax._runtime.targets.follow import gated
 from augjax.chain._composite import Composite
 from augjax.chain._config import Node, encode
-from augjax.chain._containers import _check_layouts, check_same_outputs
-from augjax.chain._element import as_sample_element, draw_element
+from augjax.chain._containers import _check_layouts
+from augjax.chain._element import as_sample_element
+from augjax.chain._random import draw_each, each_keeps
 from augjax.errors import ParamError
 from augjax.kernels.products import matmul
 
@@ -67,16 +68,13 @@ class RandomOrder(Composite):
         return self.ops
 
     def after(self, structure: Structure) -> Structure:
-        for el in self.ops:
-            check_same_outputs(self.name, [el], structure, include_input=True)
-        return structure
+        return each_keeps(self.name, self.ops, structure)
 
     def draw(self, key, meta):
         n = len(self.ops)
         order = jnp.argsort(jax.random.uniform(decision_key(key), (n,)))  # uniform over n!
         return {"order": order.astype(jnp.int32),
-                "ops": tuple(draw_element(el, jax.random.fold_in(key, j), meta)
-                             for j, el in enumerate(self.ops))}
+                "ops": draw_each(self.ops, key, meta)}
 
     def _in_order(self, x, params, run_one):
         branches = [(lambda v, j=j: run_one(j, v)) for j in range(len(self.ops))]

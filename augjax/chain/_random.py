@@ -233,6 +233,19 @@ def random_choice(ops: Sequence[Any], weights: Sequence[float] | None = None) ->
     return RandomChoice(els, None if weights is None else tuple(weights))
 
 
+def each_keeps(owner: str, ops: Sequence[Any], structure: Structure) -> Structure:
+    """``structure``, checked to be what each of ``ops`` keeps (the containers that may apply
+    any of them, in any number: some_of, random_order)."""
+    for el in ops:
+        check_same_outputs(owner, [el], structure, include_input=True)
+    return structure
+
+
+def draw_each(ops: Sequence[Any], key: jax.Array, meta: Any) -> tuple[Any, ...]:
+    """Each op's params, op ``j`` drawn from ``fold_in(key, j)`` (some_of, random_order)."""
+    return tuple(draw_element(el, jax.random.fold_in(key, j), meta) for j, el in enumerate(ops))
+
+
 def _count(n: Any, total: int) -> tuple[int, int]:
     pair = n if isinstance(n, (list, tuple)) else (n, n)
     ok = len(pair) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in pair)
@@ -277,9 +290,7 @@ class SomeOf(Composite):
         return self.ops
 
     def after(self, structure: Structure) -> Structure:
-        for el in self.ops:
-            check_same_outputs(self.name, [el], structure, include_input=True)
-        return structure
+        return each_keeps(self.name, self.ops, structure)
 
     def draw(self, key, meta):
         k_count, k_pick = jax.random.split(decision_key(key))
@@ -289,8 +300,7 @@ class SomeOf(Composite):
         rank = jnp.argsort(jax.random.uniform(k_pick, (total,)))  # a uniform random order
         chosen = jnp.zeros(total, bool).at[rank].set(jnp.arange(total) < count)
         return {"applied": chosen, "count": jnp.asarray(count, jnp.int32),
-                "ops": tuple(draw_element(el, jax.random.fold_in(key, j), meta)
-                             for j, el in enumerate(self.ops))}
+                "ops": draw_each(self.ops, key, meta)}
 
     def run(self, image, params):
         for j, el in enumerate(self.ops):
