@@ -1,85 +1,16 @@
 """The step of each torchvision transform :func:`augjax.from_torchvision` converts one by one
 (every transform but the containers ``Compose``, ``RandomApply``, ``RandomChoice`` and
 ``RandomOrder``, which ``augjax.interop.torchvision`` converts by recursion), and the helpers
-they share: the refusal that names the nearest op, the dtype the pipeline is in, fills and
-levels in it."""
+they share (:mod:`augjax.interop._tv_common`); the dtype and scale converters are in
+:mod:`augjax.interop._tv_dtypes`."""
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from augjax.errors import UnsupportedTransformError
-
-
-def _name(t: Any) -> str:
-    return type(t).__name__
-
-
-def _fail(t: Any, message: str, *, argument: str | None = None,
-          nearest: str | None = None) -> UnsupportedTransformError:
-    name = _name(t)
-    near = f"; nearest augjax op: {nearest}" if nearest else ""
-    return UnsupportedTransformError(f"from_torchvision: {name}: {message}{near}",
-                                     transform=name, argument=argument, nearest=nearest)
-
-
-def _mode(t: Any, *, nearest: str, allowed: tuple[str, ...] = ("nearest", "bilinear")) -> str:
-    """``t.interpolation``'s name, refused unless in ``allowed`` (the op's modes: the warps'
-    two; ``resize`` and ``random_resized_crop`` take ``"bicubic"`` too)."""
-    value = getattr(t.interpolation, "value", t.interpolation)
-    if value not in allowed:
-        names = ", ".join(map(repr, allowed[:-1])) + f" and {allowed[-1]!r}"
-        raise _fail(t, f"interpolation={value!r} is not available (augjax has {names})",
-                    argument="interpolation", nearest=nearest)
-    return value
-
-
-def _fill(t: Any, state: dict, *, nearest: str) -> Any:
-    fill = t.fill
-    if isinstance(fill, dict):
-        values = set(map(repr, fill.values()))
-        if len(values) != 1:
-            raise _fail(t, f"a per-type fill {fill!r} is not available", argument="fill",
-                        nearest=nearest)
-        fill = next(iter(fill.values()))
-    if fill is None:
-        return 0.0
-    values = [float(fill)] if isinstance(fill, (int, float)) else [float(v) for v in fill]
-    scale = 255.0 if any(values) and _dtype(t, state, "fill", fill, nearest) == "uint8" else 1.0
-    if isinstance(fill, (int, float)):
-        return values[0] / scale
-    return tuple(v / scale for v in values)
-
-
-def _dtype(t: Any, state: dict, argument: str, value: Any, nearest: str) -> str:
-    """The pipeline's dtype where ``t``'s ``argument`` is read in the image's own values
-    (0..255 on uint8, 0..1 on float); refused where the converter cannot know it."""
-    if state["dtype"] is None:
-        raise _fail(t, f"{argument}={value!r} is in the image's own values (0..255 for uint8, "
-                    "0..1 for float) and the pipeline's dtype is not known here: pass "
-                    "from_torchvision(..., dtype='uint8') or dtype='float32', or put a "
-                    "ToDtype(..., scale=True) or PILToTensor before it", argument=argument,
-                    nearest=nearest)
-    if state.get("unscaled"):  # ToDtype(float32, scale=False) of uint8: 0..255 in floats
-        return "uint8"
-    return state["dtype"]
-
-
-def _no_center(t: Any, nearest: str) -> None:
-    if getattr(t, "center", None) is not None:
-        raise _fail(t, f"center={t.center!r} is not available (augjax turns about the image "
-                    "centre)", argument="center", nearest=nearest)
-
-
-def _size(size: Any) -> Any:
-    size = tuple(int(s) for s in size) if isinstance(size, (list, tuple)) else int(size)
-    return size[0] if isinstance(size, tuple) and len(size) == 1 else size
-
-
-def _p(step: Any, p: float) -> Any:
-    from augjax.chain import random_apply
-
-    return step if p >= 1.0 else random_apply(step, p=float(p))
+from augjax.interop._tv_common import (_dtype, _fail, _fill, _is_v1, _mode, _name, _no_center,
+                                       _p, _size)
+from augjax.interop._tv_dtypes import DTYPE_STEPS
 
 
 # ---------------------------------------------------------------------------------------------
@@ -282,88 +213,6 @@ def _sanitize_boxes(t, state):
     return None
 
 
-def _normalize(t, state):
-    import augjax.ops as ops
-
-    if state["dtype"] == "uint8" and not state.get("unscaled"):
-        raise _fail(t, "on uint8 images: torchvision's Normalize raises there (TypeError: Input "
-                    "tensor should be a float tensor); put ToDtype(torch.float32, scale=True) "
-                    "before it", argument="dtype", nearest="to_float, normalize")
-    state["dtype"] = "float32"
-    # after ToDtype(float32, scale=False) the values are 0..255: augjax's are 0..1, so its
-    # mean and std are torchvision's / 255 (the same output, to float rounding)
-    scale = 255.0 if state.pop("unscaled", False) else 1.0
-    mean = tuple(float(m) / scale for m in t.mean)
-    std = tuple(float(v) / scale for v in t.std)
-    state["normalize"] = (mean, std)  # for a RandomErasing(value="random") right after it
-    return ops.normalize.bind(mean=mean, std=std)
-
-
-def _to_dtype(t, state):
-    import augjax.ops as ops
-
-    dtype = t.dtype
-    if isinstance(dtype, dict):
-        dtypes = {str(v) for v in dtype.values() if v is not None}
-        if len(dtypes) != 1:
-            raise _fail(t, f"a per-type dtype {dtype!r}", argument="dtype",
-                        nearest="to_float / to_uint8")
-        dtype = next(v for v in dtype.values() if v is not None)
-    name = str(dtype).replace("torch.", "")
-    if not getattr(t, "scale", True):  # ConvertImageDtype always scales
-        return _unscaled(t, state, name)
-    if name == "float32":
-        state["dtype"] = "float32"
-        return ops.to_float
-    if name == "uint8":
-        state["dtype"] = "uint8"
-        return ops.to_uint8
-    raise _fail(t, f"dtype={name}", argument="dtype", nearest="to_float / to_uint8")
-
-
-#: What may follow ``ToDtype(float32, scale=False)`` (0..255 in floats, augjax's 0..1): steps
-#: that move or mix pixels without reading their scale (fills are read in 0..255), the
-#: containers around them, and ``Normalize``, which takes the values back to torchvision's.
-SCALE_FREE = frozenset({
-    "Compose", "RandomApply", "RandomChoice", "RandomOrder", "Sequential",
-    "RandomHorizontalFlip", "RandomVerticalFlip", "RandomResizedCrop", "RandomCrop",
-    "CenterCrop", "Resize", "RandomRotation", "RandomAffine", "RandomPerspective", "CutMix",
-    "MixUp", "Normalize", "ToDtype", "ConvertImageDtype"})
-
-
-def _unscaled(t, state, name):
-    """``ToDtype(dtype, scale=False)``: uint8 to float32 keeps 0..255. augjax converts to its
-    0..1 floats and remembers the factor: ``Normalize`` divides its mean and std by 255, and a
-    pipeline that ends unscaled gets a final ``x * 255`` (``normalize(0, 1/255)``)."""
-    import augjax.ops as ops
-
-    if name == "float32" and state["dtype"] == "float32":
-        return None  # float to float: nothing to do, scaled or not
-    if name == "float32" and state["dtype"] == "uint8":
-        state["dtype"], state["unscaled"] = "float32", True
-        return ops.to_float
-    if name == "float32":
-        raise _fail(t, "scale=False keeps uint8 images' 0..255 values in float32, and the "
-                    "pipeline's dtype is not known here: pass from_torchvision(..., "
-                    "dtype='uint8') (or 'float32'), or use scale=True", argument="scale",
-                    nearest="to_float")
-    raise _fail(t, f"scale=False to {name} is not available (a cast of 0..1 floats to {name} "
-                "truncates them to 0 or 1): augjax images are uint8 0..255 or float32 0..1; "
-                "use scale=True", argument="scale", nearest="to_uint8")
-
-
-def _pil_to_tensor(t, state):
-    state["dtype"] = "uint8"  # a PIL image of 8-bit channels: uint8 0..255, as it is
-    return None
-
-
-def _to_tensor(t, state):
-    import augjax.ops as ops
-
-    state["dtype"] = "float32"  # ToTensor: uint8 to float32 in [0, 1], as ToDtype(scale=True)
-    return ops.to_float
-
-
 def _policy_common(t, state, nearest):
     fill = t.fill
     return {"interpolation": _mode(t, nearest=nearest),
@@ -489,12 +338,6 @@ def _gaussian_noise(t, state):
     return noise.bind(mean=float(t.mean), sigma=float(t.sigma), clip=bool(t.clip))
 
 
-def _is_v1(t: Any) -> bool:
-    """A transform of ``torchvision.transforms`` (v1), not of ``torchvision.transforms.v2``."""
-    module = type(t).__module__ or ""
-    return not module.startswith("torchvision.transforms.v2")
-
-
 #: torchvision class name -> the step converting it (the containers aside).
 STEPS: dict[str, Callable[[Any, dict], Any]] = {
     "RandomResizedCrop": _random_resized_crop,
@@ -512,13 +355,8 @@ STEPS: dict[str, Callable[[Any, dict], Any]] = {
     "RandomGrayscale": _random_grayscale,
     "GaussianBlur": _gaussian_blur,
     "RandomErasing": _random_erasing,
-    "Normalize": _normalize,
     "SanitizeBoundingBoxes": _sanitize_boxes,
     "ClampBoundingBoxes": lambda t, state: None,  # every geometric op clamps augjax's boxes
-    "ToDtype": _to_dtype,
-    "ConvertImageDtype": _to_dtype,
-    "ToTensor": _to_tensor,
-    "PILToTensor": _pil_to_tensor,
     "RandAugment": _rand_augment,
     "TrivialAugmentWide": _trivial_augment,
     "AutoAugment": _auto_augment,
@@ -535,4 +373,5 @@ STEPS: dict[str, Callable[[Any, dict], Any]] = {
     "RandomChannelPermutation": _channel_permutation,
     "RandomPhotometricDistort": _photometric_distort,
     "GaussianNoise": _gaussian_noise,
+    **DTYPE_STEPS,
 }

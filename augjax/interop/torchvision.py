@@ -58,7 +58,9 @@ import difflib
 from typing import Any, Callable
 
 from augjax.errors import UnsupportedTransformError
-from augjax.interop._tv_steps import SCALE_FREE, STEPS, _classes, _fail, _is_v1, _name, _p
+from augjax.interop._tv_common import _fail, _is_v1, _name, _p
+from augjax.interop._tv_dtypes import SCALE_FREE
+from augjax.interop._tv_steps import STEPS, _classes
 
 __all__ = ["from_torchvision", "SUPPORTED", "NEAREST"]
 
