@@ -39,7 +39,7 @@ from augjax._runtime.ragged.prefix import as_arrays, check_list, ragged_count, r
 from augjax.chain import Chain
 from augjax.errors import AugjaxError, InputError, InputRangeWarning
 from augjax.kernels.embedded import owned
-from augjax.view_groups import runs, stacked, view_keys
+from augjax.view_groups import run_keys, runs, split_views, stacked, view_keys
 
 __all__ = ["call_dali", "call_list", "prefixes", "sample_list"]
 
@@ -71,8 +71,7 @@ def prefixes(views: Any) -> tuple[tuple[tuple[Any, ...], int, int], ...]:
 
 def _run_keys(per_group: dict[int, jax.Array], g: int, vs: list[int]) -> jax.Array:
     """The keys of views ``vs`` of group ``g``, image-major: ``(N * len(vs),)``."""
-    keys = per_group[g][:, jnp.asarray(vs)]
-    return keys.reshape(keys.shape[0] * len(vs))
+    return run_keys(per_group[g], tuple(vs))
 
 
 def _list(images: Any) -> list[Any]:
@@ -97,9 +96,8 @@ def _per_view(views: Any, images: Sequence[Any], key: Any, run: Any) -> dict[str
                 count = len(vs)
                 y = run(step, [a for a in arrays for _ in range(count)],
                         _run_keys(per_group, g, vs))
-                for j, v in enumerate(vs):
-                    got[v] = jax.tree_util.tree_map(
-                        lambda leaf, j=j, c=count: leaf.reshape(n, c, *leaf.shape[1:])[:, j], y)
+                for v, view in zip(vs, split_views(y, n, count)):
+                    got[v] = view
             out[name] = got
     return out
 

@@ -34,6 +34,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from augjax.kernels.boundary import materialize
 from augjax.kernels.partition import partitioned
@@ -107,8 +108,8 @@ def uniform_int(u: jax.Array, low, high) -> jax.Array:
     return jnp.minimum(low + jnp.floor(u * (high - low)), high - 1.0).astype(jnp.int32)
 
 
-def check_fill(fill, image: jax.Array, op: str) -> jax.Array | None:
-    """The fill as a float32 ``(C,)`` vector in ``image``'s scale (``None`` stays ``None``).
+def check_fill(fill, image: jax.Array, op: str) -> np.ndarray | None:
+    """The fill as a float32 ``(C,)`` numpy vector in ``image``'s scale (``None`` stays ``None``).
 
     ``fill`` is a fraction of the value range, in [0, 1] (one value or one per channel; the
     op's Param checks the range at bind time): it is multiplied by 255 for uint8 images and used
@@ -131,8 +132,9 @@ def check_fill(fill, image: jax.Array, op: str) -> jax.Array | None:
         )
     scale = bound(image.dtype)
     # Scaled in float64 (Python floats), then rounded once to float32: k/255 gives exactly k.
-    vec = jnp.asarray([float(v) * scale for v in values], _F32)
-    return jnp.broadcast_to(vec, (c,))
+    # numpy, not jnp: a constant of the program, and no eager dispatch on a per-sample call.
+    vec = np.asarray([float(v) * scale for v in values], np.float32)
+    return np.broadcast_to(vec, (c,))
 
 
 def inverse_affine_matrix(center, angle, translate, scale, shear) -> jax.Array:

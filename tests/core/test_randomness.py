@@ -139,3 +139,23 @@ def test_public_namespace_is_curated():
     names = dir(augjax)
     assert "compose" in names and "warmup" in names and "ShardedSource" in names
     assert not {"Any", "importlib", "annotations", "TYPE_CHECKING"} & set(names)
+
+
+@pytest.mark.parametrize("form", ["numpy", "list", "jax", "int64"])
+def test_keys_from_seeds_are_the_documented_fold_in_of_each_row(form):
+    seeds = augjax.index_seeds(np.arange(5), epoch=2, seed=11)
+    given = {"numpy": seeds, "list": seeds.tolist(), "jax": jax.numpy.asarray(seeds),
+             "int64": seeds.astype(np.int64)}[form]
+    keys = augjax.keys_from_seeds(given)
+    # The reference: each row on its own, eagerly, as docs/guide/reproducibility.md writes it.
+    want = [jax.random.key_data(jax.random.fold_in(
+        jax.random.key(np.uint32(s[0]), impl="threefry2x32"), np.uint32(s[1]))) for s in seeds]
+    np.testing.assert_array_equal(np.asarray(jax.random.key_data(keys)), np.stack(want))
+
+
+@pytest.mark.parametrize("bad", [np.zeros((3, 3), np.int32), np.zeros(2, np.int32),
+                                 np.zeros((3, 2), np.float32)])
+def test_keys_from_seeds_refuse_other_shapes_and_dtypes(bad):
+    with pytest.raises(augjax.InputError, match=r"keys_from_seeds: argument 'seeds' expects "
+                                                r"integers of shape \(N, 2\)"):
+        augjax.keys_from_seeds(bad)
