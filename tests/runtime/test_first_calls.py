@@ -144,3 +144,17 @@ def test_a_numpy_record_and_an_array_share_one_loaded_program():
     with Compiles() as second:
         np.testing.assert_array_equal(record.apply(image, seeds), 255 - image[:, ::-1])
     assert second.threads == [] and load_count() == loads
+
+
+def test_trace_count_counts_the_plan_and_read_of_a_list_once_per_canvas_bucket():
+    chain = augjax.compose(ops.random_resized_crop.bind(size=16, scale=(0.95, 1.0)), ops.flip)
+    rng = np.random.default_rng(5)
+    # Crops of 95-100% of a (180..190)^2 image read regions of sides in (128, 192]: one canvas
+    # bucket whatever the draw (bucket(): ..., 128, 192, ...).
+    images = [rng.integers(0, 256, (h, 186, 3), np.uint8) for h in (181, 190)]
+    before = augjax.trace_count()
+    chain(images, key=jax.random.key(0))
+    first = augjax.trace_count() - before
+    assert first >= 2  # the plan (windows) and the read, at least
+    chain(images[::-1], key=jax.random.key(1))  # same bucket, other draws: nothing traced
+    assert augjax.trace_count() - before == first

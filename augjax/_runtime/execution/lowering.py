@@ -7,6 +7,7 @@ programs of
 
 from __future__ import annotations
 
+import functools
 import itertools
 import threading
 from collections.abc import Sequence
@@ -25,14 +26,17 @@ from augjax.kernels.platform import platform_dependent
 from augjax._runtime.targets.samplers import draw_seeing, targets_at
 from augjax.errors import InputError, OpDefinitionError
 
-__all__ = ["CPU_CHUNK", "apply_params", "final_layout", "sample_steps", "trace_count"]
+__all__ = ["CPU_CHUNK", "apply_params", "counted", "final_layout", "sample_steps", "trace_count"]
 
 _traces = 0
 _traces_lock = threading.Lock()
 
 
 def trace_count() -> int:
-    """How many times augjax has traced (and so compiled) a program in this process."""
+    """How many times augjax has traced (and so compiled, or loaded from JAX's compilation
+    cache) one of its programs in this process: a chain's programs, and the plans and reads of
+    lists of images of different sizes (one per canvas bucket). Programs loaded from the
+    program store are not traced."""
     return _traces
 
 
@@ -40,6 +44,18 @@ def _count_trace() -> None:
     global _traces
     with _traces_lock:
         _traces += 1
+
+
+def counted(fn: Any) -> Any:
+    """``fn``, counted by :func:`trace_count` each time it is traced (for the programs augjax
+    jits outside :func:`apply_params`: the plans and reads of lists of images)."""
+
+    @functools.wraps(fn)
+    def traced(*args: Any, **kwargs: Any) -> Any:
+        _count_trace()
+        return fn(*args, **kwargs)
+
+    return traced
 
 
 def _to_hwc(x: jax.Array, layout: str) -> jax.Array:

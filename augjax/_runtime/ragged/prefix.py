@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from augjax._core.meta import Meta, Window
+from augjax._runtime.execution.lowering import counted
 from augjax._runtime.execution.program import once_cache
 from augjax._runtime.targets.follow import move_boxes, move_keypoints
 from augjax.errors import InputError, InputTypeError
@@ -147,7 +148,7 @@ def plan_program(steps: tuple[Any, ...], start: int, dtype: str = "uint8"):
             return jax.vmap(lambda s, ch: one(s, ch, None))(shapes, c)
         return jax.vmap(one)(shapes, c, keys)
 
-    return portable_jit(program)
+    return portable_jit(counted(program))
 
 
 def pad_images(images: Sequence[Any], name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -274,7 +275,7 @@ def _read_program(steps: tuple[Any, ...], out: tuple[int, int]):
 
         return jax.vmap(one)(padded, sizes, box, size, anchor)
 
-    return portable_jit(program)
+    return portable_jit(counted(program))
 
 
 def ragged_apply(steps: tuple[Any, ...], padded: Any, sizes: Any, keys: Any, start: int,

@@ -36,6 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from augjax._runtime.execution.lowering import counted
 from augjax._runtime.execution.program import once_cache
 from augjax._runtime.ragged.flip import draw_flips, flip_after, flip_targets
 from augjax._runtime.ragged.prefix import (
@@ -187,7 +188,7 @@ def _read_program(out: tuple[int, int], copy: bool, interpolation: str, antialia
                               taps, flip)
 
     options = BY_IMAGE_OPTIONS if integer and _by_image(copy, interpolation) else None
-    return portable_jit(program, options)
+    return portable_jit(counted(program), options)
 
 
 def _read_by_image(canvas, box, size, anchor, fill, out, interpolation, antialias, taps,
@@ -248,7 +249,7 @@ def _points_program(struct: Any, names: tuple[str, ...]):
                   None if struct.anchor is None else anchor)
         return tuple(move_window_points(struct, shapes, window, dict(zip(names, arrays))))
 
-    return portable_jit(program)
+    return portable_jit(counted(program))
 
 
 def _read(prefix: tuple[Any, ...], arrays: list[np.ndarray], sizes: np.ndarray, window: Any,
