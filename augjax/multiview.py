@@ -66,7 +66,8 @@ from augjax._runtime.execution.ahead import compile_apply, first_call
 from augjax._runtime.store.compile_cache import enable as enable_compile_cache
 from augjax._runtime.execution.program import build_program
 from augjax._runtime.execution.checking import check_batch, checking_enabled
-from augjax._runtime.execution.inputs import check_arguments, check_layout_shape, committed
+from augjax._runtime.execution.inputs import (as_array, check_arguments, check_layout_shape,
+                                             committed)
 from augjax._runtime.execution.keys import keys_from_seeds, sample_keys
 from augjax.errors import InputError, ParamError
 from augjax.view_groups import runs, stacked, view_keys
@@ -293,6 +294,8 @@ def _check_step(step: Any, name: str, v: int) -> None:
 
 def _batch(images: Any) -> jax.Array:
     if isinstance(images, np.ndarray):
+        if images.dtype == object:  # np.array(images) of images of different sizes
+            as_array(images, "views", "images")  # its typed error: pass list(x)
         # float values outside [0, 1] on the host: read for free (a warning), as an op's call
         check_batch(images, "views", on_host=True, strict=checking_enabled())
         images = jnp.asarray(images)

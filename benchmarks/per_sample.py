@@ -6,9 +6,11 @@ the same process, on the same decoded images, one thread each.
   chain on a list of one image, the result as NumPy); torchvision v2 on the CHW uint8 tensor.
 - ``crop_flip_jitter``: the same with colour jitter (brightness, contrast, saturation 0.4,
   hue 0.1).
-- ``dino``: DINO's views of one record (2 x 224 + 8 x 96, ``augjax.recipes.dino()``) through
-  ``augjax.grain.RandomMap.apply`` (what a grain worker runs per record), against DINO's
-  reference ``DataAugmentationDINO`` (PIL, torchvision v1; facebookresearch/dino main_dino.py).
+- ``dino``: DINO's views of one record (2 x 224 + 8 x 96, bicubic as the reference:
+  ``augjax.recipes.dino(interpolation="bicubic")``) through ``augjax.grain.RandomMap.random_map``
+  (what a grain worker runs per record), against DINO's reference ``DataAugmentationDINO`` (PIL,
+  torchvision v1; facebookresearch/dino main_dino.py): the same work, crops from the image as
+  decoded.
 
 Each is warmed up (programs compiled, every canvas bucket seen), then timed over ``--samples``
 calls; wall ms and CPU ms per sample (``time.process_time``: JAX's threads count) are the
@@ -62,7 +64,7 @@ def augjax_cases(images: list[np.ndarray]) -> dict:
         return one
 
     crop = augjax.ops.random_resized_crop.bind(size=224)
-    record = ag.RandomMap(augjax.recipes.dino())
+    record = ag.RandomMap(augjax.recipes.dino(interpolation="bicubic"))
     rng = np.random.default_rng(0)
     return {
         "crop_flip": loader_call(augjax.compose(crop, augjax.ops.flip)),

@@ -425,26 +425,66 @@ def test_crops_and_nearest_resizes_of_a_list_on_the_gpu_equal_the_cpu():
         np.testing.assert_array_equal(out["gpu"], out["cpu"], err_msg=repr(op))
 
 
-def test_a_shorter_list_runs_as_the_longer_one_and_equals_its_own_programs(monkeypatch):
-    """A list shorter than one the chain ran (an epoch's last) runs the longer list's programs
-    (the first image's copies fill it: the canvas stays the real images'), tracing nothing, and
-    equals the shorter list's own programs bitwise; with labels or targets, or padding off, it
-    runs as it is."""
-    from augjax._runtime.execution import padding
-
+def test_a_list_does_not_depend_on_the_lists_run_before(monkeypatch):
+    """A list of images gives the same bits whatever lists the chain ran before, with the
+    partial-batch policy on (a user trial: a list of one after a list of 8, padded to it,
+    came out 1 level off at 224^2 on every image; lists run at their own length now)."""
     monkeypatch.delenv("AUGJAX_PAD_BATCHES")  # (conftest turns padding off)
-    chain = augjax.compose(augjax.ops.random_resized_crop.bind(size=12),
-                           augjax.ops.flip.bind(p=0.5),
-                           augjax.ops.color_jitter.bind(brightness=0.3, hue=0.05))
-    images = _images(sizes=[(30, 41), (44, 36), (38, 38), (52, 40), (33, 47), (41, 29)])
-    chain(images, key=jax.random.key(0))
-    before = augjax.trace_count()
-    short = chain(images[2:6], key=jax.random.key(1))
-    assert augjax.trace_count() == before and short.shape[0] == 4
-    with padding.no_padding():
-        own = chain(images[2:6], key=jax.random.key(1))
-    np.testing.assert_array_equal(np.asarray(short), np.asarray(own))
-    keys = jax.random.split(jax.random.key(2), 3)  # per-sample keys, padded alike
-    with padding.no_padding():
-        own = chain(images[:3], key=keys)
-    np.testing.assert_array_equal(np.asarray(chain(images[:3], key=keys)), np.asarray(own))
+    photos = list(augjax.data.sample_images(None))
+    keys = augjax.keys_from_seeds(augjax.index_seeds(np.arange(len(photos)), 0, 1))
+
+    def chain():  # a new, equal chain: nothing of the first one's runs is reused
+        return augjax.compose(augjax.ops.random_resized_crop.bind(size=224),
+                              augjax.ops.flip.bind(p=0.5))
+
+    fresh = [np.asarray(chain()([p], key=keys[i:i + 1])) for i, p in enumerate(photos[:3])]
+    later = chain()
+    later(photos, key=keys)  # a longer list first
+    for i, p in enumerate(photos[:3]):
+        np.testing.assert_array_equal(np.asarray(later([p], key=keys[i:i + 1])), fresh[i],
+                                      err_msg=f"image {i}")
+
+
+def test_a_list_of_one_image_for_a_chain_without_a_crop_names_the_batch_of_one():
+    x = _images(sizes=[(20, 30)])
+    with pytest.raises(augjax.InputError, match=r"flip: argument 'images' holds a list of one "
+                                                r"image.*np\.asarray\(image\)\[None\]"):
+        augjax.ops.flip(x, key=jax.random.key(0))
+    with pytest.raises(augjax.InputError) as err:  # two images: the crop only
+        augjax.ops.flip(x + _images(sizes=[(9, 9)]), key=jax.random.key(0))
+    assert "[None]" not in str(err.value) and "random_resized_crop" in str(err.value)
+    np.testing.assert_array_equal(  # the batch of one it names runs
+        np.asarray(augjax.ops.flip(np.asarray(x[0])[None], key=jax.random.key(0), p=1.0))[0],
+        x[0][:, ::-1])
+
+
+@pytest.mark.parametrize("case, match", [
+    ("gray", r"image 1 is gray \(H, W\) among color images: np\.repeat\(image\[\.\.\., None\], "
+             r"3, axis=-1\)"),
+    ("rgba", r"image 1 has 4 channels \(RGBA\) among RGB images: image\[\.\.\., :3\]"),
+    ("dtypes", r"dtypes \['float32', 'uint8'\]; convert every image to one dtype"),
+    ("uint16", r"expects dtype uint8 or float32, got uint16 \(integer images: "
+               r"\(image / 65535\)\.astype\(np\.float32\)"),
+])
+def test_a_list_with_an_odd_image_names_it_and_the_fix(case, match):
+    x = _images(sizes=[(20, 30), (16, 18)])
+    x[1] = {"gray": x[1][..., 0], "rgba": np.concatenate([x[1], x[1][..., :1]], -1),
+            "dtypes": x[1].astype(np.float32) / 255, "uint16": x[1].astype(np.uint16)}[case]
+    if case == "uint16":
+        x[0] = x[0].astype(np.uint16)
+    with pytest.raises(augjax.InputError, match=match):
+        augjax.ops.random_resized_crop(x, size=8, key=jax.random.key(0))
+
+
+def test_an_object_array_of_images_is_told_to_be_a_list():
+    x = _images(sizes=[(20, 30), (16, 18)])
+    packed = np.empty(2, dtype=object)
+    packed[0], packed[1] = x
+    views = augjax.views({"v": (2, augjax.ops.random_resized_crop.bind(size=8))})
+    for call in (lambda: augjax.ops.random_resized_crop(packed, size=8, key=jax.random.key(0)),
+                 lambda: views(packed, key=jax.random.key(0))):
+        with pytest.raises(augjax.InputTypeError, match=r"a NumPy array of dtype object \(2,\): "
+                                                        r"a list of images of different sizes "
+                                                        r"goes as a Python list, list\(x\)"):
+            call()
+    assert views(list(packed), key=jax.random.key(0))["v"].shape == (2, 2, 8, 8, 3)

@@ -127,6 +127,37 @@ def test_a_warm_process_compiles_nothing_for_a_views_call(tmp_path: Path):
     assert warm["compiles"] == warm["hits"] > 0, warm
 
 
+LIST_CHILD = r"""
+import hashlib, json, sys
+import jax, numpy as np
+import augjax
+from augjax import ops
+rng = np.random.default_rng(3)
+images = [rng.integers(0, 256, (h, w, 3), np.uint8) for h, w in ((40, 52), (61, 33), (47, 47))]
+chain = augjax.compose(ops.random_resized_crop.bind(size=16), ops.flip.bind(p=0.5),
+                       ops.color_jitter.bind(brightness=0.3))
+key = augjax.keys_from_seeds(augjax.index_seeds([0, 1, 2], 0, 7))
+out = np.asarray(chain(images, key=key))
+one = np.asarray(chain(images[1:2], key=key[1:2]))  # one image, as a loader's worker calls it
+print(json.dumps({"traces": augjax.trace_count(),
+                  "digest": hashlib.sha256(out.tobytes() + one.tobytes()).hexdigest()}))
+"""
+
+
+def test_a_warm_process_runs_a_list_of_images_without_tracing(tmp_path: Path):
+    """A list of images of different sizes (a loader worker's one-image list too): the plan and
+    read programs are kept in the program store, so a second process traces nothing (it traced
+    them in each process before) and gives the same bits as the first and as the store off."""
+    script = tmp_path / "child.py"
+    script.write_text(LIST_CHILD)
+    cache = tmp_path / "cache"
+    cold = run_with_store(script, cache, 0)
+    warm = run_with_store(script, cache, 0)
+    off = run_with_store(script, tmp_path / "off", 0, AUGJAX_PROGRAM_CACHE="0")
+    assert cold["traces"] > 0 and warm["traces"] == 0, (cold, warm)
+    assert cold["digest"] == warm["digest"] == off["digest"]
+
+
 def test_a_numpy_record_and_an_array_share_one_loaded_program():
     """augjax.grain.RandomMap's first record of a shape goes through the checked call (the image
     a jax.Array), later ones through the programs directly (a NumPy image): one stored program,

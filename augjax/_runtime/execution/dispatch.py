@@ -131,13 +131,8 @@ def apply_steps(
     targets = dict(targets or {})
     check_arguments(name, nodes=False, key=key, seeds=seeds, seed=seed, device=device)
     if isinstance(inputs[0], (list, tuple)):  # images of different sizes
-        shorter = _shorter_list(steps, inputs, key, layout, start, name, targets)
-        if shorter is not None:  # run as the longer list run before, its programs' size
-            images, keys, n = shorter
-            out = apply_steps(steps, (images,), name=name, inputs_decl=inputs_decl,
-                              outputs_decl=outputs_decl, key=keys, seeds=None, seed=None,
-                              device=None, layout=layout, start=start)
-            return jax.tree_util.tree_map(lambda a: a[:n], out)
+        # (A list runs at its own length, never padded to a longer one run before: the read's
+        # program for another length may round a weight differently, 1 level at 224^2.)
         steps, start, images, moved = _ragged_prefix(steps, inputs[0], key, layout, start, name,
                                                      targets=targets)
         if not steps:
@@ -203,37 +198,6 @@ def _result(out: Any, labels: Any, outputs_decl: tuple[str, ...], tspec: Any,
     return result
 
 
-#: Per chain (its steps, layout and start), the lengths of the lists of images it ran.
-_LIST_LENGTHS: dict[tuple[Any, ...], set[int]] = {}
-
-
-def _shorter_list(steps: Sequence[Any], inputs: Sequence[Any], key: Any, layout: str,
-                  start: int, name: str, targets: dict[str, Any]) -> tuple[Any, ...] | None:
-    """A list of images shorter than one the chain ran (an epoch's last), as that longer list:
-    ``(images padded with copies of the first, per-sample keys padded likewise, n)``; None
-    where it runs as it is (a length seen first, no longer one run, targets or labels given,
-    a batch-level step, or padding off: the partial-batch policy ``"off"``). The windows'
-    reads and the rest of the chain then run the longer list's programs; each real image
-    keeps its own key, and the copies do not change the canvas (docs/guide/ragged.md)."""
-    n = len(inputs[0])
-    if (targets or len(inputs) > 1 or n == 0 or not _padding.enabled()
-            or any(getattr(s, "level", "sample") != "sample" for s in steps)):
-        return None
-    if len(_LIST_LENGTHS) > 512:  # (bounded as the programs' caches are)
-        _LIST_LENGTHS.clear()
-    seen = _LIST_LENGTHS.setdefault((tuple(steps), layout, start), set())
-    longer = min((m for m in seen if m > n), default=None)
-    if longer is None:
-        seen.add(n)
-        return None
-    images = list(inputs[0]) + [inputs[0][0]] * (longer - n)
-    keys = None
-    if any(s.random for s in steps):
-        keys = sample_keys(key, n, name)
-        keys = jax.numpy.concatenate([keys, jax.numpy.repeat(keys[:1], longer - n)])
-    return images, keys, n
-
-
 def _ragged_prefix(steps: Sequence[Any], images: Sequence[Any], key: Any, layout: str,
                    start: int, name: str, sample: bool = False,
                    targets: Any = None) -> tuple[Any, ...]:
@@ -248,7 +212,7 @@ def _ragged_prefix(steps: Sequence[Any], images: Sequence[Any], key: Any, layout
                          argument="layout")
     arrays = as_arrays(images, name)
     steps = tuple(steps)
-    n = ragged_count(steps, _first_name(steps, name))
+    n = ragged_count(steps, _first_name(steps, name), listed=len(arrays))
     random = any(step.random for step in steps)
     if sample:  # the windows need the sizes only
         check_list(arrays, name, steps[0])

@@ -86,6 +86,12 @@ def as_array(x: Any, op: str, argument: str) -> jax.Array:
     if isinstance(x, jax.Array):
         return row_major(x)
     if isinstance(x, np.ndarray):
+        if x.dtype == object:  # np.array(images) of images of different sizes
+            hint = (": a list of images of different sizes goes as a Python list, list(x), "
+                    "to a chain that starts with a crop" if argument == "images" else "")
+            raise InputTypeError(f"{op}: argument '{argument}' expects a numeric array, got a "
+                                 f"NumPy array of dtype object {x.shape}{hint}", op=op,
+                                 argument=argument)
         if argument == "images" and x.dtype.kind in "iu" and x.dtype.itemsize == 8:
             # JAX (without x64) would make it int32 and the dtype check would name that
             raise InputError(f"{op}: argument 'images' expects dtype uint8 or float32 (augjax's "

@@ -57,24 +57,29 @@ __all__ = [
 #: that draws a few values per sample (unoptimised on the CPU: :func:`sampler_compiler_options`),
 #: a sampler that computes over whole images or fields (optimised), an apply program (its
 #: steps' boundaries kept: :func:`augjax.kernels.boundary.boundary_compiler_options`), and a
-#: call that samples and applies in one program (XLA's defaults).
-ROLES = ("sample", "sample_fields", "apply", "call")
+#: call that samples and applies in one program (XLA's defaults), and the plan and read of a list
+#: of images of different sizes (:mod:`augjax._runtime.ragged.read`: the options it gives).
+ROLES = ("sample", "sample_fields", "apply", "call", "read")
 
 
 def build_program(role: str, function: Any, kind: str, steps: Sequence[Any],
                   config: dict[str, Any] | None = None, *, draws: Any = None,
-                  kept: bool = True) -> StoredProgram:
-    """Every augjax program (images, clips, views) is built here: ``function`` jitted as a
-    :class:`~augjax._runtime.store.programs.StoredProgram` with the options of its ``role``
-    (:data:`ROLES`; ``draws``: a sampler's params' shapes, see :func:`sampler_compiler_options`)
-    and, when ``kept``, its identity in the program store: ``(kind, steps, config)``, the
-    program's kind, every step it runs in order, and what else its trace depends on."""
+                  kept: bool = True, options: dict[str, Any] | None = None) -> StoredProgram:
+    """Every augjax program (images, clips, views, lists) is built here: ``function`` jitted as
+    a :class:`~augjax._runtime.store.programs.StoredProgram` with the options of its ``role``
+    (:data:`ROLES`; ``draws``: a sampler's params' shapes, see :func:`sampler_compiler_options`;
+    ``options``: a read's own) and, when ``kept``, its identity in the program store:
+    ``(kind, steps, config)``, the program's kind, every step it runs in order, and what else
+    its trace depends on."""
     if role not in ROLES:
         raise ValueError(f"build_program: role must be one of {ROLES}, got {role!r}")
+    if options is not None and role != "read":
+        raise ValueError(f"build_program: options= is for role 'read', got role {role!r}")
     options = {"sample": lambda: sampler_compiler_options(draws),
                "sample_fields": lambda: None,
                "apply": boundary_compiler_options,
-               "call": lambda: None}[role]()
+               "call": lambda: None,
+               "read": lambda: options}[role]()
     steps = tuple(steps)
     config = {} if config is None else config
     return StoredProgram(function, (lambda: (kind, steps, config)) if kept else None, options)

@@ -28,7 +28,7 @@ import numpy as np
 
 from augjax._core.meta import Meta, Window
 from augjax._runtime.execution.lowering import counted
-from augjax._runtime.execution.program import once_cache
+from augjax._runtime.execution.program import build_program, once_cache
 from augjax._runtime.targets.follow import move_boxes, move_keypoints
 from augjax.errors import InputError, InputTypeError
 from augjax.kernels.portable import portable_jit
@@ -41,11 +41,14 @@ __all__ = ["RAGGED_OPS", "as_arrays", "check_list", "move_window_points", "pad_i
 RAGGED_OPS = ("random_resized_crop", "random_crop", "center_crop", "resize", "scale_jitter")
 
 
-def ragged_message(name: str, what: str) -> str:
-    """The error for images of different sizes reaching ``name``, which cannot take them."""
+def ragged_message(name: str, what: str, one: bool = False) -> str:
+    """The error for images of different sizes reaching ``name``, which cannot take them
+    (``one``: a list of one image, which a batch of one would serve)."""
+    batch = ("pass one image as a batch of one, np.asarray(image)[None] (a list is taken as "
+             "images of different sizes), or " if one else "")
     return (f"{name}: argument 'images' holds {what}, but {name} takes one image size per "
-            f"batch; start the chain with an op that takes images of different sizes and "
-            f"returns one size ({', '.join(RAGGED_OPS)}; resize with one int needs a crop "
+            f"batch; {batch}start the chain with an op that takes images of different sizes "
+            f"and returns one size ({', '.join(RAGGED_OPS)}; resize with one int needs a crop "
             f"after it), e.g. augjax.compose([augjax.ops.random_resized_crop.bind(size=224), "
             f"...])")
 
@@ -74,10 +77,12 @@ def _plan_one(steps: Sequence[Any], h, w, c, dtype: str, key, start: int):
                                  out=second.out, fill=second.fill)
 
 
-def ragged_count(steps: Sequence[Any], name: str, open_end: bool = False) -> int:
+def ragged_count(steps: Sequence[Any], name: str, open_end: bool = False,
+                 listed: int | None = None) -> int:
     """How many leading steps read the images at their own sizes (1 or 2), checked on the
     plan's structure without running it. ``open_end``: the prefix may end in images of
-    different sizes (a DALI ``resize`` with one int that ends the chain).
+    different sizes (a DALI ``resize`` with one int that ends the chain). ``listed``: how many
+    images the list holds (a list of one is told the batch of one it could be).
 
     Raises:
         InputError: the first step cannot take images of different sizes, or the prefix does
@@ -88,7 +93,9 @@ def ragged_count(steps: Sequence[Any], name: str, open_end: bool = False) -> int
 
     if not steps or not ragged(steps[0]):
         first = getattr(steps[0], "name", name) if steps else name
-        raise InputError(ragged_message(first, "images of different sizes"), op=first,
+        one = listed == 1
+        raise InputError(ragged_message(first, "a list of one image" if one
+                                        else "images of different sizes", one=one), op=first,
                          argument="images")
     n = 1
     if len(steps) > 1 and ragged(steps[1]):
@@ -148,7 +155,10 @@ def plan_program(steps: tuple[Any, ...], start: int, dtype: str = "uint8"):
             return jax.vmap(lambda s, ch: one(s, ch, None))(shapes, c)
         return jax.vmap(one)(shapes, c, keys)
 
-    return portable_jit(counted(program))
+    # Kept in the program store (a warm process loads it: no trace), with the portable options
+    # portable_jit gave it before (the same bits).
+    return build_program("read", counted(program), "list-plan", steps,
+                         {"start": start, "dtype": dtype})
 
 
 def pad_images(images: Sequence[Any], name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -210,11 +220,22 @@ def check_list(arrays: Sequence[Any], name: str, first: Any = None) -> np.ndarra
     if bad or len(kinds) != 1:
         shapes = [a.shape for a in arrays]
         hint = ""
-        if all(a.ndim == 2 for a in arrays):
+        gray = [i for i, a in enumerate(arrays) if a.ndim == 2]
+        channels = {a.shape[-1] for a in arrays if a.ndim == 3}
+        if len(gray) == len(arrays):
             hint = "; gray (H, W) images: image[..., None] each (or np.repeat to 3 channels)"
-        elif not bad and all(a.shape[0] in (1, 3, 4) for a in arrays):
+        elif not bad and all(a.shape[0] in (1, 3, 4) for a in arrays) and len(channels) > 1:
             hint = ("; channels-first (C, H, W) images: transpose each to (H, W, C) "
                     "(np.moveaxis(image, 0, -1))")
+        elif gray:
+            hint = (f"; image {gray[0]} is gray (H, W) among color images: "
+                    f"np.repeat(image[..., None], 3, axis=-1) (PIL: image.convert('RGB'))")
+        elif not bad and 4 in channels and 3 in channels:
+            rgba = next(i for i, a in enumerate(arrays) if a.shape[-1] == 4)
+            hint = (f"; image {rgba} has 4 channels (RGBA) among RGB images: image[..., :3] "
+                    f"(PIL: image.convert('RGB'))")
+        elif not bad and len({np.dtype(a.dtype).name for a in arrays}) > 1:
+            hint = "; convert every image to one dtype (uint8, or float32 in [0, 1])"
         raise InputError(
             f"{name}: argument 'images' as a list expects HWC images (H, W, C) of one dtype and "
             f"channel count, got shapes {shapes[:8]}{' ...' if len(shapes) > 8 else ''} and "
@@ -238,8 +259,13 @@ def _check_as_first(arrays: Sequence[np.ndarray], step: Any) -> None:
     op, image = step.name, arrays[0]
     dtype = np.dtype(jax.dtypes.canonicalize_dtype(image.dtype)).name  # float64: JAX's float32
     if dtype not in step.dtypes:
+        hint = ""
+        if np.issubdtype(image.dtype, np.integer) and "float32" in step.dtypes:
+            top = np.iinfo(image.dtype).max
+            hint = (f" (integer images: (image / {top}).astype(np.float32) each, or uint8 "
+                    f"images if the data holds 8 bits)")
         raise InputError(f"{op}: argument 'images' expects dtype {' or '.join(step.dtypes)}, "
-                         f"got {np.dtype(image.dtype).name}", op=op, argument="images")
+                         f"got {np.dtype(image.dtype).name}{hint}", op=op, argument="images")
     channels = image.shape[-1]
     if channels not in IMAGE_CHANNELS and all(a.shape[0] in IMAGE_CHANNELS for a in arrays):
         raise InputError(

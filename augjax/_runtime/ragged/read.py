@@ -37,7 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from augjax._runtime.execution.lowering import counted
-from augjax._runtime.execution.program import once_cache
+from augjax._runtime.execution.program import build_program, once_cache
 from augjax._runtime.ragged.flip import draw_flips, flip_after, flip_targets
 from augjax._runtime.ragged.prefix import (
     as_arrays,
@@ -188,7 +188,13 @@ def _read_program(out: tuple[int, int], copy: bool, interpolation: str, antialia
                               taps, flip)
 
     options = BY_IMAGE_OPTIONS if integer and _by_image(copy, interpolation) else None
-    return portable_jit(counted(program), options)
+    # Kept in the program store (a warm process loads it: no trace); its code is augjax's own
+    # (the store keys it by augjax's source), its shape the config below.
+    return build_program("read", counted(program), "list-read", (),
+                         {"out": list(out), "copy": copy, "interpolation": interpolation,
+                          "antialias": antialias, "taps": list(taps), "integer": integer,
+                          "flipped": flipped, "backend": jax.default_backend()},
+                         options=options)
 
 
 def _read_by_image(canvas, box, size, anchor, fill, out, interpolation, antialias, taps,
