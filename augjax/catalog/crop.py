@@ -202,7 +202,8 @@ def pad(image: jax.Array, left: int, top: int, right: int, bottom: int, mode: st
     value = check_fill(0.0 if fill is None else fill, image, op_name)
     if is_int(image.dtype):
         value = jnp.clip(jnp.round(value), 0.0, 255.0)
-    canvas = jnp.broadcast_to(jnp.asarray(value).astype(image.dtype), (h + top + bottom, w + left + right, c))
+    canvas = jnp.broadcast_to(jnp.asarray(value).astype(image.dtype),
+                              (h + top + bottom, w + left + right, c))
     return jax.lax.dynamic_update_slice(canvas, image, (top, left, 0))
 
 
