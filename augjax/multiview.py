@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -69,7 +70,7 @@ from augjax._runtime.execution.checking import check_batch, checking_enabled
 from augjax._runtime.execution.inputs import (as_array, check_arguments, check_layout_shape,
                                              committed)
 from augjax._runtime.execution.keys import keys_from_seeds, sample_keys
-from augjax.errors import InputError, ParamError
+from augjax.errors import AugjaxWarning, InputError, ParamError
 from augjax.view_groups import runs, stacked, view_keys
 from augjax.views_step import ViewsStep
 
@@ -494,6 +495,7 @@ def _dali_function(self: Views, device: str):
 def _views_dali(self: Views, images: Any, *, key: Any, seeds: Any, seed: int | None,
                 device: str | None, ragged: bool = False) -> dict[str, Any]:
     from augjax.dali import dali_modules, node_device, placed, sample_seeds
+    from augjax.dali._nodes import from_decoder
 
     dali_modules()  # the install hint first
     device = check_arguments("views", nodes=True, key=key, seeds=seeds, seed=seed,
@@ -502,6 +504,11 @@ def _views_dali(self: Views, images: Any, *, key: Any, seeds: Any, seed: int | N
         import augjax.ragged_views as ragged_views
 
         return ragged_views.call_dali(self, images, seeds=seeds, seed=seed, device=device)
+    if from_decoder(images):  # (DALI's own error comes at run time: a uniform shape assert)
+        warnings.warn(AugjaxWarning(
+            "views: the images come from a DALI decoder, so each has its own size; the views "
+            "of such a batch need ragged=True (each view cropped from the image as decoded), "
+            "unless every image has one size"), stacklevel=3)
     seeds = seeds if seeds is not None else sample_seeds(device=device, seed=seed)
     out = _dali_function(self, device)(placed(images, device), placed(seeds, device))
     out = out if isinstance(out, (list, tuple)) else (out,)

@@ -10,12 +10,19 @@ from typing import Any
 from augjax._runtime.execution.inputs import check_arguments
 from augjax._runtime.execution.keys import SEED_HIGH
 
-__all__ = ["node_device", "placed", "sample_seeds"]
+__all__ = ["from_decoder", "node_device", "placed", "sample_seeds"]
 
 
 def node_device(node: Any) -> str:
     """``"gpu"`` for a node on the GPU (``"gpu"`` or ``"mixed"``), else ``"cpu"``."""
     return "gpu" if getattr(node, "device", "cpu") in ("gpu", "mixed") else "cpu"
+
+
+def from_decoder(node: Any) -> bool:
+    """Whether ``node`` is a DALI image decoder's output (``fn.decoders.image`` and its kin:
+    images of their own sizes), as far as the node tells (False where it does not)."""
+    op = getattr(getattr(node, "source", None), "_op", None)
+    return type(op).__module__.rsplit(".", 1)[-1] == "decoders" if op is not None else False
 
 
 def placed(node: Any, device: str) -> Any:

@@ -160,8 +160,11 @@ def test_dali_ragged_views_equal_the_arrays_path(dali_views, dali_runs):
 
 
 def test_dali_views_of_different_sizes_without_ragged_name_ragged_true(tmp_path, dali_views):
-    """Left out, ``ragged=True`` is what DALI's uniform-shape assert asks for:
-    ``augjax.dali.error_cause`` names it."""
+    """Left out, ``ragged=True`` is named when the pipeline is defined (the node is a decoder's:
+    a warning, since decoded images may all have one size) and by DALI's uniform-shape assert
+    at run time (``augjax.dali.error_cause``); a node of another operator gets no warning."""
+    import warnings
+
     pytest.importorskip("nvidia.dali.plugin.jax")
     from nvidia.dali import fn, pipeline_def, types
 
@@ -173,8 +176,19 @@ def test_dali_views_of_different_sizes_without_ragged_name_ragged_true(tmp_path,
         out = dali_views(fn.decoders.image(jpegs, output_type=types.RGB))
         return out["crops"], out["rrc"]
 
-    p = pipe()
-    p.build()
+    @pipeline_def(batch_size=B, num_threads=1, device_id=None, seed=5)
+    def resized():
+        jpegs, _ = fn.readers.file(file_root=root)
+        images = fn.resize(fn.decoders.image(jpegs, output_type=types.RGB), size=(32, 32))
+        return dali_views(images)["crops"]
+
+    with pytest.warns(augjax.AugjaxWarning, match=r"views: the images come from a DALI decoder"
+                                                  r".*need ragged=True"):
+        p = pipe()
+        p.build()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", augjax.AugjaxWarning)
+        resized().build()
     with pytest.raises(RuntimeError) as info:
         p.run()
     cause = augjax.dali.error_cause(info.value)
