@@ -63,7 +63,8 @@ def _images_call(step: Step, inputs: tuple[Any, ...], *, key: Any, seeds: Any,
                  targets: dict[str, Any]) -> Any:
     _per_frame(step, inputs[0] if inputs else None, per_frame)
     steps, start = program_of(step)
-    dispatch.check_call(inputs, name=step.name, inputs_decl=step.inputs, layout=layout)
+    dispatch.check_call(inputs, name=step.name, inputs_decl=step.inputs, layout=layout,
+                        steps=steps)
     if dispatch.data_nodes(inputs, name=step.name):
         from augjax.dali import apply_dali  # DALI's modules load when a DataNode comes
 

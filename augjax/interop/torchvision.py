@@ -220,9 +220,14 @@ def _convert(t: Any, state: dict) -> Any:
     if not module.startswith("torchvision.transforms"):
         hint = (f"; wrap a {name} of transforms in v2.Compose([...])"
                 if isinstance(t, (list, tuple)) else "")
+        what = f"{name} from {module!r}"
+        if callable(t) and hasattr(t, "__code__"):  # a function or lambda: v2.Lambda's kind
+            what = f"the Python function {getattr(t, '__qualname__', name)}"
+            hint = ("; a function's effect cannot be read: write it as an augjax op "
+                    "(docs/authoring/op.md) or apply it before or after the chain")
         raise UnsupportedTransformError(
-            f"from_torchvision: expects torchvision transforms, got {name} from {module!r}"
-            f"{hint}", transform=name)
+            f"from_torchvision: expects torchvision transforms, got {what}{hint}",
+            transform=name)
     if _is_v1(t):
         state["v1"].setdefault(name, None)
     if any(t is outer for outer in state["path"]):

@@ -497,6 +497,14 @@ def test_converting_imports_no_torch():
 def test_a_non_torchvision_object_is_refused():
     with pytest.raises(augjax.UnsupportedTransformError, match="expects torchvision"):
         augjax.from_torchvision(object())
+    # a function (what v2.Lambda wraps) is named as one, with what to do instead
+    for fn, name in ((lambda x: x, "<lambda>"), (np.fliplr, "fliplr")):
+        if not hasattr(fn, "__code__"):
+            continue  # (a C function has no code to name)
+        with pytest.raises(augjax.UnsupportedTransformError,
+                           match=rf"got the Python function \S*{name}; a function's effect cannot "
+                                 r"be read: write it as an augjax op"):
+            augjax.from_torchvision(v2.Compose([v2.RandomHorizontalFlip(), fn]))
 
 
 

@@ -174,3 +174,16 @@ def test_a_colour_op_after_normalize_warns_when_the_chain_is_built():
         warnings.simplefilter("error", AugjaxWarning)
         augjax.compose(ops.color_jitter.bind(brightness=0.4), norm, ops.random_erasing,
                        ops.flip, ops.mixup.bind(num_classes=3))
+
+
+def test_a_chain_that_mixes_called_without_labels_names_the_op_that_takes_them():
+    chain = augjax.compose(augjax.ops.flip, augjax.ops.mixup.bind(num_classes=4))
+    x = np.zeros((2, 8, 8, 3), np.uint8)
+    with pytest.raises(augjax.InputError, match=r"compose: expects 2 positional input\(s\) "
+                                                r"\(images, labels\), got 1 \(mixup mixes the "
+                                                r"samples and takes their labels: call it as "
+                                                r"compose\(images, labels, key=\.\.\.\)\)"):
+        chain(x, key=jax.random.key(0))
+    labels = np.array([0, 3], np.int32)
+    images, soft = chain(x, labels, key=jax.random.key(0))  # the call it names runs
+    assert images.shape == x.shape and soft.shape == (2, 4)

@@ -74,16 +74,22 @@ def _first_name(steps: Sequence[Any], name: str) -> str:
 
 
 def check_call(inputs: Sequence[Any], *, name: str, inputs_decl: tuple[str, ...],
-               layout: str) -> None:
-    """A call's positional inputs (as many as the step takes) and its ``layout``.
+               layout: str, steps: Sequence[Any] = ()) -> None:
+    """A call's positional inputs (as many as the step takes) and its ``layout``; ``steps``:
+    the chain's steps (a missing ``labels`` names the op that takes them).
 
     Raises:
         InputError: too many or too few inputs; a layout other than ``"HWC"`` / ``"CHW"``.
     """
     if len(inputs) != len(inputs_decl):
+        takers = [getattr(s, "name", "?") for s in steps
+                  if "labels" in getattr(s, "inputs", ())]
+        hint = (f" ({', '.join(takers)} mixes the samples and takes their labels: call it as "
+                f"{name}(images, labels, key=...))"
+                if takers and "labels" in inputs_decl and len(inputs) < len(inputs_decl) else "")
         raise InputError(
             f"{name}: expects {len(inputs_decl)} positional input(s) ({', '.join(inputs_decl)}), "
-            f"got {len(inputs)}",
+            f"got {len(inputs)}{hint}",
             op=name,
             argument=inputs_decl[min(len(inputs), len(inputs_decl) - 1)],
         )
