@@ -494,8 +494,7 @@ def _dali_function(self: Views, device: str):
 
 def _views_dali(self: Views, images: Any, *, key: Any, seeds: Any, seed: int | None,
                 device: str | None, ragged: bool = False) -> dict[str, Any]:
-    from augjax.dali import dali_modules, node_device, placed, sample_seeds
-    from augjax.dali._nodes import from_decoder
+    from augjax.dali import dali_modules, from_decoder, node_device, placed, sample_seeds
 
     dali_modules()  # the install hint first
     device = check_arguments("views", nodes=True, key=key, seeds=seeds, seed=seed,
