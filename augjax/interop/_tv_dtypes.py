@@ -56,7 +56,8 @@ SCALE_FREE = frozenset({
     "Compose", "RandomApply", "RandomChoice", "RandomOrder", "Sequential",
     "RandomHorizontalFlip", "RandomVerticalFlip", "RandomResizedCrop", "RandomCrop",
     "CenterCrop", "Resize", "RandomRotation", "RandomAffine", "RandomPerspective", "CutMix",
-    "MixUp", "Normalize", "ToDtype", "ConvertImageDtype"})
+    "MixUp", "Normalize", "ToDtype", "ConvertImageDtype", "RandomIoUCrop", "RandomZoomOut",
+    "ScaleJitter"})
 
 
 def _unscaled(t, state, name):

@@ -12,7 +12,11 @@ needs torchvision only where the pipeline was built. v1 transforms (``torchvisio
 convert as their v2 twins (their own attributes read: a v1 ``RandomCrop``'s padding order) with
 an :class:`augjax.TorchvisionV1Warning`. Exact rewrites convert too: ``RandomAdjustSharpness``
 is ``random_apply(sharpness)``, ``JPEG`` is ``jpeg`` (libjpeg's pixels), ``ConvertImageDtype``
-is ``ToDtype(scale=True)``. ``ToImage``, ``ToPureTensor``, ``Identity`` and ``RGB`` leave the
+is ``ToDtype(scale=True)``. Three convert with the transform right after them, which fixes
+the output size their own output leaves free: ``RandomIoUCrop`` or ``RandomZoomOut`` followed
+by ``Resize((h, w))`` are ``random_iou_crop`` / ``random_zoom_out`` with ``size=(h, w)``, and
+``ScaleJitter`` followed by the detection reference's ``FixedSizeCrop`` is ``scale_jitter``
+(:mod:`augjax.interop._tv_pairs`); alone they are refused, naming what must follow. ``ToImage``, ``ToPureTensor``, ``Identity`` and ``RGB`` leave the
 arrays as they are (``RGB`` as torchvision on images of 3 or more channels; a 1-channel image,
 which torchvision repeats to 3, stays 1-channel: augjax has no op for it). A pipeline that
 contains itself is refused, and so is one made only of those (it converts to no op), and
@@ -60,18 +64,20 @@ from typing import Any, Callable
 from augjax.errors import UnsupportedTransformError
 from augjax.interop._tv_common import _fail, _is_v1, _name, _p
 from augjax.interop._tv_dtypes import SCALE_FREE
+from augjax.interop._tv_pairs import PAIRS, convert_pair
 from augjax.interop._tv_steps import STEPS, _classes
 
 __all__ = ["from_torchvision", "SUPPORTED", "NEAREST"]
 
 #: torchvision transforms augjax does not convert -> the nearest augjax op (or None: nothing near).
 NEAREST = {
-    "RandomZoomOut": "random_zoom_out (it resizes to a fixed size= after zooming out)",
-    "RandomIoUCrop": "random_iou_crop (it resizes to a fixed size= after cropping)",
+    "RandomZoomOut": "random_zoom_out(size=...) (converts with a Resize((h, w)) right after it)",
+    "RandomIoUCrop": "random_iou_crop(size=...) (converts with a Resize((h, w)) right after it)",
     "ElasticTransform": "elastic_transform (augjax-contrib)",
     "FiveCrop": "center_crop",
     "TenCrop": "center_crop",
-    "ScaleJitter": "scale_jitter (it crops or pads to a fixed size= after scaling)",
+    "ScaleJitter": "scale_jitter (converts with the detection reference's FixedSizeCrop "
+                   "right after it)",
     "RandomShortestSize": "resize",
     "RandomResize": "resize",
     "Lambda": None,
@@ -95,9 +101,15 @@ def _steps(t, children, state):
     Normalize just converted (for the step right after it only); a RandomErasing(value=
     "random") right after it is put before it (``state["erase_before"]``)."""
     steps = []
-    for c in children:
+    children = list(children)
+    for i, c in enumerate(children):
+        if i and _name(children[i - 1]) in PAIRS and _tv(children[i - 1]):
+            continue  # converted with the transform before it
         after_normalize = state.get("normalize") is not None
-        step = _convert(c, state)
+        if _name(c) in PAIRS and _tv(c):  # converted with the transform after it
+            step = _convert(c, state, after=children[i + 1] if i + 1 < len(children) else None)
+        else:
+            step = _convert(c, state)
         if state.pop("erase_before", False):
             if not (after_normalize and steps):
                 raise _fail(c, "value='random' where no Normalize comes right before it in "
@@ -208,7 +220,12 @@ def _sequential(t, state):
     return compose(*steps) if steps else None
 
 
-def _convert(t: Any, state: dict) -> Any:
+def _tv(t: Any) -> bool:
+    return (type(t).__module__ or "").startswith("torchvision.transforms")
+
+
+def _convert(t: Any, state: dict, *, after: Any = None) -> Any:
+    """``t``'s step (``after``: the transform right after it, for the :data:`PAIRS`)."""
     name = _name(t)
     module = type(t).__module__ or ""
     if name == "Sequential" and module.startswith("torch.nn"):
@@ -242,6 +259,8 @@ def _convert(t: Any, state: dict) -> Any:
                     f"values {name} would read as augjax's 0..1: put it before the ToDtype, or "
                     "use ToDtype(torch.float32, scale=True) (and a Normalize in 0..1)",
                     argument="scale", nearest="to_float")
+    if name in PAIRS:  # met alone (after=None): refused, naming what must follow it
+        return convert_pair(t, after, state)
     if name in SUPPORTED:
         state["path"].append(t)
         try:
