@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -61,7 +60,6 @@ from augjax._core.kinds import Images, Kind, check_rank, torch_hint
 from augjax._core.limits import MAX_VIEWS
 from augjax._core.step import Step
 from augjax.kernels.boundary import barrier, kept_in_caller
-from augjax.kernels.embedded import owned
 from augjax._runtime.execution import padding
 from augjax._runtime.execution.ahead import compile_apply, first_call
 from augjax._runtime.store.compile_cache import enable as enable_compile_cache
@@ -69,8 +67,8 @@ from augjax._runtime.execution.program import build_program
 from augjax._runtime.execution.checking import check_batch, checking_enabled
 from augjax._runtime.execution.inputs import (as_array, check_arguments, check_layout_shape,
                                              committed)
-from augjax._runtime.execution.keys import keys_from_seeds, sample_keys
-from augjax.errors import AugjaxWarning, InputError, ParamError
+from augjax._runtime.execution.keys import sample_keys
+from augjax.errors import InputError, ParamError
 from augjax.view_groups import runs, stacked, view_keys
 from augjax.views_step import ViewsStep
 
@@ -142,8 +140,10 @@ class Views(ViewsStep):
             return adapted.finish(self(adapted.inputs[0], key=adapted.key))
 
         if is_data_node(images):
-            return _views_dali(self, images, key=key, seeds=seeds, seed=seed, device=device,
-                               ragged=ragged)
+            from augjax.views_dali import views_dali
+
+            return views_dali(self, images, key=key, seeds=seeds, seed=seed, device=device,
+                              ragged=ragged)
         check_arguments("views", nodes=False, key=key, seeds=seeds, seed=seed, device=device)
         if ragged:
             raise InputError("views: argument 'ragged' is for DALI nodes; on arrays, images of "
@@ -474,41 +474,3 @@ def _runner(self: Views):
         return applier(images, params)
 
     return run
-
-
-# -- DALI -----------------------------------------------------------------------------------
-@functools.lru_cache(maxsize=64)
-def _dali_function(self: Views, device: str):
-    from augjax.dali import dali_modules as _dali
-
-    _, _, jax_fn = _dali()
-    names = self.names
-
-    def function(images, seeds):
-        out = _call(self, images, keys_from_seeds(seeds))
-        return tuple(out[name] for name in names)
-
-    return jax_fn.jax_function(owned(function), num_outputs=len(names),
-                               output_layouts=tuple("FHWC" for _ in names), device=device)
-
-
-def _views_dali(self: Views, images: Any, *, key: Any, seeds: Any, seed: int | None,
-                device: str | None, ragged: bool = False) -> dict[str, Any]:
-    from augjax.dali import dali_modules, from_decoder, node_device, placed, sample_seeds
-
-    dali_modules()  # the install hint first
-    device = check_arguments("views", nodes=True, key=key, seeds=seeds, seed=seed,
-                             device=device, source=node_device(images))
-    if ragged:  # every view's window read by DALI's operators (augjax.ragged_views)
-        import augjax.ragged_views as ragged_views
-
-        return ragged_views.call_dali(self, images, seeds=seeds, seed=seed, device=device)
-    if from_decoder(images):  # (DALI's own error comes at run time: a uniform shape assert)
-        warnings.warn(AugjaxWarning(
-            "views: the images come from a DALI decoder, so each has its own size; the views "
-            "of such a batch need ragged=True (each view cropped from the image as decoded), "
-            "unless every image has one size"), stacklevel=3)
-    seeds = seeds if seeds is not None else sample_seeds(device=device, seed=seed)
-    out = _dali_function(self, device)(placed(images, device), placed(seeds, device))
-    out = out if isinstance(out, (list, tuple)) else (out,)
-    return dict(zip(self.names, out))

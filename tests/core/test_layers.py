@@ -63,6 +63,7 @@ LAYER = {
     "views_step": 8.6,  # a views as a Step: the protocol's members (refusing per-sample ones)
     "multiview": 8.7,  # views: groups of chains from one batch (arrays and one DALI crossing)
     "ragged_views": 8.7,  # views of images of different sizes (lists, DALI ragged batches)
+    "views_dali": 8.7,  # views inside a DALI pipeline: the one jax_function crossing
     "grain_records": 8.75,  # what a grain record of each kind goes through (views too), no grain
     "grain": 8.76,    # grain transforms over chains and views (and the DALI-free path)
     "recipes": 8.8,   # DINO / SimCLR / BYOL views

@@ -166,7 +166,7 @@ def test_a_policy_runs_by_its_members(kind):
 #: ``to_config``). ``_runtime/execution/bound.py`` is the op's own implementation.
 RUNNERS = sorted({*(PACKAGE / "_runtime").rglob("*.py"), *(PACKAGE / "dali").glob("*.py"),
                   PACKAGE / "calls.py", PACKAGE / "fronts.py", PACKAGE / "clips.py",
-                  PACKAGE / "multiview.py",
+                  PACKAGE / "multiview.py", PACKAGE / "views_dali.py",
                   PACKAGE / "grain.py", *(PACKAGE / "chain" / n for n in (
                       "_element.py", "_containers.py", "_random.py", "_order.py", "_composite.py",
                       "_invert.py", "_config.py"))}
