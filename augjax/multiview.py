@@ -142,8 +142,8 @@ class Views(ViewsStep):
         if is_data_node(images):
             from augjax.views_dali import views_dali
 
-            return views_dali(self, images, key=key, seeds=seeds, seed=seed, device=device,
-                              ragged=ragged)
+            return views_dali(self, images, call=_call, key=key, seeds=seeds, seed=seed,
+                              device=device, ragged=ragged)
         check_arguments("views", nodes=False, key=key, seeds=seeds, seed=seed, device=device)
         if ragged:
             raise InputError("views: argument 'ragged' is for DALI nodes; on arrays, images of "

@@ -30,7 +30,8 @@ from augjax import ops
 
 from harness import cpu_model  # noqa: E402  (benchmarks/ is the script's folder)
 from augjax.kernels.pixels import is_int
-from augjax.kernels.warp import check_fill, window_weights
+from augjax.kernels.resize import window_weights
+from augjax.kernels.warp import check_fill
 from augjax.kernels.window import read_window_taps, taps_needed
 
 #: name: (batch, input side, target_size); uint8 and float32 each.

@@ -22,7 +22,7 @@ import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
 
 from augjax.kernels.batching import broadcast_unbatched
-from augjax.kernels.warp import resample_canvas, resample_crop
+from augjax.kernels.resize import resample_canvas, resample_crop
 from augjax.kernels.pixels import is_int
 from augjax.kernels.window import CHUNK, fill_outside, sum_taps, tap_sizes
 

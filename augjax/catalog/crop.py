@@ -39,7 +39,8 @@ from augjax.calls import op
 from augjax.errors import InputError
 from augjax.kernels.matrix import crop_resize_matrix, translation
 from augjax.kernels.pixels import is_int
-from augjax.kernels.warp import RESIZE_INTERPOLATIONS, check_fill, resize_crop, uniform_int
+from augjax.kernels.resize import RESIZE_INTERPOLATIONS, resize_crop
+from augjax.kernels.warp import check_fill, uniform_int
 
 __all__ = ["random_resized_crop", "random_crop", "center_crop", "ATTEMPTS"]
 
@@ -147,7 +148,7 @@ def random_resized_crop(image, params, *, size, scale, ratio, interpolation, ant
     DINO's crop: with ``antialias`` ATen's ``_upsample_bicubic2d_aa``, the cubic
     convolution of a = -0.5 widened by the shrink factor, as PIL; without, ATen's
     ``upsample_bicubic2d``, 4 taps of a = -0.75 with the box's edge pixels repeated) or ATen's
-    legacy nearest (:func:`augjax.kernels.warp.resize_weights`). Bicubic overshoots: uint8
+    legacy nearest (:func:`augjax.kernels.resize.resize_weights`). Bicubic overshoots: uint8
     results are clamped to 0..255 (after each pass, as ATen's uint8 kernel), float32 ones are
     not (nor are torchvision's): they may leave [0, 1] near edges.
 

@@ -32,8 +32,14 @@ from augjax.kernels.pixels import is_int
 from augjax.kernels.platform import platform_dependent
 from augjax.kernels.window import (CHUNK, read_taps, read_window_taps, taps_from_first,
                                    taps_needed)
-from augjax.kernels.warp import (INTERPOLATIONS, canvas_taps, check_fill, crop_taps,
-                                 resize_canvas, resize_crop, window_weights)
+from augjax.kernels.resize import (
+    canvas_taps,
+    crop_taps,
+    resize_canvas,
+    resize_crop,
+    window_weights,
+)
+from augjax.kernels.warp import INTERPOLATIONS, check_fill
 
 __all__ = ["random_iou_crop", "random_zoom_out", "scale_jitter", "iou_crop_box",
            "IOU_OPTIONS"]
@@ -292,7 +298,7 @@ def random_zoom_out(image, params, *, fill, side_range, p, size, interpolation, 
     (``side ~ U(side_range)``), the image at a uniform position on it; then the canvas is
     resized to ``size`` (the input's size by default) as torchvision's recipes resize after it,
     so a batch keeps one shape. The canvas is never built: each resampling tap reads the image
-    or ``fill`` (:func:`augjax.kernels.warp.resize_canvas`), so the cost follows the output.
+    or ``fill`` (:func:`augjax.kernels.resize.resize_canvas`), so the cost follows the output.
     On the CPU a batch runs image by image: a sample left alone is copied and the others read
     only the taps that weigh something (the same bits as every tap of every sample).
 
@@ -445,7 +451,7 @@ def scale_jitter(image, params, *, target_size, scale_range, size, fill, interpo
 
 
 def _jitter_dense(image, p, value, config):
-    """The TPU's form: dense weight matrices (:func:`augjax.kernels.warp.window_weights`, the
+    """The TPU's form: dense weight matrices (:func:`augjax.kernels.resize.window_weights`, the
     taps' weights with every zero) multiplied at full float32 precision on the MXU, one per
     axis (a B=256 batch of 224^2 on a TPU v5e: 1.3 ms; its strong shrinks' taps, every tap
     compared into a matrix, 48.8 ms). Within a level of the CPU's taps (the TPU parity test)."""

@@ -16,7 +16,7 @@ from augjax._core.meta import Window
 from augjax._core.param import Param
 from augjax.calls import op
 from augjax.kernels.matrix import crop_resize_matrix
-from augjax.kernels.warp import RESIZE_INTERPOLATIONS, resize_crop
+from augjax.kernels.resize import RESIZE_INTERPOLATIONS, resize_crop
 
 __all__ = ["resize", "resized_size"]
 

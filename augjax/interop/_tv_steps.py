@@ -19,7 +19,7 @@ from augjax.interop._tv_dtypes import DTYPE_STEPS
 
 def _random_resized_crop(t, state):
     import augjax.ops as ops
-    from augjax.kernels.warp import RESIZE_INTERPOLATIONS
+    from augjax.kernels.resize import RESIZE_INTERPOLATIONS
 
     return ops.random_resized_crop.bind(
         size=_size(t.size), scale=tuple(map(float, t.scale)), ratio=tuple(map(float, t.ratio)),
@@ -73,7 +73,7 @@ def _center_crop(t, state):
 
 def _resize(t, state):
     import augjax.ops as ops
-    from augjax.kernels.warp import RESIZE_INTERPOLATIONS
+    from augjax.kernels.resize import RESIZE_INTERPOLATIONS
 
     if getattr(t, "size", None) is None:
         raise _fail(t, "size=None (max_size only) is not available", argument="size",

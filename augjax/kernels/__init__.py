@@ -70,6 +70,7 @@ from augjax.kernels.pixels import (
 from augjax.kernels.platform import platform_dependent
 from augjax.kernels.tap_passes import matrix_pass
 from augjax.kernels.taps import correlate_taps, filter_taps, nonzero_taps
+from augjax.kernels.resize import resize_crop, resize_taps, resize_weights, window_weights
 from augjax.kernels.warp import (
     INTERPOLATIONS,
     check_fill,
@@ -77,14 +78,10 @@ from augjax.kernels.warp import (
     inverse_affine_matrix,
     perspective_coefficients,
     remap,
-    resize_crop,
-    resize_taps,
-    resize_weights,
     sample,
     uniform_int,
     warp_affine,
     warp_perspective,
-    window_weights,
 )
 from augjax.kernels.warp_pil import pil_rotate_coefficients, warp_affine_pil
 

@@ -5,9 +5,9 @@ traced sizes. :func:`read_window` multiplies by the dense weight matrices;
 :func:`read_window_taps` gathers their few nonzero taps per output (a static count), so its cost
 follows the output and the box's shrink factor, not the array's size. Copies and nearest
 sampling give the same values; bilinear and bicubic the same weights (the dense rows' nonzero
-entries, and :func:`augjax.kernels.warp.resize_taps`' own), each row's normaliser summed over
+entries, and :func:`augjax.kernels.resize.resize_taps`' own), each row's normaliser summed over
 its taps, so a uint8 value may round to the neighbouring level against the dense read (and,
-rarely, against :func:`augjax.kernels.warp.resize_crop`, where XLA rounds a weight of the
+rarely, against :func:`augjax.kernels.resize.resize_crop`, where XLA rounds a weight of the
 other program differently)."""
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from augjax.kernels.division import exact_div
 from augjax.kernels.pixels import is_int
 from augjax.kernels.platform import platform_dependent
 from augjax.kernels.tap_passes import taps_product
-from augjax.kernels.warp import (FILTER_SUPPORT, bicubic_taps, check_fill, resize_filter,
-                                 window_weights)
+from augjax.kernels.resize import FILTER_SUPPORT, bicubic_taps, resize_filter, window_weights
+from augjax.kernels.warp import check_fill
 
 __all__ = ["CHUNK", "fill_outside", "flip_taps", "read_by_taps", "read_taps", "read_window",
            "read_window_taps", "sum_taps", "tap_sizes", "taps_from_first", "taps_needed",
@@ -78,9 +78,9 @@ def taps_needed(widest: float, interpolation: str, antialias: bool) -> int:
     """How many taps per output :func:`window_taps` needs when no box is shrunk by more than
     ``widest`` (input pixels per output pixel): 1 for nearest, 4 for bicubic without
     ``antialias``, else ``ceil(2 s) + 1``, where ``s`` is the filter's half-width
-    (:data:`augjax.kernels.warp.FILTER_SUPPORT`: 1 for bilinear, 2 for bicubic), times the
+    (:data:`augjax.kernels.resize.FILTER_SUPPORT`: 1 for bilinear, 2 for bicubic), times the
     shrink factor with ``antialias`` when that exceeds 1 (as
-    :func:`augjax.kernels.warp.resize_taps`' ``K``)."""
+    :func:`augjax.kernels.resize.resize_taps`' ``K``)."""
     if interpolation == "nearest":
         return 1
     if interpolation == "bicubic" and not antialias:
@@ -91,14 +91,14 @@ def taps_needed(widest: float, interpolation: str, antialias: bool) -> int:
 
 def window_taps(rows: int, offset, out_size, in_size: int, start, length, interpolation: str,
                 antialias: bool, taps: int) -> tuple[jax.Array, jax.Array]:
-    """The nonzero entries of :func:`augjax.kernels.warp.window_weights`' rows (same arguments,
+    """The nonzero entries of :func:`augjax.kernels.resize.window_weights`' rows (same arguments,
     ``offset``, ``out_size``, ``start`` and ``length`` may be traced): ``(index, weight)``, each
     ``(rows, taps)``, with the same float32 weights; taps beyond a row's support have weight 0
     and an index clamped into ``[0, in_size)``; rows outside ``[0, out_size)`` weigh 0. ``taps``
     must be at least :func:`taps_needed` for the largest ``length / out_size``. Bicubic takes
-    :func:`augjax.kernels.warp.resize_taps`' taps and weights (its helpers, the same float32
+    :func:`augjax.kernels.resize.resize_taps`' taps and weights (its helpers, the same float32
     values): with ``antialias`` the cubic of ``a = -0.5`` from the same first tap, without the
-    4 taps of :func:`augjax.kernels.warp.bicubic_taps` (``a = -0.75``, taps beyond the box
+    4 taps of :func:`augjax.kernels.resize.bicubic_taps` (``a = -0.75``, taps beyond the box
     clamped onto its edge pixels: one pixel may be read by several taps), then ``taps - 4``
     taps of weight 0."""
     n = jnp.asarray(length, jnp.int32)
@@ -174,7 +174,7 @@ def taps_from_first(index: jax.Array, weight: jax.Array) -> tuple[jax.Array, jax
 
 def _taps_pass(x: jax.Array, index: jax.Array, weight: jax.Array, axis: int) -> jax.Array:
     """``out[o] = sum_k weight[o, k] * float32(x[index[o, k]])`` along ``axis``, the taps
-    summed in order (as :func:`augjax.kernels.warp.resize_crop`'s passes) onto a zero (a
+    summed in order (as :func:`augjax.kernels.resize.resize_crop`'s passes) onto a zero (a
     value, not a constant XLA would fold): each term is then added to a sum the same way
     wherever the row's first nonzero tap sits (without it, LLVM may fuse the first product
     into the second's addition instead, and a row's bits would depend on its leading zeros),
@@ -256,7 +256,7 @@ def read_by_taps(image: jax.Array, taps, size, anchor, out: tuple[int, int], fil
     rows (static), which must hold every row the height taps read; ``flip``: the taps are
     mirrored (:func:`flip_taps`), and so is the mask of the pixels that hold ``fill``. Bicubic
     integer images are clamped to 0..255 after the width pass as well as rounded
-    (:func:`augjax.kernels.warp.resample_crop`'s ``clamp``)."""
+    (:func:`augjax.kernels.resize.resample_crop`'s ``clamp``)."""
     iy, wy, ix, wx = taps
     if mode == "nearest":
         x = jnp.take(jnp.take(image, ix[:, 0], axis=1), iy[:, 0], axis=0)

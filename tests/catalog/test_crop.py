@@ -249,7 +249,8 @@ def test_rrc_bicubic_full_box_same_size_is_the_identity(antialias):
 def test_bicubic_is_offered_by_the_resizes_only():
     """``random_resized_crop`` and ``resize`` resample bicubic; the warps, the detection crops
     and zooms keep their two modes (:data:`augjax.kernels.warp.INTERPOLATIONS`)."""
-    from augjax.kernels.warp import INTERPOLATIONS, RESIZE_INTERPOLATIONS
+    from augjax.kernels.resize import RESIZE_INTERPOLATIONS
+    from augjax.kernels.warp import INTERPOLATIONS
 
     assert RESIZE_INTERPOLATIONS == ("nearest", "bilinear", "bicubic")
     for name in ("random_resized_crop", "resize"):

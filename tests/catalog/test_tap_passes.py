@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from augjax.kernels import tap_passes, window
-from augjax.kernels.warp import crop_taps as _crop_taps
+from augjax.kernels.resize import crop_taps as _crop_taps
 
 crop_taps = jax.jit(_crop_taps, static_argnums=(0, 2, 3, 4))
 

@@ -76,7 +76,7 @@ def test_the_unbuilt_canvas_equals_resize_crop_of_the_built_one(dtype, interpola
     and cropped + resized (the op's former kernel), bitwise, for canvases up to 4x."""
     import jax.numpy as jnp
 
-    from augjax.kernels.warp import resize_canvas, resize_crop
+    from augjax.kernels.resize import resize_canvas, resize_crop
 
     rng = np.random.default_rng(3)
     c = 1 if dtype == "int32" else 3

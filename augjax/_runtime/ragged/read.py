@@ -14,7 +14,7 @@ prefix (crops, resize: :mod:`augjax._runtime.ragged.prefix`) to one batch.
    or bicubic read runs image by image (:func:`_read_by_image`): each sample reads only its
    taps that weigh something (one branch a tap count, :func:`augjax.kernels.window.tap_sizes`),
    the values of every tap of every sample. Bicubic reads the taps and weights of the batch
-   path (:func:`augjax.kernels.warp.resize_taps`; its regions reach twice as far), its uint8
+   path (:func:`augjax.kernels.resize.resize_taps`; its regions reach twice as far), its uint8
    width pass clamped to 0..255 as there.
 
 The programs are keyed by the output size, the chain, the batch size and the canvas bucket,
@@ -50,7 +50,8 @@ from augjax._runtime.ragged.prefix import (
 from augjax._runtime.targets.inputs import ORDER, TargetSpec, prepare_targets
 from augjax.errors import InputError
 from augjax.kernels.portable import portable_jit
-from augjax.kernels.warp import FILTER_SUPPORT, check_fill
+from augjax.kernels.resize import FILTER_SUPPORT
+from augjax.kernels.warp import check_fill
 from augjax.kernels.window import (
     flip_taps,
     read_by_taps,
@@ -82,7 +83,7 @@ def _span(anchor: int, out: int, size: int | None, length: int,
     """``[lo, hi)``: the rows of a box of ``length`` rows that the ``out`` output rows from
     ``anchor`` read after it is resampled to ``size`` (None: copied), with the filter's reach
     (``half``: its half-width before the shrink widens it, 2 for bicubic,
-    :data:`augjax.kernels.warp.FILTER_SUPPORT`) and a margin."""
+    :data:`augjax.kernels.resize.FILTER_SUPPORT`) and a margin."""
     if size is None:
         lo, hi = max(anchor, 0), min(anchor + out, length)
         return (lo, hi) if hi > lo else (0, 0)
