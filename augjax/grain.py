@@ -391,8 +391,8 @@ class BatchAugment(grain.transforms.Map):
                 f"{self.index!r} (add augjax.grain.WithIndex() before batching), got {got}",
                 argument="batch")
         seeds = self.seeds(batch[self.index], epoch=epoch)
-        self._check_images(batch)
-        count = np.shape(batch[self.image])[0] if np.ndim(batch[self.image]) else None
+        images = self._check_images(batch)
+        count = np.shape(images)[0] if np.ndim(images) else None
         if count is not None and len(seeds) != count:
             raise InputError(
                 f"augjax.grain.BatchAugment: field {self.index!r} expects one index per sample, "
@@ -408,7 +408,7 @@ class BatchAugment(grain.transforms.Map):
                 f"({getattr(self.chain, 'name', type(self.chain).__name__)}) and "
                 f"expects a field {self.label!r} in the batch (name it with label=...), got "
                 f"fields {sorted(batch)}", argument="label")
-        args = (batch[self.image], batch[self.label]) if mixes else (batch[self.image],)
+        args = (images, batch[self.label]) if mixes else (images,)
         if self.device is not None:
             args = jax.device_put(args, self.device)
             extra = jax.device_put(extra, self.device)
@@ -442,14 +442,15 @@ class BatchAugment(grain.transforms.Map):
         err.add_note(f"augjax.grain.BatchAugment: the batch of records {indices[:8].tolist()}"
                      f"{' ...' if indices.size > 8 else ''} ({indices.size} records)")
 
-    def _check_images(self, batch: dict) -> None:
-        """InputError for a batch whose images are not one array: records of several sizes
-        batched as a list or an object array (NumPy's bare ValueError, or JAX's TypeError)."""
+    def _check_images(self, batch: dict) -> Any:
+        """The batch's images as one array (a list of records of one shape stacked);
+        InputError for records of several sizes batched as a list or an object array (NumPy's
+        bare ValueError, or JAX's TypeError)."""
         images = batch[self.image]
         if isinstance(images, (list, tuple)):
             try:
                 np.shape(images)
-                return
+                return np.stack(images)
             except ValueError:  # records of several shapes
                 shapes = list(dict.fromkeys(tuple(np.shape(x)) for x in images))
                 got = (f"a {type(images).__name__} of {len(images)} images of "
@@ -458,7 +459,7 @@ class BatchAugment(grain.transforms.Map):
         elif isinstance(images, np.ndarray) and images.dtype == object:
             got = f"an object array of shape {images.shape}"
         else:
-            return
+            return images
         if volume_chain(self.chain):
             want = "(N, D, H, W, C)"
         elif self.layout is not None:

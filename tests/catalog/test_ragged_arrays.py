@@ -488,3 +488,21 @@ def test_an_object_array_of_images_is_told_to_be_a_list():
                                                         r"goes as a Python list, list\(x\)"):
             call()
     assert views(list(packed), key=jax.random.key(0))["v"].shape == (2, 2, 8, 8, 3)
+
+
+def test_a_list_of_images_of_one_size_for_a_chain_without_a_crop_names_np_stack():
+    """Found by user trials (PyTorch, grain): the error said "different sizes" of a list whose
+    images are all one size."""
+    x = _images(sizes=[(20, 30)] * 3)
+    with pytest.raises(augjax.InputError) as err:
+        augjax.ops.flip(x, key=jax.random.key(0))
+    message = str(err.value)
+    assert "a list of 3 images of one size (20, 30, 3)" in message, message
+    assert "np.stack(images)" in message and "holds images of different sizes" not in message
+    with pytest.raises(augjax.InputError) as err:  # of different sizes: no np.stack
+        augjax.ops.flip(x + _images(sizes=[(9, 9)]), key=jax.random.key(0))
+    assert "np.stack" not in str(err.value) and "holds images of different sizes" in str(
+        err.value)
+    np.testing.assert_array_equal(  # the batch it names runs
+        np.asarray(augjax.ops.flip(np.stack(x), key=jax.random.key(0), p=1.0)),
+        np.stack(x)[:, :, ::-1])

@@ -71,6 +71,18 @@ def test_batch_augment_refuses_images_of_several_sizes_with_a_typed_error(kind):
     assert "the batch of records [3, 4]" in _notes(err)
 
 
+def test_batch_augment_stacks_a_list_of_records_of_one_size():
+    """Found by a user trial (grain): a list of images of one size reached the chain as a list
+    (images of different sizes to augjax) and its error said "different sizes"."""
+    rng = np.random.default_rng(3)
+    images = [rng.integers(0, 256, IMAGE.shape, dtype=np.uint8) for _ in range(3)]
+    augment = ag.BatchAugment(augjax.compose(augjax.rand_augment(n=2, m=9)), seed=0)
+    index = np.array([5, 6, 7])
+    listed = augment({"image": images, "index": index})
+    stacked = augment({"image": np.stack(images), "index": index})
+    np.testing.assert_array_equal(np.asarray(listed["image"]), np.asarray(stacked["image"]))
+
+
 BAD_IMAGES = {
     "gray": (np.zeros((40, 48), np.uint8), r"got shape \(40, 48\); a gray \(H, W\) image: "
                                            r".*np\.repeat\(image\[\.\.\., None\], 3",

@@ -218,7 +218,8 @@ def _ragged_prefix(steps: Sequence[Any], images: Sequence[Any], key: Any, layout
                          argument="layout")
     arrays = as_arrays(images, name)
     steps = tuple(steps)
-    n = ragged_count(steps, _first_name(steps, name), listed=len(arrays))
+    n = ragged_count(steps, _first_name(steps, name), listed=len(arrays),
+                     shapes=[a.shape for a in arrays])
     random = any(step.random for step in steps)
     if sample:  # the windows need the sizes only
         check_list(arrays, name, steps[0])

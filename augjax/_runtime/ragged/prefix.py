@@ -41,13 +41,18 @@ __all__ = ["RAGGED_OPS", "as_arrays", "check_list", "move_window_points", "pad_i
 RAGGED_OPS = ("random_resized_crop", "random_crop", "center_crop", "resize", "scale_jitter")
 
 
-def ragged_message(name: str, what: str, one: bool = False) -> str:
+def ragged_message(name: str, what: str, one: bool = False, stack: bool = False) -> str:
     """The error for images of different sizes reaching ``name``, which cannot take them
-    (``one``: a list of one image, which a batch of one would serve)."""
+    (``one``: a list of one image, which a batch of one would serve; ``stack``: a list of
+    images of one size, which ``np.stack`` makes a batch)."""
     batch = ("pass one image as a batch of one, np.asarray(image)[None] (a list is taken as "
              "images of different sizes), or " if one else "")
-    return (f"{name}: argument 'images' holds {what}, but {name} takes one image size per "
-            f"batch; {batch}start the chain with an op that takes images of different sizes "
+    start = f"{name}: argument 'images' holds {what}, but {name} takes one image size per batch"
+    if stack:
+        start = (f"{name}: argument 'images' is {what}; a list is taken as images of different "
+                 f"sizes, which {name} cannot take (one array per batch)")
+        batch = "stack them into one batch, np.stack(images), or "
+    return (f"{start}; {batch}start the chain with an op that takes images of different sizes "
             f"and returns one size ({', '.join(RAGGED_OPS)}; resize with one int needs a crop "
             f"after it), e.g. augjax.compose([augjax.ops.random_resized_crop.bind(size=224), "
             f"...])")
@@ -78,11 +83,12 @@ def _plan_one(steps: Sequence[Any], h, w, c, dtype: str, key, start: int):
 
 
 def ragged_count(steps: Sequence[Any], name: str, open_end: bool = False,
-                 listed: int | None = None) -> int:
+                 listed: int | None = None, shapes: Sequence[tuple[int, ...]] = ()) -> int:
     """How many leading steps read the images at their own sizes (1 or 2), checked on the
     plan's structure without running it. ``open_end``: the prefix may end in images of
     different sizes (a DALI ``resize`` with one int that ends the chain). ``listed``: how many
-    images the list holds (a list of one is told the batch of one it could be).
+    images the list holds (a list of one is told the batch of one it could be); ``shapes``:
+    the list's image shapes (a list of one size is told ``np.stack``).
 
     Raises:
         InputError: the first step cannot take images of different sizes, or the prefix does
@@ -94,8 +100,11 @@ def ragged_count(steps: Sequence[Any], name: str, open_end: bool = False,
     if not steps or not ragged(steps[0]):
         first = getattr(steps[0], "name", name) if steps else name
         one = listed == 1
-        raise InputError(ragged_message(first, "a list of one image" if one
-                                        else "images of different sizes", one=one), op=first,
+        stack = not one and len(set(map(tuple, shapes))) == 1
+        what = ("a list of one image" if one else
+                f"a list of {len(shapes)} images of one size {tuple(shapes[0])}" if stack
+                else "images of different sizes")
+        raise InputError(ragged_message(first, what, one=one, stack=stack), op=first,
                          argument="images")
     n = 1
     if len(steps) > 1 and ragged(steps[1]):
