@@ -202,8 +202,11 @@ def torch_hint(x: Any, argument: str) -> str:
     if argument not in ("images", "array"):
         return f"; {convert}"
     if type(x).__name__ == "Video":
+        one = getattr(x, "ndim", None) == 4
         return (f"; {convert}: a torchvision Video (N, T, C, H, W) is "
-                "augjax.Clips(array, layout='FCHW')")
+                "augjax.Clips(array, layout='FCHW')" + (
+                    "; this one is one clip (T, C, H, W): add the batch axis, array[None]"
+                    if one else ""))
     return (f"; {convert}: channels-first (N, C, H, W) with layout='CHW', or channels-last "
             "(N, H, W, C)")
 

@@ -32,14 +32,29 @@ def _mode(t: Any, *, nearest: str, allowed: tuple[str, ...] = ("nearest", "bilin
     return value
 
 
+def _per_type(t: Any, fill: dict, state: dict, nearest: str) -> Any:
+    """The images' value of a per-type ``fill`` as torchvision looks it up
+    (``_get_fill``: the input's type, else ``"others"``, else none: 0); a masks' value that is
+    not 0 is the call's ``mask_fill=`` in augjax, said by a warning (``state["warnings"]``,
+    given when the conversion ends)."""
+    by_name = {getattr(k, "__name__", k): v for k, v in fill.items()}
+    image = [by_name[k] for k in ("Image", "Tensor") if k in by_name]
+    if len(image) == 2 and repr(image[0]) != repr(image[1]):
+        raise _fail(t, f"fill={fill!r} gives tv_tensors.Image and torch.Tensor inputs other "
+                    "values: keep one", argument="fill", nearest=nearest)
+    mask = by_name.get("Mask", by_name.get("others"))
+    if mask not in (None, 0, 0.0) and not (isinstance(mask, (list, tuple)) and not any(mask)):
+        state.setdefault("warnings", []).append(
+            f"from_torchvision: {_name(t)}: fill={fill!r} fills masks with {mask!r}; augjax fills "
+            f"masks with the call's mask_fill= (default 0): call the chain with "
+            f"mask_fill={mask!r}")
+    return image[0] if image else by_name.get("others")
+
+
 def _fill(t: Any, state: dict, *, nearest: str) -> Any:
     fill = t.fill
     if isinstance(fill, dict):
-        values = set(map(repr, fill.values()))
-        if len(values) != 1:
-            raise _fail(t, f"a per-type fill {fill!r} is not available", argument="fill",
-                        nearest=nearest)
-        fill = next(iter(fill.values()))
+        fill = _per_type(t, fill, state, nearest)
     if fill is None:
         return 0.0
     values = [float(fill)] if isinstance(fill, (int, float)) else [float(v) for v in fill]

@@ -303,7 +303,7 @@ def from_torchvision(transform: Any, *, dtype: Any = None) -> Any:
     import warnings
 
     from augjax.chain import compose
-    from augjax.errors import TorchvisionV1Warning
+    from augjax.errors import AugjaxWarning, TorchvisionV1Warning
 
     name = None if dtype is None else str(getattr(dtype, "name", dtype)).replace("torch.", "")
     if isinstance(dtype, type):  # a scalar type: np.uint8, jnp.float32
@@ -325,6 +325,8 @@ def from_torchvision(transform: Any, *, dtype: Any = None) -> Any:
             f"torchvision.transforms.v2): {', '.join(state['v1'])}; each converts as its v2 "
             "twin, which the conversion is tested against: use torchvision.transforms.v2",
             TorchvisionV1Warning, stacklevel=2)
+    for message in dict.fromkeys(state.get("warnings", ())):
+        warnings.warn(message, AugjaxWarning, stacklevel=2)
     if step is None:  # every transform leaves the arrays as they are: nothing to run
         raise UnsupportedTransformError(
             f"from_torchvision: {_name(transform)} converts to no augjax op (its transforms, "

@@ -181,3 +181,28 @@ def test_a_pair_inside_a_container_converts_as_a_pair():
     maybe = augjax.from_torchvision(v2.RandomApply([inner], p=0.5), dtype="uint8")
     with pytest.raises(augjax.InputError, match="alternatives give different outputs"):
         maybe(_images(3, n=4), key=jax.random.key(0))
+
+
+@pytest.mark.parametrize("fill, image_value, warns", [
+    ({tv_tensors.Mask: 255}, 0, True),  # no Image, no "others": torchvision fills 0
+    ({tv_tensors.Image: (120, 60, 200), "others": 0}, (120, 60, 200), False),
+    ({tv_tensors.Image: (120, 60, 200), tv_tensors.Mask: 0}, (120, 60, 200), False),
+    ({"others": 90}, 90, True),  # "others" fills masks too
+])
+def test_a_per_type_fill_is_read_as_torchvision_reads_it(fill, image_value, warns):
+    """Found by a user trial (PyTorch): a dict's only value was taken for the images whatever
+    its key ({Mask: 255} filled the image with 255 where torchvision fills 0), and {Image: mean,
+    "others": 0} (torchvision's own SSD preset's kind) was refused."""
+    import warnings
+
+    zoom = v2.RandomZoomOut(fill=fill, side_range=(3.0, 3.0), p=1.0)
+    x = np.full((1, 16, 16, 3), 7, np.uint8)
+    theirs = zoom(_tv(x))
+    assert theirs[:, 0, 0].tolist() == list(np.broadcast_to(image_value, 3))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        step = _one_step(v2.Compose([zoom, v2.Resize((48, 48))]))
+    said = [str(w.message) for w in seen if issubclass(w.category, augjax.AugjaxWarning)]
+    assert bool(said) == warns and all("mask_fill=" in m for m in said), said
+    out = np.asarray(step.apply(x, params={"canvas": np.array([[0, 0, 48, 48]], np.int32)}))
+    np.testing.assert_array_equal(out[0, -1, -1], np.broadcast_to(image_value, 3))

@@ -196,13 +196,17 @@ def test_a_permuted_torch_tensor_through_dlpack_runs_the_compiled_program():
     (lambda t, tv: tv.Image(t.zeros(2, 3, 8, 8, dtype=t.uint8)), "images",
      r"channels-first \(N, C, H, W\) with layout='CHW'"),
     (lambda t, tv: tv.Video(t.zeros(2, 4, 3, 8, 8, dtype=t.uint8)), "images",
-     r"augjax\.Clips\(array, layout='FCHW'\)"),
+     r"augjax\.Clips\(array, layout='FCHW'\)$"),
+    # one clip (T, C, H, W), torchvision's usual Video (found by a user trial: PyTorch)
+    (lambda t, tv: tv.Video(t.zeros(4, 3, 8, 8, dtype=t.uint8)), "images",
+     r"augjax\.Clips\(array, layout='FCHW'\); this one is one clip \(T, C, H, W\): add the "
+     r"batch axis, array\[None\]"),
     (lambda t, tv: t.zeros(2, 1, 4), "boxes", r"t\.numpy\(\)"),
     (lambda t, tv: t.zeros(2, 8, 8, dtype=t.int32), "masks", r"t\.numpy\(\)"),
     (lambda t, tv: t.zeros(2, dtype=t.int64), "labels", r"t\.numpy\(\) \(CPU\) or jax\.dlpack"
                                                        r"\.from_dlpack\(t\) \(CPU or CUDA, no "
                                                        r"copy\)$"),
-], ids=["tv_tensors.Image", "tv_tensors.Video", "boxes", "masks", "labels"])
+], ids=["tv_tensors.Image", "tv_tensors.Video", "one-Video", "boxes", "masks", "labels"])
 def test_torch_tensors_get_the_conversion_for_their_argument(make, argument, hint):
     torch = pytest.importorskip("torch")
     tv_tensors = pytest.importorskip("torchvision.tv_tensors")

@@ -309,14 +309,31 @@ def env_digest(name: str) -> str:
 _tree: list[str] = []
 
 
+def _package_root() -> Path:
+    """augjax's package folder: the highest folder above this module that is a package (found
+    by walking up, not by this module's depth: the store's modules moving into
+    ``_runtime/store/`` on 2026-12-06 left the digest reading ``_runtime/`` alone, and a stored
+    program outlived an edit of a kernel or an op of augjax's)."""
+    here = Path(__file__).resolve().parent
+    while (here.parent / "__init__.py").is_file():
+        here = here.parent
+    return here
+
+
+def own_sources() -> list[Path]:
+    """augjax's own source files: every ``.py`` file of the package, sorted."""
+    return sorted(_package_root().rglob("*.py"))
+
+
 def augjax_digest() -> str:
-    """SHA-256 over augjax's own source files (relative path and contents), once a process."""
+    """SHA-256 over augjax's own source files (:func:`own_sources`: relative path and
+    contents), once a process."""
     with _lock:
         if _tree:
             return _tree[0]
-    root = Path(__file__).resolve().parents[1]
+    root = _package_root()
     h = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
+    for path in own_sources():
         h.update(str(path.relative_to(root)).encode() + b"\0")
         h.update(path.read_bytes() + b"\0")
     digest = h.hexdigest()
