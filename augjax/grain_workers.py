@@ -93,10 +93,13 @@ def in_worker() -> bool:
 def warm_workers(transform: Any, records: Iterable[Any], *, draws: int = 4,
                  timeout: float = 1800.0) -> dict:
     """Compiles the programs a worker runs before the workers start: ``transform`` (an
-    :class:`augjax.grain.RandomMap`, or anything with grain's ``random_map(record, rng)``) runs
-    on ``records`` in one spawned process pinned as a worker is (:func:`pin_cpu`), and the
-    programs it compiles are kept in the program store (``AUGJAX_CACHE_DIR``) where every
-    worker, of this run or the next, loads them instead of compiling them each.
+    :class:`augjax.grain.RandomMap`, or anything with grain's ``random_map(record, rng)``; or a
+    chain, as a torch ``DataLoader`` worker calls it: ``chain([image], key=...)`` where it
+    starts with an op that takes images of any size, else ``chain(image[None], key=...)``,
+    each record an image or a dict with ``"image"``) runs on ``records`` in one spawned
+    process pinned as a worker is (:func:`pin_cpu`), and the programs it compiles are kept in
+    the program store (``AUGJAX_CACHE_DIR``) where every worker, of this run or the next, loads
+    them instead of compiling them each.
 
     Programs compiled in the main process do not serve the workers: a worker's JAX runs on the
     CPU with one thread per kernel, which compiles other programs than the main process's (a
@@ -134,6 +137,17 @@ def _warm(transform: Any, records: list[Any], draws: int) -> int:
     import numpy as np
 
     pin_cpu()
+    if not hasattr(transform, "random_map"):  # a chain, as a DataLoader's worker calls it
+        from augjax._runtime.execution.keys import index_seeds, keys_from_seeds
+
+        steps = tuple(getattr(transform, "steps", (transform,)))
+        listed = bool(steps) and bool(getattr(steps[0], "ragged", False))
+        for i, record in enumerate(records):
+            image = np.asarray(record["image"] if isinstance(record, dict) else record)
+            for d in range(draws):
+                key = keys_from_seeds(index_seeds([i], d, 0))
+                np.asarray(transform([image] if listed else image[None], key=key))
+        return len(records) * draws
     for i, record in enumerate(records):
         for d in range(draws):
             transform.random_map(record, np.random.default_rng((i, d)))
