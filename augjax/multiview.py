@@ -56,7 +56,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from augjax._core.declaration import HWC
-from augjax._core.kinds import Images, Kind, check_rank, torch_hint
+from augjax._core.kinds import Images, Kind, check_rank, pil_hint, torch_hint
 from augjax._core.limits import MAX_VIEWS
 from augjax._core.step import Step
 from augjax.kernels.boundary import barrier, kept_in_caller
@@ -303,7 +303,8 @@ def _batch(images: Any) -> jax.Array:
     if not isinstance(images, jax.Array):
         raise InputError(f"views: argument 'images' expects a jax.Array or NumPy batch "
                          f"(N, H, W, C), got {type(images).__name__}"
-                         f"{torch_hint(images, 'views')}", op="views", argument="images")
+                         f"{torch_hint(images, 'views')}{pil_hint(images)}", op="views",
+                         argument="images")
     check_rank(images.ndim, Images.rank(HWC), "views", "images", Images.describe(HWC),
                images.shape)
     check_layout_shape(tuple(images.shape), HWC, "views", takes_layout=False)

@@ -211,6 +211,16 @@ def torch_hint(x: Any, argument: str) -> str:
             "(N, H, W, C)")
 
 
+def pil_hint(x: Any) -> str:
+    """How to hand augjax ``x`` where it is a PIL image, as the end of a message; ``""`` for
+    anything else (PIL is never imported: the image is known by its class's module)."""
+    if not any(c.__module__.split(".")[0] == "PIL" for c in type(x).__mro__):
+        return ""
+    return ("; a PIL image: np.asarray(image.convert('RGB'))[None] is a batch of one, and a "
+            "list of np.asarray(image.convert('RGB')) images of different sizes goes to a "
+            "chain that starts with a crop")
+
+
 def check_rank(rank: int, expected: int, op: str, argument: str, axes: str,
                shape: Any = None) -> None:
     """Raises InputError when a batch has another rank than ``expected`` (its axes

@@ -222,6 +222,21 @@ def test_torch_tensors_get_the_conversion_for_their_argument(make, argument, hin
     assert info.value.argument == argument
 
 
+def test_a_pil_image_is_told_its_batch_of_one_by_ops_and_views():
+    """Found by a user trial (DINO): ``dino(pil_image)`` named the type and no conversion, where
+    a list of PIL images is told ``np.asarray(image.convert('RGB'))``."""
+    pil = pytest.importorskip("PIL.Image")
+    image = pil.new("RGB", (20, 16))
+    hint = r"a PIL image: np\.asarray\(image\.convert\('RGB'\)\)\[None\] is a batch of one"
+    with pytest.raises(InputTypeError, match=hint):
+        augjax.ops.flip(image, key=_key())
+    views = augjax.views({"a": (1, augjax.compose(augjax.ops.flip))})
+    with pytest.raises(InputError, match=hint):
+        views(image, key=_key())
+    out = views(np.asarray(image.convert("RGB"))[None], key=_key())  # the batch it names runs
+    assert out["a"].shape == (1, 1, 16, 20, 3)
+
+
 def test_target_types_refuse_torch_tensors_and_name_a_boxes_format():
     """augjax.Boxes(t) of a torchvision BoundingBoxes kept torch's values and dropped their
     format (the fix t.numpy() then read XYWH as xyxy): refused when made, with the format."""

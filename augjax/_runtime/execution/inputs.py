@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from augjax._core.declaration import CHW, HWC, LAYOUTS
-from augjax._core.kinds import Images, check_rank, torch_hint
+from augjax._core.kinds import Images, check_rank, pil_hint, torch_hint
 from augjax.errors import InputError, InputTypeError
 
 __all__ = [
@@ -99,7 +99,8 @@ def as_array(x: Any, op: str, argument: str) -> jax.Array:
         return jnp.asarray(x)
     raise InputTypeError(
         f"{op}: argument '{argument}' expects a jax.Array, a NumPy array or a DALI DataNode, "
-        f"got {type(x).__module__}.{type(x).__qualname__}{torch_hint(x, argument)}",
+        f"got {type(x).__module__}.{type(x).__qualname__}{torch_hint(x, argument)}"
+        f"{pil_hint(x) if argument == 'images' else ''}",
         op=op,
         argument=argument,
     )
