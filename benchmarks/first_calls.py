@@ -11,7 +11,8 @@ The recipes (each the docs' own code, on arrays, on the CPU):
   random_erasing, mixup_cutmix (1000 classes); B = 16 x 224 x 224 uint8 with labels
   (``benchmarks/first_batch.py``'s chain).
 - ``dino``: ``augjax.recipes.dino(local_count=6)`` (2 global views of 224, 6 local of 96) on
-  8 x 256 x 256.
+  8 x 256 x 256; ``dino_photos`` (on request): ``dino(interpolation="bicubic")`` (8 local
+  views) on a list of the 8 bundled photos at their own sizes.
 - ``grain``: docs/GRAIN.md's pipeline on augjax's 8 bundled photos (5 sizes): ``RandomMap``
   (random_resized_crop 224 + flip) in 2 grain worker processes (``ReadOptions(num_threads=1,
   prefetch_buffer_size=2)``), batches of 8, ``BatchAugment`` (rand_augment n=2 m=9, mixup,
@@ -57,10 +58,11 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 RECIPES = ("timm", "dino", "grain", "lsj", "clips_ra", "demo")
 #: Run on request (``--recipes grain_defaults``): the grain recipe with grain's ReadOptions.
-EXTRA = ("grain_defaults",)
+EXTRA = ("grain_defaults", "dino_photos")
 #: The issue's targets (2-core CPU), seconds: (warm, cold).
 TARGETS = {"timm": (1.5, 10.0), "dino": (1.5, 10.0), "grain": (1.5, 10.0), "lsj": (1.5, 10.0),
-           "clips_ra": (1.5, 10.0), "demo": (8.0, 30.0), "grain_defaults": (1.5, 10.0)}
+           "clips_ra": (1.5, 10.0), "demo": (8.0, 30.0), "grain_defaults": (1.5, 10.0),
+           "dino_photos": (1.5, 10.0)}
 
 _PHASES = (("trace", re.compile(r"Finished tracing (?:\+ transforming )?(\S+) for \w+ in "
                                 r"([\d.]+) sec")),
@@ -153,6 +155,20 @@ def dino(profile: Profile) -> dict:
     recipe = augjax.recipes.dino(local_count=6)
     x = np.random.default_rng(0).integers(0, 256, (8, 256, 256, 3), dtype=np.uint8)
     return _timed(lambda: recipe(x, key=jax.random.key(0)), profile)
+
+
+def dino_photos(profile: Profile) -> dict:
+    """DINO's views as the reference makes them: ``recipes.dino(interpolation="bicubic")`` (8
+    local views) on a list of augjax's 8 bundled photos, each at its own size (its ragged
+    reads' programs: canvas buckets and tap counts)."""
+    import jax
+    import numpy as np
+
+    import augjax
+
+    recipe = augjax.recipes.dino(interpolation="bicubic")
+    photos = [np.asarray(p) for p in augjax.data.sample_images(None)]
+    return _timed(lambda: recipe(photos, key=jax.random.key(0)), profile)
 
 
 def lsj(profile: Profile) -> dict:
@@ -327,7 +343,8 @@ def demo(profile: Profile) -> dict:
 
 
 CHILDREN = {"timm": timm, "dino": dino, "grain": grain_recipe, "lsj": lsj,
-            "clips_ra": clips_ra, "demo": demo, "grain_defaults": grain_defaults}
+            "clips_ra": clips_ra, "demo": demo, "grain_defaults": grain_defaults,
+            "dino_photos": dino_photos}
 
 
 # -- the parent ----------------------------------------------------------------------------
