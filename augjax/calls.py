@@ -91,9 +91,19 @@ def call_step(step: Step, inputs: tuple[Any, ...], *, key: Any, seeds: Any, seed
     """``step(*inputs, ...)`` (see :meth:`StepCalls.__call__`)."""
     per_frame = _per_frame(step, per_frame)
     targets, given = unwrap_targets(step.name, targets)
-    return rewrap_targets(_call_step(step, inputs, key=key, seeds=seeds, seed=seed,
-                                     device=device, layout=layout, per_frame=per_frame,
-                                     targets=targets, output=output), given)
+    try:
+        out = _call_step(step, inputs, key=key, seeds=seeds, seed=seed, device=device,
+                         layout=layout, per_frame=per_frame, targets=targets, output=output)
+    except AugjaxError as err:  # raised while a program traced: JAX's note is not the user's
+        notes = getattr(err, "__notes__", None)
+        if notes:
+            notes[:] = [n for n in notes if not n.lstrip("-\n").startswith(_JAX_NOTE)]
+        raise
+    return rewrap_targets(out, given)
+
+
+#: The note JAX adds to an error raised inside a traced function (traceback filtering).
+_JAX_NOTE = "For simplicity, JAX has removed its internal frames"
 
 
 def _call_step(step: Step, inputs: tuple[Any, ...], *, key: Any, seeds: Any, seed: int | None,

@@ -344,3 +344,14 @@ def test_one_key_gives_the_pixels_of_its_split_keys_whole_and_padded():
     part = np.asarray(policy(x[: n - 1], key=key))  # padded to n inside
     np.testing.assert_array_equal(
         part, np.asarray(policy(x[: n - 1], key=jax.random.split(key, n - 1))))
+
+
+def test_an_error_raised_while_a_program_traces_carries_no_jax_note():
+    """Found by a user trial (grain): a channels-first batch's InputError (raised where the
+    program traces) carried JAX's "For simplicity, JAX has removed its internal frames" note,
+    which is about JAX's traceback, not the user's input."""
+    chain = augjax.compose(augjax.ops.flip, augjax.ops.color_jitter.bind(brightness=0.3))
+    with pytest.raises(InputError, match="pass layout='CHW'") as info:
+        chain(np.zeros((2, 3, 32, 32), np.uint8), key=_key())
+    notes = getattr(info.value, "__notes__", [])
+    assert not any("JAX has removed" in n for n in notes), notes
