@@ -94,8 +94,9 @@ def warm_workers(transform: Any, records: Iterable[Any], *, draws: int = 4,
                  timeout: float = 1800.0) -> dict:
     """Compiles the programs a worker runs before the workers start: ``transform`` (an
     :class:`augjax.grain.RandomMap`, or anything with grain's ``random_map(record, rng)``; or a
-    chain, as a torch ``DataLoader`` worker calls it: ``chain([image], key=...)`` where it
-    starts with an op that takes images of any size, else ``chain(image[None], key=...)``,
+    chain or views, as a torch ``DataLoader`` worker calls them: ``chain([image], key=...)``
+    where it starts with an op that takes images of any size, else ``chain(image[None],
+    key=...)``,
     each record an image or a dict with ``"image"``) runs on ``records`` in one spawned
     process pinned as a worker is (:func:`pin_cpu`), and the programs it compiles are kept in
     the program store (``AUGJAX_CACHE_DIR``) where every worker, of this run or the next, loads
@@ -138,15 +139,24 @@ def _warm(transform: Any, records: list[Any], draws: int) -> int:
 
     pin_cpu()
     if not hasattr(transform, "random_map"):  # a chain, as a DataLoader's worker calls it
-        from augjax._runtime.execution.keys import index_seeds, keys_from_seeds
+        import jax
 
-        steps = tuple(getattr(transform, "steps", (transform,)))
-        listed = bool(steps) and bool(getattr(steps[0], "ragged", False))
+        from augjax._runtime.execution.keys import index_seeds, keys_from_seeds
+        from augjax.errors import InputError
+
+        listed = True  # a list of one where the chain (or every view) starts with a crop
         for i, record in enumerate(records):
             image = np.asarray(record["image"] if isinstance(record, dict) else record)
             for d in range(draws):
                 key = keys_from_seeds(index_seeds([i], d, 0))
-                np.asarray(transform([image] if listed else image[None], key=key))
+                try:
+                    out = transform([image] if listed else image[None], key=key)
+                except InputError:
+                    if not listed:
+                        raise
+                    listed = False  # it takes one size per batch: a batch of one
+                    out = transform(image[None], key=key)
+                jax.block_until_ready(out)
         return len(records) * draws
     for i, record in enumerate(records):
         for d in range(draws):
