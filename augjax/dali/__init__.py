@@ -9,7 +9,8 @@ from augjax.dali._bridge import apply_dali, dali_function, use_sharding
 from augjax.dali._epoch import trim_epoch
 from augjax.dali._errors import error_cause, is_pipeline_error
 from augjax.dali._nodes import sample_seeds
-from augjax.dali._nodes import from_decoder, node_device, placed  # noqa: F401 - the front ends' (clips, views)
+# the front ends' (clips, views)
+from augjax.dali._nodes import from_decoder, node_device, placed  # noqa: F401
 from augjax.dali._ragged import ragged_reads  # noqa: F401 - views of images of different sizes
 from augjax.dali._sources import ShardedSource
 

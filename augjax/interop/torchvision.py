@@ -16,9 +16,10 @@ is ``ToDtype(scale=True)``. Three convert with the transform right after them, w
 the output size their own output leaves free: ``RandomIoUCrop`` or ``RandomZoomOut`` followed
 by ``Resize((h, w))`` are ``random_iou_crop`` / ``random_zoom_out`` with ``size=(h, w)``, and
 ``ScaleJitter`` followed by the detection reference's ``FixedSizeCrop`` is ``scale_jitter``
-(:mod:`augjax.interop._tv_pairs`); alone they are refused, naming what must follow. ``ToImage``, ``ToPureTensor``, ``Identity`` and ``RGB`` leave the
-arrays as they are (``RGB`` as torchvision on images of 3 or more channels; a 1-channel image,
-which torchvision repeats to 3, stays 1-channel: augjax has no op for it). A pipeline that
+(:mod:`augjax.interop._tv_pairs`); alone they are refused, naming what must follow.
+``ToImage``, ``ToPureTensor``, ``Identity`` and ``RGB`` leave the arrays as they are (``RGB``
+as torchvision on images of 3 or more channels; a 1-channel image, which torchvision repeats
+to 3, stays 1-channel: augjax has no op for it). A pipeline that
 contains itself is refused, and so is one made only of those (it converts to no op), and
 ``JPEG`` on float images (torchvision's own ``JPEG`` raises there). ``RandomOrder`` is
 :func:`augjax.random_order`, ``Pad`` is :func:`augjax.ops.pad`.
