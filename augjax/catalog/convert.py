@@ -20,25 +20,6 @@ IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
-def _check_scale(*, mean, std, **_) -> None:
-    """A warning for a ``mean`` or ``std`` above 1 (0..255 values: torchvision's Normalize
-    reads 0..1 after ``ToDtype(scale=True)``, as augjax's does for uint8 and float images)."""
-    if max(mean) > 1.0 or max(std) > 1.0:
-        import sys
-        import warnings
-
-        from augjax.errors import AugjaxWarning
-
-        root, frame, level = __file__.rsplit("/catalog/", 1)[0], sys._getframe(), 1
-        while frame is not None and frame.f_code.co_filename.startswith(root):
-            frame, level = frame.f_back, level + 1  # the first frame outside augjax
-        warnings.warn(AugjaxWarning(
-            f"normalize: mean={tuple(mean)}, std={tuple(std)} hold values above 1, but augjax "
-            f"reads them in the 0..1 scale (uint8 images are divided by 255 first, as "
-            f"torchvision's ToDtype(scale=True) then Normalize): divide them by 255"),
-            stacklevel=level)
-
-
 @op(
     "normalize",
     params={
@@ -48,7 +29,6 @@ def _check_scale(*, mean, std, **_) -> None:
     },
     output_dtype="float32",
     output_layout=lambda **p: "CHW" if p["chw"] else None,
-    check=_check_scale,
     reference="torchvision.transforms.v2.Normalize after ToDtype(float32, scale=True)",
 )
 def normalize(image, params, *, mean, std, chw):

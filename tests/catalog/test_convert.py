@@ -158,18 +158,3 @@ def test_normalize_apply_is_differentiable_in_the_image():
     np.testing.assert_allclose(np.asarray(grad),
                                np.broadcast_to(1 / np.array(STD, np.float32), x.shape),
                                rtol=1e-6)
-
-
-def test_normalize_in_0_255_values_warns_naming_the_division():
-    """Found by a user trial (PyTorch): mean=(123, 117, 104) ran without a word (the images
-    get an InputRangeWarning for 0..255 floats, the constants got none)."""
-    import warnings
-
-    with pytest.warns(augjax.AugjaxWarning, match=r"normalize: mean=\(123\.0, 117\.0, 104\.0\)"
-                                                  r".*divide them by 255") as seen:
-        augjax.ops.normalize.bind(mean=(123, 117, 104), std=(58, 57, 57))
-    assert seen[0].filename == __file__  # said at the user's line
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        augjax.ops.normalize.bind()  # ImageNet's 0..1 values
-        augjax.ops.normalize.bind(mean=0.5, std=1 / 255)
