@@ -443,9 +443,8 @@ class BatchAugment(grain.transforms.Map):
                      f"{' ...' if indices.size > 8 else ''} ({indices.size} records)")
 
     def _check_images(self, batch: dict) -> Any:
-        """The batch's images as one array (a list of records of one shape stacked);
-        InputError for records of several sizes batched as a list or an object array (NumPy's
-        bare ValueError, or JAX's TypeError)."""
+        """The batch's images as one array (a list of one shape stacked); InputError for
+        records of several sizes in a list or an object array (NumPy's or JAX's raw error)."""
         images = batch[self.image]
         if isinstance(images, (list, tuple)):
             try:

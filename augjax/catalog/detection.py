@@ -32,13 +32,8 @@ from augjax.kernels.pixels import is_int
 from augjax.kernels.platform import platform_dependent
 from augjax.kernels.window import (CHUNK, read_taps, read_window_taps, taps_from_first,
                                    taps_needed)
-from augjax.kernels.resize import (
-    canvas_taps,
-    crop_taps,
-    resize_canvas,
-    resize_crop,
-    window_weights,
-)
+from augjax.kernels.resize import (canvas_taps, crop_taps, resize_canvas, resize_crop,
+                                   window_weights)
 from augjax.kernels.warp import INTERPOLATIONS, check_fill
 
 __all__ = ["random_iou_crop", "random_zoom_out", "scale_jitter", "iou_crop_box",
