@@ -77,6 +77,9 @@ class Param:
         per_channel: a ``floats`` parameter (the kind it implies) with one value or one per
             channel (a mean, a std); the kernel receives one value per channel of the images,
             and a call whose images have another channel count is refused.
+        usual: ``(low, high)``, where a value usually lies: a value outside it is valid but
+            warns (:class:`augjax.AugjaxWarning`, naming the op, the parameter, the range and
+            ``doc``): a mean of 0..255 levels given to a 0..1 ``normalize``.
     """
 
     default: Any
@@ -96,6 +99,7 @@ class Param:
     aliases: Any = ()
     levels: bool = False
     per_channel: bool = False
+    usual: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         if self.kind is None:
@@ -244,7 +248,29 @@ class Param:
             _kernel_values(self.kind, out)  # what the kernel gets must be a float32
         except (TypeError, ValueError, OverflowError) as err:
             raise fail(str(err)) from None
+        if self.usual is not None:
+            self._warn_unusual(op, name, out)
         return out
+
+    def _warn_unusual(self, op: str, name: str, value: Any) -> None:
+        """Warns when a number of ``value`` lies outside :attr:`usual` (valid, but likely a
+        mistake: the declaration's ``doc`` says what is expected)."""
+        lo, hi = self.usual
+        values = value if isinstance(value, (tuple, list)) else (value,)
+        if all(lo <= v <= hi for v in values if isinstance(v, numbers.Real)):
+            return
+        import os
+        import sys
+        import warnings
+
+        from augjax.errors import AugjaxWarning
+
+        package, frame, level = os.path.dirname(os.path.dirname(__file__)), sys._getframe(), 1
+        while frame is not None and frame.f_code.co_filename.startswith(package):
+            frame, level = frame.f_back, level + 1  # the warning points at the user's line
+        warnings.warn(f"{op}: parameter '{name}' is {show_value(value)}, outside its usual range "
+                      f"[{_fmt(float(lo))}, {_fmt(float(hi))}] ({self.doc}); it runs as given",
+                      AugjaxWarning, stacklevel=level)
 
 
 def suggest(params: Mapping[str, Param], name: str) -> str:

@@ -18,12 +18,13 @@ __all__ = ["normalize", "to_float", "to_uint8"]
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
+_SCALE = "mean and std in the 0..1 scale, as torchvision's: 0..255 levels divided by 255"
 
 
 @op(
     "normalize",
     params={
-        "mean": Param(IMAGENET_MEAN, per_channel=True, doc="in the 0..1 scale (ImageNet's)"),
+        "mean": Param(IMAGENET_MEAN, per_channel=True, usual=(0, 1), doc=_SCALE),
         "std": Param(IMAGENET_STD, per_channel=True, low=0.0, low_exclusive=True, doc="0..1 scale"),
         "chw": Param(False, doc="return channels-first (N, C, H, W) whatever the input layout"),
     },

@@ -8,6 +8,8 @@ within one level of torchvision's truncation.
 
 from __future__ import annotations
 
+import warnings
+
 import jax
 import numpy as np
 import pytest
@@ -134,6 +136,29 @@ def test_dali_normalize_reports_the_chw_layout():
 def test_bad_params_raise_param_error(kw, param):
     with pytest.raises(ParamError, match=f"normalize: parameter '{param}'"):
         augjax.ops.normalize.bind(**kw)
+
+
+def test_a_mean_and_std_in_0_255_levels_warn_and_run_as_given():
+    """torchvision's mean/std are in the 0..1 scale: a mean of 0..255 levels (123.675, ...)
+    runs (valid numbers) but warns once at the user's line, naming the op, the parameter, the
+    usual range and the scale of both; values in [0, 1] (ImageNet's, the defaults) say
+    nothing."""
+    mean, std = (123.675, 116.28, 103.53), (58.395, 57.12, 57.375)
+    x = images(2, 8, 8, seed=3)
+    with pytest.warns(augjax.AugjaxWarning) as caught:
+        out = np.asarray(augjax.ops.normalize(x, mean=mean, std=std))
+    messages = [str(w.message) for w in caught]
+    assert messages == ["normalize: parameter 'mean' is (123.675, 116.28, 103.53), outside its "
+                        "usual range [0, 1] (mean and std in the 0..1 scale, as torchvision's: "
+                        "0..255 levels divided by 255); it runs as given"], messages
+    assert {w.filename for w in caught} == {__file__}
+    expected = (x.astype(np.float64) / 255 - np.asarray(mean)) / np.asarray(std)
+    assert maxdiff(out, expected) < 1e-6
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        augjax.ops.normalize(x)
+        augjax.ops.normalize.bind(mean=(0.5,), std=(0.5,))
+        augjax.ops.normalize.bind(mean=(0.0,), std=(1 / 255,))  # from_torchvision's unscaled end
 
 
 def test_mean_of_the_wrong_length_is_an_input_error():
