@@ -93,6 +93,62 @@ def test_by_default_the_helper_runs_where_a_core_is_free(monkeypatch):
     assert not ahead.enabled()  # one core: nothing to compile beside
 
 
+def _list_views():
+    blur = augjax.compose(ops.random_resized_crop.bind(size=8, scale=(0.3, 1.0)),
+                          ops.flip.bind(p=1.0))
+    return augjax.views({"a": (2, augjax.compose(ops.center_crop.bind(size=6), ops.invert)),
+                         "b": (3, blur)})
+
+
+def test_the_groups_of_views_on_a_list_compile_on_their_own_threads(monkeypatch):
+    """Views on a list of images of different sizes run each group (its own programs) on a
+    helper thread where a core is free: a first call compiles the second group there; the
+    outputs are bitwise those of the groups run one after the other, and each group is its
+    step on the list (a center crop + invert checked against NumPy)."""
+    rng = np.random.default_rng(5)
+    images = [rng.integers(0, 256, shape, dtype=np.uint8)
+              for shape in ((13, 11, 3), (9, 14, 3), (17, 10, 3))]
+    key = jax.random.key(3)
+    monkeypatch.setenv("AUGJAX_COMPILE_AHEAD", "1")
+    with Compiles() as first:
+        together = _list_views()(images, key=key)
+    assert "augjax-at-once" in first.threads, first.threads
+    assert "MainThread" in first.threads, first.threads
+    monkeypatch.setenv("AUGJAX_COMPILE_AHEAD", "0")
+    with Compiles() as again:
+        alone = _list_views()(images, key=key)
+    assert "augjax-at-once" not in again.threads
+    for name in ("a", "b"):
+        np.testing.assert_array_equal(np.asarray(together[name]), np.asarray(alone[name]))
+    for i, image in enumerate(images):
+        h, w = image.shape[:2]
+        top, left = int(round((h - 6) / 2)), int(round((w - 6) / 2))
+        want = 255 - image[top:top + 6, left:left + 6]
+        for v in range(2):
+            np.testing.assert_array_equal(np.asarray(together["a"][i, v]), want)
+
+
+def test_at_once_keeps_the_jobs_order_and_raises_the_first_error(monkeypatch):
+    from augjax._runtime.execution.ahead import at_once
+
+    monkeypatch.setenv("AUGJAX_COMPILE_AHEAD", "1")
+    names = at_once([lambda: threading.current_thread().name] * 3)
+    assert names[0] == threading.current_thread().name and names[1:] == ["augjax-at-once"] * 2
+
+    def fails(message):
+        def job():
+            raise ValueError(message)
+        return job
+
+    with pytest.raises(ValueError, match="second"):
+        at_once([lambda: 1, fails("second"), fails("third")])
+    with pytest.raises(ValueError, match="first"):
+        at_once([fails("first"), fails("second")])
+    monkeypatch.setenv("AUGJAX_COMPILE_AHEAD", "0")
+    assert at_once([lambda: threading.current_thread().name] * 2) == [
+        threading.current_thread().name] * 2
+
+
 CHILD = r"""
 import json, sys, threading
 import jax, numpy as np

@@ -33,7 +33,7 @@ from typing import Any
 
 import jax
 
-__all__ = ["compile_apply", "enabled", "first_call"]
+__all__ = ["at_once", "compile_apply", "enabled", "first_call"]
 
 _OFF = ("0", "false", "off", "no")
 
@@ -118,6 +118,53 @@ def compile_apply(shapes: Callable[[], Any], inputs: Any, apply: Any,
     except RuntimeError:  # no new thread at the interpreter's shutdown
         return _nothing
     return thread.join
+
+
+def at_once(jobs: list[Callable[[], Any]]) -> list[Any]:
+    """``[job() for job in jobs]``, the jobs after the first each on a helper thread where a
+    core is free (:func:`enabled`): independent pieces of one call (the groups of views on a
+    list of images) whose first call compiles programs of their own, which XLA compiles without
+    the GIL. Each helper runs in a copy of the caller's context; one that would not see the
+    caller's JAX settings leaves its job to the caller. All are joined before this returns, and
+    the first job's error (in the jobs' order) is raised, as the loop would."""
+    if len(jobs) < 2 or not enabled():
+        return [job() for job in jobs]
+    from augjax._runtime.execution.padding import _settings
+
+    caller = _settings()
+    done: list[tuple[bool, Any, BaseException | None]] = [(False, None, None)] * len(jobs)
+
+    def work(i: int, context: contextvars.Context) -> None:
+        if _settings() != caller:
+            return  # left to the caller
+        try:
+            done[i] = (True, context.run(jobs[i]), None)
+        except BaseException as err:  # noqa: BLE001  (raised by the caller, in order)
+            done[i] = (True, None, err)
+
+    threads = []
+    for i in range(1, len(jobs)):
+        thread = threading.Thread(target=work, args=(i, contextvars.copy_context()),
+                                  name="augjax-at-once", daemon=False)
+        try:
+            thread.start()
+        except RuntimeError:  # no new thread at the interpreter's shutdown
+            break
+        threads.append(thread)
+    try:
+        first = jobs[0]()
+    finally:
+        for thread in threads:
+            thread.join()
+    out = [first]
+    for i in range(1, len(jobs)):
+        ran, value, err = done[i]
+        if not ran:
+            value = jobs[i]()
+        elif err is not None:
+            raise err
+        out.append(value)
+    return out
 
 
 def _device(leaves: list[Any]) -> Any:
