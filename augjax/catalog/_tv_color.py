@@ -58,7 +58,11 @@ def _rgb_to_hsv(r: jax.Array, g: jax.Array, b: jax.Array
     minc = jnp.minimum(jnp.minimum(r, g), b)
     eqc = maxc == minc
     crange = maxc - minc
-    s = crange / jnp.where(eqc, 1.0, maxc)
+    # torchvision divides by maxc: a float pixel out of range with max 0 and a negative channel
+    # (a bicubic resample's undershoot) got s = inf and NaN values, which contrast's mean then
+    # spread over the whole image. Where maxc is 0 the divisor is 1 (as for gray pixels): every
+    # in-range pixel keeps its bits (maxc == 0 there means a black pixel, already eqc).
+    s = crange / jnp.where(eqc | (maxc == 0.0), 1.0, maxc)
     div = jnp.where(eqc, 1.0, crange)
     # torchvision: rc, gc, bc = (maxc - r) / div, ... and then bc - gc, 2 + rc - bc, 4 + gc - rc.
     # The difference of two channels divided once is the same value to an ulp of h (uint8 output

@@ -142,7 +142,9 @@ def hue(image, params):
 
     uint8 images go through [0, 1] and back with torchvision's ``trunc(x * 255.999)``. A shift
     of 0 is a round trip through HSV: exact on uint8, within float32 rounding on float images
-    (torchvision's kernel behaves the same). Params: ``factor`` (turns).
+    (torchvision's kernel behaves the same). Deviation: a float pixel outside [0, 1] whose
+    largest channel is 0 (a bicubic resample's undershoot, ``[0, -0.01, -0.02]``) comes out
+    black where torchvision's division by that 0 gives NaN. Params: ``factor`` (turns).
     """
     return _adjust(adjust_hue, image, params["factor"])
 

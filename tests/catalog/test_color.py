@@ -345,6 +345,28 @@ def test_apply_takes_exact_factors_per_sample(name, dtype):
         np.testing.assert_allclose(out[2], x[2], atol=1e-6)
 
 
+def test_hue_of_an_undershoot_pixel_is_black_not_nan():
+    """A float pixel just below 0 (a bicubic resample's undershoot, ``[0, -0.01, -0.02]``): its
+    largest channel is 0, and torchvision's saturation ``range / max`` gives inf, then NaN,
+    which a colour jitter's contrast mean spread over every view of a DINO batch. augjax keeps
+    it finite (black); every other pixel equals torchvision's adjust_hue; the whole jitter
+    gives no NaN."""
+    x = images(2, 6, 7, dtype=np.float32, seed=4) * np.float32(0.9) + np.float32(0.05)
+    x[0, 2, 3] = (0.0, -0.01, -0.02)
+    x[1, 4, 1] = (-0.03, 0.0, -0.01)
+    theirs = tv(F.adjust_hue, x, hue_factor=0.1)
+    assert np.isnan(theirs[0, 2, 3]).any()  # torchvision's NaN, which this deviates from
+    ours = np.asarray(augjax.ops.hue(x, factor=0.1, key=KEY))
+    np.testing.assert_array_equal(ours[0, 2, 3], 0.0)
+    np.testing.assert_array_equal(ours[1, 4, 1], 0.0)
+    finite = ~np.isnan(theirs).any(axis=-1)
+    assert finite.sum() == x.shape[0] * x.shape[1] * x.shape[2] - 2
+    np.testing.assert_allclose(ours[finite], theirs[finite], atol=2e-6)
+    jittered = augjax.ops.color_jitter(x, brightness=0.4, contrast=0.4, saturation=0.2, hue=0.1,
+                                       key=KEY)
+    assert np.isfinite(np.asarray(jittered)).all()
+
+
 # --- params-first: sample / apply, documented fields, edits, gradients ------------------------
 
 #: Every op of the module with a configuration that draws, and its documented fields.
