@@ -294,6 +294,41 @@ def test_random_erasing_random_after_normalize_writes_standard_normal_values():
         assert abs(erased.mean()) < 0.05 and abs(erased.std() - 1.0) < 0.05  # N(0, 1)
 
 
+@pytest.mark.parametrize("value", [-1.0, (-1.0, 0.0, 1.5)])
+def test_random_erasing_a_standardised_value_after_normalize(value):
+    """RandomErasing(value=-1) after Normalize writes -1 into the standardised image (torchvision
+    accepts it; augjax's fill is in 0..1, where it raised a raw ParamError): converted to the
+    same erasing just before the Normalize with value * std + mean, so the erased pixels are
+    the value after it (to float rounding) and the others torchvision's Normalize."""
+    mean, std = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+    t = v2.Compose([v2.ToDtype(torch.float32, scale=True), v2.Normalize(mean, std),
+                    v2.RandomErasing(p=1.0, scale=(0.2, 0.3), value=value)])
+    chain = augjax.from_torchvision(t, dtype="uint8")
+    assert [s.name for s in chain] == ["to_float", "random_erasing", "normalize"]
+    x = np.full((6, H, W, 3), 128, np.uint8)
+    out = np.asarray(chain(x, key=jax.random.key(1)))
+    torch.manual_seed(0)
+    theirs = np.stack([_np(t(_tv(x[i:i + 1]))) for i in range(6)])
+    kept = (128 / 255 - np.array(mean)) / np.array(std)
+    want = np.broadcast_to(np.asarray(value, np.float64), (3,))
+    for img in (out, theirs):
+        is_kept = np.isclose(img, kept, atol=1e-5).all(axis=-1)
+        assert np.isclose(img[~is_kept], want, atol=1e-5).all()
+        assert 0.2 <= (~is_kept).mean() <= 0.3 + 1e-9
+
+
+@pytest.mark.parametrize("transforms, match", [
+    ([v2.ToDtype(torch.float32, scale=True), v2.RandomErasing(value=-1.0)],
+     "no Normalize comes right before it"),
+    ([v2.ToDtype(torch.float32, scale=True), v2.Normalize([0.5], [0.5]),
+      v2.RandomErasing(value=10.0)], r"is \(5.5,\) before it, outside \[0, 1\]"),
+], ids=["no-normalize", "out-of-range-before"])
+def test_random_erasing_a_value_outside_0_1_elsewhere_is_refused(transforms, match):
+    with pytest.raises(augjax.UnsupportedTransformError, match=match) as info:
+        augjax.from_torchvision(v2.Compose(transforms), dtype="uint8")
+    assert info.value.argument == "value"
+
+
 @pytest.mark.parametrize("transforms", [
     [v2.RandomErasing(value="random")],
     [v2.Normalize([0.5], [0.5]), v2.RandomHorizontalFlip(), v2.RandomErasing(value="random")],
