@@ -6,6 +6,8 @@ the same process, on the same decoded images, one thread each.
   chain on a list of one image, the result as NumPy); torchvision v2 on the CHW uint8 tensor.
 - ``crop_flip_jitter``: the same with colour jitter (brightness, contrast, saturation 0.4,
   hue 0.1).
+- ``crop_flip_ta`` / ``crop_flip_ra``: the same with TrivialAugmentWide / RandAugment(n=2,
+  m=9) (augjax's ``style="torchvision"`` policies, torchvision v2's transforms).
 - ``dino``: DINO's views of one record (2 x 224 + 8 x 96, bicubic as the reference:
   ``augjax.recipes.dino(interpolation="bicubic")``) through ``augjax.grain.RandomMap.random_map``
   (what a grain worker runs per record), against DINO's reference ``DataAugmentationDINO`` (PIL,
@@ -70,6 +72,10 @@ def augjax_cases(images: list[np.ndarray]) -> dict:
         "crop_flip": loader_call(augjax.compose(crop, augjax.ops.flip)),
         "crop_flip_jitter": loader_call(augjax.compose(
             crop, augjax.ops.flip, augjax.ops.color_jitter.bind(**JITTER))),
+        "crop_flip_ta": loader_call(augjax.compose(
+            crop, augjax.ops.flip, augjax.trivial_augment_wide(style="torchvision"))),
+        "crop_flip_ra": loader_call(augjax.compose(
+            crop, augjax.ops.flip, augjax.rand_augment(n=2, m=9, style="torchvision"))),
         "dino": lambda k: record.random_map({"image": images[k % len(images)]}, rng),
     }
 
@@ -87,6 +93,10 @@ def torchvision_cases(images: list[np.ndarray]) -> dict:
                             v2.RandomHorizontalFlip()])
     crop_flip_jitter = v2.Compose([v2.RandomResizedCrop(224, antialias=True),
                                    v2.RandomHorizontalFlip(), v2.ColorJitter(**JITTER)])
+    crop_flip_ta = v2.Compose([v2.RandomResizedCrop(224, antialias=True),
+                               v2.RandomHorizontalFlip(), v2.TrivialAugmentWide()])
+    crop_flip_ra = v2.Compose([v2.RandomResizedCrop(224, antialias=True),
+                               v2.RandomHorizontalFlip(), v2.RandAugment(num_ops=2, magnitude=9)])
 
     # DINO's DataAugmentationDINO (facebookresearch/dino, main_dino.py), 8 local crops.
     def blur(p):
@@ -119,6 +129,8 @@ def torchvision_cases(images: list[np.ndarray]) -> dict:
     return {
         "crop_flip": lambda k: crop_flip(tensors[k % len(tensors)]).numpy(),
         "crop_flip_jitter": lambda k: crop_flip_jitter(tensors[k % len(tensors)]).numpy(),
+        "crop_flip_ta": lambda k: crop_flip_ta(tensors[k % len(tensors)]).numpy(),
+        "crop_flip_ra": lambda k: crop_flip_ra(tensors[k % len(tensors)]).numpy(),
         "dino": dino,
     }
 
@@ -129,7 +141,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=64,
                     help="calls before timing (every canvas bucket of the images seen)")
-    ap.add_argument("--cases", default="crop_flip,crop_flip_jitter,dino")
+    ap.add_argument("--cases", default="crop_flip,crop_flip_jitter,crop_flip_ta,crop_flip_ra,dino")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
 
