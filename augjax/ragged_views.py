@@ -34,7 +34,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from augjax._runtime.execution.ahead import at_once
+from augjax._runtime.execution.ahead import at_once, first_call
 from augjax._runtime.execution.keys import keys_from_seeds, sample_keys
 from augjax._runtime.ragged.prefix import as_arrays, check_list, ragged_count, ragged_message
 from augjax.chain import Chain
@@ -99,11 +99,14 @@ def _per_view(views: Any, images: Sequence[Any], key: Any, run: Any) -> dict[str
                 got[v] = view
         return got
 
-    # The groups share no program (each its own steps and sizes): on a first call their
-    # compiles overlap where a core is free (ahead.at_once; the same programs, the same bits).
+    # A first call on these sizes compiles each group's programs (DINO: the global and local
+    # crops' reads and chains): the groups then run on helper threads where a core is free, so
+    # their compiles overlap (ahead.at_once; the same programs, the same bits). Later calls run
+    # them one after the other, as before.
     jobs = [functools.partial(group, g, steps) for g, (_, steps) in enumerate(views.groups)]
+    sizes = tuple((a.shape, a.dtype.str) for a in arrays)
     with _one_range_report():
-        got = at_once(jobs)
+        got = at_once(jobs) if first_call(views, ("list", sizes)) else [job() for job in jobs]
     return dict(zip(views.names, got))
 
 

@@ -102,22 +102,33 @@ def _list_views():
 
 def test_the_groups_of_views_on_a_list_compile_on_their_own_threads(monkeypatch):
     """Views on a list of images of different sizes run each group (its own programs) on a
-    helper thread where a core is free: a first call compiles the second group there; the
-    outputs are bitwise those of the groups run one after the other, and each group is its
-    step on the list (a center crop + invert checked against NumPy)."""
+    helper thread where a core is free, on a first call on those sizes: it compiles the second
+    group there; a later call runs them in the caller's thread; the outputs are bitwise those of
+    the groups run one after the other, and each group is its step on the list (a center crop
+    + invert checked against NumPy)."""
     rng = np.random.default_rng(5)
     images = [rng.integers(0, 256, shape, dtype=np.uint8)
               for shape in ((13, 11, 3), (9, 14, 3), (17, 10, 3))]
     key = jax.random.key(3)
     monkeypatch.setenv("AUGJAX_COMPILE_AHEAD", "1")
+    views = _list_views()
     with Compiles() as first:
-        together = _list_views()(images, key=key)
+        together = views(images, key=key)
     assert "augjax-at-once" in first.threads, first.threads
     assert "MainThread" in first.threads, first.threads
+    import augjax.ragged_views as ragged_views
+
+    helpers = []
+    monkeypatch.setattr(ragged_views, "at_once", lambda jobs: helpers.append(jobs) or [])
+    again = views(images, key=key)  # the same sizes again: one thread, as before
+    assert helpers == []
+    for name in ("a", "b"):
+        np.testing.assert_array_equal(np.asarray(again[name]), np.asarray(together[name]))
+    monkeypatch.undo()
     monkeypatch.setenv("AUGJAX_COMPILE_AHEAD", "0")
-    with Compiles() as again:
+    with Compiles() as later:
         alone = _list_views()(images, key=key)
-    assert "augjax-at-once" not in again.threads
+    assert "augjax-at-once" not in later.threads
     for name in ("a", "b"):
         np.testing.assert_array_equal(np.asarray(together[name]), np.asarray(alone[name]))
     for i, image in enumerate(images):
