@@ -176,7 +176,7 @@ def _random_erasing(t, state):
         scale = 255.0 if uint8 else 1.0
         fill = tuple(v / scale for v in values)
         if not all(0.0 <= v <= 1.0 for v in fill):
-            fill = _standardised_fill(t, state, fill)
+            fill = _standardised_fill(t, state, fill, values)
         fill = fill[0] if len(fill) == 1 else fill
     if mode == "pixel" and _dtype(t, state, "value", value, "random_erasing") == "uint8":
         raise _fail(t, "value='random' on uint8 images (torchvision draws normal values, which "
@@ -202,19 +202,24 @@ def _random_erasing(t, state):
     return ops.random_erasing.bind(**spec)
 
 
-def _standardised_fill(t, state, values):
-    """A constant ``value`` outside [0, 1] (augjax's fill is in the image's 0..1 scale): right
-    after a Normalize it is a standardised value (``-1``), written by the same erasing just
-    before that Normalize as ``value * std + mean``, which the Normalize maps back (to float
-    rounding); refused elsewhere, or where that value leaves [0, 1]."""
-    shown = values[0] if len(values) == 1 else values
+def _standardised_fill(t, state, values, given):
+    """A constant ``value`` outside [0, 1] (``values`` in augjax's 0..1 scale of the fill,
+    ``given`` as the transform holds them): right after a Normalize it is a standardised value
+    (``-1``), written by the same erasing just before that Normalize as ``value * std + mean``,
+    which the Normalize maps back (to float rounding); refused elsewhere, or where that value
+    leaves [0, 1]."""
+    shown = given[0] if len(given) == 1 else tuple(given)
     if state.get("normalize") is None:
-        raise _fail(t, f"value={shown!r} outside the image's [0, 1] where no Normalize comes "
-                    "right before it (augjax's fill is in 0..1; a standardised value converts "
-                    "right after a Normalize)", argument="value", nearest="random_erasing")
+        raise _fail(t, f"value={shown!r} outside the image's values (0..1 on float, 0..255 on "
+                    "uint8) where no Normalize comes right before it (a standardised value "
+                    "converts right after a Normalize)", argument="value",
+                    nearest="random_erasing")
     mean, std = state["normalize"]
     n = max(len(values), len(mean), len(std))
-    pick = (lambda seq, i: seq[0] if len(seq) == 1 else seq[i])
+
+    def pick(seq, i):
+        return seq[0] if len(seq) == 1 else seq[i]
+
     fill = tuple(pick(values, i) * pick(std, i) + pick(mean, i) for i in range(n))
     if not all(0.0 <= v <= 1.0 for v in fill):
         raise _fail(t, f"value={shown!r} after Normalize is {tuple(round(v, 4) for v in fill)} "
