@@ -9,6 +9,8 @@ on a helper thread, for the params' shapes (the sampler's ``eval_shape``: a trac
 own compile reuses), while the caller's thread compiles and runs the sampler; the caller then
 waits for the helper before it calls the apply program, which finds its executable compiled.
 A cold first call costs about the larger compile instead of the sum where two cores are free.
+:func:`at_once` does the same for independent pieces of one first call (the groups of views on
+a list of images of different sizes), each on a helper thread, joined before the call returns.
 
 The programs are those the call compiles anyway (the same trace, options and stored program):
 the same bits. The helper runs in a copy of the caller's context; where it would not see the
