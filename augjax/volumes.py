@@ -90,6 +90,12 @@ class VolumeOp:
     #: volume that drew nothing comes back as it was, bit for bit, and on the CPU the op is not
     #: computed for it (batchgeneratorsv2 skips a transform a sample did not draw).
     active: Callable[[dict[str, jax.Array]], jax.Array] | None = None
+    #: ``shared(params, meta, **config) -> dict``: values derived from one volume's draws that
+    #: its kernel, mask kernel and points all read (the affine's sampling coordinates), computed
+    #: once per volume and handed to each as more ``params`` entries (None: none). XLA does not
+    #: merge a large computation traced twice (the affine's elastic field: a mask doubled the
+    #: op's time).
+    shared: Callable[..., dict[str, jax.Array]] | None = None
 
     def bind(self, **config: Any) -> VolumeStep:
         """This op configured with ``config`` (validated now), for calls and chains."""
@@ -163,7 +169,7 @@ class VolumeStep:
         functions live (two packs' ops of one name differ) and its configuration."""
         where = sorted({f"{f.__module__}.{f.__qualname__}" for f in (
             self.op.kernel, self.op.sampler, self.op.mask_kernel, self.op.points,
-            self.op.out_shape, self.op.active) if f is not None})
+            self.op.out_shape, self.op.active, self.op.shared) if f is not None})
         return {"name": self.name, "functions": where, "config": [list(i) for i in self.items]}
 
     @property
@@ -184,6 +190,14 @@ class VolumeStep:
               ) -> Any:
         return VolumeChain((self,)).apply(volumes, params=(params,), masks=masks,
                                           keypoints=keypoints)
+
+    def kernel_params(self, params: dict[str, jax.Array], meta: VolumeMeta
+                      ) -> dict[str, jax.Array]:
+        """One volume's ``params`` with the op's :attr:`VolumeOp.shared` values added (what
+        its kernels read), for ``meta`` the volume as it reaches the op."""
+        if self.op.shared is None:
+            return params
+        return {**params, **self.op.shared(params, meta, **self.config)}
 
     def out_meta(self, meta: VolumeMeta) -> VolumeMeta:
         if self.op.out_shape is None:
@@ -301,7 +315,7 @@ def _sampler(steps: tuple[VolumeStep, ...], meta: VolumeMeta, with_mask: bool):
                                mask=mask if step.op.reads_mask else None, **step.config)
             params.append(p)
             if j < last_read and step.op.mask_kernel is not None:
-                mask = step.op.mask_kernel(mask, p, m, **step.config)
+                mask = step.op.mask_kernel(mask, step.kernel_params(p, m), m, **step.config)
             m = step.out_meta(m)
         return tuple(params)
 
@@ -317,6 +331,7 @@ def _sampler(steps: tuple[VolumeStep, ...], meta: VolumeMeta, with_mask: bool):
 def _run_step(step: VolumeStep, meta: VolumeMeta, state: tuple, params: Any) -> tuple:
     """One op on one volume's ``(volume, mask, points)`` (absent targets None)."""
     volume, mask, points = state
+    params = step.kernel_params(params, meta)
     if mask is not None and step.op.mask_kernel is not None:
         mask = step.op.mask_kernel(mask, params, meta, **step.config)
     if points is not None and step.op.points is not None:

@@ -210,15 +210,18 @@ def displacement(params: dict[str, jax.Array], out: tuple[int, int, int], *,
     return jnp.moveaxis(jnp.where(params["elastic"], field, 0.0), -1, 0)
 
 
-def _coords(params, meta, config):
+def _shared(params, meta, **config):
+    """What the image, mask and points kernels read: the elastic field (or None) and the
+    sampling coordinates, computed once per volume (:attr:`augjax.volumes.VolumeOp.shared`)."""
     out = _out(meta, config["size"])
-    return volume_sample.coordinates(params["matrix"], out, meta.spatial,
-                                     displacement(params, out, **config))
+    field = displacement(params, out, **config)
+    coords = volume_sample.coordinates(params["matrix"], out, meta.spatial, field)
+    return {"coords": coords} if field is None else {"coords": coords, "displacement": field}
 
 
 def _affine(volume, params, meta, **config):
-    return volume_sample.sample(volume, _coords(params, meta, config),
-                                order=_ORDERS[config["interpolation"]], mode=config["padding"])
+    return volume_sample.sample(volume, params["coords"], order=_ORDERS[config["interpolation"]],
+                                mode=config["padding"])
 
 
 def _affine_active(params):
@@ -228,18 +231,17 @@ def _affine_active(params):
 
 
 def _affine_mask(mask, params, meta, **config):
-    return volume_sample.sample(mask, _coords(params, meta, config), order=0,
-                                mode=config["padding"])
+    return volume_sample.sample(mask, params["coords"], order=0, mode=config["padding"])
 
 
 def _affine_points(points, params, meta, **config):
-    out = _out(meta, config["size"])
-    return volume_sample.invert_points(points, params["matrix"], out, meta.spatial,
-                                       displacement(params, out, **config))
+    return volume_sample.invert_points(points, params["matrix"], _out(meta, config["size"]),
+                                       meta.spatial, params.get("displacement"))
 
 
 volume_affine = VolumeOp("volume_affine", _affine, _affine_sample, _AFFINE, check=_affine_check,
                          mask_kernel=_affine_mask, points=_affine_points, out_shape=_out,
+                         shared=_shared,
                          doc="A random 3D affine and elastic deformation, one resample "
                              "(MONAI RandAffined + Rand3DElasticd).",
                          active=_affine_active)

@@ -5,7 +5,10 @@ the same bits."""
 
 from __future__ import annotations
 
+import functools
+
 import jax
+import jax.extend.core
 import numpy as np
 import pytest
 
@@ -52,3 +55,35 @@ def test_a_volume_that_drew_nothing_is_unchanged_and_the_forms_agree(name):
         vruntime._applier.cache_clear()
     np.testing.assert_array_equal(np.asarray(batched["images"]), images)
     np.testing.assert_array_equal(np.asarray(batched["masks"]), masks)
+
+
+def _hashes(jaxpr) -> int:
+    """The ``threefry2x32`` calls in a jaxpr, its sub-jaxprs (conditionals, loops) included."""
+    count = 0
+    for eqn in jaxpr.eqns:
+        count += eqn.primitive.name == "threefry2x32"
+        for sub in jax.extend.core.jaxprs_in_params(eqn.params):
+            count += _hashes(sub)
+    return count
+
+
+def test_the_elastic_field_is_drawn_once_per_volume_whatever_follows_the_image():
+    """The affine's sampling coordinates (its elastic field's draw and smoothing: most of the
+    op's time) are computed once per volume and read by the image, mask and keypoint kernels
+    (``VolumeOp.shared``): the apply program hashes as often with a mask and keypoints as
+    without (traced twice, XLA kept both: a mask doubled the op's time)."""
+    step = vol.affine.bind(rotate=0.4, p_elastic=1.0, sigma=(2.0, 3.0), magnitude=(1.0, 2.0))
+    meta = vruntime._meta(X.shape[1:], X.dtype)
+    params = jax.tree_util.tree_map(lambda v: v[0], step.sample(X, key=jax.random.key(3)))
+    points = np.zeros((2, 3), np.float32)
+
+    def hashes(mask, pts):
+        run = functools.partial(vruntime._one_volume, (step,), meta, True)
+        return _hashes(jax.make_jaxpr(run)(X[0], mask, pts, (params,)).jaxpr)
+
+    alone = hashes(None, None)
+    assert alone >= 1  # the field is drawn in the apply program
+    assert hashes(MASKS[0][..., None], points) == alone
+    out = step.apply(X, params=step.sample(X, key=jax.random.key(3)), masks=MASKS,
+                     keypoints=np.zeros((6, 2, 3), np.float32))
+    assert set(out) == {"images", "masks", "keypoints"}
