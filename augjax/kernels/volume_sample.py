@@ -35,6 +35,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from augjax.kernels.boundary import barrier
+
 __all__ = [
     "MODES",
     "affine_matrix",
@@ -175,7 +177,9 @@ def _padded_reads(volume: jax.Array, c: jax.Array, order: int) -> jax.Array:
     c = jnp.clip(c, -1.0, jnp.asarray(shape, jnp.float32)[:, None])
     if order == 0:
         i = jnp.floor(c + 0.5).astype(jnp.int32) + 1
-        return flat[(i[0] * sizes[1] + i[1]) * sizes[2] + i[2]]
+        # the index kept in memory: fused into the gather, XLA:CPU computed it per element
+        # outside its vector code (a 64^3 mask: 2.5 -> 1.2 ms; the same values)
+        return flat[barrier((i[0] * sizes[1] + i[1]) * sizes[2] + i[2])]
     lo = jnp.floor(c)
     frac = c - lo
     i = lo.astype(jnp.int32) + 1
