@@ -18,9 +18,9 @@ from augjax._runtime.execution.program import final_layout, once_cache, seeded_p
 from augjax._runtime.ragged.prefix import ragged_count, window_structure
 from augjax._runtime.execution.values import as_arguments, giving, lift
 from augjax.dali._backend import _dali
-from augjax.dali._nodes import node_device, placed, sample_seeds
+from augjax.dali._nodes import check_not_sequences, node_device, placed, sample_seeds
 from augjax.dali._ragged import ragged_read
-from augjax.errors import InputError, InputKindError
+from augjax.errors import InputError
 
 __all__ = ["apply_dali", "dali_function", "use_sharding"]
 
@@ -76,7 +76,7 @@ def dali_function(
     def function(*arrays: Any) -> Any:
         # CPU batches are on the host: their float range is read for free (a warning, an
         # error in checking mode); GPU batches only in checking mode (a sync).
-        _check_not_sequences(arrays[0], first, layout)
+        check_not_sequences(tuple(getattr(arrays[0], "shape", ()))[1:], first, layout)
         check_batch(arrays[0], first, on_host=device == "cpu", strict=check)
         if sharding is not None:
             return program(*arrays)
@@ -87,20 +87,6 @@ def dali_function(
         owned(function), num_outputs=len(outputs), output_layouts=layouts, device=device,
         sharding=sharding,
     )
-
-
-def _check_not_sequences(batch: Any, name: str, layout: str) -> None:
-    """Raises InputKindError for a batch of rank 5 in an image layout: sequences (a video
-    reader's, frames stacked) called without ``layout="FHWC"``, which DALI's node does not say
-    when the pipeline is defined; a cheap check of the rank, before any trace."""
-    shape = tuple(getattr(batch, "shape", ()))
-    if layout in LAYOUTS and len(shape) == 5:
-        raise InputKindError(
-            f"{name}: argument 'images' in a DALI pipeline holds sequences (samples {shape[1:]}, "
-            f"rank 4), taken as images in layout {layout!r} (samples of rank 3); say the clips' "
-            f"layout on the call: {name}(sequences, layout='FHWC') (or 'FCHW'; 'DHWC' for "
-            f"volumes)", op=name, argument="layout", shape=shape,
-            kinds=("layout='FHWC'", "layout='FCHW'", "layout='DHWC'"))
 
 
 def _ragged_prefix(steps: tuple[Any, ...], layout: str, name: str) -> int:

@@ -7,10 +7,27 @@ from __future__ import annotations
 
 from typing import Any
 
+from augjax._core.declaration import LAYOUTS
 from augjax._runtime.execution.inputs import check_arguments
 from augjax._runtime.execution.keys import SEED_HIGH
+from augjax.errors import InputKindError
 
-__all__ = ["from_decoder", "node_device", "placed", "sample_seeds"]
+__all__ = ["check_not_sequences", "from_decoder", "node_device", "placed", "sample_seeds"]
+
+
+def check_not_sequences(sample: tuple[int, ...], name: str, layout: str) -> None:
+    """Raises InputKindError for samples of rank 4 in an image layout: sequences (a video
+    reader's, frames stacked) called without ``layout="FHWC"``, which DALI's node does not say
+    when the pipeline is defined. ``sample``: one sample's shape, as the operator sees it at run
+    time (a uniform batch's, or a ragged batch's shapes read by the crop's plan); a cheap check
+    of the rank, before any trace."""
+    if layout in LAYOUTS and len(sample) == 4:
+        raise InputKindError(
+            f"{name}: argument 'images' in a DALI pipeline holds sequences (samples "
+            f"{tuple(sample)}, rank 4), taken as images in layout {layout!r} (samples of rank 3);"
+            f" say the clips' layout on the call: {name}(sequences, layout='FHWC') (or 'FCHW'; "
+            f"'DHWC' for volumes)", op=name, argument="layout", shape=tuple(sample),
+            kinds=("layout='FHWC'", "layout='FCHW'", "layout='DHWC'"))
 
 
 def node_device(node: Any) -> str:

@@ -29,12 +29,15 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
+from augjax._core.declaration import HWC
 from augjax._runtime.execution.keys import keys_from_seeds
 from augjax._runtime.execution.program import build_program, once_cache
 from augjax._runtime.ragged.prefix import move_window_points, plan_program, window_structure
 from augjax._runtime.targets.inputs import TargetSpec
 from augjax.dali._backend import _dali
+from augjax.dali._nodes import check_not_sequences
 from augjax.errors import InputError
 from augjax.kernels.embedded import owned
 from augjax.kernels.portable import portable_jit
@@ -43,16 +46,22 @@ __all__ = ["ragged_read", "ragged_reads"]
 
 
 @once_cache(maxsize=256)
-def on_cpu(program: Any) -> Any:
-    """``program`` run on the CPU device: on a machine with a GPU, DALI's CPU ``jax_function``
-    may hand JAX some inputs on the default (GPU) device, and a CPU operator must return CPU
-    arrays. It runs under ``jax.default_device(cpu)`` too: a program whose outputs depend on
-    no input (``resize``'s fixed size) is placed on the default device, not by its inputs
-    (the context costs ~20 us per call, putting four outputs back ~110 us)."""
+def on_cpu(program: Any, name: str) -> Any:
+    """``program`` of the images' shapes (its first argument, a row per sample) run on the CPU
+    device: on a machine with a GPU, DALI's CPU ``jax_function`` may hand JAX some inputs on
+    the default (GPU) device, and a CPU operator must return CPU arrays. It runs under
+    ``jax.default_device(cpu)`` too: a program whose outputs depend on no input (``resize``'s
+    fixed size) is placed on the default device, not by its inputs (the context costs ~20 us
+    per call, putting four outputs back ~110 us). Samples of rank 4 (sequences called without
+    ``layout="FHWC"``) are refused in the name of ``name``, the op they reach first: their
+    ``(T, H)`` read as a height and width drew every window from the wrong axes."""
 
     cpu = jax.local_devices(backend="cpu")[0]  # this process's (under jax.distributed too)
 
     def run(*arrays):
+        shapes = arrays[0]
+        if shapes.ndim == 2 and shapes.shape[1] != 3 and shapes.shape[0]:
+            check_not_sequences(tuple(int(v) for v in np.asarray(shapes)[0]), name, HWC)
         with jax.default_device(cpu):
             return program(*(jax.device_put(a, cpu) for a in arrays))
 
@@ -72,8 +81,8 @@ def plan_function(steps: tuple[Any, ...], start: int, with_seeds: bool):
         return _window_outputs(struct, shapes, window)
 
     program = build_program("sample", program, "ragged_plan", steps, kept=False)
-    return jax_fn.jax_function(owned(on_cpu(program)), num_outputs=_output_count(struct),
-                               device="cpu")
+    return jax_fn.jax_function(owned(on_cpu(program, steps[0].name)),
+                               num_outputs=_output_count(struct), device="cpu")
 
 
 def _window_outputs(struct: Any, shapes: Any, window: Any) -> tuple[Any, ...]:
@@ -121,7 +130,8 @@ def _reads_function(reads: tuple[tuple[tuple[Any, ...], int, tuple[int, ...]], .
     count = sum(_output_count(struct) for _, struct in plans)
     program = build_program("sample", program, "ragged_plan",
                             [step for steps, _, _ in reads for step in steps], kept=False)
-    return jax_fn.jax_function(owned(on_cpu(program)), num_outputs=count, device="cpu")
+    return jax_fn.jax_function(owned(on_cpu(program, reads[0][0][0].name)), num_outputs=count,
+                               device="cpu")
 
 
 def ragged_reads(reads: tuple[tuple[tuple[Any, ...], int, tuple[int, ...]], ...], images: Any,
@@ -169,8 +179,8 @@ def target_function(steps: tuple[Any, ...], start: int, with_seeds: bool, names:
         outs = move_window_points(struct, shapes, window, dict(zip(names, arrays)))
         return tuple(outs)
 
-    return jax_fn.jax_function(owned(on_cpu(program)), num_outputs=2 * sum(k in names for k in
-                                                            ("boxes", "keypoints")),
+    outputs = 2 * sum(k in names for k in ("boxes", "keypoints"))
+    return jax_fn.jax_function(owned(on_cpu(program, steps[0].name)), num_outputs=outputs,
                                device="cpu")
 
 

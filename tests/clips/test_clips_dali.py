@@ -136,14 +136,31 @@ def test_dali_sequences_with_masks_alone_equal_arrays(per_frame, channel):
     assert not np.array_equal(outs[1], masks)  # the masks moved
 
 
-def test_dali_sequences_without_layout_say_layout_fhwc():
-    """Sequences called without ``layout="FHWC"`` reach the image path's operator: the error
-    (raised in the operator, before any trace) says to name the clips' layout, not only that a
-    batch of images has rank 4."""
+@pytest.mark.parametrize("call", [
+    pytest.param((name, body), id=f"{name}-{i}") for i, (name, body) in enumerate([
+        ("flip", lambda s, seeds: ops.flip(s, seeds=seeds, p=0.5)),
+        ("random_resized_crop", lambda s, seeds: ops.random_resized_crop(s, seeds=seeds,
+                                                                         size=8)),
+        ("random_resized_crop", lambda s, seeds: augjax.compose(
+            ops.random_resized_crop.bind(size=8), ops.flip)(s, seeds=seeds)),
+        ("resize", lambda s, seeds: ops.resize(s, seeds=seeds, size=(8, 8))),
+        ("random_resized_crop", lambda s, seeds: augjax.views(
+            {"g": (2, ops.random_resized_crop.bind(size=8))})(s, seeds=seeds,
+                                                               ragged=True)["g"][0]),
+    ])])
+def test_dali_sequences_without_layout_say_layout_fhwc(call):
+    """Sequences called without ``layout="FHWC"`` are refused by the operator their first op
+    runs in, before any trace, with an error that says to name the clips' layout (not only that
+    a batch of images has rank 4): the image path's ``jax_function``, and the plan that draws
+    the windows of a chain that DALI reads at each image's own size (a crop or resize first,
+    views with ``ragged=True``), where a sequence's ``(T, H)`` had been read as an image's
+    height and width: a window from the wrong axes in every clip, and no error."""
+    name, body = call
     batch = np.zeros((N, T, H, W, 3), np.uint8)
-    p = _pipe(batch, lambda s, seeds: ops.flip(s, seeds=seeds, p=0.5))
-    with pytest.raises(RuntimeError, match=r"flip: argument 'images' in a DALI pipeline holds "
-                                           r"sequences .*\(4, 20, 16, 3\).* layout='FHWC'"):
+    p = _pipe(batch, body)
+    with pytest.raises(RuntimeError, match=rf"{name}: argument 'images' in a DALI pipeline "
+                                           r"holds sequences .*\(4, 20, 16, 3\).* "
+                                           r"layout='FHWC'"):
         p.run()
 
 

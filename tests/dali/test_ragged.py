@@ -336,7 +336,7 @@ def test_the_cpu_plan_returns_cpu_arrays_whatever_the_default_device(tmp_path):
         "program = jax.jit(lambda shapes: (jnp.full((shapes.shape[0], 2), 48.0),))\n"
         "with jax.default_device(cpu1):\n"
         "    raw = program(jax.device_put(jnp.ones((4, 3), jnp.int32), cpu0))\n"
-        "    outs = on_cpu(program)(jnp.ones((4, 3), jnp.int32))\n"
+        "    outs = on_cpu(program, 'resize')(jnp.ones((4, 3), jnp.int32))\n"
         "assert raw[0].devices() == {cpu1}, raw[0].devices()  # the mechanism\n"
         "assert all(o.devices() == {cpu0} for o in outs), [o.devices() for o in outs]\n"
         "print('ok')\n")
