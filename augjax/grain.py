@@ -252,9 +252,11 @@ class RandomMap(grain.transforms.RandomMap):
                 what = f"its {self.image!r}: {described(element[self.image])}"
             else:
                 what = f"no field {self.image!r}"
+            listed = ("; a crop first runs its image as a list of one, image 0"
+                      if "as a list" in str(err) else "")
             err.add_note(f"augjax.grain.RandomMap: the record"
                          f"{'' if index is None else f' of index {index}'} ({what}; keys from "
-                         f"seeds {seeds.tolist()})")
+                         f"seeds {seeds.tolist()}{listed})")
             raise
 
 
@@ -294,7 +296,8 @@ class BatchAugment(grain.transforms.Map):
     Place it after ``mp_prefetch`` (``it_ds.mp_prefetch(...).map(augjax.grain.BatchAugment(c))``)
     or call it on a DataLoader's batches (``aug(batch)``): it must run in the main process, where
     the accelerator is. The batch is a dict with the images (``(B, H, W, C)``, field ``image``;
-    with ``layout="FHWC"`` / ``"FCHW"`` clips ``(B, T, H, W, C)``, run as ``augjax.Clips``),
+    ``(B, C, H, W)`` with ``layout="CHW"``; with ``layout="FHWC"`` / ``"FCHW"`` clips
+    ``(B, T, H, W, C)``, run as ``augjax.Clips``),
     the indices (``(B,)``, field ``index``, from :class:`WithIndex`), and optionally the targets
     and, for a chain that mixes labels (mixup, cutmix), the labels (field ``label``).
 
@@ -329,7 +332,7 @@ class BatchAugment(grain.transforms.Map):
         self.image, self.index, self.label = image, index, label
         self.device = device
         self.layout = layout
-        self._kind = kind_of_layout(layout, "augjax.grain.BatchAugment")
+        self._kind = kind_of_layout(layout, "augjax.grain.BatchAugment", images=True)
         self._key_fn = None
         self._lock = threading.Lock()
 
@@ -403,17 +406,19 @@ class BatchAugment(grain.transforms.Map):
             extra = volume_targets(extra, "augjax.grain.BatchAugment")
         mixes = "labels" in getattr(self.chain, "inputs", ())
         if mixes and self.label not in batch:
+            mixer = next((step.name for step in getattr(self.chain, "steps", ())
+                          if "labels" in getattr(step, "inputs", ())),
+                         getattr(self.chain, "name", type(self.chain).__name__))
             raise InputError(
-                f"augjax.grain.BatchAugment: the chain mixes labels "
-                f"({getattr(self.chain, 'name', type(self.chain).__name__)}) and "
-                f"expects a field {self.label!r} in the batch (name it with label=...), got "
-                f"fields {sorted(batch)}", argument="label")
+                f"augjax.grain.BatchAugment: the chain mixes labels ({mixer}) and expects a "
+                f"field {self.label!r} in the batch (name it with label=...), got fields "
+                f"{sorted(batch)}", argument="label")
         args = (images, batch[self.label]) if mixes else (images,)
         if self.device is not None:
             args = jax.device_put(args, self.device)
             extra = jax.device_put(extra, self.device)
             seeds = jax.device_put(seeds, self.device)
-        if self._kind is not None:  # a batch of clips, said by its layout
+        if self._kind is not None:  # a batch of clips, or of channels-first images
             args = (self._kind(args[0], self.layout), *args[1:])
         try:
             if is_views(self.chain):

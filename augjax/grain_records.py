@@ -86,16 +86,24 @@ def checked_image(image: np.ndarray, field: str, name: str) -> np.ndarray:
     return image
 
 
-def kind_of_layout(layout: str | None, name: str) -> Any:
-    """The input kind whose batches a ``layout=`` names (``None``: images, as plain arrays)."""
+def kind_of_layout(layout: str | None, name: str, images: bool = False) -> Any:
+    """The input kind whose batches a ``layout=`` names (``None``: images, as plain arrays);
+    ``images``: an image layout (``"CHW"``, a batch ``(B, C, H, W)``) is taken too."""
     if layout is None:
         return None
-    from augjax._core.declaration import CLIP_LAYOUTS
-    from augjax._core.kinds import Clips
+    from augjax._core.declaration import CLIP_LAYOUTS, LAYOUTS
+    from augjax._core.kinds import Clips, Images
 
+    if images and layout in LAYOUTS:
+        return Images
     if layout not in CLIP_LAYOUTS:
-        raise InputError(f"{name}: argument 'layout' expects None (images (H, W, C)) or a clip "
-                         f"layout {tuple(CLIP_LAYOUTS)}, got {layout!r}", argument="layout")
+        taken = f", an image layout {tuple(LAYOUTS)}," if images else ""
+        hint = ("" if images or layout not in LAYOUTS else
+                "; a record's image is (H, W, C): transpose a channels-first one "
+                "(np.moveaxis(image, 0, -1))")
+        raise InputError(f"{name}: argument 'layout' expects None (images (H, W, C)){taken} "
+                         f"or a clip layout {tuple(CLIP_LAYOUTS)}, got {layout!r}{hint}",
+                         argument="layout")
     return Clips
 
 

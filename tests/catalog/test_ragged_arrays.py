@@ -463,8 +463,9 @@ def test_a_list_of_one_image_for_a_chain_without_a_crop_names_the_batch_of_one()
              r"3, axis=-1\)"),
     ("rgba", r"image 1 has 4 channels \(RGBA\) among RGB images: image\[\.\.\., :3\]"),
     ("dtypes", r"dtypes \['float32', 'uint8'\]; convert every image to one dtype"),
-    ("uint16", r"expects dtype uint8 or float32, got uint16 \(integer images: "
-               r"\(image / 65535\)\.astype\(np\.float32\)"),
+    # uint16 images of 0..255 levels (the hint reads the values: 8-bit levels, not /65535)
+    ("uint16", r"expects dtype uint8 or float32, got uint16 \(its values are 0\.\.\d+, 8-bit "
+               r"levels: image\.astype\(np\.uint8\)"),
 ])
 def test_a_list_with_an_odd_image_names_it_and_the_fix(case, match):
     x = _images(sizes=[(20, 30), (16, 18)])

@@ -67,8 +67,10 @@ def test_batch_augment_runs_clip_batches():
 def test_clip_layouts_and_ranks_are_checked():
     with pytest.raises(augjax.InputError, match=r"argument 'layout' expects None .* got 'DHWC'"):
         ag.RandomMap(CHAIN, layout="DHWC")
-    with pytest.raises(augjax.InputError, match=r"BatchAugment: argument 'layout'"):
-        ag.BatchAugment(CHAIN, layout="HWC")
+    with pytest.raises(augjax.InputError, match=r"BatchAugment: argument 'layout' expects None "
+                                                r"\(images \(H, W, C\)\), an image layout "
+                                                r"\('HWC', 'CHW'\), or a clip layout .* got 'DHWC'"):
+        ag.BatchAugment(CHAIN, layout="DHWC")
     with pytest.raises(augjax.InputError, match=r"layout 'FHWC' expects one clip of rank 4"):
         ag.RandomMap(CHAIN, layout="FHWC").random_map({"image": CLIPS[0, 0]},
                                                       np.random.default_rng(0))

@@ -164,3 +164,47 @@ def test_views_batches_return_shared_memory_fields_as_numpy_copies():
     assert sorted(out) == ["index", "label", "views"]
     assert type(out["index"]) is np.ndarray and type(out["label"]) is np.ndarray
     np.testing.assert_array_equal(out["label"], [1, 2])
+
+
+def test_batch_augment_takes_the_channels_first_batches_its_error_points_to():
+    """A (B, C, H, W) batch is refused with "pass layout='CHW'", and BatchAugment takes that
+    layout (it refused it, naming clip layouts only): the same values as the batch in HWC."""
+    chain = augjax.compose(augjax.ops.mixup.bind(alpha=0.2, num_classes=8), augjax.ops.normalize)
+    x = np.random.default_rng(1).integers(0, 256, (4, 3, 16, 16), dtype=np.uint8)
+    batch = {"image": x, "index": np.arange(4), "label": np.arange(4)}
+    with pytest.raises(augjax.InputError, match=r"pass layout='CHW'"):
+        ag.BatchAugment(chain, seed=3)(batch)
+    out = ag.BatchAugment(chain, seed=3, layout="CHW")(batch)
+    want = ag.BatchAugment(chain, seed=3)({**batch, "image": np.moveaxis(x, 1, -1)})
+    assert out["image"].shape == x.shape
+    np.testing.assert_array_equal(np.moveaxis(np.asarray(out["image"]), 1, -1),
+                                  np.asarray(want["image"]))
+    np.testing.assert_array_equal(np.asarray(out["label"]), np.asarray(want["label"]))
+
+
+def test_a_missing_label_field_names_the_op_that_mixes():
+    chain = augjax.compose(augjax.ops.flip, augjax.ops.mixup.bind(alpha=0.2, num_classes=8))
+    with pytest.raises(augjax.InputError, match=r"the chain mixes labels \(mixup\) and expects "
+                                                r"a field 'label'"):
+        ag.BatchAugment(chain)({"image": np.zeros((4, 8, 8, 3), np.uint8),
+                                "index": np.arange(4)})
+
+
+@pytest.mark.parametrize("values, hint", [
+    ((0, 200), r"its values are 0\.\.200, 8-bit levels: image\.astype\(np\.uint8\)"),
+    ((0, 4000), r"its values reach 4000: 16-bit levels as float32, \(image / 65535\)"),
+    ((-7, 300), r"its values are -7\.\.300: float32 in \[0, 1\] by the data's own range"),
+])
+@pytest.mark.parametrize("path", ["record", "batch"])
+def test_integer_images_get_a_hint_by_their_values(values, hint, path):
+    """An int64 image of 0..255 levels was told to divide by 2**63 - 1 (an almost black image);
+    the hint now reads the (host) values: uint8 for 8-bit levels, /65535 for 16-bit ones, the
+    data's own range otherwise; on a record (a list of one image) and on a NumPy batch."""
+    image = np.random.default_rng(2).integers(*values, (12, 12, 3)).astype(np.int64)
+    image.flat[:2] = values
+    with pytest.raises(augjax.InputError, match=r"expects dtype uint8 or float32.*got int64 "
+                                                r"\(" + hint):
+        if path == "record":
+            ag.RandomMap(_crop_chain()).random_map({"image": image}, np.random.default_rng(0))
+        else:
+            augjax.ops.flip(image[None], key=jax.random.key(0))

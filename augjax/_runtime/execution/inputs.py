@@ -29,6 +29,7 @@ __all__ = [
     "check_layout_shape",
     "check_pixels",
     "committed",
+    "integer_hint",
     "label_classes",
     "row_major",
 ]
@@ -95,7 +96,8 @@ def as_array(x: Any, op: str, argument: str) -> jax.Array:
         if argument == "images" and x.dtype.kind in "iu" and x.dtype.itemsize == 8:
             # JAX (without x64) would make it int32 and the dtype check would name that
             raise InputError(f"{op}: argument 'images' expects dtype uint8 or float32 (augjax's "
-                             f"image dtypes), got {x.dtype}", op=op, argument=argument)
+                             f"image dtypes), got {x.dtype}{integer_hint(x.dtype, [x])}", op=op,
+                             argument=argument)
         return jnp.asarray(x)
     raise InputTypeError(
         f"{op}: argument '{argument}' expects a jax.Array, a NumPy array or a DALI DataNode, "
@@ -104,6 +106,31 @@ def as_array(x: Any, op: str, argument: str) -> jax.Array:
         op=op,
         argument=argument,
     )
+
+
+def integer_hint(dtype: Any, arrays: Any = ()) -> str:
+    """How integer images become augjax's (uint8 or float32 in [0, 1]), for a dtype error: read
+    off the values of ``arrays`` where they are on the host (NumPy; the error path only), else
+    off the dtype. Dividing by the dtype's largest value is right for 16-bit levels only: 0..255
+    values in an int64 array so divided would come out black."""
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "iu":
+        return ""
+    host = [a for a in arrays if isinstance(a, np.ndarray) and a.size]
+    if host:
+        lo, hi = min(int(a.min()) for a in host), max(int(a.max()) for a in host)
+        if 0 <= lo and hi <= 255:
+            return f" (its values are 0..{hi}, 8-bit levels: image.astype(np.uint8))"
+        if 0 <= lo and hi <= 65535:
+            return (f" (its values reach {hi}: 16-bit levels as float32, (image / 65535)."
+                    f"astype(np.float32), or divided by the data's own top level)")
+        return (f" (its values are {lo}..{hi}: float32 in [0, 1] by the data's own range, "
+                f"((image - low) / (high - low)).astype(np.float32))")
+    if dtype.itemsize == 2:
+        return (" (16-bit levels: (image / 65535).astype(np.float32), or image.astype(np.uint8) "
+                "if the values are 0..255)")
+    return (" (image.astype(np.uint8) if the values are 0..255, else float32 in [0, 1] by the "
+            "data's own range)")
 
 
 def row_major(x: jax.Array) -> jax.Array:
@@ -140,7 +167,8 @@ def check_images(x: Any, spec: Any, layout: str, op: str | None = None,
     dtype = jnp.dtype(x.dtype).name
     if dtype not in spec.dtypes:
         raise InputError(
-            f"{name}: argument 'images' expects dtype {' or '.join(spec.dtypes)}, got {dtype}",
+            f"{name}: argument 'images' expects dtype {' or '.join(spec.dtypes)}, got {dtype}"
+            f"{integer_hint(dtype, [x]) if 'float32' in spec.dtypes else ''}",
             op=name,
             argument="images",
         )

@@ -263,16 +263,12 @@ def check_list(arrays: Sequence[Any], name: str, first: Any = None) -> np.ndarra
 def _check_as_first(arrays: Sequence[np.ndarray], step: Any) -> None:
     """The list's images (one dtype and channel count) against what ``step`` takes."""
     from augjax._runtime.execution.checking import check_batch, checking_enabled
-    from augjax._runtime.execution.inputs import IMAGE_CHANNELS
+    from augjax._runtime.execution.inputs import IMAGE_CHANNELS, integer_hint
 
     op, image = step.name, arrays[0]
     dtype = np.dtype(jax.dtypes.canonicalize_dtype(image.dtype)).name  # float64: JAX's float32
     if dtype not in step.dtypes:
-        hint = ""
-        if np.issubdtype(image.dtype, np.integer) and "float32" in step.dtypes:
-            top = np.iinfo(image.dtype).max
-            hint = (f" (integer images: (image / {top}).astype(np.float32) each, or uint8 "
-                    f"images if the data holds 8 bits)")
+        hint = integer_hint(image.dtype, arrays) if "float32" in step.dtypes else ""
         raise InputError(f"{op}: argument 'images' expects dtype {' or '.join(step.dtypes)}, "
                          f"got {np.dtype(image.dtype).name}{hint}", op=op, argument="images")
     channels = image.shape[-1]
