@@ -105,7 +105,8 @@ def _clips_sample(step: Step, inputs: tuple[Any, ...], *, key: Any, layout: str,
 #: step runs on every kind).
 FRONTS: dict[type[Kind], Front] = {
     Images: Front(_images_call, _images_sample, _images_apply),
-    Clips: Front(clips.call_clips, _clips_sample, clips.apply_clips),
+    Clips: Front(*map(clips.in_clip_terms, (clips.call_clips, _clips_sample,
+                                            clips.apply_clips))),
     Volumes: Front(volume_slices.call_volumes, volume_slices.sample_slices,
                    volume_slices.apply_slices),
 }

@@ -31,7 +31,19 @@ from augjax._core.declaration import CLIP_LAYOUTS, HWC, LAYOUTS, VOLUME_LAYOUTS
 from augjax.errors import InputError, InputKindError
 
 __all__ = ["Clips", "Images", "Kind", "Volumes", "Wrapped", "check_rank", "frame_layout",
-           "kind_of", "rank_of", "torch_hint"]
+           "kind_of", "layout_hint", "rank_of", "torch_hint"]
+
+
+def layout_hint(layout: Any) -> str:
+    """For a refused ``layout``: the name augjax (and DALI) give it where the caller spelled the
+    frame axis ``T`` (torchvision's ``TCHW``, ``THWC``), else ``""``."""
+    if not isinstance(layout, str) or "T" not in layout.upper():
+        return ""
+    spelled = layout.upper().replace("T", "F")
+    known = CLIP_LAYOUTS + VOLUME_LAYOUTS + LAYOUTS
+    if spelled not in known:
+        return ""
+    return f" (augjax and DALI call the frame axis F: layout={spelled!r})"
 
 
 class Wrapped:
@@ -73,7 +85,7 @@ class Kind(Wrapped):
         layout = self.layouts[0] if layout is None else layout
         if layout not in self.layouts:
             raise InputError(f"{name}: argument 'layout' expects one of {self.layouts}, got "
-                             f"{layout!r}", op=name, argument="layout")
+                             f"{layout!r}{layout_hint(layout)}", op=name, argument="layout")
         if isinstance(array, Kind):
             raise InputError(f"{name}: argument 'array' expects an array, got {array!r} (a kind "
                              f"already)", op=name, argument="array")
@@ -261,8 +273,8 @@ def kind_of(images: Any, layout: str, name: str) -> tuple[Kind, bool]:
         known = tuple(lay for kind in KINDS for lay in kind.layouts)
         if layout not in known:  # the layout the caller gave, not the rank-5 refusal
             raise InputError(f"{name}: argument 'layout' expects one of "
-                             f"{', '.join(map(repr, known))}, got {layout!r}", op=name,
-                             argument="layout")
+                             f"{', '.join(map(repr, known))}, got {layout!r}"
+                             f"{layout_hint(layout)}", op=name, argument="layout")
         shape = tuple(images.shape) if hasattr(images, "shape") else images
         raise InputKindError(
             f"{name}: argument 'images' is a plain array of rank {rank} {shape}: a batch of "

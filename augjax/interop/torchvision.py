@@ -88,7 +88,9 @@ NEAREST = {
     "SetClampingMode": "the targets' boxes (clamped by every geometric op)",
     "ConvertBoundingBoxFormat": "the call's boxes_format= (docs/guide/targets.md)",
     "ToPILImage": "to_uint8",
-    "UniformTemporalSubsample": None,
+    "UniformTemporalSubsample": ("none (augjax augments the frames it is given): pick them "
+                                 "before the chain, clips[:, idx] with torchvision's indices "
+                                 "idx = torch.linspace(0, T - 1, num_samples).long()"),
 }
 
 # transforms that leave an array as it is (conversions between PIL, tensors and tv_tensors;

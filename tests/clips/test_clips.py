@@ -175,6 +175,12 @@ def test_errors_speak_of_clips(clips):
     with pytest.raises(augjax.InputError, match=r"'masks' on clips expects .* \(3, 4, 20, 16\)"
                                                 r".* got int32 \(3, 4, 10, 16\)"):
         ops.flip(augjax.Clips(clips), key=KEY, p=0.5, masks=jnp.zeros((N, T, 10, W), jnp.int32))
+    # an op's own check (3 channels) sees one frame per clip: a note gives the clips' terms
+    gray = jnp.zeros((N, T, H, W, 1), jnp.uint8)
+    with pytest.raises(augjax.InputError, match=r"expects 3 channels") as err:
+        ops.color_jitter(augjax.Clips(gray), key=KEY, brightness=0.4)
+    assert (f"the clips {(N, T, H, W, 1)} (layout FHWC) are checked frame by frame"
+            in "\n".join(err.value.__notes__))
 
 
 

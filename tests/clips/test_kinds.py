@@ -38,6 +38,12 @@ def test_an_unknown_layout_on_rank5_names_the_layout():
                                                     rf".*'FCHW'.*, got '{layout}'") as err:
             ops.flip(CLIPS, key=KEY, p=0.5, layout=layout)
         assert err.value.argument == "layout"
+    # torchvision's T for the frame axis: the error gives augjax's (and DALI's) name for it
+    with pytest.raises(augjax.InputError, match=r"got 'TCHW' \(augjax and DALI call the frame "
+                                                r"axis F: layout='FCHW'\)"):
+        ops.flip(CLIPS, key=KEY, p=0.5, layout="TCHW")
+    with pytest.raises(augjax.InputError, match=r"got 'THWC' .*layout='FHWC'"):
+        augjax.Clips(CLIPS, layout="THWC")
 
 
 def test_clips_and_the_layout_keyword_are_the_clip_path():

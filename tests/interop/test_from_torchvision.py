@@ -821,3 +821,20 @@ def test_jpeg_on_float_images_is_refused_as_torchvision_refuses_it():
         augjax.from_torchvision(pipeline)
     assert err.value.transform == "JPEG" and err.value.nearest == "jpeg"
     augjax.from_torchvision(v2.Compose([v2.JPEG(50), v2.ToDtype(torch.float32, scale=True)]))
+
+
+def test_temporal_subsampling_is_refused_with_the_frames_to_pick_before_the_chain():
+    """UniformTemporalSubsample has no augjax op (augjax augments the frames it is given); its
+    refusal says how to pick them before the chain, with torchvision's own indices: the
+    expression in the message picks the frames the transform picks."""
+    with pytest.raises(augjax.UnsupportedTransformError) as info:
+        augjax.from_torchvision(v2.Compose([v2.UniformTemporalSubsample(5),
+                                            v2.RandomHorizontalFlip()]))
+    err = info.value
+    assert err.transform == "UniformTemporalSubsample" and "clips[:, idx]" in str(err)
+    expression = str(err).split("idx = ", 1)[1]
+    for frames, num_samples in ((16, 5), (8, 3), (29, 27), (31, 23)):
+        video = torch.arange(frames, dtype=torch.float32).reshape(frames, 1, 1, 1)
+        idx = eval(expression, {"torch": torch, "T": frames, "num_samples": num_samples})
+        picked = v2.functional.uniform_temporal_subsample(video, num_samples).flatten()
+        assert torch.equal(video.flatten()[idx], picked), (frames, num_samples)

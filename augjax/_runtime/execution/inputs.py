@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from augjax._core.declaration import CHW, HWC, LAYOUTS
-from augjax._core.kinds import Images, check_rank, pil_hint, torch_hint
+from augjax._core.kinds import Images, check_rank, layout_hint, pil_hint, torch_hint
 from augjax.errors import InputError, InputTypeError
 
 __all__ = [
@@ -42,7 +42,7 @@ def check_layout(layout: str, op: str) -> None:
     """Raises InputError for a layout of images other than ``"HWC"`` / ``"CHW"``."""
     if layout not in LAYOUTS:
         raise InputError(f"{op}: argument 'layout' expects {' or '.join(map(repr, LAYOUTS))}, "
-                         f"got {layout!r}", op=op, argument="layout")
+                         f"got {layout!r}{layout_hint(layout)}", op=op, argument="layout")
 
 
 #: The devices a DALI operator runs on.
@@ -159,7 +159,8 @@ def check_images(x: Any, spec: Any, layout: str, op: str | None = None,
     shape = tuple(x.shape)
     if layout not in spec.layouts:
         raise InputError(
-            f"{name}: argument 'layout' expects one of {spec.layouts}, got {layout!r}",
+            f"{name}: argument 'layout' expects one of {spec.layouts}, got {layout!r}"
+            f"{layout_hint(layout)}",
             op=name,
             argument="layout",
         )
