@@ -155,8 +155,11 @@ def test_errors_name_op_argument_expected_and_got(call, exc, fragments):
 def test_64_bit_integer_images_are_named_as_given(dtype):
     """int64 images (NumPy's default integer) are refused as int64: the message named int32,
     the dtype JAX converts them to, which the caller never gave."""
+    # (then the hint by the values: these hold 8-bit levels)
     with pytest.raises(InputError, match=f"'images' expects dtype uint8 or float32 .*got "
-                                         f"{np.dtype(dtype).name}$") as info:
+                                         f"{np.dtype(dtype).name} \\(its values are 0\\.\\.\\d+, "
+                                         f"8-bit levels: image\\.astype\\(np\\.uint8\\)\\)$"
+                       ) as info:
         augjax.ops.flip(images().astype(dtype), key=_key())
     assert info.value.argument == "images"
 
