@@ -8,8 +8,9 @@ Rows (each in its own try/except: a failed row records its error, the others run
 - ``clips``: RandAugment(n=2, m=9) on 8 clips x 16 frames x S^2 uint8 (one draw per clip, and
   ``per_frame=True``) against the same policy on 128 images (the same pixels), ms per call on
   ``jax.Array`` batches; kornia ``VideoSequential(RandAugment(n=2, m=9), same_on_frame=True)``
-  on CUDA float tensors (B, T, C, H, W) where kornia is installed. Targets: clips <= 1.2x
-  images, per-frame <= 1.5x, >= 10x faster than kornia.
+  on CUDA float tensors (B, T, C, H, W) where kornia is installed; on the CPU torchvision v2's
+  ``RandAugment`` on each clip as a (T, C, H, W) video tensor (one draw per video). Targets:
+  clips <= 1.2x images, per-frame <= 1.5x, >= 10x faster than kornia.
 - ``views``: DINO's views (2 x 224 + 6 x 96, ``augjax.recipes.dino(local_count=6)``) against one
   ``random_resized_crop`` to 224 (+ normalize) on the same arrays, ms per call.
 - ``e2e`` (DALI; GPU: mixed decode): files -> decode -> (a) one DALI ``random_resized_crop`` 224
@@ -135,8 +136,37 @@ def clips_rows(args, rows):
                 out["kornia_video_per_frame_ms"] / res["clips_per_frame_ms"])
         return out
 
+    def torchvision_row():
+        """torchvision v2 on the CPU: RandAugment(num_ops=2, magnitude=9) on each clip as a
+        (T, C, H, W) uint8 video tensor (one draw per video, torchvision's semantics), torch
+        with ``--threads`` threads, as a per-video loop of a CPU loader runs it."""
+        import torch
+        from torchvision.transforms import v2
+
+        torch.set_num_threads(args.threads)
+        videos = [torch.from_numpy(np.asarray(clips)[i]).permute(0, 3, 1, 2).contiguous()
+                  for i in range(n)]
+        policy = v2.RandAugment(num_ops=2, magnitude=9)
+
+        def batch():
+            return [policy(v) for v in videos]
+
+        batch()
+        times = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            for _ in range(max(1, it // 4)):
+                batch()
+            times.append((time.perf_counter() - t0) * 1e3 / max(1, it // 4))
+        out = {"torchvision": harness._version("torchvision"), "threads": args.threads,
+               "torchvision_clips_ms": harness.median(times)}
+        out["speedup_augjax_clips_over_torchvision"] = out["torchvision_clips_ms"] / res["clips_ms"]
+        return out
+
     if args.device == "gpu":
         _row(rows, "clips/kornia_video_sequential", kornia_row)
+    else:
+        _row(rows, "clips/torchvision_v2", torchvision_row)
 
 
 # -- views on arrays ----------------------------------------------------------------------------
