@@ -58,30 +58,7 @@ from augjax._runtime.targets.boxes import parse_format, parse_sanitize
 from augjax._runtime.targets.rotated import WIDTH
 from augjax.errors import InputError
 
-__all__ = ["apply_clips", "call_clips", "frame_keys", "frame_layout", "in_clip_terms",
-           "sample_clips"]
-
-
-def in_clip_terms(front: Any) -> Any:
-    """``front`` (a clips front end function ``(step, inputs, *, layout, ...)``) whose
-    :class:`~augjax.errors.InputError` from an op's check of the frames (which names a batch
-    of images ``(N, H, W, C)`` and an image layout) gets a note in the clips' terms: their
-    shape, their layout, and that each clip's frames are checked as images."""
-
-    @functools.wraps(front)
-    def noted(step: Any, inputs: tuple[Any, ...], **kwargs: Any) -> Any:
-        try:
-            return front(step, inputs, **kwargs)
-        except InputError as err:
-            shape = tuple(getattr(inputs[0], "shape", ())) if inputs else ()
-            if len(shape) == 5 and "batch shape" in str(err):
-                layout = frame_layout(kwargs.get("layout", "FHWC"))
-                err.add_note(f"{step.name}: the clips {shape} (layout F{layout}) are checked "
-                             f"frame by frame, as images in layout {layout}: the batch shape "
-                             f"above is one frame of each clip")
-            raise
-
-    return noted
+__all__ = ["apply_clips", "call_clips", "frame_keys", "frame_layout", "sample_clips"]
 
 
 def frame_keys(keys: jax.Array, frames: int) -> jax.Array:

@@ -19,6 +19,7 @@ row here.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -101,12 +102,33 @@ def _clips_sample(step: Step, inputs: tuple[Any, ...], *, key: Any, layout: str,
     return clips.sample_clips(step, inputs, key=key, layout=layout, per_frame=per_frame)
 
 
+def _in_clip_terms(front: Any) -> Any:
+    """``front`` (a clips front end function ``(step, inputs, *, layout, ...)``) whose
+    :class:`~augjax.errors.InputError` from an op's check of the frames (which names a batch
+    of images ``(N, H, W, C)`` and an image layout) gets a note in the clips' terms: their
+    shape, their layout, and that each clip's frames are checked as images."""
+
+    @functools.wraps(front)
+    def noted(step: Any, inputs: tuple[Any, ...], **kwargs: Any) -> Any:
+        try:
+            return front(step, inputs, **kwargs)
+        except InputError as err:
+            shape = tuple(getattr(inputs[0], "shape", ())) if inputs else ()
+            if len(shape) == 5 and "batch shape" in str(err):
+                layout = clips.frame_layout(kwargs.get("layout", "FHWC"))
+                err.add_note(f"{step.name}: the clips {shape} (layout F{layout}) are checked "
+                             f"frame by frame, as images in layout {layout}: the batch shape "
+                             f"above is one frame of each clip")
+            raise
+
+    return noted
+
+
 #: One front end per kind (torchvision's ``_KERNEL_REGISTRY``, keyed by input type only: every
 #: step runs on every kind).
 FRONTS: dict[type[Kind], Front] = {
     Images: Front(_images_call, _images_sample, _images_apply),
-    Clips: Front(*map(clips.in_clip_terms, (clips.call_clips, _clips_sample,
-                                            clips.apply_clips))),
+    Clips: Front(*map(_in_clip_terms, (clips.call_clips, _clips_sample, clips.apply_clips))),
     Volumes: Front(volume_slices.call_volumes, volume_slices.sample_slices,
                    volume_slices.apply_slices),
 }

@@ -31,10 +31,10 @@ from typing import Any
 
 import numpy as np
 
-from augjax.grain_records import (TARGETS, checked_chain, checked_image, clip_record, described,
-                                  is_views, kind_of_layout, merge, merge_views, not_a_record,
-                                  split, takes_any_size, unwrapped, views_record, volume_chain,
-                                  volume_record, volume_targets)
+from augjax.grain_records import (TARGETS, checked_chain, checked_image, clip_record, is_views,
+                                  kind_of_layout, merge, merge_views, mixer, not_a_record,
+                                  record_note, split, takes_any_size, unwrapped, views_record,
+                                  volume_chain, volume_record, volume_targets)
 from augjax.grain_workers import in_worker as _in_worker
 from augjax.grain_workers import pin_cpu, warm_workers, worker_init
 from augjax.errors import AugjaxError, AugjaxWarning, BackendUnavailableError, InputError
@@ -245,18 +245,7 @@ class RandomMap(grain.transforms.RandomMap):
         try:
             return self.apply(element, seeds)
         except AugjaxError as err:  # which record: its index (WithIndex) and keys, to find it
-            index = element.get("index") if isinstance(element, dict) else None
-            if not isinstance(element, dict):
-                what = described(element)
-            elif self.image in element:
-                what = f"its {self.image!r}: {described(element[self.image])}"
-            else:
-                what = f"no field {self.image!r}"
-            listed = ("; a crop first runs its image as a list of one, image 0"
-                      if "as a list" in str(err) else "")
-            err.add_note(f"augjax.grain.RandomMap: the record"
-                         f"{'' if index is None else f' of index {index}'} ({what}; keys from "
-                         f"seeds {seeds.tolist()}{listed})")
+            err.add_note(record_note(err, element, self.image, seeds))
             raise
 
 
@@ -406,13 +395,10 @@ class BatchAugment(grain.transforms.Map):
             extra = volume_targets(extra, "augjax.grain.BatchAugment")
         mixes = "labels" in getattr(self.chain, "inputs", ())
         if mixes and self.label not in batch:
-            mixer = next((step.name for step in getattr(self.chain, "steps", ())
-                          if "labels" in getattr(step, "inputs", ())),
-                         getattr(self.chain, "name", type(self.chain).__name__))
             raise InputError(
-                f"augjax.grain.BatchAugment: the chain mixes labels ({mixer}) and expects a "
-                f"field {self.label!r} in the batch (name it with label=...), got fields "
-                f"{sorted(batch)}", argument="label")
+                f"augjax.grain.BatchAugment: the chain mixes labels ({mixer(self.chain)}) and "
+                f"expects a field {self.label!r} in the batch (name it with label=...), got "
+                f"fields {sorted(batch)}", argument="label")
         args = (images, batch[self.label]) if mixes else (images,)
         if self.device is not None:
             args = jax.device_put(args, self.device)

@@ -12,8 +12,8 @@ import numpy as np
 from augjax.errors import InputError, InputTypeError
 
 __all__ = ["TARGETS", "VOLUME_TARGETS", "checked_chain", "checked_image", "clip_record",
-           "described", "is_views", "kind_of_layout", "merge", "merge_views", "not_a_record",
-           "rank_hint", "split", "takes_any_size", "unwrapped", "views_record", "volume_chain",
+           "described", "is_views", "kind_of_layout", "merge", "merge_views", "mixer",
+           "not_a_record", "rank_hint", "record_note", "split", "takes_any_size", "unwrapped", "views_record", "volume_chain",
            "volume_record", "volume_targets"]
 
 #: Record fields that follow the image through a chain (augjax's target keywords).
@@ -33,6 +33,30 @@ def described(value: Any) -> str:
     if shape is not None and not callable(shape):
         return f"an array of shape {tuple(shape)}, {getattr(value, 'dtype', '?')}"
     return f"a {type(value).__qualname__}"
+
+
+def record_note(err: Exception, element: Any, image: str, seeds: Any) -> str:
+    """RandomMap's note on an error of a record: its index (from WithIndex), what its image is
+    and its seeds, to find it; a crop-first chain runs the image as a list of one (the error
+    says "as a list")."""
+    index = element.get("index") if isinstance(element, dict) else None
+    if not isinstance(element, dict):
+        what = described(element)
+    elif image in element:
+        what = f"its {image!r}: {described(element[image])}"
+    else:
+        what = f"no field {image!r}"
+    listed = "; a crop first runs its image as a list of one, image 0" if "as a list" in str(
+        err) else ""
+    return (f"augjax.grain.RandomMap: the record{'' if index is None else f' of index {index}'}"
+            f" ({what}; keys from seeds {seeds.tolist()}{listed})")
+
+
+def mixer(chain: Any) -> str:
+    """The name of the op of ``chain`` that mixes labels (mixup, cutmix), else the chain's."""
+    return next((step.name for step in getattr(chain, "steps", ())
+                 if "labels" in getattr(step, "inputs", ())),
+                getattr(chain, "name", type(chain).__name__))
 
 
 def not_a_record(element: Any, name: str, image: str, shape: str = "(H, W, C)") -> InputError:

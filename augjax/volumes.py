@@ -90,11 +90,8 @@ class VolumeOp:
     #: volume that drew nothing comes back as it was, bit for bit, and on the CPU the op is not
     #: computed for it (batchgeneratorsv2 skips a transform a sample did not draw).
     active: Callable[[dict[str, jax.Array]], jax.Array] | None = None
-    #: ``shared(params, meta, **config) -> dict``: values derived from one volume's draws that
-    #: its kernel, mask kernel and points all read (the affine's sampling coordinates), computed
-    #: once per volume and handed to each as more ``params`` entries (None: none). XLA does not
-    #: merge a large computation traced twice (the affine's elastic field: a mask doubled the
-    #: op's time).
+    #: ``shared(params, meta, **config) -> dict``: what the kernel, mask kernel and points all
+    #: read (the affine's coordinates), once per volume, as more ``params`` (XLA kept it twice).
     shared: Callable[..., dict[str, jax.Array]] | None = None
 
     def bind(self, **config: Any) -> VolumeStep:
@@ -191,13 +188,11 @@ class VolumeStep:
         return VolumeChain((self,)).apply(volumes, params=(params,), masks=masks,
                                           keypoints=keypoints)
 
-    def kernel_params(self, params: dict[str, jax.Array], meta: VolumeMeta
-                      ) -> dict[str, jax.Array]:
-        """One volume's ``params`` with the op's :attr:`VolumeOp.shared` values added (what
-        its kernels read), for ``meta`` the volume as it reaches the op."""
-        if self.op.shared is None:
-            return params
-        return {**params, **self.op.shared(params, meta, **self.config)}
+    def kernel_params(self, params: dict[str, jax.Array], meta: VolumeMeta) -> dict[str, Any]:
+        """One volume's ``params`` and the op's :attr:`VolumeOp.shared` values (``meta``: it
+        as it reaches the op)."""
+        shared = self.op.shared
+        return params if shared is None else {**params, **shared(params, meta, **self.config)}
 
     def out_meta(self, meta: VolumeMeta) -> VolumeMeta:
         if self.op.out_shape is None:
